@@ -1,0 +1,36 @@
+"""The profile: every measurement of one workload, as versioned JSON Lines."""
+
+from cotune.profile._profile import Profile, ProfileWriter, append_records, parse_profile, read_profile, write_profile
+from cotune.profile._schema import (
+    FAILURE_KINDS,
+    FORMAT_VERSION,
+    GOALS,
+    EvalRecord,
+    FailureRecord,
+    NoiseRecord,
+    Record,
+    StepRecord,
+    WorkloadRecord,
+    record_from_dict,
+    record_to_dict,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "GOALS",
+    "FAILURE_KINDS",
+    "Profile",
+    "ProfileWriter",
+    "Record",
+    "WorkloadRecord",
+    "StepRecord",
+    "EvalRecord",
+    "FailureRecord",
+    "NoiseRecord",
+    "append_records",
+    "parse_profile",
+    "read_profile",
+    "write_profile",
+    "record_from_dict",
+    "record_to_dict",
+]

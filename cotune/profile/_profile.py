@@ -1,0 +1,268 @@
+"""Reading and writing profiles: JSON Lines, append-only, flushed per record.
+
+A process killed while appending can leave a torn last line (no trailing newline, not
+valid JSON). Readers skip such a tail and report it in :attr:`Profile.warnings`;
+:func:`append_records` cuts it off before writing, so a resumed run never glues a new
+record onto half of an old one. Every other malformed line is an error that names it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from cotune.errors import ProfileError
+from cotune.profile._schema import (
+    EvalRecord,
+    FailureRecord,
+    NoiseRecord,
+    Record,
+    StepRecord,
+    WorkloadRecord,
+    record_from_dict,
+    record_to_dict,
+)
+
+__all__ = ["Profile", "read_profile", "parse_profile", "write_profile", "append_records", "ProfileWriter"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """All measurements of one workload, grouped by record type (order kept)."""
+
+    workload: WorkloadRecord
+    steps: tuple[StepRecord, ...] = ()
+    evals: tuple[EvalRecord, ...] = ()
+    failures: tuple[FailureRecord, ...] = ()
+    noise: tuple[NoiseRecord, ...] = ()
+    path: str | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """GPU types with at least one step record, in first-seen order."""
+        return tuple(dict.fromkeys(s.gpu for s in self.steps))
+
+    def records(self) -> Iterator[Record]:
+        """Every record, workload first, in a stable order."""
+        yield self.workload
+        yield from self.steps
+        yield from self.failures
+        yield from self.evals
+        yield from self.noise
+
+    def step_arrays(self, gpu: str) -> dict[str, np.ndarray]:
+        """Columns of the step records of one GPU type as numpy arrays."""
+        rows = [s for s in self.steps if s.gpu == gpu]
+        if not rows:
+            raise ProfileError(f"no step records for gpu {gpu!r}; profiled gpus: {', '.join(self.gpus) or 'none'}")
+        sync = [math.nan if s.sync_time_s is None else s.sync_time_s for s in rows]
+        return {
+            "workers": np.array([s.workers for s in rows], dtype=float),
+            "hosts": np.array([s.hosts for s in rows], dtype=float),
+            "local_batch": np.array([s.local_batch * s.accum_steps for s in rows], dtype=float),
+            "step_time_s": np.array([s.step_time_s for s in rows], dtype=float),
+            "sync_time_s": np.array(sync, dtype=float),
+        }
+
+    def eval_arrays(self) -> dict[str, np.ndarray]:
+        """Columns of the eval records as numpy arrays."""
+        return {
+            "global_batch": np.array([e.global_batch for e in self.evals], dtype=float),
+            "epoch": np.array([e.epoch for e in self.evals], dtype=float),
+            "metric": np.array([e.metric for e in self.evals], dtype=float),
+            "seed": np.array([e.seed for e in self.evals], dtype=int),
+        }
+
+    def max_local_batch(self, gpu: str) -> int | None:
+        """Largest local batch below the smallest out-of-memory probe on ``gpu`` (None if none)."""
+        ooms = [f.local_batch for f in self.failures if f.gpu == gpu and f.failure == "oom"]
+        if not ooms:
+            return None
+        return min(ooms) - 1
+
+    def noise_scale(self) -> float | None:
+        """A gradient-noise scale in samples, from noise records or eval gradient statistics."""
+        if self.noise:
+            return float(np.median([n.b_noise for n in self.noise]))
+        stats = [
+            (e.grad_var / e.grad_sqr) * (e.grad_batch or e.global_batch)
+            for e in self.evals
+            if e.grad_sqr and e.grad_var is not None and e.grad_sqr > 0
+        ]
+        if not stats:
+            return None
+        return float(np.median(stats))
+
+
+def _build(records: Iterable[Record], *, path: str | None, warnings: Sequence[str]) -> Profile:
+    workload: WorkloadRecord | None = None
+    steps, evals, failures, noise = [], [], [], []
+    for rec in records:
+        if isinstance(rec, WorkloadRecord):
+            if workload is not None and rec != workload:
+                raise ProfileError(
+                    f"two different workload records ({workload.name!r} and {rec.name!r}): one profile holds one workload",
+                    path=path,
+                )
+            workload = rec
+        elif isinstance(rec, StepRecord):
+            steps.append(rec)
+        elif isinstance(rec, EvalRecord):
+            evals.append(rec)
+        elif isinstance(rec, FailureRecord):
+            failures.append(rec)
+        elif isinstance(rec, NoiseRecord):
+            noise.append(rec)
+    if workload is None:
+        raise ProfileError(
+            'no workload record: add a line such as {"record": "workload", "name": "my-job", "dataset_size": 50000}',
+            path=path,
+        )
+    return Profile(
+        workload=workload,
+        steps=tuple(steps),
+        evals=tuple(evals),
+        failures=tuple(failures),
+        noise=tuple(noise),
+        path=path,
+        warnings=tuple(warnings),
+    )
+
+
+def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
+    """Parse JSON Lines text into a :class:`Profile`.
+
+    Blank lines are skipped. A final line that is not valid JSON *and* has no newline
+    is a torn write from an interrupted run: it is skipped with a warning.
+    """
+    records: list[Record] = []
+    warnings: list[str] = []
+    items = list(lines)
+    for number, raw in enumerate(items, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if number == len(items) and not raw.endswith("\n"):
+                warnings.append(f"line {number}: skipped a torn last line (an interrupted write)")
+                continue
+            raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
+        try:
+            rec = record_from_dict(data)
+        except ProfileError as exc:
+            raise ProfileError(str(exc), path=path, line=number) from None
+        if rec is not None:
+            records.append(rec)
+    return _build(records, path=path, warnings=warnings)
+
+
+def read_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read a profile file (JSON Lines). Raises :class:`ProfileError` with the line at fault."""
+    p = Path(path)
+    if not p.exists():
+        raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=str(p))
+    if p.is_dir():
+        raise ProfileError("is a directory, not a profile file", path=str(p))
+    try:
+        with p.open("r", encoding="utf-8", newline="") as fh:
+            return parse_profile(fh, path=str(p))
+    except UnicodeDecodeError:
+        raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=str(p)) from None
+    except PermissionError:
+        raise ProfileError("permission denied: make the file readable", path=str(p)) from None
+
+
+def _dump(record: Record) -> str:
+    return json.dumps(record_to_dict(record), separators=(", ", ": "), allow_nan=True) + "\n"
+
+
+def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
+    """Write a whole profile atomically (temporary file + rename)."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for rec in profile.records():
+            fh.write(_dump(rec))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+
+
+def _repair_tail(fh: IO[bytes]) -> None:
+    """Cut a torn last line (no trailing newline) so appends start on a fresh line."""
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    if size == 0:
+        return
+    fh.seek(size - 1)
+    if fh.read(1) == b"\n":
+        return
+    # Walk back to the previous newline; everything after it is a partial record.
+    pos = size - 1
+    block = 4096
+    while pos > 0:
+        start = max(0, pos - block)
+        fh.seek(start)
+        chunk = fh.read(pos - start)
+        idx = chunk.rfind(b"\n")
+        if idx >= 0:
+            fh.truncate(start + idx + 1)
+            return
+        pos = start
+    fh.truncate(0)
+
+
+class ProfileWriter:
+    """Append records to a profile, one flushed and fsync'ed line each.
+
+    Use as a context manager. A kill at any moment leaves every completed record on
+    disk and at most one torn line, which the next writer removes.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        self._fh: IO[bytes] | None = None
+
+    def __enter__(self) -> "ProfileWriter":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+b")
+        _repair_tail(fh)
+        fh.seek(0, os.SEEK_END)
+        self._fh = fh
+
+    def write(self, record: Record) -> None:
+        if self._fh is None:
+            raise RuntimeError("ProfileWriter is not open: use it as a context manager")
+        self._fh.write(_dump(record).encode("utf-8"))
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def append_records(path: str | os.PathLike[str], records: Iterable[Record], *, fsync: bool = True) -> None:
+    """Append records to ``path`` (created if missing), each flushed on its own."""
+    with ProfileWriter(path, fsync=fsync) as writer:
+        for rec in records:
+            writer.write(rec)

@@ -1,0 +1,312 @@
+"""The records of a profile: one frozen dataclass per record type.
+
+A profile is JSON Lines; each line is one record whose ``"record"`` field names its
+type. The full field reference, with units, lives in ``docs/profile-format.md``; this
+module is its executable form. Parsing validates every field and raises
+:class:`~cotune.errors.ProfileError` naming the field, the value and the fix.
+
+Format version: :data:`FORMAT_VERSION`. A workload record may carry ``"version"``;
+files without it are read as version 1. Unknown *fields* are ignored (writers may add
+diagnostics), unknown *record types* are an error unless the record sets
+``"optional": true``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal, Mapping, Union
+
+from cotune.errors import ProfileError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "GOALS",
+    "FAILURE_KINDS",
+    "WorkloadRecord",
+    "StepRecord",
+    "EvalRecord",
+    "FailureRecord",
+    "NoiseRecord",
+    "Record",
+    "record_from_dict",
+    "record_to_dict",
+]
+
+FORMAT_VERSION = 1
+GOALS = ("max", "min")
+FAILURE_KINDS = ("oom", "crash", "timeout")
+
+
+class _Field:
+    """Validators shared by the record types; each raises ProfileError with the fix."""
+
+    @staticmethod
+    def text(data: Mapping[str, Any], key: str, *, required: bool = True, default: str | None = None) -> str | None:
+        if key not in data or data[key] is None:
+            if required:
+                raise ProfileError(f"missing field {key!r}")
+            return default
+        value = data[key]
+        if not isinstance(value, str) or not value.strip():
+            raise ProfileError(f"field {key!r} must be a non-empty string, got {value!r}")
+        return value.strip()
+
+    @staticmethod
+    def number(
+        data: Mapping[str, Any],
+        key: str,
+        *,
+        required: bool = True,
+        default: float | None = None,
+        minimum: float | None = None,
+        strict_minimum: bool = False,
+    ) -> float | None:
+        if key not in data or data[key] is None:
+            if required:
+                raise ProfileError(f"missing field {key!r}")
+            return default
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ProfileError(f"field {key!r} must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ProfileError(f"field {key!r} must be finite, got {value!r}: drop the record or re-measure it")
+        if minimum is not None:
+            if strict_minimum and value <= minimum:
+                raise ProfileError(f"field {key!r} must be > {minimum:g}, got {value!r}")
+            if not strict_minimum and value < minimum:
+                raise ProfileError(f"field {key!r} must be >= {minimum:g}, got {value!r}")
+        return value
+
+    @staticmethod
+    def integer(
+        data: Mapping[str, Any], key: str, *, required: bool = True, default: int | None = None, minimum: int = 1
+    ) -> int | None:
+        if key not in data or data[key] is None:
+            if required:
+                raise ProfileError(f"missing field {key!r}")
+            return default
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+            raise ProfileError(f"field {key!r} must be a whole number, got {value!r}")
+        if int(value) < minimum:
+            raise ProfileError(f"field {key!r} must be >= {minimum}, got {value!r}")
+        return int(value)
+
+
+@dataclass(frozen=True)
+class WorkloadRecord:
+    """What is being trained: one per profile, normally the first line.
+
+    ``goal`` is ``"max"`` for accuracy-like metrics (top-1, F1, hit rate) and ``"min"``
+    for loss-like ones (loss, word error rate).
+    """
+
+    name: str
+    dataset_size: int
+    metric: str = "metric"
+    goal: Literal["max", "min"] = "max"
+    version: int = FORMAT_VERSION
+    source: str | None = None
+
+    kind: ClassVar[str] = "workload"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "WorkloadRecord":
+        goal = _Field.text(data, "goal", required=False, default="max")
+        if goal not in GOALS:
+            raise ProfileError(f"field 'goal' must be 'max' or 'min', got {goal!r}: use 'max' for accuracy, 'min' for loss")
+        version = _Field.integer(data, "version", required=False, default=FORMAT_VERSION)
+        if version > FORMAT_VERSION:
+            raise ProfileError(
+                f"profile format version {version} is newer than this cotune reads ({FORMAT_VERSION}): upgrade cotune"
+            )
+        return cls(
+            name=_Field.text(data, "name"),
+            dataset_size=_Field.integer(data, "dataset_size"),
+            metric=_Field.text(data, "metric", required=False, default="metric"),
+            goal=goal,  # type: ignore[arg-type]
+            version=version,
+            source=_Field.text(data, "source", required=False),
+        )
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One timing measurement: seconds per optimizer step at a configuration.
+
+    ``step_time_s`` includes gradient synchronisation; ``sync_time_s`` is the part of
+    it spent in all-reduce, when the probe measured it. ``accum_steps`` micro-batches
+    of ``local_batch`` samples make one step (global batch = workers × local_batch ×
+    accum_steps).
+    """
+
+    gpu: str
+    workers: int
+    local_batch: int
+    step_time_s: float
+    hosts: int = 1
+    sync_time_s: float | None = None
+    accum_steps: int = 1
+    market: str = "on_demand"
+    peak_memory_bytes: float | None = None
+    step_time_spread_s: float | None = None
+    timed_steps: int | None = None
+    placement: str | None = None
+
+    kind: ClassVar[str] = "step"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "StepRecord":
+        workers = _Field.integer(data, "workers")
+        hosts = _Field.integer(data, "hosts", required=False, default=1)
+        if hosts > workers:
+            raise ProfileError(f"'hosts' ({hosts}) cannot exceed 'workers' ({workers}): each host runs at least one worker")
+        step = _Field.number(data, "step_time_s", minimum=0.0, strict_minimum=True)
+        sync = _Field.number(data, "sync_time_s", required=False, minimum=0.0)
+        if sync is not None and sync > step:
+            raise ProfileError(f"'sync_time_s' ({sync:g}) exceeds 'step_time_s' ({step:g}): sync time is part of the step")
+        timed = _Field.integer(data, "timed_steps", required=False)
+        placement = data.get("placement")
+        return cls(
+            gpu=_Field.text(data, "gpu").lower(),
+            workers=workers,
+            local_batch=_Field.integer(data, "local_batch"),
+            step_time_s=step,
+            hosts=hosts,
+            sync_time_s=sync,
+            accum_steps=_Field.integer(data, "accum_steps", required=False, default=1),
+            market=_Field.text(data, "market", required=False, default="on_demand"),
+            peak_memory_bytes=_Field.number(data, "peak_memory_bytes", required=False, minimum=0.0),
+            step_time_spread_s=_Field.number(data, "step_time_spread_s", required=False, minimum=0.0),
+            timed_steps=timed,
+            placement=None if placement is None else str(placement),
+        )
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """One point of a learning curve: the metric after ``epoch`` passes over the data.
+
+    ``epoch`` counts real passes (samples seen / dataset size) and may be fractional.
+    ``seed`` tells repeated runs at the same global batch apart. ``grad_sqr`` and
+    ``grad_var`` are optional gradient statistics (Pollux/AdaScale, measured at
+    ``grad_batch`` samples, by default the record's own global batch).
+    """
+
+    global_batch: int
+    epoch: float
+    metric: float
+    seed: int = 0
+    grad_sqr: float | None = None
+    grad_var: float | None = None
+    grad_batch: int | None = None
+
+    kind: ClassVar[str] = "eval"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "EvalRecord":
+        metric = data.get("metric")
+        # A diverged run legitimately reports NaN/inf: keep the record, the accuracy
+        # model treats it as "no progress" rather than rejecting the whole profile.
+        if metric is None or isinstance(metric, bool) or not isinstance(metric, (int, float)):
+            raise ProfileError(f"field 'metric' must be a number (NaN allowed for a diverged run), got {metric!r}")
+        seed = data.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ProfileError(f"field 'seed' must be an integer, got {seed!r}")
+        return cls(
+            global_batch=_Field.integer(data, "global_batch"),
+            epoch=_Field.number(data, "epoch", minimum=0.0),
+            metric=float(metric),
+            seed=seed,
+            grad_sqr=_Field.number(data, "grad_sqr", required=False, minimum=0.0),
+            grad_var=_Field.number(data, "grad_var", required=False, minimum=0.0),
+            grad_batch=_Field.integer(data, "grad_batch", required=False),
+        )
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    """A probe that did not produce a timing: out of memory, a crash, or a time-out.
+
+    An ``oom`` at ``local_batch`` b on ``gpu`` bounds the largest feasible local batch
+    there to below b.
+    """
+
+    gpu: str
+    workers: int
+    local_batch: int
+    failure: Literal["oom", "crash", "timeout"]
+    hosts: int = 1
+    message: str = ""
+
+    kind: ClassVar[str] = "failure"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "FailureRecord":
+        failure = _Field.text(data, "failure")
+        if failure not in FAILURE_KINDS:
+            raise ProfileError(f"field 'failure' must be one of {', '.join(FAILURE_KINDS)}, got {failure!r}")
+        return cls(
+            gpu=_Field.text(data, "gpu").lower(),
+            workers=_Field.integer(data, "workers"),
+            local_batch=_Field.integer(data, "local_batch"),
+            failure=failure,  # type: ignore[arg-type]
+            hosts=_Field.integer(data, "hosts", required=False, default=1),
+            message=str(data.get("message", "")),
+        )
+
+
+@dataclass(frozen=True)
+class NoiseRecord:
+    """A gradient-noise-scale measurement (McCandlish et al. 2018).
+
+    ``b_noise`` is the simple noise scale ``tr(Σ)/|G|²`` in samples; it sets the
+    critical batch of the relation ``E(B) ≈ E_min·(1 + B/B_noise)``.
+    """
+
+    b_noise: float
+    global_batch: int | None = None
+    epoch: float | None = None
+
+    kind: ClassVar[str] = "noise"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "NoiseRecord":
+        return cls(
+            b_noise=_Field.number(data, "b_noise", minimum=0.0, strict_minimum=True),
+            global_batch=_Field.integer(data, "global_batch", required=False),
+            epoch=_Field.number(data, "epoch", required=False, minimum=0.0),
+        )
+
+
+Record = Union[WorkloadRecord, StepRecord, EvalRecord, FailureRecord, NoiseRecord]
+
+_TYPES: dict[str, type] = {t.kind: t for t in (WorkloadRecord, StepRecord, EvalRecord, FailureRecord, NoiseRecord)}
+
+
+def record_from_dict(data: Mapping[str, Any]) -> Record | None:
+    """Parse one decoded JSON object; ``None`` for an unknown record marked optional."""
+    if not isinstance(data, Mapping):
+        raise ProfileError(f"each line must be a JSON object, got {type(data).__name__}")
+    kind = data.get("record")
+    cls = _TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        if data.get("optional") is True:
+            return None
+        known = ", ".join(sorted(_TYPES))
+        raise ProfileError(f"unknown record type {kind!r}: use one of {known} (or mark it \"optional\": true)")
+    return cls.from_dict(data)
+
+
+def record_to_dict(record: Record) -> dict[str, Any]:
+    """The JSON object of a record, without fields left at ``None``."""
+    out: dict[str, Any] = {"record": record.kind}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if value is None:
+            continue
+        out[f.name] = value
+    return out
+

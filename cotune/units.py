@@ -1,0 +1,66 @@
+"""Parsing and formatting of durations and money: ``90m``, ``2h``, ``1h30m``, ``3600``."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from cotune.errors import InputError
+
+__all__ = ["parse_duration", "format_duration", "format_money"]
+
+_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([dhms])")
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Return seconds for ``'90m'``, ``'2h'``, ``'1h30m'``, ``'45s'``, ``'3600'`` or a number.
+
+    >>> parse_duration("1h30m")
+    5400.0
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        raw = str(text).strip().lower().replace(" ", "")
+        if not raw:
+            raise InputError("empty duration: give seconds (3600) or a span such as 90m, 2h, 1h30m")
+        try:
+            value = float(raw)
+        except ValueError:
+            pos, value = 0, 0.0
+            for match in _PART.finditer(raw):
+                if match.start() != pos:
+                    break
+                value += float(match.group(1)) * _UNIT_S[match.group(2)]
+                pos = match.end()
+            if pos != len(raw) or pos == 0:
+                raise InputError(
+                    f"cannot read duration {text!r}: use seconds (3600) or a span such as 90m, 2h, 1h30m"
+                ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"duration must be positive and finite, got {text!r}")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Format seconds as a short human span: ``'1h23m'``, ``'4m05s'``, ``'12.3s'``."""
+    if not math.isfinite(seconds):
+        return "inf"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    total = int(round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours >= 24:
+        return f"{hours // 24}d{hours % 24:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s"
+
+
+def format_money(amount: float, *, priced: bool) -> str:
+    """Dollars when prices were given, worker-hours (``w·h``) when they were not."""
+    if not math.isfinite(amount):
+        return "inf"
+    return f"${amount:,.2f}" if priced else f"{amount:,.2f} w·h"

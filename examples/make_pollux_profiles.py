@@ -1,0 +1,103 @@
+"""Build cotune's bundled example profiles from the Pollux (OSDI'21) traces.
+
+Source: petuum/adaptdl, branch osdi21-artifact, ``simulator/traces/<model>/``
+(Apache License 2.0), measured on AWS g4dn.12xlarge nodes (4 × NVIDIA T4 each).
+See ``cotune/data/profiles/NOTICE.md``.
+
+Mapping (the traces' ``progress`` column is *not* epochs):
+
+* ``placements.csv`` / ``scalability.csv`` rows → ``step`` records; workers = sum of
+  the placement's digits, hosts = number of digits;
+* ``validation-<B>.csv`` rows → ``eval`` records with
+  ``epoch = iteration × B / dataset_size`` (real passes over the data), plus the
+  trace's gradient statistics ``grad_sqr``/``grad_var`` measured at the reference batch.
+
+Usage::
+
+    python examples/make_pollux_profiles.py ../shared/data/pollux-osdi21/traces cotune/data/profiles
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+from cotune.profile import EvalRecord, Profile, StepRecord, WorkloadRecord, write_profile
+
+# name, trace folder, dataset size (training samples), metric, goal
+WORKLOADS = [
+    ("cifar10-resnet18", "cifar10", 50_000, "top1", "max"),
+    ("imagenet-resnet50", "imagenet", 1_281_167, "top1", "max"),
+    ("yolov3-voc", "yolov3", 16_551, "val_loss", "min"),
+]
+
+SOURCE = "Pollux OSDI'21 traces (petuum/adaptdl@c793c70, Apache-2.0), 4x T4 per node"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def convert(trace_dir: Path, name: str, dataset_size: int, metric: str, goal: str) -> Profile:
+    steps = []
+    for row in _rows(trace_dir / "placements.csv"):
+        digits = [int(d) for d in row["placement"]]
+        steps.append(
+            StepRecord(
+                gpu="t4",
+                workers=sum(digits),
+                hosts=len(digits),
+                local_batch=int(row["local_bsz"]),
+                step_time_s=float(row["step_time"]),
+                sync_time_s=min(float(row["sync_time"]), float(row["step_time"])),
+                placement=row["placement"],
+            )
+        )
+    scal = trace_dir / "scalability.csv"
+    if scal.exists():
+        for row in _rows(scal):
+            steps.append(
+                StepRecord(
+                    gpu="t4",
+                    workers=int(row["num_replicas"]),
+                    hosts=int(row["num_nodes"]),
+                    local_batch=int(row["local_bsz"]),
+                    step_time_s=float(row["step_time"]),
+                    sync_time_s=min(float(row["sync_time"]), float(row["step_time"])),
+                )
+            )
+    files = sorted(trace_dir.glob("validation-*.csv"), key=lambda p: int(p.stem.split("-")[1]))
+    ref_batch = int(files[0].stem.split("-")[1])
+    evals = []
+    for path in files:
+        batch = int(path.stem.split("-")[1])
+        for row in _rows(path):
+            evals.append(
+                EvalRecord(
+                    global_batch=batch,
+                    epoch=round(int(row["iteration"]) * batch / dataset_size, 6),
+                    metric=float(row["metric"]),
+                    seed=0,
+                    grad_sqr=float(row["grad_sqr"]),
+                    grad_var=float(row["grad_var"]),
+                    grad_batch=ref_batch,
+                )
+            )
+    workload = WorkloadRecord(name=name, dataset_size=dataset_size, metric=metric, goal=goal, source=SOURCE)  # type: ignore[arg-type]
+    return Profile(workload=workload, steps=tuple(steps), evals=tuple(evals))
+
+
+def main(argv: list[str]) -> int:
+    traces, out = Path(argv[0]), Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for name, folder, size, metric, goal in WORKLOADS:
+        profile = convert(traces / folder, name, size, metric, goal)
+        write_profile(profile, out / f"{name}.jsonl")
+        print(f"{name}: {len(profile.steps)} step records, {len(profile.evals)} eval records")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
