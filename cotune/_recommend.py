@@ -1,0 +1,387 @@
+"""``cotune.recommend``: profile in, :class:`~cotune.solver.Recommendation` out.
+
+The steps, each a pure function of the one before: fit the models (unless given),
+build the search space, enumerate every candidate, estimate all of them at once,
+solve, and assemble the report — chosen candidate, runner-ups, Pareto frontier, the
+paper's two independent baselines, and, if nothing is feasible, what to relax. Nothing
+here prints; the CLI renders the result.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+
+from cotune.errors import InputError
+from cotune.models import FittedModels, fit_models
+from cotune.profile import Profile
+from cotune.solver import (
+    Choice,
+    Estimates,
+    Recommendation,
+    SearchSpace,
+    best_index,
+    enumerate_candidates,
+    estimate,
+    feasibility,
+    pareto_indices,
+    ranked,
+)
+from cotune.units import format_duration, format_money
+
+__all__ = ["recommend", "load_profile", "build_space", "price_table"]
+
+
+def load_profile(source: Profile | str | os.PathLike[str]) -> Profile:
+    """A :class:`Profile` from itself, a file path, or a bundled example's name."""
+    if isinstance(source, Profile):
+        return source
+    from cotune.examples import resolve_profile_path
+    from cotune.profile import read_profile
+
+    return read_profile(resolve_profile_path(str(source)))
+
+
+def _per_gpu(value: int | Mapping[str, int], gpus: Sequence[str], name: str) -> dict[str, int]:
+    if isinstance(value, Mapping):
+        missing = [g for g in gpus if g not in value]
+        if missing:
+            raise InputError(f"{name} has no entry for gpu {', '.join(missing)}: give one per gpu type")
+        out = {g: int(value[g]) for g in gpus}
+    else:
+        out = {g: int(value) for g in gpus}
+    for g, v in out.items():
+        if v < 1:
+            raise InputError(f"{name} for {g!r} must be >= 1, got {v}")
+    return out
+
+
+def price_table(
+    prices: Mapping[str, float] | None, gpus: Sequence[str], markets: Sequence[str]
+) -> tuple[np.ndarray, bool]:
+    """Price per worker-hour as an array (gpu × market); ones (worker-hours) when unpriced.
+
+    Keys are ``"gpu"`` (on-demand) or ``"gpu:market"``.
+    """
+    table = np.ones((len(gpus), len(markets)))
+    if not prices:
+        return table, False
+    for key, value in prices.items():
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise InputError(f"price for {key!r} must be a non-negative number, got {value!r}")
+    for gi, gpu in enumerate(gpus):
+        for mi, market in enumerate(markets):
+            key = f"{gpu}:{market}"
+            if key in prices:
+                table[gi, mi] = prices[key]
+            elif market == "on_demand" and gpu in prices:
+                table[gi, mi] = prices[gpu]
+            else:
+                raise InputError(
+                    f"no price for {gpu} on the {market} market: add --price {gpu}{'' if market == 'on_demand' else ':' + market}=USD_PER_HOUR, "
+                    "or give no prices at all to compare worker-hours"
+                )
+    known = {k.split(":")[0] for k in prices}
+    unknown = sorted(known - set(gpus))
+    if unknown:
+        raise InputError(f"price given for gpu {', '.join(unknown)} that is not in the search space ({', '.join(gpus)})")
+    return table, True
+
+
+def build_space(
+    models: FittedModels,
+    *,
+    gpus: Sequence[str] | None,
+    max_workers: int | Mapping[str, int],
+    gpus_per_host: int,
+    local_batches: Sequence[int] | None,
+    markets: Sequence[str] = ("on_demand",),
+    hosts: Literal["packed", "any"] = "packed",
+    workers: Sequence[int] | None = None,
+) -> tuple[SearchSpace, list[str]]:
+    """The search space for a fitted profile, and notes about what was capped."""
+    notes: list[str] = []
+    chosen = tuple(g.lower() for g in (gpus or models.gpus))
+    unknown = [g for g in chosen if g not in models.time_models]
+    if unknown:
+        raise InputError(
+            f"gpu {', '.join(unknown)} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}"
+        )
+    caps = _per_gpu(max_workers, chosen, "max_workers")
+    batches: dict[str, tuple[int, ...]] = {}
+    for g in chosen:
+        probed = sorted({int(v) for v in models.time_models[g].points_[:, 2]})
+        wanted = sorted({int(v) for v in local_batches}) if local_batches else probed
+        if any(v < 1 for v in wanted):
+            raise InputError(f"local batches must be >= 1, got {wanted}")
+        limit = models.max_local_batch.get(g)
+        if limit is not None:
+            dropped = [v for v in wanted if v > limit]
+            wanted = [v for v in wanted if v <= limit]
+            if dropped:
+                notes.append(f"{g}: local batch {', '.join(map(str, dropped))} dropped (out of memory above {limit})")
+        batches[g] = tuple(wanted)
+    space = SearchSpace(
+        gpus=chosen,
+        max_workers=caps,
+        local_batches=batches,
+        gpus_per_host=gpus_per_host,
+        markets=tuple(markets),
+        hosts=hosts,
+        workers=None if workers is None else tuple(int(w) for w in workers),
+    )
+    return space, notes
+
+
+def _choice(est: Estimates, i: int, models: FittedModels) -> Choice:
+    c = est.candidates
+    gb = float(c.global_batch[i])
+    epochs = float(est.epochs[i])
+    metric = float(models.accuracy.metric_at(np.array([gb]), np.array([epochs]))[0]) if math.isfinite(epochs) else math.nan
+    extrap = tuple(
+        name for name, flag in (("time", est.time_extrapolated[i]), ("epochs", est.epochs_extrapolated[i])) if flag
+    )
+    return Choice(
+        gpu=c.gpus[int(c.gpu[i])],
+        market=c.markets[int(c.market[i])],
+        workers=int(c.workers[i]),
+        hosts=int(c.hosts[i]),
+        local_batch=int(c.local_batch[i]),
+        step_time_s=float(est.step_time_s[i]),
+        epoch_time_s=float(est.epoch_time_s[i]),
+        epochs=epochs,
+        epochs_interval=(float(est.epochs_lower[i]), float(est.epochs_upper[i])),
+        time_s=float(est.time_s[i]),
+        time_interval_s=(float(est.time_lower_s[i]), float(est.time_upper_s[i])),
+        time_at_confidence_s=float(est.time_at_confidence_s[i]),
+        cost=float(est.cost[i]),
+        cost_interval=(float(est.cost_lower[i]), float(est.cost_upper[i])),
+        price_per_hour=float(est.price_per_hour[i]),
+        metric=metric,
+        extrapolated=extrap,
+    )
+
+
+def _nearest_batch(candidates: Sequence[int], wanted: float) -> int:
+    arr = np.asarray(candidates, float)
+    return int(arr[np.argmin(np.abs(np.log(arr) - math.log(wanted)))])
+
+
+def _relax(
+    est: Estimates,
+    models: FittedModels,
+    space: SearchSpace,
+    *,
+    target: float,
+    deadline_s: float | None,
+    budget: float | None,
+    confidence: float | None,
+    objective: str,
+    priced: bool,
+    startup_s: float,
+) -> tuple[list[str], np.ndarray]:
+    """What to change when nothing is feasible, and the nearest candidates."""
+    feas = feasibility(est, deadline_s=deadline_s, budget=budget)
+    acc = models.accuracy
+    if not feas.reaches.any():
+        finals = np.array([row[np.isfinite(row)][-1] for row in acc.surface_])
+        best = int(np.argmax(finals))
+        best_metric = float(acc._score(finals[best]))
+        return (
+            [
+                f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
+                f"(global batch {int(acc.batches_[best])}); lower --target to {best_metric:.4g} or record longer curves"
+            ],
+            np.empty(0, dtype=int),
+        )
+    out: list[str] = []
+    if deadline_s is not None and not feas.meets_deadline.any():
+        fastest = ranked(est, feas.reaches, "time", limit=3)
+        i = int(fastest[0])
+        c = est.candidates
+        needed = float(est.time_at_confidence_s[i])
+        cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
+        if math.isfinite(needed):
+            out.append(f"raise --deadline to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
+        if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
+            out.append(f"or allow more than {c.workers[i]} workers (--max-workers): the fastest candidate uses them all")
+        afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s
+        reachable = acc.metric_at(est.candidates.global_batch.astype(float), afford)
+        reachable = reachable[np.isfinite(reachable)]
+        if reachable.size:
+            best = float(reachable.max() if models.goal == "max" else reachable.min())
+            out.append(f"or {'lower' if models.goal == 'max' else 'raise'} --target to {best:.4g}, the best predicted by the deadline")
+        if confidence is not None:
+            out.append(f"or lower --confidence (now {confidence:g})")
+        return out, fastest
+    if budget is not None:
+        ok = feas.meets_deadline
+        cheapest = ranked(est, ok, "cost", limit=3)
+        if cheapest.size:
+            need = float(est.cost[cheapest[0]])
+            out.append(f"raise --budget to at least {format_money(need, priced=priced)} (the cheapest candidate meeting the deadline)")
+            if deadline_s is not None:
+                out.append("or relax --deadline: slower, smaller clusters cost less")
+            return out, cheapest
+    return ["no candidate is feasible; widen the search space (--max-workers, --local-batch, --gpu)"], np.empty(0, dtype=int)
+
+
+def recommend(
+    profile: Profile | str | os.PathLike[str],
+    *,
+    target: float,
+    deadline_s: float | None = None,
+    max_workers: int | Mapping[str, int] = 16,
+    gpus_per_host: int = 4,
+    prices: Mapping[str, float] | None = None,
+    objective: Literal["cost", "time"] = "cost",
+    budget: float | None = None,
+    confidence: float | None = None,
+    gpus: Sequence[str] | None = None,
+    local_batches: Sequence[int] | None = None,
+    workers: Sequence[int] | None = None,
+    startup_s: float = 0.0,
+    hosts: Literal["packed", "any"] = "packed",
+    baseline_local_batch: int | None = None,
+    baseline_workers: int | None = None,
+    interval: float = 0.9,
+    top: int = 5,
+    pareto_limit: int = 12,
+    models: FittedModels | None = None,
+) -> Recommendation:
+    """Cheapest (or fastest) configuration that reaches ``target`` by ``deadline_s``.
+
+    Parameters
+    ----------
+    profile : a :class:`Profile`, a path to a profile file, or a bundled example name.
+    target : metric to reach (accuracy for ``goal: max``, loss for ``goal: min``).
+    deadline_s : wall-clock limit in seconds (None: no limit).
+    max_workers : workers available, for all GPU types or per type.
+    gpus_per_host : accelerators per machine (sets hosts = ⌈workers / gpus_per_host⌉).
+    prices : USD per worker-hour by GPU type (``"t4"``) or ``"t4:spot"``; None → worker-hours.
+    objective : ``"cost"`` (default) or ``"time"``.
+    budget : upper bound on cost, in the cost unit.
+    confidence : the deadline must hold with this probability (None: on average).
+    gpus, local_batches, workers : restrict the space (defaults: every profiled GPU,
+        every probed local batch below the memory limit, 1..max_workers).
+    startup_s : fixed overhead added to every run (start-up, data loading).
+    hosts : ``"packed"`` or ``"any"`` host counts per worker count.
+    baseline_local_batch : the batch the resource-only baseline keeps (default: the
+        probed local batch nearest the smallest measured global batch).
+    baseline_workers : the workers the batch-only baseline keeps (default: one full host).
+    interval : central probability of reported intervals.
+    top, pareto_limit : how many runner-ups and frontier points to report.
+    models : already fitted models (skips fitting).
+    """
+    if not (isinstance(target, (int, float)) and math.isfinite(target)):
+        raise InputError(f"target must be a finite number, got {target!r}")
+    if deadline_s is not None and not (math.isfinite(deadline_s) and deadline_s > 0):
+        raise InputError(f"deadline must be positive, got {deadline_s!r}")
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise InputError(f"budget must be positive, got {budget!r}")
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise InputError(f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}")
+    if objective not in ("cost", "time"):
+        raise InputError(f"objective must be 'cost' or 'time', got {objective!r}")
+    if startup_s < 0 or not math.isfinite(startup_s):
+        raise InputError(f"startup time must be >= 0 seconds, got {startup_s!r}")
+    prof = None if models is not None else load_profile(profile)
+    if models is None:
+        assert prof is not None
+        models = fit_models(prof, interval=interval)
+
+    t0 = time.perf_counter()
+    space, notes = build_space(
+        models,
+        gpus=gpus,
+        max_workers=max_workers,
+        gpus_per_host=gpus_per_host,
+        local_batches=local_batches,
+        hosts=hosts,
+        workers=workers,
+    )
+    if prof is not None:
+        notes.extend(prof.warnings)
+    table, priced = price_table(prices, space.gpus, space.markets)
+    cands = enumerate_candidates(space)
+    est = estimate(cands, models, target=target, price_per_hour=table, startup_s=startup_s, confidence=confidence)
+    feas = feasibility(est, deadline_s=deadline_s, budget=budget)
+    ok = feas.all
+    order = ranked(est, ok, objective, limit=top + 1)
+    chosen = _choice(est, int(order[0]), models) if order.size else None
+    runner_ups = tuple(_choice(est, int(i), models) for i in order[1:])
+
+    front = pareto_indices(est, feas.reaches)
+    if front.size > pareto_limit:
+        keep = np.unique(np.round(np.linspace(0, front.size - 1, pareto_limit)).astype(int))
+        front = front[keep]
+    pareto = tuple(_choice(est, int(i), models) for i in front)
+
+    # The paper's independent baselines, solved under the same constraints.
+    ref_batch = float(models.accuracy.batches_[0])
+    g0 = space.gpus[0]
+    b0 = baseline_local_batch or _nearest_batch(space.local_batches[g0], ref_batch)
+    n0 = baseline_workers or min(space.gpus_per_host, space.max_workers[g0])
+    packed0 = -(-n0 // space.gpus_per_host)
+    b_mask = np.zeros(len(cands), dtype=bool)
+    for gi, g in enumerate(space.gpus):
+        bg = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
+        b_mask |= (cands.gpu == gi) & (cands.local_batch == bg)
+    w_mask = (cands.gpu == 0) & (cands.workers == n0) & (cands.hosts == packed0)
+    baselines: dict[str, Choice | None] = {}
+    for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
+        i = best_index(est, mask & ok, objective)
+        baselines[name] = None if i is None else _choice(est, i, models)
+    settings = {
+        "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
+        "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
+    }
+
+    relax: list[str] = []
+    nearest: tuple[Choice, ...] = ()
+    if chosen is None:
+        relax, near_idx = _relax(
+            est,
+            models,
+            space,
+            target=target,
+            deadline_s=deadline_s,
+            budget=budget,
+            confidence=confidence,
+            objective=objective,
+            priced=priced,
+            startup_s=startup_s,
+        )
+        nearest = tuple(_choice(est, int(i), models) for i in near_idx)
+    elif chosen.extrapolated:
+        notes.append(
+            f"the chosen candidate is extrapolated in {' and '.join(chosen.extrapolated)}: "
+            "probe it (cotune profile) to confirm before a long run"
+        )
+    return Recommendation(
+        workload=models.workload_name,
+        metric_name=models.metric_name,
+        goal=models.goal,
+        objective=objective,
+        target=float(target),
+        deadline_s=deadline_s,
+        budget=budget,
+        confidence=confidence,
+        priced=priced,
+        chosen=chosen,
+        runner_ups=runner_ups,
+        pareto=pareto,
+        baselines=baselines,
+        baseline_settings=settings,
+        n_candidates=len(cands),
+        n_feasible=int(np.count_nonzero(ok)),
+        relax=tuple(relax),
+        nearest=nearest,
+        notes=tuple(notes),
+        interval=interval,
+        solve_time_s=time.perf_counter() - t0,
+    )

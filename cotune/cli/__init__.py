@@ -1,0 +1,75 @@
+"""The ``cotune`` command. One module per subcommand; heavy imports happen inside
+each command's ``run`` so ``cotune --help`` is instant.
+
+Exit codes: 0 success, 1 nothing feasible, 2 bad input (including usage errors),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from cotune.errors import EXIT_INPUT, CotuneError
+
+__all__ = ["main", "build_parser"]
+
+_COMMANDS = ("recommend", "fit", "examples", "profile")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``cotune: …``) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        from cotune.cli._output import error
+
+        error(f"{message} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from importlib import import_module
+
+    parser = _Parser(
+        prog="cotune",
+        description="Choose workers, GPU type and batch size of a training job together: "
+        "the cheapest configuration that reaches the target metric by the deadline.",
+        epilog="Exit codes: 0 ok, 1 nothing feasible, 2 bad input. Docs: docs/cli.md",
+    )
+    from cotune import __version__
+
+    parser.add_argument("--version", action="version", version=f"cotune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in _COMMANDS:
+        import_module(f"cotune.cli._{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    from cotune.cli._output import error
+
+    # `cotune profile` forwards its arguments untouched to the profiler's own parser.
+    if args_list[:1] == ["profile"]:
+        from cotune.cli._profile import forward
+
+        return forward(args_list[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # --help / --version / usage errors
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_INPUT
+    try:
+        return int(args.run(args))
+    except CotuneError as exc:
+        error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0

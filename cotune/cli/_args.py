@@ -1,0 +1,104 @@
+"""Argument types shared by commands: durations, KEY=VALUE pairs, lists."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from cotune.errors import InputError
+from cotune.units import parse_duration
+
+__all__ = ["duration", "positive_int", "positive_float", "probability", "int_list", "key_value"]
+
+
+def _wrap(fn):  # argparse reports ArgumentTypeError messages verbatim
+    def inner(text: str):
+        try:
+            return fn(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    inner.__name__ = fn.__name__
+    return inner
+
+
+@_wrap
+def duration(text: str) -> float:
+    return parse_duration(text)
+
+
+@_wrap
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise InputError(f"expected a number >= 1, got {value}")
+    return value
+
+
+@_wrap
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"expected a positive number, got {text!r}")
+    return value
+
+
+@_wrap
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"expected a finite number, got {text!r}")
+    return value
+
+
+@_wrap
+def probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a probability such as 0.95, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise InputError(f"expected a probability strictly between 0 and 1, got {text!r}")
+    return value
+
+
+@_wrap
+def int_list(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise InputError(f"expected comma-separated whole numbers such as 32,64,128, got {text!r}") from None
+        if value < 1:
+            raise InputError(f"values must be >= 1, got {value} in {text!r}")
+        out.append(value)
+    if not out:
+        raise InputError("empty list: give comma-separated whole numbers such as 32,64,128")
+    return out
+
+
+@_wrap
+def key_value(text: str) -> tuple[str, float]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise InputError(f"expected KEY=NUMBER such as t4=0.53, got {text!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputError(f"expected a number after '=' in {text!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"expected a non-negative number in {text!r}")
+    return key.strip().lower(), number

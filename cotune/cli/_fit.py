@@ -1,0 +1,50 @@
+"""``cotune fit``: how well the models fit a profile (cross-validated)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "fit",
+        help="how well the models fit a profile: cross-validated errors and probed ranges",
+        description="Fit the step-time and accuracy models to PROFILE and report cross-validated errors, "
+        "the probed ranges (inside: interpolated; outside: extrapolated) and interval coverage.",
+    )
+    p.add_argument("profile", metavar="PROFILE", help="profile file or bundled example name")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cotune._recommend import load_profile
+    from cotune.cli._output import emit, emit_json
+    from cotune.cli._render import render_fit_report
+    from cotune.errors import ModelError
+    from cotune.models._validate import validate_profile
+
+    profile = load_profile(args.profile)
+    if not profile.steps:
+        raise ModelError(f"profile {profile.workload.name!r} has no step records: nothing to fit; run timing probes first")
+    report = validate_profile(profile)
+    if args.json:
+        emit_json(_jsonable(dataclasses.asdict(report)))
+    else:
+        emit(render_fit_report(report))
+    return 0
+
+
+def _jsonable(x):
+    import math
+
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x

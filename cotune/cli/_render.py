@@ -1,0 +1,149 @@
+"""Human renderings of results (pure: data in, text out)."""
+
+from __future__ import annotations
+
+import math
+
+from cotune.cli._output import fmt_num, table
+from cotune.solver import Choice, Recommendation
+from cotune.units import format_duration, format_money
+
+__all__ = ["render_recommendation", "render_fit_report"]
+
+
+def _span(lo: float, hi: float) -> str:
+    return f"[{format_duration(lo)}–{format_duration(hi)}]"
+
+
+def _row(mark: str, c: Choice, priced: bool) -> list[str]:
+    return [
+        mark,
+        c.gpu,
+        c.market,
+        str(c.workers),
+        str(c.hosts),
+        str(c.local_batch),
+        str(c.global_batch),
+        f"{c.epochs:.1f}" if math.isfinite(c.epochs) else "—",
+        format_duration(c.time_s),
+        _span(*c.time_interval_s),
+        format_money(c.cost, priced=priced),
+        ",".join(c.extrapolated) or "",
+    ]
+
+
+_HEAD = ["", "GPU", "MARKET", "WORKERS", "HOSTS", "LOCAL_B", "GLOBAL_B", "EPOCHS", "TIME", "INTERVAL", "COST", "EXTRAPOLATED"]
+_RIGHT = [False, False, False, True, True, True, True, True, True, False, True, False]
+
+
+def render_recommendation(rec: Recommendation) -> str:
+    goal = "≥" if rec.goal == "max" else "≤"
+    limits = []
+    if rec.deadline_s is not None:
+        conf = f" (with probability {rec.confidence:g})" if rec.confidence else ""
+        limits.append(f"by {format_duration(rec.deadline_s)}{conf}")
+    if rec.budget is not None:
+        limits.append(f"within {format_money(rec.budget, priced=rec.priced)}")
+    unit = "USD" if rec.priced else "worker-hours"
+    out = [
+        f"cotune · {rec.workload} · {rec.metric_name} {goal} {rec.target:g} {' '.join(limits)}".rstrip(),
+        f"objective: {rec.objective} ({unit}) · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
+        f"intervals {rec.interval:.0%} · solved in {rec.solve_time_s * 1000:.0f} ms",
+        "",
+    ]
+    if rec.chosen is not None:
+        rows = [_row("CHOSEN", rec.chosen, rec.priced)] + [_row("", c, rec.priced) for c in rec.runner_ups]
+        out.append(table(_HEAD, rows, right=_RIGHT))
+        c = rec.chosen
+        out += [
+            "",
+            f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
+            f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}, "
+            f"{format_money(c.cost, priced=rec.priced)}; predicted {rec.metric_name} {fmt_num(c.metric)}.",
+        ]
+        savings = rec.savings()
+        lines = []
+        for name, label in (("resource_only", "resource-only"), ("batch_only", "batch-only")):
+            base = rec.baselines.get(name)
+            s = rec.baseline_settings.get(name, {})
+            fixed = f"local batch {s.get('local_batch')}" if name == "resource_only" else f"{s.get('workers')} × {s.get('gpu')}"
+            if base is None:
+                lines.append(f"  {label:<14} ({fixed} fixed): no feasible configuration")
+                continue
+            saving = savings.get(name)
+            gain = "" if saving is None else f" → co-tuning saves {saving:.1%}"
+            lines.append(
+                f"  {label:<14} ({fixed} fixed): {base.workers} × {base.gpu}, local batch {base.local_batch}, "
+                f"{format_duration(base.time_s)}, {format_money(base.cost, priced=rec.priced)}{gain}"
+            )
+        out += ["", "Against tuning one knob at a time (the paper's baselines):"] + lines
+    else:
+        out.append("NO FEASIBLE CONFIGURATION.")
+        if rec.nearest:
+            out += ["", "Nearest candidates:", table(_HEAD, [_row("", c, rec.priced) for c in rec.nearest], right=_RIGHT)]
+        out += ["", "To find one:"] + [f"  - {r}" for r in rec.relax]
+    if rec.pareto:
+        out += ["", "Cost–time frontier (target reached; ignoring deadline and budget):"]
+        rows = [
+            [
+                "*" if rec.chosen is not None and (c.gpu, c.workers, c.hosts, c.local_batch, c.market)
+                == (rec.chosen.gpu, rec.chosen.workers, rec.chosen.hosts, rec.chosen.local_batch, rec.chosen.market) else "",
+                c.gpu,
+                str(c.workers),
+                str(c.local_batch),
+                format_duration(c.time_s),
+                format_money(c.cost, priced=rec.priced),
+            ]
+            for c in rec.pareto
+        ]
+        out.append(table(["", "GPU", "WORKERS", "LOCAL_B", "TIME", "COST"], rows, right=[False, False, True, True, True, True]))
+    if rec.notes:
+        out += ["", "Notes:"] + [f"  - {n}" for n in rec.notes]
+    return "\n".join(out)
+
+
+def render_fit_report(report) -> str:  # FitReport; untyped to keep the import lazy
+    out = [f"cotune fit · {report.workload}", ""]
+    rows = []
+    for t in report.time:
+        rows.append(
+            [
+                t.gpu,
+                str(t.n_records),
+                f"{t.workers_range[0]}–{t.workers_range[1]}",
+                f"{t.hosts_range[0]}–{t.hosts_range[1]}",
+                f"{t.local_batch_range[0]}–{t.local_batch_range[1]}",
+                f"{t.cv_mape:.1%}",
+                f"{t.interval_coverage:.0%}",
+                "—" if t.extrapolation_mape is None else f"{t.extrapolation_mape:.1%} (fit ≤{t.extrapolation_split}, test >{t.extrapolation_split})",
+            ]
+        )
+    out.append("Step-time model (5-fold cross-validation over configurations; interpolated inside the probed ranges):")
+    out.append(
+        table(
+            ["GPU", "PROBES", "WORKERS", "HOSTS", "LOCAL_B", "CV MAPE", "90% COVER", "EXTRAPOLATION MAPE"],
+            rows,
+            right=[False, True, True, True, True, True, True, False],
+        )
+    )
+    out.append("")
+    a = report.accuracy
+    if a is None:
+        out.append(f"Accuracy model: not fitted — {report.accuracy_error}")
+        return "\n".join(out)
+    out.append(
+        f"Accuracy model: {a.n_eval} eval records, {a.n_runs} runs ({a.n_diverged} with a diverged evaluation), "
+        f"epochs {a.epochs_range[0]:.3g}–{a.epochs_range[1]:.3g}, residual σ {a.residual_sigma:.3g}"
+    )
+    out.append(f"Leave-one-batch-out epochs to the reference target {a.reference_target:.4g} (interpolated batches only):")
+    rows = [
+        [str(b), f"{m:.1f}" if math.isfinite(m) else "—", "—" if p is None else f"{p:.1f}",
+         "—" if p is None or not math.isfinite(m) else f"{abs(p / m - 1):.1%}"]
+        for b, m, p in zip(a.batches, a.measured_epochs, a.loo_epochs)
+    ]
+    out.append(table(["GLOBAL_B", "MEASURED", "PREDICTED", "ERROR"], rows, right=[True, True, True, True]))
+    if a.loo_mape is not None:
+        out.append(f"mean error {a.loo_mape:.1%}")
+    out += ["", "Outside the probed ranges predictions come from the parametric backbone (time) and the",
+            "critical-batch law (epochs); recommendations flag them as extrapolated."]
+    return "\n".join(out)

@@ -1,0 +1,22 @@
+"""Monotone models of a training job: step (hence epoch) time and accuracy."""
+
+from cotune.models._accuracy import AccuracyModel, EpochsPrediction
+from cotune.models._backbone import BackboneParams, fit_backbone, predict_log_step
+from cotune.models._fitted import FittedModels, fit_models
+from cotune.models._isotonic import isotonic_grid, pava
+from cotune.models._step_time import StepTimeModel, StepTimePrediction, z_for
+
+__all__ = [
+    "AccuracyModel",
+    "BackboneParams",
+    "EpochsPrediction",
+    "FittedModels",
+    "StepTimeModel",
+    "StepTimePrediction",
+    "fit_backbone",
+    "fit_models",
+    "isotonic_grid",
+    "pava",
+    "predict_log_step",
+    "z_for",
+]

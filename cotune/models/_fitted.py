@@ -1,0 +1,79 @@
+"""All the models of one profile, fitted together: one step-time model per GPU type and
+one accuracy model. This is the small interface the solver sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from cotune.errors import ModelError
+from cotune.models._accuracy import AccuracyModel, EpochsPrediction
+from cotune.models._step_time import StepTimeModel, StepTimePrediction
+from cotune.profile import Profile
+
+__all__ = ["FittedModels", "fit_models"]
+
+
+@dataclass(frozen=True)
+class FittedModels:
+    """Fitted models of one workload; ``predict_*`` are what the solver calls."""
+
+    workload_name: str
+    dataset_size: int
+    goal: str
+    metric_name: str
+    time_models: Mapping[str, StepTimeModel]
+    accuracy: AccuracyModel
+    max_local_batch: Mapping[str, int | None] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        return tuple(self.time_models)
+
+    def predict_step(self, gpu: str, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:
+        try:
+            model = self.time_models[gpu]
+        except KeyError:
+            raise ModelError(
+                f"no timing probes for gpu {gpu!r}: profiled gpus are {', '.join(self.gpus)}; probe it or drop it"
+            ) from None
+        return model.predict(workers, hosts, local_batch)
+
+    def predict_epochs(self, global_batch: np.ndarray, target: float) -> EpochsPrediction:
+        return self.accuracy.epochs_to_target(global_batch, target)
+
+
+def fit_models(
+    profile: Profile,
+    *,
+    interval: float = 0.9,
+    n_bootstrap: int = 16,
+    batch_monotone: bool = True,
+    random_state: int = 0,
+) -> FittedModels:
+    """Fit every model a recommendation needs from one profile."""
+    if not profile.steps:
+        raise ModelError(
+            f"profile {profile.workload.name!r} has no step records: run timing probes (cotune profile) first"
+        )
+    time_models = {}
+    for gpu in profile.gpus:
+        a = profile.step_arrays(gpu)
+        time_models[gpu] = StepTimeModel(interval=interval, n_bootstrap=n_bootstrap, random_state=random_state).fit(
+            a["workers"], a["hosts"], a["local_batch"], a["step_time_s"]
+        )
+    e = profile.eval_arrays()
+    accuracy = AccuracyModel(
+        goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
+    ).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
+    return FittedModels(
+        workload_name=profile.workload.name,
+        dataset_size=profile.workload.dataset_size,
+        goal=profile.workload.goal,
+        metric_name=profile.workload.metric,
+        time_models=time_models,
+        accuracy=accuracy,
+        max_local_batch={gpu: profile.max_local_batch(gpu) for gpu in profile.gpus},
+    )

@@ -1,0 +1,186 @@
+"""Step-time model: monotone (isotonic) inside the probed range, parametric outside.
+
+Epoch time follows from step time: ``epoch_time_s = dataset_size / global_batch ×
+step_time_s``. Step time is the monotone quantity — it rises with local batch (more
+work per step), with workers (more synchronisation) and with hosts (slower links) — so
+that is what is fitted.
+
+Two layers:
+
+1. the backbone (:mod:`cotune.models._backbone`), fitted on every probe, extrapolates
+   to worker counts and batches that were never probed;
+2. a three-variable isotonic fit of log step time over (workers, hosts, local batch)
+   — the paper's tool — keeps the shape honest inside the probed range. Its
+   departure from the backbone at the probed points (``log iso − log backbone``) is
+   carried to every query by inverse-distance weighting of the nearest probed points.
+
+Uncertainty: a residual scale (robust, in log space) plus the spread of bootstrap
+refits of the backbone, which grows with distance from the data. Each prediction says
+whether it was interpolated or extrapolated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cotune.errors import ModelError
+from cotune.models._backbone import BackboneParams, fit_backbone, predict_log_step
+from cotune.models._isotonic import isotonic_grid
+
+__all__ = ["StepTimeModel", "StepTimePrediction", "z_for"]
+
+
+def z_for(level: float) -> float:
+    """Two-sided normal quantile for a central interval of ``level`` (0.9 → 1.645)."""
+    from statistics import NormalDist
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"interval level must be in (0, 1), got {level}")
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+@dataclass(frozen=True)
+class StepTimePrediction:
+    """Predicted seconds per optimizer step, with a central interval."""
+
+    step_time_s: np.ndarray
+    lower_s: np.ndarray
+    upper_s: np.ndarray
+    log_sigma: np.ndarray  # standard deviation of log step time
+    extrapolated: np.ndarray  # bool: outside the probed (workers, hosts, local batch) box
+
+
+class StepTimeModel:
+    """Monotone step-time model of one GPU type.
+
+    Parameters
+    ----------
+    interval : central probability of the reported interval.
+    n_bootstrap : backbone refits on resampled probes for the interval (0 disables).
+    neighbours : probed points averaged for the isotonic correction at a query.
+    random_state : seed of the bootstrap.
+
+    Attributes (after ``fit``)
+    --------------------------
+    backbone_ : BackboneParams
+    points_ : (k, 3) unique probed (workers, hosts, local_batch)
+    iso_log_step_ : (k,) isotonic fit of mean log step time at ``points_``
+    residual_sigma_ : log-residual scale, calibrated so the in-sample interval covers ``interval``
+    workers_range_, local_batch_range_, hosts_range_ : probed ranges
+    """
+
+    def __init__(
+        self, *, interval: float = 0.9, n_bootstrap: int = 16, neighbours: int = 4, random_state: int = 0
+    ) -> None:
+        self.interval = interval
+        self.n_bootstrap = n_bootstrap
+        self.neighbours = neighbours
+        self.random_state = random_state
+
+    # -- fitting ---------------------------------------------------------------
+    def fit(
+        self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray, step_time_s: np.ndarray
+    ) -> "StepTimeModel":
+        workers = np.asarray(workers, float)
+        hosts = np.asarray(hosts, float)
+        local_batch = np.asarray(local_batch, float)
+        step_time_s = np.asarray(step_time_s, float)
+        if workers.size == 0:
+            raise ModelError("no step records to fit a time model: run timing probes (cotune profile) first")
+        if np.any(~np.isfinite(step_time_s)) or np.any(step_time_s <= 0):
+            raise ModelError("step times must be positive and finite")
+        log_step = np.log(step_time_s)
+
+        # Repeats (several placements or runs at one configuration) become one point
+        # weighted by their count: the isotonic fit needs unique grid points.
+        keys = np.column_stack([workers, hosts, local_batch])
+        points, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+        inverse = inverse.ravel()
+        mean_log = np.bincount(inverse, weights=log_step) / counts
+
+        theta = fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts)
+        iso = isotonic_grid(points, mean_log, counts.astype(float), increasing=(True, True, True))
+
+        self.backbone_ = BackboneParams(*map(float, theta))
+        self._theta = theta
+        self.points_ = points
+        self.iso_log_step_ = iso
+        self._correction = iso - predict_log_step(theta, points[:, 0], points[:, 1], points[:, 2])
+        self._scaled_points = self._scale(points)
+        self.workers_range_ = (float(points[:, 0].min()), float(points[:, 0].max()))
+        self.hosts_range_ = (float(points[:, 1].min()), float(points[:, 1].max()))
+        self.local_batch_range_ = (float(points[:, 2].min()), float(points[:, 2].max()))
+        self.n_observations_ = int(workers.size)
+
+        fitted = self._log_mean(workers, hosts, local_batch)
+        resid = log_step - fitted
+        # Calibrated to the empirical quantile of |residual| rather than a Gaussian
+        # fit: placement-to-placement noise in real traces has heavy tails.
+        self.residual_sigma_ = max(float(np.quantile(np.abs(resid), self.interval)) / z_for(self.interval), 1e-4)
+
+        rng = np.random.default_rng(self.random_state)
+        boots = []
+        k = points.shape[0]
+        for _ in range(self.n_bootstrap if k >= 4 else 0):
+            idx = rng.integers(0, k, size=k)
+            boots.append(fit_backbone(points[idx, 0], points[idx, 1], points[idx, 2], mean_log[idx], counts[idx], init=theta))
+        self._boot_thetas = np.array(boots) if boots else np.empty((0, 7))
+        return self
+
+    @staticmethod
+    def _scale(points: np.ndarray) -> np.ndarray:
+        # Distances in doublings of workers and batch; a host boundary counts as one.
+        return np.column_stack([np.log2(points[:, 0]), np.minimum(points[:, 1], 2.0), np.log2(points[:, 2])])
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "backbone_"):
+            raise ModelError("StepTimeModel is not fitted: call fit() first")
+
+    def _log_mean(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
+        from scipy.spatial import cKDTree
+
+        base = predict_log_step(self._theta, workers, hosts, local_batch)
+        query = self._scale(np.column_stack([workers, hosts, local_batch]))
+        k = min(self.neighbours, self._scaled_points.shape[0])
+        tree = getattr(self, "_tree", None)
+        if tree is None:
+            tree = self._tree = cKDTree(self._scaled_points)
+        dist, idx = tree.query(query, k=k)
+        if k == 1:
+            dist, idx = dist[:, None], idx[:, None]
+        # Inverse-distance weights; an exact hit takes its own value.
+        weights = 1.0 / np.maximum(dist, 1e-9) ** 2
+        corr = np.sum(weights * self._correction[idx], axis=1) / np.sum(weights, axis=1)
+        return base + corr
+
+    # -- prediction ------------------------------------------------------------
+    def predict(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:
+        """Step time at each configuration (arrays broadcast together)."""
+        self._check_fitted()
+        workers, hosts, local_batch = (np.asarray(v, float) for v in np.broadcast_arrays(workers, hosts, local_batch))
+        shape = workers.shape
+        w, h, b = workers.ravel(), hosts.ravel(), local_batch.ravel()
+        log_mean = self._log_mean(w, h, b)
+        var = np.full(w.shape, self.residual_sigma_**2)
+        if len(self._boot_thetas):
+            boot = np.stack([predict_log_step(t, w, h, b) for t in self._boot_thetas])
+            var = var + boot.var(axis=0)
+        sigma = np.sqrt(var)
+        z = z_for(self.interval)
+        extrap = (
+            (w < self.workers_range_[0])
+            | (w > self.workers_range_[1])
+            | (h > self.hosts_range_[1])
+            | (b < self.local_batch_range_[0])
+            | (b > self.local_batch_range_[1])
+        )
+        mean = np.exp(log_mean)
+        return StepTimePrediction(
+            step_time_s=mean.reshape(shape),
+            lower_s=np.exp(log_mean - z * sigma).reshape(shape),
+            upper_s=np.exp(log_mean + z * sigma).reshape(shape),
+            log_sigma=sigma.reshape(shape),
+            extrapolated=extrap.reshape(shape),
+        )

@@ -1,0 +1,152 @@
+"""How well the models fit a profile: cross-validated errors, not in-sample ones.
+
+* Step time: K-fold over distinct configurations (interpolation error), and a
+  scaling split — fit on the smaller half of worker counts, predict the larger half —
+  for extrapolation error. Errors are mean absolute percentage errors (MAPE).
+* Accuracy: leave one measured global batch out, refit, and compare predicted with
+  measured epochs-to-target for a reference target every batch reaches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cotune.models._accuracy import AccuracyModel
+from cotune.models._step_time import StepTimeModel
+from cotune.profile import Profile
+
+__all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile"]
+
+
+@dataclass(frozen=True)
+class TimeFitReport:
+    gpu: str
+    n_records: int
+    n_configs: int
+    workers_range: tuple[int, int]
+    hosts_range: tuple[int, int]
+    local_batch_range: tuple[int, int]
+    cv_mape: float  # K-fold, interpolation
+    extrapolation_split: int | None  # fitted on workers <= this
+    extrapolation_mape: float | None  # on workers above it
+    interval_coverage: float  # share of held-out probes inside the interval
+
+
+@dataclass(frozen=True)
+class AccuracyFitReport:
+    n_eval: int
+    n_runs: int
+    n_diverged: int
+    batches: tuple[int, ...]
+    epochs_range: tuple[float, float]
+    reference_target: float
+    measured_epochs: tuple[float, ...]
+    loo_epochs: tuple[float | None, ...]  # left-one-batch-out prediction per batch
+    loo_mape: float | None
+    residual_sigma: float
+
+
+@dataclass(frozen=True)
+class FitReport:
+    workload: str
+    time: tuple[TimeFitReport, ...]
+    accuracy: AccuracyFitReport | None
+    accuracy_error: str | None = None
+
+
+def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -> TimeFitReport:
+    keys = np.column_stack([a["workers"], a["hosts"], a["local_batch"]])
+    _, cfg = np.unique(keys, axis=0, return_inverse=True)
+    cfg = cfg.ravel()
+    n_cfg = int(cfg.max()) + 1
+    rng = np.random.default_rng(seed)
+    fold_of = rng.permutation(n_cfg) % max(2, min(folds, n_cfg))
+    errs, inside = [], []
+    for f in np.unique(fold_of):
+        test = fold_of[cfg] == f
+        if test.all() or not test.any():
+            continue
+        m = StepTimeModel(n_bootstrap=8, random_state=seed).fit(
+            a["workers"][~test], a["hosts"][~test], a["local_batch"][~test], a["step_time_s"][~test]
+        )
+        p = m.predict(a["workers"][test], a["hosts"][test], a["local_batch"][test])
+        y = a["step_time_s"][test]
+        errs.append(np.abs(p.step_time_s / y - 1))
+        inside.append((y >= p.lower_s) & (y <= p.upper_s))
+    cv = float(np.mean(np.concatenate(errs))) if errs else float("nan")
+    cov = float(np.mean(np.concatenate(inside))) if inside else float("nan")
+    ws = np.unique(a["workers"])
+    split, ext = None, None
+    if ws.size >= 2:
+        split = int(ws[(ws.size - 1) // 2])
+        train = a["workers"] <= split
+        m = StepTimeModel(n_bootstrap=0).fit(a["workers"][train], a["hosts"][train], a["local_batch"][train], a["step_time_s"][train])
+        p = m.predict(a["workers"][~train], a["hosts"][~train], a["local_batch"][~train])
+        ext = float(np.mean(np.abs(p.step_time_s / a["step_time_s"][~train] - 1)))
+    return TimeFitReport(
+        gpu=gpu,
+        n_records=int(a["workers"].size),
+        n_configs=n_cfg,
+        workers_range=(int(a["workers"].min()), int(a["workers"].max())),
+        hosts_range=(int(a["hosts"].min()), int(a["hosts"].max())),
+        local_batch_range=(int(a["local_batch"].min()), int(a["local_batch"].max())),
+        cv_mape=cv,
+        extrapolation_split=split,
+        extrapolation_mape=ext,
+        interval_coverage=cov,
+    )
+
+
+def _accuracy_report(profile: Profile) -> AccuracyFitReport:
+    e = profile.eval_arrays()
+    goal = profile.workload.goal
+    full = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
+    # Reference target: one that every measured batch reaches, near the top of the
+    # weakest batch's final metric (the regime recommendations care about).
+    finals = np.array([row[np.isfinite(row)][-1] for row in full.surface_])
+    starts = np.array([row[np.isfinite(row)][0] for row in full.surface_])
+    weakest = float(finals.min())
+    ref_score = float(np.max(starts)) + 0.9 * (weakest - float(np.max(starts)))
+    ref = ref_score if goal == "max" else -ref_score
+    measured = full.measured_epochs(ref)["epochs"]
+    loo: list[float | None] = []
+    errs = []
+    for i, b in enumerate(full.batches_):
+        keep = e["global_batch"] != b
+        if len(full.batches_) < 3 or i in (0, len(full.batches_) - 1):
+            loo.append(None)  # an end batch left out would test extrapolation, not this fit
+            continue
+        m = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(
+            e["global_batch"][keep], e["epoch"][keep], e["metric"][keep], e["seed"][keep]
+        )
+        pred = float(m.epochs_to_target(np.array([b]), ref).epochs[0])
+        loo.append(pred if np.isfinite(pred) else None)
+        if np.isfinite(pred) and np.isfinite(measured[i]):
+            errs.append(abs(pred / measured[i] - 1))
+    ep = e["epoch"][e["epoch"] > 0]
+    return AccuracyFitReport(
+        n_eval=int(e["epoch"].size),
+        n_runs=full.n_runs_,
+        n_diverged=full.n_diverged_,
+        batches=tuple(int(b) for b in full.batches_),
+        epochs_range=(float(ep.min()), float(ep.max())),
+        reference_target=float(ref),
+        measured_epochs=tuple(float(v) for v in measured),
+        loo_epochs=tuple(loo),
+        loo_mape=float(np.mean(errs)) if errs else None,
+        residual_sigma=full.residual_sigma_,
+    )
+
+
+def validate_profile(profile: Profile, *, folds: int = 5, seed: int = 0) -> FitReport:
+    """Cross-validated fit quality of every model of ``profile``."""
+    from cotune.errors import ModelError
+
+    times = tuple(_time_report(g, profile.step_arrays(g), folds=folds, seed=seed) for g in profile.gpus)
+    try:
+        acc, err = _accuracy_report(profile), None
+    except ModelError as exc:
+        acc, err = None, str(exc)
+    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err)

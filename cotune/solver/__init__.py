@@ -1,0 +1,24 @@
+"""Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
+
+from cotune.solver._estimate import Estimates, estimate
+from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
+from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
+from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
+
+__all__ = [
+    "MARKETS",
+    "RESULT_SCHEMA_VERSION",
+    "Candidates",
+    "Choice",
+    "Estimates",
+    "Feasibility",
+    "Recommendation",
+    "SearchSpace",
+    "best_index",
+    "enumerate_candidates",
+    "estimate",
+    "feasibility",
+    "geometric_batches",
+    "pareto_indices",
+    "ranked",
+]

@@ -1,0 +1,118 @@
+"""The search space: every (gpu, market, workers, hosts, local batch) candidate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+import numpy as np
+
+from cotune.errors import InputError
+
+__all__ = ["SearchSpace", "Candidates", "enumerate_candidates", "geometric_batches", "MARKETS"]
+
+MARKETS = ("on_demand", "spot")
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What may be chosen.
+
+    ``max_workers`` caps each GPU type (available accelerators); ``local_batches``
+    lists the per-worker batches to consider for each GPU type (already capped by
+    memory); ``hosts`` is ``"packed"`` (fewest hosts: ⌈workers / gpus_per_host⌉) or
+    ``"any"`` (every host count that fits, for schedulers that cannot pack).
+    """
+
+    gpus: tuple[str, ...]
+    max_workers: Mapping[str, int]
+    local_batches: Mapping[str, tuple[int, ...]]
+    gpus_per_host: int = 4
+    markets: tuple[str, ...] = ("on_demand",)
+    hosts: Literal["packed", "any"] = "packed"
+    min_workers: int = 1
+    workers: tuple[int, ...] | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.gpus:
+            raise InputError("the search space has no gpu type: profile at least one")
+        if self.gpus_per_host < 1:
+            raise InputError(f"gpus_per_host must be >= 1, got {self.gpus_per_host}")
+        for gpu in self.gpus:
+            if self.max_workers.get(gpu, 0) < 1:
+                raise InputError(f"max_workers for {gpu!r} must be >= 1, got {self.max_workers.get(gpu)}")
+            if not self.local_batches.get(gpu):
+                raise InputError(f"no local batch to consider for {gpu!r}: every probed batch exceeds its memory limit")
+        for market in self.markets:
+            if market not in MARKETS:
+                raise InputError(f"unknown market {market!r}: use one of {', '.join(MARKETS)}")
+        if self.hosts not in ("packed", "any"):
+            raise InputError(f"hosts must be 'packed' or 'any', got {self.hosts!r}")
+
+    def worker_counts(self, gpu: str) -> np.ndarray:
+        cap = self.max_workers[gpu]
+        if self.workers is not None:
+            return np.array(sorted({w for w in self.workers if self.min_workers <= w <= cap}), dtype=np.int64)
+        return np.arange(self.min_workers, cap + 1, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Struct of arrays, one entry per candidate; ``gpu``/``market`` index the space's tuples."""
+
+    gpus: tuple[str, ...]
+    markets: tuple[str, ...]
+    gpu: np.ndarray
+    market: np.ndarray
+    workers: np.ndarray
+    hosts: np.ndarray
+    local_batch: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.workers.size)
+
+    @property
+    def global_batch(self) -> np.ndarray:
+        return self.workers * self.local_batch
+
+
+def _placements(workers: np.ndarray, gpus_per_host: int, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    packed = -(-workers // gpus_per_host)
+    if mode == "packed":
+        return workers, packed
+    ws, hs = [], []
+    for w, h0 in zip(workers.tolist(), packed.tolist()):
+        for h in range(h0, w + 1):
+            ws.append(w)
+            hs.append(h)
+    return np.array(ws, dtype=np.int64), np.array(hs, dtype=np.int64)
+
+
+def enumerate_candidates(space: SearchSpace) -> Candidates:
+    """Every candidate of the space, as flat arrays (gpu-major order)."""
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("gpu", "market", "workers", "hosts", "local_batch")}
+    for gi, gpu in enumerate(space.gpus):
+        w, h = _placements(space.worker_counts(gpu), space.gpus_per_host, space.hosts)
+        b = np.asarray(space.local_batches[gpu], dtype=np.int64)
+        ww, bb = np.meshgrid(w, b, indexing="ij")
+        hh = np.broadcast_to(h[:, None], ww.shape)
+        n = ww.size
+        for mi, _ in enumerate(space.markets):
+            parts["gpu"].append(np.full(n, gi, dtype=np.int32))
+            parts["market"].append(np.full(n, mi, dtype=np.int32))
+            parts["workers"].append(ww.ravel())
+            parts["hosts"].append(hh.ravel())
+            parts["local_batch"].append(bb.ravel())
+    cat = {k: np.concatenate(v) if v else np.empty(0, dtype=np.int64) for k, v in parts.items()}
+    return Candidates(gpus=space.gpus, markets=space.markets, **cat)
+
+
+def geometric_batches(lo: int, hi: int, *, per_doubling: int = 2) -> tuple[int, ...]:
+    """A geometric grid of integer batches from ``lo`` to ``hi`` inclusive."""
+    if lo < 1 or hi < lo:
+        raise InputError(f"batch range must satisfy 1 <= lo <= hi, got {lo}..{hi}")
+    steps = max(1, int(math.ceil(math.log2(hi / lo) * per_doubling)))
+    return tuple(sorted({int(round(v)) for v in np.geomspace(lo, hi, steps + 1)}))
+
