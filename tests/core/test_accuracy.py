@@ -1,0 +1,124 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotune.errors import ModelError
+from cotune.models import AccuracyModel
+
+
+def _curves(rng, batches=(64, 256, 1024), seeds=1, b_noise=512.0, noise=0.003, epochs=40):
+    gb, ep, me, sd = [], [], [], []
+    for B in batches:
+        scale = 10.0 * (1 + B / b_noise)
+        for s in range(seeds):
+            for k in range(1, epochs + 1):
+                e = k * scale / 10.0
+                gb.append(B)
+                ep.append(e)
+                me.append(0.95 * (1 - np.exp(-e / (scale / 3))) + rng.normal(0, noise))
+                sd.append(s)
+    return np.array(gb, float), np.array(ep), np.array(me), np.array(sd)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10**6))
+def test_surface_is_monotone_in_epochs_and_batch(seed):
+    rng = np.random.default_rng(seed)
+    m = AccuracyModel().fit(*_curves(rng, noise=0.01))
+    s = m.surface_
+    for row in s:
+        r = row[np.isfinite(row)]
+        assert np.all(np.diff(r) >= -1e-9)
+    both = np.isfinite(s[:-1]) & np.isfinite(s[1:])
+    assert np.all((s[1:] - s[:-1])[both] <= 1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10**6))
+def test_epochs_to_target_rise_with_target_and_batch(seed):
+    rng = np.random.default_rng(seed)
+    m = AccuracyModel().fit(*_curves(rng))
+    B = np.geomspace(32, 4096, 25)
+    prev = np.zeros_like(B)
+    for t in (0.8, 0.85, 0.9):
+        e = m.epochs_to_target(B, t).epochs
+        assert np.all(e >= prev - 1e-9)
+        fin = e[np.isfinite(e)]
+        assert np.all(np.diff(fin) >= -1e-6)
+        prev = e
+
+
+def test_matches_the_generating_law():
+    rng = np.random.default_rng(0)
+    m = AccuracyModel().fit(*_curves(rng, noise=0.001))
+    # truth: 0.95 (1 - exp(-3 e / scale)) = t  =>  e = -scale/3 ln(1 - t/0.95)
+    for B in (64.0, 256.0, 1024.0):
+        scale = 10 * (1 + B / 512)
+        truth = -scale / 3 * np.log(1 - 0.9 / 0.95)
+        got = m.epochs_to_target(np.array([B]), 0.9).epochs[0]
+        assert abs(got / truth - 1) < 0.05
+
+
+def test_critical_batch_law_extrapolates_beyond_measured_batches():
+    rng = np.random.default_rng(0)
+    m = AccuracyModel().fit(*_curves(rng, noise=0.001))
+    assert m.noise_scale(0.9) == pytest.approx(512, rel=0.25)
+    p = m.epochs_to_target(np.array([4096.0]), 0.9)
+    truth = -10 * (1 + 4096 / 512) / 3 * np.log(1 - 0.9 / 0.95)
+    assert p.extrapolated[0] and abs(p.epochs[0] / truth - 1) < 0.25
+
+
+def test_unreached_target_is_infinite_not_extrapolated_in_epochs():
+    rng = np.random.default_rng(0)
+    m = AccuracyModel().fit(*_curves(rng))
+    assert np.isinf(m.epochs_to_target(np.array([256.0]), 0.99).epochs[0])
+
+
+def test_goal_min_is_the_mirror_of_goal_max():
+    rng = np.random.default_rng(5)
+    gb, ep, me, sd = _curves(rng)
+    up = AccuracyModel(goal="max").fit(gb, ep, me, sd).epochs_to_target(np.array([100.0, 700.0]), 0.9)
+    down = AccuracyModel(goal="min").fit(gb, ep, 1 - me, sd).epochs_to_target(np.array([100.0, 700.0]), 0.1)
+    np.testing.assert_allclose(up.epochs, down.epochs, rtol=1e-9)
+
+
+def test_a_collapsed_seed_does_not_move_the_median():
+    rng = np.random.default_rng(7)
+    gb, ep, me, sd = _curves(rng, seeds=3)
+    clean = AccuracyModel().fit(gb, ep, me, sd).epochs_to_target(np.array([256.0]), 0.9).epochs[0]
+    broken = me.copy()
+    bad = (sd == 2) & (gb == 256) & (ep > ep[(gb == 256)].max() * 0.3)
+    broken[bad] = np.nan  # diverged: NaN loss, no further progress
+    robust = AccuracyModel().fit(gb, ep, broken, sd)
+    assert robust.n_diverged_ == 1
+    assert robust.epochs_to_target(np.array([256.0]), 0.9).epochs[0] == pytest.approx(clean, rel=0.05)
+
+
+def test_seeds_widen_the_interval():
+    rng = np.random.default_rng(8)
+    gb, ep, me, sd = _curves(rng, seeds=3, noise=0.001)
+    me = me + np.where(sd == 1, 0.02, 0.0) - np.where(sd == 2, 0.02, 0.0)
+    m = AccuracyModel().fit(gb, ep, me, sd)
+    assert m.residual_sigma_ >= 0.01
+    p = m.epochs_to_target(np.array([256.0]), 0.85)
+    assert p.lower[0] < p.epochs[0] < p.upper[0]
+
+
+def test_no_eval_records_is_a_clear_error():
+    with pytest.raises(ModelError, match="no eval records"):
+        AccuracyModel().fit(np.array([]), np.array([]), np.array([]))
+
+
+def test_every_run_diverged_is_a_clear_error():
+    with pytest.raises(ModelError, match="non-finite"):
+        AccuracyModel().fit(np.array([64.0, 64.0]), np.array([1.0, 2.0]), np.array([np.nan, np.nan]))
+
+
+def test_metric_at_is_monotone_in_epochs():
+    rng = np.random.default_rng(9)
+    m = AccuracyModel().fit(*_curves(rng))
+    e = np.linspace(1, 500, 50)
+    v = m.metric_at(np.full_like(e, 300.0), e)
+    fin = v[np.isfinite(v)]
+    assert np.all(np.diff(fin) >= -1e-9)

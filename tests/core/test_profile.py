@@ -1,0 +1,193 @@
+import json
+import math
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotune.errors import ProfileError
+from cotune.profile import (
+    EvalRecord,
+    FailureRecord,
+    Profile,
+    ProfileWriter,
+    StepRecord,
+    WorkloadRecord,
+    append_records,
+    parse_profile,
+    read_profile,
+    write_profile,
+)
+
+ISSUE_LINES = [
+    '{"record": "workload", "name": "cifar10-resnet18", "dataset_size": 50000, "metric": "top1", "goal": "max"}\n',
+    '{"record": "step", "gpu": "t4", "workers": 4, "hosts": 1, "local_batch": 128, "step_time_s": 0.083, "sync_time_s": 0.01}\n',
+    '{"record": "eval", "global_batch": 512, "epoch": 3.0, "metric": 0.61, "seed": 0}\n',
+]
+
+
+def test_the_three_documented_lines_are_valid_input():
+    p = parse_profile(ISSUE_LINES)
+    assert p.workload.name == "cifar10-resnet18" and p.workload.goal == "max"
+    assert p.steps[0] == StepRecord(gpu="t4", workers=4, hosts=1, local_batch=128, step_time_s=0.083, sync_time_s=0.01)
+    assert p.evals[0] == EvalRecord(global_batch=512, epoch=3.0, metric=0.61, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8, "step_time_s": -1}', "step_time_s"),
+        ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8, "step_time_s": NaN}', "finite"),
+        ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8}', "missing field 'step_time_s'"),
+        ('{"record": "step", "gpu": "t4", "workers": 1, "hosts": 2, "local_batch": 8, "step_time_s": 1}', "hosts"),
+        ('{"record": "step", "gpu": "t4", "workers": 0, "local_batch": 8, "step_time_s": 1}', "workers"),
+        ('{"record": "step", "gpu": "t4", "workers": 2.5, "local_batch": 8, "step_time_s": 1}', "whole number"),
+        ('{"record": "eval", "global_batch": 64, "epoch": -1, "metric": 0.5}', "epoch"),
+        ('{"record": "eval", "global_batch": 64, "epoch": 1, "metric": "high"}', "metric"),
+        ('{"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 8, "failure": "boom"}', "oom"),
+        ('{"record": "banana"}', "unknown record type"),
+        ('[1, 2]', "JSON object"),
+        ('{"record": "step", ', "not valid JSON"),
+    ],
+)
+def test_malformed_line_is_rejected_with_its_line_number(line, needle):
+    lines = [ISSUE_LINES[0], line + "\n", ISSUE_LINES[2]]
+    with pytest.raises(ProfileError) as info:
+        parse_profile(lines, path="p.jsonl")
+    assert "p.jsonl:2:" in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_unknown_goal_names_the_allowed_values():
+    with pytest.raises(ProfileError, match="'max' or 'min'"):
+        parse_profile(['{"record": "workload", "name": "x", "dataset_size": 10, "goal": "maximise"}\n'])
+
+
+def test_newer_format_version_asks_to_upgrade():
+    with pytest.raises(ProfileError, match="upgrade cotune"):
+        parse_profile(['{"record": "workload", "name": "x", "dataset_size": 10, "version": 99}\n'])
+
+
+def test_profile_without_workload_record_is_an_error():
+    with pytest.raises(ProfileError, match="no workload record"):
+        parse_profile(ISSUE_LINES[1:])
+
+
+def test_unknown_fields_are_ignored_and_optional_records_skipped():
+    extra = '{"record": "probe_note", "optional": true, "text": "hi"}\n'
+    line = '{"record": "step", "gpu": "T4", "workers": 1, "local_batch": 8, "step_time_s": 1, "note": "x"}\n'
+    p = parse_profile([ISSUE_LINES[0], extra, line])
+    assert len(p.steps) == 1 and p.steps[0].gpu == "t4"
+
+
+def test_nan_metric_is_kept_for_a_diverged_run():
+    p = parse_profile([ISSUE_LINES[0], '{"record": "eval", "global_batch": 64, "epoch": 2, "metric": NaN}\n'])
+    assert math.isnan(p.evals[0].metric)
+
+
+def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(ISSUE_LINES) + '{"record": "step", "gpu": "t4", "wor')
+    p = read_profile(path)
+    assert len(p.steps) == 1 and len(p.evals) == 1
+    assert any("torn" in w for w in p.warnings)
+
+
+def test_writer_repairs_a_torn_tail_before_appending(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(ISSUE_LINES) + '{"record": "step", "gpu"')
+    append_records(path, [StepRecord(gpu="t4", workers=2, local_batch=64, step_time_s=0.1)])
+    p = read_profile(path)
+    assert [s.workers for s in p.steps] == [4, 2]
+    assert not p.warnings
+    assert path.read_text().endswith("\n")
+
+
+def test_records_written_before_a_crash_survive(tmp_path):
+    path = tmp_path / "p.jsonl"
+    with pytest.raises(RuntimeError):
+        with ProfileWriter(path) as w:
+            w.write(WorkloadRecord(name="x", dataset_size=100))
+            w.write(StepRecord(gpu="cpu", workers=1, local_batch=8, step_time_s=0.5))
+            raise RuntimeError("probe crashed")
+    assert len(read_profile(path).steps) == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda d: d / "missing.jsonl", "no such file"),
+        (lambda d: d, "directory"),
+    ],
+)
+def test_unreadable_paths_give_clear_errors(tmp_path, make, needle):
+    with pytest.raises(ProfileError, match=needle):
+        read_profile(make(tmp_path))
+
+
+def test_non_utf8_file_is_rejected(tmp_path):
+    path = tmp_path / "bin.jsonl"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ProfileError, match="UTF-8"):
+        read_profile(path)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_permission_denied_is_reported(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(ISSUE_LINES))
+    path.chmod(0)
+    with pytest.raises(ProfileError, match="permission"):
+        read_profile(path)
+
+
+_name = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=12)
+_pos = st.floats(min_value=1e-6, max_value=1e4, allow_nan=False)
+_step = st.builds(
+    StepRecord,
+    gpu=_name,
+    workers=st.integers(1, 64),
+    local_batch=st.integers(1, 4096),
+    step_time_s=_pos,
+    hosts=st.just(1),
+    accum_steps=st.integers(1, 4),
+)
+_eval = st.builds(
+    EvalRecord,
+    global_batch=st.integers(1, 10**5),
+    epoch=st.floats(min_value=0, max_value=1e3),
+    metric=st.floats(min_value=-1e3, max_value=1e3),
+    seed=st.integers(0, 10),
+)
+_fail = st.builds(FailureRecord, gpu=_name, workers=st.integers(1, 8), local_batch=st.integers(1, 1024), failure=st.sampled_from(["oom", "crash", "timeout"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.builds(WorkloadRecord, name=_name, dataset_size=st.integers(1, 10**7), goal=st.sampled_from(["max", "min"])),
+    st.lists(_step, max_size=8),
+    st.lists(_eval, max_size=8),
+    st.lists(_fail, max_size=3),
+)
+def test_profile_round_trips_through_a_file(tmp_path_factory, workload, steps, evals, failures):
+    path = tmp_path_factory.mktemp("rt") / "p.jsonl"
+    original = Profile(workload=workload, steps=tuple(steps), evals=tuple(evals), failures=tuple(failures))
+    write_profile(original, path)
+    again = read_profile(path)
+    assert (again.workload, again.steps, again.evals, again.failures) == (workload, tuple(steps), tuple(evals), tuple(failures))
+    for line in path.read_text().splitlines():
+        json.loads(line)  # every line is standalone JSON
+
+
+def test_max_local_batch_comes_from_the_smallest_oom():
+    p = parse_profile(
+        [
+            ISSUE_LINES[0],
+            '{"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 512, "failure": "oom"}\n',
+            '{"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 256, "failure": "oom"}\n',
+            '{"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 64, "failure": "crash"}\n',
+        ]
+    )
+    assert p.max_local_batch("t4") == 255
+    assert p.max_local_batch("v100") is None

@@ -1,0 +1,28 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cotune.errors import InputError
+from cotune.units import format_duration, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("3600", 3600), ("45s", 45), ("1.5h", 5400), ("1d", 86400), (120, 120)],
+)
+def test_parse_duration_accepts_documented_forms(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "10x", "-5", "0", "1h-3m", "inf", "nan", "m"])
+def test_parse_duration_rejects_garbage_with_a_hint(text):
+    with pytest.raises(InputError, match="duration"):
+        parse_duration(text)
+
+
+@given(st.integers(min_value=1, max_value=10**6))
+def test_format_then_parse_round_trips_to_the_shown_precision(seconds):
+    text = format_duration(seconds)
+    # the format keeps two units: seconds are dropped past an hour, minutes past a day
+    resolution = 1800 if "d" in text else 30 if "h" in text else 0.5
+    assert abs(parse_duration(text) - seconds) <= resolution
