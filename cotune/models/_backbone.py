@@ -71,11 +71,12 @@ def fit_backbone(
 ) -> np.ndarray:
     """Least-squares fit of the backbone to log step times; returns the 7 parameters.
 
-    Parameters the data cannot identify are pinned as Pollux does: with no multi-worker
-    probe the sync terms stay tiny (optimistic, and every n > 1 is flagged as
-    extrapolated upstream); with no multi-host probe the inter-host terms are set to
-    1.1× the intra-host ones (crossing hosts is never faster); with no probe above two
-    workers the growth terms are zero.
+    Inter-host terms are never below intra-host ones (crossing hosts is never faster),
+    so the backbone is non-decreasing in workers, hosts and local batch. Parameters
+    the data cannot identify are pinned as Pollux does: with no multi-worker probe the
+    sync terms stay tiny (optimistic, and every n > 1 is flagged as extrapolated
+    upstream); with no multi-host probe the inter-host terms are 1.1× the intra-host
+    ones; with no probe above two workers the growth terms are zero.
     """
     from scipy.optimize import least_squares
 
@@ -88,13 +89,23 @@ def fit_backbone(
     base = float(np.exp(np.median(log_step[workers == workers.min()])))
     if init is None:
         init = np.array([base * 0.3, base / max(np.median(local_batch), 1.0), base * 0.2, base * 0.01, base * 0.3, base * 0.02, 1.5])
+    # Internal parameters: (α_c, β_c, α_r, β_r, δ_α, δ_β, γ) with α_n = α_r + δ_α and
+    # β_n = β_r + δ_β, δ ≥ 0, so crossing hosts is never modelled as faster than staying
+    # on one (without this, noisy traces can fit α_n < α_r and break monotonicity).
+    if init is None:
+        internal = np.array([base * 0.3, base / max(np.median(local_batch), 1.0), base * 0.2, base * 0.01, base * 0.1, base * 0.01, 1.5])
+    else:
+        internal = np.array(init, float).copy()
+        internal[4] = max(internal[4] - internal[2], 0.0)
+        internal[5] = max(internal[5] - internal[3], 0.0)
     free = np.ones(7, dtype=bool)
-    pinned = init.copy()
+    pinned = internal.copy()
     multi = workers > 1
     if not np.any(multi & (hosts == 1)):
         free[2:4] = False
         pinned[2:4] = [base * 1e-3, 0.0]
     if not np.any(hosts > 1):
+        # No multi-host probe: crossing hosts costs 10 % more than staying (Pollux's prior).
         free[4:6] = False
     if not np.any(workers > 2):
         free[3] = free[5] = False
@@ -112,8 +123,10 @@ def fit_backbone(
         full = pinned.copy()
         full[free] = x
         if not free[4]:
-            full[4] = max(full[2] * 1.1, _TINY)
-            full[5] = full[3] * 1.1
+            full[4] = 0.1 * full[2]
+            full[5] = 0.1 * full[3]
+        full[4] = full[2] + full[4]
+        full[5] = full[3] + full[5]
         return full
 
     def residuals(x: np.ndarray) -> np.ndarray:
@@ -130,6 +143,6 @@ def fit_backbone(
 
     lower = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])[free]
     upper = np.array([np.inf] * 6 + [10.0])[free]
-    x0 = np.clip(init[free], lower + 1e-12, np.where(np.isfinite(upper), upper - 1e-9, np.inf))
+    x0 = np.clip(internal[free], lower + 1e-12, np.where(np.isfinite(upper), upper - 1e-9, np.inf))
     result = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400)
     return expand(result.x)
