@@ -73,6 +73,12 @@ def price_table(
     for key, value in prices.items():
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise InputError(f"price for {key!r} must be a non-negative number, got {value!r}")
+    unknown = sorted({k.split(":")[0] for k in prices} - set(gpus))
+    if unknown:
+        raise InputError(
+            f"price given for gpu {', '.join(unknown)} that is not in the search space ({', '.join(gpus)}): "
+            "check the name, or profile that gpu"
+        )
     for gi, gpu in enumerate(gpus):
         for mi, market in enumerate(markets):
             key = f"{gpu}:{market}"
@@ -85,10 +91,6 @@ def price_table(
                     f"no price for {gpu} on the {market} market: add --price {gpu}{'' if market == 'on_demand' else ':' + market}=USD_PER_HOUR, "
                     "or give no prices at all to compare worker-hours"
                 )
-    known = {k.split(":")[0] for k in prices}
-    unknown = sorted(known - set(gpus))
-    if unknown:
-        raise InputError(f"price given for gpu {', '.join(unknown)} that is not in the search space ({', '.join(gpus)})")
     return table, True
 
 

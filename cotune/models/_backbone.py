@@ -87,8 +87,6 @@ def fit_backbone(
     w = np.ones_like(log_step) if weights is None else np.sqrt(np.asarray(weights, float))
 
     base = float(np.exp(np.median(log_step[workers == workers.min()])))
-    if init is None:
-        init = np.array([base * 0.3, base / max(np.median(local_batch), 1.0), base * 0.2, base * 0.01, base * 0.3, base * 0.02, 1.5])
     # Internal parameters: (α_c, β_c, α_r, β_r, δ_α, δ_β, γ) with α_n = α_r + δ_α and
     # β_n = β_r + δ_β, δ ≥ 0, so crossing hosts is never modelled as faster than staying
     # on one (without this, noisy traces can fit α_n < α_r and break monotonicity).

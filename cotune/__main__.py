@@ -1,0 +1,7 @@
+"""``python -m cotune`` is the ``cotune`` command."""
+
+import sys
+
+from cotune.cli import main
+
+sys.exit(main())

@@ -1,0 +1,145 @@
+"""The command line: happy paths and every documented error path (exit codes 0/1/2)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import synthetic_records, write_jsonl
+from cotune.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_recommend_on_a_bundled_example_prints_a_table_with_chosen(capsys):
+    code, out, err = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m",
+                         "--max-workers", "16", "--gpus-per-host", "4", "--price", "t4=0.526")
+    assert code == 0, err
+    assert "CHOSEN" in out and "co-tuning saves" in out and "frontier" in out
+
+
+def test_recommend_json_has_the_documented_fields(capsys):
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "ok"
+    for key in ("gpu", "workers", "hosts", "local_batch", "global_batch", "epochs", "time_s", "cost", "metric"):
+        assert key in doc["recommendation"]
+    assert doc["recommendation"]["time_s"] <= 3600
+    assert set(doc["baselines"]) == {"resource_only", "batch_only"}
+
+
+def test_objective_time_is_faster_than_objective_cost(capsys):
+    args = ["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--json"]
+    cheap = json.loads(run(capsys, *args)[1])["recommendation"]
+    fast = json.loads(run(capsys, *args, "--objective", "time")[1])["recommendation"]
+    assert fast["time_s"] <= cheap["time_s"] and cheap["cost"] <= fast["cost"]
+
+
+def test_per_gpu_max_workers_and_budget(capsys, tmp_path):
+    path = write_jsonl(tmp_path / "two.jsonl", synthetic_records(gpus=("t4", "v100")))
+    code, out, err = run(capsys, "recommend", str(path), "--target", "0.85", "--max-workers", "t4=2",
+                         "--max-workers", "v100=8", "--price", "t4=0.5", "--price", "v100=2.5", "--budget", "100", "--json")
+    assert code == 0, err
+    rec = json.loads(out)["recommendation"]
+    assert rec["workers"] <= (2 if rec["gpu"] == "t4" else 8)
+
+
+def test_infeasible_exits_1_and_explains(capsys):
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "2m")
+    assert code == 1
+    assert "NO FEASIBLE CONFIGURATION" in out and "--deadline" in out and "Nearest candidates" in out
+
+
+def test_infeasible_json_exits_1_with_status(capsys):
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.999", "--json")
+    assert code == 1 and json.loads(out)["status"] == "infeasible"
+
+
+def test_fit_reports_cross_validated_errors(capsys):
+    code, out, _ = run(capsys, "fit", "yolov3-voc")
+    assert code == 0 and "CV MAPE" in out and "Leave-one-batch-out" in out
+    code, out, _ = run(capsys, "fit", "yolov3-voc", "--json")
+    doc = json.loads(out)
+    assert code == 0 and 0 < doc["time"][0]["cv_mape"] < 0.2
+
+
+def test_examples_lists_the_bundled_profiles(capsys):
+    code, out, _ = run(capsys, "examples")
+    assert code == 0
+    for name in ("cifar10-resnet18", "imagenet-resnet50", "yolov3-voc"):
+        assert name in out
+    assert {e["goal"] for e in json.loads(run(capsys, "examples", "--json")[1])} == {"max", "min"}
+
+
+BAD_LINES = {
+    "malformed": ('{"record": "step", "gpu": "t4"', "bad.jsonl:2: not valid JSON"),
+    "negative time": ('{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 8, "step_time_s": -0.1}', "step_time_s"),
+    "nan time": ('{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 8, "step_time_s": NaN}', "finite"),
+    "unknown goal": (None, "'max' or 'min'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LINES))
+def test_bad_profiles_exit_2_with_one_line(capsys, tmp_path, case):
+    line, needle = BAD_LINES[case]
+    head = '{"record": "workload", "name": "x", "dataset_size": 100, "goal": "%s"}' % ("best" if line is None else "max")
+    body = [head, line or '{"record": "eval", "global_batch": 8, "epoch": 1, "metric": 0.5}',
+            '{"record": "eval", "global_batch": 8, "epoch": 2, "metric": 0.6}']
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(body) + "\n")
+    code, out, err = run(capsys, "recommend", str(path), "--target", "0.5")
+    assert code == 2 and out == ""
+    assert err.startswith("cotune: ") and err.count("\n") == 1 and needle in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["recommend", "no/such/file.jsonl", "--target", "0.9"], "no such file"),
+        (["recommend", ".", "--target", "0.9"], "directory"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--deadline", "soon"], "cannot read duration"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--price", "t4"], "KEY=NUMBER"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--price", "a100=1"], "not in the search space"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--gpu", "a100"], "no timing probes"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--confidence", "1.5"], "probability"),
+        (["recommend", "cifar10-resnet18", "--target", "nan"], "finite"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "0"], ">= 1"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--frobnicate"], "unrecognized arguments"),
+        (["recommend", "cifar10-resnet18"], "--target"),
+        (["explode"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("cotune: ") and err.count("\n") == 1 and needle in err
+
+
+def test_profile_without_eval_records_says_how_to_get_them(capsys, tmp_path):
+    recs = [r for r in synthetic_records() if r["record"] != "eval"]
+    path = write_jsonl(tmp_path / "noeval.jsonl", recs)
+    code, _, err = run(capsys, "recommend", str(path), "--target", "0.9")
+    assert code == 2 and "no eval records" in err and "--curves" in err
+
+
+def test_profile_without_step_records_is_a_clear_error(capsys, tmp_path):
+    recs = [r for r in synthetic_records() if r["record"] != "step"]
+    path = write_jsonl(tmp_path / "nostep.jsonl", recs)
+    for cmd in ("recommend", "fit"):
+        argv = [cmd, str(path)] + (["--target", "0.9"] if cmd == "recommend" else [])
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and "no step records" in err
+
+
+def test_console_script_runs_without_traceback_and_help_is_fast():
+    bad = subprocess.run([sys.executable, "-m", "cotune", "recommend", "missing.jsonl", "--target", "0.9"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.startswith("cotune: ")
+    code = "import sys; from cotune.cli import main; main(['--help'])\nprint(sorted(m for m in ('numpy', 'scipy', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip().endswith("[]")  # --help imports no numerical library

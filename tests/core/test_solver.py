@@ -1,0 +1,197 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import synthetic_records
+from cotune import fit_models, parse_profile, recommend
+from cotune.errors import InputError
+
+_MODELS: dict[int, object] = {}
+
+
+def _models(seed: int):
+    """Fitted models of a random synthetic profile (cached: fitting is the slow part)."""
+    if seed not in _MODELS:
+        import json
+
+        recs = synthetic_records(seed=seed, gpus=("t4", "v100"), workers=(1, 2, 4, 8), batches=(16, 32, 64, 128))
+        prof = parse_profile([json.dumps(r) + "\n" for r in recs])
+        _MODELS[seed] = fit_models(prof, n_bootstrap=2)
+    return _MODELS[seed]
+
+
+def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_host, prices, objective, confidence):
+    """The definition, one candidate at a time, with the models' own scalar predictions."""
+    from statistics import NormalDist
+
+    from cotune.models import z_for
+
+    best = None
+    z = z_for(models.accuracy.interval)
+    for gpu in models.gpus:
+        batches = sorted({int(v) for v in models.time_models[gpu].points_[:, 2]})
+        for n in range(1, max_workers + 1):
+            h = -(-n // gpus_per_host)
+            for b in batches:
+                st_ = models.predict_step(gpu, np.array([n]), np.array([h]), np.array([b]))
+                ep = models.predict_epochs(np.array([n * b]), target)
+                e = float(ep.epochs[0])
+                if not math.isfinite(e):
+                    continue
+                t = e * models.dataset_size / (n * b) * float(st_.step_time_s[0])
+                if confidence is not None:
+                    up, lo = float(ep.upper[0]), float(ep.lower[0])
+                    s_up = (math.log(up) - math.log(e)) / z if math.isfinite(up) else math.nan
+                    s_dn = (math.log(e) - math.log(lo)) / z
+                    s_e = max(s_up, s_dn) if math.isfinite(s_up) else s_dn
+                    s_t = math.sqrt(float(st_.log_sigma[0]) ** 2 + s_e**2)
+                    tq = math.exp(math.log(t) + NormalDist().inv_cdf(confidence) * s_t)
+                    if confidence >= 0.5 + models.accuracy.interval / 2 and not math.isfinite(up):
+                        tq = math.inf
+                else:
+                    tq = t
+                cost = n * prices[gpu] * t / 3600
+                if deadline_s is not None and tq > deadline_s:
+                    continue
+                if budget is not None and cost > budget:
+                    continue
+                key = (cost, t, n) if objective == "cost" else (t, cost, n)
+                if best is None or key < best[0]:
+                    best = (key, (gpu, n, b))
+    return best
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 3),
+    target=st.floats(0.80, 0.93),
+    deadline_s=st.one_of(st.none(), st.floats(200, 20000)),
+    budget=st.one_of(st.none(), st.floats(0.05, 5)),
+    max_workers=st.integers(1, 12),
+    objective=st.sampled_from(["cost", "time"]),
+    confidence=st.one_of(st.none(), st.sampled_from([0.5, 0.9, 0.99])),
+    v100_price=st.floats(0.2, 3.0),
+)
+def test_solver_equals_brute_force(seed, target, deadline_s, budget, max_workers, objective, confidence, v100_price):
+    models = _models(seed)
+    prices = {"t4": 0.5, "v100": v100_price}
+    rec = recommend(
+        "unused", models=models, target=target, deadline_s=deadline_s, budget=budget, max_workers=max_workers,
+        gpus_per_host=4, prices=prices, objective=objective, confidence=confidence,
+    )
+    expected = _brute_force(
+        models, target=target, deadline_s=deadline_s, budget=budget, max_workers=max_workers, gpus_per_host=4,
+        prices=prices, objective=objective, confidence=confidence,
+    )
+    if expected is None:
+        assert rec.chosen is None and rec.relax
+        return
+    assert rec.chosen is not None
+    got_key = (rec.chosen.cost, rec.chosen.time_s) if objective == "cost" else (rec.chosen.time_s, rec.chosen.cost)
+    assert got_key[0] == pytest.approx(expected[0][0], rel=1e-9)
+    assert rec.n_feasible >= 1 + len(rec.runner_ups) - 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 3), target=st.floats(0.8, 0.93), d1=st.floats(100, 20000), d2=st.floats(100, 20000),
+       w1=st.integers(1, 12), w2=st.integers(1, 12))
+def test_looser_constraints_never_give_a_worse_answer(seed, target, d1, d2, w1, w2):
+    models = _models(seed)
+    (d_tight, d_loose), (w_tight, w_loose) = sorted((d1, d2)), sorted((w1, w2))
+    common = dict(models=models, target=target, gpus_per_host=4, prices={"t4": 0.5, "v100": 1.5})
+    tight = recommend("unused", deadline_s=d_tight, max_workers=w_tight, **common)
+    for loose in (
+        recommend("unused", deadline_s=d_loose, max_workers=w_tight, **common),
+        recommend("unused", deadline_s=d_tight, max_workers=w_loose, **common),
+        recommend("unused", deadline_s=None, max_workers=w_loose, **common),
+    ):
+        if tight.chosen is not None:
+            assert loose.chosen is not None
+            assert loose.chosen.cost <= tight.chosen.cost * (1 + 1e-12)
+    if tight.chosen is not None:
+        conf = recommend("unused", deadline_s=d_tight, max_workers=w_tight, confidence=0.9, **common)
+        if conf.chosen is not None:
+            assert tight.chosen.cost <= conf.chosen.cost * (1 + 1e-12)
+
+
+def test_pareto_front_is_non_dominated_and_contains_the_unconstrained_optima():
+    models = _models(0)
+    rec = recommend("unused", models=models, target=0.9, max_workers=12, prices={"t4": 0.5, "v100": 1.5}, pareto_limit=1000)
+    times = [c.time_s for c in rec.pareto]
+    costs = [c.cost for c in rec.pareto]
+    assert times == sorted(times) and all(a > b for a, b in zip(costs, costs[1:]))
+    cheapest = recommend("unused", models=models, target=0.9, max_workers=12, prices={"t4": 0.5, "v100": 1.5})
+    fastest = recommend("unused", models=models, target=0.9, max_workers=12, prices={"t4": 0.5, "v100": 1.5}, objective="time")
+    assert cheapest.chosen.cost == pytest.approx(min(costs))
+    assert fastest.chosen.time_s == pytest.approx(min(times))
+
+
+def test_baselines_are_never_cheaper_than_the_co_tuned_choice():
+    rec = recommend("cifar10-resnet18", target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.526})
+    for name, base in rec.baselines.items():
+        assert base is not None, name
+        assert rec.chosen.cost <= base.cost
+        assert 0 <= rec.savings()[name] < 1
+
+
+def test_infeasible_deadline_names_the_constraint_to_relax():
+    rec = recommend("cifar10-resnet18", target=0.94, deadline_s=60, max_workers=16)
+    assert rec.chosen is None
+    assert any("--deadline" in r for r in rec.relax)
+    assert any("--max-workers" in r for r in rec.relax)
+    assert rec.nearest and rec.nearest[0].time_s > 60
+
+
+def test_unreachable_target_says_the_best_measured_metric():
+    rec = recommend("cifar10-resnet18", target=0.99, deadline_s=3600)
+    assert rec.chosen is None and "lower --target" in rec.relax[0]
+
+
+def test_goal_min_profile_recommends_on_loss():
+    rec = recommend("yolov3-voc", target=12.5, deadline_s=4 * 3600, max_workers=16)
+    assert rec.chosen is not None and rec.goal == "min" and rec.chosen.metric <= 12.5 + 1e-6
+
+
+def test_worker_hours_without_prices():
+    rec = recommend("cifar10-resnet18", target=0.93, deadline_s=3600)
+    c = rec.chosen
+    assert not rec.priced and c.cost == pytest.approx(c.workers * c.time_s / 3600)
+
+
+def test_missing_price_for_a_gpu_is_an_input_error():
+    with pytest.raises(InputError, match="no price for v100"):
+        recommend("unused", models=_models(0), target=0.9, prices={"t4": 0.5})
+
+
+def test_oom_failures_cap_the_local_batch():
+    import json
+
+    recs = synthetic_records(seed=1)
+    recs.append({"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 128, "failure": "oom"})
+    prof = parse_profile([json.dumps(r) + "\n" for r in recs])
+    rec = recommend(prof, target=0.85, local_batches=[16, 32, 64, 128, 256])
+    allowed = {c.local_batch for c in (rec.chosen, *rec.runner_ups, *rec.pareto)}
+    assert max(allowed) <= 127
+    assert any("out of memory" in n for n in rec.notes)
+
+
+def test_inputs_are_not_mutated():
+    prices = {"t4": 0.5, "v100": 1.0}
+    before = dict(prices)
+    recommend("unused", models=_models(0), target=0.9, prices=prices)
+    assert prices == before
+
+
+def test_result_is_frozen_and_json_ready():
+    import dataclasses
+    import json
+
+    rec = recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.chosen.workers = 3  # type: ignore[misc]
+    doc = json.loads(json.dumps(rec.to_dict(), allow_nan=False))
+    for key in ("gpu", "workers", "hosts", "local_batch", "global_batch", "epochs", "time_s", "cost", "metric"):
+        assert key in doc["recommendation"]
