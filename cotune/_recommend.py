@@ -22,6 +22,7 @@ from cotune.profile import Profile
 from cotune.solver import (
     Choice,
     Estimates,
+    Feasibility,
     Recommendation,
     SearchSpace,
     best_index,
@@ -175,6 +176,7 @@ def _nearest_batch(candidates: Sequence[int], wanted: float) -> int:
 
 def _relax(
     est: Estimates,
+    feas: Feasibility,
     models: FittedModels,
     space: SearchSpace,
     *,
@@ -187,7 +189,6 @@ def _relax(
     startup_s: float,
 ) -> tuple[list[str], np.ndarray]:
     """What to change when nothing is feasible, and the nearest candidates."""
-    feas = feasibility(est, deadline_s=deadline_s, budget=budget)
     acc = models.accuracy
     if not feas.reaches.any():
         finals = np.array([row[np.isfinite(row)][-1] for row in acc.surface_])
@@ -248,6 +249,7 @@ def recommend(
     workers: Sequence[int] | None = None,
     startup_s: float = 0.0,
     hosts: Literal["packed", "any"] = "packed",
+    global_batch_range: tuple[int, int] | None = None,
     baseline_local_batch: int | None = None,
     baseline_workers: int | None = None,
     interval: float = 0.9,
@@ -272,6 +274,8 @@ def recommend(
         every probed local batch below the memory limit, 1..max_workers).
     startup_s : fixed overhead added to every run (start-up, data loading).
     hosts : ``"packed"`` or ``"any"`` host counts per worker count.
+    global_batch_range : (min, max) global batch allowed (e.g. what the optimizer's
+        learning-rate rule supports); None allows every workers × local batch.
     baseline_local_batch : the batch the resource-only baseline keeps (default: the
         probed local batch nearest the smallest measured global batch).
     baseline_workers : the workers the batch-only baseline keeps (default: one full host).
@@ -312,6 +316,14 @@ def recommend(
     cands = enumerate_candidates(space)
     est = estimate(cands, models, target=target, price_per_hour=table, startup_s=startup_s, confidence=confidence)
     feas = feasibility(est, deadline_s=deadline_s, budget=budget)
+    if global_batch_range is not None:
+        lo_b, hi_b = global_batch_range
+        if not 1 <= lo_b <= hi_b:
+            raise InputError(f"global batch range must satisfy 1 <= min <= max, got {lo_b}..{hi_b}")
+        allowed = (cands.global_batch >= lo_b) & (cands.global_batch <= hi_b)
+        feas = Feasibility(
+            reaches=feas.reaches & allowed, meets_deadline=feas.meets_deadline & allowed, within_budget=feas.within_budget & allowed
+        )
     ok = feas.all
     order = ranked(est, ok, objective, limit=top + 1)
     chosen = _choice(est, int(order[0]), models) if order.size else None
@@ -348,6 +360,7 @@ def recommend(
     if chosen is None:
         relax, near_idx = _relax(
             est,
+            feas,
             models,
             space,
             target=target,

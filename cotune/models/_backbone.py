@@ -11,8 +11,8 @@ Written beside its parameters, as one formula::
 Pollux grows sync time linearly in ``n − 2``; cotune grows it with ``log2(n − 1)``
 (hierarchical / tree all-reduce rounds; a ring's bandwidth term is flat in ``n``).
 Measured on the Pollux T4 traces, fitting on ≤ 4 workers and predicting 9–16 workers,
-the mean absolute error falls from 53 % to 13 % (CIFAR-10), 18 % to 6 % (ImageNet) and
-42 % to 6 % (YOLOv3) — ``python benchmarks/time_model.py`` reproduces the comparison.
+the mean absolute error falls from 55 % to 14 % (CIFAR-10), 19 % to 6 % (ImageNet) and
+43 % to 7 % (YOLOv3) — ``python -m benchmarks.time_model`` reproduces the comparison.
 
 ``γ = 1`` means no overlap of compute and communication (times add); large ``γ``
 approaches perfect overlap (the max of the two). It is fitted by least squares on

@@ -173,6 +173,34 @@ class StepTimeModel:
     def _log_mean(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
         return predict_log_step(self._theta, workers, hosts, local_batch) + self._correction_at(workers, hosts, local_batch)
 
+    def _bootstrap_var(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Variance of log step time across the bootstrap refits of the backbone.
+
+        The backbone sees hosts only as "one or several", and its spread is smooth in
+        log workers and log batch; for large queries the spread is computed on a
+        geometric grid (64 × 32 × 2 points) and interpolated, which keeps a million
+        candidates fast without changing the interval more than a grid step does.
+        """
+        if not len(self._boot_thetas):
+            return np.zeros(w.shape)
+        if w.size <= 8192:
+            return np.stack([predict_log_step(t, w, h, b) for t in self._boot_thetas]).var(axis=0)
+        from scipy.interpolate import RegularGridInterpolator
+
+        gw = np.geomspace(1.0, max(float(w.max()), 2.0), 64)
+        gb = np.geomspace(max(float(b.min()), 1e-9), max(float(b.max()), float(b.min()) * 2), 32)
+        out = np.empty(w.shape)
+        for multi in (False, True):
+            sel = (h > 1) == multi
+            if not np.any(sel):
+                continue
+            W, B = np.meshgrid(gw, gb, indexing="ij")
+            H = np.full_like(W, 2.0 if multi else 1.0)
+            grid = np.stack([predict_log_step(t, W, H, B) for t in self._boot_thetas]).var(axis=0)
+            interp = RegularGridInterpolator((np.log(gw), np.log(gb)), grid, bounds_error=False, fill_value=None)
+            out[sel] = interp(np.column_stack([np.log(w[sel]), np.log(b[sel])]))
+        return np.maximum(out, 0.0)
+
     # -- prediction ------------------------------------------------------------
     def predict(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:
         """Step time at each configuration (arrays broadcast together)."""
@@ -181,10 +209,7 @@ class StepTimeModel:
         shape = workers.shape
         w, h, b = workers.ravel(), hosts.ravel(), local_batch.ravel()
         log_mean = self._log_mean(w, h, b)
-        var = np.full(w.shape, self.residual_sigma_**2)
-        if len(self._boot_thetas):
-            boot = np.stack([predict_log_step(t, w, h, b) for t in self._boot_thetas])
-            var = var + boot.var(axis=0)
+        var = np.full(w.shape, self.residual_sigma_**2) + self._bootstrap_var(w, h, b)
         sigma = np.sqrt(var)
         z = z_for(self.interval)
         extrap = (

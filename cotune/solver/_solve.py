@@ -73,7 +73,14 @@ def pareto_indices(est: Estimates, mask: np.ndarray) -> np.ndarray:
     idx = np.flatnonzero(mask & np.isfinite(est.time_s) & np.isfinite(est.cost))
     if idx.size == 0:
         return idx
-    order = idx[np.lexsort((est.cost[idx], est.time_s[idx]))]
+    t, c = est.time_s[idx], est.cost[idx]
+    # Everything costlier than the fastest candidate, or slower than the cheapest, is
+    # dominated by it: cut those before sorting (most of a large space).
+    fastest, cheapest = np.argmin(t), np.argmin(c)
+    keep_box = (c <= c[fastest]) & (t <= t[cheapest])
+    idx, t, c = idx[keep_box], t[keep_box], c[keep_box]
+    # Sort by time (ties by cost) and keep each strict new cost minimum.
+    order = idx[np.lexsort((c, t))]
     costs = est.cost[order]
     running = np.minimum.accumulate(costs)
     keep = np.ones(order.size, dtype=bool)
