@@ -253,6 +253,22 @@ def _int_list(value: Any, path: str) -> tuple[int, ...]:
     return tuple(_integer(v, f"{path}/{i}") for i, v in enumerate(_array(value, path)))
 
 
+MAX_DEPTH = 32
+
+
+def _check_depth(value: Any) -> None:
+    """Refuse absurd nesting up front (iteratively), so no later step can recurse too deep."""
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise RequestError(f"nested deeper than {MAX_DEPTH} levels: a request is a flat object of fields", path="")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+
+
 def parse_request(request: Any) -> RecommendRequest:
     """Validate a request (a ``dict`` from JSON) and return it as a :class:`RecommendRequest`.
 
@@ -260,6 +276,7 @@ def parse_request(request: Any) -> RecommendRequest:
     Unknown fields are errors (a misspelt ``deadline`` must not silently mean "no deadline").
     """
     obj = _object(request, "")
+    _check_depth(obj)
     _unknown_keys(obj, _FIELDS, "")
     version = obj.get("schema_version", REQUEST_SCHEMA_VERSION)
     version = _integer(version, "/schema_version")
