@@ -81,11 +81,10 @@ def _reject_constant(name: str) -> Any:
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
-        try:
-            if int(declared) > limit:
-                raise RequestError(f"body of {int(declared)} bytes exceeds the limit of {limit}", status=413, code="request_too_large")
-        except ValueError:
-            raise RequestError("Content-Length is not a number", status=400, code="invalid_request") from None
+        if not declared.strip().isdigit():
+            raise RequestError("Content-Length is not a number", status=400, code="invalid_request")
+        if int(declared) > limit:
+            raise RequestError(f"body of {int(declared)} bytes exceeds the limit of {limit}", status=413, code="request_too_large")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
