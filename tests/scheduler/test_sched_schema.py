@@ -39,6 +39,8 @@ _values = st.recursive(
     ),
     max_leaves=5,
 )
+# Plausible valid values too, so both sides of the equivalence are exercised.
+_values = st.one_of(st.sampled_from([None, 0.9, 16, 1800.0, [64, 128], {"t4": 0.5}, "cost", "packed", "cifar10-resnet18"]), _values)
 _fields = [
     "schema_version", "profile", "target", "deadline_s", "max_workers", "gpus_per_host", "prices", "objective",
     "budget", "confidence", "gpus", "local_batches", "workers", "hosts", "startup_s", "baseline_local_batch",
