@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 # public name → module that defines it
 _EXPORTS = {
     "recommend": "cotune._recommend",
+    "recommend_request": "cotune.api",
     "load_profile": "cotune._recommend",
     "Profile": "cotune.profile",
     "read_profile": "cotune.profile",
@@ -71,6 +72,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from cotune._recommend import load_profile, recommend
+    from cotune.api import recommend_request
     from cotune.errors import CotuneError, InfeasibleError, InputError, ModelError, ProfileError
     from cotune.examples import example_path, list_examples
     from cotune.models import AccuracyModel, FittedModels, StepTimeModel, fit_models, isotonic_grid

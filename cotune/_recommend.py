@@ -30,6 +30,7 @@ from cotune.solver import (
     estimate,
     feasibility,
     pareto_indices,
+    plan_for,
     ranked,
 )
 from cotune.units import format_duration, format_money
@@ -328,6 +329,8 @@ def recommend(
     order = ranked(est, ok, objective, limit=top + 1)
     chosen = _choice(est, int(order[0]), models) if order.size else None
     runner_ups = tuple(_choice(est, int(i), models) for i in order[1:])
+    # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
+    plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
 
     front = pareto_indices(est, feas.reaches)
     if front.size > pareto_limit:
@@ -399,4 +402,5 @@ def recommend(
         notes=tuple(notes),
         interval=interval,
         solve_time_s=time.perf_counter() - t0,
+        plan=plan,
     )

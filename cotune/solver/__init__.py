@@ -1,6 +1,7 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._estimate import Estimates, estimate
+from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
@@ -12,13 +13,16 @@ __all__ = [
     "Choice",
     "Estimates",
     "Feasibility",
+    "Plan",
     "Recommendation",
     "SearchSpace",
+    "balanced_hosts",
     "best_index",
     "enumerate_candidates",
     "estimate",
     "feasibility",
     "geometric_batches",
     "pareto_indices",
+    "plan_for",
     "ranked",
 ]

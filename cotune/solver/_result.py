@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from cotune.solver._plan import Plan
 
 __all__ = ["Choice", "Recommendation", "RESULT_SCHEMA_VERSION"]
 
@@ -91,6 +94,8 @@ class Recommendation:
     notes: tuple[str, ...] = ()
     interval: float = 0.9
     solve_time_s: float = field(default=0.0, compare=False)
+    # Placement and elastic range of the chosen candidate (None when nothing is feasible).
+    plan: "Plan | None" = None
 
     @property
     def feasible(self) -> bool:
@@ -110,8 +115,11 @@ class Recommendation:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        from cotune import __version__
+
         return {
             "schema_version": RESULT_SCHEMA_VERSION,
+            "cotune_version": __version__,
             "status": "ok" if self.feasible else "infeasible",
             "workload": self.workload,
             "metric": self.metric_name,
@@ -142,4 +150,5 @@ class Recommendation:
             "nearest": [c.to_dict() for c in self.nearest],
             "notes": list(self.notes),
             "solve_time_s": self.solve_time_s,
+            "plan": None if self.plan is None else self.plan.to_dict(),
         }

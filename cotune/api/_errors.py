@@ -1,0 +1,50 @@
+"""Errors of the plain-data API, with where in the request they point and the HTTP status
+a service should answer with. They are :class:`~cotune.errors.InputError` subclasses, so
+the CLI and Python callers treat them like any other bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cotune.errors import InputError
+
+__all__ = ["RequestError", "LimitError", "error_document", "ERROR_SCHEMA_VERSION"]
+
+ERROR_SCHEMA_VERSION = 1
+
+
+class RequestError(InputError):
+    """The request is malformed or names something that does not exist.
+
+    ``path`` is a JSON Pointer (RFC 6901) to the offending value (``""`` is the whole
+    request); ``status`` is the HTTP status for it; ``code`` a stable machine-readable name.
+    """
+
+    def __init__(self, message: str, *, path: str = "", status: int = 422, code: str = "invalid_request") -> None:
+        super().__init__(f"{path or '/'}: {message}" if path else message)
+        self.detail = message
+        self.path = path
+        self.status = status
+        self.code = code
+
+
+class LimitError(RequestError):
+    """The request is well formed but larger than this service accepts."""
+
+    def __init__(self, message: str, *, path: str = "", status: int = 422, code: str = "limit_exceeded") -> None:
+        super().__init__(message, path=path, status=status, code=code)
+
+
+def error_document(exc: BaseException) -> dict[str, Any]:
+    """The JSON body of an error answer (schema: ``docs/schema/error.v1.json``)."""
+    if isinstance(exc, RequestError):
+        code, message, path = exc.code, exc.detail, exc.path
+    elif isinstance(exc, InputError):
+        code, message, path = "invalid_request", str(exc), None
+    else:
+        code, message, path = "internal_error", "internal error: the server logged it; please report it", None
+    return {
+        "schema_version": ERROR_SCHEMA_VERSION,
+        "status": "error",
+        "error": {"code": code, "message": " ".join(str(message).split()), "path": path},
+    }

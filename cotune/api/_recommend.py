@@ -1,0 +1,249 @@
+"""``recommend_request``: a plain-data request in, the recommendation document out.
+
+The document is :meth:`cotune.solver.Recommendation.to_dict` — the same object that
+``cotune recommend --json`` prints and ``POST /v1/recommend`` returns — so a scheduler
+sees one shape whichever way it calls cotune.
+
+Safety, because the request may come from anyone who can reach a service:
+
+* profiles are bundled examples (by exact name), inline records, or — only when the
+  caller passes ``profile_dir`` — a relative path that must resolve inside it;
+* no user code is imported: a profile is data;
+* :class:`Limits` bound the records fitted and the candidates enumerated, checked
+  *before* any work is done.
+
+Fitted models are cached by profile content (an LRU of :attr:`Limits.cache_size`), so
+a scheduler asking about the same workload again pays only for the solve.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from cotune.api._errors import LimitError, RequestError
+from cotune.api._request import ProfileRef, RecommendRequest, parse_request
+from cotune.errors import CotuneError, ModelError, ProfileError
+
+__all__ = ["Limits", "recommend_request", "candidate_count", "clear_cache"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for (defaults suit a shared service on a small machine).
+
+    max_records : records in an inline or path profile (fitting cost grows with them).
+    max_candidates : size of the search space, Σ_gpu |workers × hosts| × |local batches|,
+        counted before enumeration; 10⁶ candidates solve in well under a second.
+    cache_size : fitted profiles kept in memory.
+    """
+
+    max_records: int = 50_000
+    max_candidates: int = 1_000_000
+    cache_size: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("max_records", "max_candidates"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0, got {self.cache_size}")
+
+
+# --- profiles ----------------------------------------------------------------------------
+
+
+def _example(name: str) -> tuple[Any, Any]:
+    from cotune.examples import list_examples
+    from cotune.profile import read_profile
+
+    by_name = {e.name: e.path for e in list_examples()}
+    if name not in by_name:  # exact names only: never a path in disguise
+        raise RequestError(
+            f"no bundled example profile named {name!r}: known are {', '.join(sorted(by_name))}; "
+            "or send the profile's records inline",
+            path="/profile",
+            code="unknown_profile",
+        )
+    path = by_name[name]
+    st = path.stat()
+    return ("example", name, st.st_mtime_ns, st.st_size), lambda: read_profile(path)
+
+
+def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[Any, Any]:
+    from cotune.profile import parse_profile
+
+    if len(records) > limits.max_records:
+        raise LimitError(
+            f"{len(records)} records exceed this service's limit of {limits.max_records}: "
+            "send fewer probes (e.g. thin the learning curves)",
+            path="/profile/records",
+        )
+    lines = [json.dumps(r, allow_nan=False, sort_keys=True, separators=(",", ":")) + "\n" for r in records]
+    digest = hashlib.sha256("".join(lines).encode()).hexdigest()
+
+    def load() -> Any:
+        try:
+            return parse_profile(lines)
+        except ProfileError as exc:
+            where = "/profile/records" + ("" if exc.line is None else f"/{exc.line - 1}")
+            raise RequestError(str(exc), path=where, code="invalid_profile") from None
+
+    return ("records", digest), load
+
+
+def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits) -> tuple[Any, Any]:
+    from cotune.profile import read_profile
+
+    if profile_dir is None:
+        raise RequestError(
+            "profiles by path are disabled: send the records inline or name a bundled example "
+            "(a server opts in with 'cotune serve --profile-dir DIR')",
+            path="/profile/path",
+            status=403,
+            code="paths_disabled",
+        )
+    root = Path(profile_dir).resolve()
+    candidate = Path(text)
+    if candidate.is_absolute() or ".." in candidate.parts:
+        raise RequestError("must be a relative path without '..' inside the profile directory", path="/profile/path")
+    full = (root / candidate).resolve()
+    if not full.is_relative_to(root) or not full.is_file():
+        raise RequestError(f"no profile file {text!r} in the profile directory", path="/profile/path", code="unknown_profile")
+    st = full.stat()
+    # A line per record at least ~40 bytes: reject files that cannot be within the limit.
+    if st.st_size > limits.max_records * 4096:
+        raise LimitError(f"profile file is {st.st_size} bytes: too large for this service", path="/profile/path")
+
+    def load() -> Any:
+        try:
+            prof = read_profile(full)
+        except ProfileError as exc:
+            raise RequestError(str(exc).replace(str(full), text), path="/profile/path", code="invalid_profile") from None
+        n = 1 + len(prof.steps) + len(prof.evals) + len(prof.failures) + len(prof.noise)
+        if n > limits.max_records:
+            raise LimitError(f"{n} records exceed this service's limit of {limits.max_records}", path="/profile/path")
+        return prof
+
+    return ("path", str(full), st.st_mtime_ns, st.st_size), load
+
+
+# --- fitted-model cache ---------------------------------------------------------------------
+
+_CACHE: "OrderedDict[tuple[Any, ...], tuple[Any, Any]]" = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
+def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tuple[Any, Any]:
+    from cotune.models import fit_models
+
+    full = key + (interval,)
+    with _LOCK:
+        hit = _CACHE.get(full)
+        if hit is not None:
+            _CACHE.move_to_end(full)
+            return hit
+    profile = load()
+    try:
+        models = fit_models(profile, interval=interval)
+    except CotuneError:
+        raise
+    except (ValueError, ArithmeticError, IndexError, TypeError) as exc:  # degenerate data, not a server fault
+        raise ModelError(f"cannot fit models to this profile ({type(exc).__name__}: {exc}): probe more configurations") from None
+    if limits.cache_size:
+        with _LOCK:
+            _CACHE[full] = (profile, models)
+            while len(_CACHE) > limits.cache_size:
+                _CACHE.popitem(last=False)
+    return profile, models
+
+
+# --- search-space size ----------------------------------------------------------------------
+
+
+def _any_hosts(n: int, g: int) -> int:
+    """Σ_{w=1..n} (w − ⌈w/g⌉ + 1): host counts per worker count with ``hosts="any"``, in closed form."""
+    q, r = divmod(n, g)
+    return n * (n + 1) // 2 - (g * q * (q + 1) // 2 + r * (q + 1)) + n
+
+
+def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, int]) -> int:
+    """An upper bound on the candidates ``req`` enumerates (exact unless memory limits drop batches)."""
+    gpus = req.gpus or tuple(batches_per_gpu)
+    total = 0
+    g = req.gpus_per_host
+    for gpu in gpus:
+        cap = req.max_workers.get(gpu, 0) if isinstance(req.max_workers, Mapping) else req.max_workers
+        n_b = len(set(req.local_batches)) if req.local_batches else batches_per_gpu.get(gpu, 0)
+        if req.workers is not None:
+            ws = {w for w in req.workers if 1 <= w <= cap}
+            placements = sum(w - -(-w // g) + 1 for w in ws) if req.hosts == "any" else len(ws)
+        else:
+            placements = _any_hosts(cap, g) if req.hosts == "any" else cap
+        total += placements * n_b
+    return total
+
+
+def _check_space(req: RecommendRequest, profile: Any, limits: Limits) -> None:
+    batches: dict[str, set[float]] = {}
+    for s in profile.steps:
+        batches.setdefault(s.gpu, set()).add(s.local_batch * s.accum_steps)
+    n = candidate_count(req, {k: len(v) for k, v in batches.items()})
+    if n > limits.max_candidates:
+        raise LimitError(
+            f"the search space has {n:,} candidates, over this service's limit of {limits.max_candidates:,}: "
+            "lower max_workers, list 'workers' or 'local_batches', or use hosts 'packed'",
+            path="",
+            code="search_space_too_large",
+        )
+
+
+def recommend_request(
+    request: Mapping[str, Any] | RecommendRequest,
+    *,
+    profile_dir: str | os.PathLike[str] | None = None,
+    limits: Limits = Limits(),
+) -> dict[str, Any]:
+    """Answer a recommend request (plain data) with the recommendation document.
+
+    Parameters
+    ----------
+    request : a ``dict`` following ``docs/schema/recommend-request.v1.json`` (or a parsed
+        :class:`RecommendRequest`).
+    profile_dir : directory that ``{"profile": {"path": ...}}`` may read from; ``None``
+        (default) disables paths — inline records and bundled examples only.
+    limits : bounds on records and search-space size.
+
+    Returns the document of ``docs/schema/recommend-response.v1.json``: ``status`` is
+    ``"ok"`` or ``"infeasible"`` (then ``relax`` says what to change). Bad input raises
+    :class:`~cotune.api.RequestError` (or another :class:`~cotune.errors.InputError`).
+    """
+    from cotune._recommend import recommend
+
+    req = request if isinstance(request, RecommendRequest) else parse_request(request)
+    ref: ProfileRef = req.profile
+    if ref.example is not None:
+        key, load = _example(ref.example)
+    elif ref.records is not None:
+        key, load = _records(ref.records, limits)
+    else:
+        assert ref.path is not None
+        key, load = _path(ref.path, profile_dir, limits)
+    profile, models = _fit(key, load, req.interval, limits)
+    _check_space(req, profile, limits)
+    rec = recommend(profile, models=models, **req.recommend_kwargs())
+    if profile.warnings:
+        rec = dataclasses.replace(rec, notes=rec.notes + tuple(profile.warnings))
+    return rec.to_dict()

@@ -1,0 +1,161 @@
+"""The plain-data API: one document shape, precise errors, limits, safe profile loading."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sched_helpers import BASE_REQUEST, EXAMPLE, example_records, without_timing
+
+import cotune
+from cotune.api import LimitError, Limits, RequestError, candidate_count, parse_request, recommend_request
+from cotune.solver import SearchSpace, enumerate_candidates
+
+
+def _err(request, **kw) -> RequestError:
+    with pytest.raises(RequestError) as info:
+        recommend_request(request, **kw)
+    return info.value
+
+
+def test_document_is_recommendation_to_dict(response_validator):
+    doc = recommend_request(copy.deepcopy(BASE_REQUEST))
+    response_validator.validate(doc)
+    kwargs = {k: v for k, v in BASE_REQUEST.items() if k != "profile"}
+    rec = cotune.recommend(EXAMPLE, **kwargs)
+    assert without_timing(doc) == without_timing(json.loads(json.dumps(rec.to_dict())))
+    assert doc["status"] == "ok" and doc["schema_version"] == 1
+    assert doc["plan"]["workers"] == doc["recommendation"]["workers"]
+
+
+def test_inline_records_equal_example_name():
+    inline = dict(BASE_REQUEST, profile={"records": example_records()})
+    named = dict(BASE_REQUEST, profile={"example": EXAMPLE})
+    assert without_timing(recommend_request(inline)) == without_timing(recommend_request(named))
+
+
+def test_infeasible_is_an_answer_not_an_error(response_validator):
+    doc = recommend_request(dict(BASE_REQUEST, target=0.999))
+    response_validator.validate(doc)
+    assert doc["status"] == "infeasible" and doc["recommendation"] is None and doc["plan"] is None
+    assert doc["relax"] and "0.999" in doc["relax"][0]
+
+
+def test_elastic_range_is_feasible_at_both_ends():
+    doc = recommend_request(dict(BASE_REQUEST, deadline_s=3600))
+    plan = doc["plan"]
+    lo, hi = plan["elastic"]["min_workers"], plan["elastic"]["max_workers"]
+    assert lo <= plan["workers"] <= hi
+    models = cotune.fit_models(cotune.load_profile(EXAMPLE))
+    kwargs = {k: v for k, v in BASE_REQUEST.items() if k != "profile"} | {"deadline_s": 3600}
+    for w in {lo, hi}:
+        rec = cotune.recommend(EXAMPLE, models=models, **kwargs | {"workers": [w], "local_batches": [plan["local_batch"]]})
+        assert rec.feasible, w
+    for w in (lo - 1, hi + 1):  # just outside: infeasible, or outside the space
+        if 1 <= w <= BASE_REQUEST["max_workers"]:
+            rec = cotune.recommend(EXAMPLE, models=models, **kwargs | {"workers": [w], "local_batches": [plan["local_batch"]]})
+            assert not rec.feasible, w
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        ({"deadline": 60}, "/deadline", "did you mean 'deadline_s'"),
+        ({"target": "high"}, "/target", "must be a number"),
+        ({"target": True}, "/target", "must be a number"),
+        ({"deadline_s": -5}, "/deadline_s", "must be > 0"),
+        ({"confidence": 1.0}, "/confidence", "must be < 1"),
+        ({"max_workers": 0}, "/max_workers", ">= 1"),
+        ({"max_workers": {"t4": 2.5}}, "/max_workers/t4", "whole number"),
+        ({"prices": {"t4": -1}}, "/prices/t4", ">= 0"),
+        ({"workers": []}, "/workers", "must not be empty"),
+        ({"local_batches": [64, "x"]}, "/local_batches/1", "whole number"),
+        ({"objective": "speed"}, "/objective", "'cost', 'time'"),
+        ({"profile": {"example": EXAMPLE, "records": []}}, "/profile", "exactly one"),
+        ({"profile": {"records": [{"x": 1}]}}, "/profile/records/0", "'record'"),
+        ({"schema_version": 2}, "/schema_version", "version 2"),
+    ],
+)
+def test_bad_fields_point_at_the_value(change, path, words):
+    exc = _err(dict(BASE_REQUEST, **change))
+    assert exc.path == path and exc.status == 422
+    assert words in exc.detail
+
+
+def test_missing_and_non_object():
+    assert "missing required field 'target'" in _err({"profile": EXAMPLE}).detail
+    assert _err([1, 2]).path == "" and "must be an object" in _err("x").detail
+
+
+def test_bad_record_inside_inline_profile_is_located():
+    records = example_records()
+    records[5] = dict(records[5], step_time_s="slow")
+    exc = _err(dict(BASE_REQUEST, profile={"records": records}))
+    assert exc.path == "/profile/records/5" and "step_time_s" in exc.detail and exc.code == "invalid_profile"
+
+
+def test_unknown_example_never_becomes_a_path():
+    for name in ("nope", "../data/profiles/cifar10-resnet18", "/etc/passwd"):
+        exc = _err(dict(BASE_REQUEST, profile=name))
+        assert exc.code == "unknown_profile" and "known are" in exc.detail
+
+
+def test_paths_need_an_explicit_directory(tmp_path):
+    (tmp_path / "job.jsonl").write_text("".join(json.dumps(r) + "\n" for r in example_records()))
+    exc = _err(dict(BASE_REQUEST, profile={"path": "job.jsonl"}))
+    assert exc.status == 403 and exc.code == "paths_disabled"
+    for bad in ("../job.jsonl", str(tmp_path / "job.jsonl"), "missing.jsonl"):
+        assert _err(dict(BASE_REQUEST, profile={"path": bad}), profile_dir=tmp_path).path == "/profile/path"
+    doc = recommend_request(dict(BASE_REQUEST, profile={"path": "job.jsonl"}), profile_dir=tmp_path)
+    assert doc["status"] == "ok"
+
+
+def test_limits_are_checked_before_work():
+    with pytest.raises(LimitError) as info:
+        recommend_request(dict(BASE_REQUEST, profile={"records": example_records()}), limits=Limits(max_records=100))
+    assert info.value.path == "/profile/records" and "limit of 100" in info.value.detail
+    with pytest.raises(LimitError) as info:
+        recommend_request(dict(BASE_REQUEST, max_workers=10**12, hosts="any"))
+    assert info.value.code == "search_space_too_large"
+
+
+def test_deep_nesting_is_refused_without_recursion():
+    nested: object = 1
+    for _ in range(5000):
+        nested = [nested]
+    exc = _err(dict(BASE_REQUEST, prices={"t4": nested}))
+    assert "nested deeper" in exc.detail
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    caps=st.lists(st.integers(1, 40), min_size=1, max_size=3),
+    batches=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    gph=st.integers(1, 8),
+    hosts=st.sampled_from(["packed", "any"]),
+    workers=st.none() | st.lists(st.integers(1, 50), min_size=1, max_size=6),
+)
+def test_candidate_count_matches_enumeration(caps, batches, gph, hosts, workers):
+    gpus = tuple(f"g{i}" for i in range(min(len(caps), len(batches))))
+    cap_map = {g: caps[i] for i, g in enumerate(gpus)}
+    nb = {g: batches[i] for i, g in enumerate(gpus)}
+    space = SearchSpace(
+        gpus=gpus,
+        max_workers=cap_map,
+        local_batches={g: tuple(range(1, nb[g] + 1)) for g in gpus},
+        gpus_per_host=gph,
+        hosts=hosts,
+        workers=None if workers is None else tuple(workers),
+    )
+    req = parse_request({"profile": "x", "target": 1, "max_workers": cap_map, "gpus_per_host": gph, "hosts": hosts, "workers": workers})
+    assert candidate_count(req, nb) == len(enumerate_candidates(space))
+
+
+def test_cotune_exports_recommend_request():
+    assert cotune.recommend_request is recommend_request
+    assert math.isfinite(np.float64(recommend_request(BASE_REQUEST)["recommendation"]["cost"]))

@@ -1,0 +1,169 @@
+"""Manifests from ``cotune k8s`` validate against the published CRD schemas (vendored,
+see data/k8s/NOTICE.md), tightened to reject unknown fields, and follow the plan."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+from contextlib import redirect_stdout
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sched_helpers import BASE_REQUEST
+
+from cotune.api import recommend_request
+from cotune.cli import main
+from cotune.errors import InfeasibleError, InputError
+from cotune.k8s import JobOptions, layout_for, render_manifests
+
+DATA = Path(__file__).parent / "data" / "k8s"
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?|m)?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _closed(node):
+    """additionalProperties: false wherever the schema lists properties (SOURCE.md's advice): typos fail."""
+    if isinstance(node, dict):
+        out = {k: _closed(v) for k, v in node.items()}
+        if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_closed(v) for v in node]
+    return node
+
+
+@lru_cache(maxsize=None)
+def _validator(kind: str):
+    name = {"PyTorchJob": "pytorchjob.kubeflow.org.v1.json", "PodGroup": "podgroup.scheduling.volcano.sh.v1beta1.json"}[kind]
+    return jsonschema.Draft7Validator(_closed(json.loads((DATA / name).read_text())))
+
+
+def _check(manifest: dict) -> None:
+    _validator(manifest["kind"]).validate(manifest)
+    # What the schema cannot say: names, label values, resource quantities.
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", manifest["metadata"]["name"])
+    for value in manifest["metadata"].get("labels", {}).values():
+        assert len(value) <= 63 and _LABEL_VALUE.match(value)
+    text = json.dumps(manifest)
+    for q in re.findall(r'"nvidia.com/gpu": "?([^",}]+)"?', text):
+        assert _QUANTITY.match(q.strip()), q
+
+
+@lru_cache(maxsize=None)
+def _doc(deadline_s: float, workers: tuple[int, ...] | None = None) -> str:
+    req = dict(copy.deepcopy(BASE_REQUEST), deadline_s=deadline_s)
+    if workers:
+        req["workers"] = list(workers)
+    return json.dumps(recommend_request(req))
+
+
+def _pods(job: dict) -> list[dict]:
+    return list(job["spec"]["pytorchReplicaSpecs"].values())
+
+
+@pytest.mark.parametrize("gang", ["volcano", "kueue", "none"])
+@pytest.mark.parametrize("elastic", [True, False])
+@pytest.mark.parametrize(("deadline_s", "workers"), [(1800, None), (600, (7, 8, 9)), (3600, (6,))])
+def test_manifests_validate_and_follow_the_plan(gang, elastic, deadline_s, workers):
+    doc = json.loads(_doc(deadline_s, workers))
+    assert doc["status"] == "ok"
+    plan = doc["plan"]
+    out = render_manifests(doc, JobOptions(name="train-1", image="ghcr.io/me/train:1", gang=gang, elastic=elastic, command=("torchrun", "train.py")))
+    for m in out:
+        _check(m)
+    job = out[-1]
+    assert job["kind"] == "PyTorchJob"
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    per_pod = int(job["spec"]["nprocPerNode"])
+    gpus = sum(s["replicas"] * s["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] for s in specs.values())
+    assert gpus == plan["workers"]  # the job asks for exactly the planned GPUs
+    for s in specs.values():
+        env = {e["name"]: e["value"] for e in s["template"]["spec"]["containers"][0]["env"]}
+        assert env["COTUNE_LOCAL_BATCH"] == str(plan["local_batch"])
+    lay = layout_for(plan, elastic=elastic)
+    if lay.exact_hosts:
+        assert sum(s["replicas"] for s in specs.values()) == plan["hosts"] and per_pod == plan["workers_per_host"][0]
+    else:
+        aff = specs[next(iter(specs))]["template"]["spec"]["affinity"]["podAffinity"]
+        assert aff["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    if "elasticPolicy" in job["spec"]:
+        ep = job["spec"]["elasticPolicy"]
+        assert elastic and set(specs) == {"Worker"}
+        assert plan["elastic"]["min_workers"] <= ep["minReplicas"] * per_pod <= plan["workers"] <= ep["maxReplicas"] * per_pod <= plan["elastic"]["max_workers"]
+    else:
+        assert "Master" in specs and specs["Master"]["replicas"] == 1
+    if gang == "volcano":
+        pg = out[0]
+        assert pg["kind"] == "PodGroup" and pg["spec"]["minMember"] == job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"]
+        assert int(pg["spec"]["minResources"]["nvidia.com/gpu"]) == pg["spec"]["minMember"] * per_pod
+        assert all(s["template"]["spec"]["schedulerName"] == "volcano" for s in specs.values())
+    elif gang == "kueue":
+        assert len(out) == 1 and job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    else:
+        assert len(out) == 1 and "schedulingPolicy" not in job["spec"]["runPolicy"]
+
+
+def test_schema_catches_a_typo():
+    doc = json.loads(_doc(1800))
+    job = render_manifests(doc, JobOptions(name="t", image="i"))[-1]
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replica"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        _check(job)
+
+
+def test_infeasible_and_bad_names_are_errors():
+    with pytest.raises(InfeasibleError):
+        render_manifests(json.loads(_doc(5)), JobOptions(name="t", image="i"))
+    for bad in ("Train", "-x", "a" * 51, "a_b"):
+        with pytest.raises(InputError):
+            JobOptions(name=bad, image="i")
+
+
+@settings(max_examples=200, deadline=None)
+@given(gph=st.integers(1, 8), workers=st.integers(1, 64), data=st.data())
+def test_layout_invariants(gph, workers, data):
+    from cotune.solver import balanced_hosts
+
+    hosts = data.draw(st.integers(-(-workers // gph), workers))
+    lo = data.draw(st.integers(1, workers))
+    hi = data.draw(st.integers(workers, 128))
+    plan = {"workers": workers, "hosts": hosts, "gpus_per_host": gph, "workers_per_host": list(balanced_hosts(workers=workers, hosts=hosts)),
+            "elastic": {"min_workers": lo, "max_workers": hi}}
+    lay = layout_for(plan)
+    assert lay.pods * lay.gpus_per_pod == workers
+    assert lo <= lay.min_pods * lay.gpus_per_pod and lay.max_pods * lay.gpus_per_pod <= hi
+    assert lay.min_pods <= lay.pods <= lay.max_pods
+    if lay.exact_hosts:
+        assert lay.pods == hosts and lay.gpus_per_pod <= max(plan["workers_per_host"])
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main(list(argv))
+    return code, buf.getvalue()
+
+
+def test_cli_prints_valid_yaml():
+    code, out = _cli("k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--price", "t4=0.526",
+                     "--gang", "volcano", "--name", "cifar", "--command", "torchrun train.py")
+    assert code == 0
+    docs = list(yaml.safe_load_all(out))
+    assert [d["kind"] for d in docs] == ["PodGroup", "PyTorchJob"]
+    for d in docs:
+        _check(d)
+    assert docs[1]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"] == ["torchrun", "train.py"]
+
+
+def test_cli_infeasible_prints_nothing(capsys):
+    code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "5s"])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == "" and captured.err.startswith("cotune: ")

@@ -1,0 +1,125 @@
+"""The HTTP service through FastAPI's TestClient: answers, precise 4xx, limits, OpenAPI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+
+import pytest
+from sched_helpers import BASE_REQUEST, without_timing
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+from cotune.api import Limits, recommend_request
+from cotune.serve import ServiceSettings, create_app
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app(ServiceSettings(max_body_bytes=2_000_000, limits=Limits(max_candidates=200_000))))
+
+
+def test_health(client):
+    r = client.get("/health")
+    assert r.status_code == 200 and r.json()["status"] == "ok"
+    assert r.json()["schema_versions"] == {"request": 1, "response": 1, "error": 1}
+
+
+def test_recommend_returns_the_api_document(client, response_validator):
+    r = client.post("/v1/recommend", json=BASE_REQUEST)
+    assert r.status_code == 200
+    response_validator.validate(r.json())
+    assert without_timing(r.json()) == without_timing(json.loads(json.dumps(recommend_request(copy.deepcopy(BASE_REQUEST)))))
+
+
+def test_infeasible_is_200_with_relax(client):
+    r = client.post("/v1/recommend", json=dict(BASE_REQUEST, deadline_s=10))
+    assert r.status_code == 200 and r.json()["status"] == "infeasible" and r.json()["relax"]
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code"),
+    [
+        (b"", {}, 400, "invalid_json"),
+        (b"{bad", {}, 400, "invalid_json"),
+        (b'{"profile": "cifar10-resnet18", "target": NaN}', {}, 400, "invalid_json"),
+        (b"\xff\xfe\x00garbage", {}, 400, "invalid_json"),
+        (b"[" * 50_000, {}, 400, "invalid_json"),
+        (b"[]", {}, 422, "invalid_request"),
+        (b'{"profile": "nope", "target": 1}', {}, 422, "unknown_profile"),
+        (b'{"profile": {"path": "/etc/passwd"}, "target": 1}', {}, 403, "paths_disabled"),
+        (json.dumps(BASE_REQUEST).encode(), {"content-type": "text/plain"}, 415, "unsupported_media_type"),
+        (json.dumps(dict(BASE_REQUEST, max_workers=100_000)).encode(), {}, 422, "search_space_too_large"),
+        (json.dumps(dict(BASE_REQUEST, prices={"v100": 1.0})).encode(), {}, 422, "invalid_request"),
+        (b" " * 2_000_001, {}, 413, "request_too_large"),
+    ],
+    ids=lambda v: v[:24].decode("latin-1") if isinstance(v, bytes) else None,
+)
+def test_bad_requests_get_precise_4xx(client, error_validator, body, headers, status, code):
+    r = client.post("/v1/recommend", content=body, headers={"content-type": "application/json", **headers})
+    assert r.status_code == status, r.text
+    error_validator.validate(r.json())
+    assert r.json()["error"]["code"] == code and r.json()["error"]["message"]
+
+
+def test_error_points_at_the_field(client):
+    r = client.post("/v1/recommend", json=dict(BASE_REQUEST, workers=[4, 0]))
+    assert r.status_code == 422 and r.json()["error"]["path"] == "/workers/1"
+
+
+def test_streamed_body_over_the_limit_is_refused(client):
+    def chunks():
+        for _ in range(40):
+            yield b" " * 100_000
+
+    r = client.post("/v1/recommend", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+
+
+def test_wrong_method_and_route(client, error_validator):
+    for r, status in ((client.get("/v1/recommend"), 405), (client.get("/v2/recommend"), 404), (client.get("/v1/schema/nope"), 404)):
+        assert r.status_code == status
+        error_validator.validate(r.json())
+
+
+def test_schemas_are_served(client):
+    assert client.get("/v1/schema/recommend-request.v1").json()["title"].startswith("cotune recommend request")
+
+
+def test_openapi_uses_the_published_schemas(client):
+    spec = client.get("/openapi.json").json()
+    op = spec["paths"]["/v1/recommend"]["post"]
+    assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/RecommendRequestV1"
+    assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/RecommendResponseV1"
+    names = set(spec["components"]["schemas"])
+    refs = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "$ref":
+                    refs.append(v)
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    assert refs and all(r.startswith("#/components/schemas/") and r.rsplit("/", 1)[1] in names for r in refs)
+    assert "$defs" not in json.dumps(spec)
+
+
+def test_profile_dir_opt_in(tmp_path):
+    from sched_helpers import example_records
+
+    (tmp_path / "job.jsonl").write_text("".join(json.dumps(r) + "\n" for r in example_records()))
+    c = TestClient(create_app(ServiceSettings(profile_dir=str(tmp_path))))
+    ok = c.post("/v1/recommend", json=dict(BASE_REQUEST, profile={"path": "job.jsonl"}))
+    assert ok.status_code == 200 and ok.json()["status"] == "ok"
+    out = c.post("/v1/recommend", json=dict(BASE_REQUEST, profile={"path": "../job.jsonl"}))
+    assert out.status_code == 422 and out.json()["error"]["path"] == "/profile/path"
