@@ -15,7 +15,7 @@ from cotune.errors import EXIT_INPUT, CotuneError
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = ("recommend", "fit", "examples", "profile")
+_COMMANDS = ("recommend", "fit", "examples", "profile", "replan")
 
 
 class _Parser(argparse.ArgumentParser):

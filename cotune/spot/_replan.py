@@ -287,11 +287,14 @@ def replan(
         )
     elif best is None:
         decision, reason = "stay", "no alternative meets the remaining deadline; the current configuration does"
+    elif not stay_ok and not ahead and progress.market == "spot" and stay is not None:
+        decision, reason = "switch", (
+            "the job is on spot and behind the straight-line schedule: the uniform-progress rule moves it off pure spot"
+        )
     elif not stay_ok:
         decision, reason = "switch", (
             "the current configuration cannot meet the remaining deadline"
             + ("" if confidence is None else f" with probability {confidence:g}")
-            + (" (or is a spot plan behind schedule)" if not ahead and progress.market == "spot" else "")
         )
     elif gain is not None and gain > margin * key(stay):
         decision, reason = "switch", (
@@ -300,9 +303,12 @@ def replan(
         )
     else:
         pct = 0.0 if gain is None or key(stay) == 0 else gain / key(stay)
+        what = (
+            f"would save only {pct:.1%} of the {objective}" if pct > 0 else f"is {-pct:.1%} worse in {objective}"
+        )
         decision, reason = "stay", (
-            f"the best alternative would save {pct:.1%} of the {objective} after paying its restart, "
-            f"not more than the {margin:.0%} margin: no churn"
+            f"the best alternative {what} after paying its restart ({restart_s:.0f} s); "
+            f"switching needs more than the {margin:.0%} margin: no churn"
         )
     return ReplanResult(
         decision=decision, reason=reason, stay=stay, best=best, progress_fraction=done, schedule_fraction=on_line,

@@ -17,8 +17,8 @@ geometric with success probability ``p = e^{-λL}``, hence (renewal argument)::
     E[T]        = (k − 1) · E[T_seg(τ + δ)] + E[T_seg(τ)]
 
 ``τ`` starts from the Young/Daly rule ``τ_YD = √(2δ/λ)``; the integer ``k`` is then
-chosen by the exact expectation among the neighbours of ``work_s / τ_YD`` (and
-``k = 1``: no checkpoint). With ``λ = 0`` this gives ``k = 1`` and ``E[T] = work_s``,
+chosen by the exact expectation, searching ``1 ≤ k ≤ 2·work_s/τ_YD + 2`` (``k = 1``:
+no checkpoint). With ``λ = 0`` this gives ``k = 1`` and ``E[T] = work_s``,
 the on-demand model exactly.
 
 The number of revocations ``N`` is a sum of geometric counts, one per segment:
@@ -26,13 +26,14 @@ The number of revocations ``N`` is a sum of geometric counts, one per segment:
 ``λL`` it is Poisson with mean ``λ·Σ L_i``; in general it is over-dispersed, so the
 time at confidence ``q`` uses a negative binomial matched to those two moments::
 
-    T_q = W_c + n_q · c̄ + z_q⁺ · √n_q · σ_u
+    T_q = W_c + n_q · c̄ + max(z_q, 1) · √n_q · σ_u
 
 with ``W_c = work_s + (k − 1)δ`` (checkpointed work), ``n_q`` the ``q``-quantile of
-``N``, ``c̄ = (E[T] − W_c)/E[N]`` the mean penalty of one revocation (restart plus
-lost work), and ``σ_u`` the standard deviation of the lost work of one revocation
-(an exponential truncated to ``[0, τ + δ]``). ``z_q⁺ = max(z_q, 0)`` keeps the
-promise conservative below the median.
+``N``, ``c̄ = (E[T] − W_c)/E[N] = R + E[lost work]`` the mean penalty of one
+revocation, and ``σ_u`` the standard deviation of the lost work of one revocation
+(an exponential truncated to ``[0, τ + δ]``). The floor of one standard deviation
+keeps the promise at or above ``q`` at the median, where half of the runs with
+exactly ``n_q`` revocations would otherwise land above it.
 """
 
 from __future__ import annotations
@@ -68,15 +69,28 @@ def young_daly_interval_s(*, checkpoint_write_s: np.ndarray | float, rate_per_s:
         return np.where(lam > 0, np.sqrt(2.0 * delta / np.where(lam > 0, lam, 1.0)), np.inf)
 
 
+def _expm1_over_x(x: np.ndarray) -> np.ndarray:
+    """``(e^x − 1)/x`` without cancellation (→ 1 as x → 0)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return np.where(x < 1e-8, 1.0 + 0.5 * x, np.expm1(x) / np.where(x > 0, x, 1.0))
+
+
+def _mean_lost_fraction(x: np.ndarray) -> np.ndarray:
+    """``E[X | X < L] / L`` for X ~ exponential, ``x = λL``: ``1/x − 1/(e^x − 1)`` (→ 1/2)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        safe = np.where(x > 1e-4, x, 1.0)
+        exact = 1.0 / safe - 1.0 / np.expm1(safe)
+    return np.where(x > 1e-4, exact, 0.5 - x / 12.0)
+
+
 def expected_segment_time_s(length_s: np.ndarray, rate_per_s: np.ndarray, restart_s: np.ndarray) -> np.ndarray:
     """``E[T_seg(L)] = (e^{λL} − 1)(1/λ + R)``; ``L`` when ``λ = 0``."""
     L = np.asarray(length_s, float)
     lam = np.asarray(rate_per_s, float)
     R = np.asarray(restart_s, float)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        x = np.expm1(lam * L)
-        safe = np.where(lam > 0, lam, 1.0)
-        return np.where(lam > 0, x / safe + R * x, L)
+    x = lam * L
+    with np.errstate(over="ignore", invalid="ignore"):
+        return L * _expm1_over_x(x) + R * np.expm1(x)
 
 
 def expected_time_for_segments(
@@ -105,14 +119,33 @@ class RevocationEstimate:
 
 
 def _best_segments(work: np.ndarray, lam: np.ndarray, delta: np.ndarray, restart: np.ndarray) -> np.ndarray:
+    """Integer ``k`` minimising ``E[T]``: ternary search on ``[1, 2·W/τ_YD + 2]``.
+
+    ``E[T]`` is unimodal in ``k`` (more checkpoints trade write time for less lost
+    work), and the optimum lies below ``2·W/τ_YD`` because the restart delay only
+    lengthens the optimal interval (Daly: ``τ ≈ √(2δ(1/λ + R))``).
+    """
     tau = young_daly_interval_s(checkpoint_write_s=delta, rate_per_s=lam)
     with np.errstate(divide="ignore", invalid="ignore"):
         k0 = np.where(np.isfinite(tau) & (tau > 0), work / np.where(tau > 0, tau, 1.0), 1.0)
     k0 = np.clip(np.nan_to_num(k0, nan=1.0, posinf=MAX_SEGMENTS), 1.0, MAX_SEGMENTS)
-    base = np.floor(k0)
-    # The neighbours of the Young/Daly count, plus k = 1 (never checkpoint).
-    options = np.stack([np.ones_like(base)] + [base + d for d in (-2, -1, 0, 1, 2, 3)], axis=-1)
-    options = np.clip(options, 1.0, MAX_SEGMENTS)
+
+    def cost(k: np.ndarray) -> np.ndarray:
+        t = expected_time_for_segments(work, k, lam, delta, restart)
+        return np.where(np.isfinite(t), t, np.inf)
+
+    lo = np.ones_like(k0)
+    hi = np.clip(np.ceil(2.0 * k0) + 2.0, 1.0, MAX_SEGMENTS)
+    for _ in range(64):
+        open_ = hi - lo > 2
+        if not open_.any():
+            break
+        third = np.floor((hi - lo) / 3.0)
+        m1, m2 = lo + third, hi - third
+        left = cost(m1) <= cost(m2)
+        hi = np.where(open_ & left, m2, hi)
+        lo = np.where(open_ & ~left, m1, lo)
+    options = np.stack([lo, np.minimum(lo + 1, hi), hi], axis=-1)
     times = expected_time_for_segments(work[..., None], options, lam[..., None], delta[..., None], restart[..., None])
     times = np.where(np.isfinite(times), times, np.inf)
     pick = np.argmin(times, axis=-1)
@@ -162,8 +195,11 @@ def revocation_estimate(
         mean_n = (k - 1.0) * np.expm1(x_full) + np.expm1(x_last)
         var_n = (k - 1.0) * np.expm1(x_full) * np.exp(x_full) + np.expm1(x_last) * np.exp(x_last)
     checkpointed = w + (k - 1.0) * delta
-    with np.errstate(invalid="ignore", divide="ignore"):
-        penalty = np.where(mean_n > 0, (expected - checkpointed) / np.where(mean_n > 0, mean_n, 1.0), restart)
+    # c̄ = R + revocation-weighted mean lost work (equal to (E[T] − W_c)/E[N], computed stably)
+    with np.errstate(over="ignore", invalid="ignore"):
+        m_full, m_last = (k - 1.0) * np.expm1(x_full), np.expm1(x_last)
+        lost = m_full * full_len * _mean_lost_fraction(x_full) + m_last * tau * _mean_lost_fraction(x_last)
+        penalty = restart + np.where(mean_n > 0, lost / np.where(mean_n > 0, mean_n, 1.0), 0.5 * np.where(k > 1, full_len, tau))
     sd_u = _truncated_exp_sd(np.where(k > 1, full_len, tau), lam)
     inf = np.full(w.shape, np.inf)
     return RevocationEstimate(
@@ -200,13 +236,15 @@ def revocation_quantile(mean: np.ndarray, variance: np.ndarray, q: float) -> np.
 
 
 def time_at_confidence_s(est: RevocationEstimate, q: float) -> np.ndarray:
-    """``T_q = W_c + n_q·c̄ + z_q⁺·√n_q·σ_u`` (training only); see the module docstring."""
+    """``T_q = W_c + n_q·c̄ + max(z_q, 1)·√n_q·σ_u`` (training only); see the module docstring."""
     from statistics import NormalDist
 
     if not 0.0 < q < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {q}")
     n_q = revocation_quantile(est.expected_revocations, est.revocations_variance, q)
-    z = max(NormalDist().inv_cdf(q), 0.0)
+    # At least one standard deviation of lost work: the count quantile alone lands
+    # half of the runs with exactly n_q revocations above T_q (measured: P ≈ 0.47 at q = 0.5).
+    z = max(NormalDist().inv_cdf(q), 1.0)
     with np.errstate(invalid="ignore"):
         t = est.checkpointed_work_s + n_q * est.penalty_s + z * np.sqrt(n_q) * est.lost_work_sd_s
     return np.where(np.isfinite(est.checkpointed_work_s), t, np.inf)

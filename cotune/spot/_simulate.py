@@ -10,8 +10,14 @@ against, and the only model of the *mixed* policy:
 ``policy="mixed"`` (Can't Be Late's uniform-progress rule): the straight line from
 0 at time 0 to ``work_s`` at ``schedule_s`` is the schedule. Before every attempt
 (after a checkpoint or a restart) the run uses spot servers while its progress is at
-or ahead of the line, and on-demand servers (never revoked) while behind. Changing
-market costs ``switch_s`` seconds (provisioning), billed at the new market.
+or ahead of the line, and on-demand servers (never revoked) while behind; it leaves
+on-demand only when it would still be on the line after paying the way back
+(hysteresis, so it does not flap). Moving to
+on-demand costs ``switch_s`` seconds of provisioning, except right after a
+revocation, when it replaces the spot replacement; on-demand segments write no
+checkpoint, so moving back to spot costs a checkpoint write plus ``switch_s``.
+Behind the line the run thus progresses at full speed, and a line that ends
+``τ + δ + R`` before the deadline is always caught up (``W ≤ line``).
 
 Billing: every second of wall time is billed at the market in use, including lost
 work and restart delays (the surviving servers keep running).
@@ -93,25 +99,37 @@ def simulate(
     t_od = np.zeros(m)
     revoked = np.zeros(m)
     on_od = np.zeros(m, dtype=bool)
+    just_revoked = np.zeros(m, dtype=bool)
     active = np.flatnonzero(work > 0)
     for _ in range(_MAX_ATTEMPTS):
         if active.size == 0:
             break
         i = active
         remaining = work[i] - done[i]
-        seg = np.minimum(tau[i], remaining)
-        last = seg >= remaining
+        last = remaining - tau[i] <= 1e-9 * work[i]  # float-safe: no sliver segment at the end
+        seg = np.where(last, remaining, np.minimum(tau[i], remaining))
         length = seg + np.where(last, 0.0, delta[i])
-        want_od = (done[i] < slope[i] * t[i]) if policy == "mixed" else np.zeros(i.size, dtype=bool)
-        switching = want_od != on_od[i]
-        pay = np.where(switching, switch[i], 0.0)
+        if policy == "mixed":
+            # Hysteresis: leave on-demand only if still on the line after paying the way back.
+            back = np.where(on_od[i], switch[i] + delta[i], 0.0)
+            want_od = done[i] < slope[i] * (t[i] + back)
+        else:
+            want_od = np.zeros(i.size, dtype=bool)
+        # Switching to on-demand right after a revocation replaces the spot replacement
+        # (its delay is already paid); otherwise it costs `switch`. Leaving on-demand
+        # first writes the checkpoint that on-demand segments skip.
+        to_od = want_od & ~on_od[i] & ~just_revoked[i]
+        to_spot = ~want_od & on_od[i]
+        pay = np.where(to_od, switch[i], 0.0) + np.where(to_spot, switch[i] + delta[i], 0.0)
         t[i] += pay
-        t_od[i] += np.where(want_od, pay, 0.0)
-        t_spot[i] += np.where(want_od, 0.0, pay)
+        t_od[i] += np.where(to_spot, delta[i], 0.0) + np.where(to_od, switch[i], 0.0)
+        t_spot[i] += np.where(to_spot, switch[i], 0.0)
         on_od[i] = want_od
+        length = np.where(want_od, seg, length)  # never revoked: no checkpoint needed
         with np.errstate(divide="ignore"):
             survive = rng.exponential(1.0, i.size) / np.where(lam[i] > 0, lam[i], 0.0)
         ok = want_od | (survive >= length)
+        just_revoked[i] = ~ok
         spent = np.where(ok, length, survive + restart[i])
         t[i] += spent
         t_od[i] += np.where(want_od, spent, 0.0)
