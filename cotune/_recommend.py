@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from cotune.solver import (
     ranked,
 )
 from cotune.units import format_duration, format_money
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cotune.spot import Cluster
 
 __all__ = ["recommend", "load_profile", "build_space", "price_table"]
 
@@ -257,6 +260,7 @@ def recommend(
     top: int = 5,
     pareto_limit: int = 12,
     models: FittedModels | None = None,
+    cluster: "Cluster | str | os.PathLike[str] | None" = None,
 ) -> Recommendation:
     """Cheapest (or fastest) configuration that reaches ``target`` by ``deadline_s``.
 
@@ -283,6 +287,9 @@ def recommend(
     interval : central probability of reported intervals.
     top, pareto_limit : how many runner-ups and frontier points to report.
     models : already fitted models (skips fitting).
+    cluster : a cluster file (or :class:`cotune.spot.Cluster`): GPU availability, prices
+        and spot risk; candidates then span on-demand, spot and mixed markets with
+        revocation-aware time and cost (``docs/spot.md``). Replaces ``prices``.
     """
     if not (isinstance(target, (int, float)) and math.isfinite(target)):
         raise InputError(f"target must be a finite number, got {target!r}")
@@ -302,6 +309,14 @@ def recommend(
         models = fit_models(prof, interval=interval)
 
     t0 = time.perf_counter()
+    # --- spot (cotune.spot): the cluster file sets gpus, availability, prices, markets ---
+    plan = None
+    if cluster is not None:
+        from cotune.spot import ClusterPlan
+
+        plan = ClusterPlan.create(cluster, profiled_gpus=models.gpus, gpus=gpus, max_workers=max_workers,
+                                  gpus_per_host=gpus_per_host, prices=prices)
+        gpus, max_workers, gpus_per_host = plan.gpus, plan.max_workers, plan.gpus_per_host
     space, notes = build_space(
         models,
         gpus=gpus,
@@ -310,12 +325,21 @@ def recommend(
         local_batches=local_batches,
         hosts=hosts,
         workers=workers,
+        **({} if plan is None else {"markets": plan.space_markets}),
     )
     if prof is not None:
         notes.extend(prof.warnings)
-    table, priced = price_table(prices, space.gpus, space.markets)
     cands = enumerate_candidates(space)
+    if plan is None:
+        table, priced = price_table(prices, space.gpus, space.markets)
+    else:
+        table, priced = plan.price_table(space.gpus), True
+        cands = plan.candidates(cands, mixed=deadline_s is not None)
+        notes.extend(plan.notes)
     est = estimate(cands, models, target=target, price_per_hour=table, startup_s=startup_s, confidence=confidence)
+    if plan is not None:
+        est, spot_details = plan.adjust(est, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s)
+        cands = est.candidates
     feas = feasibility(est, deadline_s=deadline_s, budget=budget)
     if global_batch_range is not None:
         lo_b, hi_b = global_batch_range
@@ -328,6 +352,8 @@ def recommend(
     ok = feas.all
     order = ranked(est, ok, objective, limit=top + 1)
     chosen = _choice(est, int(order[0]), models) if order.size else None
+    if plan is not None and order.size:
+        notes.extend(plan.describe(est, spot_details, int(order[0])))
     runner_ups = tuple(_choice(est, int(i), models) for i in order[1:])
     # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
     plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None

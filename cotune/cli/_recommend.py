@@ -111,6 +111,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="Exit codes: 0 ok, 1 nothing feasible (the output says what to relax), 2 bad input.",
     )
     add_problem_arguments(p)
+    p.add_argument("--cluster", default=None, metavar="FILE", help="cluster file (TOML/YAML): availability, prices and spot risk; "
+                   "considers on-demand, spot and mixed plans (docs/spot.md)")
     p.add_argument("--top", type=_args.positive_int, default=5, help="runner-ups to show (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: docs/cli.md)")
     p.set_defaults(run=run)
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from cotune.cli._render import render_recommendation
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
 
-    rec = recommend(args.profile, top=args.top, **request_from_args(args))
+    rec = recommend(args.profile, top=args.top, cluster=args.cluster, **request_from_args(args))
     if args.json:
         emit_json(rec.to_dict())
     else:

@@ -1,0 +1,57 @@
+"""Transient (spot) servers: revocation-aware time and cost, checkpointing, deadline
+confidence, mixed spot/on-demand plans and re-planning.
+
+* :func:`load_cluster` — the cluster file (TOML or YAML): GPU types, availability and
+  price per market, revocation rate, replacement delay, checkpoint cost.
+* :func:`revocation_estimate`, :func:`time_at_confidence_s` — expected time under
+  revocations with the Young/Daly checkpoint interval, and the time that holds with
+  probability ``q`` (from the distribution of the number of revocations).
+* :func:`simulate` — a seeded Monte-Carlo simulator of the same process (and of the
+  mixed policy), the ground truth the analytic model is tested against.
+* :class:`ClusterPlan` — the solver step behind ``recommend(..., cluster=...)``.
+* :func:`replan` — the best configuration for the remaining work, with hysteresis.
+
+Formulas and the file format: ``docs/spot.md``.
+"""
+
+from cotune.spot._cluster import CLUSTER_FILE_VERSION, Checkpoint, Cluster, GpuOffer, load_cluster, parse_cluster
+from cotune.spot._plan import PLAN_MARKETS, ClusterPlan, SpotDetails, take_estimates
+from cotune.spot._replan import Progress, ReplanResult, remaining_fraction, replan
+from cotune.spot._revocation import (
+    RevocationEstimate,
+    expected_segment_time_s,
+    expected_time_for_segments,
+    job_rate_per_s,
+    revocation_estimate,
+    revocation_quantile,
+    time_at_confidence_s,
+    young_daly_interval_s,
+)
+from cotune.spot._simulate import SimulationResult, simulate
+
+__all__ = [
+    "CLUSTER_FILE_VERSION",
+    "PLAN_MARKETS",
+    "Checkpoint",
+    "Cluster",
+    "ClusterPlan",
+    "GpuOffer",
+    "Progress",
+    "ReplanResult",
+    "RevocationEstimate",
+    "SimulationResult",
+    "SpotDetails",
+    "expected_segment_time_s",
+    "expected_time_for_segments",
+    "job_rate_per_s",
+    "load_cluster",
+    "parse_cluster",
+    "remaining_fraction",
+    "replan",
+    "revocation_estimate",
+    "revocation_quantile",
+    "simulate",
+    "take_estimates",
+    "time_at_confidence_s",
+    "young_daly_interval_s",
+]

@@ -1,0 +1,286 @@
+"""The cluster file: which GPUs can be rented, on which market, at what price and risk.
+
+A cluster file is TOML (``.toml``) or YAML (``.yaml``/``.yml``) with the same keys
+(documented with an example in ``docs/spot.md``; ``examples/cluster.toml``)::
+
+    version = 1
+    gpus_per_host = 1                 # optional: GPUs per server, the unit that is revoked
+
+    [checkpoint]                      # needed when any spot servers are offered
+    write_s = 20                      # seconds to write one checkpoint, or both of:
+    # model_size_gb = 0.5             #   checkpoint size
+    # bandwidth_gb_per_s = 0.05       #   write bandwidth (write_s = size / bandwidth)
+    restart_s = 30                    # reload + re-initialise after a revocation (default 0)
+
+    [gpu.t4]
+    on_demand = 16                    # servers' GPUs available on demand
+    spot = 32                         # ... and on the spot market
+    on_demand_price_per_hour = 0.526  # USD per GPU-hour
+    spot_price_per_hour = 0.158
+    revocation_rate_per_hour = 0.05   # revocations per spot server-hour
+    replacement_delay_s = 120         # a number of seconds or a span such as "2m"
+
+Validation errors are one line: the file, the field, the value that broke the rule,
+and what to write instead.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from cotune.errors import InputError
+
+__all__ = ["Checkpoint", "GpuOffer", "Cluster", "load_cluster", "parse_cluster", "CLUSTER_FILE_VERSION"]
+
+CLUSTER_FILE_VERSION = 1
+
+_TOP_KEYS = {"version", "gpus_per_host", "checkpoint", "gpu"}
+_CKPT_KEYS = {"write_s", "model_size_gb", "bandwidth_gb_per_s", "restart_s"}
+_GPU_KEYS = {
+    "on_demand",
+    "spot",
+    "on_demand_price_per_hour",
+    "spot_price_per_hour",
+    "revocation_rate_per_hour",
+    "replacement_delay_s",
+}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """``write_s``: seconds to write one checkpoint (δ); ``restart_s``: seconds to reload it
+    and re-initialise the job after a revocation (added to the replacement delay)."""
+
+    write_s: float
+    restart_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class GpuOffer:
+    """One GPU type: availability and price per market, and the spot market's risk.
+
+    ``revocation_rate_per_hour`` is per spot *server*-hour; a job on ``h`` spot servers
+    is revoked at ``h ×`` that rate. ``replacement_delay_s`` is how long a new server
+    takes to join (also used as the delay of switching markets).
+    """
+
+    name: str
+    on_demand: int = 0
+    spot: int = 0
+    on_demand_price_per_hour: float | None = None
+    spot_price_per_hour: float | None = None
+    revocation_rate_per_hour: float = 0.0
+    replacement_delay_s: float = 0.0
+
+    def available(self, market: str) -> int:
+        if market == "on_demand":
+            return self.on_demand
+        if market == "spot":
+            return self.spot
+        if market == "mixed":
+            return min(self.on_demand, self.spot)
+        raise InputError(f"unknown market {market!r}: use on_demand, spot or mixed")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A validated cluster description (see the module docstring for the file format)."""
+
+    gpus: Mapping[str, GpuOffer]
+    checkpoint: Checkpoint | None = None
+    gpus_per_host: int | None = None
+    source: str = "<cluster>"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_spot(self) -> bool:
+        return any(o.spot > 0 for o in self.gpus.values())
+
+    def offer(self, gpu: str) -> GpuOffer:
+        try:
+            return self.gpus[gpu]
+        except KeyError:
+            raise InputError(
+                f"{self.source}: gpu {gpu!r} is not in the cluster file (it lists {', '.join(self.gpus)}): add a [gpu.{gpu}] table"
+            ) from None
+
+    def with_offer(self, gpu: str, **changes: Any) -> "Cluster":
+        """A copy with one GPU type's fields changed (new prices, fewer servers …), re-validated."""
+        offer = replace(self.offer(gpu), **changes)
+        _check_offer(offer, self.source, has_checkpoint=self.checkpoint is not None)
+        return replace(self, gpus={**self.gpus, gpu: offer})
+
+
+def _fail(source: str, where: str, problem: str, fix: str) -> InputError:
+    return InputError(f"{source}: {where} {problem}; {fix}")
+
+
+def _number(source: str, where: str, value: Any, *, fix: str, minimum: float = 0.0, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(source, where, f"must be a number, got {value!r}", fix)
+    if value < minimum or (positive and value <= 0):
+        bound = "> 0" if positive else f">= {minimum:g}"
+        raise _fail(source, where, f"must be {bound}, got {value!r}", fix)
+    return float(value)
+
+
+def _count(source: str, where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(source, where, f"must be a whole number >= 0, got {value!r}", "give how many GPUs of this type can be rented (0 for none)")
+    return int(value)
+
+
+def _seconds(source: str, where: str, value: Any, *, fix: str) -> float:
+    if isinstance(value, str):
+        from cotune.units import parse_duration
+
+        try:
+            return parse_duration(value)
+        except InputError:
+            raise _fail(source, where, f"cannot be read as a duration: {value!r}", fix) from None
+    return _number(source, where, value, fix=fix)
+
+
+def _unknown(source: str, where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise _fail(source, f"{where}{extra[0]}", "is not a known field", f"use one of: {', '.join(sorted(allowed))}")
+
+
+def _check_offer(o: GpuOffer, source: str, *, has_checkpoint: bool) -> None:
+    at = f"gpu.{o.name}."
+    if o.on_demand < 0 or o.spot < 0:
+        raise _fail(source, f"{at}on_demand/spot", "must be >= 0", "give how many GPUs can be rented")
+    if o.on_demand == 0 and o.spot == 0:
+        raise _fail(source, f"{at}on_demand and spot", "are both 0", "offer at least one GPU on one market, or remove the table")
+    if o.on_demand > 0 and o.on_demand_price_per_hour is None:
+        raise _fail(source, f"{at}on_demand_price_per_hour", "is missing", "give the on-demand price in USD per GPU-hour")
+    if o.spot > 0:
+        if o.spot_price_per_hour is None:
+            raise _fail(source, f"{at}spot_price_per_hour", "is missing", "give the spot price in USD per GPU-hour")
+        if not has_checkpoint:
+            raise _fail(source, "[checkpoint]", "is missing but spot servers are offered", "add a [checkpoint] table with write_s (seconds)")
+
+
+def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Cluster:
+    """Validate a cluster description already read into plain data (from TOML, YAML, JSON)."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"{source}: the file must hold a table of fields (version, checkpoint, gpu), got {type(data).__name__}")
+    _unknown(source, "", data, _TOP_KEYS)
+    version = data.get("version", CLUSTER_FILE_VERSION)
+    if version != CLUSTER_FILE_VERSION:
+        raise _fail(source, "version", f"is {version!r}, not supported", f"write version = {CLUSTER_FILE_VERSION}")
+    per_host = data.get("gpus_per_host")
+    if per_host is not None and (isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1):
+        raise _fail(source, "gpus_per_host", f"must be a whole number >= 1, got {per_host!r}", "give the GPUs in one server (1 for one-GPU servers)")
+
+    ckpt = None
+    raw_ckpt = data.get("checkpoint")
+    if raw_ckpt is not None:
+        if not isinstance(raw_ckpt, Mapping):
+            raise _fail(source, "checkpoint", f"must be a table, got {raw_ckpt!r}", "write [checkpoint] with write_s = SECONDS")
+        _unknown(source, "checkpoint.", raw_ckpt, _CKPT_KEYS)
+        if "write_s" in raw_ckpt:
+            if "model_size_gb" in raw_ckpt or "bandwidth_gb_per_s" in raw_ckpt:
+                raise _fail(source, "checkpoint", "gives write_s and model_size_gb/bandwidth_gb_per_s", "give write_s alone, or the size and the bandwidth")
+            write = _seconds(source, "checkpoint.write_s", raw_ckpt["write_s"], fix="give the seconds one checkpoint write takes, e.g. 20")
+        elif "model_size_gb" in raw_ckpt and "bandwidth_gb_per_s" in raw_ckpt:
+            size = _number(source, "checkpoint.model_size_gb", raw_ckpt["model_size_gb"], fix="give the checkpoint size in GB", positive=True)
+            bw = _number(source, "checkpoint.bandwidth_gb_per_s", raw_ckpt["bandwidth_gb_per_s"], fix="give the write bandwidth in GB/s", positive=True)
+            write = size / bw
+        else:
+            raise _fail(source, "checkpoint.write_s", "is missing", "give write_s (seconds), or both model_size_gb and bandwidth_gb_per_s")
+        restart = _seconds(source, "checkpoint.restart_s", raw_ckpt.get("restart_s", 0.0), fix="give the seconds to reload a checkpoint, e.g. 30")
+        ckpt = Checkpoint(write_s=write, restart_s=restart)
+
+    gpus_raw = data.get("gpu")
+    if not isinstance(gpus_raw, Mapping) or not gpus_raw:
+        raise _fail(source, "gpu", "has no GPU type", "add a table per type, e.g. [gpu.t4] with on_demand, spot and prices")
+    offers: dict[str, GpuOffer] = {}
+    for name, table in gpus_raw.items():
+        key = str(name).strip().lower()
+        at = f"gpu.{key}."
+        if not isinstance(table, Mapping):
+            raise _fail(source, f"gpu.{key}", f"must be a table, got {table!r}", "write [gpu.NAME] with on_demand, spot and prices")
+        if key in offers:
+            raise _fail(source, f"gpu.{key}", "appears twice (names are case-insensitive)", "merge the two tables")
+        _unknown(source, at, table, _GPU_KEYS)
+        price_fix = "give USD per GPU-hour, e.g. 0.526"
+
+        def opt_price(k: str) -> float | None:
+            return None if k not in table else _number(source, at + k, table[k], fix=price_fix)
+
+        offer = GpuOffer(
+            name=key,
+            on_demand=_count(source, at + "on_demand", table.get("on_demand", 0)),
+            spot=_count(source, at + "spot", table.get("spot", 0)),
+            on_demand_price_per_hour=opt_price("on_demand_price_per_hour"),
+            spot_price_per_hour=opt_price("spot_price_per_hour"),
+            revocation_rate_per_hour=_number(
+                source, at + "revocation_rate_per_hour", table.get("revocation_rate_per_hour", 0.0),
+                fix="give revocations per spot server-hour, e.g. 0.05 (0 for never)",
+            ),
+            replacement_delay_s=_seconds(
+                source, at + "replacement_delay_s", table.get("replacement_delay_s", 0.0),
+                fix="give seconds or a span such as 2m",
+            ),
+        )
+        if offer.spot > 0 and "revocation_rate_per_hour" not in table:
+            raise _fail(source, at + "revocation_rate_per_hour", "is missing", "give revocations per spot server-hour, e.g. 0.05")
+        if offer.spot > 0 and "replacement_delay_s" not in table:
+            raise _fail(source, at + "replacement_delay_s", "is missing", "give how long a replacement server takes to join, e.g. 120 or \"2m\"")
+        _check_offer(offer, source, has_checkpoint=ckpt is not None)
+        offers[key] = offer
+    return Cluster(gpus=offers, checkpoint=ckpt, gpus_per_host=per_host, source=source)
+
+
+def _read_toml(text: str, source: str) -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise InputError(f"{source}: reading TOML needs Python 3.11+ or 'pip install tomli'; or write the file in YAML") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{source}: not valid TOML ({exc}); fix the syntax (see examples/cluster.toml)") from None
+
+
+def _read_yaml(text: str, source: str) -> Any:
+    try:
+        import yaml
+    except ModuleNotFoundError:
+        raise InputError(f"{source}: reading YAML needs pyyaml ('pip install pyyaml' or cotune[spot]); or write the file in TOML") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = " ".join(str(exc).split())
+        raise InputError(f"{source}: not valid YAML ({first}); fix the syntax (see docs/spot.md)") from None
+
+
+def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
+    """Read and validate a cluster file (``.toml``, ``.yaml`` or ``.yml``); a :class:`Cluster` passes through."""
+    if isinstance(path, Cluster):
+        return path
+    p = Path(path)
+    source = str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"cluster file {source} does not exist: give the path of a .toml or .yaml file (see examples/cluster.toml)") from None
+    except OSError as exc:
+        raise InputError(f"cannot read cluster file {source}: {exc.strerror}") from None
+    suffix = p.suffix.lower()
+    if suffix == ".toml":
+        data = _read_toml(text, source)
+    elif suffix in (".yaml", ".yml"):
+        data = _read_yaml(text, source)
+    else:
+        raise InputError(f"{source}: unknown cluster file type {suffix or '(none)'!r}: name it .toml, .yaml or .yml")
+    return parse_cluster(data, source=source)

@@ -1,0 +1,329 @@
+"""The spot step of the solver: on-demand, spot and mixed candidates from a cluster file.
+
+It sits between the core steps of :func:`cotune.recommend` and changes nothing
+else::
+
+    plan  = ClusterPlan.create(cluster, models=…, gpus=…, max_workers=…)   # space inputs
+    cands = plan.candidates(enumerate_candidates(space), mixed=deadline is not None)
+    est   = estimate(cands, models, price_per_hour=plan.price_table(space.gpus), …)
+    est, details = plan.adjust(est, startup_s=…, confidence=…, deadline_s=…)
+
+``estimate`` prices every candidate as if no server were ever revoked.
+:meth:`ClusterPlan.adjust` then replaces, for the spot rows, the training time ``W``
+by the revocation-aware expectation ``E[T](W)`` and the time at confidence by
+``T_q(W_q)`` (:mod:`cotune.spot._revocation`: Young/Daly checkpointing, revocation
+count distribution), evaluated at the model's own quantile ``W_q`` — so a promise at
+``q`` covers both the model's uncertainty and the revocations (conservatively: each at
+``q``). On-demand rows are left as they are: with zero revocations the spot model
+equals them exactly.
+
+Mixed rows run the same configuration on spot while ahead of the straight-line
+schedule and on on-demand while behind (Can't Be Late's uniform-progress rule). The
+line ends ``margin = τ + δ + R`` before the deadline (one lost segment and one
+switch), so falling behind can always be recovered on on-demand; its numbers come
+from the seeded simulator (:mod:`cotune.spot._simulate`), run only for the
+configurations where the rule matters — on-demand meets the deadline at the
+requested confidence and spot alone does not. Elsewhere mixed is dominated (by spot,
+or is impossible) and is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from cotune.errors import InputError
+from cotune.spot._cluster import Cluster, load_cluster
+from cotune.spot._revocation import job_rate_per_s, revocation_estimate, time_at_confidence_s, young_daly_interval_s
+from cotune.spot._simulate import simulate
+
+__all__ = ["ClusterPlan", "SpotDetails", "PLAN_MARKETS", "take_estimates"]
+
+# Markets of the candidates the spot step produces (the space itself holds the first two).
+PLAN_MARKETS = ("on_demand", "spot", "mixed")
+
+
+@dataclass(frozen=True)
+class SpotDetails:
+    """Per-candidate revocation details aligned with the adjusted estimates (NaN where
+    not applicable: on-demand rows have no revocations, spot rows no schedule)."""
+
+    checkpoint_interval_s: np.ndarray
+    job_revocations_per_hour: np.ndarray
+    expected_revocations: np.ndarray
+    on_demand_share: np.ndarray  # mixed: fraction of billed time on on-demand
+    schedule_s: np.ndarray  # mixed: when the straight line reaches the end (from start)
+
+
+def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset of rows)
+    """The rows ``keep`` (indices or mask) of an :class:`~cotune.solver.Estimates`, candidates included."""
+    from cotune.solver import Candidates, Estimates
+
+    c = est.candidates
+    cands = Candidates(
+        gpus=c.gpus, markets=c.markets, gpu=c.gpu[keep], market=c.market[keep],
+        workers=c.workers[keep], hosts=c.hosts[keep], local_batch=c.local_batch[keep],
+    )
+    fields = {k: getattr(est, k)[keep] for k in Estimates.__dataclass_fields__ if k != "candidates"}
+    return Estimates(candidates=cands, **fields)
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """What a cluster file changes in a recommendation: gpus, availability and prices."""
+
+    cluster: Cluster
+    gpus: tuple[str, ...]
+    max_workers: Mapping[str, int]
+    gpus_per_host: int
+    runs: int = 400
+    seed: int = 0
+    notes: tuple[str, ...] = ()
+
+    space_markets: tuple[str, ...] = ("on_demand", "spot")
+
+    @classmethod
+    def create(
+        cls,
+        cluster: Cluster | str,
+        *,
+        profiled_gpus: Sequence[str],
+        gpus: Sequence[str] | None,
+        max_workers: int | Mapping[str, int],
+        gpus_per_host: int,
+        prices: Mapping[str, float] | None = None,
+        runs: int = 400,
+        seed: int = 0,
+    ) -> "ClusterPlan":
+        cl = load_cluster(cluster)
+        if prices:
+            raise InputError("prices come from the cluster file when one is given: drop --price (prices=) or edit the file")
+        wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
+        for g in wanted:
+            cl.offer(g)  # raises if the cluster lacks it
+        chosen = tuple(g for g in wanted if g in cl.gpus and g in profiled_gpus)
+        notes = []
+        left_out = [g for g in profiled_gpus if g not in cl.gpus and not gpus]
+        if left_out:
+            notes.append(f"profiled gpu {', '.join(left_out)} not in {cl.source}: not considered")
+        if not chosen:
+            raise InputError(
+                f"{cl.source} offers {', '.join(cl.gpus)} but the profile has timing probes for "
+                f"{', '.join(profiled_gpus)}: add a [gpu.NAME] table for a profiled type"
+            )
+        caps = {}
+        for g in chosen:
+            o = cl.gpus[g]
+            cap = max(o.on_demand, o.spot)
+            user = max_workers[g] if isinstance(max_workers, Mapping) else max_workers
+            caps[g] = int(min(cap, user))
+        return cls(
+            cluster=cl, gpus=chosen, max_workers=caps,
+            gpus_per_host=cl.gpus_per_host or gpus_per_host, runs=runs, seed=seed, notes=tuple(notes),
+        )
+
+    def price_table(self, gpus: Sequence[str]) -> np.ndarray:
+        """USD per worker-hour, shape ``(len(gpus), 3)`` over :data:`PLAN_MARKETS`
+        (mixed starts at the spot price; :meth:`adjust` replaces it by the mix)."""
+        table = np.full((len(gpus), len(PLAN_MARKETS)), np.nan)
+        for gi, g in enumerate(gpus):
+            o = self.cluster.gpus[g]
+            od = np.nan if o.on_demand_price_per_hour is None else o.on_demand_price_per_hour
+            sp = np.nan if o.spot_price_per_hour is None else o.spot_price_per_hour
+            table[gi] = (od, sp, sp)
+        return table
+
+    def candidates(self, cands, *, mixed: bool):  # Candidates -> Candidates
+        """Add mixed rows (copies of the spot rows) and drop what the cluster cannot supply."""
+        from cotune.solver import Candidates
+
+        if tuple(cands.markets) != self.space_markets:
+            raise InputError(f"the space's markets must be {self.space_markets}, got {cands.markets}")
+        spot = cands.market == 1
+        parts = [np.arange(len(cands)), np.flatnonzero(spot)] if mixed else [np.arange(len(cands))]
+        idx = np.concatenate(parts)
+        market = np.concatenate([cands.market, np.full(int(spot.sum()), 2, dtype=cands.market.dtype)] if mixed else [cands.market])
+        avail = np.array([[self.cluster.gpus[g].available(m) for m in PLAN_MARKETS] for g in cands.gpus])
+        workers = cands.workers[idx]
+        keep = workers <= avail[cands.gpu[idx], market]
+        return Candidates(
+            gpus=cands.gpus, markets=PLAN_MARKETS, gpu=cands.gpu[idx][keep], market=market[keep],
+            workers=workers[keep], hosts=cands.hosts[idx][keep], local_batch=cands.local_batch[idx][keep],
+        )
+
+    def _per_row(self, est) -> dict[str, np.ndarray]:
+        c = est.candidates
+        g = c.gpu
+        ck = self.cluster.checkpoint
+        offers = [self.cluster.gpus[name] for name in c.gpus]
+        rate_h = np.array([o.revocation_rate_per_hour for o in offers])[g]
+        repl = np.array([o.replacement_delay_s for o in offers])[g]
+        restart = repl + (ck.restart_s if ck else 0.0)
+        write = np.full(len(c), ck.write_s if ck else 0.0)
+        p_od = np.array([np.nan if o.on_demand_price_per_hour is None else o.on_demand_price_per_hour for o in offers])[g]
+        p_sp = np.array([np.nan if o.spot_price_per_hour is None else o.spot_price_per_hour for o in offers])[g]
+        lam = job_rate_per_s(rate_per_server_hour=rate_h, servers=c.hosts)
+        return dict(lam=lam, restart=restart, write=write, p_od=p_od, p_sp=p_sp)
+
+    def adjust(
+        self,
+        est,
+        *,
+        startup_s: float,
+        confidence: float | None,
+        deadline_s: float | None,
+    ):  # (Estimates, SpotDetails)
+        """Revocation-aware time and cost for spot and mixed rows (see the module doc)."""
+        c = est.candidates
+        n = len(c)
+        row = self._per_row(est)
+        w = c.workers.astype(float)
+        train = est.time_s - startup_s
+        lo, hi = est.time_lower_s - startup_s, est.time_upper_s - startup_s
+        at_q = est.time_at_confidence_s - startup_s
+
+        time_s, lower, upper, at_conf = (a.copy() for a in (est.time_s, est.time_lower_s, est.time_upper_s, est.time_at_confidence_s))
+        cost, cost_lo, cost_hi, price = (a.copy() for a in (est.cost, est.cost_lower, est.cost_upper, est.price_per_hour))
+        nan = np.full(n, np.nan)
+        ckpt_s, revs, od_share, sched = nan.copy(), nan.copy(), nan.copy(), nan.copy()
+        keep = np.ones(n, dtype=bool)
+
+        def rev(work, sel):
+            return revocation_estimate(work_s=work[sel], rate_per_s=row["lam"][sel], checkpoint_write_s=row["write"][sel], restart_s=row["restart"][sel])
+
+        s = np.flatnonzero(c.market == 1)
+        if s.size:
+            mean = rev(train, s)
+            time_s[s] = startup_s + mean.expected_time_s
+            lower[s] = startup_s + rev(lo, s).expected_time_s
+            upper[s] = startup_s + rev(hi, s).expected_time_s
+            at_conf[s] = time_s[s] if confidence is None else startup_s + time_at_confidence_s(rev(at_q, s), confidence)
+            rate = w[s] * row["p_sp"][s] / 3600.0
+            cost[s], cost_lo[s], cost_hi[s] = rate * time_s[s], rate * lower[s], rate * upper[s]
+            ckpt_s[s], revs[s] = mean.checkpoint_interval_s, mean.expected_revocations
+
+        m = np.flatnonzero(c.market == 2)
+        if m.size:
+            keep[m] = False
+            if deadline_s is not None:
+                chosen = self._mixed(est, m, row, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s,
+                                     spot_at_conf=at_conf, od_at_conf=est.time_at_confidence_s)
+                for i, vals in chosen.items():
+                    keep[i] = True
+                    time_s[i], lower[i], upper[i], at_conf[i] = vals["time"], vals["lower"], vals["upper"], vals["at_conf"]
+                    cost[i], cost_lo[i], cost_hi[i] = vals["cost"], vals["cost_lower"], vals["cost_upper"]
+                    price[i] = vals["price"]
+                    ckpt_s[i], revs[i], od_share[i], sched[i] = vals["ckpt"], vals["revs"], vals["od_share"], vals["schedule"]
+
+        out = replace(
+            est, time_s=time_s, time_lower_s=lower, time_upper_s=upper, time_at_confidence_s=at_conf,
+            cost=cost, cost_lower=cost_lo, cost_upper=cost_hi, price_per_hour=price,
+        )
+        details = SpotDetails(
+            checkpoint_interval_s=ckpt_s, job_revocations_per_hour=np.where(c.market > 0, row["lam"] * 3600.0, np.nan),
+            expected_revocations=revs, on_demand_share=od_share, schedule_s=sched,
+        )
+        if keep.all():
+            return out, details
+        idx = np.flatnonzero(keep)
+        return take_estimates(out, idx), SpotDetails(**{k: getattr(details, k)[idx] for k in SpotDetails.__dataclass_fields__})
+
+    def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf) -> dict[int, dict[str, float]]:
+        """Simulate the uniform-progress rule for mixed rows where it can matter."""
+        c = est.candidates
+        # The spot and on-demand twins of each mixed row (same gpu, workers, hosts, batch).
+        key = lambda i: (int(c.gpu[i]), int(c.workers[i]), int(c.hosts[i]), int(c.local_batch[i]))  # noqa: E731
+        twins: dict[tuple[int, int, int, int], dict[int, int]] = {}
+        for i in np.flatnonzero(c.market < 2):
+            twins.setdefault(key(i), {})[int(c.market[i])] = int(i)
+        train = est.time_s - startup_s
+        plan_work = (est.time_at_confidence_s if confidence is not None else est.time_s) - startup_s
+        todo = []
+        for i in m:
+            t = twins.get(key(i), {})
+            if 0 not in t or 1 not in t:
+                continue
+            od_ok = od_at_conf[t[0]] <= deadline_s
+            spot_ok = spot_at_conf[t[1]] <= deadline_s
+            if od_ok and not spot_ok and math.isfinite(train[i]):
+                todo.append(int(i))
+        if not todo:
+            return {}
+        idx = np.array(todo)
+        mean = revocation_estimate(
+            work_s=train[idx], rate_per_s=row["lam"][idx], checkpoint_write_s=row["write"][idx], restart_s=row["restart"][idx]
+        )
+        tau = mean.checkpoint_interval_s
+        seg = np.where(np.isfinite(tau), tau, train[idx])
+        margin = seg + row["write"][idx] + row["restart"][idx]
+        schedule = deadline_s - startup_s - margin
+        ok = schedule >= plan_work[idx]
+        idx, tau, schedule = idx[ok], tau[ok], schedule[ok]
+        if idx.size == 0:
+            return {}
+        common = dict(
+            rate_per_s=row["lam"][idx], checkpoint_interval_s=tau, checkpoint_write_s=row["write"][idx],
+            restart_s=row["restart"][idx], runs=self.runs, seed=self.seed, policy="mixed",
+            schedule_s=schedule, switch_s=row["restart"][idx],
+        )
+        sim = simulate(work_s=train[idx], **common)
+        t_mean = sim.time_s.mean(axis=-1)
+        costs = sim.cost(workers=c.workers[idx], spot_price_per_hour=row["p_sp"][idx], on_demand_price_per_hour=row["p_od"][idx])
+        start_cost = c.workers[idx] * row["p_sp"][idx] * startup_s / 3600.0
+        c_mean = costs.mean(axis=-1) + start_cost
+        if confidence is None:
+            t_conf = t_mean
+        else:
+            sim_q = sim if np.allclose(plan_work[idx], train[idx]) else simulate(work_s=plan_work[idx], **common)
+            t_conf = np.quantile(sim_q.time_s, confidence, axis=-1)
+        share = sim.on_demand_time_s.sum(axis=-1) / np.maximum(sim.time_s.sum(axis=-1), 1e-12)
+        out: dict[int, dict[str, float]] = {}
+        for j, i in enumerate(idx.tolist()):
+            r_lo = (est.time_lower_s[i] - startup_s) / train[i] if train[i] > 0 else 1.0
+            r_hi = (est.time_upper_s[i] - startup_s) / train[i] if train[i] > 0 else 1.0
+            t = startup_s + float(t_mean[j])
+            out[i] = dict(
+                time=t, lower=startup_s + float(t_mean[j]) * r_lo, upper=startup_s + float(t_mean[j]) * r_hi,
+                at_conf=startup_s + float(t_conf[j]), cost=float(c_mean[j]),
+                cost_lower=float(c_mean[j]) * r_lo, cost_upper=float(c_mean[j]) * r_hi,
+                price=float(c_mean[j]) / (float(c.workers[i]) * t / 3600.0),
+                ckpt=float(tau[j]), revs=float(sim.revocations[j].mean()), od_share=float(share[j]),
+                schedule=float(schedule[j]) + startup_s,
+            )
+        return out
+
+    def describe(self, est, details: SpotDetails, i: int) -> list[str]:
+        """Plain-language notes about candidate ``i`` (its checkpointing and revocation risk)."""
+        from cotune.units import format_duration
+
+        c = est.candidates
+        market = c.markets[int(c.market[i])]
+        if market == "on_demand":
+            return []
+        gpu = c.gpus[int(c.gpu[i])]
+        tau = float(details.checkpoint_interval_s[i])
+        delta = self.cluster.checkpoint.write_s if self.cluster.checkpoint else 0.0
+        lam = float(details.job_revocations_per_hour[i]) / 3600.0
+        yd = float(young_daly_interval_s(checkpoint_write_s=delta, rate_per_s=lam))
+        rule = f"Young/Daly √(2δ/λ) = {format_duration(yd)} with δ = {format_duration(delta)}"
+        ck = (
+            f"checkpoint every {format_duration(tau)} of training ({rule}, rounded to equal segments)"
+            if math.isfinite(tau)
+            else f"no intermediate checkpoint: one segment has the lower expected time ({rule})"
+        )
+        hosts = int(c.hosts[i])
+        lines = [
+            f"{market} plan ({gpu} x{int(c.workers[i])} on {hosts} server{'s' if hosts > 1 else ''}): {ck}; "
+            f"job revocation rate {details.job_revocations_per_hour[i]:.3g}/h, "
+            f"{details.expected_revocations[i]:.2g} revocations expected"
+        ]
+        if market == "mixed":
+            lines.append(
+                f"mixed plan: spot while ahead of the straight line to {format_duration(float(details.schedule_s[i]))}, "
+                f"on-demand while behind; {details.on_demand_share[i]:.0%} of the time on on-demand in "
+                f"{self.runs} simulated runs (seed {self.seed})"
+            )
+        return lines

@@ -1,0 +1,100 @@
+"""recommend(..., cluster=...) and `cotune recommend --cluster`: spot, on-demand and mixed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import cotune
+from cotune.cli import main
+from cotune.spot import ClusterPlan
+
+PACKED = """
+version = 1
+gpus_per_host = 4
+[checkpoint]
+write_s = 20
+restart_s = 30
+[gpu.t4]
+on_demand = 16
+spot = 16
+on_demand_price_per_hour = 0.526
+spot_price_per_hour = 0.158
+revocation_rate_per_hour = {rate}
+replacement_delay_s = 120
+"""
+
+
+def test_zero_revocations_equal_the_on_demand_model(cifar_models, make_cluster):
+    kw = dict(target=0.94, deadline_s=1800, max_workers=16, gpus_per_host=4, confidence=0.9, models=cifar_models)
+    base = cotune.recommend("cifar10-resnet18", prices={"t4": 0.158}, **kw)
+    spot = cotune.recommend("cifar10-resnet18", cluster=make_cluster(text=PACKED.format(rate=0.0)), **kw)
+    a, b = base.chosen, spot.chosen
+    assert b.market == "spot"  # same times, lower price
+    assert (a.workers, a.hosts, a.local_batch) == (b.workers, b.hosts, b.local_batch)
+    assert b.time_s == pytest.approx(a.time_s, rel=1e-12)
+    assert b.time_at_confidence_s == pytest.approx(a.time_at_confidence_s, rel=1e-12)
+    assert b.cost == pytest.approx(a.cost, rel=1e-12)  # both priced at 0.158
+
+
+def _estimates(models, cluster_path, *, confidence, deadline_s=None):
+    from cotune._recommend import build_space
+    from cotune.solver import enumerate_candidates, estimate
+
+    plan = ClusterPlan.create(cluster_path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=4)
+    space, _ = build_space(models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
+                           local_batches=None, markets=plan.space_markets)
+    cands = plan.candidates(enumerate_candidates(space), mixed=deadline_s is not None)
+    est = estimate(cands, models, target=0.94, price_per_hour=plan.price_table(space.gpus), confidence=confidence)
+    return plan.adjust(est, startup_s=60.0, confidence=confidence, deadline_s=deadline_s)
+
+
+def test_cost_and_promise_grow_with_the_revocation_rate(cifar_models, make_cluster):
+    costs, promised = [], []
+    for rate in (0.0, 0.05, 0.5, 2.0, 8.0):
+        est, details = _estimates(cifar_models, make_cluster(text=PACKED.format(rate=rate)), confidence=0.9)
+        spot = est.candidates.market == 1
+        costs.append(est.cost[spot])
+        promised.append(est.time_at_confidence_s[spot])
+        if rate > 0:
+            assert np.isfinite(details.checkpoint_interval_s[spot]).any()  # Young/Daly chose checkpoints somewhere
+    for lo, hi in zip(costs, costs[1:]):
+        ok = np.isfinite(lo)
+        assert np.all(hi[ok] >= lo[ok] * (1 - 1e-12))
+    for lo, hi in zip(promised, promised[1:]):
+        ok = np.isfinite(lo)
+        assert np.all(hi[ok] >= lo[ok] * (1 - 1e-12))
+
+
+def test_higher_confidence_promises_no_shorter_time(cifar_models, make_cluster):
+    path = make_cluster(text=PACKED.format(rate=1.0))
+    lo, _ = _estimates(cifar_models, path, confidence=0.5)
+    hi, _ = _estimates(cifar_models, path, confidence=0.99)
+    ok = np.isfinite(lo.time_at_confidence_s)
+    assert np.all(hi.time_at_confidence_s[ok] >= lo.time_at_confidence_s[ok])
+
+
+def test_mixed_plan_is_chosen_when_spot_alone_is_too_risky(cifar_models, make_cluster):
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=45 * 60, confidence=0.95, models=cifar_models,
+                           cluster=make_cluster(rate=2.0))
+    assert rec.chosen.market == "mixed"
+    assert rec.chosen.time_at_confidence_s <= 45 * 60
+    assert any("straight line" in n for n in rec.notes)
+    od = [c for c in rec.runner_ups if c.market == "on_demand"]
+    assert od and rec.chosen.cost < od[0].cost
+
+
+def test_cli_cluster(make_cluster, capsys):
+    path = str(make_cluster(rate=0.1))
+    rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["recommendation"]["market"] == "spot"
+    assert any("Young/Daly" in n for n in out["notes"])
+    rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--cluster", path, "--price", "t4=1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("cotune: prices come from the cluster file") and err.count("\n") == 1
+    rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--cluster", path, "--gpu", "v100"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "gpu 'v100' is not in the cluster file" in err

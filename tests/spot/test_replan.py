@@ -1,0 +1,93 @@
+"""Re-planning: remaining work, hysteresis, the straight-line rule, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cotune.cli import main
+from cotune.errors import InputError
+from cotune.spot import Progress, remaining_fraction, replan
+
+CLUSTER = """
+version = 1
+gpus_per_host = 4
+[checkpoint]
+write_s = 20
+restart_s = 30
+[gpu.t4]
+on_demand = 16
+spot = 16
+on_demand_price_per_hour = 0.526
+spot_price_per_hour = 0.158
+revocation_rate_per_hour = 0.1
+replacement_delay_s = 120
+"""
+
+
+@pytest.fixture()
+def cluster(make_cluster):
+    return make_cluster(text=CLUSTER)
+
+
+def _run(models, cluster, **kw):
+    progress = kw.pop("progress")
+    return replan(None, progress=progress, target=0.94, cluster=cluster, models=models, **kw)
+
+
+def test_remaining_fraction(cifar_models):
+    need = float(cifar_models.predict_epochs(__import__("numpy").array([516.0]), 0.94).epochs[0])
+    assert remaining_fraction(cifar_models, global_batch=516, epochs_done=0, target=0.94) == 1.0
+    assert remaining_fraction(cifar_models, global_batch=516, epochs_done=need / 4, target=0.94) == pytest.approx(0.75)
+    assert remaining_fraction(cifar_models, global_batch=516, epochs_done=10 * need, target=0.94) == 0.0
+
+
+def test_stays_when_the_gain_is_below_the_margin(cifar_models, cluster):
+    p = Progress(epochs_done=30, elapsed_s=900, gpu="t4", market="spot", workers=4, local_batch=129)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=2700, confidence=0.9, margin=0.5)
+    assert r.decision == "stay" and r.ahead and r.stay.workers == 4
+    need = float(cifar_models.predict_epochs(__import__("numpy").array([516.0]), 0.94).epochs[0])
+    assert r.progress_fraction == pytest.approx(30 / need)
+    assert r.stay.epochs == pytest.approx((1 - 30 / need) * need)  # the remaining epochs, not the total
+
+
+def test_switches_to_spot_when_it_becomes_cheap(cifar_models, cluster):
+    p = Progress(epochs_done=20, elapsed_s=600, gpu="t4", market="on_demand", workers=4, local_batch=129)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=3600, prices={"t4:spot": 0.02})
+    assert r.decision == "switch" and r.best.market in ("spot", "mixed")
+    assert r.gain > 0.05 * r.stay.cost
+    # the same question with a margin larger than the gain: no churn
+    r2 = _run(cifar_models, cluster, progress=p, deadline_s=3600, prices={"t4:spot": 0.02}, margin=0.99)
+    assert r2.decision == "stay"
+
+
+def test_behind_schedule_on_spot_moves_off_pure_spot(cifar_models, cluster):
+    p = Progress(epochs_done=30, elapsed_s=1200, gpu="t4", market="spot", workers=4, local_batch=129)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=1800, confidence=0.9)
+    assert not r.ahead and r.decision == "switch" and r.best.market != "spot"
+
+
+def test_lost_workers_shrink_the_stay_option(cifar_models, cluster):
+    p = Progress(epochs_done=30, elapsed_s=900, gpu="t4", market="spot", workers=4, local_batch=129, workers_lost=2)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=2700)
+    assert r.stay.workers == 2 and r.stay.local_batch == 129
+
+
+def test_bad_progress_is_rejected():
+    with pytest.raises(InputError, match="has none left"):
+        Progress(epochs_done=1, elapsed_s=1, gpu="t4", market="spot", workers=2, local_batch=8, workers_lost=2)
+    with pytest.raises(InputError, match="market"):
+        Progress(epochs_done=1, elapsed_s=1, gpu="t4", market="cheap", workers=2, local_batch=8)
+
+
+def test_cli_replan(cluster, capsys):
+    args = ["replan", "cifar10-resnet18", "--cluster", str(cluster), "--target", "0.94", "--deadline", "45m",
+            "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:spot:4:129"]
+    assert main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["decision"] in ("stay", "switch") and out["stay"]["workers"] == 4
+    assert main(args[:-2] + ["--current", "t4:spot:4"]) == 2
+    assert "GPU:MARKET:WORKERS:LOCAL_BATCH" in capsys.readouterr().err
+    assert main(args[:6] + ["--deadline", "10m", "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:spot:4:129"]) == 2
+    assert "has passed" in capsys.readouterr().err

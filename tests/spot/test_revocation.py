@@ -1,0 +1,123 @@
+"""The analytic revocation model: limits, Young/Daly choice, agreement with the simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotune.spot import (
+    expected_time_for_segments,
+    revocation_estimate,
+    simulate,
+    time_at_confidence_s,
+    young_daly_interval_s,
+)
+
+works = st.floats(min_value=60.0, max_value=3600.0 * 48)
+rates = st.floats(min_value=0.0, max_value=20.0 / 3600.0)
+deltas = st.floats(min_value=1.0, max_value=600.0)
+restarts = st.floats(min_value=0.0, max_value=1800.0)
+
+
+def test_zero_revocations_equal_the_on_demand_model():
+    w = np.array([10.0, 3600.0, 86400.0])
+    est = revocation_estimate(work_s=w, rate_per_s=0.0, checkpoint_write_s=30.0, restart_s=120.0)
+    np.testing.assert_array_equal(est.expected_time_s, w)
+    np.testing.assert_array_equal(est.segments, 1.0)
+    np.testing.assert_array_equal(est.expected_revocations, 0.0)
+    for q in (0.5, 0.9, 0.999):
+        np.testing.assert_array_equal(time_at_confidence_s(est, q), w)
+
+
+def test_young_daly_formula():
+    assert young_daly_interval_s(checkpoint_write_s=20.0, rate_per_s=0.1 / 3600) == pytest.approx(np.sqrt(2 * 20 * 36000))
+    assert np.isinf(young_daly_interval_s(checkpoint_write_s=20.0, rate_per_s=0.0))
+
+
+@pytest.mark.parametrize("work", [1800.0, 4 * 3600.0, 30 * 3600.0])
+@pytest.mark.parametrize("rate_h", [0.05, 0.5, 4.0])
+@pytest.mark.parametrize("delta", [5.0, 60.0])
+def test_chosen_segments_are_the_exact_optimum(work, rate_h, delta):
+    lam, restart = rate_h / 3600.0, 180.0
+    est = revocation_estimate(work_s=work, rate_per_s=lam, checkpoint_write_s=delta, restart_s=restart)
+    ks = np.arange(1, 3001, dtype=float)
+    brute = expected_time_for_segments(np.full(ks.shape, work), ks, lam, delta, restart)
+    assert float(est.expected_time_s) == pytest.approx(brute.min(), rel=1e-12)
+    assert float(est.segments) == ks[np.argmin(brute)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(work=works, r1=rates, r2=rates, delta=deltas, restart=restarts)
+def test_expected_time_never_decreases_with_the_revocation_rate(work, r1, r2, delta, restart):
+    lo, hi = sorted((r1, r2))
+    a = revocation_estimate(work_s=work, rate_per_s=lo, checkpoint_write_s=delta, restart_s=restart)
+    b = revocation_estimate(work_s=work, rate_per_s=hi, checkpoint_write_s=delta, restart_s=restart)
+    # at equal prices cost is proportional to time, so this is the cost property too
+    assert float(b.expected_time_s) >= float(a.expected_time_s) * (1 - 1e-12)
+    assert float(a.expected_time_s) >= work * (1 - 1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(work=works, rate=rates, delta=deltas, restart=restarts, q1=st.floats(0.01, 0.99), q2=st.floats(0.01, 0.99))
+def test_higher_confidence_never_promises_a_shorter_time(work, rate, delta, restart, q1, q2):
+    est = revocation_estimate(work_s=work, rate_per_s=rate, checkpoint_write_s=delta, restart_s=restart)
+    lo, hi = sorted((q1, q2))
+    assert float(time_at_confidence_s(est, hi)) >= float(time_at_confidence_s(est, lo)) - 1e-9
+    assert float(time_at_confidence_s(est, 0.99)) >= float(time_at_confidence_s(est, 0.5)) - 1e-9
+
+
+# Analytic vs Monte-Carlo over rates × job sizes (servers) × checkpoint intervals.
+GRID = [
+    (work_h, rate_h, servers, stretch)
+    for work_h in (2.0, 12.0)
+    for rate_h in (0.05, 0.3, 1.0)
+    for servers in (1, 8)
+    for stretch in (1.0, 1 / 3, 3.0)  # checkpoint interval × stretch; 1: the chosen one
+]
+
+
+@pytest.mark.parametrize("work_h,rate_h,servers,stretch", GRID)
+def test_analytic_matches_simulation(work_h, rate_h, servers, stretch):
+    work, lam, delta, restart = work_h * 3600, servers * rate_h / 3600, 45.0, 240.0
+    best = revocation_estimate(work_s=work, rate_per_s=lam, checkpoint_write_s=delta, restart_s=restart)
+    k = max(1.0, round(float(best.segments) / stretch))
+    est = revocation_estimate(work_s=work, rate_per_s=lam, checkpoint_write_s=delta, restart_s=restart, segments=k)
+    sim = simulate(work_s=work, rate_per_s=lam, checkpoint_interval_s=est.checkpoint_interval_s,
+                   checkpoint_write_s=delta, restart_s=restart, runs=2000, seed=7)
+    t = sim.time_s
+    # expected time (and, at equal price, cost) within 3 %
+    assert float(t.mean()) == pytest.approx(float(est.expected_time_s), rel=0.03)
+    # the mean revocation count within 5 % (or 0.1 when it is tiny)
+    assert float(sim.revocations.mean()) == pytest.approx(float(est.expected_revocations), rel=0.05, abs=0.1)
+    # promises hold: the simulated share finishing by T_q is at least q (minus MC noise)
+    for q in (0.5, 0.9, 0.95):
+        tq = float(time_at_confidence_s(est, q))
+        assert (t <= tq * (1 + 1e-12)).mean() >= q - 0.02, (q, tq)
+
+
+def test_simulator_is_seeded_and_exact_without_revocations():
+    kw = dict(work_s=7200.0, rate_per_s=1 / 3600, checkpoint_interval_s=600.0, checkpoint_write_s=10.0, restart_s=60.0, runs=50)
+    a, b = simulate(seed=3, **kw), simulate(seed=3, **kw)
+    np.testing.assert_array_equal(a.time_s, b.time_s)
+    assert not np.array_equal(a.time_s, simulate(seed=4, **kw).time_s)
+    z = simulate(**{**kw, "rate_per_s": 0.0})
+    np.testing.assert_allclose(z.time_s, 7200.0 + 11 * 10.0)  # 12 segments, 11 checkpoints
+    np.testing.assert_array_equal(z.revocations, 0)
+
+
+def test_mixed_policy_meets_its_schedule_and_costs_between_markets():
+    # spot alone is too slow for this schedule; the rule falls back to on-demand when behind
+    work, lam, tau, delta, restart = 4 * 3600.0, 4 / 3600.0, 900.0, 30.0, 300.0
+    margin = tau + delta + restart
+    deadline = 5.5 * 3600.0
+    sim = simulate(work_s=work, rate_per_s=lam, checkpoint_interval_s=tau, checkpoint_write_s=delta, restart_s=restart,
+                   runs=1000, seed=1, policy="mixed", schedule_s=deadline - margin, switch_s=restart)
+    assert (sim.time_s <= deadline).mean() == 1.0
+    spot = simulate(work_s=work, rate_per_s=lam, checkpoint_interval_s=tau, checkpoint_write_s=delta, restart_s=restart, runs=1000, seed=1)
+    assert (spot.time_s <= deadline).mean() < 0.5
+    share = sim.on_demand_time_s.sum() / sim.time_s.sum()
+    assert 0.05 < share < 0.95
+    cost = sim.cost(workers=1, spot_price_per_hour=0.3, on_demand_price_per_hour=1.0).mean()
+    assert 0.3 * work / 3600 < cost < 1.0 * deadline / 3600
