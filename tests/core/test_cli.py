@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import synthetic_records, write_jsonl
+from _helpers import synthetic_records, write_jsonl
 from cotune.cli import main
 
 

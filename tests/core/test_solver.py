@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import synthetic_records
+from _helpers import synthetic_records
 from cotune import fit_models, parse_profile, recommend
 from cotune.errors import InputError
 
