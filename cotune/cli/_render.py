@@ -89,6 +89,7 @@ def render_recommendation(rec: Recommendation) -> str:
                 "*" if rec.chosen is not None and (c.gpu, c.workers, c.hosts, c.local_batch, c.market)
                 == (rec.chosen.gpu, rec.chosen.workers, rec.chosen.hosts, rec.chosen.local_batch, rec.chosen.market) else "",
                 c.gpu,
+                c.market,
                 str(c.workers),
                 str(c.local_batch),
                 format_duration(c.time_s),
@@ -96,7 +97,9 @@ def render_recommendation(rec: Recommendation) -> str:
             ]
             for c in rec.pareto
         ]
-        out.append(table(["", "GPU", "WORKERS", "LOCAL_B", "TIME", "COST"], rows, right=[False, False, True, True, True, True]))
+        out.append(
+            table(["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "TIME", "COST"], rows, right=[False, False, False, True, True, True, True])
+        )
     if rec.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in rec.notes]
     return "\n".join(out)
