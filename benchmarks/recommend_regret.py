@@ -12,7 +12,8 @@ regret = oracle_cost(cotune's choice) / oracle_cost(oracle's choice) − 1, wher
 choice is priced with the oracle's (measured) numbers, not cotune's predictions.
 Deadlines run from loose (no deadline) to tight (1.1 × the fastest feasible time).
 
-    python -m benchmarks.recommend_regret
+    python -m benchmarks.recommend_regret                    # deadline on the mean prediction
+    python -m benchmarks.recommend_regret --confidence 0.9   # deadline at 90 % confidence
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class Oracle:
         return rows
 
 
-def run() -> list[dict]:
+def run(confidence: float | None = None) -> list[dict]:
     results = []
     for name, targets in SCENARIOS.items():
         oracle = Oracle(name)
@@ -119,6 +120,7 @@ def run() -> list[dict]:
                 rec = recommend(
                     name, models=models, target=target, deadline_s=deadline, max_workers=MAX_WORKERS,
                     gpus_per_host=GPUS_PER_HOST, prices={"t4": PRICE}, global_batch_range=(batches[0], batches[-1]),
+                    confidence=confidence,
                 )
                 entry = {
                     "profile": name, "target": target, "deadline": label, "deadline_s": deadline,
@@ -143,9 +145,10 @@ def run() -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--confidence", type=float, default=None, help="solve with the deadline at this confidence")
     args = parser.parse_args()
     t0 = time.perf_counter()
-    results = run()
+    results = run(args.confidence)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
