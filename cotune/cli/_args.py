@@ -38,34 +38,32 @@ def positive_int(text: str) -> int:
     return value
 
 
-@_wrap
-def positive_float(text: str) -> float:
+def _float(text: str, example: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"expected a positive number, got {text!r}")
-    return value
-
-
-@_wrap
-def finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}") from None
+        raise InputError(f"expected {example}, got {text!r}") from None
     if not math.isfinite(value):
         raise InputError(f"expected a finite number, got {text!r}")
     return value
 
 
 @_wrap
+def positive_float(text: str) -> float:
+    value = _float(text, "a number")
+    if value <= 0:
+        raise InputError(f"expected a positive number, got {text!r}")
+    return value
+
+
+@_wrap
+def finite_float(text: str) -> float:
+    return _float(text, "a number")
+
+
+@_wrap
 def probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected a probability such as 0.95, got {text!r}") from None
+    value = _float(text, "a probability such as 0.95")
     if not 0.0 < value < 1.0:
         raise InputError(f"expected a probability strictly between 0 and 1, got {text!r}")
     return value
