@@ -80,11 +80,11 @@ def _scenario_list(cfg: Config) -> list:
 
 def _run_one(args: tuple[Config, int]):
     """One scenario, all policies (runs in a worker process)."""
-    from benchmarks.policies import POLICIES
+    from benchmarks.policies import available_policies
     from benchmarks.regret import run_scenario
 
     cfg, i = args
-    return run_scenario(_scenario_list(cfg)[i], policies=POLICIES, budgets=cfg.budgets)
+    return run_scenario(_scenario_list(cfg)[i], policies=available_policies(), budgets=cfg.budgets)
 
 
 def _pareto_cases(cfg: Config, results: list) -> list[dict]:
@@ -204,6 +204,7 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
             "headline_budget": cfg.headline_budget,
             "summary": regret.summarize(results),
             "savings": regret.savings(results, budget=cfg.headline_budget),
+            "by_family": regret.by_workload(results, policy="cotune", budget=cfg.headline_budget),
             "scenarios": [
                 {k: v for k, v in r.__dict__.items() if k != "outcomes"} for r in results
             ],

@@ -33,7 +33,7 @@ from benchmarks.scenarios import Scenario
 from cotune.models import AccuracyModel, FittedModels, StepTimeModel
 from cotune.solver import Candidates, estimate, feasibility, ranked
 
-__all__ = ["Plan", "POLICIES", "MODEL_POLICIES", "BLACK_BOX_POLICIES", "run_policy", "policy_mask", "fitted_estimates", "seed_design"]
+__all__ = ["Plan", "POLICIES", "MODEL_POLICIES", "BLACK_BOX_POLICIES", "run_policy", "policy_mask", "fitted_estimates", "seed_design", "available_policies"]
 
 SEED_PER_GPU = 3
 CONFIRM_TOP = 3
@@ -322,6 +322,14 @@ def fitted_estimates(scn: Scenario, probed: tuple[int, ...], *, policy: str = "c
         launcher.probe(i)
     est, usable, _ = _solve(scn, launcher, time_kind, acc_kind, policy_mask(scn, subspace))
     return usable, est
+
+
+def available_policies() -> tuple[str, ...]:
+    """Every policy this environment can run: Optuna's GPSampler needs torch."""
+    import importlib.util
+
+    have_torch = importlib.util.find_spec("torch") is not None
+    return tuple(p for p in POLICIES if p != "optuna_gp" or have_torch)
 
 
 def run_policy(name: str, scn: Scenario, budgets: tuple[int, ...]) -> list[Plan]:

@@ -22,7 +22,7 @@ import numpy as np
 from benchmarks.policies import Plan, policy_mask, run_policy
 from benchmarks.scenarios import Scenario
 
-__all__ = ["Outcome", "ScenarioResult", "evaluate_plan", "run_scenario", "summarize", "savings"]
+__all__ = ["Outcome", "ScenarioResult", "evaluate_plan", "run_scenario", "summarize", "savings", "by_workload", "outcome_dicts"]
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,28 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
         "share_matters_ge_26_89pct": float(np.mean(np.array([r["optimum_saving"] for r in matters]) >= 0.2689)) if matters else math.nan,
         "rows": rows,
     }
+
+
+def by_workload(results: Iterable[ScenarioResult], *, policy: str, budget: int) -> list[dict]:
+    """Median regret, miss rate and probe share of one policy per workload."""
+    groups: dict[str, list[Outcome]] = {}
+    for r in results:
+        for o in r.outcomes:
+            if o.policy == policy and o.budget == budget:
+                groups.setdefault(o.workload, []).append(o)
+    out = []
+    for name, os_ in groups.items():
+        reg = np.array([o.regret for o in os_])
+        share = np.array([o.probe_share for o in os_ if o.miss is None])
+        out.append(
+            {
+                "workload": name,
+                "median_regret": _pct(reg, 50),
+                "miss_rate": float(np.mean(~np.isfinite(reg))),
+                "median_probe_share": float(np.median(share)) if share.size else math.nan,
+            }
+        )
+    return out
 
 
 def outcome_dicts(results: Iterable[ScenarioResult]) -> list[dict]:

@@ -119,13 +119,21 @@ def markdown(data: dict) -> str:
     reg = data["regret"]
     lines += ["", f"## Cost regret against the oracle ({reg['n_scenarios']} scenarios)", "",
               "Misses (no plan, target never reached, deadline missed) count as ∞ regret.", "",
-              "| policy | probes | median | p90 | worst | worst when met | miss rate | median probe share |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| policy | probes | median | p90 | worst | worst when met | miss rate | misses: no plan / target / deadline | median probe share |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in reg["summary"]:
+        m = r["misses"]
         lines.append(
             f"| {r['policy']} | {r['budget']} | {_pct(r['median_regret'])} | {_pct(r['p90_regret'])} | {_pct(r['worst_regret'])} | "
-            f"{_pct(r['worst_regret_when_met'])} | {_pct(r['miss_rate'])} | {_pct(r['median_probe_share'])} |"
+            f"{_pct(r['worst_regret_when_met'])} | {_pct(r['miss_rate'])} | {m['no_plan']} / {m['target']} / {m['deadline']} | "
+            f"{_pct(r['median_probe_share'])} |"
         )
+    fam = reg.get("by_family")
+    if fam:
+        lines += ["", f"By workload at {reg['headline_budget']} probes (cotune): median regret, miss rate, median probe share", "",
+                  "| workload | median regret | miss rate | median probe share |", "|---|---|---|---|"]
+        for r in fam:
+            lines.append(f"| {r['workload']} | {_pct(r['median_regret'])} | {_pct(r['miss_rate'])} | {_pct(r['median_probe_share'])} |")
     s = reg.get("savings")
     if s:
         lines += ["", f"### Savings against the best independent baseline ({s['budget']} probes)", "",
@@ -170,6 +178,15 @@ def markdown(data: dict) -> str:
                      if o["optuna_trials"] else f"not within {_pct(o['tolerance'])} after {o['optuna_max_trials']} trials ({o['optuna_s']:.2f} s)")
                   + f"; the exhaustive solve took {o['exhaustive_s']:.3f} s and is exact."]
     return "\n".join(lines) + "\n"
+
+
+def _plain_log_ticks(*axes) -> None:
+    """Label only decades on log axes (minor labels overlap on narrow ranges)."""
+    from matplotlib.ticker import NullFormatter
+
+    for ax in axes:
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def plot_all(out: Path, data: dict, pareto_cases: Sequence[dict]) -> list[str]:
@@ -237,6 +254,7 @@ def plot_all(out: Path, data: dict, pareto_cases: Sequence[dict]) -> list[str]:
             ax.axis("off")
         handles, labels = axes.ravel()[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=7)
+        _plain_log_ticks(*axes.ravel())
         fig.tight_layout(rect=(0, 0.07, 1, 1))
         path = out / "pareto_fronts.png"
         fig.savefig(path, dpi=110)
@@ -280,6 +298,7 @@ def plot_all(out: Path, data: dict, pareto_cases: Sequence[dict]) -> list[str]:
     ax2.set_title("epochs to target on a held-out global batch")
     ax2.legend(fontsize=8)
     fig.tight_layout()
+    _plain_log_ticks(ax1, ax2)
     path = out / "predicted_vs_measured.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
