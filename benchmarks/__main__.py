@@ -1,0 +1,244 @@
+"""``python -m benchmarks [--quick]``: every benchmark, from the published traces.
+
+Writes ``results.json``, ``report.md`` and PNG figures into ``benchmarks/results/``
+(or ``--out``). The full run takes under 15 minutes on 2 CPU cores, ``--quick``
+under 2 minutes (a slice: fewer workloads, scenarios and budgets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Config", "FULL", "QUICK", "run", "main"]
+
+
+@dataclass(frozen=True)
+class Config:
+    mode: str
+    workloads: tuple[str, ...] | None  # None: all eight
+    target_labels: tuple[str, ...]
+    deadline_factors: tuple[float | None, ...]
+    budgets: tuple[int, ...]
+    headline_budget: int
+    time_workloads: tuple[str, ...] | None
+    latency_sizes: tuple[int, ...]
+    latency_repeats: int
+    optuna_sizes: tuple[int, ...]
+    optuna_max_trials: int
+
+
+FULL = Config(
+    mode="full",
+    workloads=None,
+    target_labels=("loose", "all", "tight"),
+    deadline_factors=(None, 3.0, 1.5),
+    budgets=(6, 10, 16, 24),
+    headline_budget=16,
+    time_workloads=None,
+    latency_sizes=(1_000, 10_000, 100_000, 1_000_000),
+    latency_repeats=3,
+    optuna_sizes=(10_000, 100_000),
+    optuna_max_trials=2000,
+)
+QUICK = Config(
+    mode="quick",
+    workloads=("cifar10-t4", "yolov3-t4", "cifar10-hetero"),
+    target_labels=("all", "tight"),
+    deadline_factors=(None, 1.5),
+    budgets=(6, 12),
+    headline_budget=12,
+    time_workloads=("cifar10-t4", "cifar10-hetero"),
+    latency_sizes=(1_000, 10_000, 100_000),
+    latency_repeats=1,
+    optuna_sizes=(10_000,),
+    optuna_max_trials=500,
+)
+
+_SCENARIOS: dict[tuple, list] = {}
+
+
+def _scenario_list(cfg: Config) -> list:
+    from benchmarks.scenarios import scenarios, workloads
+
+    key = (cfg.workloads, cfg.target_labels, cfg.deadline_factors)
+    if key not in _SCENARIOS:
+        _SCENARIOS[key] = list(
+            scenarios(workloads(names=cfg.workloads), target_labels=cfg.target_labels, deadline_factors=cfg.deadline_factors)
+        )
+    return _SCENARIOS[key]
+
+
+def _run_one(args: tuple[Config, int]):
+    """One scenario, all policies (runs in a worker process)."""
+    from benchmarks.policies import available_policies
+    from benchmarks.regret import run_scenario
+
+    cfg, i = args
+    return run_scenario(_scenario_list(cfg)[i], policies=available_policies(), budgets=cfg.budgets)
+
+
+def _pareto_cases(cfg: Config, results: list) -> list[dict]:
+    """One scenario per workload (tightest target, a deadline when there is one) for the front plot."""
+    from benchmarks.policies import fitted_estimates
+    from cotune.solver import pareto_indices
+
+    scns = _scenario_list(cfg)
+    by_key = {r.scenario: r for r in results}
+    cases = []
+    seen = set()
+    preferred = [s for s in scns if s.target_label == "tight" and s.deadline_label != "none"] + list(scns)
+    for scn in preferred:
+        if scn.workload.name in seen:
+            continue
+        seen.add(scn.workload.name)
+        r = by_key[scn.key]
+        _, time_s, cost = scn.oracle.evaluate(scn.target)
+        fin = np.isfinite(cost)
+        front = scn.oracle.pareto(scn.target)
+        plans = {o.policy: o for o in r.outcomes if o.budget == cfg.headline_budget}
+        chosen = {}
+        styles = {
+            "cotune (true)": dict(marker="o", s=60, color="tab:blue", edgecolor="k"),
+            "cotune (predicted)": dict(marker="o", s=60, facecolor="none", edgecolor="tab:blue"),
+            "resource_only": dict(marker="^", s=50, color="tab:orange", edgecolor="k"),
+            "batch_only": dict(marker="v", s=50, color="tab:green", edgecolor="k"),
+            "pollux": dict(marker="s", s=45, color="tab:purple", edgecolor="k"),
+            "optuna_tpe": dict(marker="D", s=40, color="tab:brown", edgecolor="k"),
+        }
+        for name in ("resource_only", "batch_only", "pollux", "optuna_tpe"):
+            o = plans.get(name)
+            if o is not None and math.isfinite(o.true_cost):
+                chosen[name] = ((o.true_time_s / 3600, o.true_cost), styles[name])
+        cot = plans.get("cotune")
+        pred_t, pred_c = [], []
+        if cot is not None:
+            if math.isfinite(cot.true_cost):
+                chosen["cotune (true)"] = ((cot.true_time_s / 3600, cot.true_cost), styles["cotune (true)"])
+            if math.isfinite(cot.predicted_cost):
+                chosen["cotune (predicted)"] = ((cot.predicted_time_s / 3600, cot.predicted_cost), styles["cotune (predicted)"])
+            plan = _cotune_plan(scn, cfg)
+            if plan is not None:
+                _, est = fitted_estimates(scn, plan.probed)
+                pf = pareto_indices(est, np.isfinite(est.epochs))
+                pred_t, pred_c = list(est.time_s[pf] / 3600), list(est.cost[pf])
+        cases.append(
+            {
+                "title": f"{scn.key} (target {scn.target:.4g})",
+                "all_time_h": list(time_s[fin] / 3600),
+                "all_cost": list(cost[fin]),
+                "front_time_h": list(time_s[front] / 3600),
+                "front_cost": list(cost[front]),
+                "pred_front_time_h": pred_t,
+                "pred_front_cost": pred_c,
+                "oracle": (r.oracle_time_s / 3600, r.oracle_cost),
+                "deadline_h": None if scn.deadline_s is None else scn.deadline_s / 3600,
+                "chosen": chosen,
+            }
+        )
+    return cases
+
+
+def _cotune_plan(scn, cfg: Config):
+    from benchmarks.policies import run_policy
+
+    plans = run_policy("cotune", scn, (cfg.headline_budget,))
+    return plans[0] if plans else None
+
+
+def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
+    """Run every section of ``cfg``; write JSON, Markdown and figures into ``out``."""
+    from benchmarks import latency, model_error, regret, report
+    from benchmarks.scenarios import workloads
+
+    t0 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    ws = workloads(names=cfg.workloads)
+
+    # model errors
+    time_rows, pairs, acc_rows = [], [], []
+    for w in ws:
+        if cfg.time_workloads is None or w.name in cfg.time_workloads:
+            rows, ps = model_error.time_model_errors(w)
+            time_rows += rows
+            pairs += ps
+    for w in ws:
+        if w.family == "pollux-t4":
+            acc_rows += model_error.accuracy_errors(w)
+    t_models = time.perf_counter() - t0
+
+    # regret
+    scns = _scenario_list(cfg)
+    tasks = [(cfg, i) for i in range(len(scns))]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_run_one, tasks))
+    else:
+        results = [_run_one(t) for t in tasks]
+    t_regret = time.perf_counter() - t0 - t_models
+
+    # latency
+    lat = {
+        "solver": latency.solver_latency(sizes=cfg.latency_sizes, repeats=cfg.latency_repeats),
+        "optuna": [latency.optuna_equal_regret(n=n, max_trials=cfg.optuna_max_trials) for n in cfg.optuna_sizes],
+    }
+
+    data = {
+        "mode": cfg.mode,
+        "command": command,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "cpu_count": os.cpu_count(),
+        "config": {k: v for k, v in cfg.__dict__.items()},
+        "model_error": {"time": time_rows, "time_pairs": pairs, "accuracy": acc_rows, "noise_floor": model_error.placement_noise()},
+        "regret": {
+            "n_scenarios": len(results),
+            "headline_budget": cfg.headline_budget,
+            "summary": regret.summarize(results),
+            "savings": regret.savings(results, budget=cfg.headline_budget),
+            "by_family": regret.by_workload(results, policy="cotune", budget=cfg.headline_budget),
+            "scenarios": [
+                {k: v for k, v in r.__dict__.items() if k != "outcomes"} for r in results
+            ],
+            "outcomes": regret.outcome_dicts(results),
+        },
+        "latency": lat,
+    }
+    figures = report.plot_all(out, data, _pareto_cases(cfg, results))
+    data["figures"] = figures
+    data["section_s"] = {"model_error": t_models, "regret": t_regret, "total": time.perf_counter() - t0}
+    data["wall_s"] = time.perf_counter() - t0
+    report.write_json(out / "results.json", data)
+    (out / "report.md").write_text(report.markdown(data), encoding="utf-8")
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a slice for CI: under 2 minutes on 2 cores")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results", help="output folder")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes for scenarios")
+    args = parser.parse_args(argv)
+    cfg = QUICK if args.quick else FULL
+    command = "python -m benchmarks" + (" --quick" if args.quick else "")
+    try:
+        data = run(cfg, args.out, jobs=max(1, args.jobs), command=command)
+    except FileNotFoundError as exc:
+        print(f"benchmarks: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}/results.json, report.md, {', '.join(data['figures'])} in {data['wall_s']:.0f} s")
+    for aim, where, met in __import__("benchmarks.report", fromlist=["aims"]).aims(data):
+        print(f"[{'met' if met else ('n/a' if met is None else 'MISSED')}] {aim}: {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

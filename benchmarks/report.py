@@ -1,0 +1,306 @@
+"""Write the results: one JSON file, one Markdown report, and PNG figures (matplotlib, Agg)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["write_json", "markdown", "plot_all", "aims"]
+
+AIM_MEDIAN_REGRET = 0.03
+AIM_P90_REGRET = 0.10
+AIM_PROBE_SHARE = 0.05
+AIM_SAVING = 0.2689
+AIM_MAPE_INSIDE = 0.05
+AIM_MAPE_4X = 0.15
+
+
+def _clean(x: Any) -> Any:
+    """JSON has no infinity or NaN: write them as strings a reader can parse back."""
+    if isinstance(x, float):
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (np.floating, np.integer)):
+        return _clean(x.item())
+    return x
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(_clean(data), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def _pct(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if math.isinf(x):
+        return "∞"
+    return f"{100 * x:.1f} %"
+
+
+def _time_summary(rows: list[dict]) -> dict[tuple[str, str], float]:
+    """Median over workloads/GPUs of the MAPE, per (model, range)."""
+    acc: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        acc.setdefault((r["model"], r["range"]), []).append(r["mape"])
+    return {k: float(np.median(v)) for k, v in acc.items()}
+
+
+def _acc_summary(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    acc: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        acc.setdefault((r["model"], r["range"]), []).append(r)
+    out = {}
+    for k, rs in acc.items():
+        apes = [r["ape"] for r in rs if r["ape"] is not None]
+        out[k] = {
+            "n": len(rs),
+            "median_ape": float(np.median(apes)) if apes else math.nan,
+            "mean_ape": float(np.mean(apes)) if apes else math.nan,
+            "false_reach": sum(r["outcome"] == "false_reach" for r in rs),
+            "false_miss": sum(r["outcome"] == "false_miss" for r in rs),
+        }
+    return out
+
+
+def aims(data: dict) -> list[tuple[str, str, bool | None]]:
+    """(aim, where we stand, met?) for the issue's stated aims."""
+    out: list[tuple[str, str, bool | None]] = []
+    summary = {(r["policy"], r["budget"]): r for r in data["regret"]["summary"]}
+    cot = sorted((b, r) for (p, b), r in summary.items() if p == "cotune")
+    within = [(b, r) for b, r in cot if r["median_probe_share"] <= AIM_PROBE_SHARE]
+    if cot:
+        b, r = (within[-1] if within else cot[0])
+        met = r["median_regret"] <= AIM_MEDIAN_REGRET and r["p90_regret"] <= AIM_P90_REGRET and bool(within)
+        out.append(
+            (
+                "median regret ≤ 3 %, p90 ≤ 10 %, probe budget ≤ 5 % of planned training cost",
+                f"cotune at {b} probes: median {_pct(r['median_regret'])}, p90 {_pct(r['p90_regret'])}, "
+                f"median probe share {_pct(r['median_probe_share'])} (share of scenarios ≤ 5 %: {_pct(r['share_probe_le_5pct'])})",
+                met,
+            )
+        )
+    s = data["regret"].get("savings")
+    if s:
+        out.append(
+            (
+                "saving vs best independent baseline ≥ 26.89 % where co-tuning matters",
+                f"{s['matters']} of {s['scenarios']} scenarios have an optimum saving > {_pct(s['threshold'])}; "
+                f"there the median optimum saving is {_pct(s['optimum_saving_median_matters'])}, cotune's plan saves "
+                f"{_pct(s['plan_saving_median_matters'])} vs the baselines' plans and {_pct(s['plan_vs_baseline_optimum_median_matters'])} "
+                f"vs their optimum; max optimum saving {_pct(s['optimum_saving_max'])}; baselines infeasible in {s['baselines_infeasible']}",
+                None if math.isnan(s["optimum_saving_median_matters"]) else s["optimum_saving_median_matters"] >= AIM_SAVING,
+            )
+        )
+    t = _time_summary(data["model_error"]["time"])
+    if ("cotune", "inside") in t:
+        out.append(("time MAPE ≤ 5 % inside", f"cotune median over workloads {_pct(t[('cotune', 'inside')])}", t[("cotune", "inside")] <= AIM_MAPE_INSIDE))
+    if ("cotune", "4x") in t:
+        out.append(("time MAPE ≤ 15 % at 4× extrapolation", f"cotune median over workloads {_pct(t[('cotune', '4x')])}", t[("cotune", "4x")] <= AIM_MAPE_4X))
+    return out
+
+
+def markdown(data: dict) -> str:
+    lines = [f"# cotune benchmarks ({data['mode']} mode)", "", f"Command: `{data['command']}` · date {data['date']} · "
+             f"wall time {data['wall_s']:.0f} s · {data['cpu_count']} CPUs", ""]
+    lines += ["## Aims", "", "| aim | measured | met |", "|---|---|---|"]
+    for aim, where, met in aims(data):
+        lines.append(f"| {aim} | {where} | {'–' if met is None else ('yes' if met else '**no**')} |")
+    reg = data["regret"]
+    lines += ["", f"## Cost regret against the oracle ({reg['n_scenarios']} scenarios)", "",
+              "Misses (no plan, target never reached, deadline missed) count as ∞ regret.", "",
+              "| policy | probes | median | p90 | worst | worst when met | miss rate | misses: no plan / target / deadline | median probe share |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in reg["summary"]:
+        m = r["misses"]
+        lines.append(
+            f"| {r['policy']} | {r['budget']} | {_pct(r['median_regret'])} | {_pct(r['p90_regret'])} | {_pct(r['worst_regret'])} | "
+            f"{_pct(r['worst_regret_when_met'])} | {_pct(r['miss_rate'])} | {m['no_plan']} / {m['target']} / {m['deadline']} | "
+            f"{_pct(r['median_probe_share'])} |"
+        )
+    fam = reg.get("by_family")
+    if fam:
+        lines += ["", f"By workload at {reg['headline_budget']} probes (cotune): median regret, miss rate, median probe share", "",
+                  "| workload | median regret | miss rate | median probe share |", "|---|---|---|---|"]
+        for r in fam:
+            lines.append(f"| {r['workload']} | {_pct(r['median_regret'])} | {_pct(r['miss_rate'])} | {_pct(r['median_probe_share'])} |")
+    s = reg.get("savings")
+    if s:
+        lines += ["", f"### Savings against the best independent baseline ({s['budget']} probes)", "",
+                  f"- scenarios: {s['scenarios']}; baselines infeasible (no resource-only or batch-only configuration meets the deadline): {s['baselines_infeasible']}",
+                  f"- true optimum vs best restricted optimum: median {_pct(s['optimum_saving_median_all'])} over all, "
+                  f"{_pct(s['optimum_saving_median_matters'])} over the {s['matters']} where it exceeds {_pct(s['threshold'])}, max {_pct(s['optimum_saving_max'])}",
+                  f"- share of those ≥ 26.89 %: {_pct(s['share_matters_ge_26_89pct'])}",
+                  f"- cotune's plan vs the baselines' plans (same probes), median where co-tuning matters: {_pct(s['plan_saving_median_matters'])}",
+                  f"- cotune's plan vs the baselines' true optimum, same scenarios: {_pct(s['plan_vs_baseline_optimum_median_matters'])}"]
+    me = data["model_error"]
+    t = _time_summary(me["time"])
+    models = sorted({k[0] for k in t})
+    lines += ["", "## Step-time model error (MAPE, median over workloads and GPU types)", "",
+              "| range | " + " | ".join(models) + " |", "|---" * (len(models) + 1) + "|"]
+    for rng in ("inside", "2x", "4x"):
+        lines.append(f"| {rng} | " + " | ".join(_pct(t.get((m, rng), math.nan)) for m in models) + " |")
+    lines += ["", "<details><summary>per workload</summary>", "", "| workload | gpu | fit ≤ W | range | n | " + " | ".join(models) + " |",
+              "|---" * (5 + len(models)) + "|"]
+    by: dict[tuple, dict[str, dict]] = {}
+    for r in me["time"]:
+        by.setdefault((r["workload"], r["gpu"], r["fit_max_workers"], r["range"]), {})[r["model"]] = r
+    for (wl, gpu, W, rng), rs in by.items():
+        n = next(iter(rs.values()))["n"]
+        lines.append(f"| {wl} | {gpu} | {W} | {rng} | {n} | " + " | ".join(_pct(rs[m]["mape"]) if m in rs else "–" for m in models) + " |")
+    lines += ["", "</details>"]
+    if "noise_floor" in me:
+        lines += ["", f"Measurement noise floor: placements of the same (workers, hosts, local batch) differ from their median by "
+                  f"{_pct(me['noise_floor']['median_ape'])} (median) — no model of (workers, hosts, batch) can do better on these traces."]
+    a = _acc_summary(me["accuracy"])
+    lines += ["", "## Epochs-to-target error on a held-out global batch", "",
+              "| model | range | cases | median APE | mean APE | predicted reach, truly unreached | predicted unreached, truly reached |",
+              "|---|---|---|---|---|---|---|"]
+    for (m, rng), v in sorted(a.items()):
+        lines.append(f"| {m} | {rng} | {v['n']} | {_pct(v['median_ape'])} | {_pct(v['mean_ape'])} | {v['false_reach']} | {v['false_miss']} |")
+    lat = data["latency"]
+    lines += ["", "## Solver latency (enumerate → estimate → feasibility → rank → Pareto)", "", "| candidates | median seconds |", "|---|---|"]
+    for r in lat["solver"]:
+        lines.append(f"| {r['candidates']:,} | {r['median_s']:.3f} |")
+    for o in lat["optuna"]:
+        lines += ["", f"Optuna TPE on the same predicted objective ({o['candidates']:,} candidates): "
+                  + (f"{o['optuna_trials']} trials, {o['optuna_s']:.2f} s to come within {_pct(o['tolerance'])} of the optimum"
+                     if o["optuna_trials"] else f"not within {_pct(o['tolerance'])} after {o['optuna_max_trials']} trials ({o['optuna_s']:.2f} s)")
+                  + f"; the exhaustive solve took {o['exhaustive_s']:.3f} s and is exact."]
+    return "\n".join(lines) + "\n"
+
+
+def _plain_log_ticks(*axes) -> None:
+    """Label only decades on log axes (minor labels overlap on narrow ranges)."""
+    from matplotlib.ticker import NullFormatter
+
+    for ax in axes:
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def plot_all(out: Path, data: dict, pareto_cases: Sequence[dict]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    # 1. regret distribution at the headline budget + median regret vs budget
+    outs = data["regret"]["outcomes"]
+    budget = data["regret"]["headline_budget"]
+    policies = sorted({o["policy"] for o in outs})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for p in policies:
+        reg = np.array([o["regret"] for o in outs if o["policy"] == p and o["budget"] == budget], float)
+        if reg.size == 0:
+            continue
+        v = np.sort(np.where(np.isfinite(reg), np.maximum(reg, 1e-4), 1e3))
+        ax1.step(v, np.arange(1, v.size + 1) / v.size, where="post", label=p)
+        meds = []
+        budgets = sorted({o["budget"] for o in outs if o["policy"] == p})
+        for b in budgets:
+            r = np.array([o["regret"] for o in outs if o["policy"] == p and o["budget"] == b], float)
+            meds.append(min(float(np.median(r)), 10.0))
+        ax2.plot(budgets, meds, marker="o", label=p)
+    ax1.set_xscale("log")
+    ax1.set_xlim(1e-4, 2e3)
+    ax1.set_xlabel("cost regret vs oracle (misses plotted at 1000)")
+    ax1.set_ylabel("share of scenarios ≤ x")
+    ax1.set_title(f"regret distribution, {budget} probes")
+    ax1.axvline(AIM_MEDIAN_REGRET, color="grey", ls=":")
+    ax1.legend(fontsize=7)
+    ax2.set_yscale("symlog", linthresh=0.01)
+    ax2.set_xlabel("probe budget (probes)")
+    ax2.set_ylabel("median regret (capped at 10)")
+    ax2.set_title("median regret vs probe budget")
+    fig.tight_layout()
+    path = out / "regret_distribution.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path.name)
+
+    # 2. cost–time Pareto fronts with the chosen points
+    if pareto_cases:
+        cols = min(4, len(pareto_cases))
+        rows = int(math.ceil(len(pareto_cases) / cols))
+        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+        for ax, case in zip(axes.ravel(), pareto_cases):
+            t, c = np.array(case["all_time_h"]), np.array(case["all_cost"])
+            ax.scatter(t, c, s=6, color="0.8", label="every candidate (true)")
+            ax.plot(case["front_time_h"], case["front_cost"], color="0.3", lw=1, label="true Pareto front")
+            ax.plot(case["pred_front_time_h"], case["pred_front_cost"], color="tab:blue", lw=1, ls="--", label="cotune predicted front")
+            ax.scatter([case["oracle"][0]], [case["oracle"][1]], marker="*", s=140, color="gold", edgecolor="k", zorder=5, label="oracle optimum")
+            for name, (pt, style) in case["chosen"].items():
+                ax.scatter([pt[0]], [pt[1]], **style, zorder=6, label=name)
+            if case["deadline_h"]:
+                ax.axvline(case["deadline_h"], color="red", ls=":", lw=1)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(case["title"], fontsize=8)
+            ax.set_xlabel("time to target (h)")
+            ax.set_ylabel("cost (USD)")
+        for ax in axes.ravel()[len(pareto_cases):]:
+            ax.axis("off")
+        handles, labels = axes.ravel()[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=7)
+        _plain_log_ticks(*axes.ravel())
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+        path = out / "pareto_fronts.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path.name)
+
+    # 3. predicted vs measured: step time (cotune) and held-out epochs
+    pairs = data["model_error"]["time_pairs"]
+    acc = data["model_error"]["accuracy"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    colours = {"inside": "tab:green", "2x": "tab:orange", "4x": "tab:red"}
+    for rng, col in colours.items():
+        pts = [(p["measured_s"], p["predicted_s"]) for p in pairs if p["model"] == "cotune" and p["range"] == rng]
+        if pts:
+            m, pr = np.array(pts).T
+            ax1.scatter(m, pr, s=5, alpha=0.5, color=col, label=f"{rng} ({len(pts)})")
+    lims = [min(p["measured_s"] for p in pairs) / 1.5, max(p["measured_s"] for p in pairs) * 1.5]
+    for ax in (ax1,):
+        ax.plot(lims, lims, color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax1.set_xlabel("measured step time (s)")
+    ax1.set_ylabel("cotune predicted (s)")
+    ax1.set_title("step time: inside, 2× and 4× extrapolation")
+    ax1.legend(fontsize=8)
+    markers = {"cotune": "o", "pollux": "s", "isotonic": "x"}
+    allv = []
+    for m, mk in markers.items():
+        pts = [(r["measured_epochs"], r["predicted_epochs"]) for r in acc if r["model"] == m and r["outcome"] == "both_reach"]
+        if pts:
+            x, y = np.array(pts).T
+            allv += list(x) + list(y)
+            ax2.scatter(x, y, marker=mk, s=18, alpha=0.7, label=f"{m} ({len(pts)})")
+    if allv:
+        lo, hi = min(allv) / 1.5, max(allv) * 1.5
+        ax2.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+    ax2.set_xscale("log")
+    ax2.set_yscale("log")
+    ax2.set_xlabel("measured epochs to target (held-out batch)")
+    ax2.set_ylabel("predicted")
+    ax2.set_title("epochs to target on a held-out global batch")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    _plain_log_ticks(ax1, ax2)
+    path = out / "predicted_vs_measured.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path.name)
+    return written
