@@ -178,6 +178,46 @@ def _nearest_batch(candidates: Sequence[int], wanted: float) -> int:
     return int(arr[np.argmin(np.abs(np.log(arr) - math.log(wanted)))])
 
 
+def _baselines(
+    est: Estimates,
+    ok: np.ndarray,
+    models: FittedModels,
+    space: SearchSpace,
+    *,
+    objective: str,
+    chosen: Choice | None,
+    local_batch: int | None,
+    workers: int | None,
+) -> tuple[dict[str, Choice | None], dict[str, dict[str, object]]]:
+    """The paper's independent baselines, solved under the same constraints.
+
+    * resource-only: the local batch stays at the user's (by default the probed batch
+      nearest the smallest measured global batch, the job's reference); GPU type and
+      workers are tuned;
+    * batch-only: GPU type (the chosen one) and workers (one full host) stay; the local
+      batch is tuned.
+    """
+    cands = est.candidates
+    g0 = chosen.gpu if chosen is not None else space.gpus[0]
+    gi0 = space.gpus.index(g0)
+    b0 = local_batch or _nearest_batch(space.local_batches[g0], float(models.accuracy.batches_[0]))
+    n0 = workers or min(space.gpus_per_host, space.max_workers[g0])
+    b_mask = np.zeros(len(cands), dtype=bool)
+    for gi, g in enumerate(space.gpus):
+        bg = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
+        b_mask |= (cands.gpu == gi) & (cands.local_batch == bg)
+    w_mask = (cands.gpu == gi0) & (cands.workers == n0) & (cands.hosts == -(-n0 // space.gpus_per_host))
+    baselines: dict[str, Choice | None] = {}
+    for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
+        i = best_index(est, mask & ok, objective)
+        baselines[name] = None if i is None else _choice(est, i, models)
+    settings: dict[str, dict[str, object]] = {
+        "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
+        "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
+    }
+    return baselines, settings
+
+
 def _relax(
     est: Estimates,
     feas: Feasibility,
@@ -310,13 +350,13 @@ def recommend(
 
     t0 = time.perf_counter()
     # --- spot (cotune.spot): the cluster file sets gpus, availability, prices, markets ---
-    plan = None
+    spot = None
     if cluster is not None:
         from cotune.spot import ClusterPlan
 
-        plan = ClusterPlan.create(cluster, profiled_gpus=models.gpus, gpus=gpus, max_workers=max_workers,
+        spot = ClusterPlan.create(cluster, profiled_gpus=models.gpus, gpus=gpus, max_workers=max_workers,
                                   gpus_per_host=gpus_per_host, prices=prices)
-        gpus, max_workers, gpus_per_host = plan.gpus, plan.max_workers, plan.gpus_per_host
+        gpus, max_workers, gpus_per_host = spot.gpus, spot.max_workers, spot.gpus_per_host
     space, notes = build_space(
         models,
         gpus=gpus,
@@ -325,20 +365,20 @@ def recommend(
         local_batches=local_batches,
         hosts=hosts,
         workers=workers,
-        **({} if plan is None else {"markets": plan.space_markets}),
+        **({} if spot is None else {"markets": spot.space_markets}),
     )
     if prof is not None:
         notes.extend(prof.warnings)
     cands = enumerate_candidates(space)
-    if plan is None:
+    if spot is None:
         table, priced = price_table(prices, space.gpus, space.markets)
     else:
-        table, priced = plan.price_table(space.gpus), True
-        cands = plan.candidates(cands, mixed=deadline_s is not None)
-        notes.extend(plan.notes)
+        table, priced = spot.price_table(space.gpus), True
+        cands = spot.candidates(cands, mixed=deadline_s is not None)
+        notes.extend(spot.notes)
     est = estimate(cands, models, target=target, price_per_hour=table, startup_s=startup_s, confidence=confidence)
-    if plan is not None:
-        est, spot_details = plan.adjust(est, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s)
+    if spot is not None:
+        est, spot_details = spot.adjust(est, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s)
         cands = est.candidates
     feas = feasibility(est, deadline_s=deadline_s, budget=budget)
     if global_batch_range is not None:
@@ -352,8 +392,8 @@ def recommend(
     ok = feas.all
     order = ranked(est, ok, objective, limit=top + 1)
     chosen = _choice(est, int(order[0]), models) if order.size else None
-    if plan is not None and order.size:
-        notes.extend(plan.describe(est, spot_details, int(order[0])))
+    if spot is not None and order.size:
+        notes.extend(spot.describe(est, spot_details, int(order[0])))
     runner_ups = tuple(_choice(est, int(i), models) for i in order[1:])
     # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
     plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
@@ -364,25 +404,10 @@ def recommend(
         front = front[keep]
     pareto = tuple(_choice(est, int(i), models) for i in front)
 
-    # The paper's independent baselines, solved under the same constraints.
-    ref_batch = float(models.accuracy.batches_[0])
-    g0 = space.gpus[0]
-    b0 = baseline_local_batch or _nearest_batch(space.local_batches[g0], ref_batch)
-    n0 = baseline_workers or min(space.gpus_per_host, space.max_workers[g0])
-    packed0 = -(-n0 // space.gpus_per_host)
-    b_mask = np.zeros(len(cands), dtype=bool)
-    for gi, g in enumerate(space.gpus):
-        bg = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
-        b_mask |= (cands.gpu == gi) & (cands.local_batch == bg)
-    w_mask = (cands.gpu == 0) & (cands.workers == n0) & (cands.hosts == packed0)
-    baselines: dict[str, Choice | None] = {}
-    for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
-        i = best_index(est, mask & ok, objective)
-        baselines[name] = None if i is None else _choice(est, i, models)
-    settings = {
-        "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
-        "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
-    }
+    baselines, settings = _baselines(
+        est, ok, models, space, objective=objective, chosen=chosen,
+        local_batch=baseline_local_batch, workers=baseline_workers,
+    )
 
     relax: list[str] = []
     nearest: tuple[Choice, ...] = ()
