@@ -49,15 +49,31 @@ def short_gpu_name(device_name: str | None) -> str:
 
 def local_gpu_name() -> str:
     """Name of this machine's accelerator (``cpu`` when torch sees no CUDA device)."""
-    import torch  # local: only probe processes pay for importing torch
-
+    try:
+        import torch  # local: only probe processes pay for importing torch
+    except ImportError:  # a TensorFlow-only machine
+        return _tf_gpu_name()
     if torch.cuda.is_available():
         return short_gpu_name(torch.cuda.get_device_name(0))
     return "cpu"
 
 
+def _tf_gpu_name() -> str:
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return "cpu"
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return "cpu"
+    details = tf.config.experimental.get_device_details(gpus[0])
+    return short_gpu_name(details.get("device_name"))
+
+
 def local_device_count() -> int:
     """CUDA devices on this machine (0 on CPU)."""
-    import torch
-
+    try:
+        import torch
+    except ImportError:
+        return 0
     return torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -27,6 +27,7 @@ from cotune.units import format_duration
 from profiler._launcher import Launcher, LaunchOutcome, LaunchRequest, TorchrunLauncher
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingPoint
 from profiler._progress import Progress
+from profiler._stats import summarize
 from profiler._state import CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
 from profiler._workload import Workload, WorkloadError, load_workload
 
@@ -104,6 +105,25 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower() or "workload"
 
 
+def merge_rank_results(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Rank 0's result; for workers that report only raw per-rank times (TensorFlow),
+    the per-step maximum over ranks is summarised here instead."""
+    oks = [r for r in results if r.get("status") == "ok"]
+    rank0 = next((r for r in oks if r.get("rank") == 0), None)
+    if rank0 is None or "raw_times" not in rank0:
+        return rank0
+    n = min(len(r["raw_times"]) for r in oks)
+    per_step = [max(r["raw_times"][i] for r in oks) for i in range(n)]
+    summary = summarize(per_step)
+    merged = {**rank0, "step_time_s": summary.median_s, "step_time_spread_s": summary.spread_s,
+              "timed_steps": summary.n, "peak_memory_bytes": max(r["peak_memory_bytes"] for r in oks)}
+    m = min(len(r.get("raw_nosync", [])) for r in oks)
+    if m:
+        compute = summarize([max(r["raw_nosync"][i] for r in oks) for i in range(m)]).median_s
+        merged["sync_time_s"] = min(summary.median_s, max(0.0, summary.median_s - compute))
+    return merged
+
+
 def _root_cause(outcome: LaunchOutcome) -> str:
     """One line on why the launch failed, from torchrun's failure report if present."""
     lines = [ln.strip() for ln in outcome.log_tail.splitlines() if ln.strip() and not set(ln.strip()) <= set("=-")]
@@ -158,6 +178,8 @@ class Session:
         budget_s: float | None,
         stream: TextIO | None,
         quiet: bool,
+        workload: Any = None,
+        worker_module: str = "profiler._worker",
     ) -> None:
         self.spec = workload_spec
         self.out = Path(out)
@@ -166,7 +188,10 @@ class Session:
         self.curve = curve
         self.launcher = launcher
         self.budget_s = budget_s
-        self.workload: Workload = load_workload(workload_spec)
+        # A torch Workload by default; the TensorFlow adapter passes its own workload
+        # object (same attribute names) and worker module.
+        self.workload: Workload = workload if workload is not None else load_workload(workload_spec)
+        self.worker_module = worker_module
         self.gpu = (gpu or self._detect_gpu()).lower()
         self.scratch = self.out.with_name(self.out.name + ".cotune")
         self.progress = Progress(total=plan.size_hint(), stream=stream, quiet=quiet)
@@ -194,9 +219,7 @@ class Session:
             self.records_written += 1
 
     def _workload_record(self) -> WorkloadRecord:
-        size = self.workload.dataset_size
-        if size is None:
-            size = len(self.workload.train_data())
+        size = self.workload.count_samples()
         return WorkloadRecord(
             name=self.workload.name, dataset_size=int(size), metric=self.workload.metric,
             goal=self.workload.goal, source=f"cotune profile {self.spec}",
@@ -255,7 +278,7 @@ class Session:
                 poll()
 
         request = LaunchRequest(
-            workers=workers, module="profiler._worker", args=(str(task_path),),
+            workers=workers, module=self.worker_module, args=(str(task_path),),
             run_id=f"cotune-{_slug(self.workload.name)}-{name}", timeout_s=timeout_s, log_path=folder / "log.txt",
         )
         outcome = self.launcher.launch(request, poll=tick)
@@ -277,7 +300,7 @@ class Session:
             return "crash", by_status["crash"].get("message", "crashed"), None
         if outcome.timed_out:
             return "timeout", f"no result within {timeout_s:g}s: raise --probe-timeout, or see {log}", None
-        ok = next((r for r in results if r.get("status") == "ok" and "rank" in r and r["rank"] == 0), None)
+        ok = merge_rank_results(results)
         if ok is not None and (outcome.returncode == 0 or len(results) == workers):
             # Every rank reported success: a non-zero exit after that is teardown noise.
             return "ok", "", ok
@@ -517,6 +540,8 @@ def run_session(
     budget_s: float | None = None,
     stream: TextIO | None = None,
     quiet: bool = False,
+    _workload: Any = None,
+    _worker_module: str = "profiler._worker",
 ) -> SessionSummary:
     """Profile ``workload`` (a ``FILE.py:NAME`` spec) into the profile file ``out``.
 
@@ -526,7 +551,8 @@ def run_session(
     Running the same call again continues where an interrupted one stopped.
     """
     seeds = list(seeds or [0])
-    has_eval = load_workload(workload).eval_data is not None
+    loaded = _workload if _workload is not None else load_workload(workload)
+    has_eval = loaded.eval_data is not None
     if curves and not has_eval:
         raise WorkloadError(f"{workload}: learning curves need held-out data: give the Workload an eval_data factory")
     for b in curves or []:
@@ -548,6 +574,7 @@ def run_session(
     session = Session(
         workload_spec=workload, out=Path(out), plan=plan, probe=probe, curve=curve,
         launcher=launcher or TorchrunLauncher(), gpu=gpu, budget_s=budget_s, stream=stream, quiet=quiet,
+        workload=loaded, worker_module=_worker_module,
     )
     return session.run()
 

@@ -98,6 +98,10 @@ class Workload:
                 f"{self.base_lr}, {self.base_batch}, {self.warmup_epochs}"
             )
 
+    def count_samples(self) -> int:
+        """Training samples (``dataset_size``, else the length of ``train_data()``)."""
+        return int(self.dataset_size) if self.dataset_size is not None else len(self.train_data())
+
     def lr_at(self, global_batch: int) -> float:
         """Peak learning rate at ``global_batch`` under the workload's scaling rule."""
         power = {"sqrt": 0.5, "linear": 1.0, "none": 0.0}[self.lr_scaling]
