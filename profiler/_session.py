@@ -310,11 +310,18 @@ class Session:
         return "crash", f"{_root_cause(outcome)} (full log: {log})", None
 
     def _keep_log(self, folder: Path, name: str) -> Path:
+        """Copy a failed probe's log (and the workers' tracebacks) to ``logs/``."""
         logs = self.scratch / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         kept = logs / f"{name}.log"
-        with open(kept, "ab") as dst, open(folder / "log.txt", "rb") as src:
-            shutil.copyfileobj(src, dst)
+        with open(kept, "ab") as dst:
+            with open(folder / "log.txt", "rb") as src:
+                shutil.copyfileobj(src, dst)
+            for path in sorted((folder / "results").glob("rank*.json")):
+                with open(path, "rb") as src:
+                    tb = json.loads(src.read()).get("traceback")
+                if tb:
+                    dst.write(f"\n--- {path.stem} traceback ---\n{tb}".encode())
         return kept
 
     def run_timing(self, point: TimingPoint) -> tuple[str, bool]:
@@ -435,14 +442,15 @@ class Session:
             shown = f"stopped by --budget after {epochs} epochs; run again with a larger --budget to continue"
         else:
             reason = kind
-            self._keep_log(folder, key)
+            kept = self._keep_log(folder, key)
+            message = f"{message} (log: {kept})"
             if kind == "oom":  # an out-of-memory is a fact about this (workers, local batch)
                 self._write(FailureRecord(gpu=self.gpu, workers=point.workers, local_batch=point.local_batch,
                                           failure="oom", hosts=self.launcher.hosts, message=message[:500]))
             shown = f"{kind}: {message[:120]}"
         if reason != "budget":
             self._write(CurveDoneRecord(global_batch=point.global_batch, seed=point.seed, workers=point.workers,
-                                        epochs=epochs, reason=reason))
+                                        epochs=epochs, reason=reason, message=message[:500] if ok is None else ""))
             ckpt.unlink(missing_ok=True)
             progress.unlink(missing_ok=True)
         self._write(ProbeCostRecord(probe="curve", gpu=self.gpu, workers=point.workers, hosts=self.launcher.hosts,

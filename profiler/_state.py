@@ -53,6 +53,7 @@ class CurveDoneRecord:
     workers: int
     epochs: int
     reason: str  # "target", "max_epochs", "diverged", "oom", "crash", "timeout"
+    message: str = ""
     optional: bool = True
 
     kind: ClassVar[str] = "curve_done"
