@@ -315,8 +315,9 @@ class Session:
         logs.mkdir(parents=True, exist_ok=True)
         kept = logs / f"{name}.log"
         with open(kept, "ab") as dst:
-            with open(folder / "log.txt", "rb") as src:
-                shutil.copyfileobj(src, dst)
+            if (folder / "log.txt").exists():  # a replacement launcher may keep logs elsewhere
+                with open(folder / "log.txt", "rb") as src:
+                    shutil.copyfileobj(src, dst)
             for path in sorted((folder / "results").glob("rank*.json")):
                 with open(path, "rb") as src:
                     tb = json.loads(src.read()).get("traceback")
