@@ -40,6 +40,7 @@ class ProbeSettings:
 
     Timed steps continue in chunks until the median's ~95 % interval is within
     ``rel_precision`` of it, or ``max_timed_steps`` / ``max_timed_s`` is reached.
+    ``cpu_threads`` is the intra-op threads of each worker on CPU (0: share the cores).
     """
 
     warmup_steps: int = 5
@@ -51,6 +52,7 @@ class ProbeSettings:
     timeout_s: float = 300.0
     device: str = "auto"
     loader_workers: int = 0
+    cpu_threads: int = 1
     seed: int = 0
 
 
@@ -109,7 +111,9 @@ def merge_rank_results(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Rank 0's result; for workers that report only raw per-rank times (TensorFlow),
     the per-step maximum over ranks is summarised here instead."""
     oks = [r for r in results if r.get("status") == "ok"]
-    rank0 = next((r for r in oks if r.get("rank") == 0), None)
+    # On the other hosts of a multi-host probe rank 0's file is elsewhere; torch timing
+    # results are identical on every rank (all ranks gather all times), so any will do.
+    rank0 = next((r for r in oks if r.get("rank") == 0), None) or next((r for r in oks if "step_time_s" in r), None)
     if rank0 is None or "raw_times" not in rank0:
         return rank0
     n = min(len(r["raw_times"]) for r in oks)
@@ -268,7 +272,7 @@ class Session:
                 poll: Callable[[], None] | None) -> tuple[LaunchOutcome, list[dict[str, Any]], Path]:
         folder = self._task_dir(name)
         task = {**task, "workload": self.spec, "result_dir": str(folder / "results"), "device": self.probe.device,
-                "loader_workers": self.probe.loader_workers}
+                "loader_workers": self.probe.loader_workers, "cpu_threads": self.probe.cpu_threads}
         task_path = folder / "task.json"
         task_path.write_text(json.dumps(task), encoding="utf-8")
 
@@ -280,6 +284,7 @@ class Session:
         request = LaunchRequest(
             workers=workers, module=self.worker_module, args=(str(task_path),),
             run_id=f"cotune-{_slug(self.workload.name)}-{name}", timeout_s=timeout_s, log_path=folder / "log.txt",
+            env=(("COTUNE_CPU_THREADS", str(self.probe.cpu_threads)),),
         )
         outcome = self.launcher.launch(request, poll=tick)
         results = []

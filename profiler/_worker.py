@@ -57,7 +57,7 @@ def _is_oom(exc: BaseException) -> bool:
 class _Env:
     """The process group and device of this worker, as torchrun describes them."""
 
-    def __init__(self, *, device: str) -> None:
+    def __init__(self, *, device: str, cpu_threads: int = 1) -> None:
         import torch
         import torch.distributed as dist
 
@@ -75,9 +75,11 @@ class _Env:
         else:
             self.device = torch.device("cpu")
             backend = "gloo"
-            # Share the cores between the workers of this host; torchrun's default of
-            # one thread each would make CPU probes needlessly slow.
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // self.local_world))
+            # On CPU a "worker" stands for one device: give every worker the same
+            # threads whatever the worker count (default 1), so step times at 1 and at
+            # N workers compare like for like; 0 shares the host's cores instead.
+            threads = cpu_threads or max(1, (os.cpu_count() or 1) // self.local_world)
+            torch.set_num_threads(threads)
         if not dist.is_initialized():
             import datetime
 
@@ -473,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     result_dir = Path(task["result_dir"])
     rank = int(os.environ.get("RANK", "0"))
     try:
-        env = _Env(device=task.get("device", "auto"))
+        env = _Env(device=task.get("device", "auto"), cpu_threads=int(task.get("cpu_threads", 1)))
         runner = run_timing if task["kind"] == "timing" else run_curve
         result = runner(task, env)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent

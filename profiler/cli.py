@@ -115,6 +115,8 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
     t.add_argument("--curve-timeout", type=_duration, default=3600.0, metavar="DURATION",
                    help="same for one learning curve (1h)")
     t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where workers run (auto)")
+    t.add_argument("--cpu-threads", type=int, default=1, metavar="N",
+                   help="threads per worker on CPU, the same for every worker count (1; 0 shares the cores)")
     t.add_argument("--gpu", metavar="NAME", help="accelerator name for the records (default: detected, 'cpu' on CPU)")
     t.add_argument("--no-checkpoint", action="store_true", help="do not checkpoint curves (a resumed curve restarts)")
     m = p.add_argument_group("several hosts (torchrun rendezvous; run the same command on every host)")
@@ -134,12 +136,14 @@ def _run(args: argparse.Namespace) -> int:
         raise _ArgError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every host")
     if args.curves is not None and args.no_curves:
         raise _ArgError("--curves and --no-curves contradict each other: keep one")
+    if args.cpu_threads < 0:
+        raise _ArgError(f"--cpu-threads must be 0 (share the cores) or more, got {args.cpu_threads}")
     if args.min_steps > args.max_steps:
         raise _ArgError(f"--min-steps {args.min_steps} exceeds --max-steps {args.max_steps}: raise --max-steps")
     probe = ProbeSettings(
         warmup_steps=args.warmup_steps, min_timed_steps=args.min_steps, max_timed_steps=args.max_steps,
         max_timed_s=args.max_probe_time, rel_precision=args.precision, measure_sync=not args.no_sync_time,
-        timeout_s=args.probe_timeout, device=args.device,
+        timeout_s=args.probe_timeout, device=args.device, cpu_threads=args.cpu_threads,
     )
     curve = CurveSettings(max_epochs=args.max_epochs, target=args.target, noise=args.noise,
                           timeout_s=args.curve_timeout, checkpoint=not args.no_checkpoint)
@@ -159,6 +163,9 @@ def _run(args: argparse.Namespace) -> int:
 
         if not is_tf_workload_spec(args.workload):
             load_workload(args.workload)  # re-raise the original, informative error
+        if args.nnodes > 1:
+            raise _ArgError("--nnodes applies to torchrun probes; for TensorFlow on several hosts let the cluster "
+                            "manager set TF_CONFIG and use a launcher of your own (docs/profiler.md §8)")
         summary = run_tf_session(args.workload, **common)
     else:
         launcher = TorchrunLauncher(nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,

@@ -35,6 +35,10 @@ class _TF:
     def __init__(self) -> None:
         import tensorflow as tf
 
+        threads = int(os.environ.get("COTUNE_CPU_THREADS", "1"))
+        if threads:  # same meaning as for torch workers: threads per worker on CPU
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
         # The strategy must exist before any other TensorFlow op runs in this process.
         self.strategy = tf.distribute.MultiWorkerMirroredStrategy()
         self.tf = tf
