@@ -22,7 +22,8 @@ def _arrays(train: bool) -> tuple[np.ndarray, np.ndarray]:
     digits = load_digits()
     x = (digits.images.astype("float32") / 16.0)[..., None]  # (N, 8, 8, 1), channels last
     y = digits.target.astype("int64")
-    part = slice(None, -HELD_OUT) if train else slice(-HELD_OUT, None)
+    order = np.random.default_rng(0).permutation(len(y))  # a fixed random split, as in digits_cnn.py
+    part = order[:-HELD_OUT] if train else order[-HELD_OUT:]
     return x[part], y[part]
 
 
@@ -31,11 +32,11 @@ def make_model():
 
     return keras.Sequential([
         keras.layers.Input((8, 8, 1)),
-        keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
         keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
         keras.layers.MaxPooling2D(2),
         keras.layers.Flatten(),
-        keras.layers.Dense(64, activation="relu"),
+        keras.layers.Dense(128, activation="relu"),
         keras.layers.Dense(10),
     ])  # fmt: skip
 

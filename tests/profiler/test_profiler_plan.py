@@ -111,3 +111,24 @@ def test_progress_is_plain_lines_when_not_a_tty(tmp_path):
     assert "\r" not in text and "\x1b" not in text
     assert "[1/2] timing workers=1 local_batch=8: 0.008 s/step" in text
     assert "[2/2] timing workers=1 local_batch=16" in text and "left" in text
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_redraws_one_line_on_a_terminal(tmp_path):
+    stream = _Terminal()
+    profiler.profile(spec("tiny"), out=tmp_path / "p.jsonl", launcher=FakeLauncher(), gpu="t4", stream=stream,
+                     workers=[1], local_batches=[8, 16], probe=ProbeSettings(device="cpu"))
+    text = stream.getvalue()
+    assert "\r\x1b[2K[" in text and "0/2 timing workers=1 local_batch=8" in text  # the live line, with a bar
+    assert "[2/2] timing workers=1 local_batch=16" in text
+
+
+def test_quiet_prints_nothing(tmp_path):
+    stream = io.StringIO()
+    profiler.profile(spec("tiny"), out=tmp_path / "p.jsonl", launcher=FakeLauncher(), gpu="t4", stream=stream,
+                     workers=[1], local_batches=[8], probe=ProbeSettings(device="cpu"), quiet=True)
+    assert stream.getvalue() == ""
