@@ -295,8 +295,10 @@ class Session:
                 continue  # a rank killed while writing: the others (or the exit code) tell
         return outcome, results, folder
 
-    def _classify(self, outcome: LaunchOutcome, results: list[dict[str, Any]], *, timeout_s: float,
-                  log: Path, workers: int) -> tuple[str, str, dict[str, Any] | None]:
+    def _classify(
+        self, outcome: LaunchOutcome, results: list[dict[str, Any]], *, timeout_s: float, log: Path, workers: int,
+        option: str = "--probe-timeout",
+    ) -> tuple[str, str, dict[str, Any] | None]:
         """``(failure kind or "ok", message, rank-0 result)`` of one launch."""
         by_status = {r.get("status"): r for r in results}
         if "oom" in by_status:
@@ -304,7 +306,7 @@ class Session:
         if "crash" in by_status:
             return "crash", by_status["crash"].get("message", "crashed"), None
         if outcome.timed_out:
-            return "timeout", f"no result within {timeout_s:g}s: raise --probe-timeout, or see {log}", None
+            return "timeout", f"no result within {timeout_s:g}s: raise {option}, or see {log}", None
         ok = merge_rank_results(results)
         if ok is not None and (outcome.returncode == 0 or len(results) == workers):
             # Every rank reported success: a non-zero exit after that is teardown noise.
@@ -439,7 +441,7 @@ class Session:
         if epochs > began_epochs:
             self.estimator.curve_epoch_s.append(outcome.wall_s / (epochs - began_epochs))
         kind, message, ok = self._classify(outcome, results, timeout_s=timeout_s, log=folder / "log.txt",
-                                           workers=point.workers)
+                                           workers=point.workers, option="--curve-timeout")
         if ok is not None:
             reason = str(ok.get("reason", "max_epochs"))
             shown = f"{epochs} epochs, {reason}"

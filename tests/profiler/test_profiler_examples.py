@@ -17,12 +17,15 @@ def test_digits_cnn_profiles_and_learns(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "digits.jsonl"
     code, err = run_cli(["--workload", "examples/digits_cnn.py:workload", "--workers", "1", "--local-batch", "32",
-                         "--curves", "32", "--max-epochs", "6", "--target", "0.9", "--out", str(out), *FAST], capsys)
+                         "--curves", "32", "--max-epochs", "6", "--target", "0.9", "--noise", "--out", str(out),
+                         *FAST], capsys)
     assert code == 0, err
     profile = read_profile(out)
     assert profile.workload.name == "digits-cnn" and profile.workload.dataset_size == 1437
     assert len(profile.steps) == 1 and profile.steps[0].step_time_s > 0
     assert profile.evals and max(e.metric for e in profile.evals) >= 0.9  # the CNN learns digits
+    # One worker: the noise scale comes from the two halves of each batch.
+    assert len(profile.noise) == len(profile.evals) and all(n.b_noise > 0 for n in profile.noise)
 
 
 def test_resnet_example_two_workers_and_a_curve(tmp_path, capsys, monkeypatch):
