@@ -1,0 +1,140 @@
+"""What an existing profile already holds, so a rerun skips finished points.
+
+Besides the standard records, the profiler appends two *optional* record types that
+``cotune.profile.read_profile`` skips (``"optional": true``) but resume needs:
+
+* ``probe_cost`` — after each probe: what it measured and its wall seconds, so the
+  probe cost can be reported next to the recommendation and a ``--budget`` holds
+  across interrupted runs;
+* ``curve_done`` — when a learning curve ended (target reached, epoch limit, or a
+  failure), so a curve is never re-run; a curve without it is continued.
+
+A timing point (gpu, workers, hosts, local_batch) is done once a ``step`` or
+``failure`` record names it; records are written before the ``probe_cost`` line, so a
+kill between the two at worst loses one cost line, never a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cotune.errors import InputError
+from cotune.profile import EvalRecord, FailureRecord, StepRecord, WorkloadRecord, read_profile
+
+__all__ = ["ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
+
+
+@dataclass(frozen=True)
+class ProbeCostRecord:
+    """Optional record: one probe's cost (``wall_s`` × ``workers`` worker-seconds)."""
+
+    probe: str  # "timing" or "curve"
+    gpu: str
+    workers: int
+    hosts: int
+    local_batch: int
+    wall_s: float
+    outcome: str  # "ok", "oom", "crash", "timeout", "budget"
+    optional: bool = True
+
+    kind: ClassVar[str] = "probe_cost"
+
+
+@dataclass(frozen=True)
+class CurveDoneRecord:
+    """Optional record: the learning curve at (``global_batch``, ``seed``) is finished."""
+
+    global_batch: int
+    seed: int
+    workers: int
+    epochs: int
+    reason: str  # "target", "max_epochs", "diverged", "oom", "crash", "timeout"
+    message: str = ""
+    optional: bool = True
+
+    kind: ClassVar[str] = "curve_done"
+
+
+TimingKey = tuple[str, int, int, int]  # gpu, workers, hosts, local_batch
+CurveKey = tuple[int, int]  # global_batch, seed
+
+
+@dataclass
+class ProfileState:
+    """Mutable view of a profile's content, kept current as the session appends."""
+
+    workload: WorkloadRecord | None = None
+    steps: dict[TimingKey, StepRecord] = field(default_factory=dict)
+    failures: dict[TimingKey, FailureRecord] = field(default_factory=dict)
+    evals: dict[CurveKey, list[EvalRecord]] = field(default_factory=lambda: defaultdict(list))
+    curves_done: dict[CurveKey, str] = field(default_factory=dict)
+    probe_wall_s: float = 0.0
+    probe_worker_s: float = 0.0
+
+    def timing_done(self, key: TimingKey) -> bool:
+        return key in self.steps or key in self.failures
+
+    def oom_bound(self, gpu: str) -> int | None:
+        """Smallest local batch that ran out of memory on ``gpu`` (None: none did)."""
+        bounds = [k[3] for k, f in self.failures.items() if k[0] == gpu and f.failure == "oom"]
+        return min(bounds) if bounds else None
+
+    def add(self, record: Any) -> None:
+        if isinstance(record, WorkloadRecord):
+            self.workload = record
+        elif isinstance(record, StepRecord):
+            self.steps[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
+        elif isinstance(record, FailureRecord):
+            self.failures[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
+        elif isinstance(record, EvalRecord):
+            self.evals[(record.global_batch, record.seed)].append(record)
+        elif isinstance(record, CurveDoneRecord):
+            self.curves_done[(record.global_batch, record.seed)] = record.reason
+        elif isinstance(record, ProbeCostRecord):
+            self.probe_wall_s += record.wall_s
+            self.probe_worker_s += record.wall_s * record.workers
+
+
+def _optional_lines(path: Path) -> list[dict[str, Any]]:
+    """Decoded ``probe_cost``/``curve_done`` lines; a torn last line is ignored."""
+    out = []
+    with path.open("r", encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.endswith("\n"):
+                break  # torn tail of an interrupted write
+            try:
+                data = json.loads(raw)
+            except json.JSONDecodeError:
+                continue  # read_profile has already rejected a bad middle line
+            if isinstance(data, dict) and data.get("record") in ("probe_cost", "curve_done"):
+                out.append(data)
+    return out
+
+
+def read_state(path: Path) -> ProfileState:
+    """The state of the profile at ``path`` (empty if it does not exist or has no record yet)."""
+    state = ProfileState()
+    if not path.exists():
+        return state
+    with path.open("rb") as fh:
+        body = fh.read()
+    if b"\n" not in body:
+        return state  # empty, or only a torn first line: nothing was recorded yet
+    profile = read_profile(path)
+    for rec in profile.records():
+        state.add(rec)
+    for data in _optional_lines(path):
+        try:
+            if data["record"] == "probe_cost":
+                state.add(ProbeCostRecord(**{k: data[k] for k in (
+                    "probe", "gpu", "workers", "hosts", "local_batch", "wall_s", "outcome")}))
+            else:
+                state.add(CurveDoneRecord(**{k: data[k] for k in (
+                    "global_batch", "seed", "workers", "epochs", "reason")}))
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"{path}: malformed {data.get('record')} record ({exc}): delete that line and rerun") from None
+    return state

@@ -1,0 +1,158 @@
+"""The workload protocol: the user's training code behind a few factories.
+
+A :class:`Workload` names the pieces a probe needs and nothing else: a model, the
+training (and held-out) data, a loss, an optimizer, and how to score the model. The
+profiler owns the loop (warm-up, timing, DDP, learning-rate scaling), so the user's
+code stays plain PyTorch. See ``examples/`` for a workload in a dozen lines and for an
+ordinary training script turned into one.
+
+Loading: ``path/to/file.py:name`` or ``package.module:name``; ``name`` is a
+:class:`Workload` or a zero-argument callable returning one. Every torchrun worker
+loads the workload again in its own process, so factories must be importable (no
+lambdas closed over objects built in ``__main__`` of another process).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+__all__ = ["Workload", "load_workload", "WorkloadError", "LR_SCALING_RULES"]
+
+LR_SCALING_RULES = ("sqrt", "linear", "none")
+
+
+class WorkloadError(ValueError):
+    """A workload spec cannot be loaded or a workload is malformed (message has the fix)."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A training job the profiler can probe.
+
+    Required factories (each called once per worker process, with no arguments unless
+    stated):
+
+    * ``model() -> torch.nn.Module``;
+    * ``train_data() -> torch.utils.data.Dataset`` yielding ``(inputs, target)``;
+    * ``loss() -> callable(outputs, target) -> scalar tensor``;
+    * ``optimizer(params, *, lr) -> torch.optim.Optimizer``.
+
+    Optional:
+
+    * ``eval_data() -> Dataset`` held-out data for learning curves (required by ``--curves``);
+    * ``evaluate(model, loader) -> float`` the metric on held-out data; the default is
+      top-1 accuracy of ``argmax(model(x))`` against ``y``;
+    * ``step(model, batch, loss_fn) -> loss tensor`` for batches that are not
+      ``(inputs, target)``: run the forward pass and return the loss (the profiler calls
+      ``backward`` and the optimizer).
+
+    ``base_lr`` is the learning rate at global batch ``base_batch``; at global batch
+    ``B`` the profiler uses ``base_lr × (B / base_batch)^p`` with ``p = 0.5`` for
+    ``lr_scaling="sqrt"`` (default), ``1`` for ``"linear"`` and ``0`` for ``"none"``,
+    warmed up linearly over ``warmup_epochs`` (Goyal et al. 2017).
+
+    ``dataset_size`` (training samples) saves building ``train_data()`` in the parent
+    process just to count it; by default it is ``len(train_data())``.
+
+    ``simulate_oom_above`` makes every probe with a local batch above it fail like an
+    out-of-memory error: a knob for tests and demos on machines without a GPU.
+    """
+
+    name: str
+    model: Callable[[], Any]
+    train_data: Callable[[], Any]
+    loss: Callable[[], Callable[..., Any]]
+    optimizer: Callable[..., Any]
+    eval_data: Callable[[], Any] | None = None
+    evaluate: Callable[[Any, Any], float] | None = None
+    step: Callable[[Any, Any, Callable[..., Any]], Any] | None = None
+    metric: str = "accuracy"
+    goal: Literal["max", "min"] = "max"
+    base_lr: float = 0.1
+    base_batch: int = 32
+    lr_scaling: Literal["sqrt", "linear", "none"] = "sqrt"
+    warmup_epochs: float = 1.0
+    simulate_oom_above: int | None = None
+    dataset_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise WorkloadError("workload name must be a non-empty string: pass name='my-job'")
+        for key in ("model", "train_data", "loss", "optimizer"):
+            if not callable(getattr(self, key)):
+                raise WorkloadError(f"workload {self.name!r}: {key!r} must be a callable factory, got {getattr(self, key)!r}")
+        if self.goal not in ("max", "min"):
+            raise WorkloadError(f"workload {self.name!r}: goal must be 'max' or 'min', got {self.goal!r}")
+        if self.lr_scaling not in LR_SCALING_RULES:
+            raise WorkloadError(
+                f"workload {self.name!r}: lr_scaling must be one of {', '.join(LR_SCALING_RULES)}, got {self.lr_scaling!r}"
+            )
+        if not self.base_lr > 0 or self.base_batch < 1 or self.warmup_epochs < 0:
+            raise WorkloadError(
+                f"workload {self.name!r}: need base_lr > 0, base_batch >= 1 and warmup_epochs >= 0, got "
+                f"{self.base_lr}, {self.base_batch}, {self.warmup_epochs}"
+            )
+
+    def count_samples(self) -> int:
+        """Training samples (``dataset_size``, else the length of ``train_data()``)."""
+        return int(self.dataset_size) if self.dataset_size is not None else len(self.train_data())
+
+    def lr_at(self, global_batch: int) -> float:
+        """Peak learning rate at ``global_batch`` under the workload's scaling rule."""
+        power = {"sqrt": 0.5, "linear": 1.0, "none": 0.0}[self.lr_scaling]
+        return self.base_lr * (global_batch / self.base_batch) ** power
+
+
+def _import_file(path: Path) -> Any:
+    # A stable module name per file, so repeated loads in one process reuse the module
+    # (and dataclasses/pickling inside it see a registered module).
+    mod_name = "cotune_workload_" + "".join(c if c.isalnum() else "_" for c in str(path.resolve()))
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise WorkloadError(f"cannot import {path}: give a Python file such as examples/digits_cnn.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_name]
+        raise WorkloadError(f"importing {path} failed with {type(exc).__name__}: {exc}: fix the workload file") from exc
+    return module
+
+
+def load_workload(spec: str) -> Workload:
+    """Load ``file.py:name`` or ``package.module:name`` into a :class:`Workload`."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise WorkloadError(
+            f"workload spec {spec!r} needs the form FILE.py:NAME or MODULE:NAME, e.g. examples/digits_cnn.py:workload"
+        )
+    target, _, attr = spec.rpartition(":")
+    if not target or not attr.isidentifier():
+        raise WorkloadError(f"workload spec {spec!r}: after ':' give the name of a Workload object, e.g. ':workload'")
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        path = Path(target)
+        if not path.is_file():
+            raise WorkloadError(f"workload file {target!r} not found: check the path (relative to {Path.cwd()})")
+        module = _import_file(path)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as exc:
+            raise WorkloadError(f"cannot import module {target!r} ({exc}): check the name or give a FILE.py path") from None
+    if not hasattr(module, attr):
+        raise WorkloadError(f"{target!r} has no attribute {attr!r}: define `{attr} = profiler.Workload(...)` there")
+    obj = getattr(module, attr)
+    if not isinstance(obj, Workload) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, Workload):
+        raise WorkloadError(
+            f"{spec!r} is a {type(obj).__name__}, not a profiler.Workload: build it with profiler.Workload(...)"
+        )
+    return obj

@@ -1,0 +1,197 @@
+"""``cotune profile`` (also ``python -m profiler``): probe a workload into a profile file.
+
+``main(argv)`` returns an exit code: 0 on success, 2 on bad input (one line
+``cotune: <problem and fix>`` on stderr, no traceback). A probe that fails is not an
+error of the command: it becomes a failure record and profiling goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from cotune.errors import EXIT_INPUT, CotuneError
+from cotune.units import parse_duration
+
+__all__ = ["main", "build_parser"]
+
+
+class _ArgError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ArgError(message)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers (e.g. 16,32,64)") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive whole numbers, e.g. 16,32,64")
+    return sorted(set(values), key=values.index)
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers (e.g. 0,1)") from None
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one seed, e.g. --seeds 0")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except CotuneError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.05 for ±5 %)")
+    return value
+
+
+def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description="Run timing probes (torchrun + DDP) and learning curves of a workload; append the results "
+        "to a profile file. Run the same command again to continue an interrupted run.",
+    )
+    p.add_argument("--workload", required=True, metavar="FILE.py:NAME",
+                   help="the workload: FILE.py:NAME or MODULE:NAME of a profiler.Workload (or profiler.tf.TFWorkload)")
+    p.add_argument("--out", required=True, metavar="FILE.jsonl", help="profile file to append to (created if missing)")
+    g = p.add_argument_group("what to probe (omit --workers/--local-batch for an automatic plan)")
+    g.add_argument("--workers", type=_int_list, metavar="N,N", help="worker counts of the timing grid, e.g. 1,2")
+    g.add_argument("--local-batch", type=_int_list, metavar="B,B", help="per-worker batches of the timing grid")
+    g.add_argument("--curves", type=_int_list, metavar="B,B",
+                   help="global batches for learning curves, e.g. 32,128,512 (automatic plan: three are chosen)")
+    g.add_argument("--no-curves", action="store_true", help="automatic plan without learning curves")
+    g.add_argument("--seeds", type=_seed_list, default=[0], metavar="S,S", help="seeds per learning curve (default 0)")
+    g.add_argument("--curve-workers", type=_positive_int, default=1, metavar="N",
+                   help="workers per learning curve (default 1: curves depend on the global batch, not on workers)")
+    g.add_argument("--max-epochs", type=_positive_int, default=20, metavar="E", help="epoch limit per curve (20)")
+    g.add_argument("--target", type=float, metavar="METRIC", help="stop a curve once the metric reaches this")
+    g.add_argument("--noise", action="store_true", help="also measure the gradient noise scale during curves")
+    g.add_argument("--budget", type=_duration, metavar="DURATION",
+                   help="probe budget (90m, 2h, 600): later probes that do not fit are left out")
+    g.add_argument("--max-workers", type=_positive_int, metavar="N",
+                   help="automatic plan: largest worker count (default: GPUs here, 2 on CPU)")
+    g.add_argument("--min-batch", type=_positive_int, default=8, metavar="B", help="automatic plan: first local batch (8)")
+    g.add_argument("--max-batch", type=_positive_int, default=1024, metavar="B",
+                   help="automatic plan: largest local batch tried if no out-of-memory comes first (1024)")
+    t = p.add_argument_group("how a timing probe measures")
+    t.add_argument("--warmup-steps", type=_positive_int, default=5, metavar="N", help="untimed steps first (5)")
+    t.add_argument("--min-steps", type=_positive_int, default=10, metavar="N", help="fewest timed steps (10)")
+    t.add_argument("--max-steps", type=_positive_int, default=200, metavar="N", help="most timed steps (200)")
+    t.add_argument("--max-probe-time", type=_duration, default=30.0, metavar="DURATION",
+                   help="stop timing after this long even if the median is not yet precise (30s)")
+    t.add_argument("--precision", type=_fraction, default=0.05, metavar="FRACTION",
+                   help="time until the median's 95%% interval is within this fraction of it (0.05)")
+    t.add_argument("--no-sync-time", action="store_true", help="skip the no_sync steps that measure sync time")
+    t.add_argument("--probe-timeout", type=_duration, default=300.0, metavar="DURATION",
+                   help="a timing probe still running after this is killed and recorded as a timeout (5m)")
+    t.add_argument("--curve-timeout", type=_duration, default=3600.0, metavar="DURATION",
+                   help="same for one learning curve (1h)")
+    t.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where workers run (auto)")
+    t.add_argument("--cpu-threads", type=int, default=1, metavar="N",
+                   help="threads per worker on CPU, the same for every worker count (1; 0 shares the cores)")
+    t.add_argument("--gpu", metavar="NAME", help="accelerator name for the records (default: detected, 'cpu' on CPU)")
+    t.add_argument("--no-checkpoint", action="store_true", help="do not checkpoint curves (a resumed curve restarts)")
+    m = p.add_argument_group("several hosts (torchrun rendezvous; run the same command on every host)")
+    m.add_argument("--nnodes", type=_positive_int, default=1, metavar="N", help="hosts per probe (1)")
+    m.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="shared rendezvous address (required with --nnodes > 1)")
+    m.add_argument("--rdzv-backend", default="c10d", metavar="NAME", help="torchrun rendezvous backend (c10d)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    return p
+
+
+def _run(args: argparse.Namespace) -> int:
+    from profiler._launcher import TorchrunLauncher
+    from profiler._session import CurveSettings, ProbeSettings, run_session
+    from profiler._workload import WorkloadError, load_workload
+
+    if args.nnodes > 1 and not args.rdzv_endpoint:
+        raise _ArgError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every host")
+    if args.curves is not None and args.no_curves:
+        raise _ArgError("--curves and --no-curves contradict each other: keep one")
+    if args.cpu_threads < 0:
+        raise _ArgError(f"--cpu-threads must be 0 (share the cores) or more, got {args.cpu_threads}")
+    if args.min_steps > args.max_steps:
+        raise _ArgError(f"--min-steps {args.min_steps} exceeds --max-steps {args.max_steps}: raise --max-steps")
+    probe = ProbeSettings(
+        warmup_steps=args.warmup_steps, min_timed_steps=args.min_steps, max_timed_steps=args.max_steps,
+        max_timed_s=args.max_probe_time, rel_precision=args.precision, measure_sync=not args.no_sync_time,
+        timeout_s=args.probe_timeout, device=args.device, cpu_threads=args.cpu_threads,
+    )
+    curve = CurveSettings(max_epochs=args.max_epochs, target=args.target, noise=args.noise,
+                          timeout_s=args.curve_timeout, checkpoint=not args.no_checkpoint)
+    try:
+        workload = load_workload(args.workload)
+    except WorkloadError:
+        workload = None  # maybe a TensorFlow workload; the adapter reports its own errors
+    curves = [] if args.no_curves else args.curves
+    common = dict(
+        out=args.out, workers=args.workers, local_batches=args.local_batch, curves=curves, seeds=args.seeds,
+        curve_workers=args.curve_workers, max_workers=args.max_workers, min_batch=args.min_batch,
+        max_batch=args.max_batch, probe=probe, curve=curve, gpu=args.gpu, budget_s=args.budget,
+        quiet=args.quiet,
+    )
+    if workload is None:
+        from profiler.tf import is_tf_workload_spec, run_tf_session
+
+        if not is_tf_workload_spec(args.workload):
+            load_workload(args.workload)  # re-raise the original, informative error
+        if args.nnodes > 1:
+            raise _ArgError("--nnodes applies to torchrun probes; for TensorFlow on several hosts let the cluster "
+                            "manager set TF_CONFIG and use a launcher of your own (docs/profiler.md §8)")
+        summary = run_tf_session(args.workload, **common)
+    else:
+        launcher = TorchrunLauncher(nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
+                                    rdzv_backend=args.rdzv_backend)
+        summary = run_session(args.workload, launcher=launcher, **common)
+    if not args.quiet:
+        print(summary.describe(), file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> int:
+    """Entry point of ``cotune profile``; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(prog)
+    try:
+        args = parser.parse_args(argv)
+        return _run(args)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except _ArgError as exc:
+        print(f"cotune: {exc} (see '{prog} --help')", file=sys.stderr)
+        return EXIT_INPUT
+    except (CotuneError, ValueError, FileNotFoundError) as exc:
+        # WorkloadError and InputError are ValueErrors with the fix in their message.
+        print(f"cotune: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", EXIT_INPUT)
+    except KeyboardInterrupt:
+        print("cotune: interrupted; run the same command again to continue where it stopped", file=sys.stderr)
+        return 130

@@ -1,0 +1,238 @@
+"""One TensorFlow worker of a probe: ``python -m profiler.tf._worker TASK.json``.
+
+Runs under ``MultiWorkerMirroredStrategy`` with the ``TF_CONFIG`` the spawner set, and
+writes ``rank<N>.json`` like the PyTorch worker. Timing results are raw per-step times
+of this rank (``raw_times``, ``raw_nosync``); the parent takes the per-step maximum
+over ranks. Synchronisation time is ``median(full step) − median(local step)``, where
+the local step runs forward and backward without the gradient all-reduce and the
+update (Keras always all-reduces inside ``apply_gradients``, so there is no
+``no_sync``); it therefore also contains the optimizer update, a small upper bias.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from profiler._stats import median_rel_halfwidth
+from profiler._worker import EXIT_CRASH, EXIT_OOM, _append_line, _die_with_parent, _write_result
+
+
+def _is_oom(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    return isinstance(exc, MemoryError) or name == "ResourceExhaustedError" or "out of memory" in str(exc).lower()
+
+
+class _TF:
+    def __init__(self) -> None:
+        import tensorflow as tf
+
+        threads = int(os.environ.get("COTUNE_CPU_THREADS", "1"))
+        if threads:  # same meaning as for torch workers: threads per worker on CPU
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+        # The strategy must exist before any other TensorFlow op runs in this process.
+        self.strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        self.tf = tf
+        self.world = self.strategy.num_replicas_in_sync
+        self.rank = int(json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("index", 0))
+
+    def agree(self, flag: bool) -> bool:
+        """Rank 0's flag on every rank (a SUM all-reduce to which only rank 0 contributes)."""
+        tf = self.tf
+        value = tf.constant(1 if (flag and self.rank == 0) else 0, dtype=tf.int32)
+        per = self.strategy.run(lambda v: tf.identity(v), args=(value,))
+        return bool(self.strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None).numpy())
+
+
+def _setup(task: dict[str, Any], env: _TF, *, training_data: tuple[Any, Any], shuffle_seed: int,
+           repeat: bool) -> tuple[Any, Any, Any, Any, Any]:
+    import numpy as np
+
+    from profiler.tf import load_tf_workload
+
+    tf = env.tf
+    workload = load_tf_workload(task["workload"])
+    local_batch = int(task["local_batch"])
+    global_batch = local_batch * env.world
+    x, y = training_data
+
+    def dataset_fn(ctx: Any) -> Any:
+        ds = tf.data.Dataset.from_tensor_slices((x, y))
+        ds = ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id) if not repeat else ds
+        ds = ds.shuffle(min(len(x), 10_000), seed=shuffle_seed + (ctx.input_pipeline_id if repeat else 0),
+                        reshuffle_each_iteration=True)
+        if repeat:
+            ds = ds.repeat()
+        return ds.batch(local_batch, drop_remainder=True).prefetch(2)
+
+    dist = env.strategy.distribute_datasets_from_function(dataset_fn)
+    tf.keras.utils.set_random_seed(int(task.get("seed", 0)))
+    with env.strategy.scope():
+        model = workload.model()
+        model(np.asarray(x[:1]))  # build the variables inside the strategy scope
+        optimizer = workload.optimizer(lr=workload.lr_at(global_batch))
+        optimizer.build(model.trainable_variables)
+    loss_obj = workload.loss()
+    return workload, model, optimizer, loss_obj, dist
+
+
+def _steps(env: _TF, model: Any, optimizer: Any, loss_obj: Any, global_batch: int) -> tuple[Any, Any]:
+    tf = env.tf
+    strategy = env.strategy
+
+    def grads_of(inputs: Any) -> tuple[Any, Any]:
+        xb, yb = inputs
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(loss_obj(yb, model(xb, training=True)), global_batch_size=global_batch)
+        return loss, tape.gradient(loss, model.trainable_variables)
+
+    @tf.function
+    def full_step(iterator: Any) -> Any:
+        def fn(inputs: Any) -> Any:
+            loss, grads = grads_of(inputs)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduces
+            return loss
+
+        return strategy.experimental_local_results(strategy.run(fn, args=(next(iterator),)))[0]
+
+    @tf.function
+    def local_step(iterator: Any) -> Any:
+        def fn(inputs: Any) -> Any:
+            loss, grads = grads_of(inputs)
+            # Depend on every gradient so none is pruned from the graph.
+            return loss + 0.0 * tf.add_n([tf.reduce_sum(g) for g in grads if g is not None])
+
+        return strategy.experimental_local_results(strategy.run(fn, args=(next(iterator),)))[0]
+
+    return full_step, local_step
+
+
+def _peak_memory_bytes() -> float:
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024.0
+
+
+def run_timing(task: dict[str, Any], env: _TF) -> dict[str, Any]:
+    from profiler.tf import load_tf_workload
+
+    data = load_tf_workload(task["workload"]).train_data()
+    seed = int(task.get("seed", 0))
+    workload, model, optimizer, loss_obj, dist = _setup(task, env, training_data=data, shuffle_seed=seed * 7919,
+                                                        repeat=True)
+    local_batch = int(task["local_batch"])
+    if workload.simulate_oom_above is not None and local_batch > workload.simulate_oom_above:
+        raise MemoryError(f"simulated out of memory: local batch {local_batch} > "
+                          f"simulate_oom_above={workload.simulate_oom_above}")
+    full_step, local_step = _steps(env, model, optimizer, loss_obj, local_batch * env.world)
+    it = iter(dist)
+
+    def timed(step: Any) -> float:
+        start = time.perf_counter()
+        step(it).numpy()  # .numpy() waits for the step to finish
+        return time.perf_counter() - start
+
+    for _ in range(int(task["warmup_steps"])):
+        timed(full_step)
+    times: list[float] = []
+    began = time.perf_counter()
+    min_steps, chunk = int(task["min_timed_steps"]), int(task.get("chunk_steps", 5))
+    while True:
+        for _ in range(chunk if times else min_steps):
+            times.append(timed(full_step))
+        done = (len(times) >= int(task["max_timed_steps"]) or time.perf_counter() - began >= float(task["max_timed_s"])
+                or median_rel_halfwidth(times) <= float(task["rel_precision"]))
+        if env.agree(done):
+            break
+    nosync: list[float] = []
+    if task.get("measure_sync", True):
+        timed(local_step)  # traces the function: not timed
+        nosync = [timed(local_step) for _ in range(max(min_steps, len(times) // 2))]
+    return {"status": "ok", "raw_times": times, "raw_nosync": nosync, "peak_memory_bytes": _peak_memory_bytes()}
+
+
+def run_curve(task: dict[str, Any], env: _TF) -> dict[str, Any]:
+    import numpy as np
+
+    from profiler.tf import load_tf_workload
+
+    loaded = load_tf_workload(task["workload"])
+    if loaded.eval_data is None:
+        raise RuntimeError(f"workload {loaded.name!r} has no eval_data: learning curves need held-out data")
+    data = loaded.train_data()
+    seed = int(task["seed"])
+    workload, model, optimizer, loss_obj, dist = _setup(task, env, training_data=data, shuffle_seed=seed, repeat=False)
+    local_batch = int(task["local_batch"])
+    global_batch = local_batch * env.world
+    if workload.simulate_oom_above is not None and local_batch > workload.simulate_oom_above:
+        raise MemoryError(f"simulated out of memory: local batch {local_batch} > "
+                          f"simulate_oom_above={workload.simulate_oom_above}")
+    n = len(data[0])
+    steps_per_epoch = (n // env.world) // local_batch
+    if steps_per_epoch == 0:
+        raise RuntimeError(f"global batch {global_batch} exceeds the {n} training samples: choose a smaller batch")
+    full_step, _ = _steps(env, model, optimizer, loss_obj, global_batch)
+    x_eval, y_eval = workload.eval_data() if env.rank == 0 else (None, None)
+    peak_lr = workload.lr_at(global_batch)
+    warmup = max(1, round(workload.warmup_epochs * steps_per_epoch))
+    target = task.get("target")
+    progress = Path(task["progress_path"])
+    reason, epoch_index = "max_epochs", 0
+    for epoch_index in range(1, int(task["max_epochs"]) + 1):
+        it = iter(dist)
+        for i in range(steps_per_epoch):
+            step = (epoch_index - 1) * steps_per_epoch + i
+            optimizer.learning_rate.assign(peak_lr * min(1.0, (step + 1) / warmup))
+            full_step(it)
+        stop = False
+        if env.rank == 0:
+            if workload.evaluate is not None:
+                metric = float(workload.evaluate(model, x_eval, y_eval))
+            else:
+                logits = model.predict(x_eval, batch_size=512, verbose=0)
+                metric = float(np.mean(np.argmax(logits, axis=1) == np.asarray(y_eval)))
+            _append_line(progress, {"epoch_index": epoch_index,
+                                    "epoch": epoch_index * steps_per_epoch * global_batch / n, "metric": metric})
+            if not math.isfinite(metric):
+                reason, stop = "diverged", True
+            elif target is not None and (metric >= target if workload.goal == "max" else metric <= target):
+                reason, stop = "target", True
+        if env.agree(stop):
+            break
+    return {"status": "ok", "reason": reason, "epochs": epoch_index, "steps_per_epoch": steps_per_epoch}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m profiler.tf._worker TASK.json (started by the TF launcher)", file=sys.stderr)
+        return 2
+    _die_with_parent()
+    task = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    result_dir = Path(task["result_dir"])
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        env = _TF()
+        rank = env.rank
+        result = (run_timing if task["kind"] == "timing" else run_curve)(task, env)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        oom = _is_oom(exc)
+        _write_result(result_dir, rank, {"rank": rank, "status": "oom" if oom else "crash",
+                                         "message": f"{type(exc).__name__}: {exc}"[:500],
+                                         "traceback": traceback.format_exc()[-4000:]})
+        os._exit(EXIT_OOM if oom else EXIT_CRASH)
+    _write_result(result_dir, rank, {**result, "rank": rank})
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

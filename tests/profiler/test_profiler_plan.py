@@ -1,0 +1,134 @@
+"""The plan, the budget and resume logic, driven by a replacement launcher (no processes).
+
+The fake launcher also shows the seam a Kubernetes launcher plugs into: it only has to
+start the workers of a request and let them write ``rank<N>.json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profiler_helpers import of, spec
+
+import profiler
+from profiler import LaunchOutcome, LaunchRequest, ProbeSettings
+from profiler._plan import geometric_batches, worker_ladder
+
+
+@dataclass
+class FakeLauncher:
+    """Answers probes from a formula: step time grows with batch and workers; OOM above 64."""
+
+    wall_s: float = 10.0
+    oom_above: int = 64
+    calls: list = field(default_factory=list)
+
+    @property
+    def hosts(self) -> int:
+        return 1
+
+    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
+        task = json.loads(Path(request.args[0]).read_text())
+        results = Path(task["result_dir"])
+        b, w = task["local_batch"], request.workers
+        self.calls.append((task["kind"], w, b))
+        if task["kind"] == "timing":
+            if b > self.oom_above:
+                (results / "rank0.json").write_text(json.dumps({"rank": 0, "status": "oom", "message": "fake OOM"}))
+                return LaunchOutcome(returncode=3, timed_out=False, wall_s=self.wall_s)
+            step = 0.001 * b + 0.002 * (w - 1)
+            result = {"rank": 0, "status": "ok", "step_time_s": step, "step_time_spread_s": 0.0,
+                      "timed_steps": 10, "peak_memory_bytes": 1e6 * b, "sync_time_s": 0.002 * (w - 1)}
+        else:
+            progress = Path(task["progress_path"])
+            with progress.open("a") as fh:
+                for k in range(1, task["max_epochs"] + 1):
+                    fh.write(json.dumps({"epoch_index": k, "epoch": float(k), "metric": 1 - 0.5 / k}) + "\n")
+            result = {"rank": 0, "status": "ok", "reason": "max_epochs", "epochs": task["max_epochs"]}
+        (results / "rank0.json").write_text(json.dumps(result))
+        return LaunchOutcome(returncode=0, timed_out=False, wall_s=self.wall_s)
+
+
+def _profile(out: Path, launcher: FakeLauncher, **kwargs):
+    return profiler.profile(spec("tiny"), out=out, launcher=launcher, gpu="t4", stream=io.StringIO(),
+                            probe=ProbeSettings(device="cpu"), **kwargs)
+
+
+def test_ladders():
+    assert geometric_batches(8, 100) == [8, 16, 32, 64]
+    assert worker_ladder(1) == [1] and worker_ladder(6) == [1, 2, 4, 6]
+
+
+def test_auto_plan_climbs_to_the_first_oom_then_adds_workers_and_curves(tmp_path):
+    out, fake = tmp_path / "auto.jsonl", FakeLauncher()
+    summary = _profile(out, fake, max_workers=4, min_batch=8, max_batch=1024, curve=profiler.CurveSettings(max_epochs=3))
+    timing = [(w, b) for kind, w, b in fake.calls if kind == "timing"]
+    # Ladder on one worker stops at the first OOM (128 > 64); nothing above it is tried.
+    assert timing[:5] == [(1, 8), (1, 16), (1, 32), (1, 64), (1, 128)]
+    assert all(b <= 128 for _, b in timing)
+    # Every larger worker count is probed at the middle and at both ends of the feasible range.
+    assert {(w, b) for w, b in timing if w > 1} == {(w, b) for w in (2, 4) for b in (8, 32, 64)}
+    # Three curves spread over the feasible global batches, after the middle-batch probes.
+    curves = [b for kind, _, b in fake.calls if kind == "curve"]
+    assert curves == [8, 16, 64] or curves == [8, 32, 64]
+    assert len(of(out, "eval")) == 9 and summary.failed == 1 and summary.skipped_budget == 0
+    assert summary.probe_wall_s == 10.0 * len(fake.calls)
+
+
+def test_budget_cuts_the_plan_and_holds_across_runs(tmp_path):
+    out = tmp_path / "budget.jsonl"
+    first = _profile(out, FakeLauncher(wall_s=10.0), max_workers=2, budget_s=35.0, curves=[])
+    assert first.ran == 3 and first.skipped_budget > 0  # 3 × 10 s fit in 35 s; the 4th would not
+    # The same command again: the budget already spent counts, so nothing more runs.
+    fake = FakeLauncher(wall_s=10.0)
+    second = _profile(out, fake, max_workers=2, budget_s=35.0, curves=[])
+    assert fake.calls == [] and second.skipped_done == 3
+    # A larger budget continues where the first run stopped, without repeating a point.
+    third = _profile(out, FakeLauncher(wall_s=10.0), max_workers=2, budget_s=1000.0, curves=[])
+    assert third.ran > 0
+    keys = [(s["workers"], s["local_batch"]) for s in of(out, "step")]
+    assert len(keys) == len(set(keys))
+    cost = sum(c["wall_s"] * c["workers"] for c in of(out, "probe_cost"))
+    assert abs(third.probe_worker_s - cost) < 1e-9
+
+
+def test_grid_skips_batches_above_an_oom_on_every_worker_count(tmp_path):
+    out, fake = tmp_path / "grid.jsonl", FakeLauncher(oom_above=16)
+    summary = _profile(out, fake, workers=[1, 2], local_batches=[8, 32, 16, 64])
+    assert [(w, b) for _, w, b in fake.calls] == [(1, 8), (1, 16), (1, 32), (2, 8), (2, 16)]
+    assert summary.skipped_oom == 3  # (1, 64), (2, 32), (2, 64)
+    assert [(f["workers"], f["local_batch"], f["failure"]) for f in of(out, "failure")] == [(1, 32, "oom")]
+
+
+def test_progress_is_plain_lines_when_not_a_tty(tmp_path):
+    stream = io.StringIO()
+    profiler.profile(spec("tiny"), out=tmp_path / "p.jsonl", launcher=FakeLauncher(), gpu="t4", stream=stream,
+                     workers=[1], local_batches=[8, 16], probe=ProbeSettings(device="cpu"))
+    text = stream.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    assert "[1/2] timing workers=1 local_batch=8: 0.008 s/step" in text
+    assert "[2/2] timing workers=1 local_batch=16" in text and "left" in text
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_redraws_one_line_on_a_terminal(tmp_path):
+    stream = _Terminal()
+    profiler.profile(spec("tiny"), out=tmp_path / "p.jsonl", launcher=FakeLauncher(), gpu="t4", stream=stream,
+                     workers=[1], local_batches=[8, 16], probe=ProbeSettings(device="cpu"))
+    text = stream.getvalue()
+    assert "\r\x1b[2K[" in text and "0/2 timing workers=1 local_batch=8" in text  # the live line, with a bar
+    assert "[2/2] timing workers=1 local_batch=16" in text
+
+
+def test_quiet_prints_nothing(tmp_path):
+    stream = io.StringIO()
+    profiler.profile(spec("tiny"), out=tmp_path / "p.jsonl", launcher=FakeLauncher(), gpu="t4", stream=stream,
+                     workers=[1], local_batches=[8], probe=ProbeSettings(device="cpu"), quiet=True)
+    assert stream.getvalue() == ""

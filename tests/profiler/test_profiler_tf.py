@@ -1,0 +1,50 @@
+"""A real TensorFlow probe: MultiWorkerMirroredStrategy with TF_CONFIG, two processes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from profiler_helpers import FAST, of, run_cli
+
+from cotune.profile import read_profile
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                                reason="tensorflow not installed (CI: pip install tensorflow-cpu==2.21.0)")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tensorflow_probe_writes_the_same_records(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "tf.jsonl"
+    code, err = run_cli(["--workload", "examples/digits_keras.py:workload", "--workers", "2", "--local-batch", "32",
+                         "--curves", "64", "--max-epochs", "2", "--out", str(out), *FAST], capsys)
+    assert code == 0, err
+    profile = read_profile(out)
+    assert profile.workload.name == "digits-keras"
+    (step,) = profile.steps
+    assert step.workers == 2 and step.gpu == "cpu" and 0 < step.step_time_s < 5
+    assert step.sync_time_s is not None and 0 <= step.sync_time_s <= step.step_time_s
+    assert 5 <= step.timed_steps <= 15 and step.peak_memory_bytes > 0
+    epochs = [e.epoch for e in profile.evals]
+    assert len(epochs) == 2 and epochs[0] < epochs[1] and all(0 <= e.metric <= 1 for e in profile.evals)
+    assert of(out, "curve_done")[0]["reason"] == "max_epochs"
+
+
+def test_tensorflow_simulated_oom_is_a_failure_record(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    wl = tmp_path / "tf_oom.py"
+    wl.write_text(
+        "import dataclasses, sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from examples.digits_keras import workload as base\n"
+        "workload = dataclasses.replace(base, simulate_oom_above=16)\n"
+    )
+    out = tmp_path / "tf_oom.jsonl"
+    code, err = run_cli(["--workload", f"{wl}:workload", "--workers", "1", "--local-batch", "32", "--out", str(out),
+                         "--no-curves", *FAST], capsys)
+    assert code == 0, err
+    (failure,) = read_profile(out).failures
+    assert failure.failure == "oom" and "simulated out of memory" in failure.message

@@ -1,0 +1,73 @@
+"""Tiny workloads for the profiler tests: fast to build, one per failure path."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+from profiler import Workload
+
+
+def _data(n: int, *, seed: int) -> TensorDataset:
+    # Four Gaussian blobs in 16 dimensions: learnable to >90 % in a few epochs.
+    gen = torch.Generator().manual_seed(seed)
+    centers = torch.randn(4, 16, generator=torch.Generator().manual_seed(0)) * 2.0
+    y = torch.randint(0, 4, (n,), generator=gen)
+    x = centers[y] + torch.randn(n, 16, generator=gen)
+    return TensorDataset(x, y)
+
+
+def _model() -> nn.Module:
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def _sgd(params, *, lr):
+    return torch.optim.SGD(params, lr=lr, momentum=0.9)
+
+
+def _crashing_model() -> nn.Module:
+    raise RuntimeError("boom: the model factory is broken")
+
+
+def _rank1_crashing_model() -> nn.Module:
+    if os.environ.get("RANK") == "1":
+        raise RuntimeError("boom on rank 1 only")
+    return _model()
+
+
+def _hanging_loss():
+    time.sleep(3600)  # a worker that never gets to its first step
+
+
+_COMMON = dict(
+    train_data=lambda: _data(512, seed=1),
+    eval_data=lambda: _data(256, seed=2),
+    loss=nn.CrossEntropyLoss,
+    optimizer=_sgd,
+    base_lr=0.05,
+    base_batch=16,
+    warmup_epochs=0.5,
+    dataset_size=512,
+)
+
+tiny = Workload(name="tiny", model=_model, **_COMMON)
+oom_above_8 = Workload(name="tiny", model=_model, simulate_oom_above=8, **_COMMON)
+crashing = Workload(name="tiny", model=_crashing_model, **_COMMON)
+rank1_crashing = Workload(name="tiny", model=_rank1_crashing_model, **_COMMON)
+hanging = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _hanging_loss})
+no_eval = Workload(name="tiny", model=_model, **{**_COMMON, "eval_data": None})
+
+
+class _SlowLoss(nn.Module):
+    """Cross-entropy that takes 20 ms: curves slow enough to be killed between epochs."""
+
+    def forward(self, outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.02)
+        return nn.functional.cross_entropy(outputs, target)
+
+
+slow = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _SlowLoss})
