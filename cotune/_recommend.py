@@ -38,7 +38,7 @@ from cotune.units import format_duration, format_money
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.spot import Cluster
 
-__all__ = ["recommend", "load_profile", "build_space", "price_table"]
+__all__ = ["recommend", "load_profile", "build_space", "price_table", "choice_at"]
 
 
 def load_profile(source: Profile | str | os.PathLike[str]) -> Profile:
@@ -144,11 +144,19 @@ def build_space(
     return space, notes
 
 
-def _choice(est: Estimates, i: int, models: FittedModels) -> Choice:
+def choice_at(est: Estimates, i: int, models: FittedModels, target: float) -> Choice:
+    """The estimated candidate ``i`` as a frozen :class:`Choice`."""
     c = est.candidates
     gb = float(c.global_batch[i])
     epochs = float(est.epochs[i])
-    metric = float(models.accuracy.metric_at(np.array([gb]), np.array([epochs]))[0]) if math.isfinite(epochs) else math.nan
+    if not math.isfinite(epochs):
+        metric = math.nan
+    elif est.epochs_extrapolated[i]:
+        # Outside the measured batches the epochs come from the critical-batch law,
+        # which reaches the target by construction; no curve was measured there.
+        metric = float(target)
+    else:
+        metric = float(models.accuracy.metric_at(np.array([gb]), np.array([epochs]))[0])
     extrap = tuple(
         name for name, flag in (("time", est.time_extrapolated[i]), ("epochs", est.epochs_extrapolated[i])) if flag
     )
@@ -185,6 +193,7 @@ def _baselines(
     space: SearchSpace,
     *,
     objective: str,
+    target: float,
     chosen: Choice | None,
     local_batch: int | None,
     workers: int | None,
@@ -210,7 +219,7 @@ def _baselines(
     baselines: dict[str, Choice | None] = {}
     for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
         i = best_index(est, mask & ok, objective)
-        baselines[name] = None if i is None else _choice(est, i, models)
+        baselines[name] = None if i is None else choice_at(est, i, models, target)
     settings: dict[str, dict[str, object]] = {
         "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
         "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
@@ -391,10 +400,10 @@ def recommend(
         )
     ok = feas.all
     order = ranked(est, ok, objective, limit=top + 1)
-    chosen = _choice(est, int(order[0]), models) if order.size else None
+    chosen = choice_at(est, int(order[0]), models, target) if order.size else None
     if spot is not None and order.size:
         notes.extend(spot.describe(est, spot_details, int(order[0])))
-    runner_ups = tuple(_choice(est, int(i), models) for i in order[1:])
+    runner_ups = tuple(choice_at(est, int(i), models, target) for i in order[1:])
     # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
     plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
 
@@ -402,10 +411,10 @@ def recommend(
     if front.size > pareto_limit:
         keep = np.unique(np.round(np.linspace(0, front.size - 1, pareto_limit)).astype(int))
         front = front[keep]
-    pareto = tuple(_choice(est, int(i), models) for i in front)
+    pareto = tuple(choice_at(est, int(i), models, target) for i in front)
 
     baselines, settings = _baselines(
-        est, ok, models, space, objective=objective, chosen=chosen,
+        est, ok, models, space, objective=objective, target=target, chosen=chosen,
         local_batch=baseline_local_batch, workers=baseline_workers,
     )
 
@@ -425,8 +434,14 @@ def recommend(
             priced=priced,
             startup_s=startup_s,
         )
-        nearest = tuple(_choice(est, int(i), models) for i in near_idx)
-    elif chosen.extrapolated:
+        nearest = tuple(choice_at(est, int(i), models, target) for i in near_idx)
+    if prof is not None and prof.n_probes and chosen is not None:
+        train_wh = chosen.workers * chosen.time_s / 3600
+        notes.append(
+            f"profiling cost {prof.probe_worker_hours:.3g} worker-hours in {prof.n_probes} probes, "
+            f"{prof.probe_worker_hours / train_wh:.1%} of the chosen plan's {train_wh:.3g} worker-hours"
+        )
+    if chosen is not None and chosen.extrapolated:
         notes.append(
             f"the chosen candidate is extrapolated in {' and '.join(chosen.extrapolated)}: "
             "probe it (cotune profile) to confirm before a long run"

@@ -68,4 +68,6 @@ def format_money(amount: float, *, priced: bool) -> str:
     """Dollars when prices were given, worker-hours (``w·h``) when they were not."""
     if not math.isfinite(amount):
         return "inf"
-    return f"${amount:,.2f}" if priced else f"{amount:,.2f} w·h"
+    # Two decimals hide small jobs ($0.00): below 1, show three significant digits.
+    text = f"{amount:,.2f}" if abs(amount) >= 1 or amount == 0 else f"{amount:.3g}"
+    return f"${text}" if priced else f"{text} w·h"

@@ -43,6 +43,9 @@ class Profile:
     noise: tuple[NoiseRecord, ...] = ()
     path: str | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # From the profiler's optional ``probe_cost`` lines: what measuring cost.
+    n_probes: int = field(default=0, compare=False)
+    probe_worker_hours: float = field(default=0.0, compare=False)
 
     @property
     def gpus(self) -> tuple[str, ...]:
@@ -101,7 +104,9 @@ class Profile:
         return float(np.median(stats))
 
 
-def _build(records: Iterable[Record], *, path: str | None, warnings: Sequence[str]) -> Profile:
+def _build(
+    records: Iterable[Record], *, path: str | None, warnings: Sequence[str], probe_costs: Sequence[float] = ()
+) -> Profile:
     workload: WorkloadRecord | None = None
     steps, evals, failures, noise = [], [], [], []
     for rec in records:
@@ -133,7 +138,16 @@ def _build(records: Iterable[Record], *, path: str | None, warnings: Sequence[st
         noise=tuple(noise),
         path=path,
         warnings=tuple(warnings),
+        n_probes=len(probe_costs),
+        probe_worker_hours=float(sum(probe_costs)),
     )
+
+
+def _probe_cost_worker_hours(data: dict) -> float | None:
+    """Worker-hours of one optional ``probe_cost`` line (None if it is not usable)."""
+    wall, workers = data.get("wall_s"), data.get("workers", 1)
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in (wall, workers))
+    return wall * workers / 3600.0 if ok else None
 
 
 def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
@@ -144,6 +158,7 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     """
     records: list[Record] = []
     warnings: list[str] = []
+    probe_costs: list[float] = []
     items = list(lines)
     for number, raw in enumerate(items, start=1):
         text = raw.strip()
@@ -156,13 +171,17 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
                 warnings.append(f"line {number}: skipped a torn last line (an interrupted write)")
                 continue
             raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
+        if isinstance(data, dict) and data.get("record") == "probe_cost":
+            cost = _probe_cost_worker_hours(data)
+            if cost is not None:
+                probe_costs.append(cost)
         try:
             rec = record_from_dict(data)
         except ProfileError as exc:
             raise ProfileError(str(exc), path=path, line=number) from None
         if rec is not None:
             records.append(rec)
-    return _build(records, path=path, warnings=warnings)
+    return _build(records, path=path, warnings=warnings, probe_costs=probe_costs)
 
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:

@@ -191,7 +191,7 @@ def replan(
     ``prices`` are new prices that override the cluster file: ``"t4"`` or
     ``"t4:on_demand"`` for on-demand, ``"t4:spot"`` for spot (USD per GPU-hour).
     """
-    from cotune._recommend import _choice, build_space, load_profile
+    from cotune._recommend import build_space, choice_at, load_profile
     from cotune.models import fit_models
     from cotune.solver import enumerate_candidates, estimate, feasibility, ranked
     from cotune.spot._cluster import load_cluster
@@ -259,7 +259,7 @@ def replan(
         )
     ok = feasibility(est, deadline_s=remaining_s, budget=None).all & mask
     order = ranked(est, ok, objective, limit=1)
-    best = _choice(est, int(order[0]), models) if order.size else None
+    best = choice_at(est, int(order[0]), models, target) if order.size else None
 
     stay = None
     stay_ok = False
@@ -269,7 +269,7 @@ def replan(
         rows = np.flatnonzero(s_est.candidates.market == want)
         if rows.size:
             i = int(rows[0])
-            stay = _choice(s_est, i, models)
+            stay = choice_at(s_est, i, models, target)
             stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=None).all[i])
             if not ahead and progress.market == "spot":
                 stay_ok = False

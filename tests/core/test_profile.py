@@ -191,3 +191,12 @@ def test_max_local_batch_comes_from_the_smallest_oom():
     )
     assert p.max_local_batch("t4") == 255
     assert p.max_local_batch("v100") is None
+
+
+def test_probe_cost_lines_are_summed_not_rejected():
+    lines = ISSUE_LINES + [
+        '{"record": "probe_cost", "optional": true, "probe": "timing", "gpu": "t4", "workers": 2, "hosts": 1, "local_batch": 8, "wall_s": 360, "outcome": "ok"}\n',
+        '{"record": "probe_cost", "optional": true, "probe": "curve", "gpu": "t4", "workers": 1, "hosts": 1, "local_batch": 8, "wall_s": 1800, "outcome": "ok"}\n',
+    ]
+    p = parse_profile(lines)
+    assert p.n_probes == 2 and p.probe_worker_hours == pytest.approx((2 * 360 + 1800) / 3600)
