@@ -65,7 +65,8 @@ def young_daly_interval_s(*, checkpoint_write_s: np.ndarray | float, rate_per_s:
     """Young/Daly checkpoint interval ``τ_YD = √(2δ/λ)`` (seconds of work); ``inf`` when ``λ = 0``."""
     delta = np.asarray(checkpoint_write_s, float)
     lam = np.asarray(rate_per_s, float)
-    with np.errstate(divide="ignore"):
+    # A vanishing (denormal) rate overflows to inf, which is the right limit: never checkpoint.
+    with np.errstate(divide="ignore", over="ignore"):
         return np.where(lam > 0, np.sqrt(2.0 * delta / np.where(lam > 0, lam, 1.0)), np.inf)
 
 
