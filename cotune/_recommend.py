@@ -78,6 +78,12 @@ def price_table(
     for key, value in prices.items():
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise InputError(f"price for {key!r} must be a non-negative number, got {value!r}")
+    off_market = sorted(k for k in prices if ":" in k and k.split(":", 1)[1] not in markets)
+    if off_market:
+        raise InputError(
+            f"price for {', '.join(off_market)} names a market that is not searched ({', '.join(markets)}): "
+            "spot prices need revocation rates, so give them in a cluster file (--cluster FILE, docs/spot.md)"
+        )
     unknown = sorted({k.split(":")[0] for k in prices} - set(gpus))
     if unknown:
         raise InputError(
