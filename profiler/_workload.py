@@ -81,22 +81,7 @@ class Workload:
     dataset_size: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise WorkloadError("workload name must be a non-empty string: pass name='my-job'")
-        for key in ("model", "train_data", "loss", "optimizer"):
-            if not callable(getattr(self, key)):
-                raise WorkloadError(f"workload {self.name!r}: {key!r} must be a callable factory, got {getattr(self, key)!r}")
-        if self.goal not in ("max", "min"):
-            raise WorkloadError(f"workload {self.name!r}: goal must be 'max' or 'min', got {self.goal!r}")
-        if self.lr_scaling not in LR_SCALING_RULES:
-            raise WorkloadError(
-                f"workload {self.name!r}: lr_scaling must be one of {', '.join(LR_SCALING_RULES)}, got {self.lr_scaling!r}"
-            )
-        if not self.base_lr > 0 or self.base_batch < 1 or self.warmup_epochs < 0:
-            raise WorkloadError(
-                f"workload {self.name!r}: need base_lr > 0, base_batch >= 1 and warmup_epochs >= 0, got "
-                f"{self.base_lr}, {self.base_batch}, {self.warmup_epochs}"
-            )
+        check_workload_fields(self)
 
     def count_samples(self) -> int:
         """Training samples (``dataset_size``, else the length of ``train_data()``)."""
@@ -104,8 +89,7 @@ class Workload:
 
     def lr_at(self, global_batch: int) -> float:
         """Peak learning rate at ``global_batch`` under the workload's scaling rule."""
-        power = {"sqrt": 0.5, "linear": 1.0, "none": 0.0}[self.lr_scaling]
-        return self.base_lr * (global_batch / self.base_batch) ** power
+        return scaled_lr(self, global_batch)
 
 
 def _import_file(path: Path) -> Any:
@@ -156,3 +140,29 @@ def load_workload(spec: str) -> Workload:
             f"{spec!r} is a {type(obj).__name__}, not a profiler.Workload: build it with profiler.Workload(...)"
         )
     return obj
+
+
+def check_workload_fields(w: Any) -> None:
+    """Validation shared by the PyTorch and TensorFlow workload types (same fields)."""
+    if not isinstance(w.name, str) or not w.name.strip():
+        raise WorkloadError("workload name must be a non-empty string: pass name='my-job'")
+    for key in ("model", "train_data", "loss", "optimizer"):
+        if not callable(getattr(w, key)):
+            raise WorkloadError(f"workload {w.name!r}: {key!r} must be a callable factory, got {getattr(w, key)!r}")
+    if w.goal not in ("max", "min"):
+        raise WorkloadError(f"workload {w.name!r}: goal must be 'max' or 'min', got {w.goal!r}")
+    if w.lr_scaling not in LR_SCALING_RULES:
+        raise WorkloadError(
+            f"workload {w.name!r}: lr_scaling must be one of {', '.join(LR_SCALING_RULES)}, got {w.lr_scaling!r}"
+        )
+    if not w.base_lr > 0 or w.base_batch < 1 or w.warmup_epochs < 0:
+        raise WorkloadError(
+            f"workload {w.name!r}: need base_lr > 0, base_batch >= 1 and warmup_epochs >= 0, got "
+            f"{w.base_lr}, {w.base_batch}, {w.warmup_epochs}"
+        )
+
+
+def scaled_lr(w: Any, global_batch: int) -> float:
+    """``base_lr × (global_batch / base_batch)^p`` with p = 0.5 (sqrt), 1 (linear) or 0 (none)."""
+    power = {"sqrt": 0.5, "linear": 1.0, "none": 0.0}[w.lr_scaling]
+    return w.base_lr * (global_batch / w.base_batch) ** power

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from profiler._launcher import LaunchOutcome, LaunchRequest, run_group
-from profiler._workload import LR_SCALING_RULES, WorkloadError, load_workload
+from profiler._workload import WorkloadError, check_workload_fields, load_workload, scaled_lr
 
 __all__ = ["TFWorkload", "TFConfigLauncher", "load_tf_workload", "is_tf_workload_spec", "run_tf_session"]
 
@@ -56,21 +56,13 @@ class TFWorkload:
     dataset_size: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise WorkloadError("workload name must be a non-empty string: pass name='my-job'")
-        for key in ("model", "train_data", "loss", "optimizer"):
-            if not callable(getattr(self, key)):
-                raise WorkloadError(f"workload {self.name!r}: {key!r} must be a callable factory")
-        if self.goal not in ("max", "min") or self.lr_scaling not in LR_SCALING_RULES:
-            raise WorkloadError(f"workload {self.name!r}: goal must be max|min and lr_scaling one of "
-                                f"{', '.join(LR_SCALING_RULES)}")
+        check_workload_fields(self)
 
     def count_samples(self) -> int:
         return int(self.dataset_size) if self.dataset_size is not None else len(self.train_data()[0])
 
     def lr_at(self, global_batch: int) -> float:
-        power = {"sqrt": 0.5, "linear": 1.0, "none": 0.0}[self.lr_scaling]
-        return self.base_lr * (global_batch / self.base_batch) ** power
+        return scaled_lr(self, global_batch)
 
 
 def _resolve(spec: str) -> Any:
