@@ -96,7 +96,11 @@ MODEL_POLICIES: Mapping[str, tuple[str, str, str]] = {
     "resource_only": ("cotune", "cotune", "resource_only"),
     "batch_only": ("cotune", "cotune", "batch_only"),
     "pollux": ("pollux", "pollux", "all"),
+    # cotune planning for the deadline at 90 % confidence instead of the mean prediction.
+    "cotune_q90": ("cotune", "cotune", "all"),
 }
+# Policies that plan with a deadline confidence (the rest plan on the mean prediction).
+POLICY_CONFIDENCE: Mapping[str, float] = {"cotune_q90": 0.9}
 BLACK_BOX_POLICIES = ("optuna_tpe", "optuna_gp")
 POLICIES = tuple(MODEL_POLICIES) + BLACK_BOX_POLICIES
 
@@ -165,7 +169,9 @@ def _probe_arrays(launcher: ReplayLauncher) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
-def _solve(scn: Scenario, launcher: ReplayLauncher, time_kind: str, acc_kind: str, mask: np.ndarray):
+def _solve(
+    scn: Scenario, launcher: ReplayLauncher, time_kind: str, acc_kind: str, mask: np.ndarray, confidence: float | None = None
+):
     """Fit on the probes, estimate every allowed candidate of a probed GPU type, rank."""
     arrays = _probe_arrays(launcher)
     time_models = _fit_time(time_kind, arrays)
@@ -181,7 +187,7 @@ def _solve(scn: Scenario, launcher: ReplayLauncher, time_kind: str, acc_kind: st
         time_models=time_models,  # type: ignore[arg-type]
         accuracy=_accuracy(acc_kind, scn),  # type: ignore[arg-type]
     )
-    est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload))
+    est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload), confidence=confidence)
     ok = feasibility(est, deadline_s=scn.deadline_s, budget=None).all
     top = ranked(est, ok, "cost", limit=CONFIRM_TOP)
     return est, usable, top
@@ -211,7 +217,7 @@ def _model_policy(name: str, scn: Scenario, budgets: tuple[int, ...]) -> list[Pl
         if len(launcher.probed) < n_seed:
             pick = next(i for i in design if i not in launcher.probed)
         else:
-            _, usable, top = _solve(scn, launcher, time_kind, acc_kind, mask)
+            _, usable, top = _solve(scn, launcher, time_kind, acc_kind, mask, POLICY_CONFIDENCE.get(name))
             fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.probed]
             rest = [i for i in design if i not in launcher.probed]
             if fresh:
@@ -226,7 +232,7 @@ def _model_policy(name: str, scn: Scenario, budgets: tuple[int, ...]) -> list[Pl
         if pick is not None:
             launcher.probe(pick)
         if k in budgets:
-            est, usable, top = _solve(scn, launcher, time_kind, acc_kind, mask)
+            est, usable, top = _solve(scn, launcher, time_kind, acc_kind, mask, POLICY_CONFIDENCE.get(name))
             j = int(top[0]) if top.size else None
             plans.append(
                 Plan(
@@ -320,7 +326,7 @@ def fitted_estimates(scn: Scenario, probed: tuple[int, ...], *, policy: str = "c
     launcher = scn.launcher()
     for i in probed:
         launcher.probe(i)
-    est, usable, _ = _solve(scn, launcher, time_kind, acc_kind, policy_mask(scn, subspace))
+    est, usable, _ = _solve(scn, launcher, time_kind, acc_kind, policy_mask(scn, subspace), POLICY_CONFIDENCE.get(policy))
     return usable, est
 
 
