@@ -1,0 +1,42 @@
+"""Two torchrun agents meeting through the c10d rendezvous, as two hosts would.
+
+Both "hosts" run on this machine (each a separate `cotune profile` process with
+`--nnodes 2` and the same endpoint), so the real multi-node code path runs: the
+rendezvous, one process per node, cross-node all-reduce and the shared records.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+from profiler_helpers import FAST, of, spec
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_two_nodes_meet_and_write_the_same_record(tmp_path):
+    port = _free_port()
+    outs = [tmp_path / "host_a.jsonl", tmp_path / "host_b.jsonl"]
+    cmd = [sys.executable, "-m", "cotune", "profile", "--workload", spec("tiny"), "--workers", "2",
+           "--local-batch", "8", "--no-curves", "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", *FAST]
+    procs = [subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for out in outs]
+    try:
+        logs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], logs
+    steps = [of(out, "step") for out in outs]
+    assert all(len(s) == 1 for s in steps), steps
+    a, b = steps[0][0], steps[1][0]
+    assert (a["workers"], a["hosts"], a["local_batch"]) == (2, 2, 8)
+    assert a["step_time_s"] > 0
+    # every rank exchanged its measurements: both hosts recorded the same numbers
+    assert a == b
