@@ -150,19 +150,14 @@ def build_space(
     return space, notes
 
 
-def choice_at(est: Estimates, i: int, models: FittedModels, target: float) -> Choice:
+def choice_at(est: Estimates, i: int, target: float) -> Choice:
     """The estimated candidate ``i`` as a frozen :class:`Choice`."""
     c = est.candidates
-    gb = float(c.global_batch[i])
     epochs = float(est.epochs[i])
-    if not math.isfinite(epochs):
-        metric = math.nan
-    elif est.epochs_extrapolated[i]:
-        # Outside the measured batches the epochs come from the critical-batch law,
-        # which reaches the target by construction; no curve was measured there.
-        metric = float(target)
-    else:
-        metric = float(models.accuracy.metric_at(np.array([gb]), np.array([epochs]))[0])
+    # Training stops at the first epoch the fitted metric reaches the target, so the
+    # predicted final metric is the target itself (the surface between measured batches is
+    # not re-read here: linear-in-log-batch metric and log-log epochs differ slightly).
+    metric = float(target) if math.isfinite(epochs) else math.nan
     extrap = tuple(
         name for name, flag in (("time", est.time_extrapolated[i]), ("epochs", est.epochs_extrapolated[i])) if flag
     )
@@ -225,7 +220,7 @@ def _baselines(
     baselines: dict[str, Choice | None] = {}
     for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
         i = best_index(est, mask & ok, objective)
-        baselines[name] = None if i is None else choice_at(est, i, models, target)
+        baselines[name] = None if i is None else choice_at(est, i, target)
     settings: dict[str, dict[str, object]] = {
         "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
         "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
@@ -406,10 +401,10 @@ def recommend(
         )
     ok = feas.all
     order = ranked(est, ok, objective, limit=top + 1)
-    chosen = choice_at(est, int(order[0]), models, target) if order.size else None
+    chosen = choice_at(est, int(order[0]), target) if order.size else None
     if spot is not None and order.size:
         notes.extend(spot.describe(est, spot_details, int(order[0])))
-    runner_ups = tuple(choice_at(est, int(i), models, target) for i in order[1:])
+    runner_ups = tuple(choice_at(est, int(i), target) for i in order[1:])
     # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
     plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
 
@@ -417,7 +412,7 @@ def recommend(
     if front.size > pareto_limit:
         keep = np.unique(np.round(np.linspace(0, front.size - 1, pareto_limit)).astype(int))
         front = front[keep]
-    pareto = tuple(choice_at(est, int(i), models, target) for i in front)
+    pareto = tuple(choice_at(est, int(i), target) for i in front)
 
     baselines, settings = _baselines(
         est, ok, models, space, objective=objective, target=target, chosen=chosen,
@@ -440,7 +435,7 @@ def recommend(
             priced=priced,
             startup_s=startup_s,
         )
-        nearest = tuple(choice_at(est, int(i), models, target) for i in near_idx)
+        nearest = tuple(choice_at(est, int(i), target) for i in near_idx)
     if prof is not None and prof.n_probes and chosen is not None:
         train_wh = chosen.workers * chosen.time_s / 3600
         notes.append(

@@ -259,7 +259,7 @@ def replan(
         )
     ok = feasibility(est, deadline_s=remaining_s, budget=None).all & mask
     order = ranked(est, ok, objective, limit=1)
-    best = choice_at(est, int(order[0]), models, target) if order.size else None
+    best = choice_at(est, int(order[0]), target) if order.size else None
 
     stay = None
     stay_ok = False
@@ -269,7 +269,7 @@ def replan(
         rows = np.flatnonzero(s_est.candidates.market == want)
         if rows.size:
             i = int(rows[0])
-            stay = choice_at(s_est, i, models, target)
+            stay = choice_at(s_est, i, target)
             stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=None).all[i])
             if not ahead and progress.market == "spot":
                 stay_ok = False
