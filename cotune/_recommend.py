@@ -436,6 +436,13 @@ def recommend(
             startup_s=startup_s,
         )
         nearest = tuple(choice_at(est, int(i), target) for i in near_idx)
+    top_batch = float(models.accuracy.batches_[-1])
+    if models.accuracy.b_noise is None and np.any((cands.global_batch > top_batch) & ~np.isfinite(est.epochs)):
+        notes.append(
+            f"global batches above {int(top_batch)} were left out: no learning curve reaches that far and the profile "
+            "has no gradient-noise scale to extrapolate with; record a curve at a larger batch (cotune profile --curves) "
+            "or a noise record"
+        )
     if prof is not None and prof.n_probes and chosen is not None:
         train_wh = chosen.workers * chosen.time_s / 3600
         notes.append(

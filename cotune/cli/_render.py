@@ -105,6 +105,10 @@ def render_recommendation(rec: Recommendation) -> str:
     return "\n".join(out)
 
 
+def _pct(x: float, digits: int) -> str:
+    return "—" if not math.isfinite(x) else f"{x:.{digits}%}"
+
+
 def render_fit_report(report) -> str:  # FitReport; untyped to keep the import lazy
     out = [f"cotune fit · {report.workload}", ""]
     rows = []
@@ -116,8 +120,8 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
                 f"{t.workers_range[0]}–{t.workers_range[1]}",
                 f"{t.hosts_range[0]}–{t.hosts_range[1]}",
                 f"{t.local_batch_range[0]}–{t.local_batch_range[1]}",
-                f"{t.cv_mape:.1%}",
-                f"{t.interval_coverage:.0%}",
+                _pct(t.cv_mape, 1),
+                _pct(t.interval_coverage, 0),
                 "—" if t.extrapolation_mape is None else f"{t.extrapolation_mape:.1%} (fit ≤{t.extrapolation_split}, test >{t.extrapolation_split})",
             ]
         )

@@ -87,7 +87,8 @@ class AccuracyModel:
     max_epochs_ : last measured epoch of each batch
     residual_sigma_ : scale of the surface's uncertainty in metric units: the larger of
         the calibrated residual of runs (seeds) about the surface and the evaluation
-        noise seen along each curve
+        noise seen along each curve (1 % of the metric's range when every curve is too
+        short, under six evaluations, to show its noise)
     eval_noise_ : evaluation-to-evaluation noise, in metric units
     n_runs_, n_diverged_ : runs seen and runs with a non-finite evaluation
     """
@@ -192,7 +193,13 @@ class AccuracyModel:
         self.surface_ = surface
         self.max_epochs_ = np.array([grid[np.isfinite(surface[i])].max() for i in range(len(batches))])
         self.eval_noise_ = float(np.median(eval_noise)) if eval_noise else 0.0
-        self.residual_sigma_ = max(sigma, self.eval_noise_, 1e-6)
+        floor = 1e-6
+        if not eval_noise:
+            # Curves too short to see their own noise: assume 1 % of the observed metric
+            # range rather than a zero-width interval.
+            finite = score[np.isfinite(score)]
+            floor = max(floor, 0.01 * float(finite.max() - finite.min()))
+        self.residual_sigma_ = max(sigma, self.eval_noise_, floor)
         self.n_runs_ = int(sum(len(r) for r in raw_rows))
         self.n_diverged_ = n_diverged
         self.b_noise_ = self.b_noise
