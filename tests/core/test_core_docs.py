@@ -9,7 +9,7 @@ import pytest
 from cotune.cli import main
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = ["concepts.md", "profile-format.md", "models.md", "api.md", "cli.md"]
+PAGES = ["concepts.md", "profile-format.md", "models.md", "api.md", "cli.md", "benchmarks.md"]
 
 
 def _blocks(page: str, lang: str) -> list[str]:
