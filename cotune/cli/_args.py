@@ -8,7 +8,18 @@ import math
 from cotune.errors import InputError
 from cotune.units import parse_duration
 
-__all__ = ["duration", "positive_int", "positive_float", "probability", "int_list", "key_value"]
+__all__ = [
+    "duration",
+    "positive_int",
+    "non_negative_int",
+    "positive_float",
+    "finite_float",
+    "non_negative_float",
+    "fraction",
+    "probability",
+    "int_list",
+    "key_value",
+]
 
 
 def _wrap(fn):  # argparse reports ArgumentTypeError messages verbatim
@@ -45,6 +56,33 @@ def _float(text: str, example: str) -> float:
         raise InputError(f"expected {example}, got {text!r}") from None
     if not math.isfinite(value):
         raise InputError(f"expected a finite number, got {text!r}")
+    return value
+
+
+@_wrap
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise InputError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
+@_wrap
+def non_negative_float(text: str) -> float:
+    value = _float(text, "a number >= 0")
+    if value < 0:
+        raise InputError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+@_wrap
+def fraction(text: str) -> float:
+    value = _float(text, "a fraction such as 0.05")
+    if not 0 <= value < 1:
+        raise InputError(f"expected a fraction in [0, 1) such as 0.05, got {text!r}")
     return value
 
 

@@ -26,33 +26,6 @@ def _current(text: str) -> tuple[str, str, int, int]:
     return gpu.strip().lower(), market, n, b
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not (value >= 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _non_negative_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.05, got {text!r}")
-    return value
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "replan",
@@ -67,16 +40,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", type=_args.finite_float, required=True, help="metric to reach")
     p.add_argument("--deadline", type=_args.duration, required=True, metavar="DURATION", help="the job's deadline, counted from its start")
     p.add_argument("--elapsed", type=_args.duration, required=True, metavar="DURATION", help="wall time used so far")
-    p.add_argument("--epochs-done", type=_non_negative_float, required=True, metavar="E", help="epochs trained so far")
+    p.add_argument("--epochs-done", type=_args.non_negative_float, required=True, metavar="E", help="epochs trained so far")
     p.add_argument("--current", type=_current, required=True, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
                    help="the configuration the job started with, e.g. t4:spot:8:128")
-    p.add_argument("--workers-lost", type=_non_negative_int, default=0, metavar="N", help="workers revoked and not replaced")
-    p.add_argument("--workers-added", type=_non_negative_int, default=0, metavar="N", help="workers added since the start")
+    p.add_argument("--workers-lost", type=_args.non_negative_int, default=0, metavar="N", help="workers revoked and not replaced")
+    p.add_argument("--workers-added", type=_args.non_negative_int, default=0, metavar="N", help="workers added since the start")
     p.add_argument("--price", action="append", type=_args.key_value, default=None, metavar="GPU[:MARKET]=USD",
                    help="new price per GPU-hour overriding the cluster file, e.g. t4:spot=0.21 (repeatable)")
     p.add_argument("--confidence", type=_args.probability, default=None, metavar="Q", help="meet the deadline with probability Q")
     p.add_argument("--objective", choices=("cost", "time"), default="cost", help="minimise cost (default) or time")
-    p.add_argument("--margin", type=_fraction, default=0.05, metavar="F",
+    p.add_argument("--margin", type=_args.fraction, default=0.05, metavar="F",
                    help="switch only if the gain, after the restart, exceeds this fraction of staying (default 0.05)")
     p.add_argument("--restart", type=_args.duration, default=None, metavar="DURATION",
                    help="time a configuration change costs (default: checkpoint write + reload + slowest replacement delay)")
