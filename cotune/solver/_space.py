@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Mapping
 
 import numpy as np
@@ -33,7 +33,6 @@ class SearchSpace:
     hosts: Literal["packed", "any"] = "packed"
     min_workers: int = 1
     workers: tuple[int, ...] | None = None
-    extra: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.gpus:
