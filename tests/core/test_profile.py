@@ -200,3 +200,25 @@ def test_probe_cost_lines_are_summed_not_rejected():
     ]
     p = parse_profile(lines)
     assert p.n_probes == 2 and p.probe_worker_hours == pytest.approx((2 * 360 + 1800) / 3600)
+
+
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+_field_names = st.sampled_from(
+    ["record", "name", "dataset_size", "goal", "gpu", "workers", "hosts", "local_batch", "step_time_s", "sync_time_s",
+     "global_batch", "epoch", "metric", "seed", "failure", "b_noise", "version", "optional", "accum_steps"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(_field_names, _json_value | st.sampled_from(["workload", "step", "eval", "failure", "noise"]),
+                                max_size=8), max_size=5))
+def test_arbitrary_records_parse_or_raise_profile_error_never_crash(objects):
+    lines = [ISSUE_LINES[0]] + [json.dumps(o) + "\n" for o in objects]
+    try:
+        parse_profile(lines)
+    except ProfileError as exc:
+        assert str(exc) and "\n" not in str(exc)
