@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Literal, Mapping, Sequence
 
 import numpy as np
 
+from cotune._explain import baselines as _baselines
+from cotune._explain import relax as _relax
 from cotune.errors import InputError
 from cotune.models import FittedModels, fit_models
 from cotune.profile import Profile
 from cotune.solver import (
     Choice,
-    Estimates,
     Feasibility,
     Recommendation,
     SearchSpace,
-    best_index,
+    choice_at,
     enumerate_candidates,
     estimate,
     feasibility,
@@ -33,12 +34,11 @@ from cotune.solver import (
     plan_for,
     ranked,
 )
-from cotune.units import format_duration, format_money
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.spot import Cluster
 
-__all__ = ["recommend", "load_profile", "build_space", "price_table", "choice_at"]
+__all__ = ["recommend", "load_profile", "build_space", "price_table"]
 
 
 def load_profile(source: Profile | str | os.PathLike[str]) -> Profile:
@@ -150,141 +150,6 @@ def build_space(
     return space, notes
 
 
-def choice_at(est: Estimates, i: int, target: float) -> Choice:
-    """The estimated candidate ``i`` as a frozen :class:`Choice`."""
-    c = est.candidates
-    epochs = float(est.epochs[i])
-    # Training stops at the first epoch the fitted metric reaches the target, so the
-    # predicted final metric is the target itself (the surface between measured batches is
-    # not re-read here: linear-in-log-batch metric and log-log epochs differ slightly).
-    metric = float(target) if math.isfinite(epochs) else math.nan
-    extrap = tuple(
-        name for name, flag in (("time", est.time_extrapolated[i]), ("epochs", est.epochs_extrapolated[i])) if flag
-    )
-    return Choice(
-        gpu=c.gpus[int(c.gpu[i])],
-        market=c.markets[int(c.market[i])],
-        workers=int(c.workers[i]),
-        hosts=int(c.hosts[i]),
-        local_batch=int(c.local_batch[i]),
-        step_time_s=float(est.step_time_s[i]),
-        epoch_time_s=float(est.epoch_time_s[i]),
-        epochs=epochs,
-        epochs_interval=(float(est.epochs_lower[i]), float(est.epochs_upper[i])),
-        time_s=float(est.time_s[i]),
-        time_interval_s=(float(est.time_lower_s[i]), float(est.time_upper_s[i])),
-        time_at_confidence_s=float(est.time_at_confidence_s[i]),
-        cost=float(est.cost[i]),
-        cost_interval=(float(est.cost_lower[i]), float(est.cost_upper[i])),
-        price_per_hour=float(est.price_per_hour[i]),
-        metric=metric,
-        extrapolated=extrap,
-    )
-
-
-def _nearest_batch(candidates: Sequence[int], wanted: float) -> int:
-    arr = np.asarray(candidates, float)
-    return int(arr[np.argmin(np.abs(np.log(arr) - math.log(wanted)))])
-
-
-def _baselines(
-    est: Estimates,
-    ok: np.ndarray,
-    models: FittedModels,
-    space: SearchSpace,
-    *,
-    objective: str,
-    target: float,
-    chosen: Choice | None,
-    local_batch: int | None,
-    workers: int | None,
-) -> tuple[dict[str, Choice | None], dict[str, dict[str, object]]]:
-    """The paper's independent baselines, solved under the same constraints.
-
-    * resource-only: the local batch stays at the user's (by default the probed batch
-      nearest the smallest measured global batch, the job's reference); GPU type and
-      workers are tuned;
-    * batch-only: GPU type (the chosen one) and workers (one full host) stay; the local
-      batch is tuned.
-    """
-    cands = est.candidates
-    g0 = chosen.gpu if chosen is not None else space.gpus[0]
-    gi0 = space.gpus.index(g0)
-    b0 = local_batch or _nearest_batch(space.local_batches[g0], float(models.accuracy.batches_[0]))
-    n0 = workers or min(space.gpus_per_host, space.max_workers[g0])
-    b_mask = np.zeros(len(cands), dtype=bool)
-    for gi, g in enumerate(space.gpus):
-        bg = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
-        b_mask |= (cands.gpu == gi) & (cands.local_batch == bg)
-    w_mask = (cands.gpu == gi0) & (cands.workers == n0) & (cands.hosts == -(-n0 // space.gpus_per_host))
-    baselines: dict[str, Choice | None] = {}
-    for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
-        i = best_index(est, mask & ok, objective)
-        baselines[name] = None if i is None else choice_at(est, i, target)
-    settings: dict[str, dict[str, object]] = {
-        "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
-        "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
-    }
-    return baselines, settings
-
-
-def _relax(
-    est: Estimates,
-    feas: Feasibility,
-    models: FittedModels,
-    space: SearchSpace,
-    *,
-    target: float,
-    deadline_s: float | None,
-    budget: float | None,
-    confidence: float | None,
-    objective: str,
-    priced: bool,
-    startup_s: float,
-) -> tuple[list[str], np.ndarray]:
-    """What to change when nothing is feasible, and the nearest candidates."""
-    acc = models.accuracy
-    if not feas.reaches.any():
-        finals = np.array([row[np.isfinite(row)][-1] for row in acc.surface_])
-        best = int(np.argmax(finals))
-        best_metric = float(acc._score(finals[best]))
-        return (
-            [
-                f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
-                f"(global batch {int(acc.batches_[best])}); lower --target to {best_metric:.4g} or record longer curves"
-            ],
-            np.empty(0, dtype=int),
-        )
-    out: list[str] = []
-    if deadline_s is not None and not feas.meets_deadline.any():
-        fastest = ranked(est, feas.reaches, "time", limit=3)
-        i = int(fastest[0])
-        c = est.candidates
-        needed = float(est.time_at_confidence_s[i])
-        cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
-        if math.isfinite(needed):
-            out.append(f"raise --deadline to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
-        if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
-            out.append(f"or allow more than {c.workers[i]} workers (--max-workers): the fastest candidate uses them all")
-        afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s
-        reachable = acc.metric_at(est.candidates.global_batch.astype(float), afford)
-        reachable = reachable[np.isfinite(reachable)]
-        if reachable.size:
-            best = float(reachable.max() if models.goal == "max" else reachable.min())
-            out.append(f"or {'lower' if models.goal == 'max' else 'raise'} --target to {best:.4g}, the best predicted by the deadline")
-        if confidence is not None:
-            out.append(f"or lower --confidence (now {confidence:g})")
-        return out, fastest
-    if budget is not None:
-        ok = feas.meets_deadline
-        cheapest = ranked(est, ok, "cost", limit=3)
-        if cheapest.size:
-            need = float(est.cost[cheapest[0]])
-            out.append(f"raise --budget to at least {format_money(need, priced=priced)} (the cheapest candidate meeting the deadline)")
-            if deadline_s is not None:
-                out.append("or relax --deadline: slower, smaller clusters cost less")
-            return out, cheapest
-    return ["no candidate is feasible; widen the search space (--max-workers, --local-batch, --gpu)"], np.empty(0, dtype=int)
 
 
 def recommend(

@@ -1,5 +1,6 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
+from cotune.solver._choice import choice_at
 from cotune.solver._estimate import Estimates, estimate
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
@@ -18,6 +19,7 @@ __all__ = [
     "SearchSpace",
     "balanced_hosts",
     "best_index",
+    "choice_at",
     "enumerate_candidates",
     "estimate",
     "feasibility",

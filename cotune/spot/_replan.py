@@ -191,7 +191,8 @@ def replan(
     ``prices`` are new prices that override the cluster file: ``"t4"`` or
     ``"t4:on_demand"`` for on-demand, ``"t4:spot"`` for spot (USD per GPU-hour).
     """
-    from cotune._recommend import build_space, choice_at, load_profile
+    from cotune._recommend import build_space, load_profile
+    from cotune.solver import choice_at
     from cotune.models import fit_models
     from cotune.solver import enumerate_candidates, estimate, feasibility, ranked
     from cotune.spot._cluster import load_cluster

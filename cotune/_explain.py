@@ -1,0 +1,123 @@
+"""Why the answer is what it is: the paper's one-knob baselines, and — when nothing is
+feasible — the nearest candidates and which constraint to relax. Pure functions of the
+estimates; nothing here prints."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from cotune.models import FittedModels
+from cotune.solver import Choice, Estimates, Feasibility, SearchSpace, best_index, choice_at, ranked
+from cotune.units import format_duration, format_money
+
+__all__ = ["baselines", "relax"]
+
+
+def _nearest_batch(candidates: Sequence[int], wanted: float) -> int:
+    arr = np.asarray(candidates, float)
+    return int(arr[np.argmin(np.abs(np.log(arr) - math.log(wanted)))])
+
+
+def baselines(
+    est: Estimates,
+    ok: np.ndarray,
+    models: FittedModels,
+    space: SearchSpace,
+    *,
+    objective: str,
+    target: float,
+    chosen: Choice | None,
+    local_batch: int | None,
+    workers: int | None,
+) -> tuple[dict[str, Choice | None], dict[str, dict[str, object]]]:
+    """The paper's independent baselines, solved under the same constraints.
+
+    * resource-only: the local batch stays at the user's (by default the probed batch
+      nearest the smallest measured global batch, the job's reference); GPU type and
+      workers are tuned;
+    * batch-only: GPU type (the chosen one) and workers (one full host) stay; the local
+      batch is tuned.
+    """
+    cands = est.candidates
+    g0 = chosen.gpu if chosen is not None else space.gpus[0]
+    gi0 = space.gpus.index(g0)
+    b0 = local_batch or _nearest_batch(space.local_batches[g0], float(models.accuracy.batches_[0]))
+    n0 = workers or min(space.gpus_per_host, space.max_workers[g0])
+    b_mask = np.zeros(len(cands), dtype=bool)
+    for gi, g in enumerate(space.gpus):
+        bg = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
+        b_mask |= (cands.gpu == gi) & (cands.local_batch == bg)
+    w_mask = (cands.gpu == gi0) & (cands.workers == n0) & (cands.hosts == -(-n0 // space.gpus_per_host))
+    baselines: dict[str, Choice | None] = {}
+    for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
+        i = best_index(est, mask & ok, objective)
+        baselines[name] = None if i is None else choice_at(est, i, target)
+    settings: dict[str, dict[str, object]] = {
+        "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
+        "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
+    }
+    return baselines, settings
+
+
+def relax(
+    est: Estimates,
+    feas: Feasibility,
+    models: FittedModels,
+    space: SearchSpace,
+    *,
+    target: float,
+    deadline_s: float | None,
+    budget: float | None,
+    confidence: float | None,
+    objective: str,
+    priced: bool,
+    startup_s: float,
+) -> tuple[list[str], np.ndarray]:
+    """What to change when nothing is feasible, and the nearest candidates."""
+    acc = models.accuracy
+    if not feas.reaches.any():
+        finals = np.array([row[np.isfinite(row)][-1] for row in acc.surface_])
+        best = int(np.argmax(finals))
+        best_metric = float(acc._score(finals[best]))
+        return (
+            [
+                f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
+                f"(global batch {int(acc.batches_[best])}); lower --target to {best_metric:.4g} or record longer curves"
+            ],
+            np.empty(0, dtype=int),
+        )
+    out: list[str] = []
+    if deadline_s is not None and not feas.meets_deadline.any():
+        fastest = ranked(est, feas.reaches, "time", limit=3)
+        i = int(fastest[0])
+        c = est.candidates
+        needed = float(est.time_at_confidence_s[i])
+        cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
+        if math.isfinite(needed):
+            out.append(f"raise --deadline to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
+        if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
+            out.append(f"or allow more than {c.workers[i]} workers (--max-workers): the fastest candidate uses them all")
+        afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s
+        reachable = acc.metric_at(est.candidates.global_batch.astype(float), afford)
+        reachable = reachable[np.isfinite(reachable)]
+        if reachable.size:
+            best = float(reachable.max() if models.goal == "max" else reachable.min())
+            out.append(f"or {'lower' if models.goal == 'max' else 'raise'} --target to {best:.4g}, the best predicted by the deadline")
+        if confidence is not None:
+            out.append(f"or lower --confidence (now {confidence:g})")
+        return out, fastest
+    if budget is not None:
+        ok = feas.meets_deadline
+        cheapest = ranked(est, ok, "cost", limit=3)
+        if cheapest.size:
+            need = float(est.cost[cheapest[0]])
+            out.append(f"raise --budget to at least {format_money(need, priced=priced)} (the cheapest candidate meeting the deadline)")
+            if deadline_s is not None:
+                out.append("or relax --deadline: slower, smaller clusters cost less")
+            return out, cheapest
+    return ["no candidate is feasible; widen the search space (--max-workers, --local-batch, --gpu)"], np.empty(0, dtype=int)
+
+
