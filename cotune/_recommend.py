@@ -267,8 +267,10 @@ def recommend(
     ok = feas.all
     order = ranked(est, ok, objective, limit=top + 1)
     chosen = choice_at(est, int(order[0]), target) if order.size else None
+    spot_summary = None
     if spot is not None and order.size:
         notes.extend(spot.describe(est, spot_details, int(order[0])))
+        spot_summary = spot.summary(est, spot_details, int(order[0]))
     runner_ups = tuple(choice_at(est, int(i), target) for i in order[1:])
     # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
     plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
@@ -342,4 +344,5 @@ def recommend(
         interval=interval,
         solve_time_s=time.perf_counter() - t0,
         plan=plan,
+        spot=spot_summary,
     )

@@ -96,6 +96,8 @@ class Recommendation:
     solve_time_s: float = field(default=0.0, compare=False)
     # Placement and elastic range of the chosen candidate (None when nothing is feasible).
     plan: "Plan | None" = None
+    # Revocation details of the chosen candidate on spot/mixed servers (cotune.spot), else None.
+    spot: Mapping[str, Any] | None = None
 
     @property
     def feasible(self) -> bool:
@@ -151,4 +153,5 @@ class Recommendation:
             "notes": list(self.notes),
             "solve_time_s": self.solve_time_s,
             "plan": None if self.plan is None else self.plan.to_dict(),
+            "spot": None if self.spot is None else dict(self.spot),
         }

@@ -295,6 +295,29 @@ class ClusterPlan:
             )
         return out
 
+    def summary(self, est, details: SpotDetails, i: int) -> dict[str, float | str | None] | None:
+        """Candidate ``i``'s revocation details as plain data (None for on-demand)."""
+        c = est.candidates
+        market = c.markets[int(c.market[i])]
+        if market == "on_demand":
+            return None
+        delta = self.cluster.checkpoint.write_s if self.cluster.checkpoint else 0.0
+        lam = float(details.job_revocations_per_hour[i]) / 3600.0
+
+        def num(x: float) -> float | None:
+            return float(x) if math.isfinite(x) else None
+
+        return {
+            "market": market,
+            "checkpoint_interval_s": num(float(details.checkpoint_interval_s[i])),
+            "young_daly_interval_s": num(float(young_daly_interval_s(checkpoint_write_s=delta, rate_per_s=lam))),
+            "checkpoint_write_s": float(delta),
+            "job_revocations_per_hour": float(details.job_revocations_per_hour[i]),
+            "expected_revocations": float(details.expected_revocations[i]),
+            "on_demand_share": num(float(details.on_demand_share[i])) if market == "mixed" else None,
+            "schedule_s": num(float(details.schedule_s[i])) if market == "mixed" else None,
+        }
+
     def describe(self, est, details: SpotDetails, i: int) -> list[str]:
         """Plain-language notes about candidate ``i`` (its checkpointing and revocation risk)."""
         from cotune.units import format_duration

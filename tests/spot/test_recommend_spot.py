@@ -100,3 +100,20 @@ def test_cli_cluster(make_cluster, capsys):
     rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--cluster", path, "--gpu", "v100"])
     err = capsys.readouterr().err
     assert rc == 2 and "gpu 'v100' is not in the cluster file" in err
+
+
+def test_spot_details_are_structured_in_the_json_and_match_the_schema(cifar_models, make_cluster, repo_root):
+    import json
+
+    import jsonschema
+
+    schema = json.loads((repo_root / "docs" / "schema" / "recommend-response.v1.json").read_text())
+    mixed = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=45 * 60, confidence=0.95, models=cifar_models,
+                             cluster=make_cluster(rate=2.0)).to_dict()
+    jsonschema.validate(mixed, schema)
+    assert mixed["recommendation"]["market"] == "mixed" and mixed["spot"]["market"] == "mixed"
+    assert 0 <= mixed["spot"]["on_demand_share"] <= 1 and mixed["spot"]["job_revocations_per_hour"] > 0
+    on_demand = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=45 * 60, models=cifar_models,
+                                 prices={"t4": 0.526}).to_dict()
+    jsonschema.validate(on_demand, schema)
+    assert on_demand["spot"] is None
