@@ -76,7 +76,11 @@ def relax(
     priced: bool,
     startup_s: float,
 ) -> tuple[list[str], np.ndarray]:
-    """What to change when nothing is feasible, and the nearest candidates."""
+    """What to change when nothing is feasible, and the nearest candidates.
+
+    Each hint names the command-line option and the API field (``--deadline / deadline_s``):
+    the same text reaches CLI users, Python callers and HTTP clients.
+    """
     acc = models.accuracy
     if not feas.reaches.any():
         finals = np.array([row[np.isfinite(row)][-1] for row in acc.surface_])
@@ -85,7 +89,7 @@ def relax(
         return (
             [
                 f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
-                f"(global batch {int(acc.batches_[best])}); lower --target to {best_metric:.4g} or record longer curves"
+                f"(global batch {int(acc.batches_[best])}); lower the target (--target / target) to {best_metric:.4g} or record longer curves"
             ],
             np.empty(0, dtype=int),
         )
@@ -97,27 +101,27 @@ def relax(
         needed = float(est.time_at_confidence_s[i])
         cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
         if math.isfinite(needed):
-            out.append(f"raise --deadline to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
+            out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
-            out.append(f"or allow more than {c.workers[i]} workers (--max-workers): the fastest candidate uses them all")
+            out.append(f"or allow more than {c.workers[i]} workers (--max-workers / max_workers): the fastest candidate uses them all")
         afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s
         reachable = acc.metric_at(est.candidates.global_batch.astype(float), afford)
         reachable = reachable[np.isfinite(reachable)]
         if reachable.size:
             best = float(reachable.max() if models.goal == "max" else reachable.min())
-            out.append(f"or {'lower' if models.goal == 'max' else 'raise'} --target to {best:.4g}, the best predicted by the deadline")
+            out.append(f"or {'lower' if models.goal == 'max' else 'raise'} the target (--target / target) to {best:.4g}, the best predicted by the deadline")
         if confidence is not None:
-            out.append(f"or lower --confidence (now {confidence:g})")
+            out.append(f"or lower the confidence (--confidence / confidence, now {confidence:g})")
         return out, fastest
     if budget is not None:
         ok = feas.meets_deadline
         cheapest = ranked(est, ok, "cost", limit=3)
         if cheapest.size:
             need = float(est.cost[cheapest[0]])
-            out.append(f"raise --budget to at least {format_money(need, priced=priced)} (the cheapest candidate meeting the deadline)")
+            out.append(f"raise the budget (--budget / budget) to at least {format_money(need, priced=priced)} (the cheapest candidate meeting the deadline)")
             if deadline_s is not None:
-                out.append("or relax --deadline: slower, smaller clusters cost less")
+                out.append("or relax the deadline (--deadline / deadline_s): slower, smaller clusters cost less")
             return out, cheapest
-    return ["no candidate is feasible; widen the search space (--max-workers, --local-batch, --gpu)"], np.empty(0, dtype=int)
+    return ["no candidate is feasible; widen the search space (--max-workers, --local-batch, --gpu / max_workers, local_batches, gpus)"], np.empty(0, dtype=int)
 
 

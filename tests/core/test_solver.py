@@ -147,7 +147,7 @@ def test_infeasible_deadline_names_the_constraint_to_relax():
 
 def test_unreachable_target_says_the_best_measured_metric():
     rec = recommend("cifar10-resnet18", target=0.99, deadline_s=3600)
-    assert rec.chosen is None and "lower --target" in rec.relax[0]
+    assert rec.chosen is None and "lower the target (--target / target)" in rec.relax[0]
 
 
 def test_goal_min_profile_recommends_on_loss():
