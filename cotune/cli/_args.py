@@ -38,15 +38,19 @@ def duration(text: str) -> float:
     return parse_duration(text)
 
 
-@_wrap
-def positive_int(text: str) -> int:
+def _int(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise InputError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise InputError(f"expected a number >= 1, got {value}")
+        raise InputError(f"expected a whole number >= {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise InputError(f"expected a whole number >= {minimum}, got {value}")
     return value
+
+
+@_wrap
+def positive_int(text: str) -> int:
+    return _int(text, 1)
 
 
 def _float(text: str, example: str) -> float:
@@ -61,13 +65,7 @@ def _float(text: str, example: str) -> float:
 
 @_wrap
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise InputError(f"expected a whole number >= 0, got {value}")
-    return value
+    return _int(text, 0)
 
 
 @_wrap

@@ -10,21 +10,9 @@ import pytest
 import cotune
 from cotune.cli import main
 from cotune.spot import ClusterPlan
+from spot_helpers import PACKED_CLUSTER_TOML
 
-PACKED = """
-version = 1
-gpus_per_host = 4
-[checkpoint]
-write_s = 20
-restart_s = 30
-[gpu.t4]
-on_demand = 16
-spot = 16
-on_demand_price_per_hour = 0.526
-spot_price_per_hour = 0.158
-revocation_rate_per_hour = {rate}
-replacement_delay_s = 120
-"""
+PACKED = PACKED_CLUSTER_TOML
 
 
 def test_zero_revocations_equal_the_on_demand_model(cifar_models, make_cluster):

@@ -9,21 +9,9 @@ import pytest
 from cotune.cli import main
 from cotune.errors import InputError
 from cotune.spot import Progress, remaining_fraction, replan
+from spot_helpers import PACKED_CLUSTER_TOML
 
-CLUSTER = """
-version = 1
-gpus_per_host = 4
-[checkpoint]
-write_s = 20
-restart_s = 30
-[gpu.t4]
-on_demand = 16
-spot = 16
-on_demand_price_per_hour = 0.526
-spot_price_per_hour = 0.158
-revocation_rate_per_hour = 0.1
-replacement_delay_s = 120
-"""
+CLUSTER = PACKED_CLUSTER_TOML.format(rate=0.1)
 
 
 @pytest.fixture()
