@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cotune.errors import InputError
+from cotune.errors import InputError, StorageError
 from cotune.profile import EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
@@ -316,6 +316,7 @@ class _BackgroundSync:
     so the thread uses its own read-only descriptor and never touches the writer's."""
 
     def __init__(self, path: Path) -> None:
+        self._path = path
         self._fd = os.open(path, os.O_RDONLY)
         self._wake = threading.Event()
         self._stop = False
@@ -325,7 +326,7 @@ class _BackgroundSync:
 
     def request(self) -> None:
         if self.error is not None:
-            raise InputError(f"could not sync the profile to disk ({self.error}): free space or fix the disk, then resume")
+            raise StorageError.from_os_error(self.error, path=self._path, doing="sync it to disk")
         self._wake.set()
 
     def _run(self) -> None:
