@@ -47,6 +47,7 @@ _EXPORTS = {
     "example_path": "cotune.examples",
     "parse_duration": "cotune.units",
     "format_duration": "cotune.units",
+    "Tracker": "cotune.track",
     "CotuneError": "cotune.errors",
     "InputError": "cotune.errors",
     "ProfileError": "cotune.errors",
@@ -91,4 +92,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_profile,
     )
     from cotune.solver import Choice, Recommendation, SearchSpace
+    from cotune.track import Tracker
     from cotune.units import format_duration, parse_duration
