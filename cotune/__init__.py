@@ -48,6 +48,7 @@ _EXPORTS = {
     "example_path": "cotune.examples",
     "parse_duration": "cotune.units",
     "format_duration": "cotune.units",
+    "Tracker": "cotune.track",
     "CotuneError": "cotune.errors",
     "InputError": "cotune.errors",
     "ProfileError": "cotune.errors",
@@ -93,4 +94,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_profile,
     )
     from cotune.solver import Choice, Recommendation, SearchSpace
+    from cotune.track import Tracker
     from cotune.units import format_duration, parse_duration

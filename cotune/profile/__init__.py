@@ -1,5 +1,6 @@
 """The profile: every measurement of one workload, as versioned JSON Lines."""
 
+from cotune.errors import ProfileLockedError, StorageError
 from cotune.profile._profile import Profile, ProfileWriter, append_records, parse_profile, read_profile, write_profile
 from cotune.profile._schema import (
     FAILURE_KINDS,
@@ -21,6 +22,8 @@ __all__ = [
     "FAILURE_KINDS",
     "Profile",
     "ProfileWriter",
+    "ProfileLockedError",
+    "StorageError",
     "Record",
     "WorkloadRecord",
     "StepRecord",

@@ -8,6 +8,9 @@ record onto half of an old one. Every other malformed line is an error that name
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import math
 import os
@@ -17,7 +20,7 @@ from typing import IO, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from cotune.errors import ProfileError
+from cotune.errors import ProfileError, ProfileLockedError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
     FailureRecord,
@@ -208,12 +211,17 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
     """Write a whole profile atomically (temporary file + rename)."""
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for rec in profile.records():
-            fh.write(_dump(rec))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in profile.records():
+                fh.write(_dump(rec))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StorageError.from_os_error(exc, path=p, doing="write it") from None
 
 
 def _repair_tail(fh: IO[bytes]) -> None:
@@ -240,17 +248,64 @@ def _repair_tail(fh: IO[bytes]) -> None:
     fh.truncate(0)
 
 
+def _lock_holder(fd: int) -> int | None:
+    """PID holding a flock on the file behind ``fd``, from ``/proc/locks`` (None if unknown)."""
+    try:
+        st = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            table = fh.read().splitlines()
+    except OSError:
+        return None
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    for row in table:
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:56789 0 EOF" (a "->" marks a waiter)
+        parts = row.split()
+        if "->" in parts or len(parts) < 6 or parts[1] != "FLOCK":
+            continue
+        try:
+            major, minor, inode = parts[5].split(":")
+            key = (int(major, 16), int(minor, 16), int(inode))
+            pid = int(parts[4])
+        except ValueError:
+            continue
+        if key == want and pid > 0 and pid != os.getpid():
+            return pid
+    return None
+
+
+def _describe_pid(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"pid {pid}"
+    cmd = raw.replace(b"\0", b" ").decode("utf-8", errors="replace").strip()
+    cmd = "".join(ch if ch.isprintable() else "?" for ch in cmd)
+    return f"pid {pid}: {cmd[:120]}" if cmd else f"pid {pid}"
+
+
 class ProfileWriter:
-    """Append records to a profile, one flushed and fsync'ed line each.
+    """Append records to a profile, one flushed and fsync'ed line each, under an exclusive lock.
 
     Use as a context manager. A kill at any moment leaves every completed record on
     disk and at most one torn line, which the next writer removes.
+
+    While open, the writer holds an exclusive ``flock`` on the profile itself (released
+    by the kernel when the process dies, even on ``kill -9``): a second writer of the
+    same file, in this process or another, gets :class:`~cotune.errors.ProfileLockedError`
+    naming the holder's PID instead of interleaving records. Readers never lock.
+
+    A failed write (disk full, read-only filesystem, I/O error) raises
+    :class:`~cotune.errors.StorageError` (an ``OSError``) after cutting the file back to
+    its last complete record, and the writer refuses further writes: what is on disk is
+    whole records only, and nothing half-written is ever reported as written.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._fh: IO[bytes] | None = None
+        self._size = 0
+        self._broken: StorageError | None = None
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
@@ -259,24 +314,73 @@ class ProfileWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def is_open(self) -> bool:
+        return self._fh is not None
+
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+b")
-        _repair_tail(fh)
-        fh.seek(0, os.SEEK_END)
+        if self._fh is not None:
+            return
+        if self.path.is_dir():
+            raise ProfileError("is a directory, not a profile file: give a file path", path=str(self.path))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Unbuffered: every write goes to the kernel at once, so a failed write never
+            # leaves bytes in a Python buffer to be flushed (half a line) at close.
+            fh = open(self.path, "a+b", buffering=0)
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _lock_holder(fh.fileno()) if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+            fh.close()
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StorageError.from_os_error(exc, path=self.path, doing="lock it") from None
+            who = _describe_pid(holder) if holder is not None else "another process"
+            stop = f" (kill {holder})" if holder is not None else ""
+            raise ProfileLockedError(
+                f"{self.path}: is being written by {who}: two writers would mix their records; wait for it "
+                f"to finish, stop it{stop}, or write to another file",
+                filename=str(self.path), holder_pid=holder,
+            ) from None
+        try:
+            _repair_tail(fh)
+            self._size = fh.seek(0, os.SEEK_END)
+        except OSError as exc:
+            fh.close()
+            raise StorageError.from_os_error(exc, path=self.path, doing="repair its last line") from None
         self._fh = fh
+        self._broken = None
 
     def write(self, record: Record) -> None:
         if self._fh is None:
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
-        self._fh.write(_dump(record).encode("utf-8"))
-        self._fh.flush()
-        if self._fsync:
-            os.fsync(self._fh.fileno())
+        if self._broken is not None:
+            raise self._broken
+        data = _dump(record).encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                n = self._fh.write(view)
+                if not n:
+                    raise OSError(errno.EIO, "short write")
+                view = view[n:]
+            if self._fsync:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            # Cut back to the last whole record, so a rerun (or a reader) never sees a
+            # partial one; if even that fails the next writer's tail repair will.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fh.fileno(), self._size)
+            self._broken = StorageError.from_os_error(exc, path=self.path, doing="append a record")
+            raise self._broken from None
+        self._size += len(data)
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
+            with contextlib.suppress(OSError):
+                self._fh.close()  # closing drops the lock
             self._fh = None
 
 

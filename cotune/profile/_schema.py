@@ -139,7 +139,8 @@ class StepRecord:
     ``step_time_s`` includes gradient synchronisation; ``sync_time_s`` is the part of
     it spent in all-reduce, when the probe measured it. ``accum_steps`` micro-batches
     of ``local_batch`` samples make one step (global batch = workers × local_batch ×
-    accum_steps).
+    accum_steps). ``job`` names the running job that wrote the record (the tracker's
+    median of a window of its steps); probes leave it unset.
     """
 
     gpu: str
@@ -154,6 +155,7 @@ class StepRecord:
     step_time_spread_s: float | None = None
     timed_steps: int | None = None
     placement: str | None = None
+    job: str | None = None
 
     kind: ClassVar[str] = "step"
 
@@ -182,6 +184,7 @@ class StepRecord:
             step_time_spread_s=_Field.number(data, "step_time_spread_s", required=False, minimum=0.0),
             timed_steps=timed,
             placement=None if placement is None else str(placement),
+            job=_Field.text(data, "job", required=False),
         )
 
 
@@ -193,6 +196,9 @@ class EvalRecord:
     ``seed`` tells repeated runs at the same global batch apart. ``grad_sqr`` and
     ``grad_var`` are optional gradient statistics (Pollux/AdaScale, measured at
     ``grad_batch`` samples, by default the record's own global batch).
+    ``job`` names the running job that wrote the record (set by :class:`cotune.track.Tracker`;
+    probes leave it unset); for such records ``epoch`` counts from the job's start and
+    ``elapsed_s`` is the job's wall time at the evaluation.
     """
 
     global_batch: int
@@ -202,6 +208,8 @@ class EvalRecord:
     grad_sqr: float | None = None
     grad_var: float | None = None
     grad_batch: int | None = None
+    job: str | None = None
+    elapsed_s: float | None = None
 
     kind: ClassVar[str] = "eval"
 
@@ -223,6 +231,8 @@ class EvalRecord:
             grad_sqr=_Field.number(data, "grad_sqr", required=False, minimum=0.0),
             grad_var=_Field.number(data, "grad_var", required=False, minimum=0.0),
             grad_batch=_Field.integer(data, "grad_batch", required=False),
+            job=_Field.text(data, "job", required=False),
+            elapsed_s=_Field.number(data, "elapsed_s", required=False, minimum=0.0),
         )
 
 
@@ -269,6 +279,7 @@ class NoiseRecord:
     b_noise: float
     global_batch: int | None = None
     epoch: float | None = None
+    job: str | None = None
 
     kind: ClassVar[str] = "noise"
 
@@ -278,6 +289,7 @@ class NoiseRecord:
             b_noise=_Field.number(data, "b_noise", minimum=0.0, strict_minimum=True),
             global_batch=_Field.integer(data, "global_batch", required=False),
             epoch=_Field.number(data, "epoch", required=False, minimum=0.0),
+            job=_Field.text(data, "job", required=False),
         )
 
 
