@@ -160,7 +160,7 @@ def policy(
 
 
 # Modules whose import registers entries (traces, settings, policies).
-_REGISTERING = ("benchmarks.traces", "benchmarks.settings", "benchmarks.policies")
+_REGISTERING = ("benchmarks.traces", "benchmarks.settings", "benchmarks.policies", "benchmarks.closed_loop")
 
 
 def load() -> None:

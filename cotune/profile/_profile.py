@@ -18,9 +18,9 @@ import fcntl
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -111,6 +111,35 @@ class Profile:
         if not ooms:
             return None
         return min(ooms) - 1
+
+    def to_frame(self, record: str | None = None) -> "pd.DataFrame":
+        """The records as a pandas DataFrame, one row per record, one column per field.
+
+        ``record`` picks one type (``"step"``, ``"eval"``, ``"failure"``, ``"noise"``; the
+        plural works too); ``None`` stacks them all with a ``record`` column. Derived
+        columns: ``global_batch`` for steps (workers × local batch × accumulation).
+        """
+        import pandas as pd
+
+        groups = {"step": self.steps, "eval": self.evals, "failure": self.failures, "noise": self.noise}
+        wanted = None if record is None else record.rstrip("s") if record != "noise" else "noise"
+        if wanted is not None and wanted not in groups:
+            raise ProfileError(f"unknown record type {record!r} for to_frame: use one of {', '.join(groups)} or None for all")
+        frames = []
+        for kind, recs in groups.items():
+            if wanted is not None and kind != wanted:
+                continue
+            cls = {"step": StepRecord, "eval": EvalRecord, "failure": FailureRecord, "noise": NoiseRecord}[kind]
+            columns = [f.name for f in fields(cls)]
+            frame = pd.DataFrame([[getattr(r, c) for c in columns] for r in recs], columns=columns)
+            if kind == "step":
+                frame["global_batch"] = frame["workers"] * frame["local_batch"] * frame["accum_steps"]
+            if wanted is None:
+                frame.insert(0, "record", kind)
+            frames.append(frame)
+        if wanted is not None:
+            return frames[0]
+        return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
     def noise_scale(self) -> float | None:
         """A gradient-noise scale in samples, from noise records or eval gradient statistics."""
