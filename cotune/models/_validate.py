@@ -54,6 +54,7 @@ class FitReport:
     time: tuple[TimeFitReport, ...]
     accuracy: AccuracyFitReport | None
     accuracy_error: str | None = None
+    notes: tuple[str, ...] = ()  # step records left out as outliers
 
 
 def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -> TimeFitReport:
@@ -144,9 +145,13 @@ def validate_profile(profile: Profile, *, folds: int = 5, seed: int = 0) -> FitR
     """Cross-validated fit quality of every model of ``profile``."""
     from cotune.errors import ModelError
 
-    times = tuple(_time_report(g, profile.step_arrays(g), folds=folds, seed=seed) for g in profile.gpus)
+    from cotune.models._fitted import clean_step_arrays
+
+    # The same records as the fit a recommendation uses: outliers left out, and said so.
+    arrays, notes = clean_step_arrays(profile)
+    times = tuple(_time_report(g, a, folds=folds, seed=seed) for g, a in arrays.items())
     try:
         acc, err = _accuracy_report(profile), None
     except ModelError as exc:
         acc, err = None, str(exc)
-    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err)
+    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=notes)
