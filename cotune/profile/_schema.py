@@ -17,6 +17,9 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal, Mapping, Union
 
+from cotune._checks import BadValue, excerpt
+from cotune._checks import integer as _integer
+from cotune._checks import number as _number
 from cotune.errors import ProfileError
 
 __all__ = [
@@ -49,7 +52,7 @@ class _Field:
             return default
         value = data[key]
         if not isinstance(value, str) or not value.strip():
-            raise ProfileError(f"field {key!r} must be a non-empty string, got {value!r}")
+            raise ProfileError(f"field {key!r} must be a non-empty string, got {excerpt(value)}")
         return value.strip()
 
     @staticmethod
@@ -66,18 +69,11 @@ class _Field:
             if required:
                 raise ProfileError(f"missing field {key!r}")
             return default
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ProfileError(f"field {key!r} must be a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ProfileError(f"field {key!r} must be finite, got {value!r}: drop the record or re-measure it")
-        if minimum is not None:
-            if strict_minimum and value <= minimum:
-                raise ProfileError(f"field {key!r} must be > {minimum:g}, got {value!r}")
-            if not strict_minimum and value < minimum:
-                raise ProfileError(f"field {key!r} must be >= {minimum:g}, got {value!r}")
-        return value
+        bounds = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
+        try:
+            return _number(data[key], where=f"field {key!r}", **bounds)
+        except BadValue as exc:
+            raise ProfileError(f"{exc}: drop the record or re-measure it") from None
 
     @staticmethod
     def integer(
@@ -87,12 +83,10 @@ class _Field:
             if required:
                 raise ProfileError(f"missing field {key!r}")
             return default
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
-            raise ProfileError(f"field {key!r} must be a whole number, got {value!r}")
-        if int(value) < minimum:
-            raise ProfileError(f"field {key!r} must be >= {minimum}, got {value!r}")
-        return int(value)
+        try:
+            return _integer(data[key], where=f"field {key!r}", ge=minimum)
+        except BadValue as exc:
+            raise ProfileError(f"{exc}: drop the record or re-measure it") from None
 
 
 @dataclass(frozen=True)
@@ -116,7 +110,7 @@ class WorkloadRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> "WorkloadRecord":
         goal = _Field.text(data, "goal", required=False, default="max")
         if goal not in GOALS:
-            raise ProfileError(f"field 'goal' must be 'max' or 'min', got {goal!r}: use 'max' for accuracy, 'min' for loss")
+            raise ProfileError(f"field 'goal' must be 'max' or 'min', got {excerpt(goal)}: use 'max' for accuracy, 'min' for loss")
         version = _Field.integer(data, "version", required=False, default=FORMAT_VERSION)
         if version > FORMAT_VERSION:
             raise ProfileError(
@@ -219,10 +213,13 @@ class EvalRecord:
         # A diverged run legitimately reports NaN/inf: keep the record, the accuracy
         # model treats it as "no progress" rather than rejecting the whole profile.
         if metric is None or isinstance(metric, bool) or not isinstance(metric, (int, float)):
-            raise ProfileError(f"field 'metric' must be a number (NaN allowed for a diverged run), got {metric!r}")
+            raise ProfileError(f"field 'metric' must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
+        if not (isinstance(metric, float) and not math.isfinite(metric)):  # finite: bounded like any number
+            metric = _Field.number(data, "metric")
         seed = data.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ProfileError(f"field 'seed' must be an integer, got {seed!r}")
+            raise ProfileError(f"field 'seed' must be an integer, got {excerpt(seed)}")
+        seed = _Field.integer(data, "seed", required=False, default=0, minimum=-(10**15))
         return cls(
             global_batch=_Field.integer(data, "global_batch"),
             epoch=_Field.number(data, "epoch", minimum=0.0),
@@ -257,7 +254,7 @@ class FailureRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> "FailureRecord":
         failure = _Field.text(data, "failure")
         if failure not in FAILURE_KINDS:
-            raise ProfileError(f"field 'failure' must be one of {', '.join(FAILURE_KINDS)}, got {failure!r}")
+            raise ProfileError(f"field 'failure' must be one of {', '.join(FAILURE_KINDS)}, got {excerpt(failure)}")
         return cls(
             gpu=_Field.text(data, "gpu").lower(),
             workers=_Field.integer(data, "workers"),
@@ -308,7 +305,7 @@ def record_from_dict(data: Mapping[str, Any]) -> Record | None:
         if data.get("optional") is True:
             return None
         known = ", ".join(sorted(_TYPES))
-        raise ProfileError(f"unknown record type {kind!r}: use one of {known} (or mark it \"optional\": true)")
+        raise ProfileError(f"unknown record type {excerpt(kind)}: use one of {known} (or mark it \"optional\": true)")
     return cls.from_dict(data)
 
 
