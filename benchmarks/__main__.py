@@ -11,6 +11,7 @@ scenarios and budgets).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -40,6 +41,7 @@ class Config:
     optuna_max_trials: int
     settings: tuple[str, ...] = ("one-curve", "free-curves")
     closed_loop_budgets: tuple[int, ...] = ()
+    policies: tuple[str, ...] | None = None  # None: every default policy of each setting
 
 
 FULL = Config(
@@ -99,7 +101,9 @@ def _run_one(args: tuple[Config, int]):
     cfg, i = args
     t0 = time.perf_counter()
     scn = _scenario_list(cfg)[i]
-    out = run_scenario(scn, budgets=cfg.budgets, settings=cfg.settings, closed_loop_budgets=cfg.closed_loop_budgets or None)
+    out = run_scenario(
+        scn, budgets=cfg.budgets, settings=cfg.settings, policies=cfg.policies, closed_loop_budgets=cfg.closed_loop_budgets or None
+    )
     return out, scn.key, time.perf_counter() - t0
 
 
@@ -274,9 +278,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a slice for CI: under 3 minutes on 2 cores")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results", help="output folder")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes for scenarios")
+    parser.add_argument(
+        "--policies", default=None, help="comma-separated policy names to run instead of the defaults (e.g. add optuna_gp)"
+    )
+    parser.add_argument("--settings", default=None, help="comma-separated settings (default: one-curve, free-curves, closed-loop)")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
-    command = "python -m benchmarks" + (" --quick" if args.quick else "")
+    from benchmarks._registry import POLICIES, SETTINGS, load
+
+    load()
+    if args.policies:
+        names = tuple(n.strip() for n in args.policies.split(",") if n.strip())
+        unknown = [n for n in names if n not in POLICIES]
+        if unknown:
+            print(f"benchmarks: unknown policy {', '.join(unknown)}: use some of {', '.join(POLICIES)}", file=sys.stderr)
+            return 2
+        cfg = dataclasses.replace(cfg, policies=names)
+    if args.settings:
+        names = tuple(n.strip() for n in args.settings.split(",") if n.strip())
+        unknown = [n for n in names if n not in SETTINGS]
+        if unknown:
+            print(f"benchmarks: unknown setting {', '.join(unknown)}: use some of {', '.join(SETTINGS)}", file=sys.stderr)
+            return 2
+        cfg = dataclasses.replace(cfg, settings=names)
+    command = "python -m benchmarks" + " ".join([""] + [a for a in (argv if argv is not None else sys.argv[1:])])
     try:
         data = run(cfg, args.out, jobs=max(1, args.jobs), command=command)
     except FileNotFoundError as exc:

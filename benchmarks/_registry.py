@@ -72,7 +72,8 @@ class PolicySpec:
     which a variant plans its deadline (None: the mean prediction). ``settings`` lists
     where it runs (None: every open-loop setting); ``requires`` names importable
     modules it needs (it is skipped where they are missing); ``intervals`` says the
-    policy's models report calibrated intervals worth checking for coverage.
+    policy's models report calibrated intervals worth checking for coverage;
+    ``optional`` policies run only when named (``python -m benchmarks --policies``).
     """
 
     name: str
@@ -83,6 +84,7 @@ class PolicySpec:
     closed_loop: bool = False
     requires: tuple[str, ...] = ()
     intervals: bool = False
+    optional: bool = False  # runs only when asked for by name (too slow for the default runs)
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -137,6 +139,7 @@ def policy(
     closed_loop: bool = False,
     requires: tuple[str, ...] = (),
     intervals: bool = False,
+    optional: bool = False,
     description: str = "",
     **extra: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -151,6 +154,7 @@ def policy(
             closed_loop=closed_loop,
             requires=requires,
             intervals=intervals,
+            optional=optional,
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
             extra=dict(extra),
         )
@@ -169,7 +173,12 @@ def load() -> None:
         importlib.import_module(module)
 
 
-def policies_for(setting_name: str) -> tuple[str, ...]:
-    """Registered policies that run in ``setting_name`` and whose requirements are installed."""
+def policies_for(setting_name: str, *, include_optional: bool = False) -> tuple[str, ...]:
+    """Registered policies that run in ``setting_name`` and whose requirements are installed
+    (optional ones only with ``include_optional``)."""
     load()
-    return tuple(p.name for p in POLICIES.values() if p.runs_in(setting_name) and p.available())
+    return tuple(
+        p.name
+        for p in POLICIES.values()
+        if p.runs_in(setting_name) and p.available() and (include_optional or not p.optional)
+    )

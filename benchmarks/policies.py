@@ -490,7 +490,8 @@ def _optuna_tpe(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> 
     "optuna_gp",
     requires=("torch",),
     settings=("free-curves",),
-    description="Optuna GPSampler (CherryPick-style BO); free-curves only (12 s a scenario)",
+    optional=True,
+    description="Optuna GPSampler (CherryPick-style BO); free-curves only; optional (15–30 s a scenario on 2 cores)",
 )
 def _optuna_gp(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
     return _black_box_policy("optuna_gp", scn, evidence, budgets)
@@ -511,13 +512,17 @@ def fitted_estimates(scn: Scenario, probed: tuple[int, ...], *, policy: str = "c
     return usable, est
 
 
-def available_policies(setting: str | None = None) -> tuple[str, ...]:
-    """Open-loop policies this environment can run (in ``setting``, or in any open-loop setting)."""
+def available_policies(setting: str | None = None, *, include_optional: bool = False) -> tuple[str, ...]:
+    """Open-loop policies this environment runs by default (in ``setting``, or in any open-loop setting)."""
     from benchmarks._registry import SETTINGS
 
     load()
     names = [s.name for s in SETTINGS.values() if not s.closed_loop and (setting is None or s.name == setting)]
-    return tuple(p.name for p in POLICIES.values() if p.available() and any(p.runs_in(n) for n in names))
+    return tuple(
+        p.name
+        for p in POLICIES.values()
+        if p.available() and (include_optional or not p.optional) and any(p.runs_in(n) for n in names)
+    )
 
 
 def run_policy(name: str, scn: Scenario, budgets: tuple[int, ...], *, setting: str = "free-curves") -> list[Plan]:

@@ -151,7 +151,8 @@ def run_scenario(
     policies: Sequence[str] | None = None,
     closed_loop_budgets: Sequence[int] | None = None,
 ) -> ScenarioResult:
-    """Every policy of every setting on one scenario (``policies`` restricts by name)."""
+    """Every default policy of every setting on one scenario (``policies``: exactly these, by name,
+    optional ones included)."""
     from benchmarks._registry import POLICIES, SETTINGS, load, policies_for
 
     load()
@@ -160,7 +161,7 @@ def run_scenario(
     for setting_name in settings:
         ev = scn.evidence(setting_name)
         closed = SETTINGS[setting_name].closed_loop
-        for name in policies_for(setting_name):
+        for name in policies_for(setting_name, include_optional=policies is not None):
             if policies is not None and name not in policies:
                 continue
             if closed:

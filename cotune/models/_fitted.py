@@ -8,7 +8,7 @@ report them instead of silently following them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -59,22 +59,32 @@ def fit_models(
     n_bootstrap: int = 16,
     batch_monotone: bool = True,
     random_state: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FittedModels:
-    """Fit every model a recommendation needs from one profile."""
+    """Fit every model a recommendation needs from one profile.
+
+    ``progress(done, total)`` is called after each model (one per GPU type, then the
+    accuracy model): the CLI draws a bar with it.
+    """
     if not profile.steps:
         raise ModelError(
             f"profile {profile.workload.name!r} has no step records: run timing probes (cotune profile) first"
         )
     arrays, notes = clean_step_arrays(profile)
     time_models = {}
-    for gpu, a in arrays.items():
+    total = len(profile.gpus) + 1
+    for done, (gpu, a) in enumerate(arrays.items(), start=1):
         time_models[gpu] = StepTimeModel(interval=interval, n_bootstrap=n_bootstrap, random_state=random_state).fit(
             a["workers"], a["hosts"], a["local_batch"], a["step_time_s"]
         )
+        if progress is not None:
+            progress(done, total)
     e = profile.eval_arrays()
     accuracy = AccuracyModel(
         goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
     ).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
+    if progress is not None:
+        progress(total, total)
     return FittedModels(
         workload_name=profile.workload.name,
         dataset_size=profile.workload.dataset_size,
