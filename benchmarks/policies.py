@@ -401,12 +401,12 @@ _model_entry(
     description="the paper's isotonic fits alone (cannot extrapolate from one curve: free-curves only)",
 )
 _model_entry(
-    "resource_only", time="cotune", accuracy="cotune", subspace="resource_only",
-    description="the paper's resource-only baseline: local batch fixed at the recipe's",
+    "resource_only", time="cotune", accuracy="cotune", subspace="resource_only", settings=("one-curve",),
+    description="the paper's resource-only baseline: local batch fixed at the recipe's (one-curve only)",
 )
 _model_entry(
-    "batch_only", time="cotune", accuracy="cotune", subspace="batch_only",
-    description="the paper's batch-only baseline: 4 workers of the first GPU type",
+    "batch_only", time="cotune", accuracy="cotune", subspace="batch_only", settings=("one-curve",),
+    description="the paper's batch-only baseline: 4 workers of the first GPU type (one-curve only)",
 )
 _model_entry(
     "pollux", time="pollux", accuracy="pollux", subspace="all",

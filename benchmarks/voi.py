@@ -145,7 +145,10 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                 after = true_loss(scn, None if j2 is None else int(usable2[j2]), float(est2.cost[j2]) if j2 is not None else math.inf)
                 expected += decision.expected_gain
                 realised += before - after
-        if k in budgets:
+        if k in budgets and stopped and plans and plans[-1].probes == len(launcher.probed) + accuracy_runs:
+            # Nothing bought since the last budget: the same plan (no refit).
+            plans.append(dataclasses.replace(plans[-1], budget=k))
+        elif k in budgets:
             profile = _profile(launcher, extra_evals, extra_noise)
             models, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, None)
             counts = coverage_counts(scn, evidence, models, tuple(launcher.probed))
