@@ -336,12 +336,12 @@ class RemainingWorkController:
     done / E_M(B, level))^d`` at the running batch, ``d = E_M(B, level) / E_M(B, target)``
     the share of the predicted work done (``correct_pace``; 1 otherwise). The
     remaining time at confidence ``q`` scales the candidate's time at that confidence
-    the same way. Among candidates whose elapsed + restart + remaining time meets the
-    deadline, the cheapest remaining cost (restart included) wins; the job switches
-    only if that saves more than the restart plus ``margin`` of the remaining cost, or
-    if its own configuration no longer meets the deadline. If none meets it, the job
-    keeps the configuration with the earliest predicted finish; it gives up only when
-    the models see the target unreachable everywhere.
+    the same way. The decision is cotune's own re-planning rule,
+    :func:`cotune.solver.decide_replan`, on those remaining times and costs (restart
+    included for every alternative): stay unless an alternative that meets the remaining
+    deadline saves more than ``margin``; switch when the running configuration misses it;
+    when nothing meets it, move to the nearest option; give up only when no candidate
+    reaches the target at all.
     """
 
     candidates: Candidates
@@ -349,7 +349,7 @@ class RemainingWorkController:
     dataset_size: int
     models: _ModelSource
     confidence: float | None = None
-    margin: float = 0.1
+    margin: float = 0.05
     correct_pace: bool = True
     # Optional forecast of the running batch from the job's own curve: (progress, models) →
     # (median total epochs, log-spread, probability of reaching the target at all).
@@ -397,29 +397,40 @@ class RemainingWorkController:
         if here is not None:
             switch[here] = False
         restart_t = np.where(switch, p.restart_s, 0.0)
-        rem_cost = rate * (rem_mean + restart_t)
-        finish = p.elapsed_s + restart_t + rem_time
-        ok = np.isfinite(rem_cost) & np.isfinite(finish)
-        if p.deadline_s is not None:
-            ok &= finish <= p.deadline_s
         if not np.any(np.isfinite(est_t.epochs)):
             return Action("give_up", reason="the models see the target unreachable at every candidate")
-        if not np.any(ok):
-            fin = np.where(np.isfinite(finish), finish, np.inf)
-            j = int(np.argmin(fin))
-            if here is not None and fin[here] <= fin[j] * (1 + self.margin):
-                return CONTINUE
-            return Action("switch", int(usable[j]), "no candidate meets the deadline: earliest predicted finish")
-        j = int(np.flatnonzero(ok)[np.argmin(rem_cost[ok])])
-        if here is None:
-            return Action("switch", int(usable[j]), "running configuration not predictable")
-        if j == here:
+        return self._decide(p, usable, sub, here, rem_mean + restart_t, rem_time + restart_t, rate * (rem_mean + restart_t))
+
+    def _decide(self, p: Progress, usable, sub, here, rem_mean, rem_conf, rem_cost) -> Action:
+        """cotune's re-planning rule (``cotune.solver.decide_replan``) on the remaining work."""
+        from cotune.solver import ReplanOption, decide_replan
+
+        if p.deadline_s is not None and p.elapsed_s >= p.deadline_s:
+            return Action("continue", reason="the deadline has passed: finish where the job is")
+        opts = {}
+        for k in np.flatnonzero(np.isfinite(rem_cost) & np.isfinite(rem_mean)):
+            k = int(k)
+            opts[k] = ReplanOption(
+                gpu=sub.gpus[int(sub.gpu[k])], market=sub.markets[int(sub.market[k])], workers=int(sub.workers[k]),
+                local_batch=int(sub.local_batch[k]), hosts=int(sub.hosts[k]), time_s=float(rem_mean[k]),
+                cost=float(rem_cost[k]), time_at_confidence_s=float(rem_conf[k]) if np.isfinite(rem_conf[k]) else math.inf,
+            )
+        stay = opts.get(here) if here is not None else None
+        alternatives = [o for k, o in opts.items() if k != here]
+        remaining = math.inf if p.deadline_s is None else p.deadline_s - p.elapsed_s
+        d = decide_replan(
+            stay=stay, alternatives=alternatives, remaining_s=remaining, margin=self.margin,
+            use_confidence=self.confidence is not None,
+        )
+        index_of = {id(o): k for k, o in opts.items()}
+        if d.decision == "stay":
             return CONTINUE
-        if not ok[here]:
-            return Action("switch", int(usable[j]), "running configuration misses the deadline")
-        if rem_cost[here] - rem_cost[j] > self.margin * rem_cost[here]:
-            return Action("switch", int(usable[j]), "cheaper remaining work beyond restart and margin")
-        return CONTINUE
+        if d.decision == "switch":
+            return Action("switch", int(usable[index_of[id(d.chosen)]]), d.reason)
+        if d.nearest is None:
+            return Action("give_up", reason=d.reason)
+        k = index_of[id(d.nearest)]
+        return CONTINUE if k == here else Action("switch", int(usable[k]), "nothing meets the deadline: the nearest")
 
 
 def _with_job_records(profile: Profile, p: Progress) -> Profile:

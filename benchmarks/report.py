@@ -230,6 +230,10 @@ def markdown(data: dict) -> str:
             lines.append(f"| {r['policy']} | {r['probes']} | {r['median_probes']:.0f} | {r['mean_accuracy_runs']:.2f} | "
                          f"{_pct(r['median_expected_gain_share'])} | {_pct(r['median_realised_gain_share'])} | "
                          f"{_pct(r['miss_rate'])} | {_pct(r['median_regret'])} |")
+    errs = [(sc["scenario"], e) for sc in reg["scenarios"] for e in sc.get("errors", [])]
+    if errs:
+        lines += ["", f"**{len(errs)} policy runs raised** and are left out of the rows above:", ""]
+        lines += [f"- {k}: {e}" for k, e in errs]
     fam = reg.get("by_family")
     if fam:
         lines += ["", f"By workload at {reg['headline_budget']} probes (cotune, {reg.get('headline_setting', 'free-curves')}): median regret, miss rate, median probe share", "",

@@ -64,7 +64,10 @@ def _short_run(scn: Scenario, batch: int, epochs: float) -> tuple[float, float]:
     c = scn.candidates
     sel = np.flatnonzero(c.global_batch == batch)
     per_epoch = np.min(c.workers[sel] * scn.oracle.price_per_hour[sel] / 3600.0 * w.dataset_size / batch * scn.oracle.step_time_s[sel])
-    run = float(min(epochs, np.nanmax(w.curves[batch].epochs)))
+    ev = np.sort(w.curves[batch].epochs[np.isfinite(w.curves[batch].epochs)])
+    # At least two evaluations: a one-point curve tells nothing about its slope (and
+    # cotune's accuracy fit of 2026-12-01 fails on one, see the README).
+    run = float(min(max(epochs, ev[min(1, ev.size - 1)]), ev[-1]))
     return float(per_epoch * run), run
 
 
