@@ -1,6 +1,7 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._choice import choice_at
+from cotune.solver._decide import CHANGES, ReplanDecision, ReplanOption, changes_between, decide_replan, lr_scale
 from cotune.solver._estimate import Estimates, estimate
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
@@ -9,7 +10,13 @@ from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_in
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
 
 __all__ = [
+    "CHANGES",
     "MARKETS",
+    "ReplanDecision",
+    "ReplanOption",
+    "changes_between",
+    "decide_replan",
+    "lr_scale",
     "RESULT_SCHEMA_VERSION",
     "Candidates",
     "Choice",
