@@ -83,11 +83,11 @@ __all__ = [
 # σ of log epochs-to-target per doubling of the global batch away from the nearest
 # measured batch, for batches beyond the measured ones (law extrapolation from a
 # reference curve and its gradient noise scale) and between them (interpolation).
-KAPPA_BEYOND = 0.157
-KAPPA_INSIDE = 0.092
+KAPPA_BEYOND = 0.181
+KAPPA_INSIDE = 0.091
 # Plateau (best metric reached) difference between batches, as a fraction of the
 # metric's rise over a curve, per √doubling.
-PLATEAU_WALK = 0.0118
+PLATEAU_WALK = 0.0173
 # Weight of the priors in pseudo-observations once the profile has its own evidence.
 PRIOR_WEIGHT = 2.0
 
