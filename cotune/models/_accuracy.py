@@ -114,10 +114,27 @@ class EpochsPrediction:
     lower: np.ndarray
     upper: np.ndarray
     extrapolated: np.ndarray  # bool: global batch outside the measured batches
-    epochs_if_reached: np.ndarray
-    log_sigma: np.ndarray
-    p_reach: np.ndarray
-    distance_doublings: np.ndarray  # |log2(B / nearest measured batch)|
+    # Left out (None), they describe a deterministic prediction: reached where
+    # ``epochs`` is finite, σ from the interval, no distance.
+    epochs_if_reached: np.ndarray | None = None
+    log_sigma: np.ndarray | None = None
+    p_reach: np.ndarray | None = None
+    distance_doublings: np.ndarray | None = None  # |log2(B / nearest measured batch)|
+
+    def __post_init__(self) -> None:
+        e = np.asarray(self.epochs, float)
+        fill = {
+            "epochs_if_reached": e,
+            "p_reach": np.isfinite(e).astype(float),
+            "distance_doublings": np.zeros(e.shape),
+        }
+        if self.log_sigma is None:
+            with np.errstate(all="ignore"):
+                s = (np.log(np.asarray(self.upper, float)) - np.log(np.asarray(self.lower, float))) / (2 * z_for(0.9))
+            fill["log_sigma"] = np.where(np.isfinite(s), s, 0.0)
+        for name, value in fill.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
