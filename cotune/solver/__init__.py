@@ -3,6 +3,7 @@
 from cotune.solver._choice import choice_at
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
+from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
@@ -16,6 +17,9 @@ __all__ = [
     "Estimates",
     "Feasibility",
     "Plan",
+    "ProbeDecision",
+    "ProbeGains",
+    "ProbeOption",
     "Recommendation",
     "SearchSpace",
     "balanced_hosts",
@@ -25,10 +29,13 @@ __all__ = [
     "estimate",
     "feasibility",
     "geometric_batches",
+    "option_gains",
     "pareto_indices",
     "plan_for",
+    "plan_next_probe",
     "prefer_safer",
     "ranked",
+    "standard_options",
     "success_probability",
     "with_success",
 ]

@@ -1,0 +1,265 @@
+"""Bounded values from untrusted input: the one place every door turns a user's number into a number.
+
+Every door (CLI arguments, HTTP JSON, Python keywords, profile records, cluster files)
+passes user-supplied numbers through these functions, so the same value is accepted or
+refused the same way everywhere, with the same one-line message. The API is small:
+
+``number(value, *, where, gt=, ge=, lt=, le=)`` → ``float``
+    a real number (``int``, ``float``, numpy scalars; never ``bool``, a string, ``None``),
+    finite, and within ``±MAX_MAGNITUDE`` unless tighter bounds are given.
+``integer(value, *, where, ge=, le=)`` → ``int``
+    a whole number; an integral float (``3.0``, which JSON Schema calls an integer) is
+    accepted, ``16.7`` is refused, never truncated. Bounded by ``MAX_INTEGER`` by default.
+``parse_number(text, *, where, integer=False, **bounds)``
+    the same from text (a CLI argument, a ``KEY=VALUE`` part): ``"nan"``, ``"inf"``,
+    ``"1e400"`` and 400-digit integers are refused.
+``load_json(data, *, where="", max_depth=MAX_DEPTH)``
+    ``json.loads`` that refuses ``NaN``/``Infinity`` literals, nesting deeper than
+    ``max_depth`` (never a ``RecursionError``), huge integers, and bad encodings.
+``excerpt(value, *, limit=40)`` → ``str``
+    a short, escaped, truncated quote of an offending value for a message: control
+    characters escaped (no terminal escapes), long strings cut, containers and huge
+    integers described (never ``repr`` of a huge or nested value).
+
+Failures raise :class:`BadValue`, an :class:`~cotune.errors.InputError` whose message
+is ``"<where>: <problem>, got <excerpt>"``; ``where`` is the caller's name for the value
+(a JSON Pointer such as ``/deadline_s``, an option such as ``--deadline``, or
+``file.yaml: gpus.t4.count``); ``detail`` is the message without it, for callers (the
+HTTP API) that report the location separately.
+
+    >>> number(-5, where="/deadline_s", gt=0)
+    Traceback (most recent call last):
+    ...
+    cotune._checks.BadValue: /deadline_s: must be a finite number > 0, got -5
+
+This module imports only :mod:`cotune.errors` so that anything may use it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from typing import Any
+
+from cotune.errors import InputError
+
+__all__ = [
+    "BadValue",
+    "MAX_DEPTH",
+    "MAX_INTEGER",
+    "MAX_MAGNITUDE",
+    "excerpt",
+    "integer",
+    "load_json",
+    "number",
+    "parse_number",
+]
+
+#: Largest magnitude of any number a user may give (prices, targets, seconds...): far above
+#: anything meaningful, far below where float arithmetic overflows when multiplied.
+MAX_MAGNITUDE = 1e15
+#: Largest whole number a user may give unless the field says less.
+MAX_INTEGER = 10**15
+#: Deepest JSON nesting accepted (a request or a record is a flat object of fields).
+MAX_DEPTH = 32
+
+
+class BadValue(InputError):
+    """A user-supplied value is not what its field needs; ``where`` names the field."""
+
+    def __init__(self, detail: str, *, where: str = "") -> None:
+        super().__init__(f"{where}: {detail}" if where else detail)
+        self.where = where
+        self.detail = detail
+
+
+# --- excerpts ------------------------------------------------------------------------------
+
+
+def _escaped(text: str) -> str:
+    # Escape only what a terminal would interpret (ESC, newlines, other controls), keep é and ü.
+    return "".join(c if c.isprintable() and c != "'" else ("\\'" if c == "'" else ascii(c)[1:-1]) for c in text)
+
+
+def excerpt(value: Any, *, limit: int = 40) -> str:
+    """A short, safe quote of ``value`` for an error message (at most about ``limit`` + 20 characters).
+
+    >>> excerpt("30m")
+    "'30m'"
+    >>> excerpt("\\x1b]0;owned\\x07")
+    "'\\\\x1b]0;owned\\\\x07'"
+    >>> excerpt(10**400)
+    'an integer of 401 digits'
+    >>> excerpt([[1, 2], 3])
+    'an array of 2 items'
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Integral):
+        n = int(value)
+        if n.bit_length() > 128:  # str() of a huge int is slow and refused past 4300 digits
+            digits = len(str(n)) if n.bit_length() < 14000 else int(n.bit_length() * 0.30103) + 1
+            return f"an integer of {'about ' if n.bit_length() >= 14000 else ''}{digits} digits"
+        return str(n)
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    if isinstance(value, (str, bytes)):
+        text = value if isinstance(value, str) else value.decode("utf-8", "replace")
+        if len(text) <= limit:
+            return f"'{_escaped(text)}'"
+        return f"'{_escaped(text[:limit])}...' ({len(text)} characters)"
+    if isinstance(value, (list, tuple)):
+        return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} field{'' if len(value) == 1 else 's'}"
+    return f"a {type(value).__name__}"
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+
+def _fmt(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e7 else f"{bound:g}"
+
+
+def _bounds_text(gt: float | None, ge: float | None, lt: float | None, le: float | None) -> str:
+    parts = [f"{op} {_fmt(b)}" for op, b in ((">", gt), (">=", ge), ("<", lt), ("<=", le)) if b is not None]
+    return " and ".join(parts)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy.bool_ without importing numpy
+
+
+def _in_bounds(x: float, gt: Any, ge: Any, lt: Any, le: Any) -> bool:
+    return (
+        (gt is None or x > gt) and (ge is None or x >= ge) and (lt is None or x < lt) and (le is None or x <= le)
+    )
+
+
+def number(
+    value: Any,
+    *,
+    where: str,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+) -> float:
+    """``value`` as a finite ``float`` within the bounds (and within ``±MAX_MAGNITUDE``), or :class:`BadValue`."""
+    bounds = _bounds_text(gt, ge, lt, le)
+    want = f"a finite number{' ' + bounds if bounds else ''}"
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
+        raise BadValue(f"must be {want}, got {excerpt(value)}{hint}", where=where)
+    try:
+        x = float(value)
+    except (OverflowError, ValueError):  # an int beyond float range
+        x = math.inf
+    if math.isfinite(x) and not _in_bounds(x, gt, ge, lt, le):
+        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+    if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
+        raise BadValue(f"must be {want} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)
+    return x
+
+
+def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = None) -> int:
+    """``value`` as an ``int`` within the bounds (and within ``±MAX_INTEGER``), or :class:`BadValue`.
+
+    Integral floats (``3.0``) are accepted; fractional ones (``16.7``) are refused, never truncated.
+    """
+    bounds = _bounds_text(None, ge, None, le)
+    want = f"a whole number{' ' + bounds if bounds else ''}"
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+    if isinstance(value, numbers.Integral):
+        n = int(value)
+    else:
+        try:
+            x = float(value)
+        except (OverflowError, ValueError):
+            x = math.inf
+        if not (math.isfinite(x) and x.is_integer()):
+            raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+        n = int(x)
+    if not _in_bounds(n, None, ge, None, le):
+        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+    if abs(n) > MAX_INTEGER:
+        raise BadValue(f"must be {want} (at most {MAX_INTEGER:.0e} in magnitude), got {excerpt(value)}", where=where)
+    return n
+
+
+def parse_number(
+    text: str,
+    *,
+    where: str,
+    integer: bool = False,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+) -> Any:
+    """A number read from text (``int`` if ``integer``, else ``float``), bounded as :func:`number` / :func:`integer`."""
+    raw = text.strip() if isinstance(text, str) else text
+    if not isinstance(raw, str) or not raw or len(raw) > 100:
+        kind = "a whole number" if integer else "a number"
+        raise BadValue(f"expected {kind} (at most 100 characters), got {excerpt(text)}", where=where)
+    if integer:
+        try:
+            n = int(raw)
+        except ValueError:
+            bounds = _bounds_text(None, ge, None, le)
+            raise BadValue(f"expected a whole number{' ' + bounds if bounds else ''}, got {excerpt(text)}", where=where) from None
+        return _integer(n, where=where, ge=None if ge is None else int(ge), le=None if le is None else int(le))
+    try:
+        x = float(raw)
+    except ValueError:
+        raise BadValue(f"expected a number, got {excerpt(text)}", where=where) from None
+    if not math.isfinite(x):
+        raise BadValue(f"expected a finite number, got {excerpt(text)}", where=where)
+    return number(x, where=where, gt=gt, ge=ge, lt=lt, le=le)
+
+
+_integer = integer  # parse_number's keyword ``integer`` shadows the function inside it
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON: send finite numbers only (null for no value)")
+
+
+def _depth_ok(value: Any, max_depth: int) -> bool:
+    stack = [(value, 0)]
+    while stack:  # iterative: a deep value must not overflow the stack here either
+        node, depth = stack.pop()
+        if depth > max_depth:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return True
+
+
+def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> Any:
+    """Parse JSON text refusing NaN/Infinity, nesting beyond ``max_depth``, huge integers and bad bytes.
+
+    Raises :class:`BadValue` (one line) instead of ``JSONDecodeError``, ``RecursionError``
+    or ``UnicodeDecodeError``.
+    """
+    try:
+        value = json.loads(data, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BadValue(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
+    except RecursionError:
+        raise BadValue(f"not valid JSON here: nested deeper than {max_depth} levels", where=where) from None
+    except (ValueError, TypeError) as exc:  # NaN/Infinity, a >4300-digit integer, bad encoding
+        raise BadValue(f"not valid JSON: {' '.join(str(exc).split())[:200]}", where=where) from None
+    if not _depth_ok(value, max_depth):
+        raise BadValue(f"nested deeper than {max_depth} levels: send a flat object of fields", where=where)
+    return value

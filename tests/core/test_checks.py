@@ -1,0 +1,113 @@
+"""cotune._checks: every user number bounded and finite, every quoted value short and escaped."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cotune._checks import MAX_DEPTH, MAX_INTEGER, MAX_MAGNITUDE, BadValue, excerpt, integer, load_json, number, parse_number
+from cotune.errors import InputError
+
+_ANY_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=200),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+def test_number_message_names_the_field_the_bound_and_the_value():
+    with pytest.raises(BadValue, match=r"^/deadline_s: must be a finite number > 0, got -5$") as info:
+        number(-5, where="/deadline_s", gt=0)
+    assert isinstance(info.value, InputError)
+    assert info.value.where == "/deadline_s" and info.value.detail.startswith("must be")
+
+
+@pytest.mark.parametrize("bad", [True, False, math.nan, math.inf, -math.inf, 10**400, 10**30, "30m", None, [1], {"a": 1}])
+def test_number_refuses_bools_non_finite_huge_and_non_numbers(bad):
+    with pytest.raises(BadValue):
+        number(bad, where="/x")
+
+
+def test_number_hints_parse_duration_for_a_string_in_a_seconds_field():
+    with pytest.raises(BadValue, match="parse_duration"):
+        number("30m", where="/deadline_s", gt=0)
+
+
+@pytest.mark.parametrize("bad", [16.7, True, math.nan, 10**400, "16", None, 0])
+def test_integer_refuses_fractions_bools_huge_strings_and_out_of_range(bad):
+    with pytest.raises(BadValue):
+        integer(bad, where="/workers/0", ge=1)
+
+
+def test_integer_accepts_integral_floats_as_json_schema_does():
+    assert integer(3.0, where="/w", ge=1) == 3 and type(integer(3.0, where="/w")) is int
+
+
+def test_integer_accepts_numpy_integers():
+    np = pytest.importorskip("numpy")
+    assert integer(np.int64(7), where="/w", ge=1) == 7
+    with pytest.raises(BadValue):
+        integer(np.bool_(True), where="/w")
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers())
+def test_number_returns_a_bounded_finite_float_or_raises_bad_value(x):
+    try:
+        y = number(x, where="/x")
+    except BadValue as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 200
+    else:
+        assert math.isfinite(y) and abs(y) <= MAX_MAGNITUDE
+
+
+@given(st.integers() | st.floats())
+def test_integer_never_truncates(x):
+    try:
+        n = integer(x, where="/n")
+    except BadValue:
+        assert not (float(x).is_integer() if math.isfinite(float(x)) else False) or abs(x) > MAX_INTEGER
+    else:
+        assert n == x
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e400", "9" * 400, "", "  ", "12abc", "0x10"])
+def test_parse_number_refuses_non_finite_huge_and_garbage_text(text):
+    with pytest.raises(BadValue):
+        parse_number(text, where="--x")
+
+
+def test_parse_number_reads_ints_and_floats():
+    assert parse_number(" 7 ", where="--n", integer=True, ge=1) == 7
+    assert parse_number("0.5", where="--q", gt=0, lt=1) == 0.5
+    with pytest.raises(BadValue, match="whole number"):
+        parse_number("16.7", where="--workers", integer=True)
+
+
+@given(_ANY_JSONISH)
+def test_excerpt_is_short_single_line_and_free_of_control_characters(value):
+    text = excerpt(value)
+    assert len(text) <= 80
+    assert all(c.isprintable() for c in text)
+
+
+def test_excerpt_escapes_terminal_sequences_and_describes_huge_values():
+    assert "\x1b" not in excerpt("\x1b]0;title\x07") and "\\x1b" in excerpt("\x1b]0;title\x07")
+    assert excerpt(10**400) == "an integer of 401 digits"
+    assert excerpt(10**5000) in ("an integer of about 5000 digits", "an integer of about 5001 digits")
+    assert excerpt([[1] * 10**5]) == "an array of 1 item"
+    assert "(300000 characters)" in excerpt("a" * 300_000)
+
+
+def test_load_json_refuses_nan_infinity_deep_nesting_huge_ints_and_bad_bytes():
+    for bad in ('{"a": NaN}', "[Infinity]", "[" * 100_000 + "]" * 100_000, "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2),
+                "1" * 5000, b"\xff\xfe{", "{", ""):
+        with pytest.raises(BadValue) as info:
+            load_json(bad)
+        assert "\n" not in str(info.value)
+
+
+def test_load_json_reads_ordinary_json():
+    assert load_json('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
