@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "recommend": "cotune._recommend",
     "recommend_request": "cotune.api",
+    "import_log": "cotune.logs",
     "load_profile": "cotune._recommend",
     "Profile": "cotune.profile",
     "read_profile": "cotune.profile",
@@ -47,6 +48,7 @@ _EXPORTS = {
     "example_path": "cotune.examples",
     "parse_duration": "cotune.units",
     "format_duration": "cotune.units",
+    "Tracker": "cotune.track",
     "CotuneError": "cotune.errors",
     "InputError": "cotune.errors",
     "ProfileError": "cotune.errors",
@@ -75,6 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from cotune.api import recommend_request
     from cotune.errors import CotuneError, InfeasibleError, InputError, ModelError, ProfileError
     from cotune.examples import example_path, list_examples
+    from cotune.logs import import_log
     from cotune.models import AccuracyModel, FittedModels, StepTimeModel, fit_models, isotonic_grid
     from cotune.models._validate import validate_profile
     from cotune.profile import (
@@ -91,4 +94,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_profile,
     )
     from cotune.solver import Choice, Recommendation, SearchSpace
+    from cotune.track import Tracker
     from cotune.units import format_duration, parse_duration

@@ -218,7 +218,8 @@ def recommend(
         raise InputError(f"objective must be 'cost' or 'time', got {objective!r}")
     if startup_s < 0 or not math.isfinite(startup_s):
         raise InputError(f"startup time must be >= 0 seconds, got {startup_s!r}")
-    prof = None if models is not None else load_profile(profile)
+    # With models given, a Profile still contributes its warnings and probe costs to the notes.
+    prof = load_profile(profile) if models is None or isinstance(profile, Profile) else None
     if models is None:
         assert prof is not None
         models = fit_models(prof, interval=interval)
@@ -242,6 +243,7 @@ def recommend(
         workers=workers,
         **({} if spot is None else {"markets": spot.space_markets}),
     )
+    notes.extend(models.notes)  # records the fit left out (outliers)
     if prof is not None:
         notes.extend(prof.warnings)
     cands = enumerate_candidates(space)

@@ -18,6 +18,7 @@ a scheduler asking about the same workload again pays only for the solve.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -26,7 +27,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, ContextManager, Mapping
 
 from cotune.api._errors import LimitError, RequestError
 from cotune.api._request import ProfileRef, RecommendRequest, parse_request
@@ -196,7 +197,7 @@ def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, int]) -
     return total
 
 
-def _check_space(req: RecommendRequest, profile: Any, limits: Limits) -> None:
+def _check_space(req: RecommendRequest, profile: Any, limits: Limits) -> int:
     batches: dict[str, set[float]] = {}
     for s in profile.steps:
         batches.setdefault(s.gpu, set()).add(s.local_batch * s.accum_steps)
@@ -208,6 +209,7 @@ def _check_space(req: RecommendRequest, profile: Any, limits: Limits) -> None:
             path="",
             code="search_space_too_large",
         )
+    return n
 
 
 def recommend_request(
@@ -215,6 +217,7 @@ def recommend_request(
     *,
     profile_dir: str | os.PathLike[str] | None = None,
     limits: Limits = Limits(),
+    admit: Callable[[int], ContextManager[Any]] | None = None,
 ) -> dict[str, Any]:
     """Answer a recommend request (plain data) with the recommendation document.
 
@@ -225,6 +228,9 @@ def recommend_request(
     profile_dir : directory that ``{"profile": {"path": ...}}`` may read from; ``None``
         (default) disables paths — inline records and bundled examples only.
     limits : bounds on records and search-space size.
+    admit : called with the request's candidate count (an upper bound) once it passed the
+        limits; the solve runs inside the context it returns. A service uses it to bound
+        the candidates solved at once (``cotune.serve``).
 
     Returns the document of ``docs/schema/recommend-response.v1.json``: ``status`` is
     ``"ok"`` or ``"infeasible"`` (then ``relax`` says what to change). Bad input raises
@@ -242,8 +248,9 @@ def recommend_request(
         assert ref.path is not None
         key, load = _path(ref.path, profile_dir, limits)
     profile, models = _fit(key, load, req.interval, limits)
-    _check_space(req, profile, limits)
-    rec = recommend(profile, models=models, **req.recommend_kwargs())
+    n_candidates = _check_space(req, profile, limits)
+    with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
+        rec = recommend(profile, models=models, **req.recommend_kwargs())
     if profile.warnings:
         rec = dataclasses.replace(rec, notes=rec.notes + tuple(profile.warnings))
     return rec.to_dict()

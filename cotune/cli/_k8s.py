@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--no-elastic", dest="elastic", action="store_false", help="fixed size even when the plan allows a range")
     k.add_argument("--gpu-resource", default="nvidia.com/gpu", help="extended resource name of a GPU (default nvidia.com/gpu)")
     k.add_argument("--node-selector", action="append", type=_selector, default=None, metavar="KEY=VALUE", help="node label to require (repeatable)")
+    from cotune.cli._fitcache import add_fit_arguments
+
+    add_fit_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -53,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     from cotune.errors import EXIT_OK, InputError
     from cotune.k8s import JobOptions, render_manifests, to_yaml
 
-    rec = recommend(args.profile, **request_from_args(args))
+    from cotune._recommend import load_profile
+    from cotune.cli._fitcache import fitted_models
+
+    profile = load_profile(args.profile)
+    rec = recommend(profile, models=fitted_models(profile, args), **request_from_args(args))
     try:
         command = tuple(shlex.split(args.container_command)) if args.container_command else ()
     except ValueError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cotune.cli import _args
+from cotune.cli import _args, _fitcache
 
 __all__ = ["add_parser", "run", "add_problem_arguments", "request_from_args"]
 
@@ -115,16 +115,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "considers on-demand, spot and mixed plans (docs/spot.md)")
     p.add_argument("--top", type=_args.positive_int, default=5, help="runner-ups to show (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: docs/cli.md)")
+    _fitcache.add_fit_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from cotune._recommend import recommend
+    from cotune._recommend import load_profile, recommend
     from cotune.cli._output import emit, emit_json
     from cotune.cli._render import render_recommendation
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
 
-    rec = recommend(args.profile, top=args.top, cluster=args.cluster, **request_from_args(args))
+    profile = load_profile(args.profile)
+    models = _fitcache.fitted_models(profile, args)
+    rec = recommend(profile, models=models, top=args.top, cluster=args.cluster, **request_from_args(args))
     if args.json:
         emit_json(rec.to_dict())
     else:

@@ -4,6 +4,10 @@ A process killed while appending can leave a torn last line (no trailing newline
 valid JSON). Readers skip such a tail and report it in :attr:`Profile.warnings`;
 :func:`append_records` cuts it off before writing, so a resumed run never glues a new
 record onto half of an old one. Every other malformed line is an error that names it.
+
+Reading is bounded whatever the file holds (``/dev/zero``, a 10 GB line, a log pasted
+by mistake): at most :data:`MAX_LINE_CHARS` characters a line and
+:data:`MAX_PROFILE_LINES` lines, read line by line, never the whole file at once.
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ import fcntl
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from cotune._checks import excerpt
 from cotune.errors import ProfileError, ProfileLockedError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
@@ -32,7 +37,21 @@ from cotune.profile._schema import (
     record_to_dict,
 )
 
-__all__ = ["Profile", "read_profile", "parse_profile", "write_profile", "append_records", "ProfileWriter"]
+__all__ = [
+    "Profile",
+    "read_profile",
+    "parse_profile",
+    "write_profile",
+    "append_records",
+    "ProfileWriter",
+    "MAX_LINE_CHARS",
+    "MAX_PROFILE_LINES",
+]
+
+#: Longest line of a profile: a record is one short JSON object (~200 characters).
+MAX_LINE_CHARS = 64 * 1024
+#: Most lines in a profile (a day of probes is a few thousand records).
+MAX_PROFILE_LINES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,7 @@ class Profile:
         """Columns of the step records of one GPU type as numpy arrays."""
         rows = [s for s in self.steps if s.gpu == gpu]
         if not rows:
-            raise ProfileError(f"no step records for gpu {gpu!r}; profiled gpus: {', '.join(self.gpus) or 'none'}")
+            raise ProfileError(f"no step records for gpu {excerpt(gpu)}; profiled gpus: {', '.join(self.gpus) or 'none'}")
         sync = [math.nan if s.sync_time_s is None else s.sync_time_s for s in rows]
         return {
             "workers": np.array([s.workers for s in rows], dtype=float),
@@ -93,6 +112,35 @@ class Profile:
             return None
         return min(ooms) - 1
 
+    def to_frame(self, record: str | None = None) -> "pd.DataFrame":
+        """The records as a pandas DataFrame, one row per record, one column per field.
+
+        ``record`` picks one type (``"step"``, ``"eval"``, ``"failure"``, ``"noise"``; the
+        plural works too); ``None`` stacks them all with a ``record`` column. Derived
+        columns: ``global_batch`` for steps (workers × local batch × accumulation).
+        """
+        import pandas as pd
+
+        groups = {"step": self.steps, "eval": self.evals, "failure": self.failures, "noise": self.noise}
+        wanted = None if record is None else record.rstrip("s") if record != "noise" else "noise"
+        if wanted is not None and wanted not in groups:
+            raise ProfileError(f"unknown record type {record!r} for to_frame: use one of {', '.join(groups)} or None for all")
+        frames = []
+        for kind, recs in groups.items():
+            if wanted is not None and kind != wanted:
+                continue
+            cls = {"step": StepRecord, "eval": EvalRecord, "failure": FailureRecord, "noise": NoiseRecord}[kind]
+            columns = [f.name for f in fields(cls)]
+            frame = pd.DataFrame([[getattr(r, c) for c in columns] for r in recs], columns=columns)
+            if kind == "step":
+                frame["global_batch"] = frame["workers"] * frame["local_batch"] * frame["accum_steps"]
+            if wanted is None:
+                frame.insert(0, "record", kind)
+            frames.append(frame)
+        if wanted is not None:
+            return frames[0]
+        return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
+
     def noise_scale(self) -> float | None:
         """A gradient-noise scale in samples, from noise records or eval gradient statistics."""
         if self.noise:
@@ -116,7 +164,7 @@ def _build(
         if isinstance(rec, WorkloadRecord):
             if workload is not None and rec != workload:
                 raise ProfileError(
-                    f"two different workload records ({workload.name!r} and {rec.name!r}): one profile holds one workload",
+                    f"two different workload records ({excerpt(workload.name)} and {excerpt(rec.name)}): one profile holds one workload",
                     path=path,
                 )
             workload = rec
@@ -157,23 +205,28 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     """Parse JSON Lines text into a :class:`Profile`.
 
     Blank lines are skipped. A final line that is not valid JSON *and* has no newline
-    is a torn write from an interrupted run: it is skipped with a warning.
+    is a torn write from an interrupted run: it is skipped with a warning. Lines beyond
+    :data:`MAX_LINE_CHARS` characters or :data:`MAX_PROFILE_LINES` lines are an error.
     """
     records: list[Record] = []
     warnings: list[str] = []
     probe_costs: list[float] = []
-    items = list(lines)
-    for number, raw in enumerate(items, start=1):
+    for number, raw, last in _bounded(lines, path):
         text = raw.strip()
         if not text:
             continue
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            if number == len(items) and not raw.endswith("\n"):
+            if last and not raw.endswith("\n"):
                 warnings.append(f"line {number}: skipped a torn last line (an interrupted write)")
                 continue
             raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
+        except RecursionError:
+            raise ProfileError("not a record: JSON nested too deeply; a record is one flat object", path=path, line=number) from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            what = "a number of more than 4300 digits" if "digits" in str(exc) else " ".join(str(exc).split())[:120]
+            raise ProfileError(f"not valid JSON ({what}): fix or delete this line", path=path, line=number) from None
         if isinstance(data, dict) and data.get("record") == "probe_cost":
             cost = _probe_cost_worker_hours(data)
             if cost is not None:
@@ -187,20 +240,61 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     return _build(records, path=path, warnings=warnings, probe_costs=probe_costs)
 
 
+def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str, bool]]:
+    """``(number, line, is_last)`` for each line, refusing overlong lines and files."""
+    prev: str | None = None
+    number = 0
+    for raw in lines:
+        if prev is not None:
+            yield number, prev, False
+        number += 1
+        if len(raw) > MAX_LINE_CHARS:
+            raise ProfileError(
+                f"line longer than {MAX_LINE_CHARS:,} characters: a record is one short JSON object; "
+                "is this a profile (JSON Lines)?",
+                path=path,
+                line=number,
+            )
+        if number > MAX_PROFILE_LINES:
+            raise ProfileError(
+                f"more than {MAX_PROFILE_LINES:,} lines: split the profile, or thin its learning curves", path=path, line=number
+            )
+        prev = raw
+    if prev is not None:
+        yield number, prev, True
+
+
+def _lines_of(fh: IO[str]) -> Iterator[str]:
+    # readline with a size: a file without newlines (/dev/zero) is read in bounded pieces.
+    while True:
+        line = fh.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        yield line
+
+
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read a profile file (JSON Lines). Raises :class:`ProfileError` with the line at fault."""
     p = Path(path)
-    if not p.exists():
-        raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=str(p))
-    if p.is_dir():
-        raise ProfileError("is a directory, not a profile file", path=str(p))
+    text = str(p)
+    shown = text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)
     try:
+        if p.is_dir():
+            raise ProfileError("is a directory, not a profile file", path=shown)
         with p.open("r", encoding="utf-8", newline="") as fh:
-            return parse_profile(fh, path=str(p))
+            return parse_profile(_lines_of(fh), path=shown)
+    except FileNotFoundError:
+        raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=shown) from None
     except UnicodeDecodeError:
-        raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=str(p)) from None
+        raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=shown) from None
     except PermissionError:
-        raise ProfileError("permission denied: make the file readable", path=str(p)) from None
+        raise ProfileError("permission denied: make the file readable", path=shown) from None
+    except ProfileError:
+        raise
+    except ValueError:  # os functions refuse a path with a NUL byte
+        raise ProfileError("not a usable path (it holds a NUL byte): give the profile's file name", path=shown) from None
+    except OSError as exc:  # ENAMETOOLONG, ELOOP (a symlink loop), EIO, ...
+        raise ProfileError(f"cannot read it ({exc.strerror or exc}): give the path of a profile file", path=shown) from None
 
 
 def _dump(record: Record) -> str:
