@@ -1,6 +1,7 @@
 """The profile: every measurement of one workload, as versioned JSON Lines."""
 
 from cotune.profile._profile import Profile, ProfileWriter, append_records, parse_profile, read_profile, write_profile
+from cotune.profile._source import load_profile
 from cotune.profile._schema import (
     FAILURE_KINDS,
     FORMAT_VERSION,
@@ -28,6 +29,7 @@ __all__ = [
     "FailureRecord",
     "NoiseRecord",
     "append_records",
+    "load_profile",
     "parse_profile",
     "read_profile",
     "write_profile",

@@ -1,7 +1,8 @@
 """The ASGI application behind ``cotune serve``.
 
 Routes: ``POST /v1/recommend`` (body: ``recommend-request.v1``; answer:
-``recommend-response.v1``), ``GET /health``, ``GET /v1/schema/{name}``, and FastAPI's
+``recommend-response.v1``), ``POST /v1/replan`` (``replan-request.v1`` →
+``replan-response.v1``), ``GET /health``, ``GET /v1/schema/{name}``, and FastAPI's
 ``/openapi.json`` and ``/docs``, whose schemas are the published JSON Schemas themselves.
 
 Every answer that is not a recommendation is an ``error.v1`` document. Bad input is
@@ -33,8 +34,10 @@ from cotune.api import (
     RequestError,
     error_document,
     recommend_request,
+    replan_request,
     schema,
 )
+from cotune._checks import BadValue, load_json
 from cotune.errors import InputError
 from cotune.solver import RESULT_SCHEMA_VERSION
 
@@ -46,6 +49,8 @@ _log = logging.getLogger("cotune.serve")
 _COMPONENTS = {
     "recommend-request.v1": "RecommendRequestV1",
     "recommend-response.v1": "RecommendResponseV1",
+    "replan-request.v1": "ReplanRequestV1",
+    "replan-response.v1": "ReplanResponseV1",
     "error.v1": "ErrorV1",
 }
 _STATUS_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large", 415: "unsupported_media_type"}
@@ -74,10 +79,6 @@ def _error(status: int, code: str, message: str, path: str | None = None) -> JSO
     return JSONResponse(body, status_code=status)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON: send numbers only (use null for no value)")
-
-
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -97,12 +98,10 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def _parse_json(body: bytes) -> Any:
     if not body.strip():
         raise RequestError("empty body: send a JSON object (docs/schema/recommend-request.v1.json)", status=400, code="invalid_json")
-    try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise RequestError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", status=400, code="invalid_json") from None
-    except (ValueError, RecursionError) as exc:  # bad encoding, NaN/Infinity, absurd nesting
-        raise RequestError(f"not valid JSON: {exc}"[:300], status=400, code="invalid_json") from None
+    try:  # NaN/Infinity literals, absurd nesting, huge integers, bad encodings: one 400, never a 500
+        return load_json(body)
+    except BadValue as exc:
+        raise RequestError(exc.detail, status=400, code="invalid_json") from None
 
 
 def _components(name: str) -> dict[str, Any]:
@@ -168,6 +167,22 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             return _error(404, "not_found", f"no schema {name!r}: known are {', '.join(SCHEMA_NAMES)}")
         return schema(name)
 
+    async def answer(request: Request, solve: Any) -> Any:
+        ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+        if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+            return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
+        try:
+            body = await _read_body(request, cfg.max_body_bytes)
+            data = await anyio.to_thread.run_sync(_parse_json, body, limiter=limiter)
+            doc = await anyio.to_thread.run_sync(
+                lambda: solve(data, profile_dir=cfg.profile_dir, limits=cfg.limits), limiter=limiter
+            )
+        except RequestError as exc:
+            return JSONResponse(error_document(exc), status_code=exc.status)
+        except InputError as exc:  # a valid request that the solver refuses (e.g. a price for an unknown gpu)
+            return JSONResponse(error_document(exc), status_code=422)
+        return JSONResponse(doc)
+
     @app.post(
         "/v1/recommend",
         summary="Recommend a configuration",
@@ -176,20 +191,18 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         responses={200: {"description": "A recommendation", "content": _ref("recommend-response.v1")}, **error_responses},
     )
     async def recommend(request: Request) -> Any:
-        ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-        if ctype and ctype != "application/json" and not ctype.endswith("+json"):
-            return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
-        try:
-            body = await _read_body(request, cfg.max_body_bytes)
-            data = await anyio.to_thread.run_sync(_parse_json, body, limiter=limiter)
-            doc = await anyio.to_thread.run_sync(
-                lambda: recommend_request(data, profile_dir=cfg.profile_dir, limits=cfg.limits), limiter=limiter
-            )
-        except RequestError as exc:
-            return JSONResponse(error_document(exc), status_code=exc.status)
-        except InputError as exc:  # a valid request that the solver refuses (e.g. a price for an unknown gpu)
-            return JSONResponse(error_document(exc), status_code=422)
-        return JSONResponse(doc)
+        return await answer(request, recommend_request)
+
+    @app.post(
+        "/v1/replan",
+        summary="Re-plan a running job",
+        description="Body: replan-request.v1 (the job's question, its progress, the switching rule). Answers 200 with "
+        "decision 'stay', 'switch' or 'infeasible' and why.",
+        openapi_extra={"requestBody": {"required": True, "content": _ref("replan-request.v1")}},
+        responses={200: {"description": "A re-plan", "content": _ref("replan-response.v1")}, **error_responses},
+    )
+    async def replan(request: Request) -> Any:
+        return await answer(request, replan_request)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

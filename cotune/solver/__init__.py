@@ -2,6 +2,8 @@
 
 from cotune.solver._choice import choice_at
 from cotune.solver._estimate import Estimates, estimate
+from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
+from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
@@ -14,17 +16,24 @@ __all__ = [
     "Choice",
     "Estimates",
     "Feasibility",
+    "MarketStage",
+    "OnDemandMarket",
     "Plan",
     "Recommendation",
     "SearchSpace",
+    "SearchSpaceTooLarge",
     "balanced_hosts",
     "best_index",
+    "build_space",
+    "check_candidate_limit",
     "choice_at",
+    "count_candidates",
     "enumerate_candidates",
     "estimate",
     "feasibility",
     "geometric_batches",
     "pareto_indices",
     "plan_for",
+    "price_table",
     "ranked",
 ]
