@@ -1,13 +1,17 @@
 """``python -m benchmarks [--quick]``: every benchmark, from the published traces.
 
 Writes ``results.json``, ``report.md`` and PNG figures into ``benchmarks/results/``
-(or ``--out``). The full run takes under 15 minutes on 2 CPU cores, ``--quick``
-under 2 minutes (a slice: fewer workloads, scenarios and budgets).
+(or ``--out``). Every setting registered in :mod:`benchmarks._registry` runs (the
+headline ``one-curve``, the upper bound ``free-curves``, the ``closed-loop`` replay),
+each with every policy registered for it. Progress goes to stderr. The full run aims at
+under 20 minutes on 2 CPU cores, ``--quick`` at under 3 (a slice: fewer workloads,
+scenarios and budgets).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -35,6 +39,9 @@ class Config:
     latency_repeats: int
     optuna_sizes: tuple[int, ...]
     optuna_max_trials: int
+    settings: tuple[str, ...] = ("one-curve", "free-curves")
+    closed_loop_budgets: tuple[int, ...] = ()
+    policies: tuple[str, ...] | None = None  # None: every default policy of each setting
 
 
 FULL = Config(
@@ -49,6 +56,8 @@ FULL = Config(
     latency_repeats=3,
     optuna_sizes=(10_000, 100_000),
     optuna_max_trials=2000,
+    settings=("one-curve", "free-curves", "closed-loop"),
+    closed_loop_budgets=(16,),
 )
 QUICK = Config(
     mode="quick",
@@ -62,9 +71,16 @@ QUICK = Config(
     latency_repeats=1,
     optuna_sizes=(10_000,),
     optuna_max_trials=500,
+    settings=("one-curve", "free-curves", "closed-loop"),
+    closed_loop_budgets=(12,),
 )
 
 _SCENARIOS: dict[tuple, list] = {}
+_HEADLINE = "one-curve"
+
+
+def _log(msg: str) -> None:
+    print(f"[benchmarks] {msg}", file=sys.stderr, flush=True)
 
 
 def _scenario_list(cfg: Config) -> list:
@@ -79,12 +95,16 @@ def _scenario_list(cfg: Config) -> list:
 
 
 def _run_one(args: tuple[Config, int]):
-    """One scenario, all policies (runs in a worker process)."""
-    from benchmarks.policies import available_policies
+    """One scenario, every setting and policy (runs in a worker process)."""
     from benchmarks.regret import run_scenario
 
     cfg, i = args
-    return run_scenario(_scenario_list(cfg)[i], policies=available_policies(), budgets=cfg.budgets)
+    t0 = time.perf_counter()
+    scn = _scenario_list(cfg)[i]
+    out = run_scenario(
+        scn, budgets=cfg.budgets, settings=cfg.settings, policies=cfg.policies, closed_loop_budgets=cfg.closed_loop_budgets or None
+    )
+    return out, scn.key, time.perf_counter() - t0
 
 
 def _pareto_cases(cfg: Config, results: list) -> list[dict]:
@@ -105,7 +125,7 @@ def _pareto_cases(cfg: Config, results: list) -> list[dict]:
         _, time_s, cost = scn.oracle.evaluate(scn.target)
         fin = np.isfinite(cost)
         front = scn.oracle.pareto(scn.target)
-        plans = {o.policy: o for o in r.outcomes if o.budget == cfg.headline_budget}
+        plans = {o.policy: o for o in r.outcomes if o.budget == cfg.headline_budget and o.setting == _HEADLINE}
         chosen = {}
         styles = {
             "cotune (true)": dict(marker="o", s=60, color="tab:blue", edgecolor="k"),
@@ -128,7 +148,7 @@ def _pareto_cases(cfg: Config, results: list) -> list[dict]:
                 chosen["cotune (predicted)"] = ((cot.predicted_time_s / 3600, cot.predicted_cost), styles["cotune (predicted)"])
             plan = _cotune_plan(scn, cfg)
             if plan is not None:
-                _, est = fitted_estimates(scn, plan.probed)
+                _, est = fitted_estimates(scn, plan.probed, setting=_HEADLINE)
                 pf = pareto_indices(est, np.isfinite(est.epochs))
                 pred_t, pred_c = list(est.time_s[pf] / 3600), list(est.cost[pf])
         cases.append(
@@ -148,10 +168,26 @@ def _pareto_cases(cfg: Config, results: list) -> list[dict]:
     return cases
 
 
+def _setting_docs(cfg: Config) -> list[dict]:
+    from benchmarks._registry import POLICIES, SETTINGS, load, policies_for
+
+    load()
+    return [
+        {
+            "setting": name,
+            "description": SETTINGS[name].description,
+            "upper_bound": SETTINGS[name].upper_bound,
+            "closed_loop": SETTINGS[name].closed_loop,
+            "policies": {p: POLICIES[p].description for p in policies_for(name)},
+        }
+        for name in sorted(cfg.settings, key=lambda n: SETTINGS[n].order)
+    ]
+
+
 def _cotune_plan(scn, cfg: Config):
     from benchmarks.policies import run_policy
 
-    plans = run_policy("cotune", scn, (cfg.headline_budget,))
+    plans = run_policy("cotune", scn, (cfg.headline_budget,), setting=_HEADLINE)
     return plans[0] if plans else None
 
 
@@ -164,6 +200,7 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     out.mkdir(parents=True, exist_ok=True)
     ws = workloads(names=cfg.workloads)
 
+    _log(f"{cfg.mode}: settings {', '.join(cfg.settings)}; budgets {cfg.budgets}; model errors first")
     # model errors
     time_rows, pairs, acc_rows = [], [], []
     for w in ws:
@@ -179,12 +216,23 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     # regret
     scns = _scenario_list(cfg)
     tasks = [(cfg, i) for i in range(len(scns))]
+    _log(f"model errors done in {t_models:.0f} s; {len(scns)} scenarios on {jobs} process(es)")
+    results = []
+
+    def done(item) -> None:
+        r, key, secs = item
+        results.append(r)
+        _log(f"{len(results)}/{len(scns)} {key} ({secs:.1f} s; {time.perf_counter() - t0:.0f} s so far)")
+
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_run_one, tasks))
+            for item in pool.map(_run_one, tasks):
+                done(item)
     else:
-        results = [_run_one(t) for t in tasks]
+        for t in tasks:
+            done(_run_one(t))
     t_regret = time.perf_counter() - t0 - t_models
+    _log(f"scenarios done in {t_regret:.0f} s; latency and figures next")
 
     # latency
     lat = {
@@ -192,19 +240,23 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
         "optuna": [latency.optuna_equal_regret(n=n, max_trials=cfg.optuna_max_trials) for n in cfg.optuna_sizes],
     }
 
+    summary = regret.summarize(results)
     data = {
         "mode": cfg.mode,
         "command": command,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "cpu_count": os.cpu_count(),
         "config": {k: v for k, v in cfg.__dict__.items()},
+        "settings": _setting_docs(cfg),
+        "summary": summary,
         "model_error": {"time": time_rows, "time_pairs": pairs, "accuracy": acc_rows, "noise_floor": model_error.placement_noise()},
         "regret": {
             "n_scenarios": len(results),
             "headline_budget": cfg.headline_budget,
-            "summary": regret.summarize(results),
-            "savings": regret.savings(results, budget=cfg.headline_budget),
-            "by_family": regret.by_workload(results, policy="cotune", budget=cfg.headline_budget),
+            "headline_setting": _HEADLINE,
+            "summary": summary,
+            "savings": regret.savings(results, budget=cfg.headline_budget, setting=_HEADLINE),
+            "by_family": regret.by_workload(results, policy="cotune", budget=cfg.headline_budget, setting=_HEADLINE),
             "scenarios": [
                 {k: v for k, v in r.__dict__.items() if k != "outcomes"} for r in results
             ],
@@ -223,12 +275,33 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a slice for CI: under 2 minutes on 2 cores")
+    parser.add_argument("--quick", action="store_true", help="a slice for CI: under 3 minutes on 2 cores")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results", help="output folder")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes for scenarios")
+    parser.add_argument(
+        "--policies", default=None, help="comma-separated policy names to run instead of the defaults (e.g. add optuna_gp)"
+    )
+    parser.add_argument("--settings", default=None, help="comma-separated settings (default: one-curve, free-curves, closed-loop)")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
-    command = "python -m benchmarks" + (" --quick" if args.quick else "")
+    from benchmarks._registry import POLICIES, SETTINGS, load
+
+    load()
+    if args.policies:
+        names = tuple(n.strip() for n in args.policies.split(",") if n.strip())
+        unknown = [n for n in names if n not in POLICIES]
+        if unknown:
+            print(f"benchmarks: unknown policy {', '.join(unknown)}: use some of {', '.join(POLICIES)}", file=sys.stderr)
+            return 2
+        cfg = dataclasses.replace(cfg, policies=names)
+    if args.settings:
+        names = tuple(n.strip() for n in args.settings.split(",") if n.strip())
+        unknown = [n for n in names if n not in SETTINGS]
+        if unknown:
+            print(f"benchmarks: unknown setting {', '.join(unknown)}: use some of {', '.join(SETTINGS)}", file=sys.stderr)
+            return 2
+        cfg = dataclasses.replace(cfg, settings=names)
+    command = "python -m benchmarks" + " ".join([""] + [a for a in (argv if argv is not None else sys.argv[1:])])
     try:
         data = run(cfg, args.out, jobs=max(1, args.jobs), command=command)
     except FileNotFoundError as exc:

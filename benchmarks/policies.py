@@ -1,22 +1,28 @@
 """Planning policies under a probe budget, all played against the replay launcher.
 
-Model-based policies (cotune, its isotonic-only variant, the paper's two independent
-baselines, the Pollux-style goodput policy) share one anytime loop and differ only in
-their models and in the part of the space they may tune:
+Each policy is one ``@policy`` entry in :mod:`benchmarks._registry`.
+
+Model-based policies (cotune and its variants, its isotonic-only variant, the paper's
+two independent baselines, the Pollux-style goodput policy) share one anytime loop and
+differ only in their models and in the part of the space they may tune:
 
 1. seed: a space-filling design, ``SEED_PER_GPU`` probes per GPU type, cheapest
    configurations first (farthest-point sampling in doublings of workers and batch,
    restricted to at most two hosts so that seeding stays cheap);
 2. then, until the budget is spent: fit the models on everything probed, solve
-   exhaustively, and probe the best predicted candidate not yet probed among the top
-   ``CONFIRM_TOP`` (confirming the plan where it matters); when those are all probed,
-   probe the next design point.
+   exhaustively on the mean prediction, and probe the best predicted candidate not yet
+   probed among the top ``CONFIRM_TOP`` (confirming the plan where it matters); when
+   those are all probed, probe the next design point.
 
 After ``k`` probes the policy's plan is the solver's choice on the models fitted to
-those ``k`` probes. Black-box policies (Optuna TPE, GP/BO) treat each probe as one
-evaluation of the predicted cost ``price × n × step_time × E(B) × N / B`` (``E`` read
-from the visible learning curves, no model of time), and return the cheapest probed
-configuration that meets the deadline by that estimate — CherryPick's recipe.
+those ``k`` probes. The cotune family (``cotune``, ``cotune_q50``, ``cotune_q90``)
+shares one probe sequence and one set of models fitted the way ``cotune.fit_models``
+fits a profile (library defaults, bootstrap intervals included); the variants differ
+only in the confidence at which the deadline is planned, so their calibration is
+compared on the same evidence. Black-box policies (Optuna TPE, GP/BO) treat each probe
+as one evaluation of the predicted cost ``price × n × step_time × E(B) × N / B`` (``E``
+read from the setting's learning curves, no model of time), and return the cheapest
+probed configuration that meets the deadline by that estimate — CherryPick's recipe.
 """
 
 from __future__ import annotations
@@ -27,13 +33,25 @@ from typing import Mapping
 
 import numpy as np
 
+from benchmarks._registry import POLICIES, PolicySpec, load, policy
 from benchmarks.peers import IsotonicAccuracy, IsotonicStepTime, PolluxAccuracy, PolluxStepTime
 from benchmarks.replay import ReplayLauncher, _interp_log, curve_epochs_to_target, price_matrix
 from benchmarks.scenarios import Scenario
-from cotune.models import AccuracyModel, FittedModels, StepTimeModel
+from benchmarks.settings import Evidence, recipe_batch
+from cotune.models import FittedModels, StepTimeModel, fit_models
 from cotune.solver import Candidates, estimate, feasibility, ranked
 
-__all__ = ["Plan", "POLICIES", "MODEL_POLICIES", "BLACK_BOX_POLICIES", "run_policy", "policy_mask", "fitted_estimates", "seed_design", "available_policies"]
+__all__ = [
+    "Plan",
+    "run_policy",
+    "policy_mask",
+    "fitted_estimates",
+    "seed_design",
+    "available_policies",
+    "subset",
+    "visible_epochs",
+    "coverage_counts",
+]
 
 SEED_PER_GPU = 3
 CONFIRM_TOP = 3
@@ -41,7 +59,14 @@ CONFIRM_TOP = 3
 
 @dataclass(frozen=True)
 class Plan:
-    """A policy's answer after ``probes`` probes."""
+    """A policy's answer after ``probes`` probes.
+
+    ``p_success`` is the probability the policy's models give the plan of reaching the
+    target by the deadline (None where the models give none). ``step_hits/step_n`` and
+    ``epochs_hits/epochs_n`` count how often the 90 % intervals of the models behind the
+    plan covered the truth (unprobed candidates' step times; held-out batches' epochs
+    to target); ``*_n == 0`` means not checked.
+    """
 
     policy: str
     budget: int
@@ -51,15 +76,21 @@ class Plan:
     predicted_cost: float
     predicted_time_s: float
     probed: tuple[int, ...] = ()
+    confidence: float | None = None
+    p_success: float | None = None
+    step_hits: int = 0
+    step_n: int = 0
+    epochs_hits: int = 0
+    epochs_n: int = 0
 
 
-# -- model factories -------------------------------------------------------------------
+# -- models ---------------------------------------------------------------------------
 def _fit_time(kind: str, probe_arrays: Mapping[str, dict[str, np.ndarray]]) -> dict[str, object]:
     out: dict[str, object] = {}
     for gpu, a in probe_arrays.items():
         args = (a["workers"], a["hosts"], a["local_batch"], a["step_time_s"])
         if kind == "cotune":
-            # Bootstrap refits only widen intervals; plans here use mean times.
+            # Inside the probe loop plans use mean times; bootstrap refits only widen intervals.
             out[gpu] = StepTimeModel(n_bootstrap=0).fit(*args)
         elif kind == "isotonic":
             out[gpu] = IsotonicStepTime().fit(*args)
@@ -70,39 +101,27 @@ def _fit_time(kind: str, probe_arrays: Mapping[str, dict[str, np.ndarray]]) -> d
     return out
 
 
-_ACCURACY_CACHE: dict[tuple[str, str], object] = {}
+_ACCURACY_CACHE: dict[tuple[str, str, str], object] = {}
 
 
-def _accuracy(kind: str, scn: Scenario) -> object:
-    key = (scn.workload.name, kind)
+def _accuracy(kind: str, scn: Scenario, evidence: Evidence, launcher: ReplayLauncher) -> object:
+    """The accuracy model of ``kind`` on the setting's curves (they do not change with probes)."""
+    key = (scn.workload.name, evidence.setting, kind)
     if key not in _ACCURACY_CACHE:
         w = scn.workload
         if kind == "pollux":
-            model: object = PolluxAccuracy(reference=w.curves[w.reference_batch], goal=w.goal)
+            # Pollux's only accuracy input: the reference curve and its gradient noise.
+            model: object = PolluxAccuracy(reference=w.curves[recipe_batch(w)], goal=w.goal)
+        elif kind == "cotune":
+            # Exactly what cotune.fit_models makes of this profile's curves and noise records.
+            model = fit_models(launcher.profile(), n_bootstrap=0).accuracy
+        elif kind == "isotonic":
+            e = launcher.profile().eval_arrays()
+            model = IsotonicAccuracy(goal=w.goal).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
         else:
-            prof = scn.launcher().profile()
-            e = prof.eval_arrays()
-            cls = AccuracyModel if kind == "cotune" else IsotonicAccuracy
-            b_noise = prof.noise_scale() if kind == "cotune" else None
-            model = cls(goal=w.goal, b_noise=b_noise).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
+            raise ValueError(f"unknown accuracy model {kind!r}")
         _ACCURACY_CACHE[key] = model
     return _ACCURACY_CACHE[key]
-
-
-# name → (time model, accuracy model, subspace)
-MODEL_POLICIES: Mapping[str, tuple[str, str, str]] = {
-    "cotune": ("cotune", "cotune", "all"),
-    "cotune_isotonic": ("isotonic", "isotonic", "all"),
-    "resource_only": ("cotune", "cotune", "resource_only"),
-    "batch_only": ("cotune", "cotune", "batch_only"),
-    "pollux": ("pollux", "pollux", "all"),
-    # cotune planning for the deadline at 90 % confidence instead of the mean prediction.
-    "cotune_q90": ("cotune", "cotune", "all"),
-}
-# Policies that plan with a deadline confidence (the rest plan on the mean prediction).
-POLICY_CONFIDENCE: Mapping[str, float] = {"cotune_q90": 0.9}
-BLACK_BOX_POLICIES = ("optuna_tpe", "optuna_gp")
-POLICIES = tuple(MODEL_POLICIES) + BLACK_BOX_POLICIES
 
 
 def policy_mask(scn: Scenario, subspace: str) -> np.ndarray:
@@ -169,30 +188,6 @@ def _probe_arrays(launcher: ReplayLauncher) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
-def _solve(
-    scn: Scenario, launcher: ReplayLauncher, time_kind: str, acc_kind: str, mask: np.ndarray, confidence: float | None = None
-):
-    """Fit on the probes, estimate every allowed candidate of a probed GPU type, rank."""
-    arrays = _probe_arrays(launcher)
-    time_models = _fit_time(time_kind, arrays)
-    c = scn.candidates
-    # Only GPU types with probes can be predicted; estimate the allowed candidates of those.
-    usable = np.flatnonzero(mask & np.isin(c.gpu, [c.gpus.index(g) for g in time_models]))
-    sub = subset(c, usable)
-    models = FittedModels(
-        workload_name=scn.workload.name,
-        dataset_size=scn.workload.dataset_size,
-        goal=scn.workload.goal,
-        metric_name=scn.workload.metric,
-        time_models=time_models,  # type: ignore[arg-type]
-        accuracy=_accuracy(acc_kind, scn),  # type: ignore[arg-type]
-    )
-    est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload), confidence=confidence)
-    ok = feasibility(est, deadline_s=scn.deadline_s, budget=None).all
-    top = ranked(est, ok, "cost", limit=CONFIRM_TOP)
-    return est, usable, top
-
-
 def subset(c: Candidates, idx: np.ndarray) -> Candidates:
     """The candidates at ``idx`` (same GPU and market tuples)."""
     return Candidates(
@@ -206,18 +201,96 @@ def subset(c: Candidates, idx: np.ndarray) -> Candidates:
     )
 
 
-def _model_policy(name: str, scn: Scenario, budgets: tuple[int, ...]) -> list[Plan]:
-    time_kind, acc_kind, subspace = MODEL_POLICIES[name]
+def _usable(scn: Scenario, mask: np.ndarray, gpus) -> np.ndarray:
+    """Allowed candidates of GPU types that have probes (only those can be predicted)."""
+    c = scn.candidates
+    return np.flatnonzero(mask & np.isin(c.gpu, [c.gpus.index(g) for g in gpus]))
+
+
+def _models(scn: Scenario, time_models: Mapping[str, object], accuracy: object) -> FittedModels:
+    return FittedModels(
+        workload_name=scn.workload.name,
+        dataset_size=scn.workload.dataset_size,
+        goal=scn.workload.goal,
+        metric_name=scn.workload.metric,
+        time_models=time_models,  # type: ignore[arg-type]
+        accuracy=accuracy,  # type: ignore[arg-type]
+    )
+
+
+def _solve(
+    scn: Scenario,
+    launcher: ReplayLauncher,
+    evidence: Evidence,
+    time_kind: str,
+    acc_kind: str,
+    mask: np.ndarray,
+    confidence: float | None = None,
+    models: FittedModels | None = None,
+):
+    """Fit on the probes (unless ``models`` are given), estimate every allowed candidate of a probed GPU type, rank."""
+    if models is None:
+        models = _models(scn, _fit_time(time_kind, _probe_arrays(launcher)), _accuracy(acc_kind, scn, evidence, launcher))
+    usable = _usable(scn, mask, models.time_models)
+    sub = subset(scn.candidates, usable)
+    est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload), confidence=confidence)
+    ok = feasibility(est, deadline_s=scn.deadline_s, budget=None).all
+    top = ranked(est, ok, "cost", limit=CONFIRM_TOP)
+    return est, usable, top
+
+
+def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, probed: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """(step hits, step n, epochs hits, epochs n) of the models' central intervals against the truth.
+
+    Step time: every unprobed candidate of a probed GPU type, true step time in
+    ``[lower_s, upper_s]``. Epochs: every held-out measured batch, the true epochs to
+    the scenario's target from its full curve in ``[lower, upper]`` (an unreached
+    target is covered by an unbounded upper end).
+    """
+    c = scn.candidates
+    step_hits = step_n = 0
+    for gpu in models.time_models:
+        gi = c.gpus.index(gpu)
+        idx = np.flatnonzero((c.gpu == gi) & ~np.isin(np.arange(len(c)), probed))
+        if idx.size == 0:
+            continue
+        pred = models.predict_step(gpu, c.workers[idx].astype(float), c.hosts[idx].astype(float), c.local_batch[idx].astype(float))
+        true = scn.oracle.step_time_s[idx]
+        step_hits += int(np.sum((pred.lower_s <= true) & (true <= pred.upper_s)))
+        step_n += int(idx.size)
+    w = scn.workload
+    held = np.array(evidence.held_out, float)
+    e_hits = e_n = 0
+    if held.size:
+        pred_e = models.predict_epochs(held, scn.target)
+        true_e = np.array([curve_epochs_to_target(w.curves[int(b)], scn.target, w.goal) for b in held])
+        lo, hi = np.asarray(pred_e.lower, float), np.asarray(pred_e.upper, float)
+        e_hits = int(np.sum((lo <= true_e) & (true_e <= hi)))
+        e_n = int(held.size)
+    return step_hits, step_n, e_hits, e_n
+
+
+# -- the shared anytime probe loop ----------------------------------------------------------
+_LOOP_CACHE: dict[tuple, list[tuple[int, tuple[int, ...], float]]] = {}
+
+
+def _probe_loop(
+    scn: Scenario, evidence: Evidence, time_kind: str, acc_kind: str, subspace: str, budgets: tuple[int, ...]
+) -> list[tuple[int, tuple[int, ...], float]]:
+    """(budget, probed indices, probe cost) after each budget; cached per scenario and setting."""
+    key = (scn.key, evidence.setting, time_kind, acc_kind, subspace, budgets)
+    if key in _LOOP_CACHE:
+        return _LOOP_CACHE[key]
     mask = policy_mask(scn, subspace)
-    launcher = scn.launcher()
+    launcher = scn.launcher(evidence)
     design = seed_design(scn.candidates, mask, per_gpu=SEED_PER_GPU)
     n_seed = min(SEED_PER_GPU * len({int(scn.candidates.gpu[i]) for i in design}), len(design))
-    plans: list[Plan] = []
+    out = []
     for k in range(1, max(budgets) + 1):
         if len(launcher.probed) < n_seed:
             pick = next(i for i in design if i not in launcher.probed)
         else:
-            _, usable, top = _solve(scn, launcher, time_kind, acc_kind, mask, POLICY_CONFIDENCE.get(name))
+            _, usable, top = _solve(scn, launcher, evidence, time_kind, acc_kind, mask)
             fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.probed]
             rest = [i for i in design if i not in launcher.probed]
             if fresh:
@@ -232,43 +305,131 @@ def _model_policy(name: str, scn: Scenario, budgets: tuple[int, ...]) -> list[Pl
         if pick is not None:
             launcher.probe(pick)
         if k in budgets:
-            est, usable, top = _solve(scn, launcher, time_kind, acc_kind, mask, POLICY_CONFIDENCE.get(name))
-            j = int(top[0]) if top.size else None
-            plans.append(
-                Plan(
-                    policy=name,
-                    budget=k,
-                    probes=len(launcher.probed),
-                    probe_cost=launcher.probe_cost,
-                    index=None if j is None else int(usable[j]),
-                    predicted_cost=float(est.cost[j]) if j is not None else math.inf,
-                    predicted_time_s=float(est.time_s[j]) if j is not None else math.inf,
-                    probed=tuple(launcher.probed),
-                )
+            out.append((k, tuple(launcher.probed), launcher.probe_cost))
+    if len(_LOOP_CACHE) > 64:
+        _LOOP_CACHE.clear()
+    _LOOP_CACHE[key] = out
+    return out
+
+
+_FIT_CACHE: dict[tuple, FittedModels] = {}
+
+
+def library_models(scn: Scenario, evidence: Evidence, probed: tuple[int, ...]) -> FittedModels:
+    """``cotune.fit_models`` on the profile the planner has after ``probed`` (library defaults)."""
+    key = (scn.workload.name, evidence.setting, probed)
+    if key not in _FIT_CACHE:
+        launcher = scn.launcher(evidence)
+        for i in probed:
+            launcher.probe(i)
+        if len(_FIT_CACHE) > 64:
+            _FIT_CACHE.clear()
+        _FIT_CACHE[key] = fit_models(launcher.profile())
+    return _FIT_CACHE[key]
+
+
+def _p_success(est, j: int) -> float | None:
+    p = getattr(est, "p_success", None)
+    if p is None:
+        return None
+    v = float(np.asarray(p)[j])
+    return v if math.isfinite(v) else None
+
+
+def _model_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
+    time_kind, acc_kind, subspace = spec.extra["time"], spec.extra["accuracy"], spec.extra["subspace"]
+    library = bool(spec.extra.get("library_fit"))
+    mask = policy_mask(scn, subspace)
+    plans = []
+    for k, probed, probe_cost in _probe_loop(scn, evidence, time_kind, acc_kind, subspace, budgets):
+        launcher = scn.launcher(evidence)
+        for i in probed:
+            launcher.probe(i)
+        models = library_models(scn, evidence, probed) if library else None
+        est, usable, top = _solve(scn, launcher, evidence, time_kind, acc_kind, mask, spec.confidence, models)
+        j = int(top[0]) if top.size else None
+        counts = coverage_counts(scn, evidence, models, probed) if (spec.intervals and models is not None) else (0, 0, 0, 0)
+        plans.append(
+            Plan(
+                policy=spec.name,
+                budget=k,
+                probes=len(probed),
+                probe_cost=probe_cost,
+                index=None if j is None else int(usable[j]),
+                predicted_cost=float(est.cost[j]) if j is not None else math.inf,
+                predicted_time_s=float(est.time_s[j]) if j is not None else math.inf,
+                probed=probed,
+                confidence=spec.confidence,
+                p_success=None if j is None else _p_success(est, j),
+                step_hits=counts[0],
+                step_n=counts[1],
+                epochs_hits=counts[2],
+                epochs_n=counts[3],
             )
+        )
     return plans
 
 
+def _model_entry(name: str, *, time: str, accuracy: str, subspace: str, **kw) -> None:
+    """Register a model-based policy: one line per policy."""
+
+    def run(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
+        return _model_policy(POLICIES[name], scn, evidence, budgets)
+
+    policy(name, time=time, accuracy=accuracy, subspace=subspace, **kw)(run)
+
+
+_model_entry(
+    "cotune", time="cotune", accuracy="cotune", subspace="all", family="cotune", intervals=True, library_fit=True,
+    description="cotune's models (cotune.fit_models defaults), exhaustive solver, deadline on the mean prediction",
+)
+_model_entry(
+    "cotune_q50", time="cotune", accuracy="cotune", subspace="all", family="cotune", confidence=0.5, intervals=True,
+    library_fit=True, description="cotune, deadline at 50 % confidence (confidence=0.5)",
+)
+_model_entry(
+    "cotune_q90", time="cotune", accuracy="cotune", subspace="all", family="cotune", confidence=0.9, intervals=True,
+    library_fit=True, description="cotune, deadline at 90 % confidence (confidence=0.9)",
+)
+_model_entry(
+    "cotune_isotonic", time="isotonic", accuracy="isotonic", subspace="all", settings=("free-curves",),
+    description="the paper's isotonic fits alone (cannot extrapolate from one curve: free-curves only)",
+)
+_model_entry(
+    "resource_only", time="cotune", accuracy="cotune", subspace="resource_only",
+    description="the paper's resource-only baseline: local batch fixed at the recipe's",
+)
+_model_entry(
+    "batch_only", time="cotune", accuracy="cotune", subspace="batch_only",
+    description="the paper's batch-only baseline: 4 workers of the first GPU type",
+)
+_model_entry(
+    "pollux", time="pollux", accuracy="pollux", subspace="all",
+    description="Pollux's throughput model and statistical efficiency from the reference curve's gradient noise",
+)
+
+
 # -- black-box search ----------------------------------------------------------------------
-def visible_epochs(scn: Scenario, global_batch: np.ndarray) -> np.ndarray:
-    """Epochs to target read off the visible curves (log-log between them; no model)."""
+def visible_epochs(scn: Scenario, global_batch: np.ndarray, evidence: Evidence | None = None) -> np.ndarray:
+    """Epochs to target read off the setting's curves (log-log between them; no model)."""
     w = scn.workload
-    vb = np.array(scn.visible, float)
-    measured = np.array([curve_epochs_to_target(w.curves[int(b)], scn.target, w.goal) for b in scn.visible])
+    curves = (evidence or scn.evidence()).curves
+    vb = np.array(curves, float)
+    measured = np.array([curve_epochs_to_target(w.curves[int(b)], scn.target, w.goal) for b in curves])
     out = _interp_log(np.asarray(global_batch, float), vb, measured)
     return np.where(np.isnan(out), np.inf, out)
 
 
-def _black_box_policy(name: str, scn: Scenario, budgets: tuple[int, ...], *, seed: int = 0) -> list[Plan]:
+def _black_box_policy(name: str, scn: Scenario, evidence: Evidence, budgets: tuple[int, ...], *, seed: int = 0) -> list[Plan]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     c = scn.candidates
-    launcher = scn.launcher()
+    launcher = scn.launcher(evidence)
     lookup = {(int(c.gpu[i]), int(c.workers[i]), int(c.local_batch[i])): i for i in range(len(c))}
     workers = sorted({int(v) for v in c.workers})
     batches = sorted({int(v) for v in c.local_batch})
-    epochs = visible_epochs(scn, c.global_batch)
+    epochs = visible_epochs(scn, c.global_batch, evidence)
     price = price_matrix(scn.workload)[c.gpu, 0]
     est_time = np.full(len(c), np.inf)
     est_cost = np.full(len(c), np.inf)
@@ -320,29 +481,53 @@ def _black_box_policy(name: str, scn: Scenario, budgets: tuple[int, ...], *, see
     return plans
 
 
-def fitted_estimates(scn: Scenario, probed: tuple[int, ...], *, policy: str = "cotune"):
+@policy("optuna_tpe", description="Optuna TPE: every trial a paid probe, cost read off the setting's curves")
+def _optuna_tpe(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
+    return _black_box_policy("optuna_tpe", scn, evidence, budgets)
+
+
+@policy(
+    "optuna_gp",
+    requires=("torch",),
+    settings=("free-curves",),
+    optional=True,
+    description="Optuna GPSampler (CherryPick-style BO); free-curves only; optional (15–30 s a scenario on 2 cores)",
+)
+def _optuna_gp(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
+    return _black_box_policy("optuna_gp", scn, evidence, budgets)
+
+
+def fitted_estimates(scn: Scenario, probed: tuple[int, ...], *, policy: str = "cotune", setting: str = "free-curves"):
     """A model-based policy's estimates after the given probes: (candidate indices, Estimates)."""
-    time_kind, acc_kind, subspace = MODEL_POLICIES[policy]
-    launcher = scn.launcher()
+    spec = POLICIES[policy]
+    evidence = scn.evidence(setting)
+    launcher = scn.launcher(evidence)
     for i in probed:
         launcher.probe(i)
-    est, usable, _ = _solve(scn, launcher, time_kind, acc_kind, policy_mask(scn, subspace), POLICY_CONFIDENCE.get(policy))
+    models = library_models(scn, evidence, tuple(probed)) if spec.extra.get("library_fit") else None
+    est, usable, _ = _solve(
+        scn, launcher, evidence, spec.extra["time"], spec.extra["accuracy"], policy_mask(scn, spec.extra["subspace"]),
+        spec.confidence, models,
+    )
     return usable, est
 
 
-def available_policies() -> tuple[str, ...]:
-    """Every policy this environment can run: Optuna's GPSampler needs torch."""
-    import importlib.util
+def available_policies(setting: str | None = None, *, include_optional: bool = False) -> tuple[str, ...]:
+    """Open-loop policies this environment runs by default (in ``setting``, or in any open-loop setting)."""
+    from benchmarks._registry import SETTINGS
 
-    have_torch = importlib.util.find_spec("torch") is not None
-    return tuple(p for p in POLICIES if p != "optuna_gp" or have_torch)
+    load()
+    names = [s.name for s in SETTINGS.values() if not s.closed_loop and (setting is None or s.name == setting)]
+    return tuple(
+        p.name
+        for p in POLICIES.values()
+        if p.available() and (include_optional or not p.optional) and any(p.runs_in(n) for n in names)
+    )
 
 
-def run_policy(name: str, scn: Scenario, budgets: tuple[int, ...]) -> list[Plan]:
-    """Plans of policy ``name`` on scenario ``scn`` after each budget (number of probes)."""
-    if name in MODEL_POLICIES:
-        return _model_policy(name, scn, tuple(sorted(budgets)))
-    if name in BLACK_BOX_POLICIES:
-        return _black_box_policy(name, scn, tuple(sorted(budgets)))
-    raise ValueError(f"unknown policy {name!r}: use one of {', '.join(POLICIES)}")
-
+def run_policy(name: str, scn: Scenario, budgets: tuple[int, ...], *, setting: str = "free-curves") -> list[Plan]:
+    """Plans of policy ``name`` on scenario ``scn`` in ``setting`` after each budget (number of probes)."""
+    load()
+    if name not in POLICIES or POLICIES[name].closed_loop:
+        raise ValueError(f"unknown policy {name!r}: use one of {', '.join(available_policies())}")
+    return POLICIES[name].run(scn, scn.evidence(setting), tuple(sorted(budgets)))

@@ -1,10 +1,15 @@
 """Cost regret against the oracle, per policy and probe budget, and co-tuning savings.
 
-For a plan choosing candidate ``c`` in scenario ``s``::
+For a plan choosing candidate ``c`` in scenario ``s`` (open-loop settings)::
 
     regret(c)   = cost*(c) / cost*(oracle optimum) − 1        (≥ 0 when c is truly feasible)
     miss        = no plan, or the target is never reached at c, or time*(c) > deadline
     probe_share = probe cost / cost*(c)                         (probes against the training they plan)
+    curve_share = cost of the curves the setting showed / cost*(c)   (reported apart)
+
+In the closed-loop setting the plan is run against the truth and every cost counts:
+``regret = (probes + training + restarts) / cost*(oracle) − 1``; a run the controller
+gives up is a miss of its own cause (``gave_up``).
 
 Percentiles of regret count a miss as infinite regret: a policy that misses more than
 10 % of scenarios has an infinite p90. Savings compare costs under the same target and
@@ -21,6 +26,7 @@ import numpy as np
 
 from benchmarks.policies import Plan, policy_mask, run_policy
 from benchmarks.scenarios import Scenario
+from benchmarks.settings import Evidence
 
 __all__ = ["Outcome", "ScenarioResult", "evaluate_plan", "run_scenario", "summarize", "savings", "by_workload", "outcome_dicts"]
 
@@ -45,8 +51,20 @@ class Outcome:
     true_time_s: float
     oracle_cost: float
     regret: float  # inf when missed
-    miss: str | None  # None, "no_plan", "target", "deadline"
+    miss: str | None  # None, "no_plan", "target", "deadline", "gave_up"
     probe_share: float
+    setting: str = "free-curves"
+    curve_cost: float = 0.0  # USD of every learning curve the setting showed the planner
+    curve_share: float = math.inf  # curve_cost / true training cost of the plan
+    confidence: float | None = None
+    p_success: float | None = None  # the plan's promised probability of success (None: not given)
+    step_hits: int = 0
+    step_n: int = 0
+    epochs_hits: int = 0
+    epochs_n: int = 0
+    train_cost: float = math.nan  # closed loop: training, restarts (probes are in probe_cost)
+    restart_cost: float = 0.0
+    restarts: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,7 +85,8 @@ class ScenarioResult:
     outcomes: tuple[Outcome, ...]
 
 
-def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float) -> Outcome:
+def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float, evidence: Evidence | None = None) -> Outcome:
+    ev = evidence or scn.evidence()
     _, time_s, cost = scn.oracle.evaluate(scn.target)
     c = scn.candidates
     i = plan.index
@@ -103,6 +122,16 @@ def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float) -> Outcome:
         regret=regret,
         miss=miss,
         probe_share=plan.probe_cost / t_cost if math.isfinite(t_cost) and t_cost > 0 else math.inf,
+        setting=ev.setting,
+        curve_cost=ev.curve_cost,
+        curve_share=ev.curve_cost / t_cost if math.isfinite(t_cost) and t_cost > 0 else math.inf,
+        confidence=plan.confidence,
+        p_success=plan.p_success,
+        step_hits=plan.step_hits,
+        step_n=plan.step_n,
+        epochs_hits=plan.epochs_hits,
+        epochs_n=plan.epochs_n,
+        train_cost=t_cost,
     )
 
 
@@ -114,12 +143,33 @@ def _restricted_optimum(scn: Scenario, subspace: str) -> float:
     return float(cost[ok].min()) if np.any(ok) else math.inf
 
 
-def run_scenario(scn: Scenario, *, policies: Sequence[str], budgets: Sequence[int]) -> ScenarioResult:
+def run_scenario(
+    scn: Scenario,
+    *,
+    budgets: Sequence[int],
+    settings: Sequence[str] = ("free-curves",),
+    policies: Sequence[str] | None = None,
+    closed_loop_budgets: Sequence[int] | None = None,
+) -> ScenarioResult:
+    """Every default policy of every setting on one scenario (``policies``: exactly these, by name,
+    optional ones included)."""
+    from benchmarks._registry import POLICIES, SETTINGS, load, policies_for
+
+    load()
     sol = scn.oracle.solve(scn.target, scn.deadline_s)
     outcomes = []
-    for name in policies:
-        for plan in run_policy(name, scn, tuple(budgets)):
-            outcomes.append(evaluate_plan(scn, plan, sol.cost))
+    for setting_name in settings:
+        ev = scn.evidence(setting_name)
+        closed = SETTINGS[setting_name].closed_loop
+        for name in policies_for(setting_name, include_optional=policies is not None):
+            if policies is not None and name not in policies:
+                continue
+            if closed:
+                for b in closed_loop_budgets or (max(budgets),):
+                    outcomes.append(POLICIES[name].run(scn, ev, int(b)).outcome(scn, ev, sol.cost))
+            else:
+                for plan in run_policy(name, scn, tuple(budgets), setting=setting_name):
+                    outcomes.append(evaluate_plan(scn, plan, sol.cost, ev))
     c = scn.candidates
     cfg = None if sol.index is None else (c.gpus[int(c.gpu[sol.index])], int(c.workers[sol.index]), int(c.local_batch[sol.index]))
     return ScenarioResult(
@@ -148,36 +198,95 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(v[min(int(math.ceil(q / 100 * v.size)) - 1, v.size - 1)] if q > 0 else v[0])
 
 
+def _share(values: list[bool]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _delivered(os_: list[Outcome]) -> tuple[float | None, float | None]:
+    """(delivered, promised): share of the plans made that reached the target by the deadline,
+    and the mean probability the models promised them (the confidence where none is given)."""
+    made = [o for o in os_ if o.miss != "no_plan"]
+    delivered = _share([o.miss is None for o in made])
+    ps = [o.p_success for o in made if o.p_success is not None]
+    if ps:
+        promised: float | None = float(np.mean(ps))
+    else:
+        conf = {o.confidence for o in made}
+        promised = conf.pop() if len(conf) == 1 else None
+    return delivered, promised
+
+
 def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
-    """Per (policy, budget): regret percentiles (misses = inf), miss rate, probe share."""
-    rows: dict[tuple[str, int], list[Outcome]] = {}
+    """One row per (setting, policy, probe budget): regret (misses = inf), misses by cause,
+    probe and curve cost shares, calibration (delivered vs promised) and interval coverage."""
+    from benchmarks._registry import POLICIES, SETTINGS, load
+
+    load()
+    results = list(results)
+    rows: dict[tuple[str, str, int], list[Outcome]] = {}
     for r in results:
         for o in r.outcomes:
-            rows.setdefault((o.policy, o.budget), []).append(o)
+            rows.setdefault((o.setting, o.policy, o.budget), []).append(o)
+    order = {name: (spec.order, i) for i, (name, spec) in enumerate(SETTINGS.items())}
+    pol_order = {name: i for i, name in enumerate(POLICIES)}
+    keys = sorted(rows, key=lambda k: (order.get(k[0], (99, 0)), pol_order.get(k[1], 999), k[2]))
+    delivered = {k: _delivered(rows[k]) for k in keys}
     out = []
-    for (policy, budget), os_ in sorted(rows.items()):
+    for key in keys:
+        setting_name, policy_name, budget = key
+        os_ = rows[key]
+        spec = POLICIES.get(policy_name)
+        family = spec.family if spec else policy_name
         reg = np.array([o.regret for o in os_])
         share = np.array([o.probe_share for o in os_ if o.miss is None])
+        curve = np.array([o.curve_share for o in os_ if o.miss is None])
+        by_q: dict[float, tuple[float | None, float | None]] = {}
+        for other in keys:
+            ospec = POLICIES.get(other[1])
+            if other[0] == setting_name and other[2] == budget and ospec and ospec.family == family and ospec.confidence is not None:
+                by_q[ospec.confidence] = delivered[other]
+        step_n = sum(o.step_n for o in os_)
+        epochs_n = sum(o.epochs_n for o in os_)
+        own_delivered, own_promised = delivered[key]
         out.append(
             {
-                "policy": policy,
-                "budget": budget,
+                "setting": setting_name,
+                "policy": policy_name,
+                "probes": budget,
                 "scenarios": len(os_),
+                "miss_rate": float(np.mean(~np.isfinite(reg))),
                 "median_regret": _pct(reg, 50),
+                "delivered_q90": by_q.get(0.9, (None, None))[0],
+                "coverage_step_90": sum(o.step_hits for o in os_) / step_n if step_n else None,
+                "coverage_epochs_90": sum(o.epochs_hits for o in os_) / epochs_n if epochs_n else None,
+                "probe_share": float(np.median(share)) if share.size else None,
+                # extras
+                "budget": budget,
+                "family": family,
+                "upper_bound": SETTINGS[setting_name].upper_bound if setting_name in SETTINGS else False,
                 "p90_regret": _pct(reg, 90),
                 "worst_regret": float(reg.max()),
                 "worst_regret_when_met": float(reg[np.isfinite(reg)].max()) if np.isfinite(reg).any() else math.nan,
-                "miss_rate": float(np.mean(~np.isfinite(reg))),
-                "misses": {k: sum(1 for o in os_ if o.miss == k) for k in ("no_plan", "target", "deadline")},
+                "misses": {k: sum(1 for o in os_ if o.miss == k) for k in ("no_plan", "target", "deadline", "gave_up")},
                 "median_probe_share": float(np.median(share)) if share.size else math.nan,
                 "share_probe_le_5pct": float(np.mean(share <= 0.05)) if share.size else math.nan,
+                "curve_share": float(np.median(curve)) if curve.size else None,
+                "median_curve_cost": float(np.median([o.curve_cost for o in os_])),
                 "median_probes": float(np.median([o.probes for o in os_])),
+                "delivered": own_delivered,
+                "promised": own_promised,
+                "delivered_q50": by_q.get(0.5, (None, None))[0],
+                "promised_q50": by_q.get(0.5, (None, None))[1],
+                "promised_q90": by_q.get(0.9, (None, None))[1],
+                "coverage_step_n": step_n,
+                "coverage_epochs_n": epochs_n,
+                "mean_restarts": float(np.mean([o.restarts for o in os_])),
             }
         )
     return out
 
 
-def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float = 0.05) -> dict:
+def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float = 0.05, setting: str = "one-curve") -> dict:
     """Co-tuning savings against the best independent baseline.
 
     ``optimum``: the true optimum against the better of the two restricted optima (what
@@ -188,7 +297,7 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
     rows = []
     for r in results:
         best_base = min(r.resource_only_optimum, r.batch_only_optimum)
-        plans = {o.policy: o for o in r.outcomes if o.budget == budget}
+        plans = {o.policy: o for o in r.outcomes if o.budget == budget and o.setting == setting}
         if "cotune" not in plans:
             continue
         base_plans = [plans[p].true_cost for p in ("resource_only", "batch_only") if p in plans and plans[p].miss is None]
@@ -210,6 +319,7 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
     plan_vs_opt_m = np.array([r["plan_saving_vs_baseline_optimum"] for r in matters if r["plan_saving_vs_baseline_optimum"] is not None])
     return {
         "budget": budget,
+        "setting": setting,
         "threshold": threshold,
         "scenarios": len(rows),
         "baselines_infeasible": sum(r["baselines_infeasible"] for r in rows),
@@ -224,12 +334,12 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
     }
 
 
-def by_workload(results: Iterable[ScenarioResult], *, policy: str, budget: int) -> list[dict]:
+def by_workload(results: Iterable[ScenarioResult], *, policy: str, budget: int, setting: str = "one-curve") -> list[dict]:
     """Median regret, miss rate and probe share of one policy per workload."""
     groups: dict[str, list[Outcome]] = {}
     for r in results:
         for o in r.outcomes:
-            if o.policy == policy and o.budget == budget:
+            if o.policy == policy and o.budget == budget and o.setting == setting:
                 groups.setdefault(o.workload, []).append(o)
     out = []
     for name, os_ in groups.items():

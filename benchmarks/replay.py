@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from benchmarks.settings import Evidence, evals_of, visible_batches
 from benchmarks.traces import Curve, Workload
 from cotune.profile import EvalRecord, Profile, StepRecord, WorkloadRecord
 from cotune.solver import Candidates
@@ -89,14 +90,6 @@ def true_epochs(workload: Workload, global_batch: np.ndarray, target: float) -> 
     batches = np.array(workload.batches, float)
     measured = np.array([curve_epochs_to_target(workload.curves[b], target, workload.goal) for b in workload.batches])
     return _interp_log(np.asarray(global_batch, float), batches, measured)
-
-
-def visible_batches(workload: Workload) -> tuple[int, ...]:
-    """Batches whose learning curves a planner sees: every other one from the smallest,
-    and the largest. The rest are held out (truth only)."""
-    b = workload.batches
-    keep = set(b[::2]) | {b[-1]}
-    return tuple(sorted(keep))
 
 
 def build_candidates(workload: Workload, *, max_workers: int | None = None) -> Candidates:
@@ -192,12 +185,12 @@ class ReplayLauncher:
     """Answers probes from the measurements and keeps the bill.
 
     The planner gets a cotune :class:`~cotune.profile.Profile` holding only the
-    probed step times and the visible learning curves.
+    probed step times and the setting's evidence (learning curves, noise records).
     """
 
     workload: Workload
     oracle: Oracle
-    visible: tuple[int, ...]
+    evidence: "Evidence"
     setup_s: float = PROBE_SETUP_S
     probe_steps: int = PROBE_STEPS
     probed: list[int] = field(default_factory=list)
@@ -219,7 +212,7 @@ class ReplayLauncher:
         return step
 
     def profile(self) -> Profile:
-        """What the planner knows: probed step times and the visible curves."""
+        """What the planner knows: probed step times and the setting's curves and noise records."""
         c = self.oracle.candidates
         steps = tuple(
             StepRecord(
@@ -231,7 +224,11 @@ class ReplayLauncher:
             )
             for i in self.probed
         )
-        return Profile(workload=self.workload_record(), steps=steps, evals=visible_evals(self.workload, self.visible))
+        return Profile(workload=self.workload_record(), steps=steps, evals=self.evidence.evals, noise=self.evidence.noise)
+
+    @property
+    def visible(self) -> tuple[int, ...]:
+        return self.evidence.curves
 
     def workload_record(self) -> WorkloadRecord:
         w = self.workload
@@ -239,20 +236,5 @@ class ReplayLauncher:
 
 
 def visible_evals(workload: Workload, visible: tuple[int, ...]) -> tuple[EvalRecord, ...]:
-    """Eval records of the visible curves, with gradient statistics at the reference batch."""
-    ref = workload.reference_batch
-    out = []
-    for b in visible:
-        c = workload.curves[b]
-        for e, m, gs, gv in zip(c.epochs, c.metric, c.grad_sqr, c.grad_var):
-            out.append(
-                EvalRecord(
-                    global_batch=int(b),
-                    epoch=float(e),
-                    metric=float(m),
-                    grad_sqr=float(gs) if np.isfinite(gs) and gs >= 0 else None,
-                    grad_var=float(gv) if np.isfinite(gv) and gv >= 0 else None,
-                    grad_batch=ref,
-                )
-            )
-    return tuple(out)
+    """Eval records of the given curves, with gradient statistics at the reference batch."""
+    return evals_of(workload, visible)

@@ -19,8 +19,9 @@ from typing import Iterator
 
 import numpy as np
 
-from benchmarks.replay import Oracle, ReplayLauncher, build_candidates, visible_batches
-from benchmarks.traces import POLLUX_MODELS, Workload, load_hetero, load_pollux
+from benchmarks.replay import Oracle, ReplayLauncher, build_candidates
+from benchmarks.settings import Evidence, visible_batches
+from benchmarks.traces import Workload
 from cotune.solver import Candidates
 
 __all__ = ["Scenario", "targets_for", "workloads", "scenarios", "DEADLINE_FACTORS", "TARGET_LABELS"]
@@ -46,9 +47,25 @@ class Scenario:
     def key(self) -> str:
         return f"{self.workload.name}/{self.target_label}/{self.deadline_label}"
 
-    def launcher(self) -> ReplayLauncher:
-        """A fresh launcher: nothing probed, nothing spent."""
-        return ReplayLauncher(workload=self.workload, oracle=self.oracle, visible=self.visible)
+    def evidence(self, setting: str = "free-curves") -> Evidence:
+        """What ``setting`` hands the planner for this workload (cached per workload)."""
+        key = (self.workload.name, setting)
+        if key not in _EVIDENCE:
+            from benchmarks._registry import SETTINGS, load
+
+            load()
+            if setting not in SETTINGS:
+                raise ValueError(f"unknown setting {setting!r}: use one of {', '.join(SETTINGS)}")
+            _EVIDENCE[key] = SETTINGS[setting].evidence(self.workload)
+        return _EVIDENCE[key]
+
+    def launcher(self, evidence: Evidence | str = "free-curves") -> ReplayLauncher:
+        """A fresh launcher: nothing probed, nothing spent; the planner sees ``evidence``."""
+        ev = self.evidence(evidence) if isinstance(evidence, str) else evidence
+        return ReplayLauncher(workload=self.workload, oracle=self.oracle, evidence=ev)
+
+
+_EVIDENCE: dict[tuple[str, str], Evidence] = {}
 
 
 def targets_for(workload: Workload) -> dict[str, float]:
@@ -65,11 +82,14 @@ def targets_for(workload: Workload) -> dict[str, float]:
 
 
 def workloads(*, names: tuple[str, ...] | None = None) -> list[Workload]:
-    """Every Pollux model on T4 (1–64 workers), and ResNet-18/50 on K80/P100/V100."""
-    out = [load_pollux(m) for m in POLLUX_MODELS] + [load_hetero(m) for m in ("cifar10", "imagenet")]
-    if names is not None:
-        out = [w for w in out if w.name in names]
-    return out
+    """Every registered trace (Pollux models on T4, ResNet-18/50 on K80/P100/V100), or the named ones."""
+    from benchmarks._registry import TRACES, load
+
+    load()
+    unknown = sorted(set(names or ()) - set(TRACES))
+    if unknown:
+        raise ValueError(f"unknown workload {', '.join(unknown)}: registered traces are {', '.join(TRACES)}")
+    return [spec.load() for name, spec in TRACES.items() if names is None or name in names]
 
 
 def scenarios(

@@ -249,3 +249,22 @@ def load_hetero(model: str, *, root: Path | None = None) -> Workload:
         initial_local_batch=min(spec["initial_local_batch"], 128),
         source="Gavel OSDI'20 (K80, P100; MIT) + Shockwave NSDI'23 TACC (V100; MIT); curves from Pollux OSDI'21",
     )
+
+
+# -- registry entries: one per replayable workload ------------------------------------
+def _register() -> None:
+    from functools import partial
+
+    from benchmarks._registry import TRACES, trace
+
+    if TRACES:
+        return
+    for model in POLLUX_MODELS:
+        trace(f"{model}-t4", family="pollux-t4", description=f"Pollux OSDI'21 {model} on 1–64 T4")(partial(load_pollux, model))
+    for model in _GAVEL_JOBS:
+        trace(f"{model}-hetero", family="gavel-hetero", description=f"{_GAVEL_JOBS[model]} on K80/P100 (Gavel) and V100 (Shockwave)")(
+            partial(load_hetero, model)
+        )
+
+
+_register()

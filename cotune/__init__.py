@@ -28,6 +28,7 @@ _EXPORTS = {
     "Progress": "cotune._request",
     "recommend_request": "cotune.api",
     "load_profile": "cotune.profile",
+    "import_log": "cotune.logs",
     "Profile": "cotune.profile",
     "read_profile": "cotune.profile",
     "parse_profile": "cotune.profile",
@@ -52,6 +53,7 @@ _EXPORTS = {
     "example_path": "cotune.examples",
     "parse_duration": "cotune.units",
     "format_duration": "cotune.units",
+    "Tracker": "cotune.track",
     "CotuneError": "cotune.errors",
     "InputError": "cotune.errors",
     "ProfileError": "cotune.errors",
@@ -81,6 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from cotune.api import recommend_request
     from cotune.errors import CotuneError, InfeasibleError, InputError, ModelError, ProfileError
     from cotune.examples import example_path, list_examples
+    from cotune.logs import import_log
     from cotune.models import AccuracyModel, FittedModels, StepTimeModel, fit_models, isotonic_grid
     from cotune.models._validate import validate_profile
     from cotune.profile import (
@@ -99,4 +102,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from cotune.solver import Choice, Recommendation, SearchSpace
     from cotune.spot import replan
+    from cotune.track import Tracker
     from cotune.units import format_duration, parse_duration

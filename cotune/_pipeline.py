@@ -118,9 +118,12 @@ def recommend(
     candidate is made.
     """
     request = as_request(profile, question)
+    # With models given, a Profile still contributes its warnings and probe costs to the notes.
     prof: Profile | None = None
-    if models is None:
+    if models is None or isinstance(request.profile, Profile):
         prof = load_profile(request.profile)
+    if models is None:
+        assert prof is not None
         models = fit_models(prof, interval=request.interval)
 
     t0 = time.perf_counter()
@@ -128,6 +131,7 @@ def recommend(
     space, notes = market.space(request, models)
     notes = _cap_notes(request, space.gpus) + notes
     check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
+    notes.extend(models.notes)  # records the fit left out (outliers)
     if prof is not None:
         notes.extend(prof.warnings)
     cands = market.candidates(enumerate_candidates(space), request)

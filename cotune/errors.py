@@ -8,7 +8,12 @@ Exit codes (documented in ``docs/cli.md``):
 * ``0`` — success;
 * ``1`` — the question was well formed but nothing is feasible (:class:`InfeasibleError`);
 * ``2`` — bad input: a missing or malformed file, an invalid argument or field value
-  (:class:`InputError` and its subclasses; argparse usage errors too).
+  (:class:`InputError` and its subclasses; argparse usage errors too);
+* ``3`` — the environment failed, not the input: a file cotune writes could not be
+  written (disk full, read-only filesystem, an I/O error), is locked by another writer,
+  or the profiler's launcher could not start (:class:`StorageError`,
+  :class:`ProfileLockedError`). Nothing was recorded wrongly; fix the cause and run the
+  same command again.
 """
 
 from __future__ import annotations
@@ -19,14 +24,18 @@ __all__ = [
     "ProfileError",
     "ModelError",
     "InfeasibleError",
+    "StorageError",
+    "ProfileLockedError",
     "EXIT_OK",
     "EXIT_INFEASIBLE",
     "EXIT_INPUT",
+    "EXIT_ENVIRONMENT",
 ]
 
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_INPUT = 2
+EXIT_ENVIRONMENT = 3
 
 
 class CotuneError(Exception):
@@ -64,3 +73,54 @@ class InfeasibleError(CotuneError):
     """No candidate meets every constraint; the message says what to relax."""
 
     exit_code = EXIT_INFEASIBLE
+
+
+class StorageError(CotuneError, OSError):
+    """Writing a file cotune owns failed (``ENOSPC``, ``EROFS``, ``EIO``, ...).
+
+    An ``OSError`` too (``errno`` and ``filename`` kept), so callers that already catch
+    ``OSError`` keep working; the message is one line that ends with the fix.
+    """
+
+    exit_code = EXIT_ENVIRONMENT
+
+    def __init__(self, message: str, *, errno: int | None = None, filename: str | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.filename = filename
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, *, path: object, doing: str) -> "StorageError":
+        """One line for an ``OSError`` while ``doing`` something to ``path``, ending with the fix
+        that suits the cause (free space, a writable mount, a healthy disk)."""
+        import errno as e
+
+        code = exc.errno
+        name = e.errorcode.get(code, "") if code else ""
+        reason = exc.strerror or type(exc).__name__
+        if code in (e.ENOSPC, e.EDQUOT):
+            fix = "free space (or raise the quota), or choose a location on another filesystem, then rerun"
+        elif code == e.EROFS:
+            fix = "the filesystem is mounted read-only: choose a writable location or remount it read-write, then rerun"
+        elif code == e.EIO:
+            fix = "the device reported an I/O error: check the disk (dmesg) or choose another location, then rerun"
+        elif code in (e.EACCES, e.EPERM):
+            fix = "make it writable for this user or choose another location, then rerun"
+        else:
+            fix = "fix the storage or choose another location, then rerun"
+        label = f"{reason} ({name})" if name else reason
+        return cls(f"{path}: cannot {doing}: {label}: {fix}", errno=code, filename=str(path))
+
+
+class ProfileLockedError(StorageError):
+    """Another writer holds the profile's exclusive lock; ``holder_pid`` names it when known."""
+
+    def __init__(self, message: str, *, filename: str | None = None, holder_pid: int | None = None) -> None:
+        import errno as _errno
+
+        super().__init__(message, errno=_errno.EWOULDBLOCK, filename=filename)
+        self.holder_pid = holder_pid

@@ -53,9 +53,9 @@ def example_path(name: str) -> Path:
 
 def resolve_profile_path(text: str) -> str:
     """A file path as given, or a bundled example's path when ``text`` names one and no such file exists."""
-    if Path(text).exists():
-        return text
     try:
+        if Path(text).exists():
+            return text
         return str(example_path(text))
-    except KeyError:
-        return text
+    except (KeyError, OSError, ValueError):  # no such example; or a path os refuses (NUL byte, too long):
+        return text  # read_profile then says what is wrong with it

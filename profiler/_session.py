@@ -197,10 +197,17 @@ class Session:
         self.workload: Workload = workload if workload is not None else load_workload(workload_spec)
         self.worker_module = worker_module
         self.gpu = (gpu or self._detect_gpu()).lower()
-        self.scratch = self.out.with_name(self.out.name + ".cotune")
+        # Resolved, so two spellings of one --out (a symlink, a relative path) share the
+        # scratch folder that the profile's lock protects.
+        resolved = self.out.resolve()
+        self.scratch = resolved.with_name(resolved.name + ".cotune")
+        # Task folders of this run only: a folder of its own per run, so no other run
+        # (an earlier killed one, say) can remove or overwrite a probe's files.
+        self.run_dir = self.scratch / f"run-{os.getpid()}-{time.time_ns()}"
         self.progress = Progress(total=plan.size_hint(), stream=stream, quiet=quiet)
         self.estimator = _Estimator()
-        self.state = read_state(self.out)
+        # Read once the profile's lock is held (in run): another writer may still be appending.
+        self.state = ProfileState()
         self.writer = ProfileWriter(self.out)
         self.records_written = 0
 
@@ -262,7 +269,7 @@ class Session:
     # ----------------------------------------------------------------- probes
 
     def _task_dir(self, name: str) -> Path:
-        path = self.scratch / name
+        path = self.run_dir / name
         if path.exists():
             shutil.rmtree(path)
         (path / "results").mkdir(parents=True)
@@ -487,11 +494,20 @@ class Session:
             return "oom"
         return None
 
+    def _remove_stale_runs(self) -> None:
+        """Task folders of earlier runs of this profile: their runs are dead (we hold the lock)."""
+        if self.scratch.is_dir():
+            for old in self.scratch.glob("run-*"):
+                if old != self.run_dir:
+                    shutil.rmtree(old, ignore_errors=True)
+
     def run(self) -> SessionSummary:
         began = time.monotonic()
         ran = failed = skipped_done = skipped_oom = skipped_budget = 0
         seen: set[Point] = set()
-        with self.writer:
+        with self.writer:  # the exclusive lock: a second run on this --out stops here
+            self.state = read_state(self.out)
+            self._remove_stale_runs()
             self._check_or_write_workload()
             for point in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
                 if point in seen:
@@ -527,6 +543,7 @@ class Session:
                 ran += 1
                 failed += not ok
                 self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s())
+            shutil.rmtree(self.run_dir, ignore_errors=True)
         if skipped_budget:
             self.progress.note(f"--budget: {skipped_budget} planned probes did not fit; raise --budget to run them")
         return SessionSummary(

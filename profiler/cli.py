@@ -1,8 +1,11 @@
 """``cotune profile`` (also ``python -m profiler``): probe a workload into a profile file.
 
-``main(argv)`` returns an exit code: 0 on success, 2 on bad input (one line
-``cotune: <problem and fix>`` on stderr, no traceback). A probe that fails is not an
-error of the command: it becomes a failure record and profiling goes on.
+``main(argv)`` returns an exit code: 0 on success, 2 on bad input, 3 when the environment
+failed us — the profile or its scratch folder could not be written (disk full, read-only,
+an I/O error), another run holds the profile's lock, or the launcher could not start —
+always one line ``cotune: <problem and fix>`` on stderr, no traceback. A probe that fails
+is not an error of the command: it becomes a failure record and profiling goes on; a
+fault of ours is never recorded as one (a rerun measures what was not measured).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from cotune.errors import EXIT_INPUT, CotuneError
+from cotune.errors import EXIT_INPUT, CotuneError, StorageError
 from cotune.units import parse_duration
 
 __all__ = ["main", "build_parser"]
@@ -192,6 +195,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
         # WorkloadError and InputError are ValueErrors with the fix in their message.
         print(f"cotune: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", EXIT_INPUT)
+    except OSError as exc:
+        # Storage faults are wrapped where they happen; this catches any that were not,
+        # so the promise (one line, exit 3) holds for every OSError.
+        error = StorageError.from_os_error(exc, path=exc.filename or "a file of this run", doing="read or write it")
+        print(f"cotune: {error}", file=sys.stderr)
+        return error.exit_code
     except KeyboardInterrupt:
         print("cotune: interrupted; run the same command again to continue where it stopped", file=sys.stderr)
         return 130

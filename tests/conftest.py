@@ -21,3 +21,17 @@ def cifar_models():
     from cotune import fit_models, load_profile
 
     return fit_models(load_profile("cifar10-resnet18"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cotune_cache(tmp_path_factory):
+    """CLI calls cache fits (cotune/_cache.py): keep the tests' cache out of the user's home."""
+    import os
+
+    old = os.environ.get("COTUNE_CACHE_DIR")
+    os.environ["COTUNE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cotune-cache"))
+    yield
+    if old is None:
+        os.environ.pop("COTUNE_CACHE_DIR", None)
+    else:
+        os.environ["COTUNE_CACHE_DIR"] = old

@@ -19,6 +19,7 @@ a scheduler asking about the same workload again pays only for the solve.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -27,7 +28,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, ContextManager, Mapping
 
 from cotune._request import DEFAULT_MAX_CANDIDATES, ProfileRef, RecommendRequest, ReplanRequest
 from cotune.api._errors import LimitError, RequestError
@@ -196,6 +197,24 @@ def _resolve(ref: ProfileRef, profile_dir: str | os.PathLike[str] | None, limits
     return _path(ref.path, profile_dir, limits)
 
 
+def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
+    """The candidates ``req`` may make of ``profile`` (an upper bound, before fitting the space),
+    checked against the limit by the solver's one check."""
+    from cotune.solver import check_candidate_limit
+
+    batches: dict[str, set[float]] = {}
+    for s in profile.steps:
+        batches.setdefault(s.gpu, set()).add(s.local_batch * s.accum_steps)
+    # A cluster file searches on-demand and spot, plus mixed copies of the spot rows, and
+    # bounds each gpu type by what it offers.
+    rows = 3 if req.cluster is not None else 1
+    offers = getattr(req.cluster, "gpus", None)
+    if offers:
+        req = req.replace(max_workers={g: max(1, min(req.cap_for(g), max(o.on_demand, o.spot))) for g, o in offers.items()})
+    return _solve(lambda: check_candidate_limit(candidate_count(req, {k: len(v) for k, v in batches.items()}) * rows,
+                                                limit=limits.max_candidates))
+
+
 def _solve(fn: Any) -> Any:
     """Run a solve; the search-space limit becomes the service's LimitError."""
     from cotune.solver import SearchSpaceTooLarge
@@ -216,6 +235,7 @@ def recommend_request(
     *,
     profile_dir: str | os.PathLike[str] | None = None,
     limits: Limits = Limits(),
+    admit: Callable[[int], ContextManager[Any]] | None = None,
 ) -> dict[str, Any]:
     """Answer a recommend request (plain data) with the recommendation document.
 
@@ -226,6 +246,9 @@ def recommend_request(
     profile_dir : directory that ``{"profile": {"path": ...}}`` may read from; ``None``
         (default) disables paths — inline records and bundled examples only.
     limits : bounds on records and search-space size.
+    admit : called with the request's candidate count (an upper bound) once it passed the
+        limits; the solve runs inside the context it returns. A service uses it to bound
+        the candidates solved at once (``cotune.serve``).
 
     Returns the document of ``docs/schema/recommend-response.v1.json``: ``status`` is
     ``"ok"`` or ``"infeasible"`` (then ``relax`` says what to change). Bad input raises
@@ -240,7 +263,9 @@ def recommend_request(
         raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
     key, load = _resolve(req.profile, profile_dir, limits)
     profile, models = _fit(key, load, req.interval, limits)
-    rec = _solve(lambda: recommend(req.replace(profile=profile), models=models))
+    n_candidates = _admitted_count(req, profile, limits)
+    with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
+        rec = _solve(lambda: recommend(req.replace(profile=profile), models=models))
     if profile.warnings:
         rec = dataclasses.replace(rec, notes=rec.notes + tuple(profile.warnings))
     return rec.to_dict()
@@ -251,9 +276,11 @@ def replan_request(
     *,
     profile_dir: str | os.PathLike[str] | None = None,
     limits: Limits = Limits(),
+    admit: Callable[[int], ContextManager[Any]] | None = None,
 ) -> dict[str, Any]:
     """Answer a replan request (``docs/schema/replan-request.v1.json``) with the re-plan
-    document (``replan-response.v1.json``): stay, switch or infeasible, and why."""
+    document (``replan-response.v1.json``): stay, switch or infeasible, and why.
+    ``profile_dir``, ``limits`` and ``admit`` as for :func:`recommend_request`."""
     from cotune.solver import RESULT_SCHEMA_VERSION
     from cotune.spot import replan
 
@@ -265,6 +292,8 @@ def replan_request(
         raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
     key, load = _resolve(question.profile, profile_dir, limits)
     profile, models = _fit(key, load, question.interval, limits)
+    n_candidates = _admitted_count(question, profile, limits)
     rr = dataclasses.replace(rr, request=question.replace(profile=profile))
-    result = _solve(lambda: replan(rr, models=models))
+    with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
+        result = _solve(lambda: replan(rr, models=models))
     return {"schema_version": RESULT_SCHEMA_VERSION, **result.to_dict()}

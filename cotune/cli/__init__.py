@@ -15,7 +15,7 @@ from cotune.errors import EXIT_INPUT, CotuneError
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = ("recommend", "fit", "examples", "profile", "replan", "k8s", "serve")
+_COMMANDS = ("recommend", "fit", "import", "examples", "profile", "replan", "k8s", "serve")
 
 
 class _Parser(argparse.ArgumentParser):

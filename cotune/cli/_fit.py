@@ -17,6 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("profile", metavar="PROFILE", help="profile file or bundled example name")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    from cotune.cli._fitcache import add_fit_arguments
+
+    add_fit_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -25,12 +28,12 @@ def run(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit, emit_json
     from cotune.cli._render import render_fit_report
     from cotune.errors import ModelError
-    from cotune.models._validate import validate_profile
+    from cotune.cli._fitcache import fit_report
 
     profile = load_profile(args.profile)
     if not profile.steps:
         raise ModelError(f"profile {profile.workload.name!r} has no step records: nothing to fit; run timing probes first")
-    report = validate_profile(profile)
+    report = fit_report(profile, args)
     if args.json:
         emit_json(_jsonable(dataclasses.asdict(report)))
     else:

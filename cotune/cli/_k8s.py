@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cotune.cli._question import add_question_arguments, request_from_args
+from cotune.cli._question import add_question_arguments, recommend_from_args
 
 __all__ = ["add_parser", "run"]
 
@@ -74,21 +74,15 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
 
 
 def run(args: argparse.Namespace) -> int:
-    from cotune._pipeline import recommend
     from cotune.cli._output import emit, emit_json, error
     from cotune.errors import EXIT_OK
     from cotune.k8s import render_manifests, to_yaml
 
-    request = request_from_args(args)
     if args.name is not None:  # a bad name fails before the solve
         from cotune.k8s import check_name
-        from cotune.errors import InputError
 
-        try:
-            check_name(args.name, what="--name")
-        except InputError as exc:
-            raise exc from None
-    rec = recommend(request)
+        check_name(args.name, what="--name")
+    rec = recommend_from_args(args)
     opts = _options(args, rec.workload)
     manifests = render_manifests(rec.to_dict(), opts)
     for line in opts.warnings():

@@ -1,4 +1,12 @@
-"""The one place that owns terminal output: tables, errors, JSON."""
+"""The one place that owns terminal output: tables, errors, JSON.
+
+Names in a profile (workload, GPU, metric) and values in error messages come from
+files and requests cotune does not control. A terminal interprets control characters
+(ESC sequences set the window title, clear the screen, rewrite earlier lines), so
+every line written here passes through :func:`terminal_safe` first: control and other
+non-printable characters are shown as Python escapes (``\\x1b``), printable Unicode
+(``é``, ``—``) is kept. JSON output is safe as is (``json`` escapes control characters).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,17 @@ import math
 import sys
 from typing import Any, Sequence, TextIO
 
-__all__ = ["table", "error", "emit", "emit_json", "fmt_num"]
+__all__ = ["table", "error", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "excerpt"]
+
+from cotune._checks import excerpt  # noqa: E402  (re-exported: the CLI quotes values with it)
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every non-printable character but newline escaped (no terminal escapes)."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "\n".join("".join(c if c.isprintable() else ascii(c)[1:-1] for c in line) for line in text.split("\n"))
 
 
 def fmt_num(x: float | None, digits: int = 4) -> str:
@@ -18,7 +36,7 @@ def fmt_num(x: float | None, digits: int = 4) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[bool] | None = None) -> str:
     """A plain aligned text table (no box drawing: it pastes into issues and logs)."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    cells = [[terminal_safe(h) for h in headers]] + [[terminal_safe(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     right = right or [False] * len(headers)
     lines = []
@@ -31,7 +49,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
 
 
 def emit(text: str = "", *, stream: TextIO | None = None) -> None:
-    print(text, file=stream or sys.stdout)
+    print(terminal_safe(text), file=stream or sys.stdout)
 
 
 def emit_json(obj: Any) -> None:
@@ -42,4 +60,10 @@ def emit_json(obj: Any) -> None:
 def error(message: str) -> None:
     """One line on stderr, prefixed with the program name; never a traceback."""
     first = " ".join(str(message).split())
-    print(f"cotune: {first}", file=sys.stderr)
+    print(f"cotune: {terminal_safe(first)}", file=sys.stderr)
+
+
+def warning(message: str) -> None:
+    """One line on stderr, ``cotune: warning: …``; the command carries on."""
+    first = " ".join(str(message).split())
+    print(f"cotune: warning: {terminal_safe(first)}", file=sys.stderr)

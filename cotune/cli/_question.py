@@ -14,7 +14,7 @@ from typing import Any
 
 from cotune.cli import _args
 
-__all__ = ["add_question_arguments", "request_from_args", "cli_error"]
+__all__ = ["add_question_arguments", "request_from_args", "cli_error", "recommend_from_args"]
 
 
 def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) -> None:
@@ -46,6 +46,9 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
                    help=f"refuse search spaces larger than N candidates (default {DEFAULT_MAX_CANDIDATES:,})")
     if replan:
         return
+    from cotune.cli._fitcache import add_fit_arguments
+
+    add_fit_arguments(p)
     p.add_argument("--budget", type=_args.finite_float, default=None, help="upper bound on cost (USD, or worker-hours without prices)")
     p.add_argument("--workers", type=_args.int_list, default=None, metavar="N,N,...", help="worker counts to consider (default: 1..max)")
     p.add_argument("--startup", type=_args.duration, default=None, metavar="DURATION", help="fixed start-up overhead added to every run")
@@ -117,3 +120,15 @@ def request_from_args(args: argparse.Namespace, **overrides: Any) -> Any:
         return RecommendRequest(**fields)
     except Exception as exc:  # noqa: BLE001 - reworded for the CLI, re-raised as is otherwise
         raise cli_error(exc) from None
+
+
+def recommend_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~cotune.solver.Recommendation` of parsed options (models from the fit cache)."""
+    from cotune._pipeline import recommend
+    from cotune.cli._fitcache import fitted_models
+    from cotune.profile import load_profile
+
+    request = request_from_args(args)
+    profile = load_profile(request.profile)
+    models = fitted_models(profile, args, interval=request.interval)
+    return recommend(request.replace(profile=profile), models=models)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cotune.cli._question import add_question_arguments, request_from_args
+from cotune.cli._question import add_question_arguments, recommend_from_args
 
 __all__ = ["add_parser", "run"]
 
@@ -23,12 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cotune._pipeline import recommend
     from cotune.cli._output import emit, emit_json
     from cotune.cli._render import render_recommendation
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
 
-    rec = recommend(request_from_args(args))
+    rec = recommend_from_args(args)
     if args.json:
         emit_json(rec.to_dict())
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
+from cotune._checks import excerpt
 from cotune.cli import _args
 
 __all__ = ["add_parser", "run"]
@@ -27,6 +28,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-records", type=_args.positive_int, default=50_000, metavar="N", help="largest profile, in records (default 50000)")
     p.add_argument("--max-candidates", type=_args.positive_int, default=1_000_000, metavar="N", help="largest search space, in candidates (default 1000000)")
     p.add_argument("--concurrency", type=_args.positive_int, default=None, metavar="N", help="solves at once (default: CPU count)")
+    p.add_argument("--max-pending", type=_args.positive_int, default=32, metavar="N",
+                   help="requests in progress (waiting or solving) before answering 503 + Retry-After (default 32)")
+    p.add_argument("--candidate-budget", type=_args.positive_int, default=None, metavar="N",
+                   help="candidates solved at once over all requests, which bounds memory (default: --max-candidates)")
+    p.add_argument("--request-timeout", type=_args.duration, default=30.0, metavar="DURATION",
+                   help="time for a request's head, and for its body, to arrive (default 30s)")
+    p.add_argument("--idle-timeout", type=_args.duration, default=5.0, metavar="DURATION",
+                   help="an idle keep-alive connection is closed after this (default 5s)")
+    p.add_argument("--max-connections", type=_args.positive_int, default=1000, metavar="N",
+                   help="open connections before answering 503 (default 1000)")
+    p.add_argument("--token-file", default=None, metavar="FILE",
+                   help="require 'Authorization: Bearer TOKEN' on every route but /health; FILE holds TOKEN")
     p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="info")
     p.set_defaults(run=run)
 
@@ -41,18 +54,55 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     import os
 
-    import uvicorn
-
     from cotune.api import Limits
+    from cotune.cli._output import warning
     from cotune.serve import ServiceSettings, create_app
+    from cotune.serve._server import is_loopback, run_server
 
     if args.profile_dir is not None and not os.path.isdir(args.profile_dir):
         raise InputError(f"--profile-dir {args.profile_dir!r} is not a directory: give an existing directory of profiles")
+    for name in ("request_timeout", "idle_timeout"):
+        value = getattr(args, name)
+        if not 0 < value <= 86_400:
+            raise InputError(f"--{name.replace('_', '-')} must be more than 0 s and at most 1 day, got {value:g} s: give e.g. 30s")
+    token = None if args.token_file is None else read_token(args.token_file)
+    if token is None and not is_loopback(args.host):
+        warning(
+            f"serving on {args.host} without authentication: anyone who can reach this address can use the service; "
+            "add --token-file FILE or bind 127.0.0.1"
+        )
     settings = ServiceSettings(
         limits=Limits(max_records=args.max_records, max_candidates=args.max_candidates),
         profile_dir=args.profile_dir,
         max_body_bytes=args.max_body_bytes,
         max_concurrency=args.concurrency or max(1, os.cpu_count() or 1),
+        request_timeout_s=args.request_timeout,
+        idle_timeout_s=args.idle_timeout,
+        max_pending=args.max_pending,
+        candidate_budget=args.candidate_budget,
+        max_connections=args.max_connections,
+        token=token,
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    run_server(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def read_token(path: str) -> str:
+    """The bearer token in ``path``: its text without surrounding whitespace."""
+    from cotune.errors import InputError
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(4097)
+    except OSError as exc:
+        raise InputError(f"--token-file {excerpt(path)}: cannot read it ({exc.strerror}): give a readable file holding the token") from None
+    try:
+        token = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        token = ""
+    if not token or len(raw) > 4096 or not token.isprintable() or any(c.isspace() for c in token):
+        raise InputError(
+            f"--token-file {excerpt(path)}: must hold one token of 1 to 4096 printable ASCII characters without spaces; "
+            "e.g. write the output of 'openssl rand -hex 32' into it"
+        )
+    return token

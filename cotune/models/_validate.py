@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -32,6 +33,9 @@ class TimeFitReport:
     extrapolation_split: int | None  # fitted on workers <= this
     extrapolation_mape: float | None  # on workers above it
     interval_coverage: float  # share of held-out probes inside the interval
+    # Every held-out prediction: (workers, hosts, local_batch, measured_s, predicted_s, kind),
+    # kind "interpolated" (K-fold) or "extrapolated" (fitted on fewer workers); for plots and frames.
+    held_out: tuple[tuple[int, int, int, float, float, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,10 @@ class FitReport:
     time: tuple[TimeFitReport, ...]
     accuracy: AccuracyFitReport | None
     accuracy_error: str | None = None
+    notes: tuple[str, ...] = ()  # step records left out as outliers
 
 
-def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -> TimeFitReport:
+def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, tick=lambda: None) -> TimeFitReport:
     keys = np.column_stack([a["workers"], a["hosts"], a["local_batch"]])
     _, cfg = np.unique(keys, axis=0, return_inverse=True)
     cfg = cfg.ravel()
@@ -64,7 +69,14 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -
     rng = np.random.default_rng(seed)
     fold_of = rng.permutation(n_cfg) % max(2, min(folds, n_cfg))
     errs, inside = [], []
+    held: list[tuple[int, int, int, float, float, str]] = []
+
+    def keep(sel: np.ndarray, predicted: np.ndarray, kind: str) -> None:
+        for w, h, b, y, q in zip(a["workers"][sel], a["hosts"][sel], a["local_batch"][sel], a["step_time_s"][sel], predicted):
+            held.append((int(w), int(h), int(b), float(y), float(q), kind))
+
     for f in np.unique(fold_of):
+        tick()
         test = fold_of[cfg] == f
         if test.all() or not test.any():
             continue
@@ -75,6 +87,7 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -
         y = a["step_time_s"][test]
         errs.append(np.abs(p.step_time_s / y - 1))
         inside.append((y >= p.lower_s) & (y <= p.upper_s))
+        keep(test, p.step_time_s, "interpolated")
     cv = float(np.mean(np.concatenate(errs))) if errs else float("nan")
     cov = float(np.mean(np.concatenate(inside))) if inside else float("nan")
     ws = np.unique(a["workers"])
@@ -85,6 +98,8 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -
         m = StepTimeModel(n_bootstrap=0).fit(a["workers"][train], a["hosts"][train], a["local_batch"][train], a["step_time_s"][train])
         p = m.predict(a["workers"][~train], a["hosts"][~train], a["local_batch"][~train])
         ext = float(np.mean(np.abs(p.step_time_s / a["step_time_s"][~train] - 1)))
+        keep(~train, p.step_time_s, "extrapolated")
+    tick()
     return TimeFitReport(
         gpu=gpu,
         n_records=int(a["workers"].size),
@@ -96,10 +111,11 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int) -
         extrapolation_split=split,
         extrapolation_mape=ext,
         interval_coverage=cov,
+        held_out=tuple(held),
     )
 
 
-def _accuracy_report(profile: Profile) -> AccuracyFitReport:
+def _accuracy_report(profile: Profile, tick=lambda: None) -> AccuracyFitReport:
     e = profile.eval_arrays()
     goal = profile.workload.goal
     full = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
@@ -114,6 +130,7 @@ def _accuracy_report(profile: Profile) -> AccuracyFitReport:
     loo: list[float | None] = []
     errs = []
     for i, b in enumerate(full.batches_):
+        tick()
         keep = e["global_batch"] != b
         if len(full.batches_) < 3 or i in (0, len(full.batches_) - 1):
             loo.append(None)  # an end batch left out would test extrapolation, not this fit
@@ -140,13 +157,30 @@ def _accuracy_report(profile: Profile) -> AccuracyFitReport:
     )
 
 
-def validate_profile(profile: Profile, *, folds: int = 5, seed: int = 0) -> FitReport:
-    """Cross-validated fit quality of every model of ``profile``."""
+def validate_profile(
+    profile: Profile, *, folds: int = 5, seed: int = 0, progress: Callable[[int, int], None] | None = None
+) -> FitReport:
+    """Cross-validated fit quality of every model of ``profile``.
+
+    ``progress(done, total)`` is called as refits finish (the CLI draws a bar with it).
+    """
     from cotune.errors import ModelError
 
-    times = tuple(_time_report(g, profile.step_arrays(g), folds=folds, seed=seed) for g in profile.gpus)
+    from cotune.models._fitted import clean_step_arrays
+
+    total = len(profile.gpus) * (folds + 1) + len({e.global_batch for e in profile.evals})
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(min(done[0], total), total)
+
+    # The same records as the fit a recommendation uses: outliers left out, and said so.
+    arrays, notes = clean_step_arrays(profile)
+    times = tuple(_time_report(g, a, folds=folds, seed=seed, tick=tick) for g, a in arrays.items())
     try:
-        acc, err = _accuracy_report(profile), None
+        acc, err = _accuracy_report(profile, tick), None
     except ModelError as exc:
         acc, err = None, str(exc)
-    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err)
+    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=notes)

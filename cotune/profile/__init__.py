@@ -1,6 +1,16 @@
 """The profile: every measurement of one workload, as versioned JSON Lines."""
 
-from cotune.profile._profile import Profile, ProfileWriter, append_records, parse_profile, read_profile, write_profile
+from cotune.errors import ProfileLockedError, StorageError
+from cotune.profile._profile import (
+    MAX_LINE_CHARS,
+    MAX_PROFILE_LINES,
+    Profile,
+    ProfileWriter,
+    append_records,
+    parse_profile,
+    read_profile,
+    write_profile,
+)
 from cotune.profile._source import load_profile
 from cotune.profile._schema import (
     FAILURE_KINDS,
@@ -20,8 +30,12 @@ __all__ = [
     "FORMAT_VERSION",
     "GOALS",
     "FAILURE_KINDS",
+    "MAX_LINE_CHARS",
+    "MAX_PROFILE_LINES",
     "Profile",
     "ProfileWriter",
+    "ProfileLockedError",
+    "StorageError",
     "Record",
     "WorkloadRecord",
     "StepRecord",

@@ -4,20 +4,28 @@ A process killed while appending can leave a torn last line (no trailing newline
 valid JSON). Readers skip such a tail and report it in :attr:`Profile.warnings`;
 :func:`append_records` cuts it off before writing, so a resumed run never glues a new
 record onto half of an old one. Every other malformed line is an error that names it.
+
+Reading is bounded whatever the file holds (``/dev/zero``, a 10 GB line, a log pasted
+by mistake): at most :data:`MAX_LINE_CHARS` characters a line and
+:data:`MAX_PROFILE_LINES` lines, read line by line, never the whole file at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from cotune.errors import ProfileError
+from cotune._checks import excerpt
+from cotune.errors import ProfileError, ProfileLockedError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
     FailureRecord,
@@ -29,7 +37,21 @@ from cotune.profile._schema import (
     record_to_dict,
 )
 
-__all__ = ["Profile", "read_profile", "parse_profile", "write_profile", "append_records", "ProfileWriter"]
+__all__ = [
+    "Profile",
+    "read_profile",
+    "parse_profile",
+    "write_profile",
+    "append_records",
+    "ProfileWriter",
+    "MAX_LINE_CHARS",
+    "MAX_PROFILE_LINES",
+]
+
+#: Longest line of a profile: a record is one short JSON object (~200 characters).
+MAX_LINE_CHARS = 64 * 1024
+#: Most lines in a profile (a day of probes is a few thousand records).
+MAX_PROFILE_LINES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -64,7 +86,7 @@ class Profile:
         """Columns of the step records of one GPU type as numpy arrays."""
         rows = [s for s in self.steps if s.gpu == gpu]
         if not rows:
-            raise ProfileError(f"no step records for gpu {gpu!r}; profiled gpus: {', '.join(self.gpus) or 'none'}")
+            raise ProfileError(f"no step records for gpu {excerpt(gpu)}; profiled gpus: {', '.join(self.gpus) or 'none'}")
         sync = [math.nan if s.sync_time_s is None else s.sync_time_s for s in rows]
         return {
             "workers": np.array([s.workers for s in rows], dtype=float),
@@ -90,6 +112,35 @@ class Profile:
             return None
         return min(ooms) - 1
 
+    def to_frame(self, record: str | None = None) -> "pd.DataFrame":
+        """The records as a pandas DataFrame, one row per record, one column per field.
+
+        ``record`` picks one type (``"step"``, ``"eval"``, ``"failure"``, ``"noise"``; the
+        plural works too); ``None`` stacks them all with a ``record`` column. Derived
+        columns: ``global_batch`` for steps (workers × local batch × accumulation).
+        """
+        import pandas as pd
+
+        groups = {"step": self.steps, "eval": self.evals, "failure": self.failures, "noise": self.noise}
+        wanted = None if record is None else record.rstrip("s") if record != "noise" else "noise"
+        if wanted is not None and wanted not in groups:
+            raise ProfileError(f"unknown record type {record!r} for to_frame: use one of {', '.join(groups)} or None for all")
+        frames = []
+        for kind, recs in groups.items():
+            if wanted is not None and kind != wanted:
+                continue
+            cls = {"step": StepRecord, "eval": EvalRecord, "failure": FailureRecord, "noise": NoiseRecord}[kind]
+            columns = [f.name for f in fields(cls)]
+            frame = pd.DataFrame([[getattr(r, c) for c in columns] for r in recs], columns=columns)
+            if kind == "step":
+                frame["global_batch"] = frame["workers"] * frame["local_batch"] * frame["accum_steps"]
+            if wanted is None:
+                frame.insert(0, "record", kind)
+            frames.append(frame)
+        if wanted is not None:
+            return frames[0]
+        return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
+
     def noise_scale(self) -> float | None:
         """A gradient-noise scale in samples, from noise records or eval gradient statistics."""
         if self.noise:
@@ -113,7 +164,7 @@ def _build(
         if isinstance(rec, WorkloadRecord):
             if workload is not None and rec != workload:
                 raise ProfileError(
-                    f"two different workload records ({workload.name!r} and {rec.name!r}): one profile holds one workload",
+                    f"two different workload records ({excerpt(workload.name)} and {excerpt(rec.name)}): one profile holds one workload",
                     path=path,
                 )
             workload = rec
@@ -154,23 +205,28 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     """Parse JSON Lines text into a :class:`Profile`.
 
     Blank lines are skipped. A final line that is not valid JSON *and* has no newline
-    is a torn write from an interrupted run: it is skipped with a warning.
+    is a torn write from an interrupted run: it is skipped with a warning. Lines beyond
+    :data:`MAX_LINE_CHARS` characters or :data:`MAX_PROFILE_LINES` lines are an error.
     """
     records: list[Record] = []
     warnings: list[str] = []
     probe_costs: list[float] = []
-    items = list(lines)
-    for number, raw in enumerate(items, start=1):
+    for number, raw, last in _bounded(lines, path):
         text = raw.strip()
         if not text:
             continue
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            if number == len(items) and not raw.endswith("\n"):
+            if last and not raw.endswith("\n"):
                 warnings.append(f"line {number}: skipped a torn last line (an interrupted write)")
                 continue
             raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
+        except RecursionError:
+            raise ProfileError("not a record: JSON nested too deeply; a record is one flat object", path=path, line=number) from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            what = "a number of more than 4300 digits" if "digits" in str(exc) else " ".join(str(exc).split())[:120]
+            raise ProfileError(f"not valid JSON ({what}): fix or delete this line", path=path, line=number) from None
         if isinstance(data, dict) and data.get("record") == "probe_cost":
             cost = _probe_cost_worker_hours(data)
             if cost is not None:
@@ -184,20 +240,61 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     return _build(records, path=path, warnings=warnings, probe_costs=probe_costs)
 
 
+def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str, bool]]:
+    """``(number, line, is_last)`` for each line, refusing overlong lines and files."""
+    prev: str | None = None
+    number = 0
+    for raw in lines:
+        if prev is not None:
+            yield number, prev, False
+        number += 1
+        if len(raw) > MAX_LINE_CHARS:
+            raise ProfileError(
+                f"line longer than {MAX_LINE_CHARS:,} characters: a record is one short JSON object; "
+                "is this a profile (JSON Lines)?",
+                path=path,
+                line=number,
+            )
+        if number > MAX_PROFILE_LINES:
+            raise ProfileError(
+                f"more than {MAX_PROFILE_LINES:,} lines: split the profile, or thin its learning curves", path=path, line=number
+            )
+        prev = raw
+    if prev is not None:
+        yield number, prev, True
+
+
+def _lines_of(fh: IO[str]) -> Iterator[str]:
+    # readline with a size: a file without newlines (/dev/zero) is read in bounded pieces.
+    while True:
+        line = fh.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        yield line
+
+
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read a profile file (JSON Lines). Raises :class:`ProfileError` with the line at fault."""
     p = Path(path)
-    if not p.exists():
-        raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=str(p))
-    if p.is_dir():
-        raise ProfileError("is a directory, not a profile file", path=str(p))
+    text = str(p)
+    shown = text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)
     try:
+        if p.is_dir():
+            raise ProfileError("is a directory, not a profile file", path=shown)
         with p.open("r", encoding="utf-8", newline="") as fh:
-            return parse_profile(fh, path=str(p))
+            return parse_profile(_lines_of(fh), path=shown)
+    except FileNotFoundError:
+        raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=shown) from None
     except UnicodeDecodeError:
-        raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=str(p)) from None
+        raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=shown) from None
     except PermissionError:
-        raise ProfileError("permission denied: make the file readable", path=str(p)) from None
+        raise ProfileError("permission denied: make the file readable", path=shown) from None
+    except ProfileError:
+        raise
+    except ValueError:  # os functions refuse a path with a NUL byte
+        raise ProfileError("not a usable path (it holds a NUL byte): give the profile's file name", path=shown) from None
+    except OSError as exc:  # ENAMETOOLONG, ELOOP (a symlink loop), EIO, ...
+        raise ProfileError(f"cannot read it ({exc.strerror or exc}): give the path of a profile file", path=shown) from None
 
 
 def _dump(record: Record) -> str:
@@ -208,12 +305,17 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
     """Write a whole profile atomically (temporary file + rename)."""
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for rec in profile.records():
-            fh.write(_dump(rec))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in profile.records():
+                fh.write(_dump(rec))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StorageError.from_os_error(exc, path=p, doing="write it") from None
 
 
 def _repair_tail(fh: IO[bytes]) -> None:
@@ -240,17 +342,64 @@ def _repair_tail(fh: IO[bytes]) -> None:
     fh.truncate(0)
 
 
+def _lock_holder(fd: int) -> int | None:
+    """PID holding a flock on the file behind ``fd``, from ``/proc/locks`` (None if unknown)."""
+    try:
+        st = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            table = fh.read().splitlines()
+    except OSError:
+        return None
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    for row in table:
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:56789 0 EOF" (a "->" marks a waiter)
+        parts = row.split()
+        if "->" in parts or len(parts) < 6 or parts[1] != "FLOCK":
+            continue
+        try:
+            major, minor, inode = parts[5].split(":")
+            key = (int(major, 16), int(minor, 16), int(inode))
+            pid = int(parts[4])
+        except ValueError:
+            continue
+        if key == want and pid > 0 and pid != os.getpid():
+            return pid
+    return None
+
+
+def _describe_pid(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"pid {pid}"
+    cmd = raw.replace(b"\0", b" ").decode("utf-8", errors="replace").strip()
+    cmd = "".join(ch if ch.isprintable() else "?" for ch in cmd)
+    return f"pid {pid}: {cmd[:120]}" if cmd else f"pid {pid}"
+
+
 class ProfileWriter:
-    """Append records to a profile, one flushed and fsync'ed line each.
+    """Append records to a profile, one flushed and fsync'ed line each, under an exclusive lock.
 
     Use as a context manager. A kill at any moment leaves every completed record on
     disk and at most one torn line, which the next writer removes.
+
+    While open, the writer holds an exclusive ``flock`` on the profile itself (released
+    by the kernel when the process dies, even on ``kill -9``): a second writer of the
+    same file, in this process or another, gets :class:`~cotune.errors.ProfileLockedError`
+    naming the holder's PID instead of interleaving records. Readers never lock.
+
+    A failed write (disk full, read-only filesystem, I/O error) raises
+    :class:`~cotune.errors.StorageError` (an ``OSError``) after cutting the file back to
+    its last complete record, and the writer refuses further writes: what is on disk is
+    whole records only, and nothing half-written is ever reported as written.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._fh: IO[bytes] | None = None
+        self._size = 0
+        self._broken: StorageError | None = None
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
@@ -259,24 +408,73 @@ class ProfileWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def is_open(self) -> bool:
+        return self._fh is not None
+
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+b")
-        _repair_tail(fh)
-        fh.seek(0, os.SEEK_END)
+        if self._fh is not None:
+            return
+        if self.path.is_dir():
+            raise ProfileError("is a directory, not a profile file: give a file path", path=str(self.path))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Unbuffered: every write goes to the kernel at once, so a failed write never
+            # leaves bytes in a Python buffer to be flushed (half a line) at close.
+            fh = open(self.path, "a+b", buffering=0)
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _lock_holder(fh.fileno()) if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+            fh.close()
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StorageError.from_os_error(exc, path=self.path, doing="lock it") from None
+            who = _describe_pid(holder) if holder is not None else "another process"
+            stop = f" (kill {holder})" if holder is not None else ""
+            raise ProfileLockedError(
+                f"{self.path}: is being written by {who}: two writers would mix their records; wait for it "
+                f"to finish, stop it{stop}, or write to another file",
+                filename=str(self.path), holder_pid=holder,
+            ) from None
+        try:
+            _repair_tail(fh)
+            self._size = fh.seek(0, os.SEEK_END)
+        except OSError as exc:
+            fh.close()
+            raise StorageError.from_os_error(exc, path=self.path, doing="repair its last line") from None
         self._fh = fh
+        self._broken = None
 
     def write(self, record: Record) -> None:
         if self._fh is None:
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
-        self._fh.write(_dump(record).encode("utf-8"))
-        self._fh.flush()
-        if self._fsync:
-            os.fsync(self._fh.fileno())
+        if self._broken is not None:
+            raise self._broken
+        data = _dump(record).encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                n = self._fh.write(view)
+                if not n:
+                    raise OSError(errno.EIO, "short write")
+                view = view[n:]
+            if self._fsync:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            # Cut back to the last whole record, so a rerun (or a reader) never sees a
+            # partial one; if even that fails the next writer's tail repair will.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fh.fileno(), self._size)
+            self._broken = StorageError.from_os_error(exc, path=self.path, doing="append a record")
+            raise self._broken from None
+        self._size += len(data)
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
+            with contextlib.suppress(OSError):
+                self._fh.close()  # closing drops the lock
             self._fh = None
 
 

@@ -17,6 +17,9 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal, Mapping, Union
 
+from cotune._checks import BadValue, excerpt
+from cotune._checks import integer as _integer
+from cotune._checks import number as _number
 from cotune.errors import ProfileError
 
 __all__ = [
@@ -49,7 +52,7 @@ class _Field:
             return default
         value = data[key]
         if not isinstance(value, str) or not value.strip():
-            raise ProfileError(f"field {key!r} must be a non-empty string, got {value!r}")
+            raise ProfileError(f"field {key!r} must be a non-empty string, got {excerpt(value)}")
         return value.strip()
 
     @staticmethod
@@ -66,18 +69,11 @@ class _Field:
             if required:
                 raise ProfileError(f"missing field {key!r}")
             return default
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ProfileError(f"field {key!r} must be a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ProfileError(f"field {key!r} must be finite, got {value!r}: drop the record or re-measure it")
-        if minimum is not None:
-            if strict_minimum and value <= minimum:
-                raise ProfileError(f"field {key!r} must be > {minimum:g}, got {value!r}")
-            if not strict_minimum and value < minimum:
-                raise ProfileError(f"field {key!r} must be >= {minimum:g}, got {value!r}")
-        return value
+        bounds = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
+        try:
+            return _number(data[key], where=f"field {key!r}", **bounds)
+        except BadValue as exc:
+            raise ProfileError(f"{exc}: drop the record or re-measure it") from None
 
     @staticmethod
     def integer(
@@ -87,12 +83,10 @@ class _Field:
             if required:
                 raise ProfileError(f"missing field {key!r}")
             return default
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
-            raise ProfileError(f"field {key!r} must be a whole number, got {value!r}")
-        if int(value) < minimum:
-            raise ProfileError(f"field {key!r} must be >= {minimum}, got {value!r}")
-        return int(value)
+        try:
+            return _integer(data[key], where=f"field {key!r}", ge=minimum)
+        except BadValue as exc:
+            raise ProfileError(f"{exc}: drop the record or re-measure it") from None
 
 
 @dataclass(frozen=True)
@@ -116,7 +110,7 @@ class WorkloadRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> "WorkloadRecord":
         goal = _Field.text(data, "goal", required=False, default="max")
         if goal not in GOALS:
-            raise ProfileError(f"field 'goal' must be 'max' or 'min', got {goal!r}: use 'max' for accuracy, 'min' for loss")
+            raise ProfileError(f"field 'goal' must be 'max' or 'min', got {excerpt(goal)}: use 'max' for accuracy, 'min' for loss")
         version = _Field.integer(data, "version", required=False, default=FORMAT_VERSION)
         if version > FORMAT_VERSION:
             raise ProfileError(
@@ -139,7 +133,8 @@ class StepRecord:
     ``step_time_s`` includes gradient synchronisation; ``sync_time_s`` is the part of
     it spent in all-reduce, when the probe measured it. ``accum_steps`` micro-batches
     of ``local_batch`` samples make one step (global batch = workers × local_batch ×
-    accum_steps).
+    accum_steps). ``job`` names the running job that wrote the record (the tracker's
+    median of a window of its steps); probes leave it unset.
     """
 
     gpu: str
@@ -154,6 +149,7 @@ class StepRecord:
     step_time_spread_s: float | None = None
     timed_steps: int | None = None
     placement: str | None = None
+    job: str | None = None
 
     kind: ClassVar[str] = "step"
 
@@ -182,6 +178,7 @@ class StepRecord:
             step_time_spread_s=_Field.number(data, "step_time_spread_s", required=False, minimum=0.0),
             timed_steps=timed,
             placement=None if placement is None else str(placement),
+            job=_Field.text(data, "job", required=False),
         )
 
 
@@ -193,6 +190,9 @@ class EvalRecord:
     ``seed`` tells repeated runs at the same global batch apart. ``grad_sqr`` and
     ``grad_var`` are optional gradient statistics (Pollux/AdaScale, measured at
     ``grad_batch`` samples, by default the record's own global batch).
+    ``job`` names the running job that wrote the record (set by :class:`cotune.track.Tracker`;
+    probes leave it unset); for such records ``epoch`` counts from the job's start and
+    ``elapsed_s`` is the job's wall time at the evaluation.
     """
 
     global_batch: int
@@ -202,6 +202,8 @@ class EvalRecord:
     grad_sqr: float | None = None
     grad_var: float | None = None
     grad_batch: int | None = None
+    job: str | None = None
+    elapsed_s: float | None = None
 
     kind: ClassVar[str] = "eval"
 
@@ -211,10 +213,13 @@ class EvalRecord:
         # A diverged run legitimately reports NaN/inf: keep the record, the accuracy
         # model treats it as "no progress" rather than rejecting the whole profile.
         if metric is None or isinstance(metric, bool) or not isinstance(metric, (int, float)):
-            raise ProfileError(f"field 'metric' must be a number (NaN allowed for a diverged run), got {metric!r}")
+            raise ProfileError(f"field 'metric' must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
+        if not (isinstance(metric, float) and not math.isfinite(metric)):  # finite: bounded like any number
+            metric = _Field.number(data, "metric")
         seed = data.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ProfileError(f"field 'seed' must be an integer, got {seed!r}")
+            raise ProfileError(f"field 'seed' must be an integer, got {excerpt(seed)}")
+        seed = _Field.integer(data, "seed", required=False, default=0, minimum=-(10**15))
         return cls(
             global_batch=_Field.integer(data, "global_batch"),
             epoch=_Field.number(data, "epoch", minimum=0.0),
@@ -223,6 +228,8 @@ class EvalRecord:
             grad_sqr=_Field.number(data, "grad_sqr", required=False, minimum=0.0),
             grad_var=_Field.number(data, "grad_var", required=False, minimum=0.0),
             grad_batch=_Field.integer(data, "grad_batch", required=False),
+            job=_Field.text(data, "job", required=False),
+            elapsed_s=_Field.number(data, "elapsed_s", required=False, minimum=0.0),
         )
 
 
@@ -247,7 +254,7 @@ class FailureRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> "FailureRecord":
         failure = _Field.text(data, "failure")
         if failure not in FAILURE_KINDS:
-            raise ProfileError(f"field 'failure' must be one of {', '.join(FAILURE_KINDS)}, got {failure!r}")
+            raise ProfileError(f"field 'failure' must be one of {', '.join(FAILURE_KINDS)}, got {excerpt(failure)}")
         return cls(
             gpu=_Field.text(data, "gpu").lower(),
             workers=_Field.integer(data, "workers"),
@@ -269,6 +276,7 @@ class NoiseRecord:
     b_noise: float
     global_batch: int | None = None
     epoch: float | None = None
+    job: str | None = None
 
     kind: ClassVar[str] = "noise"
 
@@ -278,6 +286,7 @@ class NoiseRecord:
             b_noise=_Field.number(data, "b_noise", minimum=0.0, strict_minimum=True),
             global_batch=_Field.integer(data, "global_batch", required=False),
             epoch=_Field.number(data, "epoch", required=False, minimum=0.0),
+            job=_Field.text(data, "job", required=False),
         )
 
 
@@ -296,7 +305,7 @@ def record_from_dict(data: Mapping[str, Any]) -> Record | None:
         if data.get("optional") is True:
             return None
         known = ", ".join(sorted(_TYPES))
-        raise ProfileError(f"unknown record type {kind!r}: use one of {known} (or mark it \"optional\": true)")
+        raise ProfileError(f"unknown record type {excerpt(kind)}: use one of {known} (or mark it \"optional\": true)")
     return cls.from_dict(data)
 
 

@@ -7,14 +7,18 @@ Routes: ``POST /v1/recommend`` (body: ``recommend-request.v1``; answer:
 
 Every answer that is not a recommendation is an ``error.v1`` document. Bad input is
 always a 4xx with a JSON Pointer to the bad value; a 500 means a bug in cotune. The
-body is read incrementally and refused past ``max_body_bytes``; parsing and solving run
-in worker threads, at most ``max_concurrency`` at once, so the event loop keeps
-answering ``/health`` while solves are busy.
+body is read incrementally and refused past ``max_body_bytes`` or after
+``request_timeout_s`` (408); parsing and solving run in worker threads, at most
+``max_concurrency`` at once and at most ``candidate_budget`` candidates solved at once,
+so the event loop keeps answering ``/health`` while solves are busy and memory stays
+bounded. Beyond ``max_pending`` requests in progress the answer is 503 with
+``Retry-After``. With a ``token``, every route but ``/health`` needs
+``Authorization: Bearer TOKEN`` (compared in constant time).
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 import logging
 import os
 from dataclasses import dataclass, field
@@ -39,11 +43,14 @@ from cotune.api import (
 )
 from cotune._checks import BadValue, load_json
 from cotune.errors import InputError
+from cotune.serve._admission import Admission, Overloaded
 from cotune.solver import RESULT_SCHEMA_VERSION
 
-__all__ = ["ServiceSettings", "create_app", "DEFAULT_MAX_BODY_BYTES"]
+__all__ = ["ServiceSettings", "create_app", "DEFAULT_MAX_BODY_BYTES", "OPEN_PATHS"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# Routes answered without a token: liveness probes (Kubernetes, load balancers) carry none.
+OPEN_PATHS = frozenset({"/health"})
 _log = logging.getLogger("cotune.serve")
 
 _COMPONENTS = {
@@ -53,7 +60,16 @@ _COMPONENTS = {
     "replan-response.v1": "ReplanResponseV1",
     "error.v1": "ErrorV1",
 }
-_STATUS_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large", 415: "unsupported_media_type"}
+_STATUS_CODES = {
+    400: "invalid_json",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    503: "overloaded",
+}
 
 
 @dataclass(frozen=True)
@@ -64,19 +80,70 @@ class ServiceSettings:
     profile_dir: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_concurrency: int = max(1, os.cpu_count() or 1)
+    # Seconds for a request's head and for its body to arrive (slow clients are cut off).
+    request_timeout_s: float = 30.0
+    # Seconds a keep-alive connection may sit idle between requests.
+    idle_timeout_s: float = 5.0
+    # Requests in progress (waiting or solving) before the service answers 503.
+    max_pending: int = 32
+    # Candidates solved at once over all requests; None: limits.max_candidates.
+    candidate_budget: int | None = None
+    # Open connections before uvicorn answers 503 (file descriptors are finite).
+    max_connections: int = 1000
+    # Bearer token required on every route but /health; None: no authentication.
+    token: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be >= 1, got {self.max_body_bytes}")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        for name in ("request_timeout_s", "idle_timeout_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= 86_400):
+                raise ValueError(f"{name} must be in (0, 86400] seconds, got {value!r}")
+        for name in ("max_pending", "max_connections"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.candidate_budget is not None and self.candidate_budget < 1:
+            raise ValueError(f"candidate_budget must be >= 1, got {self.candidate_budget}")
+        if self.token is not None and (not self.token or len(self.token) > 4096 or not self.token.isprintable() or " " in self.token):
+            raise ValueError("token must be 1 to 4096 printable characters without spaces")
         if self.profile_dir is not None and not os.path.isdir(self.profile_dir):
             raise ValueError(f"profile_dir {self.profile_dir!r} is not a directory")
 
 
-def _error(status: int, code: str, message: str, path: str | None = None) -> JSONResponse:
-    body = {"schema_version": ERROR_SCHEMA_VERSION, "status": "error", "error": {"code": code, "message": message, "path": path}}
-    return JSONResponse(body, status_code=status)
+def _error_body(code: str, message: str, path: str | None = None) -> dict[str, Any]:
+    return {"schema_version": ERROR_SCHEMA_VERSION, "status": "error", "error": {"code": code, "message": message, "path": path}}
+
+
+def _error(status: int, code: str, message: str, path: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(_error_body(code, message, path), status_code=status, headers=headers)
+
+
+class _BearerAuth:
+    """Pure ASGI middleware: every HTTP route but :data:`OPEN_PATHS` needs the token."""
+
+    def __init__(self, app: Any, *, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                given = value
+                break
+        # compare_digest: the time taken does not tell how much of a guess was right.
+        if hmac.compare_digest(given, self._expected):
+            await self.app(scope, receive, send)
+            return
+        message = "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the service's token"
+        response = _error(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -135,6 +202,11 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """The FastAPI application (pass it to any ASGI server, or use ``cotune serve``)."""
     cfg = settings or ServiceSettings()
     limiter = anyio.CapacityLimiter(cfg.max_concurrency)
+    admission = Admission(
+        max_pending=cfg.max_pending,
+        candidate_budget=cfg.candidate_budget or cfg.limits.max_candidates,
+        wait_s=cfg.request_timeout_s,
+    )
     app = FastAPI(
         title="cotune",
         version=__version__,
@@ -142,14 +214,20 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         "its target metric by its deadline. Schemas: docs/schema/.",
     )
     app.state.settings = cfg
+    app.state.admission = admission
+    if cfg.token is not None:
+        app.add_middleware(_BearerAuth, token=cfg.token)
     error_responses = {
         status: {"description": text, "content": _ref("error.v1")}
         for status, text in (
             (400, "Not JSON"),
+            (401, "Missing or wrong bearer token (only when the service has one)"),
             (403, "Profiles by path are disabled"),
             (413, "Body too large"),
             (415, "Not application/json"),
+            (408, "The body did not arrive in time"),
             (422, "Invalid request, unknown profile, or over a limit"),
+            (503, "At capacity: retry after the Retry-After seconds"),
         )
     }
 
@@ -166,22 +244,6 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         if name not in SCHEMA_NAMES:
             return _error(404, "not_found", f"no schema {name!r}: known are {', '.join(SCHEMA_NAMES)}")
         return schema(name)
-
-    async def answer(request: Request, solve: Any) -> Any:
-        ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-        if ctype and ctype != "application/json" and not ctype.endswith("+json"):
-            return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
-        try:
-            body = await _read_body(request, cfg.max_body_bytes)
-            data = await anyio.to_thread.run_sync(_parse_json, body, limiter=limiter)
-            doc = await anyio.to_thread.run_sync(
-                lambda: solve(data, profile_dir=cfg.profile_dir, limits=cfg.limits), limiter=limiter
-            )
-        except RequestError as exc:
-            return JSONResponse(error_document(exc), status_code=exc.status)
-        except InputError as exc:  # a valid request that the solver refuses (e.g. a price for an unknown gpu)
-            return JSONResponse(error_document(exc), status_code=422)
-        return JSONResponse(doc)
 
     @app.post(
         "/v1/recommend",
@@ -203,6 +265,34 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     )
     async def replan(request: Request) -> Any:
         return await answer(request, replan_request)
+
+    async def answer(request: Request, solve: Any) -> Any:
+        """Read, parse and answer one request with ``solve`` (recommend_request or replan_request)."""
+        ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+        if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+            return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
+        try:
+            with admission.request():
+                try:
+                    with anyio.fail_after(cfg.request_timeout_s):
+                        body = await _read_body(request, cfg.max_body_bytes)
+                except TimeoutError:
+                    return _error(
+                        408, "request_timeout", f"the body did not arrive within {cfg.request_timeout_s:g} s: send it at once",
+                        headers={"Connection": "close"},
+                    )
+                data = await anyio.to_thread.run_sync(_parse_json, body, limiter=limiter)
+                doc = await anyio.to_thread.run_sync(
+                    lambda: solve(data, profile_dir=cfg.profile_dir, limits=cfg.limits, admit=admission.solve),
+                    limiter=limiter,
+                )
+        except Overloaded as exc:
+            return _error(503, "overloaded", str(exc), headers={"Retry-After": str(exc.retry_after_s)})
+        except RequestError as exc:
+            return JSONResponse(error_document(exc), status_code=exc.status)
+        except InputError as exc:  # a valid request that the solver refuses (e.g. a price for an unknown gpu)
+            return JSONResponse(error_document(exc), status_code=422)
+        return JSONResponse(doc)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -155,13 +155,14 @@ def count_candidates(space: SearchSpace) -> int:
     ) * len(space.markets)
 
 
-def check_candidate_limit(space: SearchSpace, *, limit: int, rows_per_candidate: float = 1.0) -> int:
+def check_candidate_limit(space: SearchSpace | int, *, limit: int, rows_per_candidate: float = 1.0) -> int:
     """The space's candidate count (times the rows a market stage may add per candidate), or
-    :class:`SearchSpaceTooLarge` if it exceeds ``limit``.
+    :class:`SearchSpaceTooLarge` if it exceeds ``limit``. ``space`` may be a count already.
 
-    The one place every door's candidate limit is enforced (CLI, Python, HTTP).
+    The one place every door's candidate limit is enforced (CLI, Python, HTTP): a search
+    that handles larger spaces otherwise (sampling instead of enumerating) hooks in here.
     """
-    n = int(count_candidates(space) * rows_per_candidate)
+    n = int((space if isinstance(space, int) else count_candidates(space)) * rows_per_candidate)
     if n > limit:
         raise SearchSpaceTooLarge(
             f"the search space has {n:,} candidates, over the limit of {limit:,}: lower max_workers (--max-workers), "

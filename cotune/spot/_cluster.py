@@ -20,23 +20,44 @@ A cluster file is TOML (``.toml``) or YAML (``.yaml``/``.yml``) with the same ke
     revocation_rate_per_hour = 0.05   # revocations per spot server-hour
     replacement_delay_s = 120         # a number of seconds or a span such as "2m"
 
-Validation errors are one line: the file, the field, the value that broke the rule,
-and what to write instead.
+Validation errors are one line: the file, the field, a short escaped excerpt of the
+value that broke the rule (never its ``repr``: a YAML value built from nested aliases
+would expand to gigabytes), and what to write instead. Files are read up to
+:data:`MAX_CLUSTER_FILE_BYTES`; YAML aliases are capped at :data:`MAX_YAML_ALIASES` and
+nodes at :data:`MAX_YAML_NODES` ("billion laughs" files are refused while parsing).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from cotune._checks import BadValue, excerpt, integer, number
 from cotune.errors import InputError
 
-__all__ = ["Checkpoint", "GpuOffer", "Cluster", "load_cluster", "parse_cluster", "CLUSTER_FILE_VERSION"]
+__all__ = [
+    "Checkpoint",
+    "GpuOffer",
+    "Cluster",
+    "load_cluster",
+    "parse_cluster",
+    "CLUSTER_FILE_VERSION",
+    "MAX_CLUSTER_FILE_BYTES",
+    "MAX_YAML_ALIASES",
+    "MAX_YAML_NODES",
+]
 
 CLUSTER_FILE_VERSION = 1
+# A cluster file lists a few GPU types: far below these, far above any real file.
+MAX_CLUSTER_FILE_BYTES = 1024 * 1024
+MAX_YAML_ALIASES = 100
+MAX_YAML_NODES = 100_000
+# Caps on counts a cluster file may give (beyond them a value is a typo, not a cluster).
+MAX_GPUS_PER_TYPE = 1_000_000
+MAX_GPUS_PER_HOST = 4096
 
 _TOP_KEYS = {"version", "gpus_per_host", "checkpoint", "gpu"}
 _CKPT_KEYS = {"write_s", "model_size_gb", "bandwidth_gb_per_s", "restart_s"}
@@ -83,7 +104,7 @@ class GpuOffer:
             return self.spot
         if market == "mixed":
             return min(self.on_demand, self.spot)
-        raise InputError(f"unknown market {market!r}: use on_demand, spot or mixed")
+        raise InputError(f"unknown market {excerpt(market)}: use on_demand, spot or mixed")
 
 
 @dataclass(frozen=True)
@@ -105,7 +126,7 @@ class Cluster:
             return self.gpus[gpu]
         except KeyError:
             raise InputError(
-                f"{self.source}: gpu {gpu!r} is not in the cluster file (it lists {', '.join(self.gpus)}): add a [gpu.{gpu}] table"
+                f"{self.source}: gpu {excerpt(gpu)} is not in the cluster file (it lists {', '.join(self.gpus)}): add a [gpu.{gpu}] table"
             ) from None
 
     def with_offer(self, gpu: str, **changes: Any) -> "Cluster":
@@ -120,18 +141,19 @@ def _fail(source: str, where: str, problem: str, fix: str) -> InputError:
 
 
 def _number(source: str, where: str, value: Any, *, fix: str, minimum: float = 0.0, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _fail(source, where, f"must be a number, got {value!r}", fix)
-    if value < minimum or (positive and value <= 0):
-        bound = "> 0" if positive else f">= {minimum:g}"
-        raise _fail(source, where, f"must be {bound}, got {value!r}", fix)
-    return float(value)
+    try:
+        return number(value, where=where, **({"gt": 0.0} if positive else {"ge": minimum}))
+    except BadValue as exc:
+        raise _fail(source, where, exc.detail, fix) from None
 
 
 def _count(source: str, where: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(source, where, f"must be a whole number >= 0, got {value!r}", "give how many GPUs of this type can be rented (0 for none)")
-    return int(value)
+    if isinstance(value, float):  # a count is written as a whole number, not 4.0
+        raise _fail(source, where, f"must be a whole number >= 0, got {excerpt(value)}", "give how many GPUs of this type can be rented (0 for none)")
+    try:
+        return integer(value, where=where, ge=0, le=MAX_GPUS_PER_TYPE)
+    except BadValue as exc:
+        raise _fail(source, where, exc.detail, "give how many GPUs of this type can be rented (0 for none)") from None
 
 
 def _seconds(source: str, where: str, value: Any, *, fix: str) -> float:
@@ -141,14 +163,14 @@ def _seconds(source: str, where: str, value: Any, *, fix: str) -> float:
         try:
             return parse_duration(value)
         except InputError:
-            raise _fail(source, where, f"cannot be read as a duration: {value!r}", fix) from None
+            raise _fail(source, where, f"cannot be read as a duration: {excerpt(value)}", fix) from None
     return _number(source, where, value, fix=fix)
 
 
 def _unknown(source: str, where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
-    extra = sorted(set(table) - allowed)
+    extra = sorted((str(k) for k in set(table) - allowed), key=str)
     if extra:
-        raise _fail(source, f"{where}{extra[0]}", "is not a known field", f"use one of: {', '.join(sorted(allowed))}")
+        raise _fail(source, f"{where}{extra[0][:60]}", "is not a known field", f"use one of: {', '.join(sorted(allowed))}")
 
 
 def _check_offer(o: GpuOffer, source: str, *, has_checkpoint: bool) -> None:
@@ -173,16 +195,21 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
     _unknown(source, "", data, _TOP_KEYS)
     version = data.get("version", CLUSTER_FILE_VERSION)
     if version != CLUSTER_FILE_VERSION:
-        raise _fail(source, "version", f"is {version!r}, not supported", f"write version = {CLUSTER_FILE_VERSION}")
+        raise _fail(source, "version", f"is {excerpt(version)}, not supported", f"write version = {CLUSTER_FILE_VERSION}")
     per_host = data.get("gpus_per_host")
-    if per_host is not None and (isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1):
-        raise _fail(source, "gpus_per_host", f"must be a whole number >= 1, got {per_host!r}", "give the GPUs in one server (1 for one-GPU servers)")
+    if per_host is not None:
+        try:
+            if isinstance(per_host, float):
+                raise BadValue(f"must be a whole number >= 1, got {excerpt(per_host)}")
+            per_host = integer(per_host, where="gpus_per_host", ge=1, le=MAX_GPUS_PER_HOST)
+        except BadValue as exc:
+            raise _fail(source, "gpus_per_host", exc.detail, "give the GPUs in one server (1 for one-GPU servers)") from None
 
     ckpt = None
     raw_ckpt = data.get("checkpoint")
     if raw_ckpt is not None:
         if not isinstance(raw_ckpt, Mapping):
-            raise _fail(source, "checkpoint", f"must be a table, got {raw_ckpt!r}", "write [checkpoint] with write_s = SECONDS")
+            raise _fail(source, "checkpoint", f"must be a table, got {excerpt(raw_ckpt)}", "write [checkpoint] with write_s = SECONDS")
         _unknown(source, "checkpoint.", raw_ckpt, _CKPT_KEYS)
         if "write_s" in raw_ckpt:
             if "model_size_gb" in raw_ckpt or "bandwidth_gb_per_s" in raw_ckpt:
@@ -202,10 +229,12 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
         raise _fail(source, "gpu", "has no GPU type", "add a table per type, e.g. [gpu.t4] with on_demand, spot and prices")
     offers: dict[str, GpuOffer] = {}
     for name, table in gpus_raw.items():
+        if not isinstance(name, (str, int)) or isinstance(name, bool) or not str(name).strip() or len(str(name)) > 100:
+            raise _fail(source, "gpu", f"has a GPU type named {excerpt(name)}", "name each type with 1 to 100 characters, e.g. [gpu.t4]")
         key = str(name).strip().lower()
         at = f"gpu.{key}."
         if not isinstance(table, Mapping):
-            raise _fail(source, f"gpu.{key}", f"must be a table, got {table!r}", "write [gpu.NAME] with on_demand, spot and prices")
+            raise _fail(source, f"gpu.{key}", f"must be a table, got {excerpt(table)}", "write [gpu.NAME] with on_demand, spot and prices")
         if key in offers:
             raise _fail(source, f"gpu.{key}", "appears twice (names are case-insensitive)", "merge the two tables")
         _unknown(source, at, table, _GPU_KEYS)
@@ -249,7 +278,10 @@ def _read_toml(text: str, source: str) -> Any:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: not valid TOML ({exc}); fix the syntax (see examples/cluster.toml)") from None
+        first = " ".join(str(exc).split())[:200]
+        raise InputError(f"{source}: not valid TOML ({first}); fix the syntax (see examples/cluster.toml)") from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid TOML (nested too deeply); a cluster file is a few flat tables") from None
 
 
 def _read_yaml(text: str, source: str) -> Any:
@@ -258,10 +290,65 @@ def _read_yaml(text: str, source: str) -> Any:
     except ModuleNotFoundError:
         raise InputError(f"{source}: reading YAML needs pyyaml ('pip install pyyaml' or cotune[spot]); or write the file in TOML") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_bounded_loader(yaml))  # noqa: S506 (a SafeLoader subclass)
+    except _TooManyNodes as exc:
+        raise InputError(f"{source}: {exc}; a cluster file is a few flat tables: write the values out") from None
     except yaml.YAMLError as exc:
-        first = " ".join(str(exc).split())
+        first = " ".join(str(exc).split())[:200]
         raise InputError(f"{source}: not valid YAML ({first}); fix the syntax (see docs/spot.md)") from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid YAML (nested too deeply); a cluster file is a few flat tables") from None
+
+
+class _TooManyNodes(Exception):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _bounded_loader(yaml: Any) -> type:
+    """``yaml.SafeLoader`` that refuses more than MAX_YAML_ALIASES aliases or MAX_YAML_NODES nodes.
+
+    Aliases let a few hundred bytes describe a value of 10⁹ elements ("billion laughs");
+    safe_load builds it as a shared graph quickly, but anything that walks it (a message,
+    a copy, validation) expands it. A real cluster file needs few or no aliases.
+    """
+
+    class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[name-defined, misc]
+        _aliases = 0
+        _nodes = 0  # nodes of the value with every alias expanded
+
+        def _expanded(self, node: Any, sizes: dict[int, int]) -> int:
+            # Nodes under ``node`` with aliases expanded; memoised by node, so a graph of a
+            # few hundred distinct nodes is measured in a few hundred steps.
+            stack, order = [node], []
+            while stack:
+                n = stack.pop()
+                if id(n) in sizes:
+                    continue
+                sizes[id(n)] = 0  # visiting (a YAML graph has no cycles through anchors)
+                order.append(n)
+                value = n.value if isinstance(n.value, list) else []
+                for child in value:
+                    stack.extend(child if isinstance(child, tuple) else (child,))
+            for n in reversed(order):
+                value = n.value if isinstance(n.value, list) else []
+                kids = [k for c in value for k in (c if isinstance(c, tuple) else (c,))]
+                sizes[id(n)] = min(MAX_YAML_NODES + 1, 1 + sum(sizes.get(id(k), 1) for k in kids))
+            return sizes[id(node)]
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            alias = self.check_event(yaml.AliasEvent)
+            if alias:
+                self._aliases += 1
+                if self._aliases > MAX_YAML_ALIASES:
+                    raise _TooManyNodes(f"more than {MAX_YAML_ALIASES} YAML aliases (*name)")
+            node = super().compose_node(parent, index)
+            self._nodes += self._expanded(node, {}) if alias else 1
+            if self._nodes > MAX_YAML_NODES:
+                raise _TooManyNodes(f"its aliases expand to more than {MAX_YAML_NODES:,} YAML values")
+            return node
+
+    return BoundedSafeLoader
 
 
 def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
@@ -270,17 +357,26 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
         return path
     p = Path(path)
     source = str(p)
+    suffix = p.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise InputError(f"{source}: unknown cluster file type {excerpt(suffix or '(none)')}: name it .toml, .yaml or .yml")
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_CLUSTER_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"cluster file {source} does not exist: give the path of a .toml or .yaml file (see examples/cluster.toml)") from None
-    except OSError as exc:
-        raise InputError(f"cannot read cluster file {source}: {exc.strerror}") from None
-    suffix = p.suffix.lower()
+    except IsADirectoryError:
+        raise InputError(f"cluster file {source} is a directory: give the path of a .toml or .yaml file") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise InputError(f"cannot read cluster file {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(raw) > MAX_CLUSTER_FILE_BYTES:
+        raise InputError(f"{source}: larger than {MAX_CLUSTER_FILE_BYTES // 1024} KiB: a cluster file lists a few GPU types (see examples/cluster.toml)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 text (byte {exc.start}): save the file as UTF-8") from None
     if suffix == ".toml":
         data = _read_toml(text, source)
-    elif suffix in (".yaml", ".yml"):
-        data = _read_yaml(text, source)
     else:
-        raise InputError(f"{source}: unknown cluster file type {suffix or '(none)'!r}: name it .toml, .yaml or .yml")
+        data = _read_yaml(text, source)
     return parse_cluster(data, source=source)

@@ -10,6 +10,9 @@ import pytest
 
 from benchmarks.traces import data_root
 
+# Runs a slice of the benchmark campaign (~25 s): not in the fast tier.
+pytestmark = pytest.mark.slow
+
 try:
     data_root()
 except FileNotFoundError:  # pragma: no cover

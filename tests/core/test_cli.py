@@ -16,6 +16,7 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_recommend_on_a_bundled_example_prints_a_table_with_chosen(capsys):
     code, out, err = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m",
                          "--max-workers", "16", "--gpus-per-host", "4", "--price", "t4=0.526")
@@ -23,6 +24,7 @@ def test_recommend_on_a_bundled_example_prints_a_table_with_chosen(capsys):
     assert "CHOSEN" in out and "co-tuning saves" in out and "frontier" in out
 
 
+@pytest.mark.slow
 def test_recommend_json_has_the_documented_fields(capsys):
     code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--json")
     doc = json.loads(out)
@@ -33,6 +35,7 @@ def test_recommend_json_has_the_documented_fields(capsys):
     assert set(doc["baselines"]) == {"resource_only", "batch_only"}
 
 
+@pytest.mark.slow
 def test_objective_time_is_faster_than_objective_cost(capsys):
     args = ["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--json"]
     cheap = json.loads(run(capsys, *args)[1])["recommendation"]
@@ -49,6 +52,7 @@ def test_per_gpu_max_workers_and_budget(capsys, tmp_path):
     assert rec["workers"] <= (2 if rec["gpu"] == "t4" else 8)
 
 
+@pytest.mark.slow
 def test_infeasible_exits_1_and_explains(capsys):
     code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "2m")
     assert code == 1
@@ -60,6 +64,7 @@ def test_infeasible_json_exits_1_with_status(capsys):
     assert code == 1 and json.loads(out)["status"] == "infeasible"
 
 
+@pytest.mark.slow
 def test_fit_reports_cross_validated_errors(capsys):
     code, out, _ = run(capsys, "fit", "yolov3-voc")
     assert code == 0 and "CV MAPE" in out and "Leave-one-batch-out" in out

@@ -16,12 +16,14 @@ def _blocks(page: str, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", (DOCS / page).read_text(), flags=re.S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_python_examples_run(page):
     for code in _blocks(page, "python"):
         exec(compile(code, f"{page}", "exec"), {})
 
 
+@pytest.mark.slow
 def test_cli_examples_run(capsys):
     commands = [line[2:] for line in (DOCS / "cli.md").read_text().splitlines() if line.startswith("$ cotune ")]
     assert len(commands) >= 3

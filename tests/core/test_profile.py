@@ -1,6 +1,8 @@
+import itertools
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -222,3 +224,83 @@ def test_arbitrary_records_parse_or_raise_profile_error_never_crash(objects):
         parse_profile(lines)
     except ProfileError as exc:
         assert str(exc) and "\n" not in str(exc)
+
+
+# --- bounded reading: hostile files end in one ProfileError naming file:line ------------------
+
+_HEAD = '{"record": "workload", "name": "w", "dataset_size": 100}\n'
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ('{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 1' + "0" * 400 + ', "step_time_s": 1}', "integer of 401 digits"),
+        ('{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 1' + "0" * 5000 + ', "step_time_s": 1}', "more than 4300 digits"),
+        ('{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 8, "step_time_s": 1e400}', "got inf"),
+        ('{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 8, "step_time_s": Infinity}', "got inf"),
+        ('{"record": "step", "gpu": "t4", "workers": 1e18, "local_batch": 8, "step_time_s": 1}', "at most 1e+15"),
+        ('{"record": "step", "gpu": "t4", "workers": NaN, "local_batch": 8, "step_time_s": 1}', "got nan"),
+        ('{"record": "eval", "global_batch": 8, "epoch": 1, "metric": 0.5, "seed": 1' + "0" * 30 + "}", "field 'seed'"),
+        ('{"record": "eval", "global_batch": 8, "epoch": 1, "metric": 1' + "0" * 30 + "}", "field 'metric'"),
+        ("[" * 100_000 + "]" * 100_000, "longer than 65,536 characters"),
+        ("[" * 30_000, "nested too deeply"),
+        ('{"record": "banana\\u001b]0;owned\\u0007"}', "\\x1b]0;owned\\x07"),
+    ],
+    ids=["int-401-digits", "int-5000-digits", "1e400", "Infinity", "1e18-workers", "NaN-workers", "huge-seed", "huge-metric",
+         "long-line", "deep-nesting", "escape-in-type"],
+)
+def test_absurd_values_in_records_are_one_line_errors_with_the_line(tmp_path, line, needle):
+    path = tmp_path / "p.jsonl"
+    path.write_text(_HEAD + line + "\n")
+    with pytest.raises(ProfileError) as info:
+        read_profile(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:2: ") and needle in msg and "\n" not in msg and "\x1b" not in msg and len(msg) < 400, msg
+
+
+def test_a_file_without_newlines_is_refused_after_one_bounded_line():
+    from cotune.profile import MAX_LINE_CHARS
+
+    with pytest.raises(ProfileError, match=f"line longer than {MAX_LINE_CHARS:,} characters"):
+        parse_profile(iter(["x" * (MAX_LINE_CHARS + 1)]), path="p.jsonl")
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_recommend_dev_zero_is_exit_2_at_once(capsys):
+    from cotune.cli import main
+
+    assert main(["recommend", "/dev/zero", "--target", "0.9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cotune: /dev/zero:1: line longer than") and err.count("\n") == 1
+
+
+def test_more_lines_than_the_cap_is_an_error_naming_the_line():
+    from cotune.profile import MAX_PROFILE_LINES
+
+    lines = itertools.chain([_HEAD], itertools.repeat("\n", MAX_PROFILE_LINES))
+    with pytest.raises(ProfileError, match=f"p.jsonl:{MAX_PROFILE_LINES + 1}: more than {MAX_PROFILE_LINES:,} lines"):
+        parse_profile(lines, path="p.jsonl")
+
+
+def test_torn_last_line_is_still_skipped_when_reading_line_by_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(_HEAD + '{"record": "step", "gpu": "t4", "wor')
+    prof = read_profile(path)
+    assert prof.workload.name == "w" and "torn" in prof.warnings[0]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: str(d / "a\x00b.jsonl"),
+        lambda d: str(d / ("x" * 300)),
+        lambda d: (os.symlink("loop2", d / "loop1"), os.symlink("loop1", d / "loop2"), str(d / "loop1"))[-1],
+    ],
+    ids=["nul-byte", "long-component", "symlink-loop"],
+)
+def test_unusable_paths_are_one_line_errors(tmp_path, make):
+    from cotune.profile import load_profile
+
+    with pytest.raises(ProfileError) as info:
+        load_profile(make(tmp_path))
+    assert "\n" not in str(info.value) and "\x00" not in str(info.value) and len(str(info.value)) < 400

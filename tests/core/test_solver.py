@@ -129,24 +129,24 @@ def test_pareto_front_is_non_dominated_and_contains_the_unconstrained_optima():
     assert fastest.chosen.time_s == pytest.approx(min(times))
 
 
-def test_baselines_are_never_cheaper_than_the_co_tuned_choice():
-    rec = recommend("cifar10-resnet18", target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.526})
+def test_baselines_are_never_cheaper_than_the_co_tuned_choice(cifar_models):
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.526})
     for name, base in rec.baselines.items():
         assert base is not None, name
         assert rec.chosen.cost <= base.cost
         assert 0 <= rec.savings()[name] < 1
 
 
-def test_infeasible_deadline_names_the_constraint_to_relax():
-    rec = recommend("cifar10-resnet18", target=0.94, deadline_s=60, max_workers=16)
+def test_infeasible_deadline_names_the_constraint_to_relax(cifar_models):
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=60, max_workers=16)
     assert rec.chosen is None
     assert any("--deadline" in r for r in rec.relax)
     assert any("--max-workers" in r for r in rec.relax)
     assert rec.nearest and rec.nearest[0].time_s > 60
 
 
-def test_unreachable_target_says_the_best_measured_metric():
-    rec = recommend("cifar10-resnet18", target=0.99, deadline_s=3600)
+def test_unreachable_target_says_the_best_measured_metric(cifar_models):
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.99, deadline_s=3600)
     assert rec.chosen is None and "lower the target (--target / target)" in rec.relax[0]
 
 
@@ -155,8 +155,8 @@ def test_goal_min_profile_recommends_on_loss():
     assert rec.chosen is not None and rec.goal == "min" and rec.chosen.metric <= 12.5 + 1e-6
 
 
-def test_worker_hours_without_prices():
-    rec = recommend("cifar10-resnet18", target=0.93, deadline_s=3600)
+def test_worker_hours_without_prices(cifar_models):
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.93, deadline_s=3600)
     c = rec.chosen
     assert not rec.priced and c.cost == pytest.approx(c.workers * c.time_s / 3600)
 
@@ -185,11 +185,11 @@ def test_inputs_are_not_mutated():
     assert prices == before
 
 
-def test_result_is_frozen_and_json_ready():
+def test_result_is_frozen_and_json_ready(cifar_models):
     import dataclasses
     import json
 
-    rec = recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800)
     with pytest.raises(dataclasses.FrozenInstanceError):
         rec.chosen.workers = 3  # type: ignore[misc]
     doc = json.loads(json.dumps(rec.to_dict(), allow_nan=False))

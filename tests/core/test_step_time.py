@@ -105,6 +105,7 @@ def test_bad_inputs_raise_model_error():
         StepTimeModel().predict(np.array([1.0]), np.array([1.0]), np.array([8.0]))
 
 
+@pytest.mark.slow
 def test_pollux_cifar_cross_validated_error_is_small(cifar_models):
     from cotune import load_profile
     from cotune.models._validate import validate_profile

@@ -13,6 +13,7 @@ from cotune.profile import read_profile
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_digits_cnn_profiles_and_learns(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "digits.jsonl"
@@ -28,6 +29,7 @@ def test_digits_cnn_profiles_and_learns(tmp_path, capsys, monkeypatch):
     assert len(profile.noise) == len(profile.evals) and all(n.b_noise > 0 for n in profile.noise)
 
 
+@pytest.mark.slow
 def test_resnet_example_two_workers_and_a_curve(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "resnet.jsonl"
@@ -42,6 +44,7 @@ def test_resnet_example_two_workers_and_a_curve(tmp_path, capsys, monkeypatch):
     assert of(out, "curve_done")[0]["reason"] == "max_epochs"
 
 
+@pytest.mark.slow
 def test_script_example_still_trains_as_a_script_and_is_a_workload(capsys):
     from profiler import load_workload
 

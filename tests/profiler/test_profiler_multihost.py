@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from profiler_helpers import FAST, of, spec
 
 
@@ -20,6 +22,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_two_nodes_meet_and_write_the_same_record(tmp_path):
     port = _free_port()
     outs = [tmp_path / "host_a.jsonl", tmp_path / "host_b.jsonl"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import math
 
 from profiler_helpers import FAST, of, run_cli, spec
@@ -9,6 +11,7 @@ from profiler_helpers import FAST, of, run_cli, spec
 from cotune.profile import read_profile
 
 
+@pytest.mark.slow
 def test_one_and_two_process_timing_probes_write_step_records(tmp_path, capsys):
     out = tmp_path / "p.jsonl"
     code, err = run_cli(["--workload", spec("tiny"), "--workers", "1,2", "--local-batch", "8", "--out", str(out),
@@ -31,6 +34,7 @@ def test_one_and_two_process_timing_probes_write_step_records(tmp_path, capsys):
     assert not profile.failures
 
 
+@pytest.mark.slow
 def test_curve_on_two_workers_records_evals_noise_and_stops_at_target(tmp_path, capsys):
     out = tmp_path / "c.jsonl"
     code, err = run_cli(["--workload", spec("tiny"), "--workers", "1", "--local-batch", "8", "--curves", "32",

@@ -10,8 +10,11 @@ from profiler_helpers import FAST, of, run_cli
 
 from cotune.profile import read_profile
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
-                                reason="tensorflow not installed (CI: pip install tensorflow-cpu==2.21.0)")
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                       reason="tensorflow not installed (CI: pip install tensorflow-cpu==2.21.0)"),
+    pytest.mark.slow,
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 

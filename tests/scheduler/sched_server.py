@@ -23,6 +23,13 @@ def free_port() -> int:
 @contextmanager
 def running_server(*extra: str, startup_timeout_s: float = 60.0) -> Iterator[str]:
     """Yield the base URL of a fresh ``cotune serve`` on 127.0.0.1; stop it afterwards."""
+    with server_process(*extra, startup_timeout_s=startup_timeout_s) as (url, _):
+        yield url
+
+
+@contextmanager
+def server_process(*extra: str, startup_timeout_s: float = 60.0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Like :func:`running_server`, yielding ``(url, process)`` (benchmarks read its memory)."""
     import httpx
 
     port = free_port()
@@ -44,7 +51,7 @@ def running_server(*extra: str, startup_timeout_s: float = 60.0) -> Iterator[str
             if time.monotonic() > deadline:
                 raise RuntimeError("cotune serve did not answer /health in time")
             time.sleep(0.1)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:

@@ -23,6 +23,7 @@ def _err(request, **kw) -> RequestError:
     return info.value
 
 
+@pytest.mark.slow
 def test_document_is_recommendation_to_dict(response_validator):
     doc = recommend_request(copy.deepcopy(BASE_REQUEST))
     response_validator.validate(doc)
@@ -46,12 +47,12 @@ def test_infeasible_is_an_answer_not_an_error(response_validator):
     assert doc["relax"] and "0.999" in doc["relax"][0]
 
 
-def test_elastic_range_is_feasible_at_both_ends():
+def test_elastic_range_is_feasible_at_both_ends(cifar_models):
     doc = recommend_request(dict(BASE_REQUEST, deadline_s=3600))
     plan = doc["plan"]
     lo, hi = plan["elastic"]["min_workers"], plan["elastic"]["max_workers"]
     assert lo <= plan["workers"] <= hi
-    models = cotune.fit_models(cotune.load_profile(EXAMPLE))
+    models = cifar_models  # EXAMPLE's models, fitted once per session with the same defaults
     kwargs = {k: v for k, v in BASE_REQUEST.items() if k != "profile"} | {"deadline_s": 3600}
     for w in {lo, hi}:
         rec = cotune.recommend(EXAMPLE, models=models, **kwargs | {"workers": [w], "local_batches": [plan["local_batch"]]})

@@ -7,12 +7,15 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from sched_helpers import BASE_REQUEST, REPO, without_timing
 
 from cotune.api import recommend_request
 from cotune.cli import main
 
 
+@pytest.mark.slow
 def test_recommend_json_is_the_api_document(capsys):
     code = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1800", "--max-workers", "16", "--price", "t4=0.526", "--json"])
     out = json.loads(capsys.readouterr().out)

@@ -14,6 +14,8 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 from sched_server import running_server  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts a real uvicorn server
+
 _GOOD = json.dumps(BASE_REQUEST).encode()
 
 

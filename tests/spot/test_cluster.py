@@ -60,9 +60,9 @@ def _with(path: str, value):
 @pytest.mark.parametrize(
     "path,value,expect",
     [
-        ("gpu.t4.spot_price_per_hour", "cheap", "gpu.t4.spot_price_per_hour must be a number"),
+        ("gpu.t4.spot_price_per_hour", "cheap", "gpu.t4.spot_price_per_hour must be a finite number"),
         ("gpu.t4.spot_price_per_hour", KeyError, "gpu.t4.spot_price_per_hour is missing"),
-        ("gpu.t4.revocation_rate_per_hour", -1, "gpu.t4.revocation_rate_per_hour must be >= 0"),
+        ("gpu.t4.revocation_rate_per_hour", -1, "gpu.t4.revocation_rate_per_hour must be a finite number >= 0, got -1"),
         ("gpu.t4.revocation_rate_per_hour", KeyError, "revocation_rate_per_hour is missing"),
         ("gpu.t4.replacement_delay_s", "soon", "replacement_delay_s cannot be read as a duration"),
         ("gpu.t4.spot", 1.5, "gpu.t4.spot must be a whole number"),
@@ -101,3 +101,91 @@ def test_with_offer_revalidates():
     assert cl.offer("t4").spot_price_per_hour == 0.2  # the original is untouched
     with pytest.raises(InputError, match="both 0"):
         cl.with_offer("t4", on_demand=0, spot=0)
+
+
+# --- hostile files: bounded time and memory, one line, never the value's repr ------------------
+
+
+def _laughs(levels: int = 9, width: int = 10) -> str:
+    """A "billion laughs" YAML value: ``width ** levels`` leaves from a few hundred bytes."""
+    items = ["&a0 [" + ",".join(["x"] * width) + "]"]
+    items += [f"&a{i} [" + ",".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return "version: [" + ", ".join(items) + "]\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _laughs(),
+        "version: 1\ngpu: {t4: {on_demand: 4, on_demand_price_per_hour: *x}}\n" + "x: &x [" + ",".join(["y"] * 5) + "]\n",
+        "version: 1\ngpu:\n" + "".join(f"  g{i}: &g{i} {{on_demand: 1, on_demand_price_per_hour: 1}}\n" for i in range(5))
+        + "x: [" + ",".join("*g0" for _ in range(200)) + "]\n",
+    ],
+    ids=["billion-laughs", "undefined-alias", "many-aliases"],
+)
+def test_yaml_alias_bombs_are_refused_on_one_line(tmp_path, text):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert len(text) < 4000
+    with pytest.raises(InputError) as info:
+        load_cluster(path)
+    msg = str(info.value)
+    assert msg.startswith(str(path)) and "\n" not in msg and len(msg) < 400
+
+
+def test_yaml_aliases_of_a_real_file_still_work(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "version: 1\ngpu:\n  t4: &base {on_demand: 4, on_demand_price_per_hour: 0.5}\n"
+        "  v100: {<<: *base, on_demand_price_per_hour: 2.5}\n"
+    )
+    cluster = load_cluster(path)
+    assert cluster.gpus["v100"].on_demand == 4 and cluster.gpus["v100"].on_demand_price_per_hour == 2.5
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expect"),
+    [
+        ("c.yaml", "version: 1\ngpus_per_host: 1" + "0" * 400 + "\ngpu: {t4: {on_demand: 4, on_demand_price_per_hour: 1}}\n",
+         "gpus_per_host must be a whole number >= 1 and <= 4096, got an integer of 401 digits"),
+        ("c.toml", "version = 1\n[gpu.t4]\non_demand = 4\non_demand_price_per_hour = 1" + "0" * 400 + "\n",
+         "on_demand_price_per_hour must be a finite number >= 0 (at most 1e+15 in magnitude), got an integer of 401 digits"),
+        ("c.toml", "version = 1\n[gpu.t4]\non_demand = 4\non_demand_price_per_hour = 1e400\n", "got inf"),
+        ("c.yaml", "version: 1\ngpu: {t4: {on_demand: 4, on_demand_price_per_hour: .nan}}\n", "got nan"),
+        ("c.toml", "version = 1\n[gpu.t4]\non_demand = 10000000000000000000\non_demand_price_per_hour = 1\n", "on_demand must be"),
+        ("c.toml", "version = 1\ngpu = " + "[" * 3000 + "]" * 3000 + "\n", "c.toml"),
+        ("c.yaml", "version: 1\ngpu: " + "[" * 3000 + "]" * 3000 + "\n", "c.yaml"),
+        ("c.yaml", "version: 1\ngpu: {'" + "g" * 300 + "': {on_demand: 1}}\n", "name each type with 1 to 100 characters"),
+        ("c.yaml", "version: 1\nversiom" + "n" * 900 + ": 2\n", "is not a known field"),
+    ],
+    ids=["huge-int-yaml", "huge-int-toml", "inf-toml", "nan-yaml", "huge-count", "deep-toml", "deep-yaml", "long-name", "long-key"],
+)
+def test_absurd_values_are_one_line_errors(tmp_path, name, content, expect):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(InputError) as info:
+        load_cluster(path)
+    msg = str(info.value)
+    assert expect in msg and "\n" not in msg and len(msg) < 500, msg
+
+
+def test_a_cluster_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"version: 1\ngpu: {t\xff4: {on_demand: 4}}\n")
+    with pytest.raises(InputError, match=r"not UTF-8 text \(byte 18\): save the file as UTF-8"):
+        load_cluster(path)
+
+
+def test_a_huge_cluster_file_is_refused_without_reading_it_all(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_bytes(b"# " + b"x" * (2 * 1024 * 1024) + b"\n")
+    with pytest.raises(InputError, match="larger than 1024 KiB"):
+        load_cluster(path)
+
+
+def test_cluster_errors_quote_control_characters_escaped(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text('version: 1\ngpu: {t4: {on_demand: "\\e]0;owned\\a"}}\n')
+    with pytest.raises(InputError) as info:
+        load_cluster(path)
+    assert "\x1b" not in str(info.value) and "\\x1b]0;owned\\x07" in str(info.value)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 
 def _blocks(text: str, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
+@pytest.mark.slow
 def test_python_example_runs(repo_root, capsys):
     text = (repo_root / "docs" / "spot.md").read_text(encoding="utf-8")
     blocks = _blocks(text, "python")

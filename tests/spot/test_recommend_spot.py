@@ -76,6 +76,7 @@ def test_mixed_plan_is_chosen_when_spot_alone_is_too_risky(cifar_models, make_cl
     assert on_demand.chosen is not None and rec.chosen.cost < on_demand.chosen.cost
 
 
+@pytest.mark.slow
 def test_cli_cluster(make_cluster, capsys):
     path = str(make_cluster(rate=0.1))
     rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path, "--json"])

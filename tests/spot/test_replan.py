@@ -69,6 +69,7 @@ def test_bad_progress_is_rejected():
         Progress(epochs_done=1, elapsed_s=1, gpu="t4", market="cheap", workers=2, local_batch=8)
 
 
+@pytest.mark.slow
 def test_cli_replan(cluster, capsys):
     args = ["replan", "cifar10-resnet18", "--cluster", str(cluster), "--target", "0.94", "--deadline", "45m",
             "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:spot:4:129"]

@@ -1,0 +1,534 @@
+"""Closed-loop replay: the chosen plan runs against the truth and a controller may act.
+
+The ``closed-loop`` setting hands the planner what ``one-curve`` does (paid step-time
+probes, one reference curve and its gradient statistics). The initial plan is then run
+on the replay truth. Every ``CHECKPOINT_FRACTION`` of the planned training time the
+controller sees the job's own progress — the true best-so-far curve at its batch so far
+(evaluations every ``EVALS_PER_CHECKPOINT``-th of a checkpoint) and its true step time —
+and answers an :class:`Action`: continue, switch to another candidate (workers, GPU
+type and/or batch), or give up. Every switch pays a restart: ``RESTART_S`` seconds on
+the new configuration's workers (checkpoint, start-up, rendezvous, data loader).
+
+Truth at any global batch ``B`` extends the oracle's: the epochs ``E(B, m)`` to reach
+a best-so-far level ``m`` are log-log interpolated between the measured neighbours
+(unreached if either is), so the true curve at ``B`` is the inverse ``m(e)``, and the run
+ends where the measured recipes end (``E_max``, interpolated alike): a target not
+reached by then is missed. A batch change hands the run over at the same level: at the
+new batch it continues from the epoch ``E(B', m)`` at which that batch reaches the level
+it had (the scale-invariant progress of AdaScale/Pollux, read off the metric).
+
+A controller is a callable ``(Progress) -> Action``; a policy is one ``@policy``
+entry with ``closed_loop=True`` that makes the initial plan and the controller (see
+:func:`_register_closed`). Costs: probes (before), training and restarts (during);
+regret counts all three.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+
+from benchmarks._registry import POLICIES, policy
+from benchmarks.policies import Plan, library_models, run_policy, subset, _fit_time, _models, _probe_arrays
+from benchmarks.replay import curve_epochs_to_target, price_matrix
+from benchmarks.scenarios import Scenario
+from benchmarks.settings import Evidence, one_curve
+from benchmarks.regret import Outcome
+from benchmarks._registry import setting
+from cotune.models import FittedModels, fit_models
+from cotune.profile import EvalRecord, Profile, StepRecord
+from cotune.solver import Candidates, estimate
+
+__all__ = [
+    "RESTART_S",
+    "CHECKPOINT_FRACTION",
+    "Progress",
+    "Action",
+    "CONTINUE",
+    "GIVE_UP",
+    "Controller",
+    "TrueRun",
+    "ClosedLoopRun",
+    "simulate",
+    "RemainingWorkController",
+]
+
+RESTART_S = 120.0  # save a checkpoint, start the new workers, rendezvous, reload, warm up
+CHECKPOINT_FRACTION = 0.1  # act every 10 % of the planned training time
+EVALS_PER_CHECKPOINT = 2
+MAX_CHECKPOINTS = 60  # after this many the controller is no longer asked (runs far over plan)
+
+
+# -- what a controller sees and says --------------------------------------------------------
+@dataclass(frozen=True)
+class Progress:
+    """The running job as its controller sees it at a checkpoint (no truth beyond this)."""
+
+    checkpoint: int
+    index: int  # current candidate
+    global_batch: int
+    epochs_done: float  # at the current batch (after a batch change: the equivalent epoch)
+    level: float  # best metric so far (raw, the metric's own direction)
+    elapsed_s: float  # wall-clock since the job started, restarts included
+    spent: float  # USD on training and restarts so far
+    evals: tuple[EvalRecord, ...]  # the job's own curve so far, every configuration it ran
+    steps: tuple[StepRecord, ...]  # the job's own measured step times, one per configuration run
+    target: float
+    deadline_s: float | None
+    restart_s: float = RESTART_S
+
+
+@dataclass(frozen=True)
+class Action:
+    """``continue``, ``switch`` (to candidate ``index``) or ``give_up``; ``reason`` for the log."""
+
+    kind: str
+    index: int | None = None
+    reason: str = ""
+
+
+CONTINUE = Action("continue")
+GIVE_UP = Action("give_up")
+
+Controller = Callable[[Progress], Action]
+
+
+# -- the truth of one run ----------------------------------------------------------------------
+class TrueRun:
+    """True best-so-far curves at any candidate batch of a workload (see the module docstring)."""
+
+    def __init__(self, scn: Scenario) -> None:
+        self.scn = scn
+        w = scn.workload
+        self.w = w
+        self.sign = 1.0 if w.goal == "max" else -1.0
+        self.batches = np.array(w.batches, float)
+        metrics = np.concatenate([w.curves[b].metric for b in w.batches])
+        scores = np.unique(self.sign * metrics[np.isfinite(metrics)])
+        self.levels = scores  # ascending best-so-far scores: every measured metric value
+        # E(B_i, level) for every measured batch and level: (batches × levels)
+        self._e = np.array(
+            [[curve_epochs_to_target(w.curves[b], self.sign * s, w.goal) for s in self.levels] for b in w.batches]
+        )
+        self._end = np.array([float(np.nanmax(w.curves[b].epochs)) for b in w.batches])
+        self._cache: dict[int, tuple[np.ndarray, float]] = {}
+        self._exact: dict[tuple[int, float], float] = {}
+
+    def _interp(self, gb: float, values: np.ndarray) -> np.ndarray:
+        lb = np.log(self.batches)
+        x = math.log(gb)
+        j = int(np.clip(np.searchsorted(lb, x), 1, len(lb) - 1))
+        i = j - 1
+        if abs(x - lb[i]) < 1e-12:
+            return values[i]
+        if abs(x - lb[j]) < 1e-12:
+            return values[j]
+        f = (x - lb[i]) / (lb[j] - lb[i])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.exp(np.log(values[i]) + f * (np.log(values[j]) - np.log(values[i])))
+        return np.where(np.isfinite(values[i]) & np.isfinite(values[j]), out, np.inf)
+
+    def curve(self, gb: int) -> tuple[np.ndarray, float]:
+        """(epochs to reach each level, last epoch of the recipe) at global batch ``gb``."""
+        if gb not in self._cache:
+            e = self._interp(float(gb), self._e)
+            end = float(self._interp(float(gb), self._end[:, None])[0])
+            # Monotone in level by construction at measured batches; interpolation keeps it.
+            self._cache[gb] = (np.maximum.accumulate(np.where(np.isfinite(e), e, np.inf)), end)
+        return self._cache[gb]
+
+    def epochs_to(self, gb: int, score: float) -> float:
+        """Epochs at ``gb`` until the best-so-far score reaches ``score`` (inf: never), computed
+        exactly for ``score`` as the oracle does (not read off the level grid)."""
+        key = (gb, float(score))
+        if key not in self._exact:
+            w = self.w
+            e = np.array([curve_epochs_to_target(w.curves[b], self.sign * score, w.goal) for b in w.batches])
+            v = float(self._interp(float(gb), e[:, None])[0])
+            _, end = self.curve(gb)
+            self._exact[key] = v if v <= end + 1e-9 else math.inf
+        return self._exact[key]
+
+    def score_at(self, gb: int, epochs: float) -> float:
+        """Best-so-far score at ``gb`` after ``epochs`` (the lowest level before any is reached)."""
+        e, _ = self.curve(gb)
+        ok = e <= epochs + 1e-12
+        return float(self.levels[ok].max()) if np.any(ok) else float(self.levels[0])
+
+    def max_score(self, gb: int) -> float:
+        e, end = self.curve(gb)
+        ok = e <= end + 1e-9
+        return float(self.levels[ok].max()) if np.any(ok) else float(self.levels[0])
+
+
+# -- the result of one closed-loop run ---------------------------------------------------------
+@dataclass(frozen=True)
+class ClosedLoopRun:
+    policy: str
+    budget: int
+    probes: int
+    probe_cost: float
+    initial_index: int | None
+    final_index: int | None
+    predicted_cost: float
+    predicted_time_s: float
+    confidence: float | None
+    p_success: float | None
+    reached: bool
+    gave_up: bool
+    time_s: float
+    train_cost: float
+    restart_cost: float
+    restarts: int
+    actions: tuple[str, ...] = ()
+
+    def outcome(self, scn: Scenario, evidence: Evidence, oracle_cost: float) -> Outcome:
+        c = scn.candidates
+        i = self.final_index
+        if self.initial_index is None:
+            miss = "no_plan"
+        elif self.gave_up:
+            miss = "gave_up"
+        elif not self.reached:
+            miss = "target"
+        elif scn.deadline_s is not None and self.time_s > scn.deadline_s * (1 + 1e-9):
+            miss = "deadline"
+        else:
+            miss = None
+        total = self.probe_cost + self.train_cost + self.restart_cost
+        spent = self.train_cost + self.restart_cost
+        return Outcome(
+            scenario=scn.key,
+            workload=scn.workload.name,
+            family=scn.workload.family,
+            target_label=scn.target_label,
+            deadline_label=scn.deadline_label,
+            policy=self.policy,
+            budget=self.budget,
+            probes=self.probes,
+            probe_cost=self.probe_cost,
+            gpu=None if i is None else c.gpus[int(c.gpu[i])],
+            workers=None if i is None else int(c.workers[i]),
+            local_batch=None if i is None else int(c.local_batch[i]),
+            predicted_cost=self.predicted_cost,
+            predicted_time_s=self.predicted_time_s,
+            true_cost=total if self.initial_index is not None else math.inf,
+            true_time_s=self.time_s,
+            oracle_cost=oracle_cost,
+            regret=math.inf if miss else total / oracle_cost - 1.0,
+            miss=miss,
+            probe_share=self.probe_cost / spent if spent > 0 else math.inf,
+            setting=evidence.setting,
+            curve_cost=evidence.curve_cost,
+            curve_share=evidence.curve_cost / spent if spent > 0 else math.inf,
+            confidence=self.confidence,
+            p_success=self.p_success,
+            train_cost=self.train_cost,
+            restart_cost=self.restart_cost,
+            restarts=self.restarts,
+        )
+
+
+def simulate(
+    scn: Scenario,
+    *,
+    index: int,
+    planned_time_s: float,
+    controller: Controller,
+    truth: TrueRun | None = None,
+    restart_s: float = RESTART_S,
+) -> dict:
+    """Run candidate ``index`` on the truth, asking ``controller`` at every checkpoint.
+
+    Returns the run's record: reached, gave_up, time_s, train_cost, restart_cost,
+    restarts, final index and the actions taken.
+    """
+    truth = truth or TrueRun(scn)
+    w, c, oracle = scn.workload, scn.candidates, scn.oracle
+    sign = truth.sign
+    target_score = sign * scn.target
+    dt = CHECKPOINT_FRACTION * planned_time_s if math.isfinite(planned_time_s) and planned_time_s > 0 else math.inf
+    i, gb = index, int(c.global_batch[index])
+    e = 0.0
+    elapsed = train = restart_cost = 0.0
+    restarts = 0
+    evals: list[EvalRecord] = []
+    steps: dict[int, StepRecord] = {}
+    actions: list[str] = []
+    k = 0
+
+    def rate(j: int) -> float:
+        return float(c.workers[j] * oracle.price_per_hour[j] / 3600.0)
+
+    def epoch_time(j: int) -> float:
+        return float(w.dataset_size / c.global_batch[j] * oracle.step_time_s[j])
+
+    while True:
+        e_target = truth.epochs_to(gb, target_score)
+        _, end = truth.curve(gb)
+        horizon = min(e_target, end)
+        span = dt if k < MAX_CHECKPOINTS else math.inf
+        step_epochs = span / epoch_time(i)
+        if e + step_epochs >= horizon:
+            t = max(horizon - e, 0.0) * epoch_time(i)
+            elapsed += t
+            train += t * rate(i)
+            reached = math.isfinite(e_target) and e_target <= end
+            return dict(reached=reached, gave_up=False, time_s=elapsed, train_cost=train, restart_cost=restart_cost,
+                        restarts=restarts, final_index=i, actions=tuple(actions))
+        # observe this segment: evaluations and the step time
+        for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT):
+            ee = e + f * step_epochs
+            evals.append(EvalRecord(global_batch=gb, epoch=float(ee), metric=float(sign * truth.score_at(gb, ee)), seed=1))
+        e += step_epochs
+        elapsed += span
+        train += span * rate(i)
+        steps[i] = StepRecord(
+            gpu=c.gpus[int(c.gpu[i])], workers=int(c.workers[i]), hosts=int(c.hosts[i]),
+            local_batch=int(c.local_batch[i]), step_time_s=float(oracle.step_time_s[i]),
+        )
+        k += 1
+        level = truth.score_at(gb, e)
+        act = controller(
+            Progress(
+                checkpoint=k, index=i, global_batch=gb, epochs_done=e, level=float(sign * level), elapsed_s=elapsed,
+                spent=train + restart_cost, evals=tuple(evals), steps=tuple(steps.values()), target=scn.target,
+                deadline_s=scn.deadline_s, restart_s=restart_s,
+            )
+        )
+        if act.kind == "give_up":
+            actions.append(f"{k}:give_up")
+            return dict(reached=False, gave_up=True, time_s=elapsed, train_cost=train, restart_cost=restart_cost,
+                        restarts=restarts, final_index=i, actions=tuple(actions))
+        if act.kind == "switch" and act.index is not None and act.index != i:
+            j = int(act.index)
+            restarts += 1
+            elapsed += restart_s
+            restart_cost += restart_s * rate(j)
+            new_gb = int(c.global_batch[j])
+            if new_gb != gb:
+                # Hand over at the same level (capped at what the new batch ever reaches).
+                lv = min(level, truth.max_score(new_gb))
+                e = truth.epochs_to(new_gb, lv)
+                e = 0.0 if not math.isfinite(e) else e
+            actions.append(f"{k}:switch:{i}->{j}")
+            i, gb = j, new_gb
+
+
+# -- controllers -----------------------------------------------------------------------------------
+class _ModelSource(Protocol):
+    def __call__(self, progress: Progress) -> FittedModels: ...
+
+
+@dataclass
+class RemainingWorkController:
+    """Re-plan the remaining work at every checkpoint; switch only when it pays.
+
+    With fitted models ``M`` (refitted by ``models`` from what the job has shown), the
+    remaining epochs at candidate ``c'`` of batch ``B'`` are
+    ``r · (E_M(B', target) − E_M(B', level))`` — from the level the job has reached to
+    the target — where ``r`` corrects the model by the job's own pace: ``r = (epochs
+    done / E_M(B, level))^d`` at the running batch, ``d = E_M(B, level) / E_M(B, target)``
+    the share of the predicted work done (``correct_pace``; 1 otherwise). The
+    remaining time at confidence ``q`` scales the candidate's time at that confidence
+    the same way. Among candidates whose elapsed + restart + remaining time meets the
+    deadline, the cheapest remaining cost (restart included) wins; the job switches
+    only if that saves more than the restart plus ``margin`` of the remaining cost, or
+    if its own configuration no longer meets the deadline. If none meets it, the job
+    keeps the configuration with the earliest predicted finish; it gives up only when
+    the models see the target unreachable everywhere.
+    """
+
+    candidates: Candidates
+    price_per_hour: np.ndarray
+    dataset_size: int
+    models: _ModelSource
+    confidence: float | None = None
+    margin: float = 0.1
+    correct_pace: bool = True
+
+    def __call__(self, p: Progress) -> Action:
+        m = self.models(p)
+        usable = np.flatnonzero(np.isin(self.candidates.gpu, [self.candidates.gpus.index(g) for g in m.time_models]))
+        sub = subset(self.candidates, usable)
+        est_t = estimate(sub, m, target=p.target, price_per_hour=self.price_per_hour, confidence=self.confidence)
+        est_l = m.predict_epochs(np.unique(sub.global_batch.astype(float)), p.level)
+        ub = np.unique(sub.global_batch.astype(float))
+        e_level = np.asarray(est_l.epochs, float)[np.searchsorted(ub, sub.global_batch.astype(float))]
+        here = int(np.flatnonzero(usable == p.index)[0]) if p.index in usable else None
+        pace = 1.0
+        if self.correct_pace and here is not None and math.isfinite(e_level[here]) and e_level[here] > 0:
+            # Early on the pace is a noisy ratio of small numbers: trust it as much as the
+            # share of the predicted work already done.
+            raw = float(np.clip(p.epochs_done / e_level[here], 0.25, 4.0))
+            done = float(np.clip(e_level[here] / est_t.epochs[here], 0.0, 1.0)) if math.isfinite(est_t.epochs[here]) else 1.0
+            pace = raw**done
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rem_epochs = pace * np.maximum(est_t.epochs - np.where(np.isfinite(e_level), e_level, 0.0), 0.0)
+            if here is not None:
+                rem_epochs[here] = pace * max(float(est_t.epochs[here] - e_level[here]), 0.0) if math.isfinite(e_level[here]) else rem_epochs[here]
+            frac = np.where(est_t.epochs > 0, rem_epochs / est_t.epochs, 0.0)
+            rem_time = frac * est_t.time_at_confidence_s
+            rem_mean = frac * est_t.time_s
+        rate = sub.workers * est_t.price_per_hour / 3600.0
+        switch = np.ones(len(sub), dtype=bool)
+        if here is not None:
+            switch[here] = False
+        restart_t = np.where(switch, p.restart_s, 0.0)
+        rem_cost = rate * (rem_mean + restart_t)
+        finish = p.elapsed_s + restart_t + rem_time
+        ok = np.isfinite(rem_cost) & np.isfinite(finish)
+        if p.deadline_s is not None:
+            ok &= finish <= p.deadline_s
+        if not np.any(np.isfinite(est_t.epochs)):
+            return Action("give_up", reason="the models see the target unreachable at every candidate")
+        if not np.any(ok):
+            fin = np.where(np.isfinite(finish), finish, np.inf)
+            j = int(np.argmin(fin))
+            if here is not None and fin[here] <= fin[j] * (1 + self.margin):
+                return CONTINUE
+            return Action("switch", int(usable[j]), "no candidate meets the deadline: earliest predicted finish")
+        j = int(np.flatnonzero(ok)[np.argmin(rem_cost[ok])])
+        if here is None:
+            return Action("switch", int(usable[j]), "running configuration not predictable")
+        if j == here:
+            return CONTINUE
+        if not ok[here]:
+            return Action("switch", int(usable[j]), "running configuration misses the deadline")
+        if rem_cost[here] - rem_cost[j] > self.margin * rem_cost[here]:
+            return Action("switch", int(usable[j]), "cheaper remaining work beyond restart and margin")
+        return CONTINUE
+
+
+def _with_job_records(profile: Profile, p: Progress) -> Profile:
+    return dataclasses.replace(profile, steps=profile.steps + p.steps)
+
+
+# -- the setting and its policies ---------------------------------------------------------------
+@setting(
+    "closed-loop",
+    order=1,
+    closed_loop=True,
+    description="the one-curve inputs; the chosen plan runs on the replay truth and a controller may act every "
+    "10 % of the planned time (continue / switch workers, GPU or batch / give up), paying a 120 s restart per "
+    "switch; regret counts probes, training and restarts",
+)
+def closed_loop_evidence(workload):  # type: ignore[no-untyped-def]
+    return dataclasses.replace(one_curve(workload), setting="closed-loop")
+
+
+_TRUTH: dict[str, TrueRun] = {}
+
+
+def _truth(scn: Scenario) -> TrueRun:
+    key = f"{scn.workload.name}"
+    if key not in _TRUTH:
+        _TRUTH.clear()
+        _TRUTH[key] = TrueRun(scn)
+    return _TRUTH[key]
+
+
+def _initial(scn: Scenario, evidence: Evidence, planner: str, budget: int) -> Plan:
+    """The open-loop plan of ``planner`` on the one-curve inputs (shared with that setting's run)."""
+    return run_policy(planner, scn, (budget,), setting="one-curve")[0]
+
+
+def _profile(scn: Scenario, evidence: Evidence, probed: tuple[int, ...]) -> Profile:
+    launcher = scn.launcher(evidence)
+    for i in probed:
+        launcher.probe(i)
+    return launcher.profile()
+
+
+def _run(name: str, scn: Scenario, evidence: Evidence, budget: int, plan: Plan, controller: Controller | None) -> ClosedLoopRun:
+    if plan.index is None:
+        rec = dict(reached=False, gave_up=False, time_s=math.inf, train_cost=0.0, restart_cost=0.0, restarts=0,
+                   final_index=None, actions=())
+    else:
+        rec = simulate(scn, index=plan.index, planned_time_s=plan.predicted_time_s,
+                       controller=controller or (lambda p: CONTINUE), truth=_truth(scn))
+    return ClosedLoopRun(
+        policy=name, budget=budget, probes=plan.probes, probe_cost=plan.probe_cost, initial_index=plan.index,
+        predicted_cost=plan.predicted_cost, predicted_time_s=plan.predicted_time_s, confidence=plan.confidence,
+        p_success=plan.p_success, **rec,
+    )
+
+
+def _cotune_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None) -> Controller:
+    """Closed-loop cotune: cotune's library models refitted with the job's own step times,
+    their epochs corrected by the job's own pace on its curve."""
+    base = _profile(scn, evidence, plan.probed)
+    cache: dict[tuple, FittedModels] = {}
+
+    def models(p: Progress) -> FittedModels:
+        key = tuple(sorted((s.gpu, s.workers, s.hosts, s.local_batch) for s in p.steps))
+        if key not in cache:
+            cache.clear()
+            cache[key] = fit_models(_with_job_records(base, p))
+        return cache[key]
+
+    return RemainingWorkController(
+        candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), dataset_size=scn.workload.dataset_size,
+        models=models, confidence=confidence,
+    )
+
+
+def _pollux_controller(scn: Scenario, evidence: Evidence, plan: Plan) -> Controller:
+    """Adaptive Pollux-style: its throughput model refitted with the job's step times, its
+    statistical efficiency from the reference gradient noise; re-chosen by goodput per dollar
+    (cheapest remaining work at the mean) at every checkpoint. It does not read the curve's pace."""
+    from benchmarks.policies import _accuracy
+
+    launcher = scn.launcher(evidence)
+    for i in plan.probed:
+        launcher.probe(i)
+    acc = _accuracy("pollux", scn, evidence, launcher)
+    c = scn.candidates
+
+    def models(p: Progress) -> FittedModels:
+        arrays = _probe_arrays(launcher)
+        for s in p.steps:
+            a = arrays.setdefault(s.gpu, {k: np.array([]) for k in ("workers", "hosts", "local_batch", "step_time_s")})
+            for k, v in (("workers", s.workers), ("hosts", s.hosts), ("local_batch", s.local_batch), ("step_time_s", s.step_time_s)):
+                a[k] = np.append(a[k], float(v))
+        return _models(scn, _fit_time("pollux", arrays), acc)
+
+    return RemainingWorkController(
+        candidates=c, price_per_hour=price_matrix(scn.workload), dataset_size=scn.workload.dataset_size,
+        models=models, confidence=None, correct_pace=False,
+    )
+
+
+def _register_closed(name: str, *, planner: str, make: Callable[[Scenario, Evidence, Plan], Controller | None], **kw) -> None:
+    """One closed-loop policy: the open-loop planner that makes the initial plan, and the controller."""
+
+    def run(scn: Scenario, evidence: Evidence, budget: int) -> ClosedLoopRun:
+        plan = _initial(scn, evidence, planner, budget)
+        return _run(name, scn, evidence, budget, plan, make(scn, evidence, plan))
+
+    policy(name, closed_loop=True, planner=planner, **kw)(run)
+
+
+_register_closed("cotune_open", planner="cotune", make=lambda s, e, p: None, family="cotune_open",
+                 description="cotune's plan, run as planned (open loop)")
+_register_closed("cotune_open_q90", planner="cotune_q90", make=lambda s, e, p: None, family="cotune_open", confidence=0.9,
+                 description="cotune's plan at confidence 0.9, run as planned (open loop)")
+_register_closed("cotune_closed", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None),
+                 family="cotune_closed", description="cotune's plan, re-planned at every checkpoint on the mean")
+_register_closed("cotune_closed_q90", planner="cotune_q90", make=lambda s, e, p: _cotune_controller(s, e, p, 0.9),
+                 family="cotune_closed", confidence=0.9,
+                 description="cotune's plan at confidence 0.9, re-planned at every checkpoint at confidence 0.9")
+_register_closed("pollux_adaptive", planner="pollux", make=_pollux_controller,
+                 description="Pollux-style goodput policy, re-chosen at the same checkpoints")
+
+
+@policy("oracle", closed_loop=True, description="the true optimum run as planned: no probes, no restarts")
+def _oracle(scn: Scenario, evidence: Evidence, budget: int) -> ClosedLoopRun:
+    sol = scn.oracle.solve(scn.target, scn.deadline_s)
+    plan = Plan(policy="oracle", budget=budget, probes=0, probe_cost=0.0, index=sol.index,
+                predicted_cost=sol.cost, predicted_time_s=sol.time_s)
+    return _run("oracle", scn, evidence, budget, plan, None)

@@ -1,0 +1,158 @@
+"""Tracker overhead on a real training step: the digits CNN of ``examples/digits_cnn.py``.
+
+A plain PyTorch loop (one CPU worker, local batch 32, SGD) trains for ``--epochs``
+epochs ``--repeats`` times with a :class:`cotune.track.Tracker` (default window of
+100 steps, one fsync'ed record per window and per epoch's eval) and as many times
+without, interleaved so drift on a shared machine hits both alike. It reports:
+
+* ``direct`` — seconds spent *inside* the tracker calls on the training path
+  (``step``, ``eval`` and the record writes they trigger) over the seconds of
+  training steps of the tracked runs: the overhead itself, measured precisely.
+  ``close`` (once per run, after training: last window, wait for the last fsync)
+  is reported on its own;
+* ``a/b`` — median tracked step time over median untracked step time, minus one:
+  the end-to-end view (noisy on a busy machine: read its spread beside it).
+
+    PYTHONPATH=. python benchmarks/tracker_overhead.py                # ~1 min on 2 cores
+    PYTHONPATH=. python benchmarks/tracker_overhead.py --local-batch 8 --epochs 3
+
+Results also go to ``benchmarks/results/tracker_overhead.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from cotune.profile import WorkloadRecord  # noqa: E402
+from cotune.track import Tracker  # noqa: E402
+from examples.digits_cnn import _tensors, make_model  # noqa: E402
+
+
+class _Timed:
+    """A tracker whose calls are timed (perf_counter around each one)."""
+
+    def __init__(self, tracker: Tracker) -> None:
+        self.tracker = tracker
+        self.inside_s = 0.0
+        self.parts_s = {"step": 0.0, "eval": 0.0, "close": 0.0}
+
+    def step(self, step_time_s: float) -> None:
+        t = time.perf_counter()
+        self.tracker.step(step_time_s=step_time_s)
+        self._add("step", time.perf_counter() - t)
+
+    def eval(self, metric: float) -> None:
+        t = time.perf_counter()
+        self.tracker.eval(metric=metric)
+        self._add("eval", time.perf_counter() - t)
+
+    def close(self) -> None:
+        t = time.perf_counter()
+        self.tracker.close()
+        self._add("close", time.perf_counter() - t)
+
+    def _add(self, part: str, seconds: float) -> None:
+        self.inside_s += seconds
+        self.parts_s[part] += seconds
+
+
+def train(*, epochs: int, local_batch: int, tracker: _Timed | None, seed: int) -> tuple[list[float], float]:
+    """One training run; returns the step times (s) and the accuracy at the end."""
+    torch.manual_seed(abs(seed))
+    train_set, held_out = _tensors(train=True), _tensors(train=False)
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loader = torch.utils.data.DataLoader(train_set, batch_size=local_batch, shuffle=True, drop_last=True)
+    steps: list[float] = []
+    acc = 0.0
+    for _ in range(epochs):
+        model.train()
+        for xb, yb in loader:
+            began = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+            took = time.perf_counter() - began
+            if tracker is not None:
+                tracker.step(step_time_s=took)
+            steps.append(time.perf_counter() - began)  # the step as the loop sees it, tracker call included
+        model.eval()
+        with torch.no_grad():
+            x, y = held_out.tensors
+            acc = float((model(x).argmax(1) == y).float().mean())
+        if tracker is not None:
+            tracker.eval(metric=acc)
+    if tracker is not None:
+        tracker.close()
+    return steps, acc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--local-batch", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--window", type=int, default=100)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/tracker_overhead.json"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # one worker on one core: the step the example runs, steadier on a shared box
+
+    tracked: list[float] = []
+    plain: list[float] = []
+    parts: dict[str, float] = {}
+    records = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        train(epochs=1, local_batch=args.local_batch, tracker=None, seed=-1)  # warm caches and the allocator
+        for r in range(args.repeats):
+            steps, _ = train(epochs=args.epochs, local_batch=args.local_batch, tracker=None, seed=r)
+            plain += steps
+            tr = Tracker(Path(tmp) / f"run{r}.jsonl", gpu="cpu", workers=1, local_batch=args.local_batch,
+                         workload=WorkloadRecord(name="digits-cnn", dataset_size=1437), window=args.window)
+            timed = _Timed(tr)
+            steps, _ = train(epochs=args.epochs, local_batch=args.local_batch, tracker=timed, seed=r)
+            tracked += steps
+            for k, v in timed.parts_s.items():
+                parts[k] = parts.get(k, 0.0) + v
+            records += tr.records_written
+            print(f"repeat {r + 1}/{args.repeats} done", file=sys.stderr)
+    # On the training path: step() and eval() calls. close() runs once, after training
+    # (it writes the last window and waits for the last fsync): reported on its own.
+    on_path_s = parts["step"] + parts["eval"]
+    direct = on_path_s / sum(tracked)
+    med_t, med_p = statistics.median(tracked), statistics.median(plain)
+    q = lambda xs: statistics.quantiles(xs, n=4)  # noqa: E731
+    result = {
+        "workload": "examples/digits_cnn.py (1 CPU worker)", "local_batch": args.local_batch, "epochs": args.epochs,
+        "repeats": args.repeats, "window": args.window, "tracked_steps": len(tracked), "records_written": records,
+        "median_step_s_tracked": med_t, "median_step_s_plain": med_p,
+        "iqr_step_s_tracked": q(tracked)[2] - q(tracked)[0], "iqr_step_s_plain": q(plain)[2] - q(plain)[0],
+        "tracker_s_per_step": on_path_s / len(tracked),
+        "close_s_per_run": parts["close"] / args.repeats, "direct_overhead": direct, "ab_overhead": med_t / med_p - 1.0,
+        "inside_s_by_call": parts,
+    }
+    print(f"digits CNN, local batch {args.local_batch}, {len(tracked)} tracked steps, {records} records written")
+    print(f"median step: {med_t * 1e3:.3f} ms tracked, {med_p * 1e3:.3f} ms plain "
+          f"(IQR {result['iqr_step_s_tracked'] * 1e3:.3f} / {result['iqr_step_s_plain'] * 1e3:.3f} ms)")
+    print(f"inside the tracker: {result['tracker_s_per_step'] * 1e6:.1f} us per step = {direct:.3%} of the step time "
+          f"(direct); a/b median difference {result['ab_overhead']:+.2%}")
+    print("inside the tracker by call, all runs: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items())
+          + f" (close: once per run, {result['close_s_per_run'] * 1e3:.1f} ms each)")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

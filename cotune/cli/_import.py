@@ -1,0 +1,74 @@
+"""``cotune import``: a profile from the logs of a training run that already happened."""
+
+from __future__ import annotations
+
+import argparse
+
+from cotune.cli import _args
+
+__all__ = ["add_parser", "run"]
+
+_FORMATS = ("hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "import",
+        help="turn an existing run's training log into a profile (eval curve, step time)",
+        description="Read one training run's log and write profile records: the validation curve (metric vs epoch at "
+        "the run's global batch), the step time where the log has one, gradient-noise scales where it logged "
+        "gradient statistics. Give what the log does not say as flags. Formats: hf-trainer (trainer_state.json), "
+        "lightning-csv (CSVLogger metrics.csv), tensorboard (event files; needs cotune[logs]), mlflow (a run of "
+        "the local file store), csv (named columns). Docs: docs/logs.md",
+        epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add).",
+    )
+    p.add_argument("format", choices=_FORMATS, metavar="FORMAT", help=f"log format: {', '.join(_FORMATS)}")
+    p.add_argument("path", metavar="PATH", help="the log file or run directory")
+    p.add_argument("--out", required=True, metavar="PROFILE", help="profile file to write (JSON Lines)")
+    p.add_argument("--append", action="store_true", help="add this run to an existing PROFILE (same workload)")
+    p.add_argument("--global-batch", type=_args.positive_int, default=None, metavar="B", help="global batch of the run (samples per optimizer step)")
+    p.add_argument("--dataset-size", type=_args.positive_int, default=None, metavar="N", help="training samples per epoch")
+    p.add_argument("--metric", default=None, metavar="NAME", help="the validation metric's series or column (needed when the log has several)")
+    p.add_argument("--goal", choices=("max", "min"), default=None, help="max for accuracy-like, min for loss-like (default: from the name)")
+    p.add_argument("--name", default=None, help="workload name (default: the run's name)")
+    p.add_argument("--seed", type=_args.non_negative_int, default=None, help="seed that tells repeated runs at one batch apart "
+                   "(default 0; with --append the next free one)")
+    p.add_argument("--gpu", default=None, metavar="G", help="accelerator the run used; with --workers, records its step time")
+    p.add_argument("--workers", type=_args.positive_int, default=None, metavar="N", help="data-parallel workers of the run")
+    p.add_argument("--hosts", type=_args.positive_int, default=1, metavar="N", help="machines the workers ran on (default 1)")
+    p.add_argument("--local-batch", type=_args.positive_int, default=None, metavar="b", help="samples per worker per micro-step")
+    p.add_argument("--accum-steps", type=_args.positive_int, default=1, metavar="K", help="gradient-accumulation micro-steps per step (default 1)")
+    p.add_argument("--step-column", default=None, metavar="NAME", help="csv: column of optimizer steps done (default 'step')")
+    p.add_argument("--epoch-column", default=None, metavar="NAME", help="csv: column of passes over the data (default 'epoch')")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cotune.cli._output import emit
+    from cotune.logs import import_log
+
+    profile = import_log(
+        args.format,
+        args.path,
+        out=args.out,
+        append=args.append,
+        global_batch=args.global_batch,
+        dataset_size=args.dataset_size,
+        metric=args.metric,
+        goal=args.goal,
+        name=args.name,
+        seed=args.seed,
+        gpu=args.gpu,
+        workers=args.workers,
+        hosts=args.hosts,
+        local_batch=args.local_batch,
+        accum_steps=args.accum_steps,
+        step_column=args.step_column,
+        epoch_column=args.epoch_column,
+    )
+    verb = "appended to" if args.append else "wrote"
+    n = len(profile.evals) + len(profile.steps) + len(profile.noise)
+    emit(f"{verb} {args.out}: workload {profile.workload.name!r}, {n} records")
+    for note in profile.warnings:
+        emit(f"  {note}")
+    return 0

@@ -1,0 +1,96 @@
+"""Profiles from the training logs a user already has (``cotune import``).
+
+Formats: ``hf-trainer`` (Hugging Face ``trainer_state.json``), ``lightning-csv``
+(Lightning ``CSVLogger`` ``metrics.csv``), ``tensorboard`` (event files, read with the
+``tensorboard`` package), ``mlflow`` (a run of the local file store) and ``csv``
+(named columns). Only TensorBoard needs a package (``pip install 'cotune[logs]'``),
+imported when such a log is read. See ``docs/logs.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from cotune.errors import InputError
+from cotune.logs._convert import ImportOptions, log_to_records
+from cotune.logs._readers import FORMATS, LogData, Series, read_log
+from cotune.profile import EvalRecord, Profile, WorkloadRecord, append_records, read_profile, write_profile
+from cotune.profile._profile import _build
+
+__all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "log_to_records", "read_log"]
+
+
+def import_log(
+    format: str,
+    path: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    append: bool = False,
+    global_batch: int | None = None,
+    dataset_size: int | None = None,
+    metric: str | None = None,
+    goal: Literal["max", "min"] | None = None,
+    name: str | None = None,
+    seed: int | None = None,
+    gpu: str | None = None,
+    workers: int | None = None,
+    hosts: int = 1,
+    local_batch: int | None = None,
+    accum_steps: int = 1,
+    step_column: str | None = None,
+    epoch_column: str | None = None,
+) -> Profile:
+    """Turn one run's training log into a profile (and write it to ``out`` if given).
+
+    The returned :class:`~cotune.profile.Profile` holds this run's records; its
+    ``warnings`` say what was found and what was not (e.g. step times without
+    ``gpu``). With ``append=True`` the records are added to the existing profile ``out``
+    (same workload), and an unset ``seed`` becomes the next free seed at that global
+    batch, so repeated runs stay apart.
+    """
+    for flag, value in (("--global-batch", global_batch), ("--dataset-size", dataset_size), ("--workers", workers),
+                        ("--hosts", hosts), ("--local-batch", local_batch), ("--accum-steps", accum_steps)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InputError(f"{flag} must be a whole number >= 1, got {value!r}")
+    log = read_log(format, path, step_column=step_column, epoch_column=epoch_column)
+    opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
+                         seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,
+                         accum_steps=accum_steps)
+    existing: Profile | None = None
+    if out is not None and Path(out).exists():
+        if not append:
+            raise InputError(f"{out} exists: pass --append to add this run to it, or choose another --out")
+        existing = read_profile(out)
+        if name is None:
+            opts = replace(opts, name=existing.workload.name)
+    records, notes = log_to_records(log, opts)
+    workload = records[0]
+    assert isinstance(workload, WorkloadRecord)
+    if existing is not None:
+        old = existing.workload
+        if (old.dataset_size, old.goal) != (workload.dataset_size, workload.goal):
+            raise InputError(
+                f"{out} is workload {old.name!r} (dataset {old.dataset_size}, goal {old.goal}); this run has "
+                f"dataset {workload.dataset_size}, goal {workload.goal}: use matching flags or another --out"
+            )
+        if old.metric != workload.metric:
+            # Tools name one metric differently (val/accuracy, val_accuracy): the profile keeps its name.
+            notes.append(f"metric {workload.metric!r} recorded as the profile's {old.metric!r}")
+        if seed is None:
+            batch = records[1].global_batch if isinstance(records[1], EvalRecord) else None
+            taken = {e.seed for e in existing.evals if e.global_batch == batch}
+            if opts.seed in taken:
+                fresh = max(taken) + 1
+                records = [replace(r, seed=fresh) if isinstance(r, EvalRecord) else r for r in records]
+                notes.append(f"seed {fresh}: global batch {batch} already has runs with seeds {', '.join(map(str, sorted(taken)))}")
+        records = [old] + records[1:]
+    profile = _build(records, path=None if out is None else str(out), warnings=notes)
+    if out is not None:
+        if existing is not None:
+            append_records(out, records[1:])
+        else:
+            write_profile(profile, out)
+    return profile

@@ -1,0 +1,218 @@
+"""From a read log (:class:`~cotune.logs._readers.LogData`) to profile records.
+
+A pure function of the log and the user's :class:`ImportOptions`: which series is the
+validation metric, what a step is in epochs, which series times the steps. Whatever
+the log does not say and cannot be inferred without guessing is an
+:class:`~cotune.errors.InputError` naming the flag that supplies it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from cotune.errors import InputError
+from cotune.logs._readers import LogData, Series
+from cotune.profile import EvalRecord, NoiseRecord, Record, StepRecord, WorkloadRecord
+
+__all__ = ["ImportOptions", "log_to_records"]
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What the user supplies. ``None`` means "from the log, or an error naming the flag"."""
+
+    global_batch: int | None = None
+    dataset_size: int | None = None
+    metric: str | None = None
+    goal: Literal["max", "min"] | None = None
+    name: str | None = None
+    seed: int = 0
+    gpu: str | None = None
+    workers: int | None = None
+    hosts: int = 1
+    local_batch: int | None = None
+    accum_steps: int = 1
+
+
+_EVAL_TOKENS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+_NOT_METRICS = re.compile(r"(runtime|per_sec|per_second|samples_per|steps_per|step_time|learning_rate|^lr$|/lr$|_lr$"
+                          r"|grad_norm|grad_sqr|grad_var|noise_scale|b_noise|total_flos|^epoch$|^step$)")
+_MIN_TOKENS = {"loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse", "nll"}
+_MAX_TOKENS = {"acc", "accuracy", "top1", "top5", "f1", "precision", "recall", "auc", "auroc", "map", "bleu", "rouge",
+               "iou", "miou", "dice", "r2", "exact", "match", "em", "score"}
+
+
+def _tokens(name: str) -> set[str]:
+    return {t for t in re.split(r"[^a-z0-9]+", name.lower()) if t}
+
+
+def _is_eval(name: str) -> bool:
+    return bool(_tokens(name) & _EVAL_TOKENS) and not _NOT_METRICS.search(name.lower())
+
+
+def _choose_metric(log: LogData, wanted: str | None) -> Series:
+    names = list(log.series)
+    if wanted is not None:
+        if wanted in log.series:
+            return log.series[wanted]
+        # 'accuracy' finds 'eval_accuracy' or 'val/accuracy' when that is the only match.
+        near = [n for n in names if n.lower().endswith(wanted.lower()) and _is_eval(n)]
+        if len(near) == 1:
+            return log.series[near[0]]
+        raise InputError(f"{log.source}: no series {wanted!r} (--metric); the log has {', '.join(names)}")
+    candidates = [n for n in names if _is_eval(n)]
+    if len(candidates) == 1:
+        return log.series[candidates[0]]
+    if not candidates:
+        raise InputError(
+            f"{log.source}: no validation metric recognised (series: {', '.join(names) or 'none'}): pass --metric NAME"
+        )
+    raise InputError(f"{log.source}: several validation metrics ({', '.join(candidates)}): pass --metric NAME to pick one")
+
+
+def _goal(metric: str, given: str | None) -> Literal["max", "min"]:
+    if given is not None:
+        if given not in ("max", "min"):
+            raise InputError(f"--goal must be 'max' or 'min', got {given!r}")
+        return given  # type: ignore[return-value]
+    tokens = _tokens(metric)
+    is_min, is_max = bool(tokens & _MIN_TOKENS), bool(tokens & _MAX_TOKENS)
+    if is_min != is_max:
+        return "min" if is_min else "max"
+    raise InputError(f"cannot tell whether {metric!r} should go up or down: pass --goal max (accuracy-like) or --goal min (loss-like)")
+
+
+def _global_batch(log: LogData, opts: ImportOptions) -> int:
+    if opts.global_batch is not None:
+        return int(opts.global_batch)
+    if opts.workers is not None and opts.local_batch is not None:
+        return int(opts.workers * opts.local_batch * opts.accum_steps)
+    said = ""
+    if "train_batch_size" in log.facts:
+        said = f" ({log.source} says train_batch_size {int(log.facts['train_batch_size'])} per process, before gradient accumulation)"
+    raise InputError(f"the log does not state the run's global batch{said}: pass --global-batch B (or --workers N --local-batch b)")
+
+
+def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | None, int | None, str] | None:
+    """(seconds per step, spread, how many measurements, where from) or None."""
+    train = {n: s for n, s in log.series.items() if not (_tokens(n) & _EVAL_TOKENS) and s.value.size}
+    for name, s in train.items():
+        if re.search(r"step_time(_s)?$", name.lower()) and np.all(s.value > 0):
+            return _summarise(s.value, f"series {name!r}")
+    for name, s in train.items():
+        if re.search(r"(steps|batches|it)_per_sec(ond)?$", name.lower()) and np.all(s.value > 0):
+            return _summarise(1.0 / s.value, f"series {name!r} (steps per second)")
+    for name, s in train.items():
+        if re.search(r"(samples_per_sec(ond)?|throughput)$", name.lower()) and np.all(s.value > 0):
+            return _summarise(global_batch / s.value, f"series {name!r} (samples per second)")
+    # Wall-clock stamps: the densest training series; the median of Δt/Δstep ignores the
+    # gaps where the run evaluated or checkpointed.
+    timed = [s for s in train.values() if s.wall_time_s is not None and np.isfinite(s.step).all() and s.step.size >= 3]
+    if timed:
+        s = max(timed, key=lambda x: x.step.size)
+        d_step, d_t = np.diff(s.step), np.diff(s.wall_time_s)
+        ok = (d_step > 0) & (d_t > 0)
+        if np.count_nonzero(ok) >= 2:
+            return _summarise(d_t[ok] / d_step[ok], f"wall-clock times of {s.name!r}")
+    steps_per_s = log.summary.get("train_steps_per_second")
+    if steps_per_s and steps_per_s > 0:
+        return 1.0 / steps_per_s, None, None, "train_steps_per_second of the run summary (includes evaluation pauses)"
+    return None
+
+
+def _summarise(values: np.ndarray, where: str) -> tuple[float, float | None, int | None, str]:
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    return float(med), float(q3 - q1) if values.size > 1 else None, int(values.size), where
+
+
+def _noise_records(log: LogData, global_batch: int, to_epoch) -> list[NoiseRecord]:
+    out: list[NoiseRecord] = []
+    for name, s in log.series.items():
+        if re.search(r"(b_noise|noise_scale|gns)$", name.lower()):
+            for step, value in zip(s.step, s.value):
+                if math.isfinite(value) and value > 0:
+                    out.append(NoiseRecord(b_noise=float(value), global_batch=global_batch, epoch=to_epoch(step)))
+    sqr = next((s for n, s in log.series.items() if n.lower().endswith("grad_sqr")), None)
+    var = next((s for n, s in log.series.items() if n.lower().endswith("grad_var")), None)
+    if sqr is not None and var is not None:
+        # Gradient noise scale tr(Σ)/|G|² from the two statistics at the same step (docs/profile-format.md).
+        by_step = dict(zip(var.step.tolist(), var.value.tolist()))
+        for step, g2 in zip(sqr.step.tolist(), sqr.value.tolist()):
+            v = by_step.get(step)
+            if v is not None and g2 > 0 and v > 0 and math.isfinite(g2) and math.isfinite(v):
+                out.append(NoiseRecord(b_noise=v / g2 * global_batch, global_batch=global_batch, epoch=to_epoch(step)))
+    return out
+
+
+def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], list[str]]:
+    """Profile records of one run, and notes for the user (what was found, what was not)."""
+    notes: list[str] = []
+    if opts.dataset_size is None:
+        raise InputError("logs do not state the number of training samples per epoch: pass --dataset-size N")
+    dataset_size = int(opts.dataset_size)
+    global_batch = _global_batch(log, opts)
+    metric = _choose_metric(log, opts.metric)
+    goal = _goal(metric.name, opts.goal)
+    # A partial last batch is still a step, so an epoch is ⌈N/B⌉ steps.
+    steps_per_epoch = math.ceil(dataset_size / global_batch)
+
+    def to_epoch(step: float) -> float | None:
+        return None if not math.isfinite(step) else float(step) / steps_per_epoch
+
+    if metric.epoch is not None:
+        epochs = metric.epoch
+        finite = np.isfinite(metric.step) & (metric.epoch > 0)
+        if np.any(finite):
+            implied = float(np.median(metric.step[finite] / metric.epoch[finite]))
+            if abs(implied - steps_per_epoch) > max(1.0, 0.1 * steps_per_epoch):
+                notes.append(
+                    f"the log implies {implied:.4g} steps per epoch, but --dataset-size {dataset_size} / global batch "
+                    f"{global_batch} gives {steps_per_epoch}: check both"
+                )
+    else:
+        epochs = np.array([to_epoch(s) if to_epoch(s) is not None else math.nan for s in metric.step])
+    evals = [
+        EvalRecord(global_batch=global_batch, epoch=float(e), metric=float(v), seed=opts.seed)
+        for e, v in zip(epochs, metric.value)
+        if math.isfinite(e) and e >= 0
+    ]
+    if not evals:
+        raise InputError(f"{log.source}: the series {metric.name!r} has no point with a step or epoch: nothing to import")
+    name = opts.name or log.run_name
+    records: list[Record] = [
+        WorkloadRecord(name=name, dataset_size=dataset_size, metric=metric.name, goal=goal, source=f"{log.format} log {log.source}")
+    ]
+    records.extend(evals)
+    notes.append(f"{len(evals)} points of {metric.name!r} ({goal}) at global batch {global_batch}, seed {opts.seed}")
+
+    timing = _median_step_time(log, global_batch)
+    if timing is None:
+        notes.append("the log has no step times: time the steps with 'cotune profile' (its timing probes) to fit the time model")
+    elif opts.gpu is None:
+        notes.append(f"step times found ({timing[0]:.4g} s/step, from {timing[3]}) but not written: pass --gpu G --workers N to record them")
+    else:
+        if opts.workers is None:
+            raise InputError("--gpu needs --workers N: the step time is for that many data-parallel workers")
+        per_worker = global_batch / (opts.workers * opts.accum_steps)
+        local = opts.local_batch if opts.local_batch is not None else per_worker
+        if local != per_worker or local != int(local):
+            raise InputError(
+                f"global batch {global_batch} is not workers {opts.workers} x local batch {local:g} x accumulation "
+                f"{opts.accum_steps}: pass --local-batch b (and --accum-steps k) that multiply to it"
+            )
+        step_s, spread, count, where = timing
+        records.append(
+            StepRecord(gpu=opts.gpu.lower(), workers=opts.workers, local_batch=int(local), step_time_s=step_s,
+                       hosts=opts.hosts, accum_steps=opts.accum_steps, step_time_spread_s=spread, timed_steps=count)
+        )
+        notes.append(f"step time {step_s:.4g} s on {opts.workers} x {opts.gpu.lower()} from {where}")
+    noise = _noise_records(log, global_batch, to_epoch)
+    records.extend(noise)
+    if noise:
+        notes.append(f"{len(noise)} gradient-noise-scale measurements")
+    return records, notes

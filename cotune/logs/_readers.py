@@ -1,0 +1,313 @@
+"""Readers: one training log in, :class:`LogData` (named scalar series) out.
+
+Each reader knows one tool's file layout and nothing about profiles. Steps are
+normalised to *optimizer steps completed* (Lightning's CSVLogger writes the 0-based
+index of the step just taken, so it adds one); epochs are kept only where the log
+states real passes over the data (Hugging Face's fractional ``epoch``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+from cotune.errors import InputError
+
+__all__ = ["FORMATS", "Series", "LogData", "read_log"]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One scalar over training: ``step`` (optimizer steps done), optional real epochs
+    and wall-clock seconds (from any origin: only differences are used), and the
+    values. Arrays are sorted by step."""
+
+    name: str
+    step: np.ndarray
+    value: np.ndarray
+    epoch: np.ndarray | None = None
+    wall_time_s: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class LogData:
+    """What a reader found: series by name, single numbers from a run summary, and facts
+    about the run the log states (e.g. the per-process batch), for error messages."""
+
+    format: str
+    source: str
+    run_name: str
+    series: Mapping[str, Series]
+    summary: Mapping[str, float] = field(default_factory=dict)
+    facts: Mapping[str, float] = field(default_factory=dict)
+
+
+def _series(name: str, rows: list[tuple[float, float, float | None, float | None]]) -> Series:
+    rows = sorted(rows, key=lambda r: r[0])
+    step = np.array([r[0] for r in rows], dtype=float)
+    value = np.array([r[1] for r in rows], dtype=float)
+    epochs = [r[2] for r in rows]
+    walls = [r[3] for r in rows]
+    epoch = np.array(epochs, dtype=float) if all(e is not None for e in epochs) else None
+    wall = np.array(walls, dtype=float) if all(w is not None for w in walls) else None
+    return Series(name=name, step=step, value=value, epoch=epoch, wall_time_s=wall)
+
+
+def _number(text: object) -> float | None:
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    if isinstance(text, str) and text.strip():
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def _need_file(path: Path, what: str, fmt: str) -> Path:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory: give the path of the {what}")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory: give the {what} itself (format {fmt})")
+    return path
+
+
+# --- Hugging Face Trainer: trainer_state.json -------------------------------------
+
+
+def read_hf_trainer(path: Path) -> LogData:
+    if path.is_dir():
+        path = path / "trainer_state.json"
+    _need_file(path, "trainer_state.json that Trainer writes into each checkpoint", "hf-trainer")
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a JSON file ({exc}): give the trainer_state.json of a checkpoint") from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise InputError(f"{path}: no 'log_history' list: this is not a Hugging Face trainer_state.json")
+    rows: dict[str, list] = {}
+    summary: dict[str, float] = {}
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        step, epoch = _number(entry.get("step")), _number(entry.get("epoch"))
+        # The closing summary entry (train_runtime, train_steps_per_second, …) is one number per run.
+        if "train_runtime" in entry:
+            summary.update({k: v for k, v in ((k, _number(v)) for k, v in entry.items()) if v is not None})
+            continue
+        if step is None:
+            continue
+        for key, raw in entry.items():
+            value = _number(raw)
+            if key in ("step", "epoch") or value is None:
+                continue
+            rows.setdefault(key, []).append((step, value, epoch, None))
+    facts = {k: float(v) for k, v in state.items() if k in ("train_batch_size", "global_step", "num_train_epochs") and _number(v) is not None}
+    return LogData(
+        format="hf-trainer",
+        source=str(path),
+        # Trainer writes the file into output_dir/checkpoint-N: the run is the output_dir.
+        run_name=(path.parent.parent if path.parent.name.startswith("checkpoint-") else path.parent).resolve().name or "hf-run",
+        series={k: _series(k, v) for k, v in rows.items()},
+        summary=summary,
+        facts=facts,
+    )
+
+
+# --- tables: Lightning CSVLogger metrics.csv and plain CSV ---------------------------
+
+
+def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[str, str]]]:
+    _need_file(path, what, fmt)
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            header = list(reader.fieldnames or [])
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: not a readable CSV file ({exc}): give a comma-separated file with a header row") from None
+    if not header or not rows:
+        raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
+    return header, rows
+
+
+def _table_series(
+    header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
+    epoch_is_passes: bool,
+) -> dict[str, Series]:
+    out: dict[str, list] = {}
+    for row in rows:
+        step = _number(row.get(step_col)) if step_col else None
+        epoch = _number(row.get(epoch_col)) if epoch_col else None
+        if step is None and (epoch is None or not epoch_is_passes):
+            continue
+        for key in header:
+            if key in (step_col, epoch_col):
+                continue
+            value = _number(row.get(key))
+            if value is None:
+                continue
+            s = (step + step_offset) if step is not None else math.nan
+            out.setdefault(key, []).append((s, value, epoch if epoch_is_passes else None, None))
+    return {k: _series(k, v) for k, v in out.items()}
+
+
+def read_lightning_csv(path: Path) -> LogData:
+    if path.is_dir():
+        found = sorted(path.rglob("metrics.csv"))
+        if len(found) != 1:
+            listed = ", ".join(str(p) for p in found[:5]) or "none"
+            raise InputError(f"{path}: expected one metrics.csv below it, found {len(found)} ({listed}): give one run's metrics.csv")
+        path = found[0]
+    header, rows = _read_table(path, "lightning-csv", "metrics.csv that CSVLogger writes")
+    if "step" not in header:
+        raise InputError(f"{path}: no 'step' column: this is not a Lightning CSVLogger metrics.csv (use format csv)")
+    # CSVLogger's 'step' is the 0-based index of the step just taken; its 'epoch' is the
+    # 0-based epoch index, not passes over the data, so epochs come from steps instead.
+    series = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
+                           step_offset=1.0, epoch_is_passes=False)
+    run = path.parent.parent.name if path.parent.name.startswith("version_") else path.parent.name
+    return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series)
+
+
+def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
+    header, rows = _read_table(path, "csv", "CSV file")
+    step_col = step_column or ("step" if "step" in header else None)
+    epoch_col = epoch_column or ("epoch" if "epoch" in header else None)
+    for flag, col in (("--step-column", step_column), ("--epoch-column", epoch_column)):
+        if col is not None and col not in header:
+            raise InputError(f"{path}: no column {col!r} ({flag}); columns are {', '.join(header)}")
+    if step_col is None and epoch_col is None:
+        raise InputError(
+            f"{path}: no 'step' or 'epoch' column (columns: {', '.join(header)}): name the x axis with --epoch-column NAME "
+            "(passes over the data) or --step-column NAME (optimizer steps done)"
+        )
+    series = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0, epoch_is_passes=True)
+    return LogData(format="csv", source=str(path), run_name=path.stem, series=series)
+
+
+# --- TensorBoard event files -------------------------------------------------------
+
+
+def _tensorboard_accumulator():
+    # tensorboard's reader imports TensorFlow whenever it is installed (8–20 s) although
+    # scalars need none of it. The package's own switch for its pure-Python stub is the
+    # presence of the module 'tensorboard.compat.notf' (its no_tensorflow build target);
+    # provide it unless TensorFlow is already loaded in this process.
+    if "tensorflow" not in sys.modules:
+        sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        raise InputError("reading TensorBoard event files needs the tensorboard package: pip install 'cotune[logs]'") from None
+    return EventAccumulator
+
+
+def read_tensorboard(path: Path) -> LogData:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory: give a TensorBoard run directory (the one holding events.out.tfevents.*)")
+    if path.is_dir() and not any(path.glob("*tfevents*")):
+        runs = sorted({str(p.parent) for p in path.rglob("*tfevents*")})
+        if len(runs) != 1:
+            listed = ", ".join(runs[:5]) or "none"
+            raise InputError(f"{path}: holds event files of {len(runs)} runs ({listed}): give one run's directory")
+        path = Path(runs[0])
+    accumulator = _tensorboard_accumulator()(str(path), size_guidance={"scalars": 0})
+    try:
+        accumulator.Reload()
+    except Exception as exc:  # the reader raises assorted errors on damaged files
+        raise InputError(f"{path}: could not read TensorBoard events ({type(exc).__name__}: {exc}): give an intact event file") from None
+    tags = accumulator.Tags().get("scalars", [])
+    if not tags:
+        raise InputError(f"{path}: no scalar summaries in the event files: log the metric with add_scalar")
+    series = {
+        tag: _series(tag, [(float(e.step), float(e.value), None, float(e.wall_time)) for e in accumulator.Scalars(tag)])
+        for tag in tags
+    }
+    return LogData(format="tensorboard", source=str(path), run_name=path.name or "tensorboard-run", series=series)
+
+
+# --- MLflow local file store ---------------------------------------------------------
+
+
+def _mlflow_run_dir(path: Path) -> Path:
+    if (path / "metrics").is_dir():
+        return path
+    runs = sorted(p.parent for p in path.glob("*/*/metrics") if p.is_dir()) + sorted(p.parent for p in path.glob("*/metrics") if p.is_dir())
+    runs = sorted(set(runs))
+    if len(runs) != 1:
+        listed = ", ".join(str(r) for r in runs[:5]) or "none"
+        raise InputError(
+            f"{path}: expected one MLflow run (a directory with metrics/), found {len(runs)} ({listed}): "
+            "give the run directory, mlruns/EXPERIMENT_ID/RUN_ID"
+        )
+    return runs[0]
+
+
+def read_mlflow(path: Path) -> LogData:
+    # The file store's documented layout: <run>/metrics/<key> holds one
+    # "timestamp_ms value step" line per logged point; <run>/tags/mlflow.runName the name.
+    # Keys with '/' are nested directories.
+    if not path.is_dir():
+        raise InputError(f"{path}: not a directory: give an MLflow run directory (mlruns/EXPERIMENT_ID/RUN_ID) or its mlruns root")
+    run = _mlflow_run_dir(path)
+    metrics_dir = run / "metrics"
+    series: dict[str, Series] = {}
+    for file in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
+        key = file.relative_to(metrics_dir).as_posix()
+        rows = []
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) < 2:
+                raise InputError(f"{file}:{number}: expected 'timestamp value step', got {line!r}: the run's metric file is damaged")
+            ts, value = _number(parts[0]), _number(parts[1])
+            step = _number(parts[2]) if len(parts) > 2 else 0.0
+            if ts is None or value is None or step is None:
+                raise InputError(f"{file}:{number}: expected numbers 'timestamp value step', got {line!r}")
+            rows.append((step, value, None, ts))
+        if rows:
+            # Milliseconds since the series' first point: epoch milliseconds / 1000 in
+            # float64 would blur the sub-millisecond gaps the step time is made of.
+            t0 = min(r[3] for r in rows)
+            series[key] = _series(key, [(s, v, e, (t - t0) / 1000.0) for s, v, e, t in rows])
+    if not series:
+        raise InputError(f"{run}: the run logged no metrics: log the validation metric with mlflow.log_metric")
+    name_file = run / "tags" / "mlflow.runName"
+    name = name_file.read_text(encoding="utf-8").strip() if name_file.is_file() else run.name
+    return LogData(format="mlflow", source=str(run), run_name=name or run.name, series=series)
+
+
+_READERS: dict[str, Callable[..., LogData]] = {
+    "hf-trainer": read_hf_trainer,
+    "lightning-csv": read_lightning_csv,
+    "tensorboard": read_tensorboard,
+    "mlflow": read_mlflow,
+    "csv": read_csv,
+}
+FORMATS = tuple(_READERS)
+
+
+def read_log(format: str, path: str | Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
+    """Read one run's log in ``format`` (one of :data:`FORMATS`)."""
+    reader = _READERS.get(format)
+    if reader is None:
+        raise InputError(f"unknown log format {format!r}: use one of {', '.join(FORMATS)}")
+    if format != "csv" and (step_column or epoch_column):
+        raise InputError("--step-column and --epoch-column apply to format csv only")
+    p = Path(path)
+    if format == "csv":
+        return read_csv(p, step_column=step_column, epoch_column=epoch_column)
+    return reader(p)

@@ -1,0 +1,348 @@
+"""The job's own progress into its profile: step-time windows, evaluations, noise.
+
+A training loop calls :meth:`Tracker.step` once per optimizer step (with the step's
+wall time) and :meth:`Tracker.eval` after each validation. The tracker appends to the
+profile — through :class:`cotune.profile.ProfileWriter`, so one flushed and fsync'ed
+line per record, append-only, kill-safe — records tagged with the configuration they
+ran at and with the job's name (``job``), which tells them apart from probes:
+
+* ``step`` — the *median* of a window of step times (``window`` steps, or fewer when
+  ``flush_every_s`` seconds have passed), with its inter-quartile range as
+  ``step_time_spread_s`` and the window length as ``timed_steps``. One record per
+  window keeps the profile small and the cost per step a list append; the first
+  ``warmup_steps`` steps after the start or a reconfiguration are left out (compile,
+  cache and allocator warm-up are not the steady state a plan is about);
+* ``eval`` — one point of the job's own learning curve at its global batch, with the
+  epochs since the job's start and the job's wall time ``elapsed_s``;
+* ``noise`` — a gradient-noise-scale measurement, when the loop has one.
+
+Only one process of a data-parallel job should write: pass ``rank`` and every rank
+but 0 does nothing. Nothing here imports torch: the tracker takes plain numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cotune.errors import InputError, StorageError
+from cotune.profile import EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
+
+__all__ = ["Tracker", "TrackedConfig", "window_summary"]
+
+
+@dataclass(frozen=True)
+class TrackedConfig:
+    """The configuration a job runs at; every record it writes is tagged with it."""
+
+    gpu: str
+    workers: int
+    local_batch: int
+    hosts: int = 1
+    accum_steps: int = 1
+    market: str = "on_demand"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.gpu, str) or not self.gpu.strip():
+            raise InputError(f"gpu must be a non-empty name such as 't4' or 'cpu', got {self.gpu!r}")
+        for name in ("workers", "local_batch", "hosts", "accum_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.hosts > self.workers:
+            raise InputError(f"hosts ({self.hosts}) cannot exceed workers ({self.workers}): each host runs at least one worker")
+        if self.market not in ("on_demand", "spot"):
+            raise InputError(f"market must be 'on_demand' or 'spot', got {self.market!r}")
+
+    @property
+    def global_batch(self) -> int:
+        return self.workers * self.local_batch * self.accum_steps
+
+
+def window_summary(step_times_s: list[float]) -> tuple[float, float]:
+    """Median and inter-quartile range of a window of step times (seconds).
+
+    The median, not the mean: one step stalled by a checkpoint, a garbage collection or
+    a noisy neighbour must not move the job's step time.
+    """
+    if not step_times_s:
+        raise InputError("a window needs at least one step time")
+    if len(step_times_s) < 4:
+        return float(statistics.median(step_times_s)), 0.0
+    q1, q2, q3 = statistics.quantiles(step_times_s, n=4, method="inclusive")
+    return float(q2), float(q3 - q1)
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+class Tracker:
+    """Append a running job's step, eval and noise records to its profile.
+
+    Parameters
+    ----------
+    profile_path : the profile to append to. If it does not exist (or is empty),
+        ``workload`` must be given and is written first.
+    gpu, workers, local_batch, hosts, accum_steps, market : the configuration the
+        job runs at (change it with :meth:`reconfigure` after a restart).
+    job : name written into every record (default: the workload name); readers use it
+        to tell the job's own records from probes.
+    window : steps per step record (the median of the window is written).
+    flush_every_s : write a step record after this many seconds even if the window is
+        not full, so a long step loop still reports (and a kill loses at most this much
+        of not-yet-aggregated timing).
+    warmup_steps : steps ignored after the start and after each reconfiguration.
+    epochs_done : epochs already trained when the tracker starts (a resumed job).
+    rank : process rank; every rank but 0 records nothing.
+    fsync : every record is written and flushed to the operating system before the call
+        returns, so it survives a kill of the process at any moment. ``"background"``
+        (default) then fsyncs it to the disk from a helper thread, so the training
+        thread does not wait on the disk (a few milliseconds per record on a busy
+        machine); ``"each"`` fsyncs on the calling thread; ``"none"`` never (tests).
+    clock : seconds since an arbitrary origin (``time.monotonic``); injectable for tests.
+
+    Use as a context manager, or call :meth:`close` (it writes the last partial window).
+    """
+
+    def __init__(
+        self,
+        profile_path: str | os.PathLike[str],
+        *,
+        gpu: str,
+        workers: int,
+        local_batch: int,
+        hosts: int = 1,
+        accum_steps: int = 1,
+        market: Literal["on_demand", "spot"] = "on_demand",
+        workload: WorkloadRecord | None = None,
+        job: str | None = None,
+        window: int = 100,
+        flush_every_s: float = 60.0,
+        warmup_steps: int = 5,
+        epochs_done: float = 0.0,
+        rank: int = 0,
+        fsync: Literal["background", "each", "none"] = "background",
+        clock=time.monotonic,
+    ) -> None:
+        self.config = TrackedConfig(
+            gpu=str(gpu).strip().lower() if isinstance(gpu, str) else gpu, workers=workers, local_batch=local_batch,
+            hosts=hosts, accum_steps=accum_steps, market=market,
+        )
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise InputError(f"window must be a whole number of steps >= 1, got {window!r}")
+        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+            raise InputError(f"warmup_steps must be a whole number >= 0, got {warmup_steps!r}")
+        self._flush_every_s = _positive("flush_every_s", flush_every_s)
+        if not (isinstance(epochs_done, (int, float)) and math.isfinite(epochs_done) and epochs_done >= 0):
+            raise InputError(f"epochs_done must be >= 0, got {epochs_done!r}")
+        self.path = Path(profile_path)
+        self.window = window
+        self.warmup_steps = warmup_steps
+        self.enabled = rank == 0
+        self._clock = clock
+        self._started = clock()
+        self._window: list[float] = []
+        self._window_began = self._started
+        self._skip = warmup_steps
+        self._samples = 0.0
+        self._epochs_at_start = float(epochs_done)
+        self.records_written = 0
+        self._writer: ProfileWriter | None = None
+        self._syncer: _BackgroundSync | None = None
+        if fsync not in ("background", "each", "none"):
+            raise InputError(f"fsync must be 'background', 'each' or 'none', got {fsync!r}")
+        self.dataset_size: int | None = None
+        self.job = job
+        if not self.enabled:
+            return
+        existing = self.path.exists() and self.path.stat().st_size > 0
+        if existing:
+            # Read once: the workload must match, and its dataset size turns samples into epochs.
+            profile = read_profile(self.path)
+            if workload is not None and workload != profile.workload:
+                raise InputError(
+                    f"{self.path}: holds workload {profile.workload.name!r}, not {workload.name!r}: "
+                    "track into that workload's profile or a new file"
+                )
+            workload = profile.workload
+        elif workload is None:
+            raise InputError(
+                f"{self.path}: no profile yet, so the tracker cannot know the workload: pass "
+                "workload=WorkloadRecord(name=..., dataset_size=...) or track into an existing profile"
+            )
+        self.dataset_size = workload.dataset_size
+        if self.job is None:
+            self.job = workload.name
+        self._writer = ProfileWriter(self.path, fsync=fsync == "each")
+        self._writer.open()
+        if fsync == "background":
+            self._syncer = _BackgroundSync(self.path)
+        if not existing:
+            self._write(workload)
+
+    # -- context manager -------------------------------------------------------------
+    def __enter__(self) -> "Tracker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what the loop calls -----------------------------------------------------------
+    @property
+    def epoch(self) -> float:
+        """Epochs since the job's start: epochs_done at start + samples stepped / dataset size."""
+        if self.dataset_size is None:
+            return self._epochs_at_start
+        return self._epochs_at_start + self._samples / self.dataset_size
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._clock() - self._started
+
+    def step(self, *, step_time_s: float) -> None:
+        """Record one optimizer step of ``step_time_s`` seconds (written per window)."""
+        if not self.enabled:
+            return
+        if not (step_time_s > 0 and math.isfinite(step_time_s)):
+            raise InputError(f"step_time_s must be a finite number > 0, got {step_time_s!r}")
+        self._samples += self.config.global_batch
+        if self._skip > 0:
+            self._skip -= 1
+            if self._skip == 0:
+                self._window_began = self._clock()
+            return
+        self._window.append(step_time_s)
+        if len(self._window) >= self.window or self._clock() - self._window_began >= self._flush_every_s:
+            self.flush()
+
+    def eval(self, *, metric: float, epoch: float | None = None, grad_sqr: float | None = None,
+             grad_var: float | None = None) -> EvalRecord | None:
+        """Record one evaluation of the job at ``epoch`` (default: the epochs counted from steps).
+
+        ``metric`` may be NaN or infinite for a diverged run (the profile keeps it).
+        """
+        if not self.enabled:
+            return None
+        if isinstance(metric, bool) or not isinstance(metric, (int, float)):
+            raise InputError(f"metric must be a number (NaN allowed for a diverged run), got {metric!r}")
+        if epoch is None:
+            epoch = self.epoch
+        if not (isinstance(epoch, (int, float)) and math.isfinite(epoch) and epoch >= 0):
+            raise InputError(f"epoch must be >= 0 passes over the data, got {epoch!r}")
+        rec = EvalRecord(
+            global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
+            grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3),
+        )
+        self._write(rec)
+        return rec
+
+    def noise(self, *, b_noise: float, epoch: float | None = None) -> NoiseRecord | None:
+        """Record a gradient-noise-scale measurement (samples) at the job's global batch."""
+        if not self.enabled:
+            return None
+        rec = NoiseRecord(
+            b_noise=_positive("b_noise", b_noise), global_batch=self.config.global_batch,
+            epoch=self.epoch if epoch is None else float(epoch), job=self.job,
+        )
+        self._write(rec)
+        return rec
+
+    def reconfigure(self, *, gpu: str | None = None, workers: int | None = None, local_batch: int | None = None,
+                    hosts: int | None = None, accum_steps: int | None = None, market: str | None = None) -> None:
+        """The job now runs at another configuration (after a restart or a revocation).
+
+        The window so far is written at the old configuration; warm-up is skipped again.
+        """
+        self.flush()
+        c = self.config
+        self.config = TrackedConfig(
+            gpu=(c.gpu if gpu is None else gpu.strip().lower()), workers=c.workers if workers is None else workers,
+            local_batch=c.local_batch if local_batch is None else local_batch, hosts=c.hosts if hosts is None else hosts,
+            accum_steps=c.accum_steps if accum_steps is None else accum_steps,
+            market=c.market if market is None else market,
+        )
+        self._skip = self.warmup_steps
+
+    def flush(self) -> StepRecord | None:
+        """Write the current window as one step record (nothing if it is empty)."""
+        if not self.enabled or not self._window:
+            return None
+        median, spread = window_summary(self._window)
+        c = self.config
+        rec = StepRecord(
+            gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, step_time_s=median, hosts=c.hosts,
+            accum_steps=c.accum_steps, market=c.market, step_time_spread_s=spread, timed_steps=len(self._window),
+            job=self.job,
+        )
+        self._window = []
+        self._window_began = self._clock()
+        self._write(rec)
+        return rec
+
+    def close(self) -> None:
+        """Write the last partial window and close the profile."""
+        if self._writer is None:
+            return
+        try:
+            self.flush()
+        finally:
+            self._writer.close()
+            self._writer = None
+            if self._syncer is not None:
+                self._syncer.close()
+                self._syncer = None
+
+    def _write(self, record) -> None:
+        if self._writer is None:
+            raise InputError("the tracker is closed: create a new Tracker to record more")
+        self._writer.write(record)
+        self.records_written += 1
+        if self._syncer is not None:
+            self._syncer.request()
+
+
+class _BackgroundSync:
+    """fsync a file from a helper thread whenever asked (requests made while a sync runs
+    coalesce into one more). Linux fsync flushes the file, whichever descriptor names it,
+    so the thread uses its own read-only descriptor and never touches the writer's."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd = os.open(path, os.O_RDONLY)
+        self._wake = threading.Event()
+        self._stop = False
+        self.error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="cotune-tracker-fsync", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        if self.error is not None:
+            raise StorageError.from_os_error(self.error, path=self._path, doing="sync it to disk")
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:  # reported on the next write, on the training thread
+                self.error = exc
+                return
+            if self._stop:
+                return
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join()
+        os.close(self._fd)

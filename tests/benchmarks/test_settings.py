@@ -1,0 +1,144 @@
+"""The benchmark's registry, its settings (one-curve, free-curves, closed-loop) and the summary schema."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks.traces import data_root
+
+try:
+    data_root()
+except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
+    pytest.skip("shared/data not found beside the repository", allow_module_level=True)
+
+from benchmarks import _registry as reg
+from benchmarks.closed_loop import CONTINUE, Action, TrueRun, simulate
+from benchmarks.policies import Plan, available_policies
+from benchmarks.regret import run_scenario, summarize
+from benchmarks.replay import curve_epochs_to_target
+from benchmarks.scenarios import scenarios, workloads
+from benchmarks.settings import curve_cost, free_curves, one_curve, recipe_batch
+
+reg.load()
+
+SUMMARY_KEYS = {
+    "setting", "policy", "probes", "scenarios", "miss_rate", "median_regret", "delivered_q90",
+    "coverage_step_90", "coverage_epochs_90", "probe_share",
+}
+FRACTIONS = ("miss_rate", "delivered_q90", "coverage_step_90", "coverage_epochs_90")
+
+
+def _scenario(name: str = "yolov3-t4", target: str = "all", deadline: float | None = 1.5):
+    return next(scenarios(workloads(names=(name,)), target_labels=(target,), deadline_factors=(deadline,)))
+
+
+def test_every_setting_trace_and_policy_is_registered_once() -> None:
+    assert {"one-curve", "free-curves", "closed-loop"} <= set(reg.SETTINGS)
+    assert len(reg.TRACES) == 8 and all(spec.family in ("pollux-t4", "gavel-hetero") for spec in reg.TRACES.values())
+    assert {"cotune", "cotune_q50", "cotune_q90", "pollux"} <= set(reg.policies_for("one-curve"))
+    assert {"cotune_open", "cotune_closed", "pollux_adaptive", "oracle"} <= set(reg.policies_for("closed-loop"))
+    # free-curves-only and optional policies stay where they belong
+    assert "cotune_isotonic" not in reg.policies_for("one-curve")
+    assert "optuna_gp" not in reg.policies_for("free-curves")
+    assert not set(reg.policies_for("closed-loop")) & set(available_policies())
+    with pytest.raises(ValueError, match="registered twice"):
+        reg.policy("cotune")(lambda scn, ev, budgets: [])
+
+
+def test_a_new_policy_is_one_registry_entry() -> None:
+    scn = _scenario(deadline=None)
+
+    @reg.policy("smallest_probe", settings=("one-curve",), description="probe nothing, pick candidate 0")
+    def smallest(scn, evidence, budgets):  # type: ignore[no-untyped-def]
+        return [Plan(policy="smallest_probe", budget=b, probes=0, probe_cost=0.0, index=0, predicted_cost=1.0,
+                     predicted_time_s=1.0) for b in budgets]
+
+    try:
+        result = run_scenario(scn, budgets=(6,), settings=("one-curve",), policies=("smallest_probe",))
+    finally:
+        del reg.POLICIES["smallest_probe"]
+    (o,) = result.outcomes
+    assert o.policy == "smallest_probe" and o.setting == "one-curve" and o.local_batch == int(scn.candidates.local_batch[0])
+
+
+@pytest.mark.parametrize("name", ["cifar10-t4", "imagenet-t4", "deepspeech2-t4", "yolov3-t4", "bert-t4", "ncf-t4"])
+def test_one_curve_sees_only_the_recipe_batch_with_its_gradient_noise(name: str) -> None:
+    (w,) = workloads(names=(name,))
+    ev = one_curve(w)
+    assert ev.curves == (recipe_batch(w),) == (w.batches[0],)  # the recipe's batch is the smallest measured one
+    assert {e.global_batch for e in ev.evals} == {w.batches[0]}
+    assert set(ev.held_out) == set(w.batches[1:])
+    c = w.curves[w.batches[0]]
+    usable = (c.grad_sqr > 0) & (c.grad_var > 0)
+    assert len(ev.noise) == int(usable.sum()) > 0
+    np.testing.assert_allclose([n.b_noise for n in ev.noise], c.grad_var[usable] / c.grad_sqr[usable] * w.batches[0])
+    assert ev.curve_cost == pytest.approx(curve_cost(w, w.batches[0])) and ev.curve_cost > 0
+    assert free_curves(w).curve_cost > ev.curve_cost  # more curves cost more
+
+
+def test_true_run_agrees_with_the_oracle_at_every_candidate_batch() -> None:
+    scn = _scenario(target="tight")
+    truth = TrueRun(scn)
+    epochs, _, _ = scn.oracle.evaluate(scn.target)
+    for i in range(0, len(scn.candidates), 7):
+        got = truth.epochs_to(int(scn.candidates.global_batch[i]), truth.sign * scn.target)
+        assert got == pytest.approx(epochs[i]) or (math.isinf(got) and math.isinf(epochs[i]))
+    b = scn.workload.batches[0]
+    grid = np.linspace(0, float(scn.workload.curves[b].epochs[-1]), 25)
+    scores = [truth.score_at(b, e) for e in grid]
+    assert np.all(np.diff(scores) >= 0)  # best-so-far never falls
+
+
+def test_an_untouched_run_costs_what_the_oracle_says_and_a_switch_pays_a_restart() -> None:
+    scn = _scenario(deadline=None)
+    _, time_s, cost = scn.oracle.evaluate(scn.target)
+    i = int(scn.oracle.solve(scn.target, None).index)
+    run = simulate(scn, index=i, planned_time_s=float(time_s[i]), controller=lambda p: CONTINUE)
+    assert run["reached"] and run["restarts"] == 0
+    assert run["train_cost"] == pytest.approx(cost[i]) and run["time_s"] == pytest.approx(time_s[i])
+    other = int(np.argmax(scn.candidates.workers))
+    switched = simulate(
+        scn, index=i, planned_time_s=float(time_s[i]),
+        controller=lambda p: Action("switch", other) if p.checkpoint == 1 else CONTINUE,
+    )
+    assert switched["restarts"] == 1 and switched["restart_cost"] > 0 and switched["final_index"] == other
+    gave_up = simulate(scn, index=i, planned_time_s=float(time_s[i]), controller=lambda p: Action("give_up"))
+    assert gave_up["gave_up"] and not gave_up["reached"] and gave_up["train_cost"] < cost[i]
+
+
+@pytest.mark.slow
+def test_summary_has_one_row_per_setting_policy_and_budget_with_fractions_in_range() -> None:
+    scn = _scenario()
+    result = run_scenario(
+        scn, budgets=(6,), settings=("one-curve", "free-curves", "closed-loop"),
+        policies=("cotune", "cotune_q90", "pollux", "cotune_open", "cotune_closed", "oracle"), closed_loop_budgets=(6,),
+    )
+    rows = summarize([result])
+    keys = {(r["setting"], r["policy"], r["probes"]) for r in rows}
+    # one-curve and free-curves: cotune, cotune_q90, pollux; closed-loop: cotune_open, cotune_closed, oracle
+    assert len(keys) == len(rows) == 3 + 3 + 3
+    for r in rows:
+        assert SUMMARY_KEYS <= set(r)
+        assert r["scenarios"] == 1 and r["probes"] == 6
+        for k in FRACTIONS:
+            assert r[k] is None or 0.0 <= r[k] <= 1.0, (k, r[k])
+        assert r["probe_share"] is None or r["probe_share"] >= 0
+        assert r["median_regret"] == math.inf or r["median_regret"] >= -1.0
+    cot = next(r for r in rows if r["setting"] == "one-curve" and r["policy"] == "cotune")
+    assert cot["coverage_step_90"] is not None and cot["coverage_epochs_90"] is not None
+    assert cot["delivered_q90"] == next(r for r in rows if r["setting"] == "one-curve" and r["policy"] == "cotune_q90")["delivered"]
+    oracle = next(r for r in rows if r["policy"] == "oracle")
+    assert oracle["miss_rate"] == 0.0 and abs(oracle["median_regret"]) < 1e-9
+
+
+def test_epochs_coverage_is_checked_against_the_full_held_out_curves() -> None:
+    scn = _scenario(name="cifar10-t4", deadline=None)
+    (result,) = [run_scenario(scn, budgets=(6,), settings=("one-curve",), policies=("cotune",))]
+    (o,) = result.outcomes
+    w = scn.workload
+    assert o.epochs_n == len(w.batches) - 1  # every batch but the reference one is held out
+    truth = [curve_epochs_to_target(w.curves[b], scn.target, w.goal) for b in w.batches[1:]]
+    assert 0 <= o.epochs_hits <= o.epochs_n and all(t > 0 for t in truth)

@@ -1,0 +1,177 @@
+"""ProfileWriter under faults: an exclusive lock, a full disk, a read-only mount, an I/O error.
+
+The promise: the file holds whole records only, a failed write is an error (never a
+silent loss), and two writers can never interleave their records.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from _fsfaults import fill, remount_read_only, tmpfs
+from cotune.errors import EXIT_ENVIRONMENT, ProfileLockedError, StorageError
+from cotune.profile import EvalRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOAD = WorkloadRecord(name="w", dataset_size=100)
+
+
+def _step(i: int) -> StepRecord:
+    return StepRecord(gpu="cpu", workers=1, local_batch=8 + i, step_time_s=0.1 + i / 1000)
+
+
+def _wait_for(condition, *, timeout_s: float = 60.0, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
+        time.sleep(0.02)
+
+
+HOLDER = """
+import sys, time
+from cotune.profile import ProfileWriter, WorkloadRecord
+with ProfileWriter(sys.argv[1]) as w:
+    w.write(WorkloadRecord(name="w", dataset_size=100))
+    open(sys.argv[2], "w").close()  # tell the test the lock is held
+    sys.stdin.read()                # hold it until the test closes our stdin
+"""
+
+
+def _start_holder(path: Path, ready: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(ready)], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    _wait_for(lambda: ready.exists() or proc.poll() is not None, what="the holder to take the lock")
+    assert proc.poll() is None, proc.stderr.read().decode()
+    return proc
+
+
+def test_second_writer_in_another_process_is_refused_with_the_holders_pid(tmp_path):
+    path = tmp_path / "p.jsonl"
+    holder = _start_holder(path, tmp_path / "ready")
+    try:
+        with pytest.raises(ProfileLockedError) as info:
+            ProfileWriter(path).open()
+        assert info.value.holder_pid == holder.pid
+        message = str(info.value)
+        assert f"pid {holder.pid}" in message and f"kill {holder.pid}" in message and "\n" not in message
+        assert info.value.exit_code == EXIT_ENVIRONMENT and isinstance(info.value, OSError)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    # Released at exit: the next writer appends after the holder's record.
+    with ProfileWriter(path) as w:
+        w.write(_step(0))
+    profile = read_profile(path)
+    assert profile.workload.name == "w" and len(profile.steps) == 1
+
+
+def test_lock_is_released_when_the_holder_is_killed_with_sigkill(tmp_path):
+    path = tmp_path / "p.jsonl"
+    holder = _start_holder(path, tmp_path / "ready")
+    holder.kill()
+    holder.wait(timeout=60)
+    with ProfileWriter(path) as w:  # no stale lock file, no manual cleanup
+        w.write(_step(0))
+    assert len(read_profile(path).steps) == 1
+
+
+def test_second_writer_in_the_same_process_is_refused(tmp_path):
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write(WORKLOAD)
+        with pytest.raises(ProfileLockedError, match="being written by"):
+            with ProfileWriter(path):
+                pass
+        w.write(_step(0))  # the holder is unaffected
+    assert len(read_profile(path).steps) == 1
+
+
+def test_disk_full_raises_storage_error_and_leaves_only_whole_records(tmp_path):
+    with tmpfs(tmp_path / "fs", size_kib=64) as fs:
+        path = fs / "p.jsonl"
+        written = 0
+        with ProfileWriter(path) as w:
+            w.write(WORKLOAD)
+            fill(fs)
+            with pytest.raises(StorageError) as info:
+                for i in range(100_000):  # the last free bytes of the page, then ENOSPC
+                    w.write(_step(i))
+                    written += 1
+            assert info.value.errno == errno.ENOSPC
+            assert "No space left on device (ENOSPC)" in str(info.value) and "free space" in str(info.value)
+            with pytest.raises(StorageError):  # a broken writer stays broken
+                w.write(_step(0))
+        profile = read_profile(path)
+        assert not profile.warnings  # no torn line: the failed record was cut back
+        assert len(profile.steps) == written
+        # Space freed: the same file takes more records, with nothing lost before them.
+        (fs / "filler.bin").unlink()
+        with ProfileWriter(path) as w:
+            w.write(EvalRecord(global_batch=32, epoch=1.0, metric=0.5))
+        profile = read_profile(path)
+        assert len(profile.steps) == written and len(profile.evals) == 1
+
+
+def test_read_only_filesystem_raises_storage_error_at_open(tmp_path):
+    with tmpfs(tmp_path / "fs", size_kib=256) as fs:
+        path = fs / "p.jsonl"
+        with ProfileWriter(path) as w:
+            w.write(WORKLOAD)
+        remount_read_only(fs)  # no descriptor is open: the kernel allows it
+        before = path.read_bytes()
+        for target in (path, fs / "new.jsonl", fs / "sub" / "new.jsonl"):
+            with pytest.raises(StorageError) as info:
+                ProfileWriter(target).open()
+            assert info.value.errno == errno.EROFS
+            assert "(EROFS)" in str(info.value) and "read-only" in str(info.value) and "\n" not in str(info.value)
+        assert path.read_bytes() == before
+
+
+def test_read_only_at_write_time_cuts_back_and_stays_broken(tmp_path, monkeypatch):
+    # A filesystem turned read-only under an open descriptor (ext4 errors=remount-ro)
+    # cannot be staged unprivileged or on tmpfs: inject EROFS at the write boundary.
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write(WORKLOAD)
+        size = path.stat().st_size
+        real_fsync = os.fsync
+
+        def failing_fsync(fd: int) -> None:
+            real_fsync(fd)
+            raise OSError(errno.EROFS, "Read-only file system")
+
+        monkeypatch.setattr(os, "fsync", failing_fsync)
+        with pytest.raises(StorageError, match="read-only"):
+            w.write(_step(0))
+        monkeypatch.undo()
+        assert path.stat().st_size == size  # the record that reached the page cache was cut off
+        with pytest.raises(StorageError):
+            w.write(_step(1))
+    assert read_profile(path).steps == ()
+
+
+def test_io_error_at_fsync_cuts_the_record_back(tmp_path, monkeypatch):
+    # No unprivileged way to make a real disk fail: inject EIO at the fsync boundary.
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write(WORKLOAD)
+        size = path.stat().st_size
+
+        def failing_fsync(fd: int) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(os, "fsync", failing_fsync)
+        with pytest.raises(StorageError, match=r"Input/output error \(EIO\).*check the disk"):
+            w.write(_step(0))
+        monkeypatch.undo()
+        assert path.stat().st_size == size
+    assert read_profile(path).steps == ()

@@ -1,0 +1,60 @@
+"""Logs written now by the real libraries (not the committed examples): the importer
+keeps up with what today's Trainer, Lightning, SummaryWriter and MLflow write."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cotune.logs import import_log
+
+pytestmark = pytest.mark.slow
+
+_SPEC = importlib.util.spec_from_file_location(
+    "make_logs", Path(__file__).resolve().parents[2] / "examples" / "logs" / "make_logs.py"
+)
+make_logs = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(make_logs)
+N, B = make_logs.DATASET_SIZE, make_logs.GLOBAL_BATCH
+
+
+def test_fresh_hf_trainer_state(tmp_path):
+    pytest.importorskip("transformers")
+    path = make_logs.write_hf_trainer(tmp_path)
+    logged = [(e["epoch"], e["eval_loss"]) for e in json.loads(path.read_text())["log_history"] if "eval_loss" in e]
+    profile = import_log("hf-trainer", path, metric="eval_loss", global_batch=B, dataset_size=N, gpu="cpu", workers=1)
+    assert [(e.epoch, e.metric) for e in profile.evals] == logged and profile.workload.goal == "min"
+    assert profile.steps[0].step_time_s > 0
+
+
+def test_fresh_lightning_csv(tmp_path):
+    pytest.importorskip("lightning")
+    path = make_logs.write_lightning_csv(tmp_path)
+    val = pd.read_csv(path).dropna(subset=["val_loss"])
+    profile = import_log("lightning-csv", path, metric="val_loss", global_batch=B, dataset_size=N, gpu="cpu", workers=1)
+    assert [e.metric for e in profile.evals] == val["val_loss"].tolist()
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]
+    assert profile.steps and profile.steps[0].step_time_s > 0
+
+
+def test_fresh_tensorboard_step_time_matches_the_loop_clock(tmp_path):
+    pytest.importorskip("tensorboard")
+    run, gaps = make_logs.write_tensorboard(tmp_path)
+    profile = import_log("tensorboard", run, global_batch=B, dataset_size=N, gpu="cpu", workers=1)
+    # SummaryWriter stamps each point when add_scalar is called, right after the loop's own clock.
+    assert min(gaps) - 1e-3 <= profile.steps[0].step_time_s <= max(gaps) + 1e-3
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_fresh_mlflow_file_store(tmp_path):
+    pytest.importorskip("mlflow")
+    run = make_logs.write_mlflow(tmp_path)
+    values = [float(line.split()[1]) for line in (run / "metrics" / "val_accuracy").read_text().splitlines()]
+    profile = import_log("mlflow", tmp_path / "mlruns", global_batch=B, dataset_size=N)
+    np.testing.assert_array_equal([e.metric for e in profile.evals], values)
+    assert profile.workload.name == "tiny-run"

@@ -1,0 +1,207 @@
+"""`cotune import` on logs written by the real libraries (examples/logs/, made by
+examples/logs/make_logs.py). Each test checks the records against the log as read
+independently (json, pandas, the raw files), not against cotune's own reader."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cotune.cli import main
+from cotune.errors import InputError
+from cotune.logs import import_log
+from cotune.profile import read_profile
+
+LOGS = Path(__file__).resolve().parents[2] / "examples" / "logs"
+HF = LOGS / "hf-trainer" / "trainer_state.json"
+LIGHTNING = LOGS / "lightning" / "tiny" / "version_0" / "metrics.csv"
+TENSORBOARD = LOGS / "tensorboard" / "tiny"
+MLRUNS = LOGS / "mlruns"
+CSV = LOGS / "run.csv"
+N, B = 96, 16  # the runs' dataset size and global batch
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_hf_trainer_eval_points_are_the_logged_ones(tmp_path):
+    history = json.loads(HF.read_text())["log_history"]
+    logged = [(e["epoch"], e["eval_accuracy"]) for e in history if "eval_accuracy" in e]
+    profile = import_log("hf-trainer", HF, out=tmp_path / "p.jsonl", metric="eval_accuracy", global_batch=B, dataset_size=N)
+    assert [(e.epoch, e.metric) for e in profile.evals] == logged
+    assert profile.workload.goal == "max" and profile.workload.name == "hf-trainer"
+    assert read_profile(tmp_path / "p.jsonl").evals == profile.evals
+
+
+def test_hf_trainer_step_time_is_the_run_summary_inverse(tmp_path):
+    summary = [e for e in json.loads(HF.read_text())["log_history"] if "train_steps_per_second" in e][0]
+    profile = import_log("hf-trainer", HF, metric="accuracy", global_batch=B, dataset_size=N, gpu="CPU", workers=1)
+    (step,) = profile.steps
+    assert (step.gpu, step.workers, step.local_batch) == ("cpu", 1, B)
+    assert step.step_time_s == pytest.approx(1.0 / summary["train_steps_per_second"])
+
+
+def test_several_metrics_without_metric_flag_is_a_one_line_error(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
+                        "--dataset-size", "96")
+    assert code == 2 and err.count("\n") == 1
+    assert "--metric" in err and "eval_accuracy" in err and "eval_loss" in err
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_missing_global_batch_names_the_flag_and_what_the_log_says(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(tmp_path / "p.jsonl"), "--metric", "eval_loss",
+                        "--dataset-size", "96")
+    assert code == 2 and "--global-batch" in err and "train_batch_size 16" in err
+
+
+def test_missing_dataset_size_names_the_flag(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16")
+    assert code == 2 and "--dataset-size" in err
+
+
+def test_lightning_validation_rows_become_epochs_from_steps(tmp_path):
+    frame = pd.read_csv(LIGHTNING)
+    val = frame[frame["val_acc"].notna()]
+    # CSVLogger's step is 0-based; an epoch is ceil(96/16) = 6 steps.
+    expected = list(zip((val["step"] + 1) / math.ceil(N / B), val["val_acc"]))
+    profile = import_log("lightning-csv", LIGHTNING.parent.parent, metric="val_acc", global_batch=B, dataset_size=N)
+    assert [(e.epoch, e.metric) for e in profile.evals] == expected
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_lightning_throughput_monitor_gives_the_step_time():
+    frame = pd.read_csv(LIGHTNING)
+    per_sec = frame["train/device/batches_per_sec"].dropna().to_numpy()
+    profile = import_log("lightning-csv", LIGHTNING, metric="val_acc", global_batch=B, dataset_size=N, gpu="cpu", workers=2)
+    (step,) = profile.steps
+    assert step.local_batch == B // 2 and step.timed_steps == per_sec.size
+    assert step.step_time_s == pytest.approx(float(np.median(1.0 / per_sec)))
+
+
+def test_tensorboard_and_mlflow_logs_of_one_loop_give_one_curve():
+    # make_logs.py runs the same seeded loop under both loggers: two libraries, one curve.
+    tb = import_log("tensorboard", TENSORBOARD, global_batch=B, dataset_size=N)
+    ml = import_log("mlflow", MLRUNS, global_batch=B, dataset_size=N)
+    assert [e.epoch for e in tb.evals] == [e.epoch for e in ml.evals] == [1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_allclose([e.metric for e in tb.evals], [e.metric for e in ml.evals], rtol=1e-6)
+    assert tb.workload.metric == "val/accuracy" and ml.workload.metric == "val_accuracy"
+    assert ml.workload.name == "tiny-run"
+
+
+def test_mlflow_metric_file_lines_are_the_curve():
+    (metric_file,) = MLRUNS.glob("*/*/metrics/val_accuracy")
+    lines = [line.split() for line in metric_file.read_text().splitlines()]
+    profile = import_log("mlflow", metric_file.parent.parent, global_batch=B, dataset_size=N)
+    assert [(e.epoch, e.metric) for e in profile.evals] == [(int(s) / 6, float(v)) for _, v, s in lines]
+
+
+def test_mlflow_step_time_is_the_median_of_timestamp_gaps():
+    (loss_file,) = MLRUNS.glob("*/*/metrics/train_loss")
+    stamps = np.array([[float(x) for x in line.split()] for line in loss_file.read_text().splitlines()])
+    gaps = np.diff(stamps[:, 0]) / 1000 / np.diff(stamps[:, 2])
+    profile = import_log("mlflow", MLRUNS, global_batch=B, dataset_size=N, gpu="cpu", workers=1)
+    assert profile.steps[0].step_time_s == pytest.approx(float(np.median(gaps[gaps > 0])), rel=1e-6)
+
+
+def test_csv_epoch_column_and_throughput(tmp_path):
+    frame = pd.read_csv(CSV)
+    profile = import_log("csv", CSV, global_batch=B, dataset_size=N, gpu="cpu", workers=1)
+    assert profile.workload.metric == "val_top1" and profile.workload.goal == "max"
+    assert [(e.epoch, e.metric) for e in profile.evals] == list(zip(frame["epoch"], frame["val_top1"]))
+    assert profile.steps[0].step_time_s == pytest.approx(float(np.median(B / frame["samples_per_second"])))
+
+
+def test_csv_gradient_statistics_become_noise_records(tmp_path):
+    path = tmp_path / "grads.csv"
+    path.write_text("step,val_loss,grad_sqr,grad_var\n6,0.9,0.5,40.0\n12,0.7,0.25,30.0\n")
+    profile = import_log("csv", path, global_batch=32, dataset_size=192)
+    assert profile.workload.goal == "min"
+    assert [n.b_noise for n in profile.noise] == pytest.approx([40.0 / 0.5 * 32, 30.0 / 0.25 * 32])
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0]
+    assert profile.noise_scale() == pytest.approx(np.median([2560.0, 3840.0]))
+
+
+def test_csv_without_an_x_axis_names_the_flags(tmp_path):
+    path = tmp_path / "bare.csv"
+    path.write_text("iteration,val_acc\n1,0.5\n")
+    with pytest.raises(InputError, match="--epoch-column NAME.*--step-column NAME"):
+        import_log("csv", path, global_batch=8, dataset_size=80)
+    profile = import_log("csv", path, global_batch=8, dataset_size=80, step_column="iteration")
+    assert profile.evals[0].epoch == pytest.approx(0.1)
+
+
+def test_unknown_direction_asks_for_goal(tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text("epoch,val_widgets\n1,3\n")
+    with pytest.raises(InputError, match="--goal max"):
+        import_log("csv", path, global_batch=8, dataset_size=80)
+    assert import_log("csv", path, global_batch=8, dataset_size=80, goal="min").workload.goal == "min"
+
+
+def test_append_adds_a_second_run_with_the_next_seed(tmp_path):
+    out = tmp_path / "p.jsonl"
+    import_log("tensorboard", TENSORBOARD, out=out, global_batch=B, dataset_size=N)
+    import_log("mlflow", MLRUNS, out=out, append=True, global_batch=B, dataset_size=N, metric="val_accuracy", goal="max")
+    profile = read_profile(out)
+    assert sorted({e.seed for e in profile.evals}) == [0, 1] and len(profile.evals) == 8
+    assert profile.workload.name == "tiny"
+
+
+def test_existing_out_without_append_is_refused(capsys, tmp_path):
+    out = tmp_path / "p.jsonl"
+    out.write_text("keep me\n")
+    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(out), "--global-batch", "16", "--dataset-size", "96")
+    assert code == 2 and "--append" in err and out.read_text() == "keep me\n"
+
+
+def test_append_to_another_workload_is_refused(tmp_path):
+    out = tmp_path / "p.jsonl"
+    import_log("csv", CSV, out=out, global_batch=B, dataset_size=N)
+    with pytest.raises(InputError, match="dataset 96, goal max.*dataset 1000"):
+        import_log("csv", CSV, out=out, append=True, global_batch=B, dataset_size=1000)
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"log_history": 3}'])
+def test_damaged_trainer_state_is_one_line_exit_2(capsys, tmp_path, content):
+    bad = tmp_path / "trainer_state.json"
+    bad.write_text(content)
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(bad), "--out", str(tmp_path / "p.jsonl"))
+    assert code == 2 and err.count("\n") == 1 and "trainer_state.json" in err
+
+
+def test_a_directory_with_several_runs_asks_for_one(tmp_path):
+    for run in ("a", "b"):
+        shutil.copytree(TENSORBOARD, tmp_path / run)
+    with pytest.raises(InputError, match="2 runs"):
+        import_log("tensorboard", tmp_path, global_batch=B, dataset_size=N)
+
+
+def test_imported_profile_with_probe_steps_recommends(tmp_path, synthetic_profile_path):
+    # A curve from a log plus timing probes: the log's run supplies the accuracy side.
+    from cotune import fit_models
+    from cotune.profile import append_records
+
+    synthetic = read_profile(synthetic_profile_path)
+    out = tmp_path / "p.jsonl"
+    import_log("csv", CSV, out=out, global_batch=B, dataset_size=N)
+    append_records(out, synthetic.steps)
+    models = fit_models(read_profile(out))
+    assert models.accuracy.batches_.tolist() == [B]
+
+
+def test_import_cotune_loads_no_log_package():
+    code = "import cotune, cotune.logs, sys; print(sorted(m for m in ('tensorboard', 'mlflow', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,40 @@
+"""docs/logs.md: every command and the Python example run as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+from cotune.cli import main
+from cotune.profile import read_profile
+
+REPO = Path(__file__).resolve().parents[2]
+PAGE = (REPO / "docs" / "logs.md").read_text()
+
+
+def _in_copy(tmp_path, monkeypatch) -> None:
+    shutil.copytree(REPO / "examples" / "logs", tmp_path / "examples" / "logs", ignore=shutil.ignore_patterns("*.py"))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_every_format_has_a_worked_command_that_runs(tmp_path, monkeypatch, capsys):
+    _in_copy(tmp_path, monkeypatch)
+    commands = [line[2:] for line in PAGE.splitlines() if line.startswith("$ cotune import ")]
+    assert {shlex.split(c)[2] for c in commands} == {"hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv"}
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        assert main(argv) == 0, (command, capsys.readouterr().err)
+        profile = read_profile(argv[argv.index("--out") + 1])
+        assert len(profile.evals) == 4 and profile.workload.dataset_size == 96
+        if "--gpu" in argv:
+            assert len(profile.steps) == 1, command
+    capsys.readouterr()
+
+
+def test_python_example_runs(tmp_path, monkeypatch, capsys):
+    _in_copy(tmp_path, monkeypatch)
+    for code in re.findall(r"```python\n(.*?)```", PAGE, flags=re.S):
+        exec(compile(code, "docs/logs.md", "exec"), {})
+    assert "global_batch" in capsys.readouterr().out

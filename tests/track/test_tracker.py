@@ -1,0 +1,202 @@
+"""The tracker: window medians, configuration tags, epochs counted from steps, kill-safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from cotune.errors import InputError
+from cotune.profile import WorkloadRecord, read_profile
+from cotune.track import Tracker, window_summary
+
+WORKLOAD = WorkloadRecord(name="job-a", dataset_size=1000, metric="acc", goal="max")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_step_record_is_the_median_of_a_window(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="CPU", workers=2, local_batch=16, workload=WORKLOAD, window=5, warmup_steps=0) as tr:
+        for t in (0.10, 0.11, 0.50, 0.09, 0.12):  # one stalled step
+            tr.step(step_time_s=t)
+    steps = read_profile(path).steps
+    assert len(steps) == 1
+    assert steps[0].step_time_s == pytest.approx(0.11)
+    assert steps[0].timed_steps == 5 and steps[0].gpu == "cpu" and steps[0].workers == 2 and steps[0].job == "job-a"
+
+
+def test_warmup_steps_are_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=3, warmup_steps=2) as tr:
+        for t in (9.0, 9.0, 0.2, 0.2, 0.2):
+            tr.step(step_time_s=t)
+    assert [s.step_time_s for s in read_profile(path).steps] == [0.2]
+
+
+def test_a_slow_loop_still_writes_after_flush_every_s(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=1000, flush_every_s=30,
+                 warmup_steps=0, clock=clock)
+    for _ in range(3):
+        clock.now += 20.0
+        tr.step(step_time_s=20.0)
+    assert [s.timed_steps for s in read_profile(path).steps] == [2]  # written at 40 s > 30 s
+    tr.close()
+    assert [s.timed_steps for s in read_profile(path).steps] == [2, 1]
+
+
+def test_eval_epoch_counts_samples_of_the_steps(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=2, local_batch=25, workload=WORKLOAD, epochs_done=1.0, clock=clock) as tr:
+        for _ in range(30):  # 30 x 50 samples = 1.5 epochs of 1000
+            tr.step(step_time_s=0.01)
+        clock.now = 12.5
+        rec = tr.eval(metric=0.8)
+    assert rec.epoch == pytest.approx(2.5) and rec.global_batch == 50 and rec.elapsed_s == 12.5
+    (ev,) = read_profile(path).evals
+    assert ev == rec
+
+
+def test_reconfigure_tags_later_records_with_the_new_configuration(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=4, local_batch=32, workload=WORKLOAD, window=2, warmup_steps=0) as tr:
+        tr.step(step_time_s=0.2)
+        tr.eval(metric=0.5)
+        tr.reconfigure(workers=2, market="spot")
+        tr.step(step_time_s=0.3)
+        tr.step(step_time_s=0.3)
+        tr.eval(metric=0.6)
+    p = read_profile(path)
+    assert [(s.workers, s.market, s.timed_steps) for s in p.steps] == [(4, "on_demand", 1), (2, "spot", 2)]
+    assert [e.global_batch for e in p.evals] == [128, 64]
+
+
+def test_noise_record_is_tagged_with_the_job_and_batch(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=64, workload=WORKLOAD, job="run-7") as tr:
+        tr.noise(b_noise=900.0, epoch=3.0)
+    (n,) = read_profile(path).noise
+    assert (n.b_noise, n.global_batch, n.epoch, n.job) == (900.0, 64, 3.0, "run-7")
+
+
+def test_ranks_other_than_zero_write_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=2, local_batch=8, workload=WORKLOAD, rank=1, window=1, warmup_steps=0) as tr:
+        tr.step(step_time_s=0.1)
+        assert tr.eval(metric=0.5) is None
+    assert not path.exists()
+
+
+def test_appends_to_an_existing_profile_without_repeating_its_workload(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    path.write_text(json.dumps({"record": "workload", "name": "job-a", "dataset_size": 1000}) + "\n"
+                    + json.dumps({"record": "eval", "global_batch": 32, "epoch": 1, "metric": 0.3}) + "\n")
+    with Tracker(path, gpu="cpu", workers=1, local_batch=32) as tr:
+        tr.eval(metric=0.4, epoch=1.0)
+    kinds = [d["record"] for d in _lines(path)]
+    assert kinds == ["workload", "eval", "eval"]
+    assert [e.job for e in read_profile(path).evals] == [None, "job-a"]
+
+
+def test_a_new_profile_without_a_workload_is_an_error_that_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="pass workload="):
+        Tracker(tmp_path / "new.jsonl", gpu="cpu", workers=1, local_batch=8)
+
+
+def test_another_workload_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD).close()
+    with pytest.raises(InputError, match="holds workload 'job-a'"):
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WorkloadRecord(name="other", dataset_size=5))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"workers": 0}, "workers must be"), ({"local_batch": 2.5}, "local_batch must be"),
+    ({"hosts": 3, "workers": 2}, "cannot exceed"), ({"market": "mixed"}, "market must be"),
+    ({"window": 0}, "window must be"),
+])
+def test_bad_configuration_is_one_input_error(tmp_path: Path, kwargs: dict, match: str) -> None:
+    args = {"gpu": "cpu", "workers": 1, "local_batch": 8, "workload": WORKLOAD} | kwargs
+    with pytest.raises(InputError, match=match):
+        Tracker(tmp_path / "x.jsonl", **args)
+
+
+def test_non_positive_step_time_is_rejected(tmp_path: Path) -> None:
+    with Tracker(tmp_path / "x.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0) as tr:
+        with pytest.raises(InputError, match="step_time_s must be"):
+            tr.step(step_time_s=0.0)
+
+
+@given(st.lists(st.floats(min_value=1e-6, max_value=1e3), min_size=1, max_size=60))
+def test_window_median_lies_within_the_window_and_spread_is_non_negative(times: list[float]) -> None:
+    median, spread = window_summary(times)
+    assert min(times) <= median <= max(times)
+    assert 0.0 <= spread <= max(times) - min(times) + 1e-9
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    from cotune.profile import WorkloadRecord
+    from cotune.track import Tracker
+    tr = Tracker(sys.argv[1], gpu="cpu", workers=1, local_batch=10,
+                 workload=WorkloadRecord(name="killed", dataset_size=100), window=3, warmup_steps=0)
+    i = 0
+    while True:  # until killed
+        i += 1
+        tr.step(step_time_s=0.001 * i)
+        if i % 4 == 0:
+            tr.eval(metric=i / 1e6)
+        print(tr.records_written, flush=True)
+""")
+
+
+def test_kill_9_loses_no_record_the_tracker_had_written(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    reported = 0
+    deadline = time.monotonic() + 120
+    try:
+        while reported < 40 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            reported = int(line)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    assert reported >= 40, "the child stopped before writing 40 records"
+    profile = read_profile(path)  # a torn last line (a kill mid-write) is skipped, never an error
+    written = 1 + len(profile.steps) + len(profile.evals)
+    assert written >= reported
+    # the records are the ones the loop produced, in order: evals at i = 4, 8, 12, ...
+    assert [round(e.metric * 1e6) for e in profile.evals] == [4 * k for k in range(1, len(profile.evals) + 1)]
+    # and a resumed job appends after them
+    with Tracker(path, gpu="cpu", workers=1, local_batch=10) as tr:
+        tr.eval(metric=1.0, epoch=99.0)
+    assert read_profile(path).evals[-1].epoch == 99.0 and not read_profile(path).warnings
