@@ -163,10 +163,8 @@ def number(
         x = float(value)
     except (OverflowError, ValueError):  # an int beyond float range
         x = math.inf
-    if math.isfinite(x) and not _in_bounds(x, gt, ge, None, None):  # name only the bound that was crossed
-        raise BadValue(f"must be {what} {_bounds_text(gt, ge, None, None)}, got {excerpt(value)}", where=where)
-    if math.isfinite(x) and not _in_bounds(x, None, None, lt, le):
-        raise BadValue(f"must be {what} {_bounds_text(None, None, lt, le)}, got {excerpt(value)}", where=where)
+    if math.isfinite(x) and not _in_bounds(x, gt, ge, lt, le):
+        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
     if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
         raise BadValue(f"must be {want} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)
     return x
@@ -191,10 +189,8 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         if not (math.isfinite(x) and x.is_integer()):
             raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
         n = int(x)
-    if not _in_bounds(n, None, ge, None, None):  # name only the bound that was crossed
-        raise BadValue(f"must be a whole number {_bounds_text(None, ge, None, None)}, got {excerpt(value)}", where=where)
-    if not _in_bounds(n, None, None, None, le):
-        raise BadValue(f"must be a whole number {_bounds_text(None, None, None, le)}, got {excerpt(value)}", where=where)
+    if not _in_bounds(n, None, ge, None, le):
+        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
     if abs(n) > MAX_INTEGER:
         raise BadValue(f"must be {want} (at most {MAX_INTEGER:.0e} in magnitude), got {excerpt(value)}", where=where)
     return n

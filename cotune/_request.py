@@ -5,7 +5,7 @@ Every door builds the same value and nothing else validates it again:
 * Python: ``cotune.recommend(profile, target=…, …)`` builds it from the same keywords, or
   takes one (``cotune.recommend(RecommendRequest(…))``);
 * the CLI: ``cotune recommend`` / ``cotune k8s`` build it from argparse
-  (:func:`cotune.cli._request.request_from_args`);
+  (:func:`cotune.cli._question.request_from_args`);
 * HTTP / plain data: :func:`cotune.api.parse_request` turns JSON into it.
 
 Validation happens once, in ``__post_init__``, through :mod:`cotune._checks`: a bad value
@@ -40,7 +40,6 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_PARETO_LIMIT",
     "DEFAULT_TOP",
-    "MAX_SECONDS",
     "Objective",
     "HostsMode",
     "Market",
@@ -68,8 +67,6 @@ DEFAULT_MARGIN = 0.05
 #: The one limit on the search-space size for every door (a service may set a lower one):
 #: 10⁶ candidates solve in well under a second and in a few hundred MB.
 DEFAULT_MAX_CANDIDATES = 1_000_000
-#: Longest duration a request may name (deadline, start-up, elapsed): about 31 years.
-MAX_SECONDS = 1e9
 #: Most runner-ups / frontier points a request may ask for.
 MAX_LISTED = 1000
 MAX_NAME = 200
@@ -145,7 +142,7 @@ def _int_tuple(value: Any, where: str, *, ge: int = 1) -> tuple[int, ...]:
 
 
 def _seconds(value: Any, where: str, *, gt: float | None = None, ge: float | None = None) -> float:
-    return number(value, where=where, gt=gt, ge=ge, le=MAX_SECONDS)
+    return number(value, where=where, gt=gt, ge=ge)  # bounded by MAX_MAGNITUDE like every number
 
 
 @dataclass(frozen=True)

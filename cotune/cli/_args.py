@@ -19,6 +19,7 @@ __all__ = [
     "int_list",
     "int_range",
     "key_value",
+    "non_negative_int",
     "port",
     "positive_int",
     "whole_number",
@@ -49,6 +50,11 @@ def whole_number(text: str) -> int:
 @_wrap
 def positive_int(text: str) -> int:
     return parse_number(text, where="", integer=True, ge=1)
+
+
+@_wrap
+def non_negative_int(text: str) -> int:
+    return parse_number(text, where="", integer=True, ge=0)
 
 
 @_wrap
