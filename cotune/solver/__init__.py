@@ -5,6 +5,7 @@ from cotune.solver._estimate import Estimates, estimate
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
+from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
@@ -19,6 +20,9 @@ __all__ = [
     "MarketStage",
     "OnDemandMarket",
     "Plan",
+    "ProbeDecision",
+    "ProbeGains",
+    "ProbeOption",
     "Recommendation",
     "SearchSpace",
     "SearchSpaceTooLarge",
@@ -32,8 +36,11 @@ __all__ = [
     "estimate",
     "feasibility",
     "geometric_batches",
+    "option_gains",
     "pareto_indices",
     "plan_for",
+    "plan_next_probe",
     "price_table",
     "ranked",
+    "standard_options",
 ]
