@@ -37,7 +37,9 @@ from cotune.solver import (
     feasibility,
     pareto_indices,
     plan_for,
+    prefer_safer,
     ranked,
+    with_success,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,7 +73,7 @@ def market_for(request: RecommendRequest, models: FittedModels) -> MarketStage:
 
 
 def _feasibility(est: Estimates, request: RecommendRequest) -> Feasibility:
-    feas = feasibility(est, deadline_s=request.deadline_s, budget=request.budget)
+    feas = feasibility(est, deadline_s=request.deadline_s, budget=request.budget, confidence=request.confidence)
     if request.global_batch_range is None:
         return feas
     lo_b, hi_b = request.global_batch_range
@@ -141,10 +143,13 @@ def recommend(
         cands, models, target=request.target, price_per_hour=table, startup_s=request.startup_s, confidence=request.confidence
     )
     est, details = market.adjust_for(est, request)
-    cands = est.candidates
+    est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
     feas = _feasibility(est, request)
-    ok = feas.all
-    order = ranked(est, ok, request.objective, limit=request.top + 1)
+    order = ranked(est, feas.all, request.objective, limit=max(request.top + 1, 32))
+    order, tie_note = prefer_safer(est, order, request.objective)
+    order = order[: request.top + 1]
+    if tie_note:
+        notes.append(tie_note)
     return _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
 
 

@@ -1,19 +1,20 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._choice import choice_at
-from cotune.solver._estimate import Estimates, estimate
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
-from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
+from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
 
 __all__ = [
     "MARKETS",
     "RESULT_SCHEMA_VERSION",
     "Candidates",
+    "DEFAULT_CONFIDENCE",
     "Choice",
     "Estimates",
     "Feasibility",
@@ -40,7 +41,10 @@ __all__ = [
     "pareto_indices",
     "plan_for",
     "plan_next_probe",
+    "prefer_safer",
     "price_table",
     "ranked",
     "standard_options",
+    "success_probability",
+    "with_success",
 ]
