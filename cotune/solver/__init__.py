@@ -1,6 +1,7 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._choice import choice_at
+from cotune.solver._decide import CHANGES, ReplanDecision, ReplanOption, changes_between, decide_replan, lr_scale
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
@@ -11,7 +12,13 @@ from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_in
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
 
 __all__ = [
+    "CHANGES",
     "MARKETS",
+    "ReplanDecision",
+    "ReplanOption",
+    "changes_between",
+    "decide_replan",
+    "lr_scale",
     "RESULT_SCHEMA_VERSION",
     "Candidates",
     "DEFAULT_CONFIDENCE",
