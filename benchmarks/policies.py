@@ -82,6 +82,11 @@ class Plan:
     step_n: int = 0
     epochs_hits: int = 0
     epochs_n: int = 0
+    # value-of-information planner (benchmarks/voi.py): summed over the measurements bought
+    expected_gain: float = 0.0
+    realised_gain: float = 0.0
+    accuracy_runs: int = 0
+    accuracy_cost: float = 0.0
 
 
 # -- models ---------------------------------------------------------------------------

@@ -65,6 +65,10 @@ class Outcome:
     train_cost: float = math.nan  # closed loop: training, restarts (probes are in probe_cost)
     restart_cost: float = 0.0
     restarts: int = 0
+    expected_gain: float = 0.0  # value-of-information planner: expected vs realised gain of what it bought
+    realised_gain: float = 0.0
+    accuracy_runs: int = 0
+    accuracy_cost: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,10 @@ def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float, evidence: Evide
         epochs_hits=plan.epochs_hits,
         epochs_n=plan.epochs_n,
         train_cost=t_cost,
+        expected_gain=plan.expected_gain,
+        realised_gain=plan.realised_gain,
+        accuracy_runs=plan.accuracy_runs,
+        accuracy_cost=plan.accuracy_cost,
     )
 
 
@@ -281,6 +289,10 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "coverage_step_n": step_n,
                 "coverage_epochs_n": epochs_n,
                 "mean_restarts": float(np.mean([o.restarts for o in os_])),
+                "mean_accuracy_runs": float(np.mean([o.accuracy_runs for o in os_])),
+                # value-of-information planner: summed gains as shares of the oracle's cost
+                "median_expected_gain_share": float(np.median([o.expected_gain / o.oracle_cost for o in os_])),
+                "median_realised_gain_share": float(np.median([o.realised_gain / o.oracle_cost for o in os_])),
             }
         )
     return out

@@ -243,6 +243,7 @@ def recommend(
         workers=workers,
         **({} if spot is None else {"markets": spot.space_markets}),
     )
+    notes.extend(models.notes)  # records the fit left out (outliers)
     if prof is not None:
         notes.extend(prof.warnings)
     cands = enumerate_candidates(space)

@@ -134,6 +134,8 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
         )
     )
     out.append("")
+    if report.notes:
+        out += ["Left out of the fit:"] + [f"  - {n}" for n in report.notes] + [""]
     a = report.accuracy
     if a is None:
         out.append(f"Accuracy model: not fitted — {report.accuracy_error}")

@@ -1,5 +1,9 @@
 """All the models of one profile, fitted together: one step-time model per GPU type and
-one accuracy model. This is the small interface the solver sees."""
+one accuracy model. This is the small interface the solver sees.
+
+Step records that cannot be right (:mod:`cotune.models._outliers`) are left out before
+fitting; :attr:`FittedModels.notes` says which, so a recommendation and ``cotune fit``
+report them instead of silently following them."""
 
 from __future__ import annotations
 
@@ -10,10 +14,11 @@ import numpy as np
 
 from cotune.errors import ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
+from cotune.models._outliers import find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
 
-__all__ = ["FittedModels", "fit_models"]
+__all__ = ["FittedModels", "fit_models", "clean_step_arrays"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,8 @@ class FittedModels:
     time_models: Mapping[str, StepTimeModel]
     accuracy: AccuracyModel
     max_local_batch: Mapping[str, int | None] = field(default_factory=dict)
+    # What the fit left out and why (outlier records), for the user to read.
+    notes: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> tuple[str, ...]:
@@ -63,10 +70,10 @@ def fit_models(
         raise ModelError(
             f"profile {profile.workload.name!r} has no step records: run timing probes (cotune profile) first"
         )
+    arrays, notes = clean_step_arrays(profile)
     time_models = {}
     total = len(profile.gpus) + 1
-    for done, gpu in enumerate(profile.gpus, start=1):
-        a = profile.step_arrays(gpu)
+    for done, (gpu, a) in enumerate(arrays.items(), start=1):
         time_models[gpu] = StepTimeModel(interval=interval, n_bootstrap=n_bootstrap, random_state=random_state).fit(
             a["workers"], a["hosts"], a["local_batch"], a["step_time_s"]
         )
@@ -86,4 +93,27 @@ def fit_models(
         time_models=time_models,
         accuracy=accuracy,
         max_local_batch={gpu: profile.max_local_batch(gpu) for gpu in profile.gpus},
+        notes=notes,
     )
+
+
+def clean_step_arrays(profile: Profile) -> tuple[dict[str, dict[str, np.ndarray]], tuple[str, ...]]:
+    """Step columns per GPU type without outlier records, and a note per GPU that had some."""
+    arrays: dict[str, dict[str, np.ndarray]] = {}
+    notes: list[str] = []
+    for gpu in profile.gpus:
+        a = profile.step_arrays(gpu)
+        found = find_step_outliers(
+            workers=a["workers"], hosts=a["hosts"], local_batch=a["local_batch"], step_time_s=a["step_time_s"]
+        )
+        if found.count:
+            keep = ~found.mask
+            a = {k: v[keep] for k, v in a.items()}
+            shown = "; ".join(found.reasons[:3]) + (f"; and {found.count - 3} more" if found.count > 3 else "")
+            notes.append(
+                f"{gpu}: {found.count} of {found.mask.size:,} step record{'s' if found.count > 1 else ''} left out as "
+                f"outlier{'s' if found.count > 1 else ''} ({shown}): check or re-measure "
+                f"{'them' if found.count > 1 else 'it'}"
+            )
+        arrays[gpu] = a
+    return arrays, tuple(notes)

@@ -58,6 +58,7 @@ class FitReport:
     time: tuple[TimeFitReport, ...]
     accuracy: AccuracyFitReport | None
     accuracy_error: str | None = None
+    notes: tuple[str, ...] = ()  # step records left out as outliers
 
 
 def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, tick=lambda: None) -> TimeFitReport:
@@ -165,6 +166,8 @@ def validate_profile(
     """
     from cotune.errors import ModelError
 
+    from cotune.models._fitted import clean_step_arrays
+
     total = len(profile.gpus) * (folds + 1) + len({e.global_batch for e in profile.evals})
     done = [0]
 
@@ -173,9 +176,11 @@ def validate_profile(
         if progress is not None:
             progress(min(done[0], total), total)
 
-    times = tuple(_time_report(g, profile.step_arrays(g), folds=folds, seed=seed, tick=tick) for g in profile.gpus)
+    # The same records as the fit a recommendation uses: outliers left out, and said so.
+    arrays, notes = clean_step_arrays(profile)
+    times = tuple(_time_report(g, a, folds=folds, seed=seed, tick=tick) for g, a in arrays.items())
     try:
         acc, err = _accuracy_report(profile, tick), None
     except ModelError as exc:
         acc, err = None, str(exc)
-    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err)
+    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=notes)

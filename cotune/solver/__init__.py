@@ -3,6 +3,7 @@
 from cotune.solver._choice import choice_at
 from cotune.solver._estimate import Estimates, estimate
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
+from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
@@ -15,6 +16,9 @@ __all__ = [
     "Estimates",
     "Feasibility",
     "Plan",
+    "ProbeDecision",
+    "ProbeGains",
+    "ProbeOption",
     "Recommendation",
     "SearchSpace",
     "balanced_hosts",
@@ -24,7 +28,10 @@ __all__ = [
     "estimate",
     "feasibility",
     "geometric_batches",
+    "option_gains",
     "pareto_indices",
     "plan_for",
+    "plan_next_probe",
     "ranked",
+    "standard_options",
 ]

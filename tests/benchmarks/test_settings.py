@@ -142,3 +142,13 @@ def test_epochs_coverage_is_checked_against_the_full_held_out_curves() -> None:
     assert o.epochs_n == len(w.batches) - 1  # every batch but the reference one is held out
     truth = [curve_epochs_to_target(w.curves[b], scn.target, w.goal) for b in w.batches[1:]]
     assert 0 <= o.epochs_hits <= o.epochs_n and all(t > 0 for t in truth)
+
+
+def test_the_value_of_information_planner_pays_for_what_it_buys_and_stays_in_budget() -> None:
+    scn = _scenario(name="yolov3-t4", target="all", deadline=1.5)
+    result = run_scenario(scn, budgets=(6, 10), settings=("one-curve",), policies=("cotune_voi", "cotune_voi_q90"))
+    assert {o.policy for o in result.outcomes} == {"cotune_voi", "cotune_voi_q90"}
+    for o in result.outcomes:
+        assert 3 <= o.probes <= o.budget  # the seed design, then only what it chose to buy
+        assert o.expected_gain >= 0 and 0 <= o.accuracy_cost <= o.probe_cost
+        assert (o.accuracy_runs == 0) == (o.accuracy_cost == 0)

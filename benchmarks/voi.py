@@ -1,0 +1,186 @@
+"""``cotune_voi``: cotune whose probe planner buys what matters (value of information).
+
+After the same seed design as the other model policies, every further measurement is
+chosen by :func:`cotune.solver.plan_next_probe`: a step-time probe at an unprobed
+candidate, or a short run at a measured batch whose curve the setting holds out,
+whichever is expected to lower the decision's cost and risk the most net of its price
+— and the policy stops buying when no gain covers its price (later budgets then repeat
+the plan). A short run at batch ``B`` trains at the cheapest measured packed
+configuration of ``B`` until the planner's upper epochs-to-target there (or the end of
+the recorded curve); the planner then sees the true curve up to that point, with its
+gradient statistics as noise records, and pays for it.
+
+Expected vs realised gain, per bought measurement: the planner's expected gain against
+the change of the plan's true loss, ``loss = true cost`` if the plan meets target and
+deadline, ``spent + cost*(oracle)`` if it misses (the run is wasted and redone), and
+``2 · cost*(oracle)`` for no plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from benchmarks._registry import POLICIES, PolicySpec, policy
+from benchmarks.policies import (
+    SEED_PER_GPU,
+    Plan,
+    _usable,
+    coverage_counts,
+    policy_mask,
+    seed_design,
+    subset,
+)
+from benchmarks.replay import PROBE_SETUP_S, PROBE_STEPS, price_matrix
+from benchmarks.scenarios import Scenario
+from benchmarks.settings import Evidence, evals_of, noise_of
+from cotune.models import fit_models
+from cotune.profile import Profile
+from cotune.solver import estimate, feasibility, plan_next_probe, ranked, standard_options
+
+__all__ = ["LOOP_BOOTSTRAP", "true_loss"]
+
+LOOP_BOOTSTRAP = 4  # bootstrap refits inside the loop (intervals matter to the gains; 16 is too slow here)
+
+
+def true_loss(scn: Scenario, index: int | None, predicted_cost: float) -> float:
+    """The plan's loss in the truth (see the module docstring)."""
+    sol = scn.oracle.solve(scn.target, scn.deadline_s)
+    if index is None:
+        return 2.0 * sol.cost
+    _, time_s, cost = scn.oracle.evaluate(scn.target)
+    met = math.isfinite(cost[index]) and (scn.deadline_s is None or time_s[index] <= scn.deadline_s)
+    if met:
+        return float(cost[index])
+    spent = float(cost[index]) if math.isfinite(cost[index]) else predicted_cost
+    return spent + sol.cost
+
+
+def _short_run(scn: Scenario, batch: int, epochs: float) -> tuple[float, float]:
+    """(price, epochs actually run) of a short run at ``batch`` for ``epochs``."""
+    w = scn.workload
+    c = scn.candidates
+    sel = np.flatnonzero(c.global_batch == batch)
+    per_epoch = np.min(c.workers[sel] * scn.oracle.price_per_hour[sel] / 3600.0 * w.dataset_size / batch * scn.oracle.step_time_s[sel])
+    run = float(min(epochs, np.nanmax(w.curves[batch].epochs)))
+    return float(per_epoch * run), run
+
+
+def _profile(launcher, extra_evals, extra_noise) -> Profile:
+    p = launcher.profile()
+    return dataclasses.replace(p, evals=p.evals + tuple(extra_evals), noise=p.noise + tuple(extra_noise))
+
+
+def _decide(scn: Scenario, profile: Profile, mask: np.ndarray, confidence: float | None, n_bootstrap: int | None):
+    models = fit_models(profile) if n_bootstrap is None else fit_models(profile, n_bootstrap=n_bootstrap)
+    usable = _usable(scn, mask, models.time_models)
+    sub = subset(scn.candidates, usable)
+    est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload), confidence=confidence)
+    ok = feasibility(est, deadline_s=scn.deadline_s, budget=None).all
+    top = ranked(est, ok, "cost", limit=1)
+    j = int(top[0]) if top.size else None
+    return models, usable, est, ok, j
+
+
+def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
+    w, c = scn.workload, scn.candidates
+    mask = policy_mask(scn, "all")
+    launcher = scn.launcher(evidence)
+    design = seed_design(c, mask, per_gpu=SEED_PER_GPU)
+    n_seed = min(SEED_PER_GPU * len({int(c.gpu[i]) for i in design}), len(design))
+    extra_evals: list = []
+    extra_noise: list = []
+    ran: set[int] = set()
+    expected = realised = accuracy_cost = 0.0
+    accuracy_runs = 0
+    stopped = False
+    plans: list[Plan] = []
+    held = [b for b in evidence.held_out if np.any(c.global_batch == b)]
+    for k in range(1, max(budgets) + 1):
+        if len(launcher.probed) < n_seed:
+            launcher.probe(next(i for i in design if i not in launcher.probed))
+        elif not stopped:
+            profile = _profile(launcher, extra_evals, extra_noise)
+            _, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
+            probed = np.isin(usable, launcher.probed)
+            step_price = (
+                c.workers[usable] * scn.oracle.price_per_hour[usable] / 3600.0 * (PROBE_SETUP_S + PROBE_STEPS * est.step_time_s)
+            )
+            shorts = []
+            for b in held:
+                if b in ran:
+                    continue
+                at = np.flatnonzero(est.candidates.global_batch == b)
+                up = est.epochs_upper[at]
+                want = float(np.min(up)) if np.any(np.isfinite(up)) else float(np.nanmax(w.curves[b].epochs))
+                price, _ = _short_run(scn, b, want)
+                shorts.append((b, price, 1.0))
+            options = standard_options(est, unprobed=~probed, step_price=step_price, short_runs=shorts)
+            decision = plan_next_probe(est, options, feasible=ok, deadline_s=scn.deadline_s, interval=0.9)
+            if decision.option is None:
+                stopped = True
+            else:
+                before = true_loss(scn, None if j is None else int(usable[j]), float(est.cost[j]) if j is not None else math.inf)
+                opt = decision.option
+                if opt.kind == "step":
+                    launcher.probe(int(usable[opt.touches[0]]))
+                else:
+                    b = int(est.candidates.global_batch[opt.touches[0]])
+                    at = np.flatnonzero(est.candidates.global_batch == b)
+                    up = est.epochs_upper[at]
+                    want = float(np.min(up)) if np.any(np.isfinite(up)) else float(np.nanmax(w.curves[b].epochs))
+                    price, run = _short_run(scn, b, want)
+                    curve = w.curves[b]
+                    extra_evals += [e for e in evals_of(w, (b,)) if e.epoch <= run + 1e-9]
+                    extra_noise += [n for n in noise_of(w, b) if (n.epoch or 0.0) <= run + 1e-9]
+                    launcher.probe_cost += price
+                    accuracy_cost += price
+                    accuracy_runs += 1
+                    ran.add(b)
+                    del curve
+                profile = _profile(launcher, extra_evals, extra_noise)
+                _, usable2, est2, _, j2 = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
+                after = true_loss(scn, None if j2 is None else int(usable2[j2]), float(est2.cost[j2]) if j2 is not None else math.inf)
+                expected += decision.expected_gain
+                realised += before - after
+        if k in budgets:
+            profile = _profile(launcher, extra_evals, extra_noise)
+            models, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, None)
+            counts = coverage_counts(scn, evidence, models, tuple(launcher.probed))
+            p = getattr(est, "p_success", None)
+            plans.append(
+                Plan(
+                    policy=spec.name,
+                    budget=k,
+                    probes=len(launcher.probed) + accuracy_runs,
+                    probe_cost=launcher.probe_cost,
+                    index=None if j is None else int(usable[j]),
+                    predicted_cost=float(est.cost[j]) if j is not None else math.inf,
+                    predicted_time_s=float(est.time_s[j]) if j is not None else math.inf,
+                    probed=tuple(launcher.probed),
+                    confidence=spec.confidence,
+                    p_success=None if (j is None or p is None) else float(np.asarray(p)[j]),
+                    step_hits=counts[0],
+                    step_n=counts[1],
+                    epochs_hits=counts[2],
+                    epochs_n=counts[3],
+                    expected_gain=expected,
+                    realised_gain=realised,
+                    accuracy_runs=accuracy_runs,
+                    accuracy_cost=accuracy_cost,
+                )
+            )
+    return plans
+
+
+def _entry(name: str, confidence: float | None, description: str) -> None:
+    def run(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
+        return _voi_policy(POLICIES[name], scn, evidence, budgets)
+
+    policy(name, family="cotune_voi", confidence=confidence, intervals=True, settings=("one-curve",), description=description)(run)
+
+
+_entry("cotune_voi", None, "cotune with the value-of-information probe planner (step probes vs short runs; stops when no gain covers its price)")
+_entry("cotune_voi_q90", 0.9, "cotune_voi planning the deadline at 90 % confidence")
