@@ -347,4 +347,6 @@ def recommend(
         solve_time_s=time.perf_counter() - t0,
         plan=plan,
         spot=spot_summary,
+        estimates=est,
+        feasibility=feas,
     )

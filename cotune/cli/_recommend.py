@@ -115,6 +115,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "considers on-demand, spot and mixed plans (docs/spot.md)")
     p.add_argument("--top", type=_args.positive_int, default=5, help="runner-ups to show (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: docs/cli.md)")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw the cost-time frontier (chosen, baselines, "
+                   "intervals, deadline) into this PNG; needs matplotlib (cotune[plot])")
     _fitcache.add_fit_arguments(p)
     p.set_defaults(run=run)
 
@@ -128,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     models = _fitcache.fitted_models(profile, args)
     rec = recommend(profile, models=models, top=args.top, cluster=args.cluster, **request_from_args(args))
+    if args.plot:
+        rec.plot(args.plot)
     if args.json:
         emit_json(rec.to_dict())
     else:
