@@ -32,7 +32,9 @@ from cotune.solver import (
     feasibility,
     pareto_indices,
     plan_for,
+    prefer_safer,
     ranked,
+    with_success,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -257,7 +259,8 @@ def recommend(
     if spot is not None:
         est, spot_details = spot.adjust(est, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s)
         cands = est.candidates
-    feas = feasibility(est, deadline_s=deadline_s, budget=budget)
+    est = with_success(est, deadline_s=deadline_s, startup_s=startup_s)
+    feas = feasibility(est, deadline_s=deadline_s, budget=budget, confidence=confidence)
     if global_batch_range is not None:
         lo_b, hi_b = global_batch_range
         if not 1 <= lo_b <= hi_b:
@@ -267,7 +270,11 @@ def recommend(
             reaches=feas.reaches & allowed, meets_deadline=feas.meets_deadline & allowed, within_budget=feas.within_budget & allowed
         )
     ok = feas.all
-    order = ranked(est, ok, objective, limit=top + 1)
+    order = ranked(est, ok, objective, limit=max(top + 1, 32))
+    order, tie_note = prefer_safer(est, order, objective)
+    order = order[: top + 1]
+    if tie_note:
+        notes.append(tie_note)
     chosen = choice_at(est, int(order[0]), target) if order.size else None
     spot_summary = None
     if spot is not None and order.size:

@@ -1,17 +1,18 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._choice import choice_at
-from cotune.solver._estimate import Estimates, estimate
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
-from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
+from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
 
 __all__ = [
     "MARKETS",
     "RESULT_SCHEMA_VERSION",
     "Candidates",
+    "DEFAULT_CONFIDENCE",
     "Choice",
     "Estimates",
     "Feasibility",
@@ -32,6 +33,9 @@ __all__ = [
     "pareto_indices",
     "plan_for",
     "plan_next_probe",
+    "prefer_safer",
     "ranked",
     "standard_options",
+    "success_probability",
+    "with_success",
 ]

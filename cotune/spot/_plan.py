@@ -67,7 +67,11 @@ def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset o
         gpus=c.gpus, markets=c.markets, gpu=c.gpu[keep], market=c.market[keep],
         workers=c.workers[keep], hosts=c.hosts[keep], local_batch=c.local_batch[keep],
     )
-    fields = {k: getattr(est, k)[keep] for k in Estimates.__dataclass_fields__ if k != "candidates"}
+    fields = {
+        k: (None if getattr(est, k) is None else getattr(est, k)[keep])
+        for k in Estimates.__dataclass_fields__
+        if k != "candidates"
+    }
     return Estimates(candidates=cands, **fields)
 
 
