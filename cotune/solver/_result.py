@@ -154,9 +154,21 @@ class Recommendation:
             "cost": est.cost, "cost_lower": est.cost_lower, "cost_upper": est.cost_upper,
             "price_per_hour": est.price_per_hour,
             "time_extrapolated": est.time_extrapolated, "epochs_extrapolated": est.epochs_extrapolated,
-            "reaches_target": feas.reaches, "meets_deadline": feas.meets_deadline, "within_budget": feas.within_budget,
-            "feasible": feas.all,
         })
+        # Whatever else the estimator predicts per candidate (reach and success
+        # probabilities, spreads), under its own field name.
+        import dataclasses
+
+        import numpy as np
+
+        for f in dataclasses.fields(est):
+            value = getattr(est, f.name)
+            if f.name not in frame and isinstance(value, np.ndarray) and value.shape == (len(frame),):
+                frame[f.name] = value
+        frame["reaches_target"] = feas.reaches
+        frame["meets_deadline"] = feas.meets_deadline
+        frame["within_budget"] = feas.within_budget
+        frame["feasible"] = feas.all
         key = ["gpu", "market", "workers", "hosts", "local_batch"]
         frame["chosen"] = False
         frame["frontier"] = False

@@ -41,11 +41,14 @@ def test_candidates_frame_has_every_evaluated_candidate_with_its_feasibility(rec
     assert (frame["time_lower_s"] <= frame["time_s"]).all() and (frame["cost_upper"] >= frame["cost"]).all()
 
 
-def test_candidates_frame_marks_the_chosen_one_which_is_the_cheapest_feasible(rec):
+def test_candidates_frame_marks_the_chosen_one(rec):
     frame = rec.candidates_frame()
     (row,) = frame[frame["chosen"]].itertuples()
     assert (row.gpu, row.workers, row.local_batch) == (rec.chosen.gpu, rec.chosen.workers, rec.chosen.local_batch)
-    assert row.cost == pytest.approx(frame.loc[frame["feasible"], "cost"].min())
+    assert row.feasible and row.cost == rec.chosen.cost
+    # The solver may prefer a safer near-tie, never a clearly costlier plan.
+    assert row.cost <= 1.05 * frame.loc[frame["feasible"], "cost"].min()
+    assert "p_reach" in frame  # the estimator's other per-candidate arrays come along
     assert int(frame["frontier"].sum()) == len(rec.pareto)
 
 
