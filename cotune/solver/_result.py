@@ -40,6 +40,9 @@ class Choice:
     price_per_hour: float
     metric: float
     extrapolated: tuple[str, ...] = ()
+    # Probability that the target is reached at all, and that it is reached by the deadline.
+    p_reach: float | None = None
+    p_success: float | None = None
 
     @property
     def global_batch(self) -> int:
@@ -65,6 +68,8 @@ class Choice:
             "price_per_hour": _num(self.price_per_hour),
             "metric": _num(self.metric),
             "extrapolated": list(self.extrapolated),
+            "p_reach": _num(self.p_reach) if self.p_reach is not None else None,
+            "p_success": _num(self.p_success) if self.p_success is not None else None,
         }
 
 
