@@ -138,3 +138,32 @@ def _complete(path: Path, kind: str) -> list[dict]:
 
     return [json.loads(raw) for raw in path.read_text(encoding="utf-8").splitlines(keepends=True)
             if raw.endswith("\n") and json.loads(raw)["record"] == kind]
+
+
+def test_profile_and_scratch_on_a_disk_that_fills_between_probes(tmp_path):
+    # The case: one filesystem for everything, full in the middle of a run.
+    with tmpfs(tmp_path / "fs", size_kib=8192) as fs:
+        out = fs / "p.jsonl"
+        argv = _command(out, "--local-batch", "4,8,16", "--no-curves", workload="slow")
+        proc = subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            wait_for(lambda: proc.poll() is not None or out.exists() and len(_complete(out, "step")) >= 1,
+                     timeout_s=120, what="the first step record")
+            assert proc.poll() is None, proc.stderr.read()
+            filler = fill(fs)
+            rc = proc.wait(timeout=300)
+            err = proc.stderr.read()
+        finally:
+            proc.kill()
+            proc.wait()
+        assert rc == EXIT_ENVIRONMENT, err
+        assert err.startswith("cotune: ") and err.count("\n") == 1 and "(ENOSPC)" in err, err
+        profile = read_profile(out)
+        assert not profile.warnings  # whole records only
+        assert profile.failures == () and 1 <= len(profile.steps) < 3
+        filler.unlink()
+        done = _run(argv)
+        assert done.returncode == 0, done.stderr
+        profile = read_profile(out)
+        assert Counter(s.local_batch for s in profile.steps) == {4: 1, 8: 1, 16: 1} and profile.failures == ()
