@@ -169,6 +169,11 @@ def _top(request: Any, fields: tuple[str, ...], required: tuple[str, ...]) -> di
 def _question(given: dict[str, Any], **defaults: Any) -> RecommendRequest:
     given = dict(defaults, **given)
     given["profile"] = _profile(given["profile"])
+    if "cluster" in given:  # the cluster file's fields inline: validated here, errors at /cluster
+        from cotune.spot import parse_cluster
+
+        raw = given["cluster"]
+        given["cluster"] = _build(lambda: parse_cluster(raw, source="/cluster"))
     return _build(lambda: RecommendRequest(**given))
 
 

@@ -36,7 +36,7 @@ from typing import Any, Literal, Mapping
 
 import numpy as np
 
-from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest
+from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, ReplanRequest, request_from_call
 from cotune.errors import InputError
 
 __all__ = ["Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -138,12 +138,7 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
     question["max_workers"] = caps
     if "target" not in question:
         raise InputError("replan() needs target=: the metric the job trains to")
-    if isinstance(profile, RecommendRequest):
-        request = profile.replace(**question) if question else profile
-    else:
-        from cotune._pipeline import as_request
-
-        request = as_request(profile, question)
+    request = request_from_call(profile, question)
     if progress is None:
         raise InputError("replan() needs progress=: a cotune.Progress of the running job")
     return ReplanRequest(request=request, progress=progress, **rule)
@@ -167,10 +162,8 @@ def replan(
     the cluster file: ``"t4"`` or ``"t4:on_demand"`` for on-demand, ``"t4:spot"``).
     """
     from cotune.models import fit_models
-    from cotune.profile import load_profile
     from cotune.solver import build_space, choice_at, enumerate_candidates, estimate, feasibility, ranked
-    from cotune.spot._cluster import load_cluster
-    from cotune.spot._market import SpotMarket
+    from cotune.spot._market import SpotMarket, cluster_of
 
     rr = _as_replan_request(profile, progress, question)
     req, progress = rr.request, rr.progress
@@ -179,8 +172,8 @@ def replan(
     margin, restart_s = rr.margin, rr.restart_s
     remaining_s = rr.remaining_s
     if models is None:
-        models = fit_models(load_profile(req.profile), interval=req.interval)
-    cl = load_cluster(req.cluster)
+        models = fit_models(req.load_profile(), interval=req.interval)
+    cl = cluster_of(req.cluster)
     for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"
