@@ -243,3 +243,45 @@ def test_relax_hint_for_a_loss_target_says_raise(tmp_path):
     rec = cotune.recommend(str(path), target=1e-9)
     assert not rec.feasible
     assert "raise the target" in rec.relax[0] and "lower the target" not in rec.relax[0], rec.relax
+
+
+# --- docs/request.md: every field, every door ---------------------------------------------------
+
+
+def _field_rows() -> dict[str, list[str]]:
+    text = (REPO / "docs" / "request.md").read_text()
+    rows = {}
+    for line in text.split("## Every field and its doors", 1)[1].split("## Re-planning", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_the_field_table_lists_every_field_with_its_cli_option():
+    rows = _field_rows()
+    assert set(rows) == set(FIELD_NAMES)
+    for name, (_, _, python, cli, json_field) in rows.items():
+        assert CLI_OPTIONS[name].split()[0] in cli, (name, cli)
+        assert json_field == "— (³)" or name in json_field, (name, json_field)
+
+
+def test_the_field_table_matches_the_json_schema():
+    from cotune.api import schema
+
+    props = set(schema("recommend-request.v1")["properties"]) - {"schema_version"}
+    rows = _field_rows()
+    assert props == {n for n, cells in rows.items() if cells[4] != "— (³)"}
+
+
+@pytest.mark.slow
+def test_request_doc_examples_run():
+    import os
+
+    here = os.getcwd()
+    os.chdir(REPO)
+    try:
+        for block in re.findall(r"```python\n(.*?)```", (REPO / "docs" / "request.md").read_text(), flags=re.S):
+            exec(compile(block, "docs/request.md", "exec"), {})
+    finally:
+        os.chdir(here)
