@@ -26,7 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
-__all__ = ["LaunchRequest", "LaunchOutcome", "Launcher", "TorchrunLauncher", "free_port", "package_root"]
+from cotune.errors import EXIT_ENVIRONMENT, CotuneError, StorageError
+
+
+class LauncherError(CotuneError):
+    """The probe's processes could not be started at all (a fault of ours, not the workload's)."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+__all__ = ["LaunchRequest", "LaunchOutcome", "Launcher", "LauncherError", "TorchrunLauncher", "free_port", "package_root"]
 
 
 @dataclass(frozen=True)
@@ -127,18 +135,28 @@ def run_group(
     grace_s: float = 5.0,
 ) -> LaunchOutcome:
     """Run ``command`` in its own process group with a timeout; output goes to ``log_path``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = log_path.open("ab")
+    except OSError as exc:
+        raise StorageError.from_os_error(exc, path=log_path, doing="open the probe's log") from None
     began = time.monotonic()
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            preexec_fn=_set_parent_death_signal,
-        )
+    with log:
+        try:
+            proc = subprocess.Popen(
+                list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_set_parent_death_signal,
+            )
+        except OSError as exc:
+            raise LauncherError(
+                f"cannot start the probe launcher {command[0]!r}: {exc.strerror or exc}: check that it exists "
+                "and that the machine has free processes and memory, then rerun (nothing was recorded)"
+            ) from None
         timed_out = False
         try:
             while proc.poll() is None:

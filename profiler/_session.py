@@ -8,6 +8,12 @@ curve trains, so a kill loses at most the epoch being copied.
 
 Scratch files (task files, logs, curve checkpoints) live next to the profile in
 ``<out>.cotune/``; failed probes keep their log there for inspection.
+
+Faults of ours are not failures of the workload: when the profile or the scratch
+folder cannot be written (disk full, read-only, I/O error), the session stops with a
+:class:`~cotune.errors.StorageError` and writes nothing about the probe, so a rerun
+once the storage is fixed measures it. The wire protocol is :mod:`profiler._protocol`,
+the records are built in :mod:`profiler._records`.
 """
 
 from __future__ import annotations
@@ -17,153 +23,38 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from cotune.errors import InputError
-from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord
-from cotune.units import format_duration
+from cotune.errors import InputError, StorageError
+from cotune.profile import ProfileWriter
 from profiler._launcher import Launcher, LaunchOutcome, LaunchRequest, TorchrunLauncher
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingPoint
 from profiler._progress import Progress
-from profiler._stats import summarize
+from profiler._protocol import (
+    CurveResult,
+    CurveTask,
+    EpochLine,
+    FailureResult,
+    Result,
+    Task,
+    TimingResult,
+    TimingTask,
+    read_results,
+    write_task,
+)
+from profiler._records import Verdict, classify, epoch_records, failure_record, step_record, workload_record
+from profiler._settings import CurveSettings, ProbeEstimator, ProbeSettings, SessionSummary
 from profiler._state import CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
+from profiler._storage import check_storage, storage_guard
 from profiler._workload import Workload, WorkloadError, load_workload
 
 __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_session"]
 
 
-@dataclass(frozen=True)
-class ProbeSettings:
-    """How one timing probe measures.
-
-    Timed steps continue in chunks until the median's ~95 % interval is within
-    ``rel_precision`` of it, or ``max_timed_steps`` / ``max_timed_s`` is reached.
-    ``cpu_threads`` is the intra-op threads of each worker on CPU (0: share the cores).
-    """
-
-    warmup_steps: int = 5
-    min_timed_steps: int = 10
-    max_timed_steps: int = 200
-    max_timed_s: float = 30.0
-    rel_precision: float = 0.05
-    measure_sync: bool = True
-    timeout_s: float = 300.0
-    device: str = "auto"
-    loader_workers: int = 0
-    cpu_threads: int = 1
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class CurveSettings:
-    """How learning curves train: epoch limit, target (optional), gradient noise."""
-
-    max_epochs: int = 20
-    target: float | None = None
-    noise: bool = False
-    timeout_s: float = 3600.0
-    checkpoint: bool = True
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """What a session did; ``probe_*`` include earlier runs on the same profile."""
-
-    out: str
-    gpu: str
-    ran: int
-    failed: int
-    skipped_done: int
-    skipped_oom: int
-    skipped_budget: int
-    records_written: int
-    session_wall_s: float
-    probe_wall_s: float
-    probe_worker_s: float
-
-    @property
-    def probe_worker_hours(self) -> float:
-        return self.probe_worker_s / 3600.0
-
-    def describe(self) -> str:
-        parts = [
-            f"{self.out}: {self.ran} probes run ({self.failed} failed), {self.records_written} records written",
-            f"{self.skipped_done} already in the profile",
-        ]
-        if self.skipped_oom:
-            parts.append(f"{self.skipped_oom} skipped above an out-of-memory batch")
-        if self.skipped_budget:
-            parts.append(f"{self.skipped_budget} left out by --budget")
-        cost = (
-            f"probe cost so far: {self.probe_worker_hours:.4f} worker-hours "
-            f"({format_duration(self.probe_wall_s)} of probing)"
-        )
-        return "; ".join(parts) + "\n" + cost
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower() or "workload"
-
-
-def merge_rank_results(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Rank 0's result; for workers that report only raw per-rank times (TensorFlow),
-    the per-step maximum over ranks is summarised here instead."""
-    oks = [r for r in results if r.get("status") == "ok"]
-    # On the other hosts of a multi-host probe rank 0's file is elsewhere; torch timing
-    # results are identical on every rank (all ranks gather all times), so any will do.
-    rank0 = next((r for r in oks if r.get("rank") == 0), None) or next((r for r in oks if "step_time_s" in r), None)
-    if rank0 is None or "raw_times" not in rank0:
-        return rank0
-    n = min(len(r["raw_times"]) for r in oks)
-    per_step = [max(r["raw_times"][i] for r in oks) for i in range(n)]
-    summary = summarize(per_step)
-    merged = {**rank0, "step_time_s": summary.median_s, "step_time_spread_s": summary.spread_s,
-              "timed_steps": summary.n, "peak_memory_bytes": max(r["peak_memory_bytes"] for r in oks)}
-    m = min(len(r.get("raw_nosync", [])) for r in oks)
-    if m:
-        compute = summarize([max(r["raw_nosync"][i] for r in oks) for i in range(m)]).median_s
-        merged["sync_time_s"] = min(summary.median_s, max(0.0, summary.median_s - compute))
-    return merged
-
-
-def _root_cause(outcome: LaunchOutcome) -> str:
-    """One line on why the launch failed, from torchrun's failure report if present."""
-    lines = [ln.strip() for ln in outcome.log_tail.splitlines() if ln.strip() and not set(ln.strip()) <= set("=-")]
-    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
-    if cause is not None:
-        code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
-        if code is not None:
-            return "a worker " + " ".join(code.split())
-    return f"exit code {outcome.returncode}: {(lines or ['no output'])[-1][:300]}"
-
-
-@dataclass
-class _Estimator:
-    """Rough cost of the next point, for the budget and the time-left display."""
-
-    timing_walls: list[float] = field(default_factory=list)
-    curve_epoch_s: list[float] = field(default_factory=list)
-    default_timing_s: float = 8.0
-
-    def timing_s(self) -> float:
-        if not self.timing_walls:
-            return self.default_timing_s
-        return sorted(self.timing_walls)[len(self.timing_walls) // 2]
-
-    def curve_s(self, point: CurvePoint, state: ProfileState, *, gpu: str, hosts: int, dataset_size: int,
-                max_epochs: int) -> float:
-        done = len(state.evals.get((point.global_batch, point.seed), []))
-        epochs = max(0, max_epochs - done)
-        step = state.steps.get((gpu, point.workers, hosts, point.local_batch))
-        if step is not None:
-            per_epoch = dataset_size / point.global_batch * step.step_time_s * 1.3
-        elif self.curve_epoch_s:
-            per_epoch = sorted(self.curve_epoch_s)[len(self.curve_epoch_s) // 2]
-        else:
-            per_epoch = 2.0
-        return self.timing_s() * 0.6 + epochs * per_epoch
 
 
 class Session:
@@ -205,7 +96,7 @@ class Session:
         # (an earlier killed one, say) can remove or overwrite a probe's files.
         self.run_dir = self.scratch / f"run-{os.getpid()}-{time.time_ns()}"
         self.progress = Progress(total=plan.size_hint(), stream=stream, quiet=quiet)
-        self.estimator = _Estimator()
+        self.estimator = ProbeEstimator()
         # Read once the profile's lock is held (in run): another writer may still be appending.
         self.state = ProfileState()
         self.writer = ProfileWriter(self.out)
@@ -229,15 +120,8 @@ class Session:
         if not isinstance(record, (ProbeCostRecord, CurveDoneRecord)):
             self.records_written += 1
 
-    def _workload_record(self) -> WorkloadRecord:
-        size = self.workload.count_samples()
-        return WorkloadRecord(
-            name=self.workload.name, dataset_size=int(size), metric=self.workload.metric,
-            goal=self.workload.goal, source=f"cotune profile {self.spec}",
-        )
-
     def _check_or_write_workload(self) -> None:
-        mine = self._workload_record()
+        mine = workload_record(self.workload, spec=self.spec)
         have = self.state.workload
         if have is None:
             self._write(mine)
@@ -270,18 +154,21 @@ class Session:
 
     def _task_dir(self, name: str) -> Path:
         path = self.run_dir / name
-        if path.exists():
-            shutil.rmtree(path)
-        (path / "results").mkdir(parents=True)
+        with storage_guard(path, "prepare the probe's task folder"):
+            if path.exists():
+                shutil.rmtree(path)
+            (path / "results").mkdir(parents=True)
         return path
 
-    def _launch(self, *, task: dict[str, Any], name: str, workers: int, timeout_s: float,
-                poll: Callable[[], None] | None) -> tuple[LaunchOutcome, list[dict[str, Any]], Path]:
-        folder = self._task_dir(name)
-        task = {**task, "workload": self.spec, "result_dir": str(folder / "results"), "device": self.probe.device,
-                "loader_workers": self.probe.loader_workers, "cpu_threads": self.probe.cpu_threads}
+    def _check_storage(self, *, after: str | None = None) -> None:
+        check_storage(scratch=self.scratch, profile=self.out, after=after)
+
+    def _launch(self, *, task: Task, name: str, workers: int, timeout_s: float,
+                poll: Callable[[], None] | None) -> tuple[LaunchOutcome, list[Result], Path]:
+        folder = Path(task.result_dir).parent
         task_path = folder / "task.json"
-        task_path.write_text(json.dumps(task), encoding="utf-8")
+        with storage_guard(task_path, "write the probe's task file"):
+            write_task(task_path, task)
 
         def tick() -> None:
             self.progress.tick()
@@ -294,111 +181,91 @@ class Session:
             env=(("COTUNE_CPU_THREADS", str(self.probe.cpu_threads)),),
         )
         outcome = self.launcher.launch(request, poll=tick)
-        results = []
-        for path in sorted((folder / "results").glob("rank*.json")):
-            try:
-                results.append(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, json.JSONDecodeError):
-                continue  # a rank killed while writing: the others (or the exit code) tell
-        return outcome, results, folder
+        return outcome, read_results(folder / "results", kind=task.kind), folder
 
-    def _classify(
-        self, outcome: LaunchOutcome, results: list[dict[str, Any]], *, timeout_s: float, log: Path, workers: int,
-        option: str = "--probe-timeout",
-    ) -> tuple[str, str, dict[str, Any] | None]:
-        """``(failure kind or "ok", message, rank-0 result)`` of one launch."""
-        by_status = {r.get("status"): r for r in results}
-        if "oom" in by_status:
-            return "oom", by_status["oom"].get("message", "out of memory"), None
-        if "crash" in by_status:
-            return "crash", by_status["crash"].get("message", "crashed"), None
-        if outcome.timed_out:
-            return "timeout", f"no result within {timeout_s:g}s: raise {option}, or see {log}", None
-        ok = merge_rank_results(results)
-        if ok is not None and (outcome.returncode == 0 or len(results) == workers):
-            # Every rank reported success: a non-zero exit after that is teardown noise.
-            return "ok", "", ok
-        if "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail:
-            # A worker killed by SIGKILL that we did not send: the kernel's OOM killer.
-            return "oom", "a worker was killed by SIGKILL (the kernel's out-of-memory killer, most likely)", None
-        return "crash", f"{_root_cause(outcome)} (full log: {log})", None
+    def _task_fields(self, folder: Path, point: Point) -> dict[str, Any]:
+        """What every task carries: the workload, where results go, how workers run."""
+        return dict(workload=self.spec, result_dir=str(folder / "results"), local_batch=point.local_batch,
+                    device=self.probe.device, loader_workers=self.probe.loader_workers,
+                    cpu_threads=self.probe.cpu_threads)
+
+    def _verdict(self, outcome: LaunchOutcome, results: list[Result], *, label: str, timeout_s: float, log: Path,
+                 workers: int, option: str = "--probe-timeout") -> Verdict:
+        """Classify a launch; a fault of our storage stops the session and records nothing."""
+        verdict = classify(outcome, results, timeout_s=timeout_s, log=log, workers=workers, option=option)
+        if verdict.kind == "storage":
+            raise StorageError(
+                f"probe {label} stopped: {verdict.message}: the storage failed, not the workload, so nothing was "
+                "recorded for it: free space or fix the disk, then run the same command again")
+        if not verdict.ok:
+            # A worker too starved for space to report it looks like a crash or a hang.
+            self._check_storage(after=label)
+        return verdict
 
     def _keep_log(self, folder: Path, name: str) -> Path:
         """Copy a failed probe's log (and the workers' tracebacks) to ``logs/``."""
         logs = self.scratch / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
         kept = logs / f"{name}.log"
-        with open(kept, "ab") as dst:
-            if (folder / "log.txt").exists():  # a replacement launcher may keep logs elsewhere
-                with open(folder / "log.txt", "rb") as src:
-                    shutil.copyfileobj(src, dst)
-            for path in sorted((folder / "results").glob("rank*.json")):
-                with open(path, "rb") as src:
-                    tb = json.loads(src.read()).get("traceback")
-                if tb:
-                    dst.write(f"\n--- {path.stem} traceback ---\n{tb}".encode())
+        with storage_guard(kept, "keep the failed probe's log"):
+            logs.mkdir(parents=True, exist_ok=True)
+            with open(kept, "ab") as dst:
+                if (folder / "log.txt").exists():  # a replacement launcher may keep logs elsewhere
+                    with open(folder / "log.txt", "rb") as src:
+                        shutil.copyfileobj(src, dst)
+                for result in read_results(folder / "results", kind="timing"):
+                    if isinstance(result, FailureResult) and result.traceback:
+                        dst.write(f"\n--- rank{result.rank} traceback ---\n{result.traceback}".encode())
         return kept
 
     def run_timing(self, point: TimingPoint) -> tuple[str, bool]:
         hosts = self.launcher.hosts
         p = self.probe
         name = f"t-w{point.workers}-b{point.local_batch}"
-        task = {
-            "kind": "timing", "local_batch": point.local_batch, "warmup_steps": p.warmup_steps,
-            "min_timed_steps": p.min_timed_steps, "max_timed_steps": p.max_timed_steps,
-            "max_timed_s": p.max_timed_s, "rel_precision": p.rel_precision, "measure_sync": p.measure_sync,
-            "seed": p.seed,
-        }
+        folder = self._task_dir(name)
+        task = TimingTask(
+            **self._task_fields(folder, point), warmup_steps=p.warmup_steps, min_timed_steps=p.min_timed_steps,
+            max_timed_steps=p.max_timed_steps, max_timed_s=p.max_timed_s, rel_precision=p.rel_precision,
+            measure_sync=p.measure_sync, seed=p.seed,
+        )
         outcome, results, folder = self._launch(task=task, name=name, workers=point.workers,
                                                 timeout_s=p.timeout_s, poll=None)
-        kind, message, ok = self._classify(outcome, results, timeout_s=p.timeout_s, log=folder / "log.txt",
-                                           workers=point.workers)
-        if ok is not None:
-            sync = ok.get("sync_time_s")
-            self._write(StepRecord(
-                gpu=self.gpu, workers=point.workers, local_batch=point.local_batch,
-                step_time_s=float(ok["step_time_s"]), hosts=hosts,
-                sync_time_s=None if sync is None else float(sync),
-                peak_memory_bytes=float(ok["peak_memory_bytes"]),
-                step_time_spread_s=float(ok["step_time_spread_s"]), timed_steps=int(ok["timed_steps"]),
-            ))
+        verdict = self._verdict(outcome, results, label=point.label, timeout_s=p.timeout_s, log=folder / "log.txt",
+                                workers=point.workers)
+        where = dict(gpu=self.gpu, workers=point.workers, hosts=hosts, local_batch=point.local_batch)
+        if isinstance(verdict.result, TimingResult):
+            self._write(step_record(verdict.result, **where))
             self.estimator.timing_walls.append(outcome.wall_s)
-            shown = f"{ok['step_time_s']:.4g} s/step"
+            shown = f"{verdict.result.step_time_s:.4g} s/step"
         else:
             kept = self._keep_log(folder, name)
-            if kind == "crash" and str(kept) not in message:
+            message = verdict.message
+            if verdict.kind == "crash" and str(kept) not in message:
                 message = f"{message} (log: {kept})"
-            self._write(FailureRecord(gpu=self.gpu, workers=point.workers, local_batch=point.local_batch,
-                                      failure=kind, hosts=hosts, message=message[:500]))
-            shown = f"{kind}: {message[:120]}"
-        self._write(ProbeCostRecord(probe="timing", gpu=self.gpu, workers=point.workers, hosts=hosts,
-                                    local_batch=point.local_batch, wall_s=outcome.wall_s,
-                                    outcome="ok" if ok is not None else kind))
+            self._write(failure_record(verdict.kind, message, **where))
+            shown = f"{verdict.kind}: {message[:120]}"
+        self._write(ProbeCostRecord(probe="timing", wall_s=outcome.wall_s, outcome=verdict.kind, **where))
         shutil.rmtree(folder, ignore_errors=True)
-        return shown, ok is not None
+        return shown, verdict.ok
 
     def _copy_progress(self, point: CurvePoint, path: Path, offset: int) -> int:
         """Append eval (and noise) records for epochs the profile lacks; new byte offset."""
-        if not path.exists():
-            return offset
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            chunk = fh.read()
+        with storage_guard(path, "read the curve's progress file"):
+            if not path.exists():
+                return offset
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
         end = chunk.rfind(b"\n")
         if end < 0:
             return offset
         have = len(self.state.evals.get((point.global_batch, point.seed), []))
         for raw in chunk[: end + 1].splitlines():
-            line = json.loads(raw)
-            if int(line["epoch_index"]) <= have:
+            line = EpochLine.from_dict(json.loads(raw))
+            if line.epoch_index <= have:
                 continue  # already in the profile (a resumed curve replays from its checkpoint)
-            metric = float(line["metric"])
-            self._write(EvalRecord(global_batch=point.global_batch, epoch=float(line["epoch"]),
-                                   metric=metric, seed=point.seed))
+            for record in epoch_records(line, global_batch=point.global_batch, seed=point.seed):
+                self._write(record)
             have += 1
-            if line.get("b_noise") is not None:
-                self._write(NoiseRecord(b_noise=float(line["b_noise"]), global_batch=point.global_batch,
-                                        epoch=float(line["epoch"])))
         return offset + end + 1
 
     def _target_reached(self, point: CurvePoint) -> bool:
@@ -414,10 +281,10 @@ class Session:
         key = f"c-B{point.global_batch}-s{point.seed}-w{point.workers}"
         progress = self.scratch / f"{key}.progress.jsonl"
         ckpt = self.scratch / f"{key}.pt"
-        self.scratch.mkdir(parents=True, exist_ok=True)
         # Epochs a killed session left in the progress file but had not copied yet.
         self._copy_progress(point, progress, 0)
-        progress.unlink(missing_ok=True)
+        with storage_guard(progress, "remove the copied progress file"):
+            progress.unlink(missing_ok=True)
         have = len(self.state.evals.get((point.global_batch, point.seed), []))
         if self._target_reached(point) or have >= self.curve.max_epochs:
             reason = "target" if self._target_reached(point) else "max_epochs"
@@ -429,11 +296,12 @@ class Session:
         by_budget = budget_left_s is not None and budget_left_s < timeout_s
         if by_budget:
             timeout_s = max(1.0, budget_left_s)
-        task = {
-            "kind": "curve", "local_batch": point.local_batch, "seed": point.seed,
-            "max_epochs": self.curve.max_epochs, "target": self.curve.target, "noise": self.curve.noise,
-            "progress_path": str(progress), "checkpoint_path": str(ckpt) if self.curve.checkpoint else None,
-        }
+        folder = self._task_dir(key)
+        task = CurveTask(
+            **self._task_fields(folder, point), seed=point.seed, max_epochs=self.curve.max_epochs,
+            target=self.curve.target, noise=self.curve.noise, progress_path=str(progress),
+            checkpoint_path=str(ckpt) if self.curve.checkpoint else None,
+        )
         offset = 0
 
         def poll() -> None:
@@ -447,32 +315,33 @@ class Session:
         epochs = len(self.state.evals.get((point.global_batch, point.seed), []))
         if epochs > began_epochs:
             self.estimator.curve_epoch_s.append(outcome.wall_s / (epochs - began_epochs))
-        kind, message, ok = self._classify(outcome, results, timeout_s=timeout_s, log=folder / "log.txt",
-                                           workers=point.workers, option="--curve-timeout")
-        if ok is not None:
-            reason = str(ok.get("reason", "max_epochs"))
+        verdict = self._verdict(outcome, results, label=point.label, timeout_s=timeout_s, log=folder / "log.txt",
+                                workers=point.workers, option="--curve-timeout")
+        message = verdict.message
+        if isinstance(verdict.result, CurveResult):
+            reason = verdict.result.reason
             shown = f"{epochs} epochs, {reason}"
-        elif kind == "timeout" and by_budget:
+        elif verdict.kind == "timeout" and by_budget:
             reason = "budget"
             shown = f"stopped by --budget after {epochs} epochs; run again with a larger --budget to continue"
         else:
-            reason = kind
+            reason = verdict.kind
             kept = self._keep_log(folder, key)
             message = f"{message} (log: {kept})"
-            if kind == "oom":  # an out-of-memory is a fact about this (workers, local batch)
-                self._write(FailureRecord(gpu=self.gpu, workers=point.workers, local_batch=point.local_batch,
-                                          failure="oom", hosts=self.launcher.hosts, message=message[:500]))
-            shown = f"{kind}: {message[:120]}"
+            if verdict.kind == "oom":  # an out-of-memory is a fact about this (workers, local batch)
+                self._write(failure_record("oom", message, gpu=self.gpu, workers=point.workers,
+                                           hosts=self.launcher.hosts, local_batch=point.local_batch))
+            shown = f"{verdict.kind}: {message[:120]}"
         if reason != "budget":
             self._write(CurveDoneRecord(global_batch=point.global_batch, seed=point.seed, workers=point.workers,
-                                        epochs=epochs, reason=reason, message=message[:500] if ok is None else ""))
+                                        epochs=epochs, reason=reason, message="" if verdict.ok else message[:500]))
             ckpt.unlink(missing_ok=True)
             progress.unlink(missing_ok=True)
         self._write(ProbeCostRecord(probe="curve", gpu=self.gpu, workers=point.workers, hosts=self.launcher.hosts,
                                     local_batch=point.local_batch, wall_s=outcome.wall_s,
-                                    outcome="ok" if ok is not None else reason))
+                                    outcome="ok" if verdict.ok else reason))
         shutil.rmtree(folder, ignore_errors=True)
-        return shown, ok is not None or reason == "budget"
+        return shown, verdict.ok or reason == "budget"
 
     # ----------------------------------------------------------------- loop
 
@@ -501,57 +370,73 @@ class Session:
                 if old != self.run_dir:
                     shutil.rmtree(old, ignore_errors=True)
 
+    def _run_points(self, tally: "_Tally") -> None:
+        seen: set[Point] = set()
+        for point in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
+            if point in seen:
+                continue
+            seen.add(point)
+            reason = self._skip_reason(point)
+            if reason is not None:
+                self.progress.grow(-1)
+                if reason == "done":
+                    tally.skipped_done += 1
+                elif reason == "oom":
+                    tally.skipped_oom += 1
+                    self.progress.note(f"skip {point.label}: at or above the out-of-memory local batch "
+                                       f"{self.state.oom_bound(self.gpu)}")
+                else:
+                    self.progress.note(f"skip {point.label}: {point.workers} workers do not spread over "
+                                       f"{self.launcher.hosts} hosts")
+                continue
+            left = self._remaining_budget_s()
+            if left is not None and self._estimate(point) > left and not (
+                isinstance(point, CurvePoint) and left > self.estimator.timing_s()
+            ):
+                # Curves may start on a partial budget (they stop at it and resume
+                # later); a timing probe that cannot finish is not started.
+                tally.skipped_budget += 1
+                self.progress.grow(-1)
+                continue
+            self._check_storage()  # a probe that cannot write its files is not started
+            self.progress.start(point.label, remaining_s=self._remaining_s())
+            if isinstance(point, TimingPoint):
+                shown, ok = self.run_timing(point)
+            else:
+                shown, ok = self.run_curve(point, budget_left_s=left)
+            tally.ran += 1
+            tally.failed += not ok
+            self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s())
+
     def run(self) -> SessionSummary:
         began = time.monotonic()
-        ran = failed = skipped_done = skipped_oom = skipped_budget = 0
-        seen: set[Point] = set()
+        tally = _Tally()
         with self.writer:  # the exclusive lock: a second run on this --out stops here
-            self.state = read_state(self.out)
-            self._remove_stale_runs()
-            self._check_or_write_workload()
-            for point in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
-                if point in seen:
-                    continue
-                seen.add(point)
-                reason = self._skip_reason(point)
-                if reason is not None:
-                    self.progress.grow(-1)
-                    if reason == "done":
-                        skipped_done += 1
-                    elif reason == "oom":
-                        skipped_oom += 1
-                        self.progress.note(f"skip {point.label}: at or above the out-of-memory local batch "
-                                           f"{self.state.oom_bound(self.gpu)}")
-                    else:
-                        self.progress.note(f"skip {point.label}: {point.workers} workers do not spread over "
-                                           f"{self.launcher.hosts} hosts")
-                    continue
-                left = self._remaining_budget_s()
-                if left is not None and self._estimate(point) > left and not (
-                    isinstance(point, CurvePoint) and left > self.estimator.timing_s()
-                ):
-                    # Curves may start on a partial budget (they stop at it and resume
-                    # later); a timing probe that cannot finish is not started.
-                    skipped_budget += 1
-                    self.progress.grow(-1)
-                    continue
-                self.progress.start(point.label, remaining_s=self._remaining_s())
-                if isinstance(point, TimingPoint):
-                    shown, ok = self.run_timing(point)
-                else:
-                    shown, ok = self.run_curve(point, budget_left_s=left)
-                ran += 1
-                failed += not ok
-                self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s())
-            shutil.rmtree(self.run_dir, ignore_errors=True)
-        if skipped_budget:
-            self.progress.note(f"--budget: {skipped_budget} planned probes did not fit; raise --budget to run them")
+            try:
+                self.state = read_state(self.out)
+                self._remove_stale_runs()
+                self._check_storage()
+                self._check_or_write_workload()
+                self._run_points(tally)
+            finally:
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+        if tally.skipped_budget:
+            self.progress.note(f"--budget: {tally.skipped_budget} planned probes did not fit; raise --budget to run them")
         return SessionSummary(
-            out=str(self.out), gpu=self.gpu, ran=ran, failed=failed, skipped_done=skipped_done,
-            skipped_oom=skipped_oom, skipped_budget=skipped_budget, records_written=self.records_written,
+            out=str(self.out), gpu=self.gpu, ran=tally.ran, failed=tally.failed, skipped_done=tally.skipped_done,
+            skipped_oom=tally.skipped_oom, skipped_budget=tally.skipped_budget, records_written=self.records_written,
             session_wall_s=time.monotonic() - began, probe_wall_s=self.state.probe_wall_s,
             probe_worker_s=self.state.probe_worker_s,
         )
+
+
+@dataclass
+class _Tally:
+    ran: int = 0
+    failed: int = 0
+    skipped_done: int = 0
+    skipped_oom: int = 0
+    skipped_budget: int = 0
 
 
 def run_session(

@@ -7,42 +7,31 @@ result folder. The parent process turns those files into profile records; this m
 never touches the profile itself.
 
 Every rank writes its own result file, so a failure on any rank (out of memory on one
-GPU, say) is seen by the parent even when torchrun then tears the others down.
+GPU, say) is seen by the parent even when torchrun then tears the others down. Tasks
+and results are the typed records of :mod:`profiler._protocol`; the process entry is
+the shared :func:`profiler._entry.worker_main`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import json
 import math
 import os
 import resource
-import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Iterator
 
+from profiler._entry import scratch_write, worker_main
 from profiler._noise import NoiseAccumulator
+from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
 from profiler._stats import median_rel_halfwidth, summarize
 from profiler._workload import Workload, load_workload
-
-EXIT_OOM = 3
-EXIT_CRASH = 4
 
 
 class SimulatedOutOfMemory(MemoryError):
     """Raised for ``Workload.simulate_oom_above``: behaves like a real out-of-memory."""
-
-
-def _die_with_parent() -> None:
-    # If the torchrun agent is killed (e.g. kill -9 of the profiler), take this worker
-    # down too instead of leaving an orphan that keeps a port or a GPU busy.
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -162,7 +151,7 @@ def _build(workload: Workload, env: _Env, *, global_batch: int) -> tuple[Any, An
 # --------------------------------------------------------------------------- timing
 
 
-def run_timing(task: dict[str, Any], env: _Env) -> dict[str, Any]:
+def run_timing(task: TimingTask, env: _Env) -> TimingResult:
     """Warm up, then time DDP steps until the median is precise enough; then no_sync steps.
 
     Synchronisation time is ``median(DDP step) − median(no_sync step)``: the part of a
@@ -173,9 +162,9 @@ def run_timing(task: dict[str, Any], env: _Env) -> dict[str, Any]:
     import torch
     from torch.utils.data import DataLoader
 
-    workload = load_workload(task["workload"])
-    local_batch = int(task["local_batch"])
-    seed = int(task.get("seed", 0))
+    workload = load_workload(task.workload)
+    local_batch = task.local_batch
+    seed = task.seed
     torch.manual_seed(seed + env.rank)
     model, ddp, loss_fn, optimizer = _build(workload, env, global_batch=local_batch * env.world)
     dataset = workload.train_data()
@@ -183,7 +172,7 @@ def run_timing(task: dict[str, Any], env: _Env) -> dict[str, Any]:
         dataset,
         batch_size=local_batch,
         sampler=_InfiniteSampler(len(dataset), seed=seed * 7919 + env.rank),
-        num_workers=int(task.get("loader_workers", 0)),
+        num_workers=task.loader_workers,
         pin_memory=env.device.type == "cuda",
     )
     batches = iter(loader)
@@ -202,14 +191,14 @@ def run_timing(task: dict[str, Any], env: _Env) -> dict[str, Any]:
         return time.perf_counter() - start
 
     _check_oom_knob(workload, local_batch)
-    for _ in range(int(task["warmup_steps"])):
+    for _ in range(task.warmup_steps):
         step(sync=True)
 
-    min_steps = int(task["min_timed_steps"])
-    max_steps = int(task["max_timed_steps"])
-    max_time_s = float(task["max_timed_s"])
-    target = float(task["rel_precision"])
-    chunk = int(task.get("chunk_steps", 5))
+    min_steps = task.min_timed_steps
+    max_steps = task.max_timed_steps
+    max_time_s = task.max_timed_s
+    target = task.rel_precision
+    chunk = task.chunk_steps
     times: list[float] = []
     began = time.perf_counter()
     while True:
@@ -225,7 +214,7 @@ def run_timing(task: dict[str, Any], env: _Env) -> dict[str, Any]:
             break
 
     nosync_times: list[float] = []
-    if task.get("measure_sync", True):
+    if task.measure_sync:
         step(sync=False)  # the first no_sync step re-plans autograd hooks: not timed
         for _ in range(max(min_steps, len(times) // 2)):
             nosync_times.append(step(sync=False))
@@ -236,22 +225,17 @@ def run_timing(task: dict[str, Any], env: _Env) -> dict[str, Any]:
     # A DDP step ends when the slowest rank ends: take the per-step maximum over ranks.
     per_step = [max(g["times"][i] for g in gathered) for i in range(len(times))]
     summary = summarize(per_step)
-    result: dict[str, Any] = {
-        "status": "ok",
-        "step_time_s": summary.median_s,
-        "step_time_spread_s": summary.spread_s,
-        "timed_steps": summary.n,
-        "rel_halfwidth": summary.rel_halfwidth,
-        "peak_memory_bytes": max(g["peak"] for g in gathered),
-        "hosts": len({g["host"] for g in gathered}),
-        "step_times_s": per_step,
-    }
+    compute = sync = None
     if nosync_times:
         per_nosync = [max(g["nosync"][i] for g in gathered) for i in range(len(nosync_times))]
         compute = summarize(per_nosync).median_s
-        result["compute_time_s"] = compute
-        result["sync_time_s"] = min(summary.median_s, max(0.0, summary.median_s - compute))
-    return result
+        sync = min(summary.median_s, max(0.0, summary.median_s - compute))
+    return TimingResult(
+        rank=env.rank, step_time_s=summary.median_s, step_time_spread_s=summary.spread_s, timed_steps=summary.n,
+        rel_halfwidth=summary.rel_halfwidth, peak_memory_bytes=max(g["peak"] for g in gathered),
+        hosts=len({g["host"] for g in gathered}), step_times_s=tuple(per_step), compute_time_s=compute,
+        sync_time_s=sync,
+    )
 
 
 # --------------------------------------------------------------------------- curves
@@ -328,14 +312,7 @@ def _evaluate(workload: Workload, model: Any, dataset: Any, *, batch: int) -> fl
         model.train(was_training)
 
 
-def _append_line(path: Path, data: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, allow_nan=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def run_curve(task: dict[str, Any], env: _Env) -> dict[str, Any]:
+def run_curve(task: CurveTask, env: _Env) -> CurveResult:
     """Train at one global batch, evaluating after every epoch; stop at the target.
 
     After each epoch rank 0 appends ``{"epoch_index", "epoch", "metric"[, "b_noise"]}``
@@ -345,15 +322,15 @@ def run_curve(task: dict[str, Any], env: _Env) -> dict[str, Any]:
     import torch
     from torch.utils.data import DataLoader, DistributedSampler
 
-    workload = load_workload(task["workload"])
-    local_batch = int(task["local_batch"])
+    workload = load_workload(task.workload)
+    local_batch = task.local_batch
     global_batch = local_batch * env.world
-    seed = int(task["seed"])
-    max_epochs = int(task["max_epochs"])
-    target = task.get("target")
-    noise = bool(task.get("noise", False))
-    progress = Path(task["progress_path"])
-    ckpt_path = Path(task["checkpoint_path"]) if task.get("checkpoint_path") else None
+    seed = task.seed
+    max_epochs = task.max_epochs
+    target = task.target
+    noise = task.noise
+    progress = Path(task.progress_path)
+    ckpt_path = Path(task.checkpoint_path) if task.checkpoint_path else None
 
     torch.manual_seed(seed)  # identical initial weights on every rank
     model, ddp, loss_fn, optimizer = _build(workload, env, global_batch=global_batch)
@@ -363,7 +340,7 @@ def run_curve(task: dict[str, Any], env: _Env) -> dict[str, Any]:
     held_out = workload.eval_data() if env.rank == 0 else None
     sampler = DistributedSampler(train, num_replicas=env.world, rank=env.rank, shuffle=True, seed=seed, drop_last=True)
     loader = DataLoader(train, batch_size=local_batch, sampler=sampler, drop_last=True,
-                        num_workers=int(task.get("loader_workers", 0)), pin_memory=env.device.type == "cuda")
+                        num_workers=task.loader_workers, pin_memory=env.device.type == "cuda")
     steps_per_epoch = len(loader)
     if steps_per_epoch == 0:
         raise RuntimeError(
@@ -429,21 +406,18 @@ def run_curve(task: dict[str, Any], env: _Env) -> dict[str, Any]:
         stop = False
         if env.rank == 0:
             metric = _evaluate(workload, model, held_out, batch=max(256, local_batch))
-            line: dict[str, Any] = {
-                "epoch_index": epoch_index,
-                # Real passes over the data: drop_last makes an epoch slightly short.
-                "epoch": epoch_index * steps_per_epoch * global_batch / len(train),
-                "metric": metric,
-            }
-            b_noise = acc.b_noise()
-            if b_noise is not None:
-                line["b_noise"] = b_noise
-            _append_line(progress, line)
+            line = EpochLine(epoch_index=epoch_index,
+                             # Real passes over the data: drop_last makes an epoch slightly short.
+                             epoch=epoch_index * steps_per_epoch * global_batch / len(train),
+                             metric=metric, b_noise=acc.b_noise())
+            with scratch_write(progress, "the progress line"):
+                append_epoch(progress, line)
             if ckpt_path is not None:
                 tmp = ckpt_path.with_name(ckpt_path.name + ".tmp")
-                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                            "epoch_index": epoch_index}, tmp)
-                os.replace(tmp, ckpt_path)
+                with scratch_write(tmp, "the curve checkpoint (or pass --no-checkpoint)"):
+                    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                "epoch_index": epoch_index}, tmp)
+                    os.replace(tmp, ckpt_path)
             if not math.isfinite(metric):
                 reason, stop = "diverged", True
             elif target is not None and (metric >= target if workload.goal == "max" else metric <= target):
@@ -452,52 +426,30 @@ def run_curve(task: dict[str, Any], env: _Env) -> dict[str, Any]:
             if env.rank != 0:
                 reason = "stopped"
             break
-    return {"status": "ok", "reason": reason, "epochs": last_epoch, "steps_per_epoch": steps_per_epoch}
+    return CurveResult(rank=env.rank, reason=reason, epochs=last_epoch, steps_per_epoch=steps_per_epoch)
 
 
 # --------------------------------------------------------------------------- entry
 
 
-def _write_result(result_dir: Path, rank: int, result: dict[str, Any]) -> None:
-    path = result_dir / f"rank{rank}.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, allow_nan=True), encoding="utf-8")
-    os.replace(tmp, path)
+class TorchBackend:
+    """The PyTorch side of :func:`profiler._entry.worker_main`."""
+
+    def setup(self, task: Task) -> _Env:
+        return _Env(device=task.device, cpu_threads=task.cpu_threads)
+
+    def run(self, task: Task, env: _Env) -> TimingResult | CurveResult:
+        return run_timing(task, env) if isinstance(task, TimingTask) else run_curve(task, env)
+
+    def is_oom(self, exc: BaseException) -> bool:
+        return _is_oom(exc)
+
+    def finish(self, env: _Env) -> None:
+        env.dist.barrier()  # every rank has written its result before any exits
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m profiler._worker TASK.json (started by torchrun, not by hand)", file=sys.stderr)
-        return 2
-    _die_with_parent()
-    task = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    result_dir = Path(task["result_dir"])
-    rank = int(os.environ.get("RANK", "0"))
-    try:
-        env = _Env(device=task.get("device", "auto"), cpu_threads=int(task.get("cpu_threads", 1)))
-        runner = run_timing if task["kind"] == "timing" else run_curve
-        result = runner(task, env)
-    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
-        oom = _is_oom(exc)
-        _write_result(result_dir, rank, {
-            "rank": rank,
-            "status": "oom" if oom else "crash",
-            "message": f"{type(exc).__name__}: {exc}"[:500],
-            "traceback": traceback.format_exc()[-4000:],
-        })
-        # Skip destroy_process_group: peers may be stuck in a collective; torchrun
-        # tears the group down once this process exits non-zero.
-        os._exit(EXIT_OOM if oom else EXIT_CRASH)
-    _write_result(result_dir, rank, {**result, "rank": rank})
-    with contextlib.suppress(Exception):
-        env.dist.barrier()  # every rank has written its result before any exits
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Leave without C++ static destructors: gloo's background threads sometimes abort
-    # ("terminate called without an active exception") while tearing down, which
-    # would turn a finished probe into a crash.
-    os._exit(0)
+    return worker_main(sys.argv[1:] if argv is None else argv, backend=TorchBackend(), prog="profiler._worker")
 
 
 if __name__ == "__main__":

@@ -28,12 +28,23 @@ def _row(mark: str, c: Choice, priced: bool) -> list[str]:
         format_duration(c.time_s),
         _span(*c.time_interval_s),
         format_money(c.cost, priced=priced),
+        _prob(c.p_success),
         ",".join(c.extrapolated) or "",
     ]
 
 
-_HEAD = ["", "GPU", "MARKET", "WORKERS", "HOSTS", "LOCAL_B", "GLOBAL_B", "EPOCHS", "TIME", "INTERVAL", "COST", "EXTRAPOLATED"]
-_RIGHT = [False, False, False, True, True, True, True, True, True, False, True, False]
+def _prob(p: float | None) -> str:
+    if p is None or not math.isfinite(p):
+        return "—"
+    # Never print 100 % or 0 %: the model is not certain of either.
+    return ">99%" if p > 0.995 else "<1%" if p < 0.005 else f"{p:.0%}"
+
+
+_HEAD = [
+    "", "GPU", "MARKET", "WORKERS", "HOSTS", "LOCAL_B", "GLOBAL_B", "EPOCHS", "TIME", "INTERVAL", "COST", "P(SUCCESS)",
+    "EXTRAPOLATED",
+]
+_RIGHT = [False, False, False, True, True, True, True, True, True, False, True, True, False]
 
 
 def render_recommendation(rec: Recommendation) -> str:
@@ -44,10 +55,11 @@ def render_recommendation(rec: Recommendation) -> str:
         limits.append(f"by {format_duration(rec.deadline_s)}{conf}")
     if rec.budget is not None:
         limits.append(f"within {format_money(rec.budget, priced=rec.priced)}")
-    unit = "USD" if rec.priced else "worker-hours"
+    # The unit belongs to the cost objective; time is in seconds and needs no "(USD)".
+    unit = (" (USD)" if rec.priced else " (worker-hours)") if rec.objective == "cost" else ""
     out = [
         f"cotune · {rec.workload} · {rec.metric_name} {goal} {rec.target:g} {' '.join(limits)}".rstrip(),
-        f"objective: {rec.objective} ({unit}) · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
+        f"objective: {rec.objective}{unit} · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
         f"intervals {rec.interval:.0%} · solved in {rec.solve_time_s * 1000:.0f} ms",
         "",
     ]
@@ -60,6 +72,8 @@ def render_recommendation(rec: Recommendation) -> str:
             f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
             f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}, "
             f"{format_money(c.cost, priced=rec.priced)}; predicted {rec.metric_name} {fmt_num(c.metric)}.",
+            f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}: "
+            f"{_prob(c.p_success)} (target reached at all: {_prob(c.p_reach)}).",
         ]
         savings = rec.savings()
         lines = []

@@ -1,97 +1,367 @@
-"""Accuracy model: the best metric reached so far as a monotone surface over
-(global batch, epochs), and epochs-to-target across batch sizes.
+"""Accuracy model: epochs-to-target at any global batch as a predictive distribution.
 
-Fitting (the paper's isotonic model, made robust):
+The quantity planned on is ``E(B)``, the epochs until a run at global batch ``B`` first
+reaches the target, and whether it reaches it at all. Fitting is a chain of named pure
+steps, each usable on its own:
 
-1. each run (global batch ``B``, seed) becomes its best-so-far curve — a NaN or
-   diverged evaluation adds no progress instead of poisoning the curve;
-2. curves are read on a common geometric epoch grid (linear between evaluations,
-   missing outside a run's own epoch range);
-3. seeds at one ``(B, epoch)`` are combined by their median (a collapsed seed among
-   three does not move it), weighted by how many seeds are present;
-4. a two-variable isotonic fit makes the surface non-decreasing in epochs and, by
-   default, non-increasing in ``B`` at a fixed number of epochs.
+1. :func:`runs_from_evals` — every run (global batch, seed) becomes its best-so-far
+   curve in *score* space (the metric, negated for ``goal="min"``). A NaN or diverged
+   evaluation adds no progress instead of poisoning the curve.
+2. :func:`batch_evidence` — per measured batch and target: the epoch at which each run
+   first reaches the target; runs that end first are *censored* there (a run that
+   stopped early says "not yet", not "never"), so the batch's median epochs is a
+   Kaplan–Meier median. Pooled runs that all stop right at the target therefore read
+   their epoch, not ∞. With one run the spread of a new run is the curve's own
+   evaluation noise turned into epochs by the curve's slope,
+   ``σ_logE = σ_eval / (d score / d ln epoch)``; with several, the seeds' spread.
+3. :func:`fit_noise_scale` — the critical-batch law of McCandlish et al. (2018),
 
-Epochs to target at a measured ``B`` is where its fitted row first reaches the target
-(linear between grid points). Between measured batches, ``log E`` is interpolated
-linearly in ``log B``. Outside them the critical-batch relation of McCandlish et al.
-(2018) extrapolates::
+       E(B) = E_min · (1 + B / B_noise)
 
-    E(B) ≈ E_min · (1 + B / B_noise)
+   fitted once in ``fit`` at a ladder of target levels with a robust (soft-L1) loss on
+   ``log E`` of the per-batch medians, so one off-recipe batch cannot drag it; a level
+   in between interpolates ``log B_noise``. With fewer than three batches reaching a
+   level, ``B_noise`` comes from the profile's gradient-noise records.
+4. :func:`flag_outliers` — a batch whose ``log E`` sits more than ``3·MAD`` (and more
+   than 20 %) off the robust law is flagged: it still answers for itself, with its
+   disagreement added to its spread, but anchors nothing around it.
 
-anchored at the nearest measured batch; ``B_noise`` is fitted to the measured
-``(B, E)`` pairs when two or more reach the target, else taken from the profile's
-gradient-noise measurements. Goals of ``min`` (loss, WER) are handled by negating
-the metric internally. Intervals come from a calibrated residual scale ``σ`` of the
-surface: the earliest crossing of ``target − zσ`` and the latest of ``target + zσ``.
+Prediction at a query batch, for target ``t``::
+
+    log E(B)  ~ Normal(μ(B), σ(B)²)                  (given the target is reached)
+    μ(B)      = log-log interpolation between anchors (measured batches that reach t)
+                or, outside them, the law (fitted with ≥ 3 anchors, else anchored at
+                the nearest with the gradient B_noise; E ∝ B when no B_noise is known)
+    σ(B)²     = σ_anchor² + (κ · d)²,   d = |log2(B / nearest anchor)|
+
+``κ`` (log-epochs per doubling, separately inside and beyond the anchors) starts from
+a prior measured on the published Pollux curves (``python -m benchmarks.accuracy_priors``
+prints it) and is updated with the profile's own leave-one-batch-out errors when it has
+three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``.
+
+The probability of reaching the target at all uses each batch's *margin*: with three or
+more runs the fraction that reached (``(k + ½)/(n + 1)``); otherwise the best score of
+the run against the target, ``Φ((plateau − t)/σ_plateau)``. Away from measured batches
+the margin is kept and its uncertainty grows like a random walk in log batch,
+``σ_plateau(B)² = σ_plateau² + τ² · d · range²`` (``τ`` also a measured prior, ``range``
+the metric's rise over the curves), so near a plateau the answer is neither 0 nor 1.
+
+The best-so-far surface over (batch, epochs) — the paper's isotonic model — is kept
+for :meth:`AccuracyModel.metric_at`.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
 from cotune.errors import ModelError
-from cotune.models._isotonic import isotonic_grid
+from cotune.models._estimator import EstimatorContract
+from cotune.models._isotonic import isotonic_grid, pava
 from cotune.models._step_time import z_for
 
-__all__ = ["AccuracyModel", "EpochsPrediction"]
+__all__ = [
+    "AccuracyModel",
+    "BatchEvidence",
+    "EpochsPrediction",
+    "Run",
+    "batch_evidence",
+    "crossing_epoch",
+    "fit_noise_scale",
+    "flag_outliers",
+    "runs_from_evals",
+    "KAPPA_INSIDE",
+    "KAPPA_BEYOND",
+    "PLATEAU_WALK",
+]
+
+# Priors, measured on the published Pollux OSDI'21 curves (six workloads, 6–8 global
+# batches each): ``python -m benchmarks.accuracy_priors`` recomputes all three.
+# σ of log epochs-to-target per doubling of the global batch away from the nearest
+# measured batch, for batches beyond the measured ones (law extrapolation from a
+# reference curve and its gradient noise scale) and between them (interpolation).
+KAPPA_BEYOND = 0.181
+KAPPA_INSIDE = 0.091
+# Plateau (best metric reached) difference between batches, as a fraction of the
+# metric's rise over a curve, per √doubling.
+PLATEAU_WALK = 0.0173
+# Weight of the priors in pseudo-observations once the profile has its own evidence.
+PRIOR_WEIGHT = 2.0
+
+_SIGMA_FLOOR = 0.02  # log epochs: evaluation grids quantise crossings at about this scale
+_SIGMA_CAP = 1.5  # log epochs: beyond this the slope is flat and the epoch is unknowable
+_OUTLIER_MAD = 3.0
+_OUTLIER_MIN = math.log(1.2)
+_NORMAL = NormalDist()
 
 
+# -- values ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EpochsPrediction:
-    """Epochs (passes over the data) until the metric first reaches the target."""
+    """Epochs (passes over the data) until the metric first reaches the target.
 
-    epochs: np.ndarray  # inf where the target is not reached
+    ``epochs`` is the point prediction: the median given the target is reached, and
+    ∞ where reaching is less likely than not (``p_reach < 0.5``). ``epochs_if_reached``,
+    ``lower``, ``upper`` and ``log_sigma`` describe the distribution *given* the target
+    is reached and are finite wherever a median exists, so ``P(success)`` can combine
+    them with ``p_reach``.
+    """
+
+    epochs: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
     extrapolated: np.ndarray  # bool: global batch outside the measured batches
+    # Left out (None), they describe a deterministic prediction: reached where
+    # ``epochs`` is finite, σ from the interval, no distance.
+    epochs_if_reached: np.ndarray | None = None
+    log_sigma: np.ndarray | None = None
+    p_reach: np.ndarray | None = None
+    distance_doublings: np.ndarray | None = None  # |log2(B / nearest measured batch)|
+
+    def __post_init__(self) -> None:
+        e = np.asarray(self.epochs, float)
+        fill = {
+            "epochs_if_reached": e,
+            "p_reach": np.isfinite(e).astype(float),
+            "distance_doublings": np.zeros(e.shape),
+        }
+        if self.log_sigma is None:
+            with np.errstate(all="ignore"):
+                s = (np.log(np.asarray(self.upper, float)) - np.log(np.asarray(self.lower, float))) / (2 * z_for(0.9))
+            fill["log_sigma"] = np.where(np.isfinite(s), s, 0.0)
+        for name, value in fill.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
 
 
-def _crossing(grid: np.ndarray, row: np.ndarray, threshold: float) -> float:
-    """First epoch at which a non-decreasing row reaches ``threshold`` (inf if never)."""
-    valid = np.isfinite(row)
-    if not np.any(valid):
-        return np.inf
-    g, r = grid[valid], row[valid]
-    hit = np.flatnonzero(r >= threshold)
+@dataclass(frozen=True)
+class Run:
+    """One learning curve: best-so-far score (higher is better) against epochs."""
+
+    global_batch: float
+    seed: int
+    epochs: np.ndarray
+    best: np.ndarray
+    diverged: bool
+
+
+@dataclass(frozen=True)
+class BatchEvidence:
+    """What the measured batches say about one target (arrays aligned with ``batches``).
+
+    ``epochs`` is NaN where no run reached the target; ``margin`` is the reach margin
+    in score units (positive: reached with room to spare): the median best score minus
+    the target for one or two runs, ``Φ⁻¹(p_reach) · plateau_sigma`` for more.
+    """
+
+    batches: np.ndarray
+    epochs: np.ndarray
+    log_sigma: np.ndarray
+    p_reach: np.ndarray
+    plateau_sigma: np.ndarray
+    n_runs: np.ndarray
+    n_reached: np.ndarray
+    horizon: np.ndarray  # last measured epoch of the batch's longest run
+    margin: np.ndarray
+
+
+# -- step 1: runs -----------------------------------------------------------------------
+def runs_from_evals(global_batch: np.ndarray, epoch: np.ndarray, score: np.ndarray, seed: np.ndarray) -> list[Run]:
+    """Best-so-far curves, one per (global batch, seed), in score space."""
+    runs = []
+    keep = epoch > 0
+    for run_b, run_s in sorted(set(zip(global_batch[keep].tolist(), seed[keep].tolist()))):
+        sel = keep & (global_batch == run_b) & (seed == run_s)
+        order = np.argsort(epoch[sel], kind="stable")
+        e, s = epoch[sel][order], score[sel][order]
+        diverged = not bool(np.all(np.isfinite(s)))
+        best = np.maximum.accumulate(np.where(np.isfinite(s), s, -np.inf))
+        ok = np.isfinite(best)
+        if np.any(ok):
+            runs.append(Run(float(run_b), int(run_s), e[ok], best[ok], diverged))
+    return runs
+
+
+def crossing_epoch(epochs: np.ndarray, best: np.ndarray, threshold: float) -> float:
+    """First epoch at which a non-decreasing curve reaches ``threshold`` (linear between
+    evaluations; ∞ if it never does)."""
+    hit = np.flatnonzero(best >= threshold)
     if hit.size == 0:
-        return np.inf
+        return math.inf
     i = int(hit[0])
     if i == 0:
-        return float(g[0])
-    r0, r1 = r[i - 1], r[i]
+        return float(epochs[0])
+    r0, r1 = best[i - 1], best[i]
     frac = 0.0 if r1 == r0 else (threshold - r0) / (r1 - r0)
-    return float(g[i - 1] + frac * (g[i] - g[i - 1]))
+    return float(epochs[i - 1] + frac * (epochs[i] - epochs[i - 1]))
 
 
-class AccuracyModel:
-    """Monotone accuracy surface and epochs-to-target.
+def _km_median(times: np.ndarray, reached: np.ndarray) -> float:
+    """Kaplan–Meier median of event times with right-censoring (∞ if S never ≤ ½)."""
+    order = np.lexsort((~reached, times))
+    t, ev = times[order], reached[order]
+    at_risk, surv = len(t), 1.0
+    for ti, ei in zip(t, ev):
+        if ei:
+            surv *= 1.0 - 1.0 / at_risk
+            if surv <= 0.5 + 1e-12:
+                return float(ti)
+        at_risk -= 1
+    return math.inf
+
+
+def _slope_log_epochs(run: Run, at: float) -> float:
+    """d score / d ln epoch of a run's best-so-far curve around epoch ``at`` (a ±25 % window)."""
+    lo, hi = at / 1.25, min(at * 1.25, float(run.epochs[-1]))
+    if hi <= lo:
+        lo = max(float(run.epochs[0]), at / 1.5)
+        hi = at
+    if hi <= lo:
+        return 0.0
+    s_lo, s_hi = np.interp([lo, hi], run.epochs, run.best)
+    return float((s_hi - s_lo) / math.log(hi / lo))
+
+
+# -- step 2: evidence per batch -------------------------------------------------------------
+def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plateau_floor: float) -> BatchEvidence:
+    """Epochs to ``threshold`` and the chance of reaching it, at every measured batch."""
+    batches = np.array(sorted({r.global_batch for r in runs}))
+    n = len(batches)
+    epochs = np.full(n, np.nan)
+    sigma = np.full(n, np.nan)
+    p_reach = np.zeros(n)
+    p_sigma = np.zeros(n)
+    n_runs = np.zeros(n, int)
+    n_reached = np.zeros(n, int)
+    horizon = np.zeros(n)
+    margin = np.zeros(n)
+    from scipy.special import ndtri
+
+    for i, b in enumerate(batches):
+        rs = [r for r in runs if r.global_batch == b]
+        cross = np.array([crossing_epoch(r.epochs, r.best, threshold) for r in rs])
+        reached = np.isfinite(cross)
+        last = np.array([float(r.epochs[-1]) for r in rs])
+        n_runs[i], n_reached[i] = len(rs), int(reached.sum())
+        horizon[i] = float(last.max())
+        plateaus = np.array([float(r.best[-1]) for r in rs])
+        # Plateau spread of a new run: the curve's evaluation noise, and the seeds'
+        # spread of best scores when there are several.
+        spread = eval_noise
+        if len(rs) >= 2:
+            spread = max(spread, 1.4826 * float(np.median(np.abs(plateaus - np.median(plateaus)))))
+        p_sigma[i] = max(spread, plateau_floor)
+        if len(rs) >= 3:
+            p_reach[i] = (n_reached[i] + 0.5) / (len(rs) + 1.0)
+            margin[i] = float(ndtri(p_reach[i])) * p_sigma[i]
+        else:
+            margin[i] = float(np.median(plateaus)) - threshold
+            p_reach[i] = _NORMAL.cdf(margin[i] / p_sigma[i])
+        if not np.any(reached):
+            continue
+        med = _km_median(np.where(reached, cross, last), reached) if len(rs) >= 3 else float(np.median(cross[reached]))
+        if not math.isfinite(med):
+            med = float(np.median(cross[reached]))
+        epochs[i] = med
+        # σ of a new run's log epochs: sensitivity of the crossing to evaluation noise,
+        # and the runs' own spread when several reached.
+        slopes = [_slope_log_epochs(r, c) for r, c in zip(rs, cross) if math.isfinite(c)]
+        slope = float(np.median(slopes)) if slopes else 0.0
+        sens = eval_noise / slope if slope > 0 else _SIGMA_CAP
+        s = sens
+        if n_reached[i] >= 2:
+            lc = np.log(cross[reached])
+            s = max(s, 1.4826 * float(np.median(np.abs(lc - np.median(lc)))) if n_reached[i] >= 3 else float(np.std(lc)))
+        sigma[i] = min(max(s, _SIGMA_FLOOR), _SIGMA_CAP)
+    return BatchEvidence(
+        batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin
+    )
+
+
+# -- step 3: the critical-batch law ------------------------------------------------------------
+def law_log_epochs(global_batch: np.ndarray, log_e_min: float, b_noise: float) -> np.ndarray:
+    """``log E(B) = log E_min + log(1 + B / B_noise)``."""
+    return log_e_min + np.log1p(np.asarray(global_batch, float) / b_noise)
+
+
+def fit_noise_scale(batches: np.ndarray, epochs: np.ndarray, *, robust: bool = True) -> tuple[float, float] | None:
+    """``(log E_min, B_noise)`` of the law fitted to ``log E`` (None if degenerate).
+
+    ``robust`` uses a soft-L1 loss with a 10 % scale, so a single off-recipe batch
+    is down-weighted instead of bending the law; ``robust=False`` is plain least squares.
+    """
+    from scipy.optimize import least_squares
+
+    batches, epochs = np.asarray(batches, float), np.asarray(epochs, float)
+    if batches.size < 2:
+        return None
+    logb, loge = np.log(batches), np.log(epochs)
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return law_log_epochs(batches, x[0], math.exp(x[1])) - loge
+
+    x0 = np.array([float(loge.min()), float(np.median(logb))])
+    kw = {"loss": "soft_l1", "f_scale": 0.1} if robust else {}
+    res = least_squares(resid, x0, bounds=([-50.0, logb.min() - 10], [50.0, logb.max() + 10]), **kw)
+    if not res.success:
+        return None
+    return float(res.x[0]), float(math.exp(res.x[1]))
+
+
+def flag_outliers(batches: np.ndarray, epochs: np.ndarray, b_noise: float) -> np.ndarray:
+    """Batches whose ``log E`` is far off the robust law: ``|r| > 3·MAD`` and > 20 %."""
+    loge = np.log(epochs)
+    base = loge - np.log1p(batches / b_noise)
+    r = base - np.median(base)
+    mad = 1.4826 * float(np.median(np.abs(r - np.median(r))))
+    return (np.abs(r) > _OUTLIER_MAD * max(mad, 0.05)) & (np.abs(r) > _OUTLIER_MIN)
+
+
+def _interp_loglog(q: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    return np.exp(np.interp(np.log(q), np.log(xs), np.log(ys)))
+
+
+def _nearest_distance(q: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    if xs.size == 0:
+        return np.full(q.shape, np.inf)
+    return np.min(np.abs(np.log2(q)[:, None] - np.log2(xs)[None, :]), axis=1)
+
+
+# -- the estimator ---------------------------------------------------------------------------
+class AccuracyModel(EstimatorContract):
+    """Epochs-to-target as a distribution, and the monotone best-so-far surface.
 
     Parameters
     ----------
     goal : ``"max"`` (accuracy-like) or ``"min"`` (loss-like).
     interval : central probability of reported intervals.
-    grid_size : number of points of the geometric epoch grid.
-    batch_monotone : also force the surface to be non-increasing in global batch.
-    b_noise : gradient noise scale in samples, used when fewer than two measured
-        batches reach a target.
+    grid_size : points of the geometric epoch grid of the surface.
+    batch_monotone : make epochs-to-target non-decreasing in global batch across the
+        measured batches (after outliers are set aside) — the law's shape as a prior.
+    b_noise : gradient noise scale in samples (from the profile's noise records), used
+        where fewer than three measured batches reach a target.
+    kappa_beyond, kappa_inside, plateau_walk : priors of the spread (defaults: the
+        measured constants of this module).
 
     Attributes (after ``fit``)
     --------------------------
     batches_ : measured global batches, ascending
-    epoch_grid_ : the common epoch grid
-    surface_ : (len(batches_), len(epoch_grid_)) fitted score (metric, negated for
-        ``goal="min"``); NaN beyond a batch's measured epochs
+    runs_ : list of :class:`Run`
+    epoch_grid_, surface_ : the best-so-far surface (score space; NaN past a batch's runs)
     max_epochs_ : last measured epoch of each batch
-    residual_sigma_ : scale of the surface's uncertainty in metric units: the larger of
-        the calibrated residual of runs (seeds) about the surface and the evaluation
-        noise seen along each curve (1 % of the metric's range when every curve is too
-        short, under six evaluations, to show its noise)
     eval_noise_ : evaluation-to-evaluation noise, in metric units
+    residual_sigma_ : plateau noise used for the reach probability, in metric units
+    metric_range_ : typical rise of the metric over a curve
+    noise_levels_, log_noise_scales_ : the law's B_noise fitted at a ladder of score levels
+    kappa_beyond_, kappa_inside_, plateau_walk_ : the spreads after the profile's own evidence
     n_runs_, n_diverged_ : runs seen and runs with a non-finite evaluation
     """
+
+    _fitted_attribute = "runs_"
 
     def __init__(
         self,
@@ -101,19 +371,24 @@ class AccuracyModel:
         grid_size: int = 160,
         batch_monotone: bool = True,
         b_noise: float | None = None,
+        kappa_beyond: float = KAPPA_BEYOND,
+        kappa_inside: float = KAPPA_INSIDE,
+        plateau_walk: float = PLATEAU_WALK,
     ) -> None:
-        if goal not in ("max", "min"):
-            raise ValueError(f"goal must be 'max' or 'min', got {goal!r}")
         self.goal = goal
         self.interval = interval
         self.grid_size = grid_size
         self.batch_monotone = batch_monotone
         self.b_noise = b_noise
+        self.kappa_beyond = kappa_beyond
+        self.kappa_inside = kappa_inside
+        self.plateau_walk = plateau_walk
 
     def _score(self, metric: np.ndarray | float) -> np.ndarray:
         m = np.asarray(metric, float)
         return m if self.goal == "max" else -m
 
+    # -- fitting ------------------------------------------------------------------------
     def fit(
         self,
         global_batch: np.ndarray,
@@ -121,6 +396,9 @@ class AccuracyModel:
         metric: np.ndarray,
         seed: np.ndarray | None = None,
     ) -> "AccuracyModel":
+        if self.goal not in ("max", "min"):
+            raise ValueError(f"goal must be 'max' or 'min', got {self.goal!r}")
+        z_for(self.interval)  # validates the level
         global_batch = np.asarray(global_batch, float)
         epoch = np.asarray(epoch, float)
         score = self._score(metric)
@@ -133,155 +411,270 @@ class AccuracyModel:
         keep = epoch > 0
         if not np.any(keep & np.isfinite(score)):
             raise ModelError("every eval record has epoch 0 or a non-finite metric: nothing to fit")
-        lo = float(epoch[keep].min())
-        hi = float(epoch[keep].max())
-        grid = np.geomspace(lo, hi, self.grid_size) if hi > lo else np.array([lo])
-
-        batches = np.unique(global_batch[keep])
-        raw_rows: list[list[np.ndarray]] = [[] for _ in batches]
-        n_diverged = 0
-        eval_noise: list[float] = []
-        for run_b, run_s in sorted(set(zip(global_batch[keep].tolist(), seed[keep].tolist()))):
-            sel = keep & (global_batch == run_b) & (seed == run_s)
-            order = np.argsort(epoch[sel], kind="stable")
-            e, s = epoch[sel][order], score[sel][order]
-            if not np.all(np.isfinite(s)):
-                n_diverged += 1
-            fin = s[np.isfinite(s)]
-            if fin.size >= 6:
-                # Evaluation noise: spread of successive differences late in the run,
-                # where the trend is flat. One seed alone shows no seed-to-seed spread.
-                tail = np.diff(fin[fin.size // 2 :])
-                eval_noise.append(1.4826 * float(np.median(np.abs(tail - np.median(tail)))) / np.sqrt(2.0))
-            s = np.where(np.isfinite(s), s, -np.inf)
-            best = np.maximum.accumulate(s)
-            ok = np.isfinite(best)
-            if not np.any(ok):
-                continue
-            e, best = e[ok], best[ok]
-            row = np.full(grid.shape, np.nan)
-            inside = (grid >= e[0] - 1e-9) & (grid <= e[-1] + 1e-9)
-            row[inside] = np.interp(grid[inside], e, best)
-            raw_rows[int(np.searchsorted(batches, run_b))].append(row)
-
-        present = [i for i, rows in enumerate(raw_rows) if rows]
-        if not present:
+        runs = runs_from_evals(global_batch, epoch, score, seed)
+        if not runs:
             raise ModelError("no run has a finite metric: every learning curve diverged")
-        batches = batches[present]
-        raw_rows = [raw_rows[i] for i in present]
-
-        med = np.full((len(batches), grid.size), np.nan)
-        cnt = np.zeros((len(batches), grid.size))
-        for i, rows in enumerate(raw_rows):
-            stack = np.vstack(rows)
-            cnt[i] = np.sum(np.isfinite(stack), axis=0)
-            with np.errstate(all="ignore"), _quiet_nanmedian():
-                med[i] = np.nanmedian(stack, axis=0)
-
-        bi, gi = np.nonzero(cnt > 0)
-        coords = np.column_stack([bi, gi]).astype(float)
-        surface = np.full(med.shape, np.nan)
-        surface[bi, gi] = self._fit_surface(coords, med[bi, gi], cnt[bi, gi], len(batches))
-
-        resid = np.concatenate([(np.vstack(rows) - surface[i])[np.isfinite(np.vstack(rows))] for i, rows in enumerate(raw_rows)])
-        resid = resid[np.isfinite(resid)]
-        z = z_for(self.interval)
-        sigma = float(np.quantile(np.abs(resid), self.interval)) / z if resid.size else 0.0
-
-        self.batches_ = batches
-        self.epoch_grid_ = grid
-        self.surface_ = surface
-        self.max_epochs_ = np.array([grid[np.isfinite(surface[i])].max() for i in range(len(batches))])
-        self.eval_noise_ = float(np.median(eval_noise)) if eval_noise else 0.0
-        floor = 1e-6
-        if not eval_noise:
-            # Curves too short to see their own noise: assume 1 % of the observed metric
-            # range rather than a zero-width interval.
-            finite = score[np.isfinite(score)]
-            floor = max(floor, 0.01 * float(finite.max() - finite.min()))
-        self.residual_sigma_ = max(sigma, self.eval_noise_, floor)
-        self.n_runs_ = int(sum(len(r) for r in raw_rows))
-        self.n_diverged_ = n_diverged
-        self.b_noise_ = self.b_noise
+        self.runs_ = runs
+        self.n_runs_ = len(runs)
+        groups = set(zip(global_batch[keep].tolist(), seed[keep].tolist()))
+        self.n_diverged_ = sum(
+            not np.all(np.isfinite(score[keep & (global_batch == b) & (seed == s)])) for b, s in groups
+        )
+        self.batches_ = np.array(sorted({r.global_batch for r in runs}))
+        self.max_epochs_ = np.array([max(float(r.epochs[-1]) for r in runs if r.global_batch == b) for b in self.batches_])
+        self.eval_noise_ = _eval_noise(global_batch, epoch, score, seed)
+        rises = [float(r.best[-1] - r.best[0]) for r in runs]
+        self.metric_range_ = max(float(np.median(rises)), 1e-12)
+        finite = score[np.isfinite(score)]
+        # Curves too short to see their own noise: 1 % of the observed metric range.
+        floor = 0.01 * float(finite.max() - finite.min()) if self.eval_noise_ == 0 else 0.0
+        self.residual_sigma_ = max(self.eval_noise_, floor, 1e-9)
+        self._fit_surface()
+        self._fit_law_ladder()
+        self._fit_spreads()
+        self._cache: dict[float, tuple] = {}
         return self
 
-    def _fit_surface(self, coords: np.ndarray, values: np.ndarray, weights: np.ndarray, n_batches: int) -> np.ndarray:
-        if self.batch_monotone and n_batches > 1:
-            return isotonic_grid(coords, values, weights, increasing=(False, True))
-        # Without the batch constraint each batch's row is an independent 1-D fit;
-        # np.nonzero ordered the points row by row, so concatenation keeps the order.
-        parts = []
-        for i in range(n_batches):
-            sel = coords[:, 0] == i
-            parts.append(isotonic_grid(coords[sel][:, 1:], values[sel], weights[sel], increasing=(True,)))
-        return np.concatenate(parts)
+    def _fit_surface(self) -> None:
+        """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`."""
+        lo = min(float(r.epochs[0]) for r in self.runs_)
+        hi = max(float(r.epochs[-1]) for r in self.runs_)
+        grid = np.geomspace(lo, hi, self.grid_size) if hi > lo else np.array([lo])
+        surface = np.full((len(self.batches_), grid.size), np.nan)
+        for i, b in enumerate(self.batches_):
+            rows = []
+            for r in (r for r in self.runs_ if r.global_batch == b):
+                row = np.full(grid.shape, np.nan)
+                inside = (grid >= r.epochs[0] - 1e-9) & (grid <= r.epochs[-1] + 1e-9)
+                row[inside] = np.interp(grid[inside], r.epochs, r.best)
+                # Past its end a run keeps its best (a lower bound): runs that stop once
+                # they reach the target must not leave only the slow ones in the median.
+                row[grid > r.epochs[-1] + 1e-9] = r.best[-1]
+                rows.append(row)
+            stack = np.vstack(rows)
+            valid = grid <= self.max_epochs_[i] + 1e-9
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+                med = np.nanmedian(np.where(valid, stack, np.nan), axis=0) if valid.any() else np.full(grid.shape, np.nan)
+            ok = np.isfinite(med)
+            if np.any(ok):
+                cnt = np.sum(np.isfinite(stack[:, ok]), axis=0).astype(float)
+                surface[i, ok] = isotonic_grid(np.arange(ok.sum(), dtype=float)[:, None], med[ok], cnt, increasing=(True,))
+        self.epoch_grid_ = grid
+        self.surface_ = surface
 
-    # -- epochs to target --------------------------------------------------------
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "surface_"):
-            raise ModelError("AccuracyModel is not fitted: call fit() first")
-
-    def measured_epochs(self, target: float) -> dict[str, np.ndarray]:
-        """Epochs to ``target`` (and interval ends) at each measured batch."""
-        self._check_fitted()
-        t = float(self._score(target))
-        zs = z_for(self.interval) * self.residual_sigma_
-        mid, low, up = (
-            np.array([_crossing(self.epoch_grid_, row, thr) for row in self.surface_])
-            for thr in (t, t - zs, t + zs)
+    def _evidence(self, threshold: float) -> BatchEvidence:
+        return batch_evidence(
+            self.runs_, threshold, eval_noise=self.eval_noise_, plateau_floor=max(self.residual_sigma_, 1e-9)
         )
-        return {"batches": self.batches_, "epochs": mid, "lower": low, "upper": up}
+
+    def _fit_law_ladder(self) -> None:
+        """``B_noise`` of the law at a ladder of score levels, fitted once here."""
+        finals = np.array([max(float(r.best[-1]) for r in self.runs_ if r.global_batch == b) for b in self.batches_])
+        firsts = np.array([min(float(r.best[0]) for r in self.runs_ if r.global_batch == b) for b in self.batches_])
+        levels, log_bn = [], []
+        if len(self.batches_) >= 3:
+            top = float(np.sort(finals)[-3])  # the highest level three batches reach
+            start = float(np.median(firsts))
+            for f in np.linspace(0.5, 1.0, 11):
+                level = start + f * (top - start)
+                ev = self._evidence(level)
+                ok = np.isfinite(ev.epochs)
+                if np.count_nonzero(ok) < 3:
+                    continue
+                fit = fit_noise_scale(ev.batches[ok], ev.epochs[ok])
+                if fit is not None:
+                    levels.append(level)
+                    log_bn.append(math.log(fit[1]))
+        self.noise_levels_ = np.array(levels)
+        self.log_noise_scales_ = np.array(log_bn)
+        self.b_noise_ = self.b_noise
 
     def noise_scale(self, target: float) -> float | None:
-        """``B_noise`` of the critical-batch relation for this target (None if unknown)."""
-        m = self.measured_epochs(target)
-        ok = np.isfinite(m["epochs"])
-        if np.count_nonzero(ok) >= 2:
-            return _fit_noise_scale(m["batches"][ok], m["epochs"][ok]) or self.b_noise
+        """``B_noise`` of the critical-batch law at this target (None if unknown)."""
+        self._check_fitted()
+        if self.noise_levels_.size:
+            t = float(self._score(target))
+            return float(math.exp(np.interp(t, self.noise_levels_, self.log_noise_scales_)))
         return self.b_noise
 
+    def _fit_spreads(self) -> None:
+        """Update the κ and τ priors with the profile's own leave-one-batch-out errors."""
+        k_in, k_out = [], []
+        walk = []
+        if len(self.batches_) >= 3 and self.noise_levels_.size:
+            level = float(np.median(self.noise_levels_))
+            ev = self._evidence(level)
+            ok = np.flatnonzero(np.isfinite(ev.epochs))
+            b, e = ev.batches[ok], ev.epochs[ok]
+            bn = self.noise_scale(float(self._score(level)))
+            for j in range(len(b)):
+                rest = np.delete(np.arange(len(b)), j)
+                d = float(np.min(np.abs(np.log2(b[j] / b[rest]))))
+                if 0 < j < len(b) - 1:
+                    pred = float(_interp_loglog(np.array([b[j]]), b[rest], e[rest])[0])
+                    k_in.append(abs(math.log(pred / e[j])) / d)
+                elif len(rest) >= 2 and bn is not None:
+                    near = rest[np.argmin(np.abs(np.log(b[rest] / b[j])))]
+                    pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
+                    k_out.append(abs(math.log(pred / e[j])) / d)
+        long_b = [b for b, h in zip(self.batches_, self.max_epochs_) if h >= 0.5 * float(self.max_epochs_.max())]
+        if len(long_b) >= 2:
+            fin = {b: float(np.median([r.best[-1] for r in self.runs_ if r.global_batch == b])) for b in long_b}
+            bs = sorted(fin)
+            for a, c in zip(bs[:-1], bs[1:]):
+                walk.append(abs(fin[c] - fin[a]) / self.metric_range_ / math.sqrt(math.log2(c / a)))
+        z = z_for(0.9)
+
+        def pooled(prior: float, own: list[float], calibrate: bool) -> float:
+            if not own:
+                return prior
+            # Own errors are |e|/d samples; their 90 % quantile over z is a σ estimate.
+            own_sigma = float(np.quantile(own, 0.9)) / z if calibrate else float(np.sqrt(np.mean(np.square(own))))
+            n = len(own)
+            return math.sqrt((PRIOR_WEIGHT * prior**2 + n * own_sigma**2) / (PRIOR_WEIGHT + n))
+
+        self.kappa_inside_ = pooled(self.kappa_inside, k_in, True)
+        self.kappa_beyond_ = pooled(self.kappa_beyond, k_out, True)
+        self.plateau_walk_ = pooled(self.plateau_walk, walk, False)
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "runs_"):
+            raise ModelError("AccuracyModel is not fitted: call fit() first")
+
+    # -- epochs to target ------------------------------------------------------------
+    def measured_epochs(self, target: float) -> dict[str, np.ndarray]:
+        """Epochs to ``target`` (median, interval ends, reach probability) at each measured batch."""
+        self._check_fitted()
+        ev = self._evidence(float(self._score(target)))
+        z = z_for(self.interval)
+        e = np.where(np.isfinite(ev.epochs) & (ev.p_reach >= 0.5), ev.epochs, np.inf)
+        lo = np.where(np.isfinite(ev.epochs), ev.epochs * np.exp(-z * ev.log_sigma), np.inf)
+        up = np.where(np.isfinite(ev.epochs), ev.epochs * np.exp(z * ev.log_sigma), np.inf)
+        return {"batches": ev.batches, "epochs": e, "lower": lo, "upper": up, "p_reach": ev.p_reach}
+
+    def outlier_batches(self, target: float) -> np.ndarray:
+        """Measured batches whose epochs to ``target`` disagree with the robust law (set aside as anchors)."""
+        return self._anchors(float(self._score(target)))[3]
+
+    def _anchors(self, t: float) -> tuple:
+        if t in self._cache:
+            return self._cache[t]
+        ev = self._evidence(t)
+        reached = np.isfinite(ev.epochs)
+        bn = self.noise_scale(float(self._score(t)))
+        flags = np.zeros(len(ev.batches), bool)
+        if np.count_nonzero(reached) >= 3 and bn is not None:
+            flags[reached] = flag_outliers(ev.batches[reached], ev.epochs[reached], bn)
+        use = reached & ~flags
+        ab, ae, asg = ev.batches[use], ev.epochs[use], ev.log_sigma[use]
+        if self.batch_monotone and ab.size >= 2:
+            # Epochs non-decreasing in batch: weighted isotonic fit of log E over the anchors.
+            ae = np.exp(pava(np.log(ae), 1.0 / np.maximum(asg, _SIGMA_FLOOR) ** 2))
+        law = None
+        if ab.size >= 3:
+            law = fit_noise_scale(ab, ae)
+        out = (ev, ab, ae, ev.batches[flags], asg, bn, law)
+        self._cache[t] = out
+        return out
+
     def epochs_to_target(self, global_batch: np.ndarray, target: float) -> EpochsPrediction:
-        """Epochs until the metric first reaches ``target`` at each global batch."""
+        """The distribution of epochs until the metric first reaches ``target`` at each global batch."""
         self._check_fitted()
         gb = np.asarray(global_batch, float)
         shape = gb.shape
         q = gb.ravel()
-        m = self.measured_epochs(target)
-        b_noise = self.noise_scale(target)
-        out = [self._interp_epochs(q, m["batches"], m[key], b_noise) for key in ("epochs", "lower", "upper")]
+        t = float(self._score(target))
+        ev, ab, ae, outliers, asg, bn, law = self._anchors(t)
+        mu, sig = self._log_epochs(q, ev, ab, ae, asg, bn, law)
+        p = self._p_reach(q, ev)
+        z = z_for(self.interval)
+        med = np.exp(mu)
+        point = np.where(p >= 0.5, med, np.inf)
         extrap = (q < self.batches_[0]) | (q > self.batches_[-1])
-        return EpochsPrediction(*(o.reshape(shape) for o in out), extrapolated=extrap.reshape(shape))
+        dist = _nearest_distance(q, ev.batches)
+        r = lambda a: a.reshape(shape)  # noqa: E731
+        return EpochsPrediction(
+            epochs=r(point),
+            lower=r(med * np.exp(-z * sig)),
+            upper=r(med * np.exp(z * sig)),
+            extrapolated=r(extrap),
+            epochs_if_reached=r(med),
+            log_sigma=r(sig),
+            p_reach=r(p),
+            distance_doublings=r(dist),
+        )
 
-    @staticmethod
-    def _interp_epochs(q: np.ndarray, batches: np.ndarray, epochs: np.ndarray, b_noise: float | None) -> np.ndarray:
-        logb = np.log(batches)
-        with np.errstate(divide="ignore"):
-            loge = np.log(epochs)
-        if len(batches) == 1:
-            res = np.full(q.shape, epochs[0])
+    def _log_epochs(self, q, ev, ab, ae, asg, bn, law) -> tuple[np.ndarray, np.ndarray]:
+        """μ and σ of log epochs given the target is reached."""
+        n = q.size
+        mu = np.empty(n)
+        sig = np.empty(n)
+        if ab.size == 0:
+            # No measured batch reaches the target: if it is reached at all, it is late —
+            # at the end of the nearest batch's horizon, scaled by the law.
+            near = np.argmin(np.abs(np.log(q)[:, None] - np.log(ev.batches)[None, :]), axis=1)
+            hb, he = ev.batches[near], ev.horizon[near]
+            ratio = (1 + q / bn) / (1 + hb / bn) if bn else np.maximum(q / hb, 1.0)
+            d = np.abs(np.log2(q / hb))
+            return np.log(he * ratio), np.sqrt(0.3**2 + (self.kappa_beyond_ * d) ** 2)
+        lab, lae = np.log(ab), np.log(ae)
+        lq = np.log(q)
+        inside = (q >= ab[0]) & (q <= ab[-1])
+        # Inside the anchors: log-log interpolation; σ from the two neighbours.
+        if ab.size >= 2:
+            mu[inside] = np.interp(lq[inside], lab, lae)
+            j = np.clip(np.searchsorted(lab, lq[inside]), 1, ab.size - 1)
+            d_lo, d_hi = (lq[inside] - lab[j - 1]) / math.log(2), (lab[j] - lq[inside]) / math.log(2)
+            w = np.where(d_lo + d_hi > 0, d_hi / np.maximum(d_lo + d_hi, 1e-12), 1.0)
+            s_anchor = w * asg[j - 1] + (1 - w) * asg[j]
+            d = np.minimum(d_lo, d_hi)
+            sig[inside] = np.sqrt(s_anchor**2 + (self.kappa_inside_ * d) ** 2)
         else:
-            # Interpolate where both neighbours are finite; an unreached neighbour makes
-            # the interpolated batch unreached too (conservative).
-            with np.errstate(over="ignore"):
-                res = np.exp(np.interp(np.log(q), logb, np.where(np.isfinite(loge), loge, 1e300)))
-            res = np.where(res > 1e200, np.inf, res)
-            idx = np.clip(np.searchsorted(batches, q), 1, len(batches) - 1)
-            both = np.isfinite(epochs[idx - 1]) & np.isfinite(epochs[idx])
-            res = np.where(both | (q == batches[idx]) | (q == batches[idx - 1]), res, np.inf)
-            exact = np.isin(q, batches)
-            res = np.where(exact, epochs[np.clip(np.searchsorted(batches, q), 0, len(batches) - 1)], res)
-        below, above = q < batches[0], q > batches[-1]
-        if np.any(below | above):
-            if b_noise is None:
-                # No noise scale: smaller batches assumed no worse than the smallest
-                # measured one; larger ones cannot be predicted.
-                res = np.where(below, epochs[0], res)
-                res = np.where(above, np.inf, res)
+            mu[inside], sig[inside] = lae[0], asg[0]
+        out = ~inside
+        if np.any(out):
+            qo = q[out]
+            below = qo < ab[0]
+            k = np.where(below, 0, ab.size - 1)
+            d = np.abs(np.log2(qo / ab[k]))
+            if law is not None:
+                m = law_log_epochs(qo, *law)
+            elif bn is not None:
+                m = lae[k] + np.log1p(qo / bn) - np.log1p(ab[k] / bn)
             else:
-                law = lambda b, anchor_b, anchor_e: anchor_e * (1 + b / b_noise) / (1 + anchor_b / b_noise)  # noqa: E731
-                res = np.where(below, law(q, batches[0], epochs[0]), res)
-                res = np.where(above, law(q, batches[-1], epochs[-1]), res)
-        return res
+                # No noise scale: below, no worse than the smallest measured batch; above,
+                # a fixed number of steps (E ∝ B), the no-benefit bound of the law.
+                m = np.where(below, lae[k], lae[k] + np.log(qo / ab[k]))
+            mu[out] = m
+            sig[out] = np.sqrt(asg[k] ** 2 + (self.kappa_beyond_ * d) ** 2)
+        # Measured outliers answer for themselves, with their disagreement as spread.
+        for b, e, s in zip(ev.batches, ev.epochs, ev.log_sigma):
+            hit = q == b
+            if np.any(hit) and math.isfinite(e) and b not in ab:
+                mu[hit] = math.log(e)
+                sig[hit] = math.hypot(s, abs(math.log(e) - float(np.interp(math.log(b), lab, lae))))
+        return mu, np.minimum(sig, _SIGMA_CAP)
+
+    def _p_reach(self, q: np.ndarray, ev: BatchEvidence) -> np.ndarray:
+        """Probability that the target is reached at all, from the measured margins."""
+        from scipy.special import ndtr
+
+        margin = ev.margin
+        lb, lq = np.log(ev.batches), np.log(q)
+        if len(lb) == 1:
+            m = np.full(q.shape, margin[0])
+            s0 = np.full(q.shape, ev.plateau_sigma[0])
+        else:
+            m = np.interp(lq, lb, margin)
+            s0 = np.interp(lq, lb, ev.plateau_sigma)
+        d = _nearest_distance(q, ev.batches)
+        s = np.sqrt(s0**2 + self.plateau_walk_**2 * d * self.metric_range_**2)
+        p = ndtr(m / s)
+        exact = np.isin(q, ev.batches)
+        if np.any(exact):
+            p[exact] = ev.p_reach[np.searchsorted(ev.batches, q[exact])]
+        return p
 
     # -- metric -------------------------------------------------------------------
     def metric_at(self, global_batch: np.ndarray, epochs: np.ndarray) -> np.ndarray:
@@ -312,32 +705,16 @@ class AccuracyModel:
         return self._score(score)
 
 
-def _fit_noise_scale(batches: np.ndarray, epochs: np.ndarray) -> float | None:
-    """Least squares of ``log E = log E_min + log(1 + B/B_noise)``; None if degenerate."""
-    from scipy.optimize import least_squares
-
-    logb, loge = np.log(batches), np.log(epochs)
-
-    def resid(x: np.ndarray) -> np.ndarray:
-        log_emin, log_bn = x
-        return log_emin + np.log1p(batches / np.exp(log_bn)) - loge
-
-    x0 = np.array([loge.min(), np.log(np.median(batches))])
-    res = least_squares(resid, x0, bounds=([-50, logb.min() - 10], [50, logb.max() + 10]))
-    if not res.success:
-        return None
-    return float(np.exp(res.x[1]))
-
-
-class _quiet_nanmedian:
-    """Silence numpy's 'All-NaN slice' warning: such cells are masked out anyway."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
+def _eval_noise(global_batch: np.ndarray, epoch: np.ndarray, score: np.ndarray, seed: np.ndarray) -> float:
+    """Evaluation-to-evaluation noise: robust spread of successive differences late in
+    each run (where the trend is flat), median over runs; 0 when every run is short."""
+    noise = []
+    keep = epoch > 0
+    for run_b, run_s in set(zip(global_batch[keep].tolist(), seed[keep].tolist())):
+        sel = keep & (global_batch == run_b) & (seed == run_s)
+        s = score[sel][np.argsort(epoch[sel], kind="stable")]
+        fin = s[np.isfinite(s)]
+        if fin.size >= 6:
+            tail = np.diff(fin[fin.size // 2 :])
+            noise.append(1.4826 * float(np.median(np.abs(tail - np.median(tail)))) / math.sqrt(2.0))
+    return float(np.median(noise)) if noise else 0.0

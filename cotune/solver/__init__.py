@@ -1,29 +1,45 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._choice import choice_at
-from cotune.solver._estimate import Estimates, estimate
+from cotune.solver._decide import CHANGES, ReplanDecision, ReplanOption, changes_between, decide_replan, lr_scale
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
+from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
+from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
-from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, ranked
+from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
 
 __all__ = [
+    "CHANGES",
     "MARKETS",
+    "ReplanDecision",
+    "ReplanOption",
+    "changes_between",
+    "decide_replan",
+    "lr_scale",
     "RESULT_SCHEMA_VERSION",
     "Candidates",
+    "DEFAULT_CONFIDENCE",
     "Choice",
     "Estimates",
     "Feasibility",
+    "MarketStage",
+    "OnDemandMarket",
     "Plan",
     "ProbeDecision",
     "ProbeGains",
     "ProbeOption",
     "Recommendation",
     "SearchSpace",
+    "SearchSpaceTooLarge",
     "balanced_hosts",
     "best_index",
+    "build_space",
+    "check_candidate_limit",
     "choice_at",
+    "count_candidates",
     "enumerate_candidates",
     "estimate",
     "feasibility",
@@ -32,6 +48,10 @@ __all__ = [
     "pareto_indices",
     "plan_for",
     "plan_next_probe",
+    "prefer_safer",
+    "price_table",
     "ranked",
     "standard_options",
+    "success_probability",
+    "with_success",
 ]

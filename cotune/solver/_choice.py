@@ -39,4 +39,6 @@ def choice_at(est: Estimates, i: int, target: float) -> Choice:
         price_per_hour=float(est.price_per_hour[i]),
         metric=metric,
         extrapolated=extrap,
+        p_reach=float(est.p_reach[i]),
+        p_success=None if est.p_success is None else float(est.p_success[i]),
     )

@@ -8,9 +8,16 @@ For candidate ``c = (gpu, market, n, h, b)`` with global batch ``B = n·b``::
 
 With no prices, ``price_per_hour = 1`` and cost is worker-hours (the paper's resource
 cost). Uncertainty combines in log space, treating step-time and epoch errors as
-independent: ``σ_T² = σ_step² + σ_E²``; the time at confidence ``q`` is
-``startup_s + exp(log T + z_q σ_T)``, and infinite when even the interval's end of
-the epochs is (the target may not be reached at all).
+independent: given the target is reached, ``log T_train ~ N(log T, σ_T²)`` with
+``σ_T² = σ_step² + σ_E²``. The target is reached at all with probability ``p_reach``,
+so the probability of success — reaching the target by the deadline ``D`` — is::
+
+    P(success) = p_reach · Φ((log(D − startup_s) − log T) / σ_T)
+
+and the time at confidence ``q`` (the ``q``-quantile of the time to success, infinite
+when ``q ≥ p_reach``) is ``startup_s + exp(log T + σ_T · Φ⁻¹(q / p_reach))``, so that
+``time_q ≤ D ⇔ P(success) ≥ q``. Without a confidence the solver plans at
+``DEFAULT_CONFIDENCE = 0.5``: the median.
 
 Models are evaluated once per distinct (gpu, n, h, b) and once per distinct ``B``
 and broadcast back, so markets and repeated batches cost nothing extra.
@@ -19,14 +26,15 @@ and broadcast back, so markets and repeated batches cost nothing extra.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
-
 import numpy as np
 
 from cotune.models import FittedModels, z_for
 from cotune.solver._space import Candidates
 
-__all__ = ["Estimates", "estimate"]
+__all__ = ["DEFAULT_CONFIDENCE", "Estimates", "estimate", "success_probability"]
+
+# The confidence a plan is made at when none is asked for: P(success) ≥ ½, the median.
+DEFAULT_CONFIDENCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,11 @@ class Estimates:
     price_per_hour: np.ndarray
     time_extrapolated: np.ndarray
     epochs_extrapolated: np.ndarray
+    p_reach: np.ndarray  # probability that the target is reached at all
+    log_sigma_time: np.ndarray  # σ of log training time, given the target is reached
+    epochs_distance: np.ndarray  # doublings of global batch from the nearest measured batch
+    step_log_sigma: np.ndarray
+    p_success: np.ndarray | None = None  # filled in for a deadline by solver.with_success
 
 
 def _unique_inverse(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,34 +110,25 @@ def estimate(
     ep = models.predict_epochs(ub, target)
     epochs, e_lo, e_hi = ep.epochs[binv], ep.lower[binv], ep.upper[binv]
     e_extrap = ep.extrapolated[binv]
+    p_reach = ep.p_reach[binv]
+    sig_e = ep.log_sigma[binv]
 
     epoch_time = models.dataset_size / gb * step
     train = epochs * epoch_time
     z = z_for(models.accuracy.interval)
+    sig_t = np.sqrt(step_sigma**2 + sig_e**2)
+    q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # σ of log epochs from the interval; when the upper end is unreached use the
-        # lower side alone.
-        sig_up = (np.log(e_hi) - np.log(epochs)) / z
-        sig_dn = (np.log(epochs) - np.log(e_lo)) / z
-        sig_e = np.where(np.isfinite(sig_up), np.maximum(sig_up, sig_dn), sig_dn)
-        sig_e = np.where(np.isfinite(sig_e), sig_e, 0.0)
-        sig_t = np.sqrt(step_sigma**2 + sig_e**2)
         log_train = np.log(train)
         lower = startup_s + np.exp(log_train - z * sig_t)
-        upper = np.where(np.isfinite(e_hi), startup_s + np.exp(log_train + z * sig_t), np.inf)
-        if confidence is None:
-            at_conf = startup_s + train
-        else:
-            zq = NormalDist().inv_cdf(confidence)
-            at_conf = startup_s + np.exp(log_train + zq * sig_t)
-            # Past the interval's own level an unreached upper epoch bound means the
-            # target itself is uncertain: no finite time can be promised.
-            if confidence >= 0.5 + models.accuracy.interval / 2:
-                at_conf = np.where(np.isfinite(e_hi), at_conf, np.inf)
-    time_s = startup_s + train
-    time_s = np.where(np.isfinite(epochs), time_s, np.inf)
-    lower = np.where(np.isfinite(epochs), lower, np.inf)
-    at_conf = np.where(np.isfinite(epochs), at_conf, np.inf)
+        upper = startup_s + np.exp(log_train + z * sig_t)
+        at_conf = startup_s + np.exp(log_train + sig_t * _ndtri(np.minimum(q / p_reach, 1.0)))
+        at_conf = np.where(q < p_reach, at_conf, np.inf)
+    reached = np.isfinite(epochs)
+    time_s = np.where(reached, startup_s + train, np.inf)
+    lower = np.where(reached, lower, np.inf)
+    upper = np.where(reached, upper, np.inf)
+    at_conf = np.where(reached, at_conf, np.inf)
 
     price = np.asarray(price_per_hour, float)[candidates.gpu, candidates.market]
     rate = w * price / 3600.0
@@ -145,4 +149,30 @@ def estimate(
         price_per_hour=price,
         time_extrapolated=t_extrap,
         epochs_extrapolated=e_extrap,
+        p_reach=p_reach,
+        log_sigma_time=sig_t,
+        epochs_distance=ep.distance_doublings[binv],
+        step_log_sigma=step_sigma,
     )
+
+
+def _ndtri(p: np.ndarray) -> np.ndarray:
+    from scipy.special import ndtri
+
+    return ndtri(p)
+
+
+def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> np.ndarray:
+    """``P(success)`` of every candidate: the target reached, by the deadline if one is set.
+
+    Uses the estimates as they stand (after a spot stage, ``time_s`` is the
+    revocation-aware expectation; its spread is the model's).
+    """
+    from scipy.special import ndtr
+
+    if deadline_s is None:
+        return np.where(np.isfinite(est.time_s), est.p_reach, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slack = np.log(max(deadline_s - startup_s, 0.0)) - np.log(est.time_s - startup_s)
+        z = slack / np.maximum(est.log_sigma_time, 1e-9)
+    return np.where(np.isfinite(est.time_s), est.p_reach * ndtr(z), 0.0)

@@ -3,12 +3,14 @@
 Formulation (objective ``cost``; ``time`` swaps the roles of cost and time)::
 
     minimise    cost(c)                      over candidates c
-    subject to  epochs_to_target(B_c) < ∞    (the target metric is reached)
-                time_q(c) ≤ deadline_s       (time at confidence q; the mean if q is unset)
+    subject to  P(reach)(c) > q              (the target metric is reached at all)
+                time_q(c) ≤ deadline_s       (⇔ P(success) ≥ q; q = 0.5, the median, if unset)
                 cost(c)   ≤ budget           (optional)
                 workers ≤ available(gpu), local_batch ≤ max_local_batch(gpu)   (the space)
 
-Ties break on the other quantity, then on fewer workers. The Pareto frontier is taken
+Ties break on the other quantity, then on fewer hosts, then fewer workers. Near-ties —
+costs within the prediction's own uncertainty — go to the safer candidate
+(:func:`prefer_safer`): higher ``P(success)``, then less extrapolation. The Pareto frontier is taken
 over candidates that reach the target, ignoring deadline and budget, so the user sees
 what relaxing either would buy.
 """
@@ -19,9 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cotune.solver._estimate import Estimates
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, success_probability
 
-__all__ = ["Feasibility", "feasibility", "best_index", "ranked", "pareto_indices"]
+__all__ = ["Feasibility", "feasibility", "best_index", "ranked", "pareto_indices", "prefer_safer", "with_success"]
+
+# Near-tie: within half the chosen candidate's own log-σ of time, and never more than 5 %.
+NEAR_TIE_SIGMAS = 0.5
+NEAR_TIE_MAX = 0.05
 
 
 @dataclass(frozen=True)
@@ -35,8 +41,18 @@ class Feasibility:
         return self.reaches & self.meets_deadline & self.within_budget
 
 
-def feasibility(est: Estimates, *, deadline_s: float | None, budget: float | None) -> Feasibility:
-    reaches = np.isfinite(est.epochs)
+def with_success(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> Estimates:
+    """The estimates with ``p_success`` filled in for this deadline."""
+    from dataclasses import replace
+
+    return replace(est, p_success=success_probability(est, deadline_s=deadline_s, startup_s=startup_s))
+
+
+def feasibility(
+    est: Estimates, *, deadline_s: float | None, budget: float | None, confidence: float | None = None
+) -> Feasibility:
+    q = DEFAULT_CONFIDENCE if confidence is None else confidence
+    reaches = np.isfinite(est.epochs) & (est.p_reach > q)
     meets = np.ones_like(reaches) if deadline_s is None else est.time_at_confidence_s <= deadline_s
     within = np.ones_like(reaches) if budget is None else est.cost <= budget
     return Feasibility(reaches=reaches, meets_deadline=meets & reaches, within_budget=within & reaches)
@@ -44,7 +60,7 @@ def feasibility(est: Estimates, *, deadline_s: float | None, budget: float | Non
 
 def _keys(est: Estimates, objective: str) -> tuple[np.ndarray, ...]:
     primary, secondary = (est.cost, est.time_s) if objective == "cost" else (est.time_s, est.cost)
-    return primary, secondary, est.candidates.workers
+    return primary, secondary, est.candidates.hosts, est.candidates.workers
 
 
 def ranked(est: Estimates, mask: np.ndarray, objective: str, *, limit: int | None = None) -> np.ndarray:
@@ -52,12 +68,12 @@ def ranked(est: Estimates, mask: np.ndarray, objective: str, *, limit: int | Non
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return idx
-    primary, secondary, workers = (k[idx] for k in _keys(est, objective))
+    primary, secondary, hosts, workers = (k[idx] for k in _keys(est, objective))
     if limit is not None and idx.size > 4 * limit:
         # Partial selection first: sorting a million keys is the slow part.
         part = np.argpartition(primary, 4 * limit)[: 4 * limit]
-        idx, primary, secondary, workers = idx[part], primary[part], secondary[part], workers[part]
-    order = np.lexsort((workers, secondary, primary))
+        idx, primary, secondary, hosts, workers = idx[part], primary[part], secondary[part], hosts[part], workers[part]
+    order = np.lexsort((workers, hosts, secondary, primary))
     out = idx[order]
     return out if limit is None else out[:limit]
 
@@ -86,3 +102,59 @@ def pareto_indices(est: Estimates, mask: np.ndarray) -> np.ndarray:
     keep = np.ones(order.size, dtype=bool)
     keep[1:] = costs[1:] < running[:-1]
     return order[keep]
+
+
+def _risk_key(est: Estimates, i: int) -> tuple[float, ...]:
+    p = 1.0 if est.p_success is None else float(est.p_success[i])
+    # P(success) in steps of 2 points, then how far the prediction reaches beyond the data.
+    return (
+        -round(p / 0.02),
+        float(est.time_extrapolated[i]),
+        round(float(est.epochs_distance[i]), 1),
+        float(est.candidates.hosts[i]),
+    )
+
+
+def _reasons(est: Estimates, i: int, j: int) -> list[str]:
+    """Why candidate ``i`` is safer than ``j`` (in words)."""
+    out = []
+    if est.p_success is not None and est.p_success[i] > est.p_success[j] + 0.01:
+        out.append(f"P(success) {est.p_success[i]:.0%} vs {est.p_success[j]:.0%}")
+    if est.time_extrapolated[j] and not est.time_extrapolated[i]:
+        out.append("step time within the probed configurations")
+    if est.epochs_distance[i] + 0.05 < est.epochs_distance[j]:
+        di, dj = est.epochs_distance[i], est.epochs_distance[j]
+        out.append("a measured global batch" if di < 0.05 else f"global batch {di:.1f} vs {dj:.1f} doublings from a measured one")
+    if est.candidates.hosts[i] < est.candidates.hosts[j]:
+        out.append(f"{int(est.candidates.hosts[i])} host(s) instead of {int(est.candidates.hosts[j])}")
+    return out
+
+
+def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.ndarray, str | None]:
+    """Move the safest near-tie of the best candidate to the front, and say why.
+
+    A near-tie costs (or, for ``objective="time"``, takes) at most
+    ``min(NEAR_TIE_SIGMAS · σ_T, NEAR_TIE_MAX)`` more, relatively, than the best, where
+    ``σ_T`` is the best candidate's own log-σ of time: a difference the prediction cannot
+    resolve. Among near-ties the key is higher ``P(success)`` (2-point steps), then step
+    time inside the probed box, then fewer doublings from a measured batch, then fewer hosts.
+    """
+    if order.size < 2:
+        return order, None
+    key = est.cost if objective == "cost" else est.time_s
+    best = int(order[0])
+    tol = min(NEAR_TIE_SIGMAS * float(est.log_sigma_time[best]), NEAR_TIE_MAX)
+    ties = [int(i) for i in order if key[int(i)] <= key[best] * (1.0 + tol)]
+    safest = min(ties, key=lambda i: (_risk_key(est, i), key[i]))
+    if safest == best or _risk_key(est, safest) == _risk_key(est, best):
+        return order, None
+    why = _reasons(est, safest, best)
+    c = est.candidates
+    extra = key[safest] / key[best] - 1.0
+    label = lambda i: f"{int(c.workers[i])}×{c.gpus[int(c.gpu[i])]} on {int(c.hosts[i])} host(s), local batch {int(c.local_batch[i])}"  # noqa: E731
+    note = (
+        f"near-tie: chose {label(safest)} over {label(best)} ({extra:+.1%} {objective}, within the prediction's "
+        f"±{tol:.0%}): " + ("; ".join(why) if why else "less extrapolated")
+    )
+    rest = [int(i) for i in order if int(i) != safest]
+    return np.array([safest] + rest), note

@@ -5,6 +5,7 @@
 when imported themselves.
 """
 
+from cotune.track._progress import JobProgress, job_progress, offline_profile
 from cotune.track._tracker import TrackedConfig, Tracker, window_summary
 
-__all__ = ["Tracker", "TrackedConfig", "window_summary"]
+__all__ = ["JobProgress", "Tracker", "TrackedConfig", "job_progress", "offline_profile", "window_summary"]

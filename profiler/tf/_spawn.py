@@ -15,14 +15,14 @@ import sys
 import time
 
 from profiler._launcher import free_port
-from profiler._worker import _die_with_parent
+from profiler._entry import die_with_parent
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or not argv[0].isdigit():
         print("usage: python -m profiler.tf._spawn N MODULE [ARGS...]", file=sys.stderr)
         return 2
-    _die_with_parent()
+    die_with_parent()
     workers = int(argv[0])
     ports = set()
     while len(ports) < workers:

@@ -11,19 +11,18 @@ update (Keras always all-reduces inside ``apply_gradients``, so there is no
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import resource
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
+from profiler._entry import scratch_write, worker_main
+from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
 from profiler._stats import median_rel_halfwidth
-from profiler._worker import EXIT_CRASH, EXIT_OOM, _append_line, _die_with_parent, _write_result
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -53,15 +52,15 @@ class _TF:
         return bool(self.strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None).numpy())
 
 
-def _setup(task: dict[str, Any], env: _TF, *, training_data: tuple[Any, Any], shuffle_seed: int,
+def _setup(task: Task, env: _TF, *, training_data: tuple[Any, Any], shuffle_seed: int,
            repeat: bool) -> tuple[Any, Any, Any, Any, Any]:
     import numpy as np
 
     from profiler.tf import load_tf_workload
 
     tf = env.tf
-    workload = load_tf_workload(task["workload"])
-    local_batch = int(task["local_batch"])
+    workload = load_tf_workload(task.workload)
+    local_batch = task.local_batch
     global_batch = local_batch * env.world
     x, y = training_data
 
@@ -75,7 +74,7 @@ def _setup(task: dict[str, Any], env: _TF, *, training_data: tuple[Any, Any], sh
         return ds.batch(local_batch, drop_remainder=True).prefetch(2)
 
     dist = env.strategy.distribute_datasets_from_function(dataset_fn)
-    tf.keras.utils.set_random_seed(int(task.get("seed", 0)))
+    tf.keras.utils.set_random_seed(task.seed)
     with env.strategy.scope():
         model = workload.model()
         model(np.asarray(x[:1]))  # build the variables inside the strategy scope
@@ -120,14 +119,14 @@ def _peak_memory_bytes() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024.0
 
 
-def run_timing(task: dict[str, Any], env: _TF) -> dict[str, Any]:
+def run_timing(task: TimingTask, env: _TF) -> TimingResult:
     from profiler.tf import load_tf_workload
 
-    data = load_tf_workload(task["workload"]).train_data()
-    seed = int(task.get("seed", 0))
+    data = load_tf_workload(task.workload).train_data()
+    seed = task.seed
     workload, model, optimizer, loss_obj, dist = _setup(task, env, training_data=data, shuffle_seed=seed * 7919,
                                                         repeat=True)
-    local_batch = int(task["local_batch"])
+    local_batch = task.local_batch
     if workload.simulate_oom_above is not None and local_batch > workload.simulate_oom_above:
         raise MemoryError(f"simulated out of memory: local batch {local_batch} > "
                           f"simulate_oom_above={workload.simulate_oom_above}")
@@ -139,37 +138,38 @@ def run_timing(task: dict[str, Any], env: _TF) -> dict[str, Any]:
         step(it).numpy()  # .numpy() waits for the step to finish
         return time.perf_counter() - start
 
-    for _ in range(int(task["warmup_steps"])):
+    for _ in range(task.warmup_steps):
         timed(full_step)
     times: list[float] = []
     began = time.perf_counter()
-    min_steps, chunk = int(task["min_timed_steps"]), int(task.get("chunk_steps", 5))
+    min_steps, chunk = task.min_timed_steps, task.chunk_steps
     while True:
         for _ in range(chunk if times else min_steps):
             times.append(timed(full_step))
-        done = (len(times) >= int(task["max_timed_steps"]) or time.perf_counter() - began >= float(task["max_timed_s"])
-                or median_rel_halfwidth(times) <= float(task["rel_precision"]))
+        done = (len(times) >= task.max_timed_steps or time.perf_counter() - began >= task.max_timed_s
+                or median_rel_halfwidth(times) <= task.rel_precision)
         if env.agree(done):
             break
     nosync: list[float] = []
-    if task.get("measure_sync", True):
+    if task.measure_sync:
         timed(local_step)  # traces the function: not timed
         nosync = [timed(local_step) for _ in range(max(min_steps, len(times) // 2))]
-    return {"status": "ok", "raw_times": times, "raw_nosync": nosync, "peak_memory_bytes": _peak_memory_bytes()}
+    return TimingResult(rank=env.rank, raw_times=tuple(times), raw_nosync=tuple(nosync),
+                        peak_memory_bytes=_peak_memory_bytes())
 
 
-def run_curve(task: dict[str, Any], env: _TF) -> dict[str, Any]:
+def run_curve(task: CurveTask, env: _TF) -> CurveResult:
     import numpy as np
 
     from profiler.tf import load_tf_workload
 
-    loaded = load_tf_workload(task["workload"])
+    loaded = load_tf_workload(task.workload)
     if loaded.eval_data is None:
         raise RuntimeError(f"workload {loaded.name!r} has no eval_data: learning curves need held-out data")
     data = loaded.train_data()
-    seed = int(task["seed"])
+    seed = task.seed
     workload, model, optimizer, loss_obj, dist = _setup(task, env, training_data=data, shuffle_seed=seed, repeat=False)
-    local_batch = int(task["local_batch"])
+    local_batch = task.local_batch
     global_batch = local_batch * env.world
     if workload.simulate_oom_above is not None and local_batch > workload.simulate_oom_above:
         raise MemoryError(f"simulated out of memory: local batch {local_batch} > "
@@ -182,10 +182,10 @@ def run_curve(task: dict[str, Any], env: _TF) -> dict[str, Any]:
     x_eval, y_eval = workload.eval_data() if env.rank == 0 else (None, None)
     peak_lr = workload.lr_at(global_batch)
     warmup = max(1, round(workload.warmup_epochs * steps_per_epoch))
-    target = task.get("target")
-    progress = Path(task["progress_path"])
+    target = task.target
+    progress = Path(task.progress_path)
     reason, epoch_index = "max_epochs", 0
-    for epoch_index in range(1, int(task["max_epochs"]) + 1):
+    for epoch_index in range(1, task.max_epochs + 1):
         it = iter(dist)
         for i in range(steps_per_epoch):
             step = (epoch_index - 1) * steps_per_epoch + i
@@ -198,41 +198,37 @@ def run_curve(task: dict[str, Any], env: _TF) -> dict[str, Any]:
             else:
                 logits = model.predict(x_eval, batch_size=512, verbose=0)
                 metric = float(np.mean(np.argmax(logits, axis=1) == np.asarray(y_eval)))
-            _append_line(progress, {"epoch_index": epoch_index,
-                                    "epoch": epoch_index * steps_per_epoch * global_batch / n, "metric": metric})
+            with scratch_write(progress, "the progress line"):
+                append_epoch(progress, EpochLine(epoch_index=epoch_index,
+                                                 epoch=epoch_index * steps_per_epoch * global_batch / n, metric=metric))
             if not math.isfinite(metric):
                 reason, stop = "diverged", True
             elif target is not None and (metric >= target if workload.goal == "max" else metric <= target):
                 reason, stop = "target", True
         if env.agree(stop):
             break
-    return {"status": "ok", "reason": reason, "epochs": epoch_index, "steps_per_epoch": steps_per_epoch}
+    return CurveResult(rank=env.rank, reason=reason, epochs=epoch_index, steps_per_epoch=steps_per_epoch)
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m profiler.tf._worker TASK.json (started by the TF launcher)", file=sys.stderr)
-        return 2
-    _die_with_parent()
-    task = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    result_dir = Path(task["result_dir"])
-    rank = int(os.environ.get("RANK", "0"))
-    try:
-        env = _TF()
-        rank = env.rank
-        result = (run_timing if task["kind"] == "timing" else run_curve)(task, env)
-    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
-        oom = _is_oom(exc)
-        _write_result(result_dir, rank, {"rank": rank, "status": "oom" if oom else "crash",
-                                         "message": f"{type(exc).__name__}: {exc}"[:500],
-                                         "traceback": traceback.format_exc()[-4000:]})
-        os._exit(EXIT_OOM if oom else EXIT_CRASH)
-    _write_result(result_dir, rank, {**result, "rank": rank})
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(0)
+class TFBackend:
+    """The TensorFlow side of :func:`profiler._entry.worker_main`."""
+
+    def setup(self, task: Task) -> _TF:
+        return _TF()
+
+    def run(self, task: Task, env: _TF) -> TimingResult | CurveResult:
+        return run_timing(task, env) if isinstance(task, TimingTask) else run_curve(task, env)
+
+    def is_oom(self, exc: BaseException) -> bool:
+        return _is_oom(exc)
+
+    def finish(self, env: _TF) -> None:
+        return None  # the spawner waits for every worker; no barrier needed
+
+
+def main(argv: list[str] | None = None) -> int:
+    return worker_main(sys.argv[1:] if argv is None else argv, backend=TFBackend(), prog="profiler.tf._worker")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

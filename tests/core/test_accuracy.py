@@ -23,15 +23,13 @@ def _curves(rng, batches=(64, 256, 1024), seeds=1, b_noise=512.0, noise=0.003, e
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 10**6))
-def test_surface_is_monotone_in_epochs_and_batch(seed):
+def test_surface_is_monotone_in_epochs(seed):
+    # Across batches the surface is left free: one off-recipe batch must not cap the others.
     rng = np.random.default_rng(seed)
     m = AccuracyModel().fit(*_curves(rng, noise=0.01))
-    s = m.surface_
-    for row in s:
+    for row in m.surface_:
         r = row[np.isfinite(row)]
         assert np.all(np.diff(r) >= -1e-9)
-    both = np.isfinite(s[:-1]) & np.isfinite(s[1:])
-    assert np.all((s[1:] - s[:-1])[both] <= 1e-9)
 
 
 @settings(max_examples=15, deadline=None)
@@ -95,14 +93,14 @@ def test_a_collapsed_seed_does_not_move_the_median():
     assert robust.epochs_to_target(np.array([256.0]), 0.9).epochs[0] == pytest.approx(clean, rel=0.05)
 
 
-def test_seeds_widen_the_interval():
+def test_seeds_that_disagree_widen_the_interval():
     rng = np.random.default_rng(8)
     gb, ep, me, sd = _curves(rng, seeds=3, noise=0.001)
+    agree = AccuracyModel().fit(gb, ep, me, sd).epochs_to_target(np.array([256.0]), 0.85)
     me = me + np.where(sd == 1, 0.02, 0.0) - np.where(sd == 2, 0.02, 0.0)
-    m = AccuracyModel().fit(gb, ep, me, sd)
-    assert m.residual_sigma_ >= 0.01
-    p = m.epochs_to_target(np.array([256.0]), 0.85)
-    assert p.lower[0] < p.epochs[0] < p.upper[0]
+    split = AccuracyModel().fit(gb, ep, me, sd).epochs_to_target(np.array([256.0]), 0.85)
+    assert split.lower[0] < split.epochs[0] < split.upper[0]
+    assert np.log(split.upper[0] / split.lower[0]) > 3 * np.log(agree.upper[0] / agree.lower[0])
 
 
 def test_no_eval_records_is_a_clear_error():

@@ -2,6 +2,8 @@ import math
 
 import numpy as np
 import pytest
+
+from cotune.solver._solve import NEAR_TIE_MAX
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,17 +44,17 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
                 if not math.isfinite(e):
                     continue
                 t = e * models.dataset_size / (n * b) * float(st_.step_time_s[0])
-                if confidence is not None:
-                    up, lo = float(ep.upper[0]), float(ep.lower[0])
-                    s_up = (math.log(up) - math.log(e)) / z if math.isfinite(up) else math.nan
-                    s_dn = (math.log(e) - math.log(lo)) / z
-                    s_e = max(s_up, s_dn) if math.isfinite(s_up) else s_dn
-                    s_t = math.sqrt(float(st_.log_sigma[0]) ** 2 + s_e**2)
-                    tq = math.exp(math.log(t) + NormalDist().inv_cdf(confidence) * s_t)
-                    if confidence >= 0.5 + models.accuracy.interval / 2 and not math.isfinite(up):
-                        tq = math.inf
-                else:
-                    tq = t
+                # P(success) = p_reach · Φ((log D − log T) / σ_T), σ_T² = σ_step² + σ_E² (docs/models.md);
+                # feasible when P(reach) > q and, with a deadline, P(success) ≥ q (q = 0.5 unset).
+                q = 0.5 if confidence is None else confidence
+                p_reach = float(ep.p_reach[0])
+                if not p_reach > q:
+                    continue
+                s_t = math.sqrt(float(st_.log_sigma[0]) ** 2 + float(ep.log_sigma[0]) ** 2)
+                tq = t
+                if deadline_s is not None:
+                    p_success = p_reach * NormalDist().cdf((math.log(deadline_s) - math.log(t)) / s_t)
+                    tq = t if p_success >= q * (1 + 1e-12) else math.inf
                 cost = n * prices[gpu] * t / 3600
                 if deadline_s is not None and tq > deadline_s:
                     continue
@@ -91,7 +93,10 @@ def test_solver_equals_brute_force(seed, target, deadline_s, budget, max_workers
         return
     assert rec.chosen is not None
     got_key = (rec.chosen.cost, rec.chosen.time_s) if objective == "cost" else (rec.chosen.time_s, rec.chosen.cost)
-    assert got_key[0] == pytest.approx(expected[0][0], rel=1e-9)
+    if got_key[0] != pytest.approx(expected[0][0], rel=1e-9):
+        # Only a near-tie may displace the optimum, and the recommendation says so.
+        assert expected[0][0] * (1 - 1e-9) <= got_key[0] <= expected[0][0] * (1 + NEAR_TIE_MAX + 1e-9)
+        assert any(n.startswith("near-tie") for n in rec.notes)
     assert rec.n_feasible >= 1 + len(rec.runner_ups) - 1
 
 

@@ -1,0 +1,178 @@
+"""The accuracy model's spread priors, measured on the published Pollux curves.
+
+``python -m benchmarks.accuracy_priors`` prints the three constants of
+:mod:`cotune.models._accuracy` and how much they vary when one workload is left out:
+
+* ``KAPPA_BEYOND`` — σ of log epochs-to-target per doubling of the global batch when
+  the critical-batch law extrapolates from the reference curve (the smallest batch of
+  each trace, the job's original recipe) with the gradient noise scale that run logged;
+* ``KAPPA_INSIDE`` — the same per doubling from the nearer neighbour when a measured
+  batch is left out and interpolated (log-log) between the others;
+* ``PLATEAU_WALK`` — robust σ (1.4826 × median absolute value) of the difference of
+  the best metric reached between adjacent measured batches, as a fraction of the
+  metric's rise over a curve, per √doubling (robust: BERT's two-epoch curves rise
+  little, which inflates their ratios).
+
+Errors are the model's own (fitted with κ = 0, so each sample carries its anchor σ),
+pooled over six workloads and targets from 50 % to 100 % of the way from the first
+evaluation to the weakest batch's best (targets every batch reaches). Each κ is the
+value at which the model's 90 % interval, ``z₀.₉₅ · √(σ_anchor² + κ² d²)``, covers 90 %
+of the pooled errors (the errors have heavy tails; a Gaussian fit of σ would cover
+less). These are priors: a profile with three or more measured batches updates them
+with its own leave-one-batch-out errors.
+
+It also prints ``KAPPA_STEP`` of :mod:`cotune.models._step_time`: σ of log step time
+per doubling beyond the probed box, from the bundled Pollux T4 profiles (CIFAR-10,
+ImageNet, YOLOv3) fitted on ≤ 2 and on ≤ 4 workers and predicting the rest up to 64 (calibrated for 90 %
+intervals the same way, on top of each fit's cross-validated σ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
+from cotune.models._accuracy import AccuracyModel, crossing_epoch
+
+__all__ = ["errors", "priors", "main"]
+
+_Z90 = 1.6448536269514722
+_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def _best(w: Workload, b: int) -> tuple[np.ndarray, np.ndarray]:
+    c = w.curves[b]
+    s = w.score(c.metric)
+    best = np.maximum.accumulate(np.where(np.isfinite(s), s, -np.inf))
+    ok = np.isfinite(best)
+    return c.epochs[ok], best[ok]
+
+
+def _reference_noise_scale(w: Workload) -> float:
+    """Median ``B · grad_var / grad_sqr`` over the reference curve (what its noise records say)."""
+    c = w.curves[w.reference_batch]
+    ok = (c.grad_sqr > 0) & np.isfinite(c.grad_var)
+    return float(np.median(c.grad_var[ok] / c.grad_sqr[ok] * w.reference_batch))
+
+
+def _fit(w: Workload, visible: list[int], bn: float) -> AccuracyModel:
+    gb = np.concatenate([np.full(len(w.curves[b].epochs), float(b)) for b in visible])
+    ep = np.concatenate([w.curves[b].epochs for b in visible])
+    me = np.concatenate([w.curves[b].metric for b in visible])
+    # Spreads at zero: the samples measure the anchor σ alone, κ is solved for below.
+    return AccuracyModel(goal=w.goal, b_noise=bn, kappa_beyond=0.0, kappa_inside=0.0).fit(gb, ep, me)
+
+
+def errors(w: Workload) -> dict[str, list]:
+    """Samples of one workload: ``(|log error|, σ_anchor, doublings)`` of the model's own
+    predictions beyond (reference curve only) and inside (one batch left out), and the
+    plateau steps between adjacent batches."""
+    batches = list(w.batches)
+    curves = {b: _best(w, b) for b in batches}
+    starts = [float(curves[b][1][0]) for b in batches]
+    finals = np.array([float(curves[b][1][-1]) for b in batches])
+    start, weakest = float(np.median(starts)), float(finals.min())
+    bn = _reference_noise_scale(w)
+    ref = w.reference_batch
+    one = _fit(w, [ref], bn)
+    loo = {b: _fit(w, [c for c in batches if c != b], bn) for b in batches[1:-1]}
+    beyond, inside = [], []
+    for f in _LEVELS:
+        t = float(w.score(start + f * (weakest - start)))
+        for b in batches:
+            truth = crossing_epoch(*curves[b], float(w.score(t)))
+            if b != ref and math.isfinite(truth):
+                p = one.epochs_to_target(np.array([float(b)]), t)
+                if math.isfinite(p.epochs_if_reached[0]):
+                    beyond.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]), float(p.distance_doublings[0])))
+            if b in loo and math.isfinite(truth):
+                p = loo[b].epochs_to_target(np.array([float(b)]), t)
+                if math.isfinite(p.epochs_if_reached[0]):
+                    inside.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]), float(p.distance_doublings[0])))
+    rise = float(np.median(finals - np.array(starts)))
+    walk = [
+        abs(finals[i + 1] - finals[i]) / rise / math.sqrt(math.log2(batches[i + 1] / batches[i]))
+        for i in range(len(batches) - 1)
+    ]
+    return {"beyond": beyond, "inside": inside, "walk": walk}
+
+
+def _calibrated_kappa(samples: list) -> float:
+    """κ at which ``|e| ≤ z₀.₉₅ · √(σ_anchor² + κ² d²)`` holds for 90 % of the samples."""
+    e, s, d = (np.array(v) for v in zip(*samples))
+
+    def coverage(k: float) -> float:
+        return float(np.mean(e <= _Z90 * np.sqrt(s**2 + (k * d) ** 2)))
+
+    lo, hi = 0.0, 2.0
+    if coverage(lo) >= 0.9:
+        return 0.0
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if coverage(mid) >= 0.9 else (mid, hi)
+    return hi
+
+
+def priors(samples: dict[str, list]) -> dict[str, float]:
+    return {
+        "KAPPA_BEYOND": _calibrated_kappa(samples["beyond"]),
+        "KAPPA_INSIDE": _calibrated_kappa(samples["inside"]),
+        "PLATEAU_WALK": 1.4826 * float(np.median(np.abs(samples["walk"]))),
+    }
+
+
+def step_samples(name: str, *, cuts: tuple[int, ...] = (2, 4)) -> list:
+    """``(|log error|, σ, doublings)`` of step-time predictions beyond ``cut`` workers, for
+    each cut; κ is left out of σ (fitted with ``calibrate=False``: the prior is what a profile
+    too narrow to estimate its own growth falls back on)."""
+    from cotune import load_profile
+    from cotune.models import StepTimeModel
+
+    a = load_profile(name).step_arrays("t4")
+    out = []
+    for cut in cuts:
+        train = a["workers"] <= cut
+        m = StepTimeModel(n_bootstrap=0, kappa_step=0.0).fit(
+            a["workers"][train], a["hosts"][train], a["local_batch"][train], a["step_time_s"][train]
+        )
+        w, h, b = a["workers"][~train], a["hosts"][~train], a["local_batch"][~train]
+        p = m.predict(w, h, b)
+        err = np.abs(np.log(a["step_time_s"][~train] / p.step_time_s))
+        out += list(zip(err, np.full(err.shape, m.cv_sigma_), m._distance(w, h, b)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.accuracy_priors", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    per = {m: errors(load_pollux(m)) for m in POLLUX_MODELS}
+    pooled = {k: [x for e in per.values() for x in e[k]] for k in ("beyond", "inside", "walk")}
+    out = {"all": priors(pooled)}
+    for m in per:
+        rest = {k: [x for n, e in per.items() if n != m for x in e[k]] for k in pooled}
+        out[f"without {m}"] = priors(rest)
+    from benchmarks._common import PROFILES
+
+    steps = {n: step_samples(n) for n in PROFILES}
+    out["all"]["KAPPA_STEP"] = _calibrated_kappa([x for v in steps.values() for x in v])
+    for n in steps:
+        out[f"step without {n}"] = {"KAPPA_STEP": _calibrated_kappa([x for k, v in steps.items() if k != n for x in v])}
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    cols = ("KAPPA_BEYOND", "KAPPA_INSIDE", "PLATEAU_WALK", "KAPPA_STEP")
+    print(f"{'workloads':34s} " + " ".join(f"{c:>13s}" for c in cols))
+    for name, p in out.items():
+        print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""Where a profile comes from: a :class:`Profile`, a file, or a bundled example's name."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cotune.errors import InputError
+from cotune.profile._profile import Profile, read_profile
+
+__all__ = ["load_profile"]
+
+
+def load_profile(source: Any) -> Profile:
+    """A :class:`Profile` from itself, a file path, or a bundled example's name."""
+    if isinstance(source, Profile):
+        return source
+    from cotune.examples import resolve_profile_path
+
+    if source is None:
+        raise InputError("no profile given: pass a profile file, a bundled example name (cotune examples) or a Profile")
+    if not isinstance(source, (str, os.PathLike)):
+        raise InputError(f"a profile is a file path, a bundled example name or a Profile, got a {type(source).__name__}")
+    return read_profile(resolve_profile_path(os.fspath(source)))

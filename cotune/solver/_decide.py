@@ -1,0 +1,181 @@
+"""The re-planning decision of a running job, as a pure function with hysteresis.
+
+Inputs are options already estimated for the *remaining* work: the current configuration
+("stay", no restart) and alternatives whose time and cost already include the restart
+they need. Any object with the attributes of :class:`ReplanOption` works (a
+:class:`~cotune.solver.Choice` does), so the closed-loop benchmark can feed it replay
+truth and ``cotune replan`` its models.
+
+Rule (``key`` is cost or time, per ``objective``; ``time`` is the time at the requested
+confidence when there is one):
+
+* an option is *feasible* when its remaining time fits the remaining deadline and its
+  remaining cost fits the budget left (``budget − spent``);
+* the current configuration feasible: **stay** unless the best feasible alternative beats
+  it by more than ``margin × key(stay)`` — the restart is already in the alternative's
+  numbers, so a change must pay for itself and then some (no churn on noise);
+* the current configuration infeasible: **switch** to the best feasible alternative;
+* nothing feasible: **infeasible** — the target is not reachable by the deadline (within
+  the budget) at any configuration; ``nearest`` is the option that misses by the least
+  (smallest ``max(time / remaining deadline, cost / budget left)``).
+
+A switch is described by what changes (:data:`CHANGES`): workers added or removed, the
+batch (global batch), the GPU type, the market.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Sequence
+
+from cotune.errors import InputError
+
+__all__ = ["CHANGES", "ReplanDecision", "ReplanOption", "changes_between", "decide_replan", "lr_scale"]
+
+CHANGES = ("add_workers", "remove_workers", "change_batch", "change_gpu", "change_market")
+
+
+class _Option(Protocol):
+    gpu: str
+    market: str
+    workers: int
+    local_batch: int
+    time_s: float
+    time_at_confidence_s: float
+    cost: float
+
+
+@dataclass(frozen=True)
+class ReplanOption:
+    """A configuration with its estimated *remaining* time and cost (restart included)."""
+
+    gpu: str
+    market: str
+    workers: int
+    local_batch: int
+    time_s: float
+    cost: float
+    time_at_confidence_s: float = math.nan  # defaults to time_s
+    hosts: int = 1
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.time_at_confidence_s):
+            object.__setattr__(self, "time_at_confidence_s", self.time_s)
+
+    @property
+    def global_batch(self) -> int:
+        return self.workers * self.local_batch
+
+
+@dataclass(frozen=True)
+class ReplanDecision:
+    """``decision`` is ``"stay"``, ``"switch"`` or ``"infeasible"``; ``chosen`` the option to
+    run (None when infeasible), ``nearest`` the least-missing option when infeasible,
+    ``changes`` what a switch changes, ``gain`` stay − chosen in the objective's unit."""
+
+    decision: Literal["stay", "switch", "infeasible"]
+    reason: str
+    chosen: Any
+    nearest: Any
+    changes: tuple[str, ...]
+    gain: float | None
+    stay_feasible: bool
+
+
+def changes_between(old: Any, new: Any) -> tuple[str, ...]:
+    """What differs between two configurations, in :data:`CHANGES` order."""
+    out = []
+    if new.workers > old.workers:
+        out.append("add_workers")
+    elif new.workers < old.workers:
+        out.append("remove_workers")
+    if new.workers * new.local_batch != old.workers * old.local_batch:
+        out.append("change_batch")
+    if new.gpu != old.gpu:
+        out.append("change_gpu")
+    if new.market != old.market:
+        out.append("change_market")
+    return tuple(out)
+
+
+def lr_scale(*, old_global_batch: int, new_global_batch: int, rule: Literal["linear", "sqrt", "none"] = "sqrt") -> float:
+    """Learning-rate factor for a batch change: ``(B_new/B_old)`` (linear, Goyal et al.),
+    its square root (sqrt, Krizhevsky; AdaScale-like) or 1 (none)."""
+    if rule not in ("linear", "sqrt", "none"):
+        raise InputError(f"learning-rate rule must be 'linear', 'sqrt' or 'none', got {rule!r}")
+    ratio = new_global_batch / old_global_batch
+    return ratio if rule == "linear" else math.sqrt(ratio) if rule == "sqrt" else 1.0
+
+
+def decide_replan(
+    *,
+    stay: _Option | None,
+    alternatives: Sequence[_Option],
+    remaining_s: float,
+    budget_left: float | None = None,
+    objective: Literal["cost", "time"] = "cost",
+    margin: float = 0.05,
+    use_confidence: bool = False,
+) -> ReplanDecision:
+    """Stay, switch or give up, with hysteresis (see the module doc).
+
+    ``stay`` is the current configuration's remaining work (no restart), or None when it
+    cannot continue (all its workers lost, or not available any more).
+    ``use_confidence`` compares ``time_at_confidence_s`` with the deadline instead of
+    the median ``time_s``.
+    """
+    if objective not in ("cost", "time"):
+        raise InputError(f"objective must be 'cost' or 'time', got {objective!r}")
+    if not (0.0 <= margin < 1.0):
+        raise InputError(f"margin must be a fraction in [0, 1), e.g. 0.05; got {margin!r}")
+    if not (remaining_s > 0):
+        raise InputError(f"the remaining deadline must be > 0 seconds, got {remaining_s!r}: give a later deadline")
+    if budget_left is not None and not math.isfinite(budget_left):
+        raise InputError(f"budget left must be finite, got {budget_left!r}")
+
+    def t(o) -> float:
+        return float(o.time_at_confidence_s if use_confidence else o.time_s)
+
+    def key(o) -> float:
+        return float(o.cost if objective == "cost" else t(o))
+
+    def feasible(o) -> bool:
+        ok = math.isfinite(t(o)) and t(o) <= remaining_s
+        return ok and (budget_left is None or o.cost <= budget_left)
+
+    def shortfall(o) -> float:
+        over_t = t(o) / remaining_s if math.isfinite(t(o)) else math.inf
+        over_c = (o.cost / budget_left if budget_left > 0 else math.inf) if budget_left is not None else 0.0
+        return max(over_t, over_c)
+
+    ok = [o for o in alternatives if feasible(o)]
+    best = min(ok, key=key) if ok else None
+    stay_ok = stay is not None and feasible(stay)
+    where = "the remaining deadline" + ("" if budget_left is None else " and the budget left")
+    if stay_ok:
+        gain = None if best is None else key(stay) - key(best)
+        if best is not None and gain > margin * key(stay):
+            return ReplanDecision(
+                "switch", f"the best alternative saves {gain / key(stay):.1%} of the {objective} after paying its "
+                f"restart, more than the {margin:.0%} margin", best, None, changes_between(stay, best), gain, True,
+            )
+        pct = 0.0 if gain is None or key(stay) == 0 else gain / key(stay)
+        why = ("no alternative meets " + where) if best is None else (
+            f"the best alternative would save only {pct:.1%} of the {objective} after its restart"
+            if pct > 0 else f"the best alternative is {-pct:.1%} worse in {objective} after its restart"
+        )
+        return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
+    if best is not None:
+        gain = None if stay is None else key(stay) - key(best)
+        why = "the current configuration cannot continue" if stay is None else f"the current configuration misses {where}"
+        return ReplanDecision("switch", why, best, None, changes_between(stay, best) if stay is not None else (), gain, False)
+    pool = [o for o in (*alternatives, *([stay] if stay is not None else []))]
+    nearest = min(pool, key=shortfall) if pool else None
+    if nearest is not None and not math.isfinite(shortfall(nearest)):
+        nearest = None  # no option reaches the target at all: none is "near"
+    miss = "" if nearest is None else f"; the nearest misses by {shortfall(nearest) - 1:.0%}"
+    return ReplanDecision(
+        "infeasible", f"the target is not reachable within {where} at any configuration considered{miss}",
+        None, nearest, (), None, False,
+    )

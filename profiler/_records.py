@@ -1,0 +1,143 @@
+"""From worker results to profile records: pure functions, no I/O.
+
+:func:`classify` turns one launch (how the processes ended, and the ranks' results)
+into a :class:`Verdict`; the builders turn a verdict or a progress line into the
+records the session appends. A ``storage`` verdict has no builder on purpose: a fault
+of our own files is never written into the profile as a fact about the workload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord
+from profiler._launcher import LaunchOutcome
+from profiler._protocol import EXIT_STORAGE, EpochLine, FailureResult, Result, TimingResult
+from profiler._stats import summarize
+
+__all__ = [
+    "Verdict",
+    "classify",
+    "merge_rank_results",
+    "root_cause",
+    "workload_record",
+    "step_record",
+    "failure_record",
+    "epoch_records",
+]
+
+VerdictKind = Literal["ok", "oom", "crash", "timeout", "storage"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one probe ended: ``kind``, a one-line ``message``, and the merged ok result."""
+
+    kind: VerdictKind
+    message: str = ""
+    result: Result | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+def merge_rank_results(results: list[Result]) -> Result | None:
+    """Rank 0's result; for workers that report only raw per-rank times (TensorFlow),
+    the per-step maximum over ranks is summarised here instead."""
+    oks = [r for r in results if not isinstance(r, FailureResult)]
+    # On the other hosts of a multi-host probe rank 0's file is elsewhere; torch timing
+    # results are identical on every rank (all ranks gather all times), so any will do.
+    rank0 = next((r for r in oks if r.rank == 0), None) or next(
+        (r for r in oks if isinstance(r, TimingResult) and r.step_time_s is not None), None)
+    if not isinstance(rank0, TimingResult) or not rank0.raw_times:
+        return rank0
+    timings = [r for r in oks if isinstance(r, TimingResult)]
+    n = min(len(r.raw_times) for r in timings)
+    per_step = [max(r.raw_times[i] for r in timings) for i in range(n)]
+    summary = summarize(per_step)
+    sync = None
+    m = min(len(r.raw_nosync) for r in timings)
+    if m:
+        compute = summarize([max(r.raw_nosync[i] for r in timings) for i in range(m)]).median_s
+        sync = min(summary.median_s, max(0.0, summary.median_s - compute))
+    return replace(rank0, step_time_s=summary.median_s, step_time_spread_s=summary.spread_s,
+                   timed_steps=summary.n, peak_memory_bytes=max(r.peak_memory_bytes for r in timings),
+                   sync_time_s=sync if sync is not None else rank0.sync_time_s)
+
+
+def root_cause(outcome: LaunchOutcome) -> str:
+    """One line on why the launch failed, from torchrun's failure report if present."""
+    lines = [ln.strip() for ln in outcome.log_tail.splitlines() if ln.strip() and not set(ln.strip()) <= set("=-")]
+    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
+    if cause is not None:
+        code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
+        if code is not None:
+            return "a worker " + " ".join(code.split())
+    return f"exit code {outcome.returncode}: {(lines or ['no output'])[-1][:300]}"
+
+
+def _exited_with(outcome: LaunchOutcome, code: int) -> bool:
+    # torchrun's failure report ("exitcode  : 5 (pid: ...)"), or the spawner's own exit code.
+    return outcome.returncode == code or any(
+        ln.split(":", 1)[0].strip() == "exitcode" and ln.split(":", 1)[1].split()[:1] == [str(code)]
+        for ln in outcome.log_tail.splitlines() if ":" in ln)
+
+
+def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float, log: Path, workers: int,
+             option: str = "--probe-timeout") -> Verdict:
+    """The verdict of one launch. Storage faults come first: a rank that could not write
+    its own files may have crashed its peers, and none of that is the workload's doing."""
+    failures = {r.status: r for r in results if isinstance(r, FailureResult)}
+    if "storage" in failures:
+        return Verdict("storage", failures["storage"].message)
+    if _exited_with(outcome, EXIT_STORAGE):
+        return Verdict("storage", f"a worker could not read or write its files ({root_cause(outcome)}; log: {log})")
+    if "oom" in failures:
+        return Verdict("oom", failures["oom"].message or "out of memory")
+    if "crash" in failures:
+        return Verdict("crash", failures["crash"].message or "crashed")
+    if outcome.timed_out:
+        return Verdict("timeout", f"no result within {timeout_s:g}s: raise {option}, or see {log}")
+    ok = merge_rank_results(results)
+    if ok is not None and (outcome.returncode == 0 or len(results) == workers):
+        # Every rank reported success: a non-zero exit after that is teardown noise.
+        return Verdict("ok", "", ok)
+    if "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail:
+        # A worker killed by SIGKILL that we did not send: the kernel's OOM killer.
+        return Verdict("oom", "a worker was killed by SIGKILL (the kernel's out-of-memory killer, most likely)")
+    return Verdict("crash", f"{root_cause(outcome)} (full log: {log})")
+
+
+def workload_record(workload: Any, *, spec: str) -> WorkloadRecord:
+    """The profile's workload record (torch or TensorFlow workload: same attributes)."""
+    return WorkloadRecord(name=workload.name, dataset_size=int(workload.count_samples()), metric=workload.metric,
+                          goal=workload.goal, source=f"cotune profile {spec}")
+
+
+def step_record(ok: TimingResult, *, gpu: str, workers: int, hosts: int, local_batch: int) -> StepRecord:
+    assert ok.step_time_s is not None, "a timing result is summarised before it becomes a record"
+    return StepRecord(
+        gpu=gpu, workers=workers, local_batch=local_batch, step_time_s=float(ok.step_time_s), hosts=hosts,
+        sync_time_s=None if ok.sync_time_s is None else float(ok.sync_time_s),
+        peak_memory_bytes=float(ok.peak_memory_bytes),
+        step_time_spread_s=float(ok.step_time_spread_s or 0.0), timed_steps=int(ok.timed_steps or 0),
+    )
+
+
+def failure_record(kind: str, message: str, *, gpu: str, workers: int, hosts: int, local_batch: int) -> FailureRecord:
+    if kind not in ("oom", "crash", "timeout"):
+        raise ValueError(f"only workload failures (oom, crash, timeout) become records, not {kind!r}")
+    return FailureRecord(gpu=gpu, workers=workers, local_batch=local_batch, failure=kind, hosts=hosts,
+                         message=message[:500])
+
+
+def epoch_records(line: EpochLine, *, global_batch: int, seed: int) -> list[EvalRecord | NoiseRecord]:
+    """The eval record of one finished epoch, and its noise record when measured."""
+    out: list[EvalRecord | NoiseRecord] = [
+        EvalRecord(global_batch=global_batch, epoch=float(line.epoch), metric=float(line.metric), seed=seed)]
+    if line.b_noise is not None:
+        out.append(NoiseRecord(b_noise=float(line.b_noise), global_batch=global_batch, epoch=float(line.epoch)))
+    return out

@@ -1,0 +1,107 @@
+"""What a session is told (probe and curve settings) and what it reports (its summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cotune.units import format_duration
+from profiler._plan import CurvePoint
+from profiler._state import ProfileState
+
+__all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "ProbeEstimator"]
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How one timing probe measures.
+
+    Timed steps continue in chunks until the median's ~95 % interval is within
+    ``rel_precision`` of it, or ``max_timed_steps`` / ``max_timed_s`` is reached.
+    ``cpu_threads`` is the intra-op threads of each worker on CPU (0: share the cores).
+    """
+
+    warmup_steps: int = 5
+    min_timed_steps: int = 10
+    max_timed_steps: int = 200
+    max_timed_s: float = 30.0
+    rel_precision: float = 0.05
+    measure_sync: bool = True
+    timeout_s: float = 300.0
+    device: str = "auto"
+    loader_workers: int = 0
+    cpu_threads: int = 1
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class CurveSettings:
+    """How learning curves train: epoch limit, target (optional), gradient noise."""
+
+    max_epochs: int = 20
+    target: float | None = None
+    noise: bool = False
+    timeout_s: float = 3600.0
+    checkpoint: bool = True
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What a session did; ``probe_*`` include earlier runs on the same profile."""
+
+    out: str
+    gpu: str
+    ran: int
+    failed: int
+    skipped_done: int
+    skipped_oom: int
+    skipped_budget: int
+    records_written: int
+    session_wall_s: float
+    probe_wall_s: float
+    probe_worker_s: float
+
+    @property
+    def probe_worker_hours(self) -> float:
+        return self.probe_worker_s / 3600.0
+
+    def describe(self) -> str:
+        parts = [
+            f"{self.out}: {self.ran} probes run ({self.failed} failed), {self.records_written} records written",
+            f"{self.skipped_done} already in the profile",
+        ]
+        if self.skipped_oom:
+            parts.append(f"{self.skipped_oom} skipped above an out-of-memory batch")
+        if self.skipped_budget:
+            parts.append(f"{self.skipped_budget} left out by --budget")
+        cost = (
+            f"probe cost so far: {self.probe_worker_hours:.4f} worker-hours "
+            f"({format_duration(self.probe_wall_s)} of probing)"
+        )
+        return "; ".join(parts) + "\n" + cost
+
+
+@dataclass
+class ProbeEstimator:
+    """Rough cost of the next point, for the budget and the time-left display."""
+
+    timing_walls: list[float] = field(default_factory=list)
+    curve_epoch_s: list[float] = field(default_factory=list)
+    default_timing_s: float = 8.0
+
+    def timing_s(self) -> float:
+        if not self.timing_walls:
+            return self.default_timing_s
+        return sorted(self.timing_walls)[len(self.timing_walls) // 2]
+
+    def curve_s(self, point: CurvePoint, state: ProfileState, *, gpu: str, hosts: int, dataset_size: int,
+                max_epochs: int) -> float:
+        done = len(state.evals.get((point.global_batch, point.seed), []))
+        epochs = max(0, max_epochs - done)
+        step = state.steps.get((gpu, point.workers, hosts, point.local_batch))
+        if step is not None:
+            per_epoch = dataset_size / point.global_batch * step.step_time_s * 1.3
+        elif self.curve_epoch_s:
+            per_epoch = sorted(self.curve_epoch_s)[len(self.curve_epoch_s) // 2]
+        else:
+            per_epoch = 2.0
+        return self.timing_s() * 0.6 + epochs * per_epoch

@@ -1,0 +1,119 @@
+"""Learning-curve extrapolation (cotune.models._curve): fits, forecasts, prior pooling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cotune.errors import InputError
+from cotune.models._curve import (
+    EpochsPrior,
+    best_so_far,
+    combine_with_prior,
+    extrapolate_curve,
+    fit_curve_families,
+    prior_from_model,
+)
+
+
+def _saturating(epochs: np.ndarray) -> np.ndarray:
+    return 0.9 - 0.5 * np.exp(-epochs / 5.0)
+
+
+def test_best_so_far_ignores_a_diverged_evaluation_and_negates_min_goals() -> None:
+    e, s = best_so_far([1, 2, 3, 4], [0.3, float("nan"), 0.2, 0.5])
+    assert list(e) == [1, 2, 3, 4] and list(s) == [0.3, 0.3, 0.3, 0.5]
+    _, loss = best_so_far([2, 1], [1.5, 2.0], goal="min")
+    assert list(loss) == [-2.0, -1.5]
+
+
+def test_a_saturating_curve_is_forecast_inside_its_interval() -> None:
+    e = np.arange(1.0, 9.0)  # 8 epochs seen
+    truth = 5.0 * math.log(0.5 / 0.05)  # 0.85 first reached at 11.5 epochs
+    f = extrapolate_curve(e, _saturating(e), target=0.85)
+    assert f.source == "curve" and f.lower <= truth <= f.upper
+    assert f.epochs_if_reached == pytest.approx(truth, rel=0.15)
+    assert f.p_reach > 0.5 and f.asymptote == pytest.approx(0.9, abs=0.02)
+
+
+def test_a_higher_target_takes_longer_and_is_less_likely() -> None:
+    e = np.arange(1.0, 9.0)
+    low, high = (extrapolate_curve(e, _saturating(e), target=t) for t in (0.86, 0.89))
+    assert high.epochs_if_reached > low.epochs_if_reached
+    assert high.p_reach < low.p_reach
+    assert high.upper / high.epochs_if_reached > low.upper / low.epochs_if_reached  # farther out, wider
+
+
+def test_a_target_already_reached_is_read_off_the_curve() -> None:
+    f = extrapolate_curve([1, 2, 3], [0.2, 0.6, 0.8], target=0.7)
+    assert f.reached and f.epochs == pytest.approx(2.5) and f.p_reach == 1.0
+
+
+def test_min_goal_curves_forecast_a_loss_target() -> None:
+    e = np.arange(1.0, 9.0)
+    loss = 1.0 - _saturating(e)  # 0.1 + 0.5 exp(-e/5)
+    f = extrapolate_curve(e, loss, target=0.15, goal="min")
+    assert f.lower <= 5.0 * math.log(0.5 / 0.05) <= f.upper
+    assert f.asymptote == pytest.approx(0.1, abs=0.02)
+
+
+def test_a_curve_too_short_to_fit_says_so_and_leaves_the_prior_in_charge() -> None:
+    alone = extrapolate_curve([1, 2], [0.3, 0.5], target=0.9)
+    assert alone.source == "none" and not math.isfinite(alone.epochs) and "too little to fit" in alone.notes[0]
+    with_prior = extrapolate_curve([1, 2], [0.3, 0.5], target=0.9, prior=EpochsPrior(median_epochs=20.0, log_sigma=0.3, p_reach=0.8))
+    assert with_prior.source == "prior" and with_prior.epochs_if_reached == pytest.approx(20.0)
+    assert with_prior.p_reach == 0.8
+
+
+def test_precision_weighting_of_agreeing_estimates_is_their_weighted_log_mean() -> None:
+    e = np.arange(1.0, 9.0)
+    curve = extrapolate_curve(e, _saturating(e), target=0.85)
+    prior = EpochsPrior(median_epochs=curve.epochs_if_reached * 1.1, log_sigma=curve.log_sigma, p_reach=1.0)
+    both = combine_with_prior(curve, prior, epochs_seen=8.0, n_points=8)
+    assert both.source == "curve+prior"
+    assert both.epochs_if_reached == pytest.approx(curve.epochs_if_reached * math.sqrt(1.1))
+    assert both.log_sigma == pytest.approx(curve.log_sigma / math.sqrt(2))
+
+
+def test_a_vague_prior_leaves_the_curve_almost_unchanged() -> None:
+    e = np.arange(1.0, 9.0)
+    curve = extrapolate_curve(e, _saturating(e), target=0.85)
+    both = combine_with_prior(curve, EpochsPrior(median_epochs=100.0, log_sigma=50.0), epochs_seen=8.0, n_points=8)
+    assert both.epochs_if_reached == pytest.approx(curve.epochs_if_reached, rel=0.01)
+
+
+def test_disagreeing_estimates_widen_the_pooled_interval() -> None:
+    e = np.arange(1.0, 9.0)
+    curve = extrapolate_curve(e, _saturating(e), target=0.85)
+    near = combine_with_prior(curve, EpochsPrior(median_epochs=curve.epochs_if_reached, log_sigma=0.1), epochs_seen=8, n_points=8)
+    far = combine_with_prior(curve, EpochsPrior(median_epochs=curve.epochs_if_reached * 8, log_sigma=0.1), epochs_seen=8, n_points=8)
+    assert far.log_sigma > 2 * near.log_sigma
+
+
+def test_the_prior_median_is_never_before_the_epochs_already_trained() -> None:
+    f = combine_with_prior(None, EpochsPrior(median_epochs=5.0, log_sigma=0.2), epochs_seen=12.0, n_points=1)
+    assert f.epochs_if_reached == pytest.approx(12.0)
+
+
+def test_prior_from_the_fitted_accuracy_model_is_finite_at_a_measured_batch(cifar_models) -> None:
+    prior = prior_from_model(cifar_models.accuracy, global_batch=512, target=0.9)
+    assert prior is not None and prior.median_epochs > 1 and 0 < prior.log_sigma < 3 and 0 <= prior.p_reach <= 1
+
+
+def test_fit_weights_are_a_distribution_over_the_saturating_families() -> None:
+    e = np.arange(1.0, 11.0)
+    fits, lo, rise, seen = fit_curve_families(*best_so_far(e, _saturating(e)))
+    sat = [f for f in fits if f.family != "loglin"]
+    assert {f.family for f in sat} == {"pow3", "exp3", "mmf"} and sum(f.weight for f in sat) == pytest.approx(1.0)
+    assert seen == 10.0 and rise > 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"goal": "up"}, "goal must be"), ({"interval": 1.5}, "interval must be"), ({"target": float("nan")}, "target must be"),
+])
+def test_bad_arguments_are_one_input_error(kwargs: dict, match: str) -> None:
+    args = {"target": 0.9} | kwargs
+    with pytest.raises(InputError, match=match):
+        extrapolate_curve([1, 2, 3], [0.1, 0.2, 0.3], **args)

@@ -1,0 +1,86 @@
+"""The re-planning decision: hysteresis, deadline and budget, the nearest when unreachable."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from cotune.errors import InputError
+from cotune.solver import ReplanOption, changes_between, decide_replan, lr_scale
+
+STAY = ReplanOption(gpu="t4", market="on_demand", workers=4, local_batch=64, time_s=1000.0, cost=10.0)
+
+
+def _alt(**kw) -> ReplanOption:
+    base = dict(gpu="t4", market="on_demand", workers=8, local_batch=64, time_s=600.0, cost=9.0)
+    return ReplanOption(**(base | kw))
+
+
+def test_stays_when_the_gain_is_within_the_margin() -> None:
+    d = decide_replan(stay=STAY, alternatives=[_alt(cost=9.7)], remaining_s=2000, margin=0.05)
+    assert d.decision == "stay" and d.chosen is STAY and d.gain == pytest.approx(0.3)
+    assert "3.0%" in d.reason
+
+
+def test_switches_when_the_gain_beats_the_margin_and_says_what_changes() -> None:
+    d = decide_replan(stay=STAY, alternatives=[_alt(cost=9.7), _alt(cost=8.0, local_batch=32)], remaining_s=2000)
+    assert d.decision == "switch" and d.chosen.cost == 8.0
+    assert d.changes == ("add_workers",)  # 8 x 32 = 4 x 64: same global batch
+
+
+def test_a_current_configuration_that_misses_the_deadline_is_left_even_for_a_dearer_one() -> None:
+    d = decide_replan(stay=STAY, alternatives=[_alt(cost=14.0, time_s=700.0)], remaining_s=800)
+    assert d.decision == "switch" and not d.stay_feasible and d.gain == pytest.approx(-4.0)
+
+
+def test_the_budget_left_rules_options_out() -> None:
+    d = decide_replan(stay=STAY, alternatives=[_alt(cost=12.0, time_s=500.0)], remaining_s=800, budget_left=11.0)
+    assert d.decision == "infeasible" and "budget left" in d.reason
+
+
+def test_unreachable_names_the_option_that_misses_by_the_least() -> None:
+    far, near = _alt(time_s=5000.0), _alt(time_s=960.0, workers=16)
+    d = decide_replan(stay=STAY, alternatives=[far, near], remaining_s=800)
+    assert d.decision == "infeasible" and d.chosen is None and d.nearest is near
+    assert "misses by 20%" in d.reason
+
+
+def test_confidence_compares_the_time_at_confidence() -> None:
+    risky = ReplanOption(gpu="t4", market="spot", workers=4, local_batch=64, time_s=700, time_at_confidence_s=1100, cost=5)
+    d = decide_replan(stay=STAY, alternatives=[risky], remaining_s=1050, use_confidence=True)
+    assert d.decision == "stay"
+    assert decide_replan(stay=STAY, alternatives=[risky], remaining_s=1050).chosen is risky
+
+
+def test_changes_name_workers_batch_gpu_and_market() -> None:
+    new = ReplanOption(gpu="v100", market="spot", workers=2, local_batch=256, time_s=1, cost=1)
+    assert changes_between(STAY, new) == ("remove_workers", "change_batch", "change_gpu", "change_market")
+
+
+def test_lr_rules() -> None:
+    assert lr_scale(old_global_batch=256, new_global_batch=1024, rule="linear") == 4.0
+    assert lr_scale(old_global_batch=256, new_global_batch=1024) == 2.0
+    with pytest.raises(InputError, match="learning-rate rule"):
+        lr_scale(old_global_batch=1, new_global_batch=2, rule="cubic")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kwargs, match", [({"margin": 1.5}, "margin"), ({"remaining_s": 0}, "remaining deadline"),
+                                           ({"objective": "speed"}, "objective")])
+def test_bad_arguments_are_one_input_error(kwargs: dict, match: str) -> None:
+    args = {"stay": STAY, "alternatives": [], "remaining_s": 100.0} | kwargs
+    with pytest.raises(InputError, match=match):
+        decide_replan(**args)
+
+
+costs = st.floats(min_value=0.1, max_value=100.0)
+
+
+@given(stay_cost=costs, alt_costs=st.lists(costs, min_size=1, max_size=6), margin=st.floats(min_value=0.0, max_value=0.5))
+def test_a_feasible_stay_is_left_only_for_a_gain_above_the_margin(stay_cost, alt_costs, margin) -> None:
+    stay = ReplanOption(gpu="t4", market="on_demand", workers=4, local_batch=64, time_s=10.0, cost=stay_cost)
+    alts = [_alt(cost=c, time_s=10.0) for c in alt_costs]
+    d = decide_replan(stay=stay, alternatives=alts, remaining_s=100.0, margin=margin)
+    if d.decision == "switch":
+        assert stay_cost - d.chosen.cost > margin * stay_cost and d.chosen.cost == min(alt_costs)
+    else:
+        assert d.decision == "stay" and stay_cost - min(alt_costs) <= margin * stay_cost

@@ -1,0 +1,214 @@
+"""The typed wire protocol and the verdict of a launch (no processes: pure functions)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from profiler._entry import ScratchWriteError, failure_of, scratch_write
+from profiler._launcher import LaunchOutcome
+from profiler._protocol import (
+    CurveResult,
+    CurveTask,
+    EpochLine,
+    FailureResult,
+    TimingResult,
+    TimingTask,
+    result_from_dict,
+    task_from_dict,
+)
+from profiler._records import classify, failure_record, merge_rank_results
+
+LOG = Path("log.txt")
+finite = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+
+
+@given(local_batch=st.integers(1, 4096), seed=st.integers(0, 10**6), steps=st.integers(1, 500), precision=finite,
+       target=st.none() | finite, checkpoint=st.none() | st.text(min_size=1, max_size=20))
+def test_tasks_round_trip_through_their_dicts(local_batch, seed, steps, precision, target, checkpoint):
+    timing = TimingTask(workload="w.py:w", result_dir="/r", local_batch=local_batch, seed=seed,
+                        max_timed_steps=steps, rel_precision=precision)
+    curve = CurveTask(workload="w.py:w", result_dir="/r", local_batch=local_batch, seed=seed, max_epochs=steps,
+                      progress_path="/p", target=target, checkpoint_path=checkpoint)
+    for task in (timing, curve):
+        assert task_from_dict(task.to_dict()) == task
+    assert timing.to_dict()["kind"] == "timing" and curve.to_dict()["kind"] == "curve"
+
+
+@given(times=st.lists(finite, min_size=1, max_size=20), rank=st.integers(0, 64))
+def test_results_round_trip_and_tolerate_unknown_keys(times, rank):
+    timing = TimingResult(rank=rank, peak_memory_bytes=1.0, raw_times=tuple(times))
+    assert result_from_dict({**timing.to_dict(), "future_field": 1}, kind="timing") == timing
+    curve = CurveResult(rank=rank, reason="target", epochs=3)
+    assert result_from_dict(curve.to_dict(), kind="curve") == curve
+    failure = FailureResult(status="storage", rank=rank, message="m")
+    assert result_from_dict(failure.to_dict(), kind="curve") == failure
+
+
+def test_minimal_result_of_a_replacement_launcher_parses():
+    # docs/profiler.md §8: a launcher of one's own writes only what it knows.
+    result = result_from_dict({"rank": 0, "status": "ok", "step_time_s": 0.1}, kind="timing")
+    assert isinstance(result, TimingResult) and result.step_time_s == 0.1 and result.sync_time_s is None
+
+
+def test_unknown_status_or_kind_is_an_error():
+    with pytest.raises(ValueError, match="status"):
+        result_from_dict({"status": "maybe"}, kind="timing")
+    with pytest.raises(ValueError, match="kind"):
+        task_from_dict({"kind": "other"})
+
+
+def test_epoch_line_omits_noise_when_not_measured():
+    assert "b_noise" not in EpochLine(epoch_index=1, epoch=1.0, metric=0.5).to_dict()
+    assert EpochLine.from_dict({"epoch_index": 2, "epoch": 2.0, "metric": 0.6, "b_noise": 9.0}).b_noise == 9.0
+
+
+def test_tensorflow_raw_times_are_merged_as_the_per_step_maximum_over_ranks():
+    a = TimingResult(rank=0, peak_memory_bytes=1.0, raw_times=(1.0, 3.0, 1.0), raw_nosync=(0.5, 0.5, 0.5))
+    b = TimingResult(rank=1, peak_memory_bytes=2.0, raw_times=(2.0, 1.0, 2.0), raw_nosync=(0.5, 0.5, 0.5))
+    merged = merge_rank_results([a, b])
+    assert merged.step_time_s == 2.0 and merged.peak_memory_bytes == 2.0 and merged.sync_time_s == 1.5
+
+
+def _outcome(returncode: int, tail: str = "", timed_out: bool = False) -> LaunchOutcome:
+    return LaunchOutcome(returncode=returncode, timed_out=timed_out, wall_s=1.0, log_tail=tail)
+
+
+def test_storage_failure_outranks_the_crashes_it_caused():
+    results = [FailureResult(status="crash", rank=1, message="peer gone"),
+               FailureResult(status="storage", rank=0, message="cannot write the progress line")]
+    verdict = classify(_outcome(1), results, timeout_s=10, log=LOG, workers=2)
+    assert verdict.kind == "storage" and "progress line" in verdict.message
+
+
+def test_worker_exit_code_5_without_a_result_file_is_a_storage_failure():
+    tail = "Root Cause (first observed failure):\n  exitcode  : 5 (pid: 123)\n"
+    assert classify(_outcome(1, tail), [], timeout_s=10, log=LOG, workers=1).kind == "storage"
+    tail = "Root Cause (first observed failure):\n  exitcode  : 4 (pid: 123)\n"
+    assert classify(_outcome(1, tail), [], timeout_s=10, log=LOG, workers=1).kind == "crash"
+
+
+def test_storage_verdicts_never_become_failure_records():
+    for kind in ("oom", "crash", "timeout"):
+        assert failure_record(kind, "m", gpu="cpu", workers=1, hosts=1, local_batch=4).failure == kind
+    with pytest.raises(ValueError, match="only workload failures"):
+        failure_record("storage", "m", gpu="cpu", workers=1, hosts=1, local_batch=4)
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT])
+def test_storage_errnos_anywhere_in_a_worker_are_storage_not_crash(code):
+    try:
+        try:
+            raise OSError(code, "disk trouble")
+        except OSError as inner:
+            raise RuntimeError("the data loader failed") from inner
+    except RuntimeError as exc:
+        assert failure_of(exc, rank=0, is_oom=lambda e: False).status == "storage"
+
+
+def test_a_failed_write_of_our_own_file_is_storage_whatever_the_library_raises(tmp_path):
+    # torch.save reports a full disk as RuntimeError("... file write failed").
+    with pytest.raises(ScratchWriteError) as info:
+        with scratch_write(tmp_path / "c.pt", "the curve checkpoint"):
+            raise RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")
+    assert "the curve checkpoint" in str(info.value)
+    assert failure_of(info.value, rank=0, is_oom=lambda e: False).status == "storage"
+    assert failure_of(ValueError("bad shape"), rank=0, is_oom=lambda e: False).status == "crash"
+    assert failure_of(MemoryError(), rank=0, is_oom=lambda e: isinstance(e, MemoryError)).status == "oom"
+
+
+def _session(out: Path, launcher, **kwargs):
+    import io
+
+    import profiler
+    from profiler_helpers import spec
+
+    return profiler.profile(spec("tiny"), out=out, launcher=launcher, gpu="cpu", stream=io.StringIO(),
+                            probe=profiler.ProbeSettings(device="cpu"), workers=[1], local_batches=[4, 8],
+                            curves=[], **kwargs)
+
+
+class _StorageFailingLauncher:
+    """Every rank reports that it could not write its files; then, once fixed, succeeds."""
+
+    hosts = 1
+
+    def __init__(self) -> None:
+        self.broken = True
+
+    def launch(self, request, *, poll=None) -> LaunchOutcome:
+        import json
+
+        from profiler._protocol import read_task, write_result
+
+        task = read_task(Path(request.args[0]))
+        if self.broken:
+            write_result(task.result_dir, FailureResult(status="storage", message="cannot write the result: ENOSPC"))
+            return LaunchOutcome(returncode=5, timed_out=False, wall_s=1.0)
+        write_result(task.result_dir, TimingResult(peak_memory_bytes=1.0, step_time_s=0.01 * task.local_batch,
+                                                   step_time_spread_s=0.0, timed_steps=10))
+        assert json.loads((Path(task.result_dir) / "rank0.json").read_text())["status"] == "ok"
+        return LaunchOutcome(returncode=0, timed_out=False, wall_s=1.0)
+
+
+def test_a_storage_fault_stops_the_session_and_a_rerun_measures_what_was_missing(tmp_path):
+    from cotune.errors import StorageError
+    from cotune.profile import read_profile
+
+    out = tmp_path / "p.jsonl"
+    launcher = _StorageFailingLauncher()
+    with pytest.raises(StorageError, match="the storage failed, not the workload"):
+        _session(out, launcher)
+    assert read_profile(out).failures == () and read_profile(out).steps == ()
+    launcher.broken = False
+    summary = _session(out, launcher)
+    profile = read_profile(out)
+    assert sorted(s.local_batch for s in profile.steps) == [4, 8] and profile.failures == ()
+    assert summary.ran == 2 and summary.failed == 0
+
+
+def test_a_launcher_that_cannot_start_is_an_environment_error_not_a_crash(tmp_path):
+    from cotune.errors import EXIT_ENVIRONMENT
+    from cotune.profile import read_profile
+    from profiler import TorchrunLauncher
+    from profiler._launcher import LauncherError
+
+    out = tmp_path / "p.jsonl"
+    with pytest.raises(LauncherError, match="cannot start the probe launcher") as info:
+        _session(out, TorchrunLauncher(python=str(tmp_path / "no-such-python")))
+    assert info.value.exit_code == EXIT_ENVIRONMENT
+    assert read_profile(out).failures == ()
+    assert not list((tmp_path / "p.jsonl.cotune").glob("run-*"))  # the run's scratch folder is gone
+
+
+def test_an_io_error_on_the_profile_stops_the_session_with_whole_records_only(tmp_path, monkeypatch):
+    # A failing disk cannot be staged unprivileged: inject EIO at the profile's fsync only.
+    from cotune.errors import StorageError
+    from cotune.profile import read_profile
+
+    out = tmp_path / "p.jsonl"
+    real_fsync = os.fsync
+    calls = {"n": 0}
+
+    def flaky_fsync(fd: int) -> None:
+        real_fsync(fd)
+        if os.readlink(f"/proc/self/fd/{fd}") == str(out):
+            calls["n"] += 1
+            if calls["n"] == 3:  # workload record, step at b=4, then the probe cost line fails
+                raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", flaky_fsync)
+    launcher = _StorageFailingLauncher()
+    launcher.broken = False
+    with pytest.raises(StorageError, match=r"Input/output error \(EIO\)"):
+        _session(out, launcher)
+    monkeypatch.undo()
+    profile = read_profile(out)
+    assert not profile.warnings and [s.local_batch for s in profile.steps] == [4] and profile.failures == ()
+    _session(out, launcher)  # the disk is back: b=4 is done, only b=8 is measured
+    assert sorted(s.local_batch for s in read_profile(out).steps) == [4, 8]
