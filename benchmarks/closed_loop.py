@@ -42,7 +42,7 @@ from benchmarks.regret import Outcome
 from benchmarks._registry import setting
 from cotune.models import FittedModels, fit_models
 from cotune.profile import EvalRecord, Profile, StepRecord
-from cotune.solver import Candidates, estimate
+from cotune.solver import Candidates, estimate, feasibility
 
 __all__ = [
     "RESTART_S",
@@ -392,6 +392,13 @@ class RemainingWorkController:
                     et = float(est_t.epoch_time_s[here])
                     rem_mean[here] = max(med - p.epochs_done, 0.0) * et
                     rem_time[here] = max(med * math.exp(zq * sig) - p.epochs_done, 0.0) * et
+        # cotune's own rule: a candidate whose probability of reaching the target at all is
+        # not above the confidence is out (the running one too, unless its own curve says otherwise).
+        reaches = feasibility(est_t, deadline_s=None, budget=None, confidence=self.confidence).reaches
+        if fc is not None:
+            reaches[here] = True
+        rem_mean = np.where(reaches, rem_mean, np.inf)
+        rem_time = np.where(reaches, rem_time, np.inf)
         rate = sub.workers * est_t.price_per_hour / 3600.0
         switch = np.ones(len(sub), dtype=bool)
         if here is not None:

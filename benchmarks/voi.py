@@ -28,6 +28,7 @@ from benchmarks.policies import (
     SEED_PER_GPU,
     Plan,
     _usable,
+    choose,
     coverage_counts,
     policy_mask,
     seed_design,
@@ -38,7 +39,7 @@ from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, evals_of, noise_of
 from cotune.models import fit_models
 from cotune.profile import Profile
-from cotune.solver import estimate, feasibility, plan_next_probe, ranked, standard_options
+from cotune.solver import estimate, plan_next_probe, standard_options
 
 __all__ = ["LOOP_BOOTSTRAP", "true_loss"]
 
@@ -81,8 +82,7 @@ def _decide(scn: Scenario, profile: Profile, mask: np.ndarray, confidence: float
     usable = _usable(scn, mask, models.time_models)
     sub = subset(scn.candidates, usable)
     est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload), confidence=confidence)
-    ok = feasibility(est, deadline_s=scn.deadline_s, budget=None).all
-    top = ranked(est, ok, "cost", limit=1)
+    est, ok, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=1)
     j = int(top[0]) if top.size else None
     return models, usable, est, ok, j
 
@@ -155,7 +155,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
             profile = _profile(launcher, extra_evals, extra_noise)
             models, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, None)
             counts = coverage_counts(scn, evidence, models, tuple(launcher.probed))
-            p = getattr(est, "p_success", None)
+            p = est.p_success
             plans.append(
                 Plan(
                     policy=spec.name,
