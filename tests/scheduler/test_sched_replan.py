@@ -24,19 +24,6 @@ CLUSTER = {
     "gpu": {"t4": {"on_demand": 16, "spot": 16, "on_demand_price_per_hour": 0.526, "spot_price_per_hour": 0.158,
                    "revocation_rate_per_hour": 0.1, "replacement_delay_s": "3m"}},
 }
-CLUSTER_TOML = """version = 1
-gpus_per_host = 1
-[checkpoint]
-write_s = 30
-restart_s = 30
-[gpu.t4]
-on_demand = 16
-spot = 16
-on_demand_price_per_hour = 0.526
-spot_price_per_hour = 0.158
-revocation_rate_per_hour = 0.1
-replacement_delay_s = "3m"
-"""
 SPOT_REQUEST = {"profile": EXAMPLE, "target": 0.94, "deadline_s": 1800, "cluster": CLUSTER}
 REPLAN_REQUEST = {
     "profile": EXAMPLE, "target": 0.94, "deadline_s": 3600, "cluster": CLUSTER,
@@ -50,8 +37,10 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 
 @pytest.fixture(scope="module")
 def cluster_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cluster") / "cluster.toml"
-    path.write_text(CLUSTER_TOML)
+    import yaml
+
+    path = tmp_path_factory.mktemp("cluster") / "cluster.yaml"  # the same cluster as a file: one source of truth
+    path.write_text(yaml.safe_dump(CLUSTER))
     return path
 
 
