@@ -51,6 +51,10 @@ def test_cluster_in_the_json_request_plans_spot_like_the_python_door(cluster_fil
     assert doc["recommendation"]["market"] in ("spot", "mixed") and doc["spot"]["market"] == doc["recommendation"]["market"]
     py = cotune.recommend(EXAMPLE, target=0.94, deadline_s=1800, cluster=str(cluster_file)).to_dict()
     assert doc["recommendation"] == py["recommendation"] and doc["spot"] == py["spot"]
+    # The cluster the plan was made for travels in the answer too.
+    assert doc["cluster"]["source"] == "/cluster" and py["cluster"]["source"] == str(cluster_file)
+    assert doc["cluster"]["gpus"] == py["cluster"]["gpus"] and doc["cluster"]["gpus"]["t4"]["spot_price_per_hour"] == 0.158
+    assert recommend_request({"profile": EXAMPLE, "target": 0.94})["cluster"] is None
 
 
 def test_a_bad_cluster_field_points_into_the_cluster():
