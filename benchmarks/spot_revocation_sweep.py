@@ -29,10 +29,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cotune._recommend import build_space, load_profile  # noqa: E402
+from cotune.profile import load_profile  # noqa: E402
+from cotune.solver import build_space  # noqa: E402
 from cotune.models import fit_models  # noqa: E402
 from cotune.solver import enumerate_candidates, estimate, feasibility, ranked  # noqa: E402
-from cotune.spot import ClusterPlan, simulate  # noqa: E402
+from cotune.spot import SpotMarket, simulate  # noqa: E402
 
 DEADLINE_S, Q, STARTUP_S, RUNS, SEED = 45 * 60.0, 0.9, 0.0, 4000, 12345
 RATES = (0.0, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -53,7 +54,7 @@ replacement_delay_s = 180
 
 
 def best_per_market(models, path):
-    plan = ClusterPlan.create(path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=4)
+    plan = SpotMarket.create(path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=4)
     space, _ = build_space(models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
                            local_batches=None, markets=plan.space_markets)
     cands = plan.candidates(enumerate_candidates(space), mixed=True)

@@ -20,10 +20,15 @@ __version__ = "0.1.0"
 
 # public name → module that defines it
 _EXPORTS = {
-    "recommend": "cotune._recommend",
+    "recommend": "cotune._pipeline",
+    "replan": "cotune.spot",
+    "RecommendRequest": "cotune._request",
+    "ReplanRequest": "cotune._request",
+    "ProfileRef": "cotune._request",
+    "Progress": "cotune._request",
     "recommend_request": "cotune.api",
+    "load_profile": "cotune.profile",
     "import_log": "cotune.logs",
-    "load_profile": "cotune._recommend",
     "Profile": "cotune.profile",
     "read_profile": "cotune.profile",
     "parse_profile": "cotune.profile",
@@ -73,7 +78,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from cotune._recommend import load_profile, recommend
+    from cotune._pipeline import recommend
+    from cotune._request import ProfileRef, Progress, RecommendRequest, ReplanRequest
     from cotune.api import recommend_request
     from cotune.errors import CotuneError, InfeasibleError, InputError, ModelError, ProfileError
     from cotune.examples import example_path, list_examples
@@ -89,10 +95,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         StepRecord,
         WorkloadRecord,
         append_records,
+        load_profile,
         parse_profile,
         read_profile,
         write_profile,
     )
     from cotune.solver import Choice, Recommendation, SearchSpace
+    from cotune.spot import replan
     from cotune.track import Tracker
     from cotune.units import format_duration, parse_duration

@@ -4,7 +4,7 @@ Every door (CLI arguments, HTTP JSON, Python keywords, profile records, cluster 
 passes user-supplied numbers through these functions, so the same value is accepted or
 refused the same way everywhere, with the same one-line message. The API is small:
 
-``number(value, *, where, gt=, ge=, lt=, le=)`` → ``float``
+``number(value, *, where, gt=, ge=, lt=, le=, what=)`` → ``float``
     a real number (``int``, ``float``, numpy scalars; never ``bool``, a string, ``None``),
     finite, and within ``±MAX_MAGNITUDE`` unless tighter bounds are given.
 ``integer(value, *, where, ge=, le=)`` → ``int``
@@ -148,10 +148,14 @@ def number(
     ge: float | None = None,
     lt: float | None = None,
     le: float | None = None,
+    what: str = "a finite number",
 ) -> float:
-    """``value`` as a finite ``float`` within the bounds (and within ``±MAX_MAGNITUDE``), or :class:`BadValue`."""
+    """``value`` as a finite ``float`` within the bounds (and within ``±MAX_MAGNITUDE``), or :class:`BadValue`.
+
+    ``what`` names the kind of value in the message (``"a probability"``).
+    """
     bounds = _bounds_text(gt, ge, lt, le)
-    want = f"a finite number{' ' + bounds if bounds else ''}"
+    want = f"{what}{' ' + bounds if bounds else ''}"
     if _is_bool(value) or not isinstance(value, numbers.Real):
         hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
         raise BadValue(f"must be {want}, got {excerpt(value)}{hint}", where=where)

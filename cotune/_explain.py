@@ -89,7 +89,8 @@ def relax(
         return (
             [
                 f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
-                f"(global batch {int(acc.batches_[best])}); lower the target (--target / target) to {best_metric:.4g} or record longer curves"
+                f"(global batch {int(acc.batches_[best])}); {'lower' if models.goal == 'max' else 'raise'} the target (--target / target) "
+                f"to {best_metric:.4g} or record longer curves"
             ],
             np.empty(0, dtype=int),
         )

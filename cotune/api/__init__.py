@@ -1,4 +1,5 @@
-"""The plain-data API that schedulers call: a JSON request in, a JSON document out.
+"""The plain-data API that schedulers call: a JSON request in, a JSON document out
+(``recommend_request``, ``replan_request``; ``cotune serve`` puts them on HTTP).
 
     >>> from cotune.api import recommend_request
     >>> doc = recommend_request({"profile": "cifar10-resnet18", "target": 0.94,
@@ -6,7 +7,8 @@
     >>> doc["status"], doc["recommendation"]["workers"]          # doctest: +SKIP
 
 Schemas (versioned, published): ``docs/schema/recommend-request.v1.json``,
-``recommend-response.v1.json`` and ``error.v1.json``; :func:`schema` returns them.
+``recommend-response.v1.json``, ``replan-request.v1.json``, ``replan-response.v1.json``
+and ``error.v1.json``; :func:`schema` returns them.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cotune.api._errors import ERROR_SCHEMA_VERSION, LimitError, RequestError, error_document
-from cotune.api._recommend import Limits, candidate_count, clear_cache, recommend_request
-from cotune.api._request import REQUEST_SCHEMA_VERSION, ProfileRef, RecommendRequest, parse_request
+from cotune._request import ProfileRef, RecommendRequest, ReplanRequest
+from cotune.api._request import REQUEST_SCHEMA_VERSION, parse_replan_request, parse_request
+from cotune.api._service import Limits, candidate_count, clear_cache, recommend_request, replan_request
 
 __all__ = [
     "ERROR_SCHEMA_VERSION",
@@ -28,16 +31,19 @@ __all__ = [
     "LimitError",
     "ProfileRef",
     "RecommendRequest",
+    "ReplanRequest",
     "RequestError",
     "candidate_count",
     "clear_cache",
     "error_document",
+    "parse_replan_request",
     "parse_request",
     "recommend_request",
+    "replan_request",
     "schema",
 ]
 
-SCHEMA_NAMES = ("recommend-request.v1", "recommend-response.v1", "error.v1")
+SCHEMA_NAMES = ("recommend-request.v1", "recommend-response.v1", "replan-request.v1", "replan-response.v1", "error.v1")
 _DIR = Path(__file__).parent / "schemas"
 
 

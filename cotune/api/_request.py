@@ -1,9 +1,13 @@
-"""Parse and validate a recommend request (plain data) into a frozen value.
+"""Parse plain data (JSON) into the request values: :class:`~cotune.RecommendRequest` and
+:class:`~cotune.ReplanRequest`.
 
-The published contract is ``docs/schema/recommend-request.v1.json``; this module is its
-executable form and must accept exactly what the schema accepts (a test checks both on
-the same generated requests). It adds what a JSON Schema cannot say: which example
-names exist, and messages that name the field, the value and the fix.
+The published contracts are ``docs/schema/recommend-request.v1.json`` and
+``replan-request.v1.json``; this module is their executable form and accepts exactly
+what they accept (a test checks both on the same generated requests). What it adds to
+the request values' own validation (:mod:`cotune._request`, the one place fields are
+checked): JSON-only rules — unknown fields, ``schema_version``, JSON types of
+containers, the ``profile`` forms — and it turns every error into a
+:class:`~cotune.api.RequestError` at its JSON Pointer.
 
 Nothing here touches the file system or imports user code: a profile is either a bundled
 example's *name* or inline records; ``{"path": ...}`` is only resolved later, and only
@@ -13,153 +17,52 @@ when the caller allows a directory (:func:`cotune.api.recommend_request`).
 from __future__ import annotations
 
 import difflib
-import math
-from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Mapping
 
+from cotune._checks import MAX_DEPTH, BadValue, excerpt
+from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, ProfileRef, Progress, RecommendRequest, ReplanRequest, pointer_key
 from cotune.api._errors import RequestError
+from cotune.errors import InputError
 
-__all__ = ["REQUEST_SCHEMA_VERSION", "ProfileRef", "RecommendRequest", "parse_request"]
+__all__ = ["REQUEST_SCHEMA_VERSION", "ProfileRef", "parse_replan_request", "parse_request"]
 
 REQUEST_SCHEMA_VERSION = 1
 
+#: Fields of ``recommend-request.v1`` (``max_candidates`` is the server's limit, not the caller's).
+RECOMMEND_FIELDS = (
+    "schema_version", "profile", "target", "deadline_s", "max_workers", "gpus_per_host", "prices", "cluster",
+    "objective", "budget", "confidence", "gpus", "local_batches", "workers", "hosts", "startup_s",
+    "global_batch_range", "baseline_local_batch", "baseline_workers", "interval", "top", "pareto_limit",
+)
+#: Fields of ``replan-request.v1``: the job's question (what replan uses), its progress, the rule.
+REPLAN_FIELDS = (
+    "schema_version", "profile", "target", "deadline_s", "max_workers", "gpus_per_host", "cluster", "objective",
+    "confidence", "gpus", "local_batches", "hosts", "interval", "progress", "margin", "restart_s", "prices",
+)
+_PROGRESS_FIELDS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added")
+_PROFILE_KEYS = ("example", "records", "path")
 _MISSING = object()
 
 
-@dataclass(frozen=True)
-class ProfileRef:
-    """Which profile a request means: exactly one of ``example``, ``records``, ``path``."""
-
-    example: str | None = None
-    records: tuple[Mapping[str, Any], ...] | None = None
-    path: str | None = None
-
-
-@dataclass(frozen=True)
-class RecommendRequest:
-    """A validated request; :meth:`recommend_kwargs` are the keywords of :func:`cotune.recommend`."""
-
-    profile: ProfileRef
-    target: float
-    deadline_s: float | None = None
-    max_workers: int | Mapping[str, int] = 16
-    gpus_per_host: int = 4
-    prices: Mapping[str, float] | None = None
-    objective: Literal["cost", "time"] = "cost"
-    budget: float | None = None
-    confidence: float | None = None
-    gpus: tuple[str, ...] | None = None
-    local_batches: tuple[int, ...] | None = None
-    workers: tuple[int, ...] | None = None
-    hosts: Literal["packed", "any"] = "packed"
-    startup_s: float = 0.0
-    baseline_local_batch: int | None = None
-    baseline_workers: int | None = None
-    interval: float = 0.9
-    top: int = 5
-    pareto_limit: int = 12
-
-    def recommend_kwargs(self) -> dict[str, Any]:
-        return dict(
-            target=self.target,
-            deadline_s=self.deadline_s,
-            max_workers=dict(self.max_workers) if isinstance(self.max_workers, Mapping) else self.max_workers,
-            gpus_per_host=self.gpus_per_host,
-            prices=None if self.prices is None else dict(self.prices),
-            objective=self.objective,
-            budget=self.budget,
-            confidence=self.confidence,
-            gpus=None if self.gpus is None else list(self.gpus),
-            local_batches=None if self.local_batches is None else list(self.local_batches),
-            workers=None if self.workers is None else list(self.workers),
-            hosts=self.hosts,
-            startup_s=self.startup_s,
-            baseline_local_batch=self.baseline_local_batch,
-            baseline_workers=self.baseline_workers,
-            interval=self.interval,
-            top=self.top,
-            pareto_limit=self.pareto_limit,
-        )
-
-
-# --- field checks: each returns the clean value or raises RequestError at its pointer ---
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _number(value: Any, path: str, *, gt: float | None = None, ge: float | None = None, lt: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RequestError(f"must be a number, got {_kind(value)} {_show(value)}", path=path)
-    x = float(value)
-    if not math.isfinite(x):
-        raise RequestError(f"must be a finite number, got {_show(value)}", path=path)
-    if gt is not None and not x > gt:
-        raise RequestError(f"must be > {gt:g}, got {_show(value)}", path=path)
-    if ge is not None and not x >= ge:
-        raise RequestError(f"must be >= {ge:g}, got {_show(value)}", path=path)
-    if lt is not None and not x < lt:
-        raise RequestError(f"must be < {lt:g}, got {_show(value)}", path=path)
-    return x
-
-
-def _integer(value: Any, path: str, *, ge: int = 1, le: int | None = None) -> int:
-    # JSON Schema's "integer" accepts 3.0 as well as 3; so do we.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-        isinstance(value, float) and not (math.isfinite(value) and value.is_integer())
-    ):
-        raise RequestError(f"must be a whole number, got {_kind(value)} {_show(value)}", path=path)
-    n = int(value)
-    if n < ge:
-        raise RequestError(f"must be >= {ge}, got {_show(value)}", path=path)
-    if le is not None and n > le:
-        raise RequestError(f"must be <= {le}, got {_show(value)}", path=path)
-    return n
-
-
-def _string(value: Any, path: str, *, max_length: int = 200) -> str:
-    if not isinstance(value, str) or not value:
-        raise RequestError(f"must be a non-empty string, got {_kind(value)} {_show(value)}", path=path)
-    if len(value) > max_length:
-        raise RequestError(f"must be at most {max_length} characters, got {len(value)}", path=path)
-    return value
-
-
-def _choice(value: Any, path: str, options: tuple[str, ...]) -> str:
-    if value not in options or not isinstance(value, str):
-        raise RequestError(f"must be one of {', '.join(repr(o) for o in options)}, got {_show(value)}", path=path)
+def _object(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise RequestError(f"must be an object, got {excerpt(value)}", path=path)
     return value
 
 
 def _array(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise RequestError(f"must be an array, got {_kind(value)} {_show(value)}", path=path)
+        raise RequestError(f"must be an array, got {excerpt(value)}", path=path)
     if not value:
         raise RequestError("must not be empty: leave the field out for the default", path=path)
     return value
 
 
-def _object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise RequestError(f"must be an object, got {_kind(value)} {_show(value)}", path=path)
+def _string(value: Any, path: str, *, max_length: int = 200) -> str:
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"must be a non-empty string, got {excerpt(value)}", path=path)
+    if len(value) > max_length:
+        raise RequestError(f"must be at most {max_length} characters, got {len(value)}", path=path)
     return value
 
 
@@ -168,37 +71,20 @@ def _unknown_keys(obj: Mapping[str, Any], known: tuple[str, ...], path: str) -> 
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known fields: {', '.join(known)}"
-            raise RequestError(f"unknown field {str(key)!r}{hint}", path=f"{path}/{_escape(str(key))}")
+            raise RequestError(f"unknown field {excerpt(str(key))}{hint}", path=f"{path}/{pointer_key(str(key))[:200]}")
 
 
-def _escape(key: str) -> str:
-    """JSON Pointer escaping (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-_FIELDS = (
-    "schema_version",
-    "profile",
-    "target",
-    "deadline_s",
-    "max_workers",
-    "gpus_per_host",
-    "prices",
-    "objective",
-    "budget",
-    "confidence",
-    "gpus",
-    "local_batches",
-    "workers",
-    "hosts",
-    "startup_s",
-    "baseline_local_batch",
-    "baseline_workers",
-    "interval",
-    "top",
-    "pareto_limit",
-)
-_PROFILE_KEYS = ("example", "records", "path")
+def _check_depth(value: Any) -> None:
+    """Refuse absurd nesting up front (iteratively), so no later step can recurse too deep."""
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise RequestError(f"nested deeper than {MAX_DEPTH} levels: a request is a flat object of fields", path="")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def _profile(value: Any) -> ProfileRef:
@@ -230,90 +116,85 @@ def _profile(value: Any) -> ProfileRef:
     return ProfileRef(records=tuple(records))
 
 
-def _max_workers(value: Any) -> int | dict[str, int]:
-    path = "/max_workers"
-    if isinstance(value, dict):
-        if not value:
-            raise RequestError("must not be empty: give a number, or one entry per gpu type", path=path)
-        return {
-            _string(k, path).lower(): _integer(v, f"{path}/{_escape(k)}") for k, v in value.items()
-        }
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RequestError(f"must be a whole number or an object of gpu → number, got {_kind(value)} {_show(value)}", path=path)
-    return _integer(value, path)
+def _containers(obj: Mapping[str, Any]) -> None:
+    """JSON container types the request values would also accept in Python form (a tuple, a Mapping)."""
+    for key in ("gpus", "local_batches", "workers", "global_batch_range"):
+        if obj.get(key) is not None:
+            _array(obj[key], f"/{key}")
+    for key in ("prices", "cluster"):
+        if obj.get(key) is not None:
+            _object(obj[key], f"/{key}")
+    if isinstance(obj.get("max_workers"), (list, str)):
+        raise RequestError(f"must be a whole number >= 1 or an object of gpu → number, got {excerpt(obj['max_workers'])}", path="/max_workers")
 
 
-def _prices(value: Any) -> dict[str, float]:
-    path = "/prices"
-    obj = _object(value, path)
-    return {_string(k, path).lower(): _number(v, f"{path}/{_escape(k)}", ge=0.0) for k, v in obj.items()}
+def _build(make: Callable[[], Any]) -> Any:
+    """Run a request value's constructor, its errors as :class:`RequestError` at their pointer."""
+    try:
+        return make()
+    except BadValue as exc:
+        raise RequestError(exc.detail, path=exc.where) from None
+    except RequestError:
+        raise
+    except InputError as exc:  # the cluster's own validation: "/cluster: gpu.t4.spot …"
+        text = str(exc)
+        if text.startswith("/cluster: "):
+            raise RequestError(text[len("/cluster: "):], path="/cluster", code="invalid_cluster") from None
+        raise
 
 
-def _int_list(value: Any, path: str) -> tuple[int, ...]:
-    return tuple(_integer(v, f"{path}/{i}") for i, v in enumerate(_array(value, path)))
+def _top(request: Any, fields: tuple[str, ...], required: tuple[str, ...]) -> dict[str, Any]:
+    obj = _object(request, "")
+    _check_depth(obj)
+    _unknown_keys(obj, fields, "")
+    version = obj.get("schema_version", REQUEST_SCHEMA_VERSION)
+    if isinstance(version, bool) or not isinstance(version, (int, float)) or version != REQUEST_SCHEMA_VERSION:
+        if isinstance(version, (int, float)) and not isinstance(version, bool) and float(version).is_integer():
+            raise RequestError(
+                f"request schema_version {excerpt(version)} is not understood: this cotune reads version {REQUEST_SCHEMA_VERSION}",
+                path="/schema_version",
+                code="unsupported_version",
+            )
+        raise RequestError(f"must be the whole number {REQUEST_SCHEMA_VERSION}, got {excerpt(version)}", path="/schema_version")
+    for name in required:
+        if name not in obj:
+            raise RequestError(f"missing required field {name!r}", path="")
+        if obj[name] is None:
+            raise RequestError("must not be null: this field is required", path=f"/{name}")
+    _containers(obj)
+    # null means "the default": drop it so the request value's own default applies.
+    return {k: v for k, v in obj.items() if v is not None and k != "schema_version"}
 
 
-MAX_DEPTH = 32
+def _question(given: dict[str, Any], **defaults: Any) -> RecommendRequest:
+    given = dict(defaults, **given)
+    given["profile"] = _profile(given["profile"])
+    return _build(lambda: RecommendRequest(**given))
 
 
-def _check_depth(value: Any) -> None:
-    """Refuse absurd nesting up front (iteratively), so no later step can recurse too deep."""
-    stack = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise RequestError(f"nested deeper than {MAX_DEPTH} levels: a request is a flat object of fields", path="")
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
-
-
-def parse_request(request: Any) -> RecommendRequest:
-    """Validate a request (a ``dict`` from JSON) and return it as a :class:`RecommendRequest`.
+def parse_request(request: Any, *, max_candidates: int | None = None) -> RecommendRequest:
+    """Validate a recommend request (a ``dict`` from JSON) and return it as a :class:`~cotune.RecommendRequest`.
 
     Raises :class:`~cotune.api.RequestError` with a JSON Pointer to the first bad value.
     Unknown fields are errors (a misspelt ``deadline`` must not silently mean "no deadline").
+    ``max_candidates``: the server's limit on the search space.
     """
-    obj = _object(request, "")
-    _check_depth(obj)
-    _unknown_keys(obj, _FIELDS, "")
-    version = obj.get("schema_version", REQUEST_SCHEMA_VERSION)
-    version = _integer(version, "/schema_version")
-    if version != REQUEST_SCHEMA_VERSION:
-        raise RequestError(
-            f"request schema_version {version} is not understood: this cotune reads version {REQUEST_SCHEMA_VERSION}",
-            path="/schema_version",
-            code="unsupported_version",
-        )
-    for required in ("profile", "target"):
-        if required not in obj:
-            raise RequestError(f"missing required field {required!r}", path="")
+    given = _top(request, RECOMMEND_FIELDS, ("profile", "target"))
+    return _question(given, **({} if max_candidates is None else {"max_candidates": max_candidates}))
 
-    def opt(key: str, check: Any, default: Any = None) -> Any:
-        value = obj.get(key, _MISSING)
-        if value is _MISSING or value is None:
-            return default
-        return check(value)
 
-    return RecommendRequest(
-        profile=_profile(obj["profile"]),
-        target=_number(obj["target"], "/target"),
-        deadline_s=opt("deadline_s", lambda v: _number(v, "/deadline_s", gt=0.0)),
-        max_workers=opt("max_workers", _max_workers, 16),
-        gpus_per_host=opt("gpus_per_host", lambda v: _integer(v, "/gpus_per_host"), 4),
-        prices=opt("prices", _prices),
-        objective=opt("objective", lambda v: _choice(v, "/objective", ("cost", "time")), "cost"),
-        budget=opt("budget", lambda v: _number(v, "/budget", gt=0.0)),
-        confidence=opt("confidence", lambda v: _number(v, "/confidence", gt=0.0, lt=1.0)),
-        gpus=opt("gpus", lambda v: tuple(_string(g, f"/gpus/{i}").lower() for i, g in enumerate(_array(v, "/gpus")))),
-        local_batches=opt("local_batches", lambda v: _int_list(v, "/local_batches")),
-        workers=opt("workers", lambda v: _int_list(v, "/workers")),
-        hosts=opt("hosts", lambda v: _choice(v, "/hosts", ("packed", "any")), "packed"),
-        startup_s=opt("startup_s", lambda v: _number(v, "/startup_s", ge=0.0), 0.0),
-        baseline_local_batch=opt("baseline_local_batch", lambda v: _integer(v, "/baseline_local_batch")),
-        baseline_workers=opt("baseline_workers", lambda v: _integer(v, "/baseline_workers")),
-        interval=opt("interval", lambda v: _number(v, "/interval", gt=0.0, lt=1.0), 0.9),
-        top=opt("top", lambda v: _integer(v, "/top", ge=0, le=100), 5),
-        pareto_limit=opt("pareto_limit", lambda v: _integer(v, "/pareto_limit", ge=1, le=100), 12),
-    )
+def parse_replan_request(request: Any, *, max_candidates: int | None = None) -> ReplanRequest:
+    """Validate a replan request (``docs/schema/replan-request.v1.json``) into a :class:`~cotune.ReplanRequest`."""
+    given = _top(request, REPLAN_FIELDS, ("profile", "target", "deadline_s", "cluster", "progress"))
+    progress = _object(given.pop("progress"), "/progress")
+    _unknown_keys(progress, _PROGRESS_FIELDS, "/progress")
+    for required in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch"):
+        if required not in progress:
+            raise RequestError(f"missing required field {required!r}", path="/progress")
+    rule = {k: given.pop(k) for k in ("margin", "restart_s", "prices") if k in given}
+    caps = given.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
+    if isinstance(caps, dict) and "*" not in caps:
+        caps = {"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}
+    given["max_workers"] = caps
+    question = _question(given, **({} if max_candidates is None else {"max_candidates": max_candidates}))
+    return _build(lambda: ReplanRequest(request=question, progress=Progress(**{k: v for k, v in progress.items() if v is not None}), **rule))

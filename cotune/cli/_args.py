@@ -1,33 +1,37 @@
-"""Argument types shared by commands: durations, KEY=VALUE pairs, lists."""
+"""Argument types shared by commands. They only *read* text — a number, a duration, a
+list, ``KEY=VALUE`` — through :mod:`cotune._checks` (finite, bounded, never NaN or a
+400-digit integer); ranges and cross-field rules belong to the request value
+(:mod:`cotune._request`), so each is checked in one place."""
 
 from __future__ import annotations
 
 import argparse
-import math
+from typing import Any, Callable
 
+from cotune._checks import parse_number
 from cotune.errors import InputError
 from cotune.units import parse_duration
 
 __all__ = [
     "duration",
-    "positive_int",
-    "non_negative_int",
-    "positive_float",
     "finite_float",
-    "non_negative_float",
-    "fraction",
-    "probability",
+    "gpu_count",
     "int_list",
+    "int_range",
     "key_value",
+    "non_negative_int",
+    "port",
+    "positive_int",
+    "whole_number",
 ]
 
 
-def _wrap(fn):  # argparse reports ArgumentTypeError messages verbatim
-    def inner(text: str):
+def _wrap(fn: Callable[[str], Any]) -> Callable[[str], Any]:  # argparse reports ArgumentTypeError messages verbatim
+    def inner(text: str) -> Any:
         try:
             return fn(text)
         except InputError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise argparse.ArgumentTypeError(getattr(exc, "detail", str(exc))) from None
 
     inner.__name__ = fn.__name__
     return inner
@@ -38,101 +42,64 @@ def duration(text: str) -> float:
     return parse_duration(text)
 
 
-def _int(text: str, minimum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"expected a whole number >= {minimum}, got {text!r}") from None
-    if value < minimum:
-        raise InputError(f"expected a whole number >= {minimum}, got {value}")
-    return value
+@_wrap
+def whole_number(text: str) -> int:
+    return parse_number(text, where="", integer=True)
 
 
 @_wrap
 def positive_int(text: str) -> int:
-    return _int(text, 1)
-
-
-def _float(text: str, example: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected {example}, got {text!r}") from None
-    if not math.isfinite(value):
-        raise InputError(f"expected a finite number, got {text!r}")
-    return value
+    return parse_number(text, where="", integer=True, ge=1)
 
 
 @_wrap
 def non_negative_int(text: str) -> int:
-    return _int(text, 0)
+    return parse_number(text, where="", integer=True, ge=0)
 
 
 @_wrap
-def non_negative_float(text: str) -> float:
-    value = _float(text, "a number >= 0")
-    if value < 0:
-        raise InputError(f"expected a finite number >= 0, got {text!r}")
-    return value
-
-
-@_wrap
-def fraction(text: str) -> float:
-    value = _float(text, "a fraction such as 0.05")
-    if not 0 <= value < 1:
-        raise InputError(f"expected a fraction in [0, 1) such as 0.05, got {text!r}")
-    return value
-
-
-@_wrap
-def positive_float(text: str) -> float:
-    value = _float(text, "a number")
-    if value <= 0:
-        raise InputError(f"expected a positive number, got {text!r}")
-    return value
+def port(text: str) -> int:
+    return parse_number(text, where="", integer=True, ge=1, le=65535)
 
 
 @_wrap
 def finite_float(text: str) -> float:
-    return _float(text, "a number")
+    return parse_number(text, where="")
 
 
-@_wrap
-def probability(text: str) -> float:
-    value = _float(text, "a probability such as 0.95")
-    if not 0.0 < value < 1.0:
-        raise InputError(f"expected a probability strictly between 0 and 1, got {text!r}")
-    return value
+def _ints(text: str, example: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or len(parts) > 10_000:
+        raise InputError(f"expected comma-separated whole numbers such as {example}, got {len(parts)}")
+    return [parse_number(p, where="", integer=True) for p in parts]
 
 
 @_wrap
 def int_list(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            value = int(part)
-        except ValueError:
-            raise InputError(f"expected comma-separated whole numbers such as 32,64,128, got {text!r}") from None
-        if value < 1:
-            raise InputError(f"values must be >= 1, got {value} in {text!r}")
-        out.append(value)
-    if not out:
-        raise InputError("empty list: give comma-separated whole numbers such as 32,64,128")
-    return out
+    return _ints(text, "32,64,128")
+
+
+@_wrap
+def int_range(text: str) -> tuple[int, int]:
+    parts = text.replace("..", ",").split(",")
+    if len(parts) != 2:
+        raise InputError(f"expected MIN..MAX such as 256..4096, got {text[:40]!r}")
+    lo, hi = (parse_number(p, where="", integer=True) for p in parts)
+    return lo, hi
 
 
 @_wrap
 def key_value(text: str) -> tuple[str, float]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise InputError(f"expected KEY=NUMBER such as t4=0.53, got {text!r}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise InputError(f"expected a number after '=' in {text!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise InputError(f"expected a non-negative number in {text!r}")
-    return key.strip().lower(), number
+        raise InputError(f"expected KEY=NUMBER such as t4=0.53, got {text[:60]!r}")
+    return key.strip().lower(), parse_number(value, where="")
+
+
+@_wrap
+def gpu_count(text: str) -> tuple[str | None, int]:
+    """``N`` (every gpu type) or ``GPU=N``."""
+    key, sep, num = text.partition("=")
+    if sep and not key.strip():
+        raise InputError(f"expected N or GPU=N such as t4=8, got {text[:60]!r}")
+    return (key.strip().lower() if sep else None), parse_number(num if sep else key, where="", integer=True)

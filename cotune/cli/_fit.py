@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cotune._recommend import load_profile
+    from cotune.profile import load_profile
     from cotune.cli._output import emit, emit_json
     from cotune.cli._render import render_fit_report
     from cotune.errors import ModelError

@@ -18,8 +18,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["add_fit_arguments", "fitted_models", "fit_report"]
 
-# recommend()'s defaults: the CLI does not expose them, the cache key still names them.
-_FIT_OPTIONS = {"interval": 0.9, "n_bootstrap": 16, "batch_monotone": True, "random_state": 0}
+# fit_models' defaults the CLI does not expose (interval: the request's); the cache key still names them.
+from cotune._request import DEFAULT_INTERVAL  # noqa: E402 - a leaf module, cheap
+
+_FIT_OPTIONS = {"interval": DEFAULT_INTERVAL, "n_bootstrap": 16, "batch_monotone": True, "random_state": 0}
 
 
 def add_fit_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,16 +30,18 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal either)")
 
 
-def fitted_models(profile: "Profile", args: argparse.Namespace) -> "FittedModels":
+def fitted_models(profile: "Profile", args: argparse.Namespace, *, interval: float | None = None) -> "FittedModels":
     from cotune._cache import cached, profile_hash
     from cotune.cli._progress import progress_bar
     from cotune.models import fit_models
 
+    options = dict(_FIT_OPTIONS, **({} if interval is None else {"interval": interval}))
+
     def fit() -> "FittedModels":
         with progress_bar("fitting models", quiet=args.quiet) as advance:
-            return fit_models(profile, **_FIT_OPTIONS, progress=advance)
+            return fit_models(profile, **options, progress=advance)
 
-    return cached("models", {"profile": profile_hash(profile), **_FIT_OPTIONS}, fit, enabled=not args.no_cache)
+    return cached("models", {"profile": profile_hash(profile), **options}, fit, enabled=not args.no_cache)
 
 
 def fit_report(profile: "Profile", args: argparse.Namespace) -> "FitReport":

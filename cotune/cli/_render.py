@@ -55,10 +55,11 @@ def render_recommendation(rec: Recommendation) -> str:
         limits.append(f"by {format_duration(rec.deadline_s)}{conf}")
     if rec.budget is not None:
         limits.append(f"within {format_money(rec.budget, priced=rec.priced)}")
-    unit = "USD" if rec.priced else "worker-hours"
+    # The unit belongs to the cost objective; time is in seconds and needs no "(USD)".
+    unit = (" (USD)" if rec.priced else " (worker-hours)") if rec.objective == "cost" else ""
     out = [
         f"cotune · {rec.workload} · {rec.metric_name} {goal} {rec.target:g} {' '.join(limits)}".rstrip(),
-        f"objective: {rec.objective} ({unit}) · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
+        f"objective: {rec.objective}{unit} · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
         f"intervals {rec.interval:.0%} · solved in {rec.solve_time_s * 1000:.0f} ms",
         "",
     ]

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import argparse
 
+from cotune._checks import parse_number
 from cotune.cli import _args
+from cotune.cli._question import add_question_arguments, cli_error, request_from_args
 
 __all__ = ["add_parser", "run"]
 
 
+@_args._wrap
 def _current(text: str) -> tuple[str, str, int, int]:
     parts = text.split(":")
     if len(parts) != 4:
-        raise argparse.ArgumentTypeError(f"expected GPU:MARKET:WORKERS:LOCAL_BATCH such as t4:spot:8:128, got {text!r}")
+        from cotune.errors import InputError
+
+        raise InputError(f"expected GPU:MARKET:WORKERS:LOCAL_BATCH such as t4:spot:8:128, got {text[:60]!r}")
     gpu, market, workers, batch = parts
-    market = market.strip().lower().replace("-", "_")
-    if market not in ("on_demand", "spot", "mixed"):
-        raise argparse.ArgumentTypeError(f"market in --current must be on_demand, spot or mixed, got {market!r}")
-    try:
-        n, b = int(workers), int(batch)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"workers and local batch in --current must be whole numbers, got {text!r}") from None
-    if n < 1 or b < 1:
-        raise argparse.ArgumentTypeError(f"workers and local batch in --current must be >= 1, got {text!r}")
-    return gpu.strip().lower(), market, n, b
+    return gpu, market, parse_number(workers, where="", integer=True), parse_number(batch, where="", integer=True)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,27 +31,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "a margin, or when the current configuration would miss the deadline. See docs/spot.md.",
         epilog="Exit codes: 0 ok (stay or switch), 1 nothing can meet the remaining deadline, 2 bad input.",
     )
-    p.add_argument("profile", metavar="PROFILE", help="profile file (JSON Lines) or a bundled example name")
-    p.add_argument("--cluster", required=True, metavar="FILE", help="cluster file (TOML/YAML; docs/spot.md)")
-    p.add_argument("--target", type=_args.finite_float, required=True, help="metric to reach")
-    p.add_argument("--deadline", type=_args.duration, required=True, metavar="DURATION", help="the job's deadline, counted from its start")
-    p.add_argument("--elapsed", type=_args.duration, required=True, metavar="DURATION", help="wall time used so far")
-    p.add_argument("--epochs-done", type=_args.non_negative_float, required=True, metavar="E", help="epochs trained so far")
-    p.add_argument("--current", type=_current, required=True, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
+    add_question_arguments(p, replan=True)
+    g = p.add_argument_group("the running job")
+    g.add_argument("--elapsed", type=_args.duration, required=True, metavar="DURATION", help="wall time used so far")
+    g.add_argument("--epochs-done", type=_args.finite_float, required=True, metavar="E", help="epochs trained so far")
+    g.add_argument("--current", type=_current, required=True, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
                    help="the configuration the job started with, e.g. t4:spot:8:128")
-    p.add_argument("--workers-lost", type=_args.non_negative_int, default=0, metavar="N", help="workers revoked and not replaced")
-    p.add_argument("--workers-added", type=_args.non_negative_int, default=0, metavar="N", help="workers added since the start")
-    p.add_argument("--price", action="append", type=_args.key_value, default=None, metavar="GPU[:MARKET]=USD",
-                   help="new price per GPU-hour overriding the cluster file, e.g. t4:spot=0.21 (repeatable)")
-    p.add_argument("--confidence", type=_args.probability, default=None, metavar="Q", help="meet the deadline with probability Q")
-    p.add_argument("--objective", choices=("cost", "time"), default="cost", help="minimise cost (default) or time")
-    p.add_argument("--margin", type=_args.fraction, default=0.05, metavar="F",
+    g.add_argument("--workers-lost", type=_args.whole_number, default=0, metavar="N", help="workers revoked and not replaced")
+    g.add_argument("--workers-added", type=_args.whole_number, default=0, metavar="N", help="workers added since the start")
+    g.add_argument("--margin", type=_args.finite_float, default=None, metavar="F",
                    help="switch only if the gain, after the restart, exceeds this fraction of staying (default 0.05)")
-    p.add_argument("--restart", type=_args.duration, default=None, metavar="DURATION",
+    g.add_argument("--restart", type=_args.duration, default=None, metavar="DURATION",
                    help="time a configuration change costs (default: checkpoint write + reload + slowest replacement delay)")
-    p.add_argument("--max-workers", type=_args.positive_int, default=64, metavar="N", help="cap on workers per gpu type (default 64)")
-    p.add_argument("--gpus-per-host", type=_args.positive_int, default=4, metavar="N", help="accelerators per machine unless the cluster file says")
-    p.add_argument("--local-batch", type=_args.int_list, default=None, metavar="B,B,...", help="local batches to consider")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -88,22 +75,32 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     return "\n".join(out)
 
 
+def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
+    """The :class:`~cotune.ReplanRequest` of parsed ``replan`` options."""
+    from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, ReplanRequest
+
+    caps = args.max_workers or [(None, DEFAULT_REPLAN_MAX_WORKERS)]
+    if all(gpu is not None for gpu, _ in caps):  # gpu types not named: replan's own default
+        caps = [(None, DEFAULT_REPLAN_MAX_WORKERS)] + list(caps)
+    question = request_from_args(args, max_workers={("*" if g is None else g): n for g, n in caps}, prices=None)
+    gpu, market, workers, batch = args.current
+    try:
+        progress = Progress(
+            epochs_done=args.epochs_done, elapsed_s=args.elapsed, gpu=gpu, market=market, workers=workers,
+            local_batch=batch, workers_lost=args.workers_lost, workers_added=args.workers_added,
+        )
+        rule = {k: v for k, v in (("margin", args.margin), ("restart_s", args.restart)) if v is not None}
+        return ReplanRequest(request=question, progress=progress, prices=dict(args.price) if args.price else None, **rule)
+    except Exception as exc:  # noqa: BLE001 - reworded for the CLI, re-raised as is otherwise
+        raise cli_error(exc) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit, emit_json
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
-    from cotune.spot import Progress, replan
+    from cotune.spot import replan
 
-    gpu, market, workers, batch = args.current
-    progress = Progress(
-        epochs_done=args.epochs_done, elapsed_s=args.elapsed, gpu=gpu, market=market, workers=workers,
-        local_batch=batch, workers_lost=args.workers_lost, workers_added=args.workers_added,
-    )
-    result = replan(
-        args.profile, progress=progress, target=args.target, deadline_s=args.deadline, cluster=args.cluster,
-        confidence=args.confidence, objective=args.objective, margin=args.margin, restart_s=args.restart,
-        max_workers=args.max_workers, gpus_per_host=args.gpus_per_host, local_batches=args.local_batch,
-        prices=dict(args.price) if args.price else None,
-    )
+    result = replan(request_from_replan_args(args))
     if args.json:
         emit_json(result.to_dict())
     else:

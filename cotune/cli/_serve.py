@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "reading files needs --profile-dir. See docs/scheduler.md.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
-    p.add_argument("--port", type=_args.positive_int, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=_args.port, default=8000, help="port, 1 to 65535 (default 8000)")
     p.add_argument("--profile-dir", default=None, metavar="DIR", help="allow {\"path\": ...} profiles, read only inside DIR (default: paths refused)")
     p.add_argument("--max-body-bytes", type=_args.positive_int, default=4 * 1024 * 1024, metavar="N", help="largest request body (default 4 MiB)")
     p.add_argument("--max-records", type=_args.positive_int, default=50_000, metavar="N", help="largest profile, in records (default 50000)")

@@ -1,8 +1,21 @@
-"""Render a recommendation as the Kubernetes objects a scheduler runs: a Kubeflow
-PyTorchJob (elastic where the plan allows), gang scheduling with Volcano or Kueue, GPU
-requests and host packing. Pure functions: a recommendation document in, manifests
-(plain ``dict``s) out; ``cotune k8s`` prints them as YAML."""
+"""Render a recommendation as the Kubernetes objects a scheduler runs: a Kubeflow Trainer
+v2 TrainJob (fixed size per submission) or a v1 PyTorchJob (elastic where the plan
+allows), gang scheduling with Volcano or Kueue, GPU requests and host packing. Pure
+functions: a recommendation document in, manifests (plain ``dict``s) out; ``cotune k8s``
+prints them as YAML or JSON."""
 
-from cotune.k8s._render import GANGS, JobOptions, Layout, layout_for, render_manifests, to_yaml
+from cotune.k8s._names import check_name, derive_name
+from cotune.k8s._render import DEFAULT_IMAGE, GANGS, KINDS, JobOptions, Layout, layout_for, render_manifests, to_yaml
 
-__all__ = ["GANGS", "JobOptions", "Layout", "layout_for", "render_manifests", "to_yaml"]
+__all__ = [
+    "DEFAULT_IMAGE",
+    "GANGS",
+    "KINDS",
+    "JobOptions",
+    "Layout",
+    "check_name",
+    "derive_name",
+    "layout_for",
+    "render_manifests",
+    "to_yaml",
+]

@@ -1,4 +1,5 @@
-"""PyTorchJob (``kubeflow.org/v1``) + Volcano PodGroup / Kueue labels from a plan.
+"""Kubeflow jobs from a plan: a Trainer v2 ``TrainJob`` (``trainer.kubeflow.org/v1alpha1``)
+or a v1 ``PyTorchJob`` (``kubeflow.org/v1``), with Volcano / Kueue gang scheduling.
 
 Layout. The plan says ``workers`` on ``hosts`` machines. When the hosts split the
 workers evenly (``workers = hosts × k``), the job runs ``hosts`` identical pods of ``k``
@@ -11,10 +12,20 @@ and budget at the same local batch) becomes ``elasticPolicy.minReplicas/maxRepli
 in pods: ``⌈min_workers / k⌉ .. ⌊max_workers / k⌋``. A job without a range gets a fixed
 Master + Worker layout.
 
+TrainJob (``kind="trainjob"``). Trainer v2 has no elastic policy: the job runs
+``numNodes`` pods of ``numProcPerNode`` GPUs, fixed per submission; a resize is a new
+submission (``docs/scheduler.md``). The plan's feasible range is kept in the
+``cotune.dev/workers-range`` annotation so a scheduler knows which new sizes still meet
+the target and the deadline. Host packing goes in ``runtimePatches`` (the runtime's
+``node`` replicated job); the runtime is named by ``runtimeRef`` (default the
+``torch-distributed`` ClusterTrainingRuntime).
+
 Gang. Volcano: ``runPolicy.schedulingPolicy`` (the training operator's gang hook) plus
 an explicit PodGroup with ``minMember`` = the pods that must start together (all of
 them, or the elastic minimum) and ``minResources`` their GPUs. Kueue: the
-``kueue.x-k8s.io/queue-name`` label; Kueue admits the job as a whole.
+``kueue.x-k8s.io/queue-name`` label; Kueue admits the job as a whole. A TrainJob gets
+the Kueue label, or for Volcano the ``scheduling.volcano.sh/queue-name`` annotation (the
+runtime's ``podGroupPolicy`` makes the PodGroup).
 """
 
 from __future__ import annotations
@@ -25,28 +36,36 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 from cotune.errors import InfeasibleError, InputError
+from cotune.k8s._names import JOB_NAME_MAX, annotation_text, check_image, check_label_key, check_label_value, check_name
 
-__all__ = ["GANGS", "JobOptions", "Layout", "layout_for", "render_manifests", "to_yaml"]
+__all__ = ["DEFAULT_IMAGE", "GANGS", "KINDS", "JobOptions", "Layout", "layout_for", "render_manifests", "to_yaml"]
 
 GANGS = ("volcano", "kueue", "none")
+KINDS = ("trainjob", "pytorchjob")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 JOB_LABEL = "cotune.dev/job"
+#: The PyTorchJob image when none is given (with a warning: it runs no training of yours).
+DEFAULT_IMAGE = "pytorch/pytorch:latest"
 
 
 @dataclass(frozen=True)
 class JobOptions:
-    """What the recommendation does not know: names, image, command, the gang scheduler.
+    """What the recommendation does not know: kind, names, image, command, the gang scheduler.
 
-    name : the PyTorchJob's name (RFC 1123 label, at most 50 characters: pod names add
-        a suffix such as ``-worker-12``).
+    kind : ``"trainjob"`` (Kubeflow Trainer v2) or ``"pytorchjob"`` (the v1 operator).
+    name : the job's name: DNS-1035 (starts with a letter), at most 50 characters (pod
+        names add a suffix such as ``-worker-12``).
+    image, command : the training container. Without an image a TrainJob uses its
+        runtime's and a PyTorchJob :data:`DEFAULT_IMAGE`; without a command the image's
+        entrypoint runs — both almost never what you want, so :meth:`warnings` says so.
     gang : ``"volcano"``, ``"kueue"`` or ``"none"``.
     queue : Volcano queue or Kueue LocalQueue name (default ``"default"``).
-    elastic : use the plan's elastic range when it has one.
+    elastic : PyTorchJob only: use the plan's elastic range when it has one.
+    runtime, runtime_kind : the TrainJob's ``runtimeRef``.
     """
 
     name: str
-    image: str
+    image: str | None = None
     namespace: str = "default"
     command: tuple[str, ...] = ()
     gang: Literal["volcano", "kueue", "none"] = "volcano"
@@ -55,22 +74,49 @@ class JobOptions:
     gpu_resource: str = "nvidia.com/gpu"
     node_selector: Mapping[str, str] = field(default_factory=dict)
     max_restarts: int = 3
+    kind: Literal["trainjob", "pytorchjob"] = "pytorchjob"
+    runtime: str = "torch-distributed"
+    runtime_kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"] = "ClusterTrainingRuntime"
 
     def __post_init__(self) -> None:
-        for label, value, limit in (("name", self.name, 50), ("namespace", self.namespace, 63)):
-            if not (len(value) <= limit and _DNS_LABEL.match(value)):
-                raise InputError(
-                    f"{label} {value!r} is not a valid Kubernetes name: use at most {limit} lower-case letters, "
-                    "digits and '-', starting and ending with a letter or digit"
-                )
+        check_name(self.name, what="name", limit=JOB_NAME_MAX)
+        if not (isinstance(self.namespace, str) and len(self.namespace) <= 63 and _DNS_LABEL.match(self.namespace)):
+            raise InputError(
+                f"namespace {annotation_text(str(self.namespace), limit=40)!r} is not a valid Kubernetes name: use at most 63 "
+                "lower-case letters, digits and '-', starting and ending with a letter or digit"
+            )
+        if self.kind not in KINDS:
+            raise InputError(f"kind must be one of {', '.join(KINDS)}, got {annotation_text(str(self.kind), limit=40)!r}")
         if self.gang not in GANGS:
-            raise InputError(f"gang must be one of {', '.join(GANGS)}, got {self.gang!r}")
-        if not (len(self.queue) <= 63 and _DNS_LABEL.match(self.queue)):
-            raise InputError(f"queue {self.queue!r} is not a valid Kubernetes name (lower-case letters, digits, '-')")
-        if not self.image.strip():
-            raise InputError("image must be a container image reference, e.g. ghcr.io/me/train:1.0")
+            raise InputError(f"gang must be one of {', '.join(GANGS)}, got {annotation_text(str(self.gang), limit=40)!r}")
+        if not (isinstance(self.queue, str) and len(self.queue) <= 63 and _DNS_LABEL.match(self.queue)):
+            raise InputError(f"queue {annotation_text(str(self.queue), limit=40)!r} is not a valid Kubernetes name (lower-case letters, digits, '-')")
+        if self.image is not None:
+            check_image(self.image)
+        for word in self.command:
+            if "\x00" in word or len(word) > 65536:
+                raise InputError("command words must be at most 64 KiB and hold no NUL character")
+        if len(self.command) > 128:
+            raise InputError(f"command has {len(self.command)} words, over the 128 a TrainJob allows: use a script")
+        check_label_key(self.gpu_resource, what="gpu resource")
+        for key, value in self.node_selector.items():
+            check_label_key(key, what="node selector")
+            check_label_value(value, what="node selector")
+        check_name(self.runtime, what="runtime", limit=253)
+        if self.runtime_kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
+            raise InputError(f"runtime kind must be ClusterTrainingRuntime or TrainingRuntime, got {self.runtime_kind!r}")
         if self.max_restarts < 0:
             raise InputError(f"max_restarts must be >= 0, got {self.max_restarts}")
+
+    def warnings(self) -> list[str]:
+        """What the rendered job will do that is probably not meant (the CLI prints these on stderr)."""
+        out = []
+        if self.image is None:
+            where = f"the {self.runtime} runtime's image" if self.kind == "trainjob" else DEFAULT_IMAGE
+            out.append(f"warning: no --image given: the job runs {where}, not your training image")
+        if not self.command:
+            out.append("warning: no --command given: the container runs its image's default entrypoint, not your training")
+        return out
 
 
 @dataclass(frozen=True)
@@ -104,18 +150,22 @@ def layout_for(plan: Mapping[str, Any], *, elastic: bool = True) -> Layout:
     return Layout(pods=pods, gpus_per_pod=k, min_pods=lo, max_pods=hi, exact_hosts=exact)
 
 
-def _container(doc: Mapping[str, Any], opts: JobOptions, gpus: int) -> dict[str, Any]:
+def _env(doc: Mapping[str, Any]) -> dict[str, str]:
     plan, choice = doc["plan"], doc["recommendation"]
-    env = {
+    return {
         "COTUNE_GPU": plan["gpu"],
         "COTUNE_WORKERS": str(plan["workers"]),
         "COTUNE_LOCAL_BATCH": str(plan["local_batch"]),
         "COTUNE_GLOBAL_BATCH": str(choice["global_batch"]),
         "COTUNE_TARGET": repr(float(doc["constraints"]["target"])),
     }
+
+
+def _container(doc: Mapping[str, Any], opts: JobOptions, gpus: int) -> dict[str, Any]:
+    env = _env(doc)
     out: dict[str, Any] = {
         "name": "pytorch",  # the training operator finds the container by this name
-        "image": opts.image,
+        "image": opts.image or DEFAULT_IMAGE,
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "resources": {"limits": {opts.gpu_resource: gpus}, "requests": {opts.gpu_resource: gpus}},
     }
@@ -131,6 +181,13 @@ def _template(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict[
     if opts.gang == "volcano":
         meta["annotations"] = {"scheduling.k8s.io/group-name": opts.name}
         spec["schedulerName"] = "volcano"
+    spec.update(_placement(doc, opts, layout))
+    return {"metadata": meta, "spec": spec}
+
+
+def _placement(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict[str, Any]:
+    """Node selector and host packing of the job's pods (a pod-spec fragment)."""
+    spec: dict[str, Any] = {}
     if opts.node_selector:
         spec["nodeSelector"] = dict(opts.node_selector)
     if layout.max_pods > 1 and layout.gpus_per_pod < int(doc["plan"]["gpus_per_host"]):
@@ -148,33 +205,101 @@ def _template(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict[
                 ]
             }
         }
-    return {"metadata": meta, "spec": spec}
+    return spec
 
 
 def _replica(replicas: int, template: Mapping[str, Any]) -> dict[str, Any]:
     return {"replicas": replicas, "restartPolicy": "OnFailure", "template": template}
 
 
-def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:
-    """The manifests for a recommendation document (``Recommendation.to_dict()`` or the
-    HTTP answer): the PyTorchJob, preceded by a PodGroup when ``opts.gang == "volcano"``."""
+def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
+    plan, choice = doc["plan"], doc["recommendation"]
+    out = {
+        "cotune.dev/workload": annotation_text(str(doc["workload"])),
+        "cotune.dev/plan": f"{plan['workers']}x{annotation_text(plan['gpu'], limit=60)} ({plan['market']}) on {plan['hosts']} "
+        f"host{'s' if plan['hosts'] != 1 else ''}, local batch {plan['local_batch']}",
+        "cotune.dev/predicted-time-s": f"{choice['time_s']:.0f}" if choice["time_s"] is not None else "unknown",
+        "cotune.dev/predicted-cost": f"{choice['cost']:.4g} {doc['cost_unit']}" if choice["cost"] is not None else "unknown",
+    }
+    if doc["constraints"].get("deadline_s") is not None:
+        out["cotune.dev/deadline-s"] = f"{doc['constraints']['deadline_s']:.0f}"
+    return out
+
+
+def _feasible(doc: Mapping[str, Any]) -> None:
     if doc.get("status") != "ok" or doc.get("plan") is None:
         relax = "; ".join(doc.get("relax") or []) or "relax the constraints"
         raise InfeasibleError(f"nothing is feasible, so there is no job to render: {relax}")
-    plan, choice = doc["plan"], doc["recommendation"]
+
+
+def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:
+    """The manifests for a recommendation document (``Recommendation.to_dict()`` or the
+    HTTP answer): a TrainJob (``opts.kind == "trainjob"``), or a PyTorchJob preceded by a
+    PodGroup when ``opts.gang == "volcano"``."""
+    _feasible(doc)
+    if opts.kind == "trainjob":
+        return [_trainjob(doc, opts)]
+    return _pytorchjob(doc, opts)
+
+
+def _trainjob(doc: Mapping[str, Any], opts: JobOptions) -> dict[str, Any]:
+    plan = doc["plan"]
+    layout = layout_for(plan, elastic=False)  # Trainer v2: fixed size per submission
+    labels = {"app.kubernetes.io/managed-by": "cotune", JOB_LABEL: opts.name}
+    annotations = _annotations(doc)
+    annotations["cotune.dev/workers-range"] = f"{plan['elastic']['min_workers']}..{plan['elastic']['max_workers']}"
+    if opts.gang == "kueue":
+        labels["kueue.x-k8s.io/queue-name"] = opts.queue
+    elif opts.gang == "volcano":
+        annotations["scheduling.volcano.sh/queue-name"] = opts.queue
+    gpus = str(layout.gpus_per_pod)
+    trainer: dict[str, Any] = {
+        "numNodes": layout.pods,
+        "numProcPerNode": layout.gpus_per_pod,
+        "resourcesPerNode": {"limits": {opts.gpu_resource: gpus}, "requests": {opts.gpu_resource: gpus}},
+        "env": [{"name": k, "value": v} for k, v in _env(doc).items()],
+    }
+    if opts.image is not None:
+        trainer["image"] = opts.image
+    if opts.command:
+        trainer["command"] = list(opts.command)
+    spec: dict[str, Any] = {
+        "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": opts.runtime_kind, "name": opts.runtime},
+        "trainer": trainer,
+    }
+    pod = _placement(doc, opts, layout)
+    if pod:
+        spec["runtimePatches"] = [
+            {
+                "manager": "cotune.dev/k8s",
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {"name": "node", "template": {"spec": {"template": {
+                                    "metadata": {"labels": {JOB_LABEL: opts.name}}, "spec": pod}}}}
+                            ]
+                        }
+                    }
+                },
+            }
+        ]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": opts.name, "namespace": opts.namespace, "labels": labels, "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def _pytorchjob(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:
+    plan = doc["plan"]
     layout = layout_for(plan, elastic=opts.elastic)
     template = _template(doc, opts, layout)
     labels = {"app.kubernetes.io/managed-by": "cotune", JOB_LABEL: opts.name}
     if opts.gang == "kueue":
         labels["kueue.x-k8s.io/queue-name"] = opts.queue
-    annotations = {
-        "cotune.dev/workload": str(doc["workload"]),
-        "cotune.dev/plan": f"{plan['workers']}x{plan['gpu']} ({plan['market']}) on {plan['hosts']} host{'s' if plan['hosts'] != 1 else ''}, local batch {plan['local_batch']}",
-        "cotune.dev/predicted-time-s": f"{choice['time_s']:.0f}" if choice["time_s"] is not None else "unknown",
-        "cotune.dev/predicted-cost": f"{choice['cost']:.4g} {doc['cost_unit']}" if choice["cost"] is not None else "unknown",
-    }
-    if doc["constraints"].get("deadline_s") is not None:
-        annotations["cotune.dev/deadline-s"] = f"{doc['constraints']['deadline_s']:.0f}"
+    annotations = _annotations(doc)
     spec: dict[str, Any] = {"runPolicy": {"cleanPodPolicy": "None"}}
     gang_pods = layout.min_pods
     if layout.elastic:

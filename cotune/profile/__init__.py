@@ -11,6 +11,7 @@ from cotune.profile._profile import (
     read_profile,
     write_profile,
 )
+from cotune.profile._source import load_profile
 from cotune.profile._schema import (
     FAILURE_KINDS,
     FORMAT_VERSION,
@@ -42,6 +43,7 @@ __all__ = [
     "FailureRecord",
     "NoiseRecord",
     "append_records",
+    "load_profile",
     "parse_profile",
     "read_profile",
     "write_profile",

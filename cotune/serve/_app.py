@@ -1,7 +1,8 @@
 """The ASGI application behind ``cotune serve``.
 
 Routes: ``POST /v1/recommend`` (body: ``recommend-request.v1``; answer:
-``recommend-response.v1``), ``GET /health``, ``GET /v1/schema/{name}``, and FastAPI's
+``recommend-response.v1``), ``POST /v1/replan`` (``replan-request.v1`` →
+``replan-response.v1``), ``GET /health``, ``GET /v1/schema/{name}``, and FastAPI's
 ``/openapi.json`` and ``/docs``, whose schemas are the published JSON Schemas themselves.
 
 Every answer that is not a recommendation is an ``error.v1`` document. Bad input is
@@ -18,7 +19,6 @@ bounded. Beyond ``max_pending`` requests in progress the answer is 503 with
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -38,8 +38,10 @@ from cotune.api import (
     RequestError,
     error_document,
     recommend_request,
+    replan_request,
     schema,
 )
+from cotune._checks import BadValue, load_json
 from cotune.errors import InputError
 from cotune.serve._admission import Admission, Overloaded
 from cotune.solver import RESULT_SCHEMA_VERSION
@@ -54,6 +56,8 @@ _log = logging.getLogger("cotune.serve")
 _COMPONENTS = {
     "recommend-request.v1": "RecommendRequestV1",
     "recommend-response.v1": "RecommendResponseV1",
+    "replan-request.v1": "ReplanRequestV1",
+    "replan-response.v1": "ReplanResponseV1",
     "error.v1": "ErrorV1",
 }
 _STATUS_CODES = {
@@ -142,10 +146,6 @@ class _BearerAuth:
         await response(scope, receive, send)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON: send numbers only (use null for no value)")
-
-
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -165,12 +165,10 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def _parse_json(body: bytes) -> Any:
     if not body.strip():
         raise RequestError("empty body: send a JSON object (docs/schema/recommend-request.v1.json)", status=400, code="invalid_json")
-    try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise RequestError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", status=400, code="invalid_json") from None
-    except (ValueError, RecursionError) as exc:  # bad encoding, NaN/Infinity, absurd nesting
-        raise RequestError(f"not valid JSON: {exc}"[:300], status=400, code="invalid_json") from None
+    try:  # NaN/Infinity literals, absurd nesting, huge integers, bad encodings: one 400, never a 500
+        return load_json(body)
+    except BadValue as exc:
+        raise RequestError(exc.detail, status=400, code="invalid_json") from None
 
 
 def _components(name: str) -> dict[str, Any]:
@@ -255,6 +253,21 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         responses={200: {"description": "A recommendation", "content": _ref("recommend-response.v1")}, **error_responses},
     )
     async def recommend(request: Request) -> Any:
+        return await answer(request, recommend_request)
+
+    @app.post(
+        "/v1/replan",
+        summary="Re-plan a running job",
+        description="Body: replan-request.v1 (the job's question, its progress, the switching rule). Answers 200 with "
+        "decision 'stay', 'switch' or 'infeasible' and why.",
+        openapi_extra={"requestBody": {"required": True, "content": _ref("replan-request.v1")}},
+        responses={200: {"description": "A re-plan", "content": _ref("replan-response.v1")}, **error_responses},
+    )
+    async def replan(request: Request) -> Any:
+        return await answer(request, replan_request)
+
+    async def answer(request: Request, solve: Any) -> Any:
+        """Read, parse and answer one request with ``solve`` (recommend_request or replan_request)."""
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
             return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
@@ -270,7 +283,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                     )
                 data = await anyio.to_thread.run_sync(_parse_json, body, limiter=limiter)
                 doc = await anyio.to_thread.run_sync(
-                    lambda: recommend_request(data, profile_dir=cfg.profile_dir, limits=cfg.limits, admit=admission.solve),
+                    lambda: solve(data, profile_dir=cfg.profile_dir, limits=cfg.limits, admit=admission.solve),
                     limiter=limiter,
                 )
         except Overloaded as exc:

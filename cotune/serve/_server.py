@@ -90,6 +90,8 @@ def listen(host: str, port: int) -> socket.socket:
     from cotune._checks import excerpt
     from cotune.errors import InputError
 
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise InputError(f"--port {excerpt(port)}: a TCP port is 0 to 65535 (0: any free port): give e.g. 8000")
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except (socket.gaierror, UnicodeError, ValueError) as exc:

@@ -3,6 +3,8 @@
 from cotune.solver._choice import choice_at
 from cotune.solver._decide import CHANGES, ReplanDecision, ReplanOption, changes_between, decide_replan, lr_scale
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
+from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
+from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
@@ -23,15 +25,21 @@ __all__ = [
     "Choice",
     "Estimates",
     "Feasibility",
+    "MarketStage",
+    "OnDemandMarket",
     "Plan",
     "ProbeDecision",
     "ProbeGains",
     "ProbeOption",
     "Recommendation",
     "SearchSpace",
+    "SearchSpaceTooLarge",
     "balanced_hosts",
     "best_index",
+    "build_space",
+    "check_candidate_limit",
     "choice_at",
+    "count_candidates",
     "enumerate_candidates",
     "estimate",
     "feasibility",
@@ -41,6 +49,7 @@ __all__ = [
     "plan_for",
     "plan_next_probe",
     "prefer_safer",
+    "price_table",
     "ranked",
     "standard_options",
     "success_probability",

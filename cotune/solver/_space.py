@@ -76,6 +76,12 @@ class Candidates:
     def global_batch(self) -> np.ndarray:
         return self.workers * self.local_batch
 
+    def in_market(self, name: str) -> np.ndarray:
+        """Mask of the rows on market ``name``: markets are named, ``market`` only indexes ``markets``."""
+        if name not in self.markets:
+            return np.zeros(len(self), dtype=bool)
+        return self.market == self.markets.index(name)
+
 
 def _placements(workers: np.ndarray, gpus_per_host: int, mode: str) -> tuple[np.ndarray, np.ndarray]:
     packed = -(-workers // gpus_per_host)

@@ -8,14 +8,14 @@ confidence, mixed spot/on-demand plans and re-planning.
   probability ``q`` (from the distribution of the number of revocations).
 * :func:`simulate` — a seeded Monte-Carlo simulator of the same process (and of the
   mixed policy), the ground truth the analytic model is tested against.
-* :class:`ClusterPlan` — the solver step behind ``recommend(..., cluster=...)``.
+* :class:`SpotMarket` — the market stage behind ``recommend(..., cluster=...)``.
 * :func:`replan` — the best configuration for the remaining work, with hysteresis.
 
 Formulas and the file format: ``docs/spot.md``.
 """
 
 from cotune.spot._cluster import CLUSTER_FILE_VERSION, Checkpoint, Cluster, GpuOffer, load_cluster, parse_cluster
-from cotune.spot._plan import PLAN_MARKETS, ClusterPlan, SpotDetails, take_estimates
+from cotune.spot._market import PLAN_MARKETS, SpotDetails, SpotMarket, take_estimates
 from cotune.spot._replan import Progress, ReplanResult, remaining_fraction, replan
 from cotune.spot._revocation import (
     RevocationEstimate,
@@ -34,13 +34,13 @@ __all__ = [
     "PLAN_MARKETS",
     "Checkpoint",
     "Cluster",
-    "ClusterPlan",
     "GpuOffer",
     "Progress",
     "ReplanResult",
     "RevocationEstimate",
     "SimulationResult",
     "SpotDetails",
+    "SpotMarket",
     "expected_segment_time_s",
     "expected_time_for_segments",
     "job_rate_per_s",

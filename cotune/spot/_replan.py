@@ -32,54 +32,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping
 
 import numpy as np
 
+from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest
 from cotune.errors import InputError
 
 __all__ = ["Progress", "ReplanResult", "remaining_fraction", "replan"]
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What a running job has done: on ``gpu``/``market`` with ``workers × local_batch``
-    at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds; since then it lost
-    ``workers_lost`` and gained ``workers_added`` workers."""
-
-    epochs_done: float
-    elapsed_s: float
-    gpu: str
-    market: str
-    workers: int
-    local_batch: int
-    workers_lost: int = 0
-    workers_added: int = 0
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.epochs_done) and self.epochs_done >= 0):
-            raise InputError(f"epochs done must be >= 0, got {self.epochs_done!r}")
-        if not (math.isfinite(self.elapsed_s) and self.elapsed_s >= 0):
-            raise InputError(f"elapsed time must be >= 0 seconds, got {self.elapsed_s!r}")
-        if self.market not in ("on_demand", "spot", "mixed"):
-            raise InputError(f"current market must be on_demand, spot or mixed, got {self.market!r}")
-        if self.workers < 1 or self.local_batch < 1:
-            raise InputError(f"current workers and local batch must be >= 1, got {self.workers} and {self.local_batch}")
-        if self.workers_lost < 0 or self.workers_added < 0:
-            raise InputError("workers lost/added must be >= 0")
-        if self.workers_now < 1:
-            raise InputError(
-                f"the job lost {self.workers_lost} of {self.workers + self.workers_added} workers and has none left: "
-                "give --workers-added, or re-plan from the last checkpoint with a fresh start (cotune recommend)"
-            )
-
-    @property
-    def workers_now(self) -> int:
-        return self.workers - self.workers_lost + self.workers_added
-
-    @property
-    def global_batch(self) -> int:
-        return self.workers * self.local_batch
 
 
 @dataclass(frozen=True)
@@ -166,62 +126,68 @@ def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_h
     )
 
 
+def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) -> ReplanRequest:
+    if isinstance(profile, ReplanRequest):
+        if progress is not None or question:
+            raise InputError("replan(ReplanRequest) takes no other arguments: put them in the request")
+        return profile
+    rule = {k: question.pop(k) for k in ("margin", "restart_s", "prices") if k in question}
+    caps = question.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
+    if isinstance(caps, Mapping) and "*" not in caps:  # gpu types not named: replan's own default
+        caps = {"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}
+    question["max_workers"] = caps
+    if "target" not in question:
+        raise InputError("replan() needs target=: the metric the job trains to")
+    if isinstance(profile, RecommendRequest):
+        request = profile.replace(**question) if question else profile
+    else:
+        from cotune._pipeline import as_request
+
+        request = as_request(profile, question)
+    if progress is None:
+        raise InputError("replan() needs progress=: a cotune.Progress of the running job")
+    return ReplanRequest(request=request, progress=progress, **rule)
+
+
 def replan(
-    profile: Any,
+    profile: Any = None,
+    /,
     *,
-    progress: Progress,
-    target: float,
-    deadline_s: float,
-    cluster: Any,
-    confidence: float | None = None,
-    objective: Literal["cost", "time"] = "cost",
-    margin: float = 0.05,
-    restart_s: float | None = None,
-    max_workers: int | Mapping[str, int] = 64,
-    gpus_per_host: int = 4,
-    gpus: Sequence[str] | None = None,
-    local_batches: Sequence[int] | None = None,
-    prices: Mapping[str, float] | None = None,
+    progress: Progress | None = None,
     models: Any = None,
-    interval: float = 0.9,
+    **question: Any,
 ) -> ReplanResult:
     """Best configuration for the remaining work of a running job (see the module doc).
 
-    ``deadline_s`` is counted from the job's start (as given to ``recommend``);
-    ``prices`` are new prices that override the cluster file: ``"t4"`` or
-    ``"t4:on_demand"`` for on-demand, ``"t4:spot"`` for spot (USD per GPU-hour).
+    Call it with a :class:`~cotune.ReplanRequest`, or with a profile and keywords: the
+    job's question (``target``, ``deadline_s`` counted from the job's start, ``cluster``,
+    ``confidence``, ``objective``, ``max_workers`` — default 64 —, ``gpus_per_host``,
+    ``gpus``, ``local_batches``, ``interval``…, as for ``recommend``), ``progress``, and
+    the switching rule: ``margin``, ``restart_s`` and ``prices`` (new prices that override
+    the cluster file: ``"t4"`` or ``"t4:on_demand"`` for on-demand, ``"t4:spot"``).
     """
-    from cotune._recommend import build_space, load_profile
-    from cotune.solver import choice_at
     from cotune.models import fit_models
-    from cotune.solver import enumerate_candidates, estimate, feasibility, ranked
+    from cotune.profile import load_profile
+    from cotune.solver import build_space, choice_at, enumerate_candidates, estimate, feasibility, ranked
     from cotune.spot._cluster import load_cluster
-    from cotune.spot._plan import ClusterPlan
+    from cotune.spot._market import SpotMarket
 
-    if not (isinstance(deadline_s, (int, float)) and math.isfinite(deadline_s) and deadline_s > 0):
-        raise InputError(f"deadline must be positive seconds, got {deadline_s!r}")
-    if not (0.0 <= margin < 1.0):
-        raise InputError(f"margin must be a fraction in [0, 1), e.g. 0.05; got {margin!r}")
-    if confidence is not None and not 0.0 < confidence < 1.0:
-        raise InputError(f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}")
-    if objective not in ("cost", "time"):
-        raise InputError(f"objective must be 'cost' or 'time', got {objective!r}")
-    remaining_s = deadline_s - progress.elapsed_s
-    if remaining_s <= 0:
-        raise InputError(
-            f"the deadline ({deadline_s:g} s) has passed: {progress.elapsed_s:g} s elapsed; give a later --deadline"
-        )
+    rr = _as_replan_request(profile, progress, question)
+    req, progress = rr.request, rr.progress
+    target, deadline_s, confidence, objective = req.target, req.deadline_s, req.confidence, req.objective
+    assert deadline_s is not None
+    margin, restart_s = rr.margin, rr.restart_s
+    remaining_s = rr.remaining_s
     if models is None:
-        models = fit_models(load_profile(profile), interval=interval)
-    cl = load_cluster(cluster)
-    for key, value in (prices or {}).items():
+        models = fit_models(load_profile(req.profile), interval=req.interval)
+    cl = load_cluster(req.cluster)
+    for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"
         if market not in ("on_demand", "spot"):
             raise InputError(f"new price key {key!r}: use GPU (on-demand), GPU:on_demand or GPU:spot")
         field_name = "spot_price_per_hour" if market == "spot" else "on_demand_price_per_hour"
         cl = cl.with_offer(gpu, **{field_name: float(value)})
-    progress = replace(progress, gpu=progress.gpu.lower())
     cl.offer(progress.gpu)
 
     left = remaining_fraction(models, global_batch=progress.global_batch, epochs_done=progress.epochs_done, target=target)
@@ -231,16 +197,17 @@ def replan(
     ck = cl.checkpoint
     if restart_s is None:
         restart_s = (ck.write_s + ck.restart_s if ck else 0.0) + max(o.replacement_delay_s for o in cl.gpus.values())
-    if not (math.isfinite(restart_s) and restart_s >= 0):
-        raise InputError(f"restart time must be >= 0 seconds, got {restart_s!r}")
 
-    plan = ClusterPlan.create(cl, profiled_gpus=models.gpus, gpus=gpus, max_workers=max_workers, gpus_per_host=gpus_per_host)
+    plan = SpotMarket.from_request(req, models, cluster=cl)
     if progress.gpu not in plan.gpus:
         raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}")
     space, notes = build_space(
         models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
-        local_batches=local_batches, markets=plan.space_markets,
+        local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,
     )
+    from cotune.solver import check_candidate_limit
+
+    check_candidate_limit(space, limit=req.max_candidates, rows_per_candidate=plan.rows_per_candidate)
     notes = list(notes) + list(plan.notes)
     table = plan.price_table(space.gpus)
 
@@ -253,7 +220,7 @@ def replan(
     est, _details = evaluate(new_cands, restart_s)
     mask = np.ones(len(est.candidates), dtype=bool)
     if not ahead:
-        mask &= est.candidates.market != 1
+        mask &= ~est.candidates.in_market("spot")
         notes.append(
             f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used): spot-only plans "
             "left out (on-demand, or mixed which starts on on-demand)"
@@ -266,8 +233,7 @@ def replan(
     stay_ok = False
     if progress.market in ("on_demand", "spot", "mixed"):
         s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0)
-        want = {"on_demand": 0, "spot": 1, "mixed": 2}[progress.market]
-        rows = np.flatnonzero(s_est.candidates.market == want)
+        rows = np.flatnonzero(s_est.candidates.in_market(progress.market))
         if rows.size:
             i = int(rows[0])
             stay = choice_at(s_est, i, target)

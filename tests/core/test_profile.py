@@ -299,7 +299,7 @@ def test_torn_last_line_is_still_skipped_when_reading_line_by_line(tmp_path):
     ids=["nul-byte", "long-component", "symlink-loop"],
 )
 def test_unusable_paths_are_one_line_errors(tmp_path, make):
-    from cotune._recommend import load_profile
+    from cotune.profile import load_profile
 
     with pytest.raises(ProfileError) as info:
         load_profile(make(tmp_path))

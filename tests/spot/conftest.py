@@ -15,7 +15,7 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def cifar_models():
     """Fitted once per session: fitting is the slow part of every recommend call."""
-    from cotune._recommend import load_profile
+    from cotune.profile import load_profile
     from cotune.models import fit_models
 
     return fit_models(load_profile("cifar10-resnet18"), n_bootstrap=8)

@@ -9,7 +9,7 @@ import pytest
 
 import cotune
 from cotune.cli import main
-from cotune.spot import ClusterPlan
+from cotune.spot import SpotMarket
 from spot_helpers import PACKED_CLUSTER_TOML
 
 PACKED = PACKED_CLUSTER_TOML
@@ -28,10 +28,10 @@ def test_zero_revocations_equal_the_on_demand_model(cifar_models, make_cluster):
 
 
 def _estimates(models, cluster_path, *, confidence, deadline_s=None):
-    from cotune._recommend import build_space
+    from cotune.solver import build_space
     from cotune.solver import enumerate_candidates, estimate
 
-    plan = ClusterPlan.create(cluster_path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=4)
+    plan = SpotMarket.create(cluster_path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=4)
     space, _ = build_space(models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
                            local_batches=None, markets=plan.space_markets)
     cands = plan.candidates(enumerate_candidates(space), mixed=deadline_s is not None)
@@ -43,7 +43,7 @@ def test_cost_and_promise_grow_with_the_revocation_rate(cifar_models, make_clust
     costs, promised = [], []
     for rate in (0.0, 0.05, 0.5, 2.0, 8.0):
         est, details = _estimates(cifar_models, make_cluster(text=PACKED.format(rate=rate)), confidence=0.9)
-        spot = est.candidates.market == 1
+        spot = est.candidates.in_market("spot")
         costs.append(est.cost[spot])
         promised.append(est.time_at_confidence_s[spot])
         if rate > 0:
@@ -85,7 +85,7 @@ def test_cli_cluster(make_cluster, capsys):
     assert any("Young/Daly" in n for n in out["notes"])
     rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--cluster", path, "--price", "t4=1"])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("cotune: prices come from the cluster file") and err.count("\n") == 1
+    assert rc == 2 and err.startswith("cotune: --price: prices come from the cluster file") and err.count("\n") == 1
     rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--cluster", path, "--gpu", "v100"])
     err = capsys.readouterr().err
     assert rc == 2 and "gpu 'v100' is not in the cluster file" in err

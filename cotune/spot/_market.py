@@ -1,15 +1,16 @@
-"""The spot step of the solver: on-demand, spot and mixed candidates from a cluster file.
+"""The spot market stage: on-demand, spot and mixed candidates from a cluster file.
 
-It sits between the core steps of :func:`cotune.recommend` and changes nothing
-else::
+:class:`SpotMarket` is the :class:`~cotune.solver.MarketStage` that
+:func:`cotune.recommend` uses when the request has a ``cluster``; it sits between the
+core steps and changes nothing else::
 
-    plan  = ClusterPlan.create(cluster, models=…, gpus=…, max_workers=…)   # space inputs
-    cands = plan.candidates(enumerate_candidates(space), mixed=deadline is not None)
-    est   = estimate(cands, models, price_per_hour=plan.price_table(space.gpus), …)
-    est, details = plan.adjust(est, startup_s=…, confidence=…, deadline_s=…)
+    market = SpotMarket.from_request(request, models)          # gpus, caps, prices from the file
+    cands  = market.candidates(enumerate_candidates(space), request)
+    est    = estimate(cands, models, price_per_hour=market.price_table(space.gpus), …)
+    est, details = market.adjust(est, request)
 
 ``estimate`` prices every candidate as if no server were ever revoked.
-:meth:`ClusterPlan.adjust` then replaces, for the spot rows, the training time ``W``
+:meth:`SpotMarket.adjust` then replaces, for the spot rows, the training time ``W``
 by the revocation-aware expectation ``E[T](W)`` and the time at confidence by
 ``T_q(W_q)`` (:mod:`cotune.spot._revocation`: Young/Daly checkpointing, revocation
 count distribution), evaluated at the model's own quantile ``W_q`` — so a promise at
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -40,9 +41,9 @@ from cotune.spot._cluster import Cluster, load_cluster
 from cotune.spot._revocation import job_rate_per_s, revocation_estimate, time_at_confidence_s, young_daly_interval_s
 from cotune.spot._simulate import simulate
 
-__all__ = ["ClusterPlan", "SpotDetails", "PLAN_MARKETS", "take_estimates"]
+__all__ = ["SpotMarket", "SpotDetails", "PLAN_MARKETS", "take_estimates"]
 
-# Markets of the candidates the spot step produces (the space itself holds the first two).
+# Markets of the candidates the spot stage produces (the space itself holds the first two).
 PLAN_MARKETS = ("on_demand", "spot", "mixed")
 
 
@@ -75,9 +76,22 @@ def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset o
     return Estimates(candidates=cands, **fields)
 
 
+def _cap_function(max_workers: int | Mapping[str, int] | Callable[[str], int]) -> Callable[[str], int]:
+    if callable(max_workers):
+        return max_workers
+    if isinstance(max_workers, Mapping):
+        def cap(g: str) -> int:
+            if g not in max_workers:
+                raise InputError(f"max_workers has no entry for gpu {g}: give one per gpu type")
+            return int(max_workers[g])
+
+        return cap
+    return lambda g: int(max_workers)
+
+
 @dataclass(frozen=True)
-class ClusterPlan:
-    """What a cluster file changes in a recommendation: gpus, availability and prices."""
+class SpotMarket:
+    """The market stage of a cluster file: gpus, availability, prices and spot risk."""
 
     cluster: Cluster
     gpus: tuple[str, ...]
@@ -88,6 +102,8 @@ class ClusterPlan:
     notes: tuple[str, ...] = ()
 
     space_markets: tuple[str, ...] = ("on_demand", "spot")
+    # Mixed rows are copies of the spot rows: at most 3 rows per 2 enumerated candidates.
+    rows_per_candidate: float = 1.5
 
     @classmethod
     def create(
@@ -96,15 +112,14 @@ class ClusterPlan:
         *,
         profiled_gpus: Sequence[str],
         gpus: Sequence[str] | None,
-        max_workers: int | Mapping[str, int],
+        max_workers: int | Mapping[str, int] | Callable[[str], int],
         gpus_per_host: int,
-        prices: Mapping[str, float] | None = None,
         runs: int = 400,
         seed: int = 0,
-    ) -> "ClusterPlan":
+    ) -> "SpotMarket":
+        """``max_workers``: one cap, one per gpu type, or a function of the gpu type."""
         cl = load_cluster(cluster)
-        if prices:
-            raise InputError("prices come from the cluster file when one is given: drop --price (prices=) or edit the file")
+        user_cap = _cap_function(max_workers)
         wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
         for g in wanted:
             cl.offer(g)  # raises if the cluster lacks it
@@ -121,17 +136,44 @@ class ClusterPlan:
         caps = {}
         for g in chosen:
             o = cl.gpus[g]
-            cap = max(o.on_demand, o.spot)
-            user = max_workers[g] if isinstance(max_workers, Mapping) else max_workers
-            caps[g] = int(min(cap, user))
+            caps[g] = int(min(max(o.on_demand, o.spot), user_cap(g)))
         return cls(
             cluster=cl, gpus=chosen, max_workers=caps,
             gpus_per_host=cl.gpus_per_host or gpus_per_host, runs=runs, seed=seed, notes=tuple(notes),
         )
 
+    @classmethod
+    def from_request(cls, request: Any, models: Any, *, cluster: Cluster | None = None) -> "SpotMarket":
+        """The stage of a :class:`~cotune.RecommendRequest` with a ``cluster`` (or the given, updated one)."""
+        return cls.create(
+            cluster if cluster is not None else request.cluster, profiled_gpus=models.gpus, gpus=request.gpus,
+            max_workers=request.cap_for, gpus_per_host=request.gpus_per_host,
+        )
+
+    # --- MarketStage -------------------------------------------------------------------
+
+    def space(self, request: Any, models: Any):  # (SearchSpace, notes)
+        from cotune.solver import build_space
+
+        return build_space(
+            models, gpus=self.gpus, max_workers=self.max_workers, gpus_per_host=self.gpus_per_host,
+            local_batches=request.local_batches, hosts=request.hosts, workers=request.workers,
+            markets=self.space_markets,
+        )
+
+    def price_per_hour(self, gpus: Sequence[str]) -> tuple[np.ndarray, bool]:
+        return self.price_table(gpus), True
+
+    def adjust_for(self, est, request: Any):  # (Estimates, SpotDetails)
+        return self.adjust(est, startup_s=request.startup_s, confidence=request.confidence, deadline_s=request.deadline_s)
+
+    def report(self, est, details: "SpotDetails", index: int) -> tuple[list[str], Mapping[str, Any] | None]:
+        return self.describe(est, details, index), self.summary(est, details, index)
+
     def price_table(self, gpus: Sequence[str]) -> np.ndarray:
         """USD per worker-hour, shape ``(len(gpus), 3)`` over :data:`PLAN_MARKETS`
-        (mixed starts at the spot price; :meth:`adjust` replaces it by the mix)."""
+        (mixed starts at the spot price; :meth:`adjust` replaces it by the mix).
+        Always priced: a cluster file gives prices."""
         table = np.full((len(gpus), len(PLAN_MARKETS)), np.nan)
         for gi, g in enumerate(gpus):
             o = self.cluster.gpus[g]
@@ -140,16 +182,20 @@ class ClusterPlan:
             table[gi] = (od, sp, sp)
         return table
 
-    def candidates(self, cands, *, mixed: bool):  # Candidates -> Candidates
-        """Add mixed rows (copies of the spot rows) and drop what the cluster cannot supply."""
+    def candidates(self, cands, request: Any = None, *, mixed: bool | None = None):  # Candidates -> Candidates
+        """Add mixed rows (copies of the spot rows; only with a deadline, which their schedule
+        needs) and drop what the cluster cannot supply."""
         from cotune.solver import Candidates
 
+        if mixed is None:
+            mixed = request is not None and request.deadline_s is not None
         if tuple(cands.markets) != self.space_markets:
             raise InputError(f"the space's markets must be {self.space_markets}, got {cands.markets}")
-        spot = cands.market == 1
+        spot = cands.in_market("spot")
         parts = [np.arange(len(cands)), np.flatnonzero(spot)] if mixed else [np.arange(len(cands))]
         idx = np.concatenate(parts)
-        market = np.concatenate([cands.market, np.full(int(spot.sum()), 2, dtype=cands.market.dtype)] if mixed else [cands.market])
+        mixed_code = PLAN_MARKETS.index("mixed")
+        market = np.concatenate([cands.market, np.full(int(spot.sum()), mixed_code, dtype=cands.market.dtype)] if mixed else [cands.market])
         avail = np.array([[self.cluster.gpus[g].available(m) for m in PLAN_MARKETS] for g in cands.gpus])
         workers = cands.workers[idx]
         keep = workers <= avail[cands.gpu[idx], market]
@@ -198,7 +244,7 @@ class ClusterPlan:
         def rev(work, sel):
             return revocation_estimate(work_s=work[sel], rate_per_s=row["lam"][sel], checkpoint_write_s=row["write"][sel], restart_s=row["restart"][sel])
 
-        s = np.flatnonzero(c.market == 1)
+        s = np.flatnonzero(c.in_market("spot"))
         if s.size:
             mean = rev(train, s)
             time_s[s] = startup_s + mean.expected_time_s
@@ -209,7 +255,7 @@ class ClusterPlan:
             cost[s], cost_lo[s], cost_hi[s] = rate * time_s[s], rate * lower[s], rate * upper[s]
             ckpt_s[s], revs[s] = mean.checkpoint_interval_s, mean.expected_revocations
 
-        m = np.flatnonzero(c.market == 2)
+        m = np.flatnonzero(c.in_market("mixed"))
         if m.size:
             keep[m] = False
             if deadline_s is not None:
@@ -227,7 +273,7 @@ class ClusterPlan:
             cost=cost, cost_lower=cost_lo, cost_upper=cost_hi, price_per_hour=price,
         )
         details = SpotDetails(
-            checkpoint_interval_s=ckpt_s, job_revocations_per_hour=np.where(c.market > 0, row["lam"] * 3600.0, np.nan),
+            checkpoint_interval_s=ckpt_s, job_revocations_per_hour=np.where(~c.in_market("on_demand"), row["lam"] * 3600.0, np.nan),
             expected_revocations=revs, on_demand_share=od_share, schedule_s=sched,
         )
         if keep.all():
@@ -241,17 +287,17 @@ class ClusterPlan:
         # The spot and on-demand twins of each mixed row (same gpu, workers, hosts, batch).
         key = lambda i: (int(c.gpu[i]), int(c.workers[i]), int(c.hosts[i]), int(c.local_batch[i]))  # noqa: E731
         twins: dict[tuple[int, int, int, int], dict[int, int]] = {}
-        for i in np.flatnonzero(c.market < 2):
-            twins.setdefault(key(i), {})[int(c.market[i])] = int(i)
+        for i in np.flatnonzero(~c.in_market("mixed")):
+            twins.setdefault(key(i), {})[c.markets[int(c.market[i])]] = int(i)
         train = est.time_s - startup_s
         plan_work = (est.time_at_confidence_s if confidence is not None else est.time_s) - startup_s
         todo = []
         for i in m:
             t = twins.get(key(i), {})
-            if 0 not in t or 1 not in t:
+            if "on_demand" not in t or "spot" not in t:
                 continue
-            od_ok = od_at_conf[t[0]] <= deadline_s
-            spot_ok = spot_at_conf[t[1]] <= deadline_s
+            od_ok = od_at_conf[t["on_demand"]] <= deadline_s
+            spot_ok = spot_at_conf[t["spot"]] <= deadline_s
             if od_ok and not spot_ok and math.isfinite(train[i]):
                 todo.append(int(i))
         if not todo:

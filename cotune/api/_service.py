@@ -1,4 +1,5 @@
-"""``recommend_request``: a plain-data request in, the recommendation document out.
+"""The service adapter: ``recommend_request`` / ``replan_request`` — a plain-data request
+in, the recommendation (or re-plan) document out.
 
 The document is :meth:`cotune.solver.Recommendation.to_dict` — the same object that
 ``cotune recommend --json`` prints and ``POST /v1/recommend`` returns — so a scheduler
@@ -29,11 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
+from cotune._request import DEFAULT_MAX_CANDIDATES, ProfileRef, RecommendRequest, ReplanRequest
 from cotune.api._errors import LimitError, RequestError
-from cotune.api._request import ProfileRef, RecommendRequest, parse_request
+from cotune.api._request import parse_replan_request, parse_request
 from cotune.errors import CotuneError, ModelError, ProfileError
 
-__all__ = ["Limits", "recommend_request", "candidate_count", "clear_cache"]
+__all__ = ["Limits", "recommend_request", "replan_request", "candidate_count", "clear_cache"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class Limits:
     """
 
     max_records: int = 50_000
-    max_candidates: int = 1_000_000
+    max_candidates: int = DEFAULT_MAX_CANDIDATES
     cache_size: int = 32
 
     def __post_init__(self) -> None:
@@ -174,42 +176,58 @@ def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tu
 # --- search-space size ----------------------------------------------------------------------
 
 
-def _any_hosts(n: int, g: int) -> int:
-    """Σ_{w=1..n} (w − ⌈w/g⌉ + 1): host counts per worker count with ``hosts="any"``, in closed form."""
-    q, r = divmod(n, g)
-    return n * (n + 1) // 2 - (g * q * (q + 1) // 2 + r * (q + 1)) + n
-
-
 def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, int]) -> int:
     """An upper bound on the candidates ``req`` enumerates (exact unless memory limits drop batches)."""
+    from cotune.solver._inputs import placements
+
     gpus = req.gpus or tuple(batches_per_gpu)
     total = 0
-    g = req.gpus_per_host
     for gpu in gpus:
-        cap = req.max_workers.get(gpu, 0) if isinstance(req.max_workers, Mapping) else req.max_workers
         n_b = len(set(req.local_batches)) if req.local_batches else batches_per_gpu.get(gpu, 0)
-        if req.workers is not None:
-            ws = {w for w in req.workers if 1 <= w <= cap}
-            placements = sum(w - -(-w // g) + 1 for w in ws) if req.hosts == "any" else len(ws)
-        else:
-            placements = _any_hosts(cap, g) if req.hosts == "any" else cap
-        total += placements * n_b
+        total += placements(cap=req.cap_for(gpu), gpus_per_host=req.gpus_per_host, hosts=req.hosts, workers=req.workers) * n_b
     return total
 
 
-def _check_space(req: RecommendRequest, profile: Any, limits: Limits) -> int:
+def _resolve(ref: ProfileRef, profile_dir: str | os.PathLike[str] | None, limits: Limits) -> tuple[Any, Any]:
+    if ref.example is not None:
+        return _example(ref.example)
+    if ref.records is not None:
+        return _records(ref.records, limits)
+    assert ref.path is not None
+    return _path(ref.path, profile_dir, limits)
+
+
+def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
+    """The candidates ``req`` may make of ``profile`` (an upper bound, before fitting the space),
+    checked against the limit by the solver's one check."""
+    from cotune.solver import check_candidate_limit
+
     batches: dict[str, set[float]] = {}
     for s in profile.steps:
         batches.setdefault(s.gpu, set()).add(s.local_batch * s.accum_steps)
-    n = candidate_count(req, {k: len(v) for k, v in batches.items()})
-    if n > limits.max_candidates:
+    # A cluster file searches on-demand and spot, plus mixed copies of the spot rows, and
+    # bounds each gpu type by what it offers.
+    rows = 3 if req.cluster is not None else 1
+    offers = getattr(req.cluster, "gpus", None)
+    if offers:
+        req = req.replace(max_workers={g: max(1, min(req.cap_for(g), max(o.on_demand, o.spot))) for g, o in offers.items()})
+    return _solve(lambda: check_candidate_limit(candidate_count(req, {k: len(v) for k, v in batches.items()}) * rows,
+                                                limit=limits.max_candidates))
+
+
+def _solve(fn: Any) -> Any:
+    """Run a solve; the search-space limit becomes the service's LimitError."""
+    from cotune.solver import SearchSpaceTooLarge
+
+    try:
+        return fn()
+    except SearchSpaceTooLarge as exc:
         raise LimitError(
-            f"the search space has {n:,} candidates, over this service's limit of {limits.max_candidates:,}: "
+            f"the search space has {exc.count:,} candidates, over this service's limit of {exc.limit:,}: "
             "lower max_workers, list 'workers' or 'local_batches', or use hosts 'packed'",
             path="",
             code="search_space_too_large",
-        )
-    return n
+        ) from None
 
 
 def recommend_request(
@@ -223,8 +241,8 @@ def recommend_request(
 
     Parameters
     ----------
-    request : a ``dict`` following ``docs/schema/recommend-request.v1.json`` (or a parsed
-        :class:`RecommendRequest`).
+    request : a ``dict`` following ``docs/schema/recommend-request.v1.json`` (or a
+        :class:`~cotune.RecommendRequest` whose profile is a :class:`~cotune.ProfileRef`).
     profile_dir : directory that ``{"profile": {"path": ...}}`` may read from; ``None``
         (default) disables paths — inline records and bundled examples only.
     limits : bounds on records and search-space size.
@@ -236,21 +254,46 @@ def recommend_request(
     ``"ok"`` or ``"infeasible"`` (then ``relax`` says what to change). Bad input raises
     :class:`~cotune.api.RequestError` (or another :class:`~cotune.errors.InputError`).
     """
-    from cotune._recommend import recommend
+    from cotune._pipeline import recommend
 
-    req = request if isinstance(request, RecommendRequest) else parse_request(request)
-    ref: ProfileRef = req.profile
-    if ref.example is not None:
-        key, load = _example(ref.example)
-    elif ref.records is not None:
-        key, load = _records(ref.records, limits)
-    else:
-        assert ref.path is not None
-        key, load = _path(ref.path, profile_dir, limits)
+    req = request if isinstance(request, RecommendRequest) else parse_request(request, max_candidates=limits.max_candidates)
+    if req.max_candidates > limits.max_candidates:
+        req = req.replace(max_candidates=limits.max_candidates)
+    if not isinstance(req.profile, ProfileRef):
+        raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
+    key, load = _resolve(req.profile, profile_dir, limits)
     profile, models = _fit(key, load, req.interval, limits)
-    n_candidates = _check_space(req, profile, limits)
+    n_candidates = _admitted_count(req, profile, limits)
     with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
-        rec = recommend(profile, models=models, **req.recommend_kwargs())
+        rec = _solve(lambda: recommend(req.replace(profile=profile), models=models))
     if profile.warnings:
         rec = dataclasses.replace(rec, notes=rec.notes + tuple(profile.warnings))
     return rec.to_dict()
+
+
+def replan_request(
+    request: Mapping[str, Any] | ReplanRequest,
+    *,
+    profile_dir: str | os.PathLike[str] | None = None,
+    limits: Limits = Limits(),
+    admit: Callable[[int], ContextManager[Any]] | None = None,
+) -> dict[str, Any]:
+    """Answer a replan request (``docs/schema/replan-request.v1.json``) with the re-plan
+    document (``replan-response.v1.json``): stay, switch or infeasible, and why.
+    ``profile_dir``, ``limits`` and ``admit`` as for :func:`recommend_request`."""
+    from cotune.solver import RESULT_SCHEMA_VERSION
+    from cotune.spot import replan
+
+    rr = request if isinstance(request, ReplanRequest) else parse_replan_request(request, max_candidates=limits.max_candidates)
+    question = rr.request
+    if question.max_candidates > limits.max_candidates:
+        question = question.replace(max_candidates=limits.max_candidates)
+    if not isinstance(question.profile, ProfileRef):
+        raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
+    key, load = _resolve(question.profile, profile_dir, limits)
+    profile, models = _fit(key, load, question.interval, limits)
+    n_candidates = _admitted_count(question, profile, limits)
+    rr = dataclasses.replace(rr, request=question.replace(profile=profile))
+    with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
+        result = _solve(lambda: replan(rr, models=models))
+    return {"schema_version": RESULT_SCHEMA_VERSION, **result.to_dict()}

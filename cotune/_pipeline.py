@@ -1,0 +1,230 @@
+"""``cotune.recommend``: a question (:class:`~cotune.RecommendRequest`) in, a
+:class:`~cotune.solver.Recommendation` out.
+
+A straight line of pure steps: fit the models (unless given) → choose the market stage
+(on-demand, or spot/mixed from a cluster file) → build the search space and check its
+size → enumerate → stage → estimate → stage → feasibility → rank → report (chosen
+candidate, runner-ups, Pareto frontier, the paper's two baselines, and, if nothing is
+feasible, what to relax). Nothing here prints; the CLI renders the result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import time
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from cotune._explain import baselines as _baselines
+from cotune._explain import relax as _relax
+from cotune._request import DEFAULT_MAX_WORKERS, FIELD_NAMES, RecommendRequest
+from cotune.errors import InputError
+from cotune.models import FittedModels, fit_models
+from cotune.profile import Profile, load_profile
+from cotune.solver import (
+    Choice,
+    Estimates,
+    Feasibility,
+    MarketStage,
+    OnDemandMarket,
+    Recommendation,
+    check_candidate_limit,
+    choice_at,
+    enumerate_candidates,
+    estimate,
+    feasibility,
+    pareto_indices,
+    plan_for,
+    prefer_safer,
+    ranked,
+    with_success,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cotune._request import ProfileRef
+
+__all__ = ["recommend", "as_request", "market_for"]
+
+
+def as_request(profile: Any = None, question: Mapping[str, Any] | None = None) -> RecommendRequest:
+    """A :class:`RecommendRequest` from one, or from ``recommend``'s profile and keywords."""
+    question = dict(question or {})
+    if isinstance(profile, RecommendRequest):
+        return profile.replace(**question) if question else profile
+    unknown = sorted(set(question) - set(FIELD_NAMES))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
+        raise InputError(f"recommend() got an unknown keyword {unknown[0]!r}: {hint}")
+    if "target" not in question:
+        raise InputError("recommend() needs target=: the metric to reach (accuracy for goal 'max', a loss for 'min')")
+    return RecommendRequest(profile=profile, **question)
+
+
+def market_for(request: RecommendRequest, models: FittedModels) -> MarketStage:
+    """The market stage of a request: spot/mixed from its cluster file, else on-demand."""
+    if request.cluster is None:
+        return OnDemandMarket(prices=request.prices)
+    from cotune.spot import SpotMarket
+
+    return SpotMarket.from_request(request, models)
+
+
+def _feasibility(est: Estimates, request: RecommendRequest) -> Feasibility:
+    feas = feasibility(est, deadline_s=request.deadline_s, budget=request.budget, confidence=request.confidence)
+    if request.global_batch_range is None:
+        return feas
+    lo_b, hi_b = request.global_batch_range
+    gb = est.candidates.global_batch
+    allowed = (gb >= lo_b) & (gb <= hi_b)
+    return Feasibility(
+        reaches=feas.reaches & allowed, meets_deadline=feas.meets_deadline & allowed, within_budget=feas.within_budget & allowed
+    )
+
+
+def _cap_notes(request: RecommendRequest, gpus: tuple[str, ...]) -> list[str]:
+    if not isinstance(request.max_workers, Mapping) or "*" in request.max_workers:
+        return []
+    unnamed = [g for g in gpus if g not in request.max_workers]
+    if not unnamed:
+        return []
+    return [
+        f"max_workers names no cap for {', '.join(unnamed)}: {DEFAULT_MAX_WORKERS} (the default) used; "
+        "give GPU=N for it, or N for every type not named"
+    ]
+
+
+def recommend(
+    profile: "RecommendRequest | Profile | str | os.PathLike[str] | ProfileRef | None" = None,
+    /,
+    *,
+    models: FittedModels | None = None,
+    **question: Any,
+) -> Recommendation:
+    """Cheapest (or fastest) configuration that reaches ``target`` by ``deadline_s``.
+
+    Call it with a :class:`~cotune.RecommendRequest`, or with a profile (a
+    :class:`Profile`, a profile file, a bundled example name) and the request's fields
+    as keywords — ``target``, ``deadline_s``, ``max_workers``, ``gpus_per_host``,
+    ``prices`` or ``cluster``, ``objective``, ``budget``, ``confidence``, ``gpus``,
+    ``local_batches``, ``workers``, ``hosts``, ``startup_s``, ``global_batch_range``,
+    ``baseline_local_batch``, ``baseline_workers``, ``interval``, ``top``,
+    ``pareto_limit``, ``max_candidates`` (see :class:`~cotune.RecommendRequest` and
+    ``docs/request.md``). ``models``: already fitted models (skips fitting; the
+    profile is then not read).
+
+    Bad input raises :class:`~cotune.InputError`; a search space over
+    ``max_candidates`` raises :class:`~cotune.solver.SearchSpaceTooLarge` before any
+    candidate is made.
+    """
+    request = as_request(profile, question)
+    # With models given, a Profile still contributes its warnings and probe costs to the notes.
+    prof: Profile | None = None
+    if models is None or isinstance(request.profile, Profile):
+        prof = load_profile(request.profile)
+    if models is None:
+        assert prof is not None
+        models = fit_models(prof, interval=request.interval)
+
+    t0 = time.perf_counter()
+    market = market_for(request, models)
+    space, notes = market.space(request, models)
+    notes = _cap_notes(request, space.gpus) + notes
+    check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
+    notes.extend(models.notes)  # records the fit left out (outliers)
+    if prof is not None:
+        notes.extend(prof.warnings)
+    cands = market.candidates(enumerate_candidates(space), request)
+    notes.extend(market.notes)
+    table, priced = market.price_per_hour(space.gpus)
+    est = estimate(
+        cands, models, target=request.target, price_per_hour=table, startup_s=request.startup_s, confidence=request.confidence
+    )
+    est, details = market.adjust_for(est, request)
+    est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
+    feas = _feasibility(est, request)
+    order = ranked(est, feas.all, request.objective, limit=max(request.top + 1, 32))
+    order, tie_note = prefer_safer(est, order, request.objective)
+    order = order[: request.top + 1]
+    if tie_note:
+        notes.append(tie_note)
+    return _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
+
+
+def _report(request, models, prof, market, space, est, details, feas, order, *, priced, notes, t0) -> Recommendation:
+    target = request.target
+    ok = feas.all
+    cands = est.candidates
+    chosen = choice_at(est, int(order[0]), target) if order.size else None
+    market_summary = None
+    if order.size:
+        more, market_summary = market.report(est, details, int(order[0]))
+        notes.extend(more)
+    runner_ups = tuple(choice_at(est, int(i), target) for i in order[1:])
+    # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
+    plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
+
+    front = pareto_indices(est, feas.reaches)
+    if front.size > request.pareto_limit:
+        keep = np.unique(np.round(np.linspace(0, front.size - 1, request.pareto_limit)).astype(int))
+        front = front[keep]
+    pareto = tuple(choice_at(est, int(i), target) for i in front)
+
+    baselines, settings = _baselines(
+        est, ok, models, space, objective=request.objective, target=target, chosen=chosen,
+        local_batch=request.baseline_local_batch, workers=request.baseline_workers,
+    )
+
+    relax: list[str] = []
+    nearest: tuple[Choice, ...] = ()
+    if chosen is None:
+        relax, near_idx = _relax(
+            est, feas, models, space, target=target, deadline_s=request.deadline_s, budget=request.budget,
+            confidence=request.confidence, objective=request.objective, priced=priced, startup_s=request.startup_s,
+        )
+        nearest = tuple(choice_at(est, int(i), target) for i in near_idx)
+    top_batch = float(models.accuracy.batches_[-1])
+    if models.accuracy.b_noise is None and np.any((cands.global_batch > top_batch) & ~np.isfinite(est.epochs)):
+        notes.append(
+            f"global batches above {int(top_batch)} were left out: no learning curve reaches that far and the profile "
+            "has no gradient-noise scale to extrapolate with; record a curve at a larger batch (cotune profile --curves) "
+            "or a noise record"
+        )
+    if prof is not None and prof.n_probes and chosen is not None:
+        train_wh = chosen.workers * chosen.time_s / 3600
+        notes.append(
+            f"profiling cost {prof.probe_worker_hours:.3g} worker-hours in {prof.n_probes} probes, "
+            f"{prof.probe_worker_hours / train_wh:.1%} of the chosen plan's {train_wh:.3g} worker-hours"
+        )
+    if chosen is not None and chosen.extrapolated:
+        notes.append(
+            f"the chosen candidate is extrapolated in {' and '.join(chosen.extrapolated)}: "
+            "probe it (cotune profile) to confirm before a long run"
+        )
+    return Recommendation(
+        workload=models.workload_name,
+        metric_name=models.metric_name,
+        goal=models.goal,
+        objective=request.objective,
+        target=float(target),
+        deadline_s=request.deadline_s,
+        budget=request.budget,
+        confidence=request.confidence,
+        priced=priced,
+        chosen=chosen,
+        runner_ups=runner_ups,
+        pareto=pareto,
+        baselines=baselines,
+        baseline_settings=settings,
+        n_candidates=len(cands),
+        n_feasible=int(np.count_nonzero(ok)),
+        relax=tuple(relax),
+        nearest=nearest,
+        notes=tuple(notes),
+        interval=request.interval,
+        solve_time_s=time.perf_counter() - t0,
+        plan=plan,
+        spot=market_summary,
+    )

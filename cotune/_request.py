@@ -1,0 +1,431 @@
+"""The question, as one frozen value: :class:`RecommendRequest` (and :class:`ReplanRequest`).
+
+Every door builds the same value and nothing else validates it again:
+
+* Python: ``cotune.recommend(profile, target=…, …)`` builds it from the same keywords, or
+  takes one (``cotune.recommend(RecommendRequest(…))``);
+* the CLI: ``cotune recommend`` / ``cotune k8s`` build it from argparse
+  (:func:`cotune.cli._question.request_from_args`);
+* HTTP / plain data: :func:`cotune.api.parse_request` turns JSON into it.
+
+Validation happens once, in ``__post_init__``, through :mod:`cotune._checks`: a bad value
+raises :class:`~cotune._checks.BadValue` (an :class:`~cotune.errors.InputError`) whose
+``where`` is a JSON Pointer to the field (``/deadline_s``, ``/max_workers/t4``); the CLI
+rewrites the pointer into its option name (:data:`CLI_OPTIONS`). Defaults are defined
+here and nowhere else. ``docs/request.md`` lists every field and the doors that expose it.
+
+Per-GPU ``max_workers`` naming only some GPU types: the others get the ``"*"`` entry if
+there is one, else :data:`DEFAULT_MAX_WORKERS` — the same at every door (the CLI's
+``--max-workers 32 --max-workers t4=8`` is ``{"*": 32, "t4": 8}``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+
+from cotune._checks import MAX_INTEGER, BadValue, excerpt, integer, number
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cotune.profile import Profile
+    from cotune.spot import Cluster
+
+__all__ = [
+    "CLI_OPTIONS",
+    "DEFAULT_GPUS_PER_HOST",
+    "DEFAULT_INTERVAL",
+    "DEFAULT_MAX_CANDIDATES",
+    "DEFAULT_MAX_WORKERS",
+    "DEFAULT_PARETO_LIMIT",
+    "DEFAULT_TOP",
+    "Objective",
+    "HostsMode",
+    "Market",
+    "ProfileRef",
+    "Progress",
+    "RecommendRequest",
+    "ReplanRequest",
+]
+
+Objective = Literal["cost", "time"]
+HostsMode = Literal["packed", "any"]
+Market = Literal["on_demand", "spot", "mixed"]
+MARKET_NAMES: tuple[Market, ...] = ("on_demand", "spot", "mixed")
+
+#: Workers available per GPU type unless the request says.
+DEFAULT_MAX_WORKERS = 16
+#: Workers per GPU type that ``replan`` considers unless the request says: a running job's
+#: cluster file bounds what can be rented, so the cap is only a backstop.
+DEFAULT_REPLAN_MAX_WORKERS = 64
+DEFAULT_GPUS_PER_HOST = 4
+DEFAULT_TOP = 5
+DEFAULT_PARETO_LIMIT = 12
+DEFAULT_INTERVAL = 0.9
+DEFAULT_MARGIN = 0.05
+#: The one limit on the search-space size for every door (a service may set a lower one):
+#: 10⁶ candidates solve in well under a second and in a few hundred MB.
+DEFAULT_MAX_CANDIDATES = 1_000_000
+#: Most runner-ups / frontier points a request may ask for.
+MAX_LISTED = 1000
+MAX_NAME = 200
+
+#: The CLI option of each field (``None``: positional or not a CLI option).
+CLI_OPTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "profile": "PROFILE",
+        "target": "--target",
+        "deadline_s": "--deadline",
+        "max_workers": "--max-workers",
+        "gpus_per_host": "--gpus-per-host",
+        "prices": "--price",
+        "cluster": "--cluster",
+        "objective": "--objective",
+        "budget": "--budget",
+        "confidence": "--confidence",
+        "gpus": "--gpu",
+        "local_batches": "--local-batch",
+        "workers": "--workers",
+        "hosts": "--hosts",
+        "startup_s": "--startup",
+        "global_batch_range": "--global-batch",
+        "baseline_local_batch": "--baseline-batch",
+        "baseline_workers": "--baseline-workers",
+        "interval": "--interval",
+        "top": "--top",
+        "pareto_limit": "--pareto-limit",
+        "max_candidates": "--max-candidates",
+        # replan
+        "progress": "--current/--elapsed/--epochs-done",
+        "margin": "--margin",
+        "restart_s": "--restart",
+    }
+)
+
+
+def _choice(value: Any, where: str, options: tuple[str, ...]) -> Any:
+    if not isinstance(value, str) or value not in options:
+        raise BadValue(f"must be one of {', '.join(repr(o) for o in options)}, got {excerpt(value)}", where=where)
+    return value
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise BadValue(f"must be a non-empty string, got {excerpt(value)}", where=where)
+    if len(value) > MAX_NAME:
+        raise BadValue(f"must be at most {MAX_NAME} characters, got {len(value)}", where=where)
+    return value.strip().lower()
+
+
+def _sequence(value: Any, where: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, range)):
+        raise BadValue(f"must be an array (a list), got {excerpt(value)}", where=where)
+    if len(value) == 0:
+        raise BadValue("must not be empty: leave the field out for the default", where=where)
+    return value
+
+
+def _mapping(value: Any, where: str, what: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise BadValue(f"must be an object (a mapping) of {what}, got {excerpt(value)}", where=where)
+    return value
+
+
+def pointer_key(key: str) -> str:
+    """JSON Pointer escaping of one key (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _int_tuple(value: Any, where: str, *, ge: int = 1) -> tuple[int, ...]:
+    return tuple(integer(v, where=f"{where}/{i}", ge=ge) for i, v in enumerate(_sequence(value, where)))
+
+
+def _seconds(value: Any, where: str, *, gt: float | None = None, ge: float | None = None) -> float:
+    return number(value, where=where, gt=gt, ge=ge)  # bounded by MAX_MAGNITUDE like every number
+
+
+@dataclass(frozen=True)
+class ProfileRef:
+    """A profile named in plain data: exactly one of a bundled ``example`` name, inline
+    ``records`` (the JSON Lines records as objects) or a file ``path``."""
+
+    example: str | None = None
+    records: tuple[Mapping[str, Any], ...] | None = None
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        given = [k for k in ("example", "records", "path") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise BadValue(
+                "give exactly one of 'example' (a bundled profile name), 'records' (the profile's records inline) "
+                f"or 'path' (a file under the server's profile directory); got {', '.join(given) or 'none'}",
+                where="/profile",
+            )
+
+
+def _check_profile(value: Any) -> Any:
+    # None: the caller passes fitted models instead (recommend(..., models=...)).
+    if value is None or isinstance(value, ProfileRef) or isinstance(value, os.PathLike):
+        return value
+    if isinstance(value, str):
+        if not value.strip() or "\x00" in value or len(value) > 4096:
+            raise BadValue(f"must be a profile file, a bundled example name or a Profile, got {excerpt(value)}", where="/profile")
+        return value
+    from cotune.profile import Profile
+
+    if isinstance(value, Profile):
+        return value
+    raise BadValue(
+        f"must be a profile file path, a bundled example name, a Profile or a ProfileRef, got {excerpt(value)}",
+        where="/profile",
+    )
+
+
+def _check_max_workers(value: Any) -> int | Mapping[str, int]:
+    where = "/max_workers"
+    if isinstance(value, Mapping):
+        if not value:
+            raise BadValue("must not be empty: give a number, or one entry per gpu type", where=where)
+        out = {}
+        for k, v in value.items():
+            key = "*" if k == "*" else _name(k, where)
+            out[key] = integer(v, where=f"{where}/{pointer_key(str(k))}", ge=1)
+        return MappingProxyType(out)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
+        raise BadValue(f"must be a whole number >= 1 or an object of gpu → number, got {excerpt(value)}", where=where)
+    return integer(value, where=where, ge=1)
+
+
+def _check_prices(value: Any) -> Mapping[str, float]:
+    where = "/prices"
+    obj = _mapping(value, where, "gpu (or gpu:market) → USD per worker-hour")
+    return MappingProxyType(
+        {_name(k, where): number(v, where=f"{where}/{pointer_key(str(k))}", ge=0.0) for k, v in obj.items()}
+    )
+
+
+def _check_cluster(value: Any) -> Any:
+    if isinstance(value, (str, os.PathLike)):
+        if isinstance(value, str) and (not value.strip() or "\x00" in value):
+            raise BadValue(f"must be a cluster file path, a Cluster or its fields as an object, got {excerpt(value)}", where="/cluster")
+        return value
+    from cotune.spot import Cluster, parse_cluster
+
+    if isinstance(value, Cluster):
+        return value
+    if isinstance(value, Mapping):  # the file's fields inline (the HTTP door's form)
+        return parse_cluster(value, source="/cluster")
+    raise BadValue(f"must be a cluster file path, a Cluster or its fields as an object, got {excerpt(value)}", where="/cluster")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecommendRequest:
+    """The whole question :func:`cotune.recommend` answers (fields: ``docs/request.md``).
+
+    profile : a :class:`~cotune.profile.Profile`, a profile file path, a bundled example
+        name, or a :class:`ProfileRef` (None only when fitted models are passed instead).
+    target : metric to reach (accuracy for ``goal: max``, loss for ``goal: min``).
+    deadline_s : wall-clock limit in seconds (None: no limit).
+    max_workers : workers available, for all GPU types or per type (``"*"``: the others).
+    gpus_per_host : accelerators per machine (hosts = ⌈workers / gpus_per_host⌉).
+    prices : USD per worker-hour by GPU type (``"t4"``) or ``"t4:on_demand"``; None → worker-hours.
+    cluster : a cluster file, a :class:`~cotune.spot.Cluster`, or the file's fields as a
+        mapping: availability, prices and spot risk (``docs/spot.md``). Replaces ``prices``.
+    objective : ``"cost"`` or ``"time"``.
+    budget : upper bound on cost, in the cost unit.
+    confidence : the deadline must hold with this probability (None: on average).
+    gpus, local_batches, workers : restrict the space (defaults: every profiled GPU,
+        every probed local batch below the memory limit, 1..max_workers).
+    hosts : ``"packed"`` (fewest hosts) or ``"any"`` host counts per worker count.
+    startup_s : fixed overhead added to every run (start-up, data loading).
+    global_batch_range : (min, max) global batch allowed, e.g. what the learning-rate rule supports.
+    baseline_local_batch, baseline_workers : what the two single-knob baselines keep.
+    interval : central probability of reported intervals.
+    top, pareto_limit : how many runner-ups and frontier points to report.
+    max_candidates : refuse search spaces larger than this before enumerating them.
+    """
+
+    profile: "Profile | str | os.PathLike[str] | ProfileRef"
+    target: float
+    deadline_s: float | None = None
+    max_workers: int | Mapping[str, int] = DEFAULT_MAX_WORKERS
+    gpus_per_host: int = DEFAULT_GPUS_PER_HOST
+    prices: Mapping[str, float] | None = None
+    cluster: "Cluster | str | os.PathLike[str] | Mapping[str, Any] | None" = None
+    objective: Objective = "cost"
+    budget: float | None = None
+    confidence: float | None = None
+    gpus: tuple[str, ...] | None = None
+    local_batches: tuple[int, ...] | None = None
+    workers: tuple[int, ...] | None = None
+    hosts: HostsMode = "packed"
+    startup_s: float = 0.0
+    global_batch_range: tuple[int, int] | None = None
+    baseline_local_batch: int | None = None
+    baseline_workers: int | None = None
+    interval: float = DEFAULT_INTERVAL
+    top: int = DEFAULT_TOP
+    pareto_limit: int = DEFAULT_PARETO_LIMIT
+    max_candidates: int = DEFAULT_MAX_CANDIDATES
+
+    def __post_init__(self) -> None:
+        # Field order = message order: the first bad field is reported.
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        put("profile", _check_profile(self.profile))
+        put("target", number(self.target, where="/target"))
+        if self.deadline_s is not None:
+            put("deadline_s", _seconds(self.deadline_s, "/deadline_s", gt=0.0))
+        put("max_workers", _check_max_workers(self.max_workers))
+        put("gpus_per_host", integer(self.gpus_per_host, where="/gpus_per_host", ge=1))
+        if self.prices is not None:
+            put("prices", _check_prices(self.prices))
+        if self.cluster is not None:
+            if self.prices:
+                raise BadValue(
+                    "prices come from the cluster file when one is given: drop the prices (--price) or edit the cluster file",
+                    where="/prices",
+                )
+            put("cluster", _check_cluster(self.cluster))
+        _choice(self.objective, "/objective", ("cost", "time"))
+        if self.budget is not None:
+            put("budget", number(self.budget, where="/budget", gt=0.0))
+        if self.confidence is not None:
+            put("confidence", number(self.confidence, where="/confidence", gt=0.0, lt=1.0, what="a probability"))
+        if self.gpus is not None:
+            put("gpus", tuple(_name(g, f"/gpus/{i}") for i, g in enumerate(_sequence(self.gpus, "/gpus"))))
+        if self.local_batches is not None:
+            put("local_batches", _int_tuple(self.local_batches, "/local_batches"))
+        if self.workers is not None:
+            put("workers", _int_tuple(self.workers, "/workers"))
+        _choice(self.hosts, "/hosts", ("packed", "any"))
+        put("startup_s", _seconds(self.startup_s, "/startup_s", ge=0.0))
+        if self.global_batch_range is not None:
+            pair = _int_tuple(self.global_batch_range, "/global_batch_range")
+            if len(pair) != 2 or pair[0] > pair[1]:
+                raise BadValue(
+                    f"must be [min, max] with 1 <= min <= max, got {excerpt(list(pair)) if len(pair) != 2 else f'{pair[0]}..{pair[1]}'}",
+                    where="/global_batch_range",
+                )
+            put("global_batch_range", pair)
+        if self.baseline_local_batch is not None:
+            put("baseline_local_batch", integer(self.baseline_local_batch, where="/baseline_local_batch", ge=1))
+        if self.baseline_workers is not None:
+            put("baseline_workers", integer(self.baseline_workers, where="/baseline_workers", ge=1))
+        put("interval", number(self.interval, where="/interval", gt=0.0, lt=1.0, what="a probability"))
+        put("top", integer(self.top, where="/top", ge=0, le=MAX_LISTED))
+        put("pareto_limit", integer(self.pareto_limit, where="/pareto_limit", ge=1, le=MAX_LISTED))
+        put("max_candidates", integer(self.max_candidates, where="/max_candidates", ge=1, le=MAX_INTEGER))
+
+    def cap_for(self, gpu: str) -> int:
+        """The worker cap of ``gpu``: its own entry, else ``"*"``, else :data:`DEFAULT_MAX_WORKERS`."""
+        if isinstance(self.max_workers, Mapping):
+            return int(self.max_workers.get(gpu, self.max_workers.get("*", DEFAULT_MAX_WORKERS)))
+        return int(self.max_workers)
+
+    def caps(self, gpus: Sequence[str]) -> dict[str, int]:
+        return {g: self.cap_for(g) for g in gpus}
+
+    def replace(self, **changes: Any) -> "RecommendRequest":
+        """A copy with some fields changed, validated again."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return RecommendRequest(**values)
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RecommendRequest))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """What a running job has done: on ``gpu``/``market`` with ``workers × local_batch``
+    at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds; since then it lost
+    ``workers_lost`` and gained ``workers_added`` workers."""
+
+    epochs_done: float
+    elapsed_s: float
+    gpu: str
+    market: Market
+    workers: int
+    local_batch: int
+    workers_lost: int = 0
+    workers_added: int = 0
+
+    def __post_init__(self) -> None:
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        put("epochs_done", number(self.epochs_done, where="/progress/epochs_done", ge=0.0))
+        put("elapsed_s", _seconds(self.elapsed_s, "/progress/elapsed_s", ge=0.0))
+        put("gpu", _name(self.gpu, "/progress/gpu"))
+        if isinstance(self.market, str):
+            put("market", self.market.strip().lower().replace("-", "_"))
+        _choice(self.market, "/progress/market", MARKET_NAMES)
+        put("workers", integer(self.workers, where="/progress/workers", ge=1))
+        put("local_batch", integer(self.local_batch, where="/progress/local_batch", ge=1))
+        put("workers_lost", integer(self.workers_lost, where="/progress/workers_lost", ge=0))
+        put("workers_added", integer(self.workers_added, where="/progress/workers_added", ge=0))
+        if self.workers_now < 1:
+            raise BadValue(
+                f"the job lost {self.workers_lost} of {self.workers + self.workers_added} workers and has none left: "
+                "give workers_added (--workers-added), or re-plan from the last checkpoint with a fresh start (cotune recommend)",
+                where="/progress/workers_lost",
+            )
+
+    @property
+    def workers_now(self) -> int:
+        return self.workers - self.workers_lost + self.workers_added
+
+    @property
+    def global_batch(self) -> int:
+        return self.workers * self.local_batch
+
+
+# Fields of the question that replan does not use (yet): refusing them beats ignoring them.
+_REPLAN_UNUSED = ("budget", "workers", "global_batch_range", "baseline_local_batch", "baseline_workers")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplanRequest:
+    """Re-plan a running job: the job's question, its progress, and the switching rule.
+
+    ``request`` is the question the job was planned with (``deadline_s`` counted from the
+    job's start; a ``cluster`` is required). ``prices`` are *new* prices overriding the
+    cluster file (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when
+    the gain after the restart exceeds this fraction of staying; ``restart_s``: what a
+    switch costs (None: checkpoint write + reload + slowest replacement delay).
+    """
+
+    request: RecommendRequest
+    progress: Progress
+    margin: float = DEFAULT_MARGIN
+    restart_s: float | None = None
+    prices: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if not isinstance(self.request, RecommendRequest):
+            raise BadValue(f"must be a RecommendRequest, got {excerpt(self.request)}", where="/request")
+        if not isinstance(self.progress, Progress):
+            raise BadValue(f"must be a Progress, got {excerpt(self.progress)}", where="/progress")
+        if self.request.cluster is None:
+            raise BadValue("replan needs the cluster file the job runs on (--cluster, cluster=)", where="/cluster")
+        if self.request.deadline_s is None:
+            raise BadValue("replan needs the job's deadline, counted from its start (--deadline, deadline_s=)", where="/deadline_s")
+        for name in _REPLAN_UNUSED:
+            if getattr(self.request, name) is not None:
+                raise BadValue(f"replan does not use {name} yet: leave it out", where=f"/{name}")
+        put("margin", number(self.margin, where="/margin", ge=0.0, lt=1.0, what="a fraction"))
+        if self.restart_s is not None:
+            put("restart_s", _seconds(self.restart_s, "/restart_s", ge=0.0))
+        if self.prices is not None:
+            put("prices", _check_prices(self.prices))
+        if self.progress.elapsed_s >= self.request.deadline_s:
+            raise BadValue(
+                f"the deadline ({self.request.deadline_s:g} s) has passed: {self.progress.elapsed_s:g} s elapsed; "
+                "give a later deadline",
+                where="/deadline_s",
+            )
+
+    @property
+    def remaining_s(self) -> float:
+        assert self.request.deadline_s is not None
+        return self.request.deadline_s - self.progress.elapsed_s

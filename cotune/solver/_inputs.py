@@ -1,0 +1,173 @@
+"""Inputs of the solver built from a fitted profile and a question: the search space, the
+price table, and the search-space size checked against the candidate limit *before*
+anything is enumerated (so an absurd space fails fast instead of exhausting memory)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal, Mapping, Sequence
+
+import numpy as np
+
+from cotune.errors import InputError
+from cotune.solver._space import SearchSpace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cotune.models import FittedModels
+
+__all__ = ["SearchSpaceTooLarge", "build_space", "check_candidate_limit", "count_candidates", "price_table"]
+
+
+class SearchSpaceTooLarge(InputError):
+    """The search space has more candidates than the limit allows (``count`` and ``limit`` say how many)."""
+
+    def __init__(self, message: str, *, count: int, limit: int) -> None:
+        super().__init__(message)
+        self.count = count
+        self.limit = limit
+
+
+def _per_gpu(value: int | Mapping[str, int], gpus: Sequence[str], name: str) -> dict[str, int]:
+    if isinstance(value, Mapping):
+        missing = [g for g in gpus if g not in value]
+        if missing:
+            raise InputError(f"{name} has no entry for gpu {', '.join(missing)}: give one per gpu type")
+        out = {g: int(value[g]) for g in gpus}
+    else:
+        out = {g: int(value) for g in gpus}
+    for g, v in out.items():
+        if v < 1:
+            raise InputError(f"{name} for {g!r} must be >= 1, got {v}")
+    return out
+
+
+def price_table(
+    prices: Mapping[str, float] | None, gpus: Sequence[str], markets: Sequence[str]
+) -> tuple[np.ndarray, bool]:
+    """Price per worker-hour as an array (gpu × market); ones (worker-hours) when unpriced.
+
+    Keys are ``"gpu"`` (on-demand) or ``"gpu:market"``.
+    """
+    table = np.ones((len(gpus), len(markets)))
+    if not prices:
+        return table, False
+    for key, value in prices.items():
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise InputError(f"price for {key!r} must be a non-negative number, got {value!r}")
+    off_market = sorted(k for k in prices if ":" in k and k.split(":", 1)[1] not in markets)
+    if off_market:
+        raise InputError(
+            f"price for {', '.join(off_market)} names a market that is not searched ({', '.join(markets)}): "
+            "spot prices need revocation rates, so give them in a cluster file (--cluster FILE, docs/spot.md)"
+        )
+    unknown = sorted({k.split(":")[0] for k in prices} - set(gpus))
+    if unknown:
+        raise InputError(
+            f"price given for gpu {', '.join(unknown)} that is not in the search space ({', '.join(gpus)}): "
+            "check the name, or profile that gpu"
+        )
+    for gi, gpu in enumerate(gpus):
+        for mi, market in enumerate(markets):
+            key = f"{gpu}:{market}"
+            if key in prices:
+                table[gi, mi] = prices[key]
+            elif market == "on_demand" and gpu in prices:
+                table[gi, mi] = prices[gpu]
+            else:
+                raise InputError(
+                    f"no price for {gpu} on the {market} market: add --price {gpu}{'' if market == 'on_demand' else ':' + market}=USD_PER_HOUR, "
+                    "or give no prices at all to compare worker-hours"
+                )
+    return table, True
+
+
+def build_space(
+    models: "FittedModels",
+    *,
+    gpus: Sequence[str] | None,
+    max_workers: int | Mapping[str, int],
+    gpus_per_host: int,
+    local_batches: Sequence[int] | None,
+    markets: Sequence[str] = ("on_demand",),
+    hosts: Literal["packed", "any"] = "packed",
+    workers: Sequence[int] | None = None,
+) -> tuple[SearchSpace, list[str]]:
+    """The search space for a fitted profile, and notes about what was capped."""
+    notes: list[str] = []
+    chosen = tuple(g.lower() for g in (gpus or models.gpus))
+    unknown = [g for g in chosen if g not in models.time_models]
+    if unknown:
+        raise InputError(
+            f"gpu {', '.join(unknown)} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}"
+        )
+    caps = _per_gpu(max_workers, chosen, "max_workers")
+    batches: dict[str, tuple[int, ...]] = {}
+    for g in chosen:
+        probed = sorted({int(v) for v in models.time_models[g].points_[:, 2]})
+        wanted = sorted({int(v) for v in local_batches}) if local_batches else probed
+        if any(v < 1 for v in wanted):
+            raise InputError(f"local batches must be >= 1, got {wanted}")
+        limit = models.max_local_batch.get(g)
+        if limit is not None:
+            dropped = [v for v in wanted if v > limit]
+            wanted = [v for v in wanted if v <= limit]
+            if dropped:
+                notes.append(f"{g}: local batch {', '.join(map(str, dropped))} dropped (out of memory above {limit})")
+        batches[g] = tuple(wanted)
+    space = SearchSpace(
+        gpus=chosen,
+        max_workers=caps,
+        local_batches=batches,
+        gpus_per_host=gpus_per_host,
+        markets=tuple(markets),
+        hosts=hosts,
+        workers=None if workers is None else tuple(int(w) for w in workers),
+    )
+    return space, notes
+
+
+def _any_hosts(n: int, g: int) -> int:
+    """Σ_{w=1..n} (w − ⌈w/g⌉ + 1): host counts per worker count with ``hosts="any"``, in closed form."""
+    q, r = divmod(n, g)
+    return n * (n + 1) // 2 - (g * q * (q + 1) // 2 + r * (q + 1)) + n
+
+
+def placements(*, cap: int, gpus_per_host: int, hosts: str, workers: Sequence[int] | None, min_workers: int = 1) -> int:
+    """(workers, hosts) pairs of one gpu type, counted in closed form (no arrays: caps may be huge)."""
+    g = gpus_per_host
+    if workers is not None:
+        ws = {int(w) for w in workers if min_workers <= w <= cap}
+        return sum(w - -(-w // g) + 1 for w in ws) if hosts == "any" else len(ws)
+    if cap < min_workers:
+        return 0
+    if hosts == "any":
+        return _any_hosts(cap, g) - (_any_hosts(min_workers - 1, g) if min_workers > 1 else 0)
+    return cap - min_workers + 1
+
+
+def count_candidates(space: SearchSpace) -> int:
+    """How many candidates :func:`~cotune.solver.enumerate_candidates` makes of ``space``, without making them."""
+    return sum(
+        placements(cap=space.max_workers[gpu], gpus_per_host=space.gpus_per_host, hosts=space.hosts,
+                   workers=space.workers, min_workers=space.min_workers)
+        * len(space.local_batches[gpu])
+        for gpu in space.gpus
+    ) * len(space.markets)
+
+
+def check_candidate_limit(space: SearchSpace | int, *, limit: int, rows_per_candidate: float = 1.0) -> int:
+    """The space's candidate count (times the rows a market stage may add per candidate), or
+    :class:`SearchSpaceTooLarge` if it exceeds ``limit``. ``space`` may be a count already.
+
+    The one place every door's candidate limit is enforced (CLI, Python, HTTP): a search
+    that handles larger spaces otherwise (sampling instead of enumerating) hooks in here.
+    """
+    n = int((space if isinstance(space, int) else count_candidates(space)) * rows_per_candidate)
+    if n > limit:
+        raise SearchSpaceTooLarge(
+            f"the search space has {n:,} candidates, over the limit of {limit:,}: lower max_workers (--max-workers), "
+            "list the worker counts or local batches to consider (--workers, --local-batch), or use hosts 'packed'",
+            count=n,
+            limit=limit,
+        )
+    return n

@@ -1,0 +1,139 @@
+"""Shared strategies and contract checks of the fuzz layer (a unique module name: test
+folders share sys.path).
+
+The contract every door keeps, whatever it is sent:
+
+* CLI: exit code 0, 1 or 2; a usage or input error is exactly one line ``cotune: …`` on
+  standard error; never a traceback; no control characters reach the terminal;
+* HTTP: 2xx or 4xx, never 5xx; every error body is ``error.v1`` with a one-line message;
+* Python: a result, or :class:`cotune.InputError` with a one-line message; nothing else;
+* all: bounded time (generous: :data:`TIME_LIMIT_S`) and bounded memory
+  (:func:`memory_bound`: an address-space limit, so a runaway allocation is a
+  ``MemoryError`` the test reports instead of a machine swapping).
+
+Examples are derandomized (the same inputs on every run, no example database), so the
+tier is deterministic; the heavy variants are marked slow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from _helpers import synthetic_records, write_jsonl  # noqa: E402
+
+TIME_LIMIT_S = 60.0
+MEMORY_HEADROOM_BYTES = 1536 * 1024 * 1024  # far above a legitimate solve (~+320 MB near the limits)
+
+FAST = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+HEAVY = settings(FAST, max_examples=150)
+
+
+def _vm_size_bytes() -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def memory_bound(headroom_bytes: int = MEMORY_HEADROOM_BYTES) -> Iterator[None]:
+    """Limit this process's address space to its current size + ``headroom_bytes`` (Linux)."""
+    current = _vm_size_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if current is None:
+        yield
+        return
+    limit = current + headroom_bytes
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@contextlib.contextmanager
+def time_bound(what: Any, limit_s: float = TIME_LIMIT_S) -> Iterator[None]:
+    t0 = time.monotonic()
+    yield
+    took = time.monotonic() - t0
+    assert took < limit_s, f"took {took:.1f} s (> {limit_s:g} s) on {str(what)[:300]}"
+
+
+def one_line(message: str) -> bool:
+    return bool(message.strip()) and "\n" not in message.strip() and "Traceback" not in message
+
+
+# --- hostile values -----------------------------------------------------------------------
+
+NUMBER_TEXTS = st.sampled_from([
+    "0", "-1", "1", "0.5", "2.5", "16.7", "1e400", "-1e400", "1e-400", "nan", "NaN", "inf", "-inf", "Infinity",
+    "1" + "0" * 400, "9" * 5000, "1e18", "1e15", "1000000000", "0x10", "1_000", "３", "", " ", "1,2", "--", "-0",
+])
+WORDS = st.sampled_from([
+    "", " ", "a" * 300, "\x1b]0;owned\x07", "\x1b[2J", "t4", "T4", "v100", "../../etc/passwd", "/dev/zero", "cost",
+    "time", "any", "packed", "30m", "1h30m", "2h", "90", "1e400s", "-5m", "999999999999h", "\u202e", "é", "null",
+])
+TEXTS = st.one_of(NUMBER_TEXTS, WORDS, st.text(max_size=24))
+
+# JSON-ish values for the HTTP and Python doors: huge and non-finite numbers, wrong types, nesting.
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.sampled_from([0, 1, -1, 10**400, -(10**400), 10**18, 2**63, 1e308, -1e308, 5e-324, 16.7, 0.5, 1e15]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXTS,
+)
+JSON_VALUES = st.recursive(SCALARS, lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(TEXTS, kids, max_size=4)),
+                           max_leaves=12)
+# Python values no JSON holds: tuples, sets, bytes, objects, complex numbers, NaN.
+PY_VALUES = st.one_of(SCALARS, JSON_VALUES, st.sampled_from([(), (1, 2), {1, 2}, frozenset(), b"16", object(), 1j, float("nan"),
+                                                             float("inf"), -float("inf"), [0], [16.7], "30m"]))
+DEEP = st.integers(min_value=30, max_value=3000).map(lambda n: json.loads("[" * min(n, 900) + "]" * min(n, 900)))
+
+
+def synthetic_profile(directory: Path) -> Path:
+    """A small, quickly fitted profile (the fuzz examples fit it many times)."""
+    return write_jsonl(directory / "synthetic.jsonl", synthetic_records(seed=11, workers=(1, 2, 4), batches=(16, 32, 64)))
+
+
+@contextlib.contextmanager
+def captured() -> Iterator[tuple[io.StringIO, io.StringIO]]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        yield out, err
+
+
+def check_cli_result(argv: list[str], code: int, out: str, err: str) -> None:
+    """The CLI contract on one run (see the module doc)."""
+    shown = " ".join(argv)[:400]
+    assert code in (0, 1, 2), f"exit {code} for {shown}: {err[-500:]}"
+    assert "Traceback" not in out + err, f"traceback for {shown}: {err[-2000:]}"
+    assert "\x1b" not in out + err and "\x07" not in out + err, f"control characters printed for {shown}"
+    lines = [line for line in err.splitlines() if line.strip()]
+    problems = [line for line in lines if not line.startswith("cotune: warning: ")]
+    if code == 2:
+        assert len(problems) == 1 and problems[0].startswith("cotune: "), f"exit 2 without one error line for {shown}: {err[-800:]}"
+    else:
+        assert not problems, f"exit {code} with error output for {shown}: {err[-800:]}"
+        assert out.strip() or "--help" in argv or "-h" in argv, f"exit {code} with nothing printed for {shown}"

@@ -1,0 +1,79 @@
+"""Fuzz the Python door's data: hostile cluster data and profile files give a result or
+a one-line :class:`cotune.InputError`, never another exception; bounded time and memory.
+(Keyword arguments of :func:`cotune.recommend`: ``test_fuzz_keywords.py``.)"""
+
+from __future__ import annotations
+
+import json
+
+from fuzz_helpers import FAST, JSON_VALUES, PY_VALUES, TEXTS, memory_bound, one_line, synthetic_records, time_bound
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cotune
+from cotune.errors import InputError
+
+_RECORDS = synthetic_records(seed=13, workers=(1, 2, 4), batches=(16, 32, 64))
+
+
+_CLUSTER = {
+    "version": 1,
+    "gpus_per_host": 4,
+    "checkpoint": {"write_s": 10, "restart_s": 5},
+    "gpu": {"t4": {"on_demand": 8, "spot": 8, "on_demand_price_per_hour": 0.5, "spot_price_per_hour": 0.2,
+                   "revocation_rate_per_hour": 0.05, "replacement_delay_s": "2m"}},
+}
+
+
+@st.composite
+def cluster_data(draw) -> object:
+    if draw(st.integers(0, 5)) == 0:
+        return draw(PY_VALUES)
+    doc = json.loads(json.dumps(_CLUSTER))
+    for _ in range(draw(st.integers(1, 3))):
+        where = draw(st.sampled_from(["top", "checkpoint", "gpu", "t4"]))
+        table = {"top": doc, "checkpoint": doc["checkpoint"], "gpu": doc["gpu"], "t4": doc["gpu"]["t4"]}[where]
+        key = draw(st.one_of(st.sampled_from(sorted(table) or ["x"]), TEXTS))
+        table[key] = draw(PY_VALUES)
+    return doc
+
+
+@FAST
+@given(data=cluster_data())
+def test_cluster_data_gives_a_cluster_or_a_one_line_input_error(data):
+    from cotune.spot import parse_cluster
+
+    with time_bound(data), memory_bound():
+        try:
+            parse_cluster(data, source="c.toml")
+        except InputError as exc:
+            assert one_line(str(exc)) and str(exc).startswith("c.toml") and len(str(exc)) < 1000, str(exc)
+
+
+@st.composite
+def profile_bytes(draw) -> bytes:
+    lines = [json.dumps(r) for r in _RECORDS[:12]]
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines)))
+        bad = draw(st.one_of(
+            st.binary(max_size=80),
+            st.sampled_from([b"[" * 20_000, b"x" * 70_000, b"\x00" * 100, b'{"record": "step", "workers": 1' + b"0" * 5000 + b"}",
+                             b'{"record": "eval", "global_batch": 1, "epoch": 1, "metric": 1e999}', b"\xff\xfe"]),
+            JSON_VALUES.map(lambda v: json.dumps(v, allow_nan=True).encode()),
+        ))
+        lines.insert(i, bad.decode("latin-1"))
+    return "\n".join(lines).encode("latin-1")
+
+
+@FAST
+@given(content=profile_bytes())
+def test_profile_files_give_a_profile_or_a_one_line_profile_error(tmp_path_factory, content):
+    from cotune.errors import ProfileError
+
+    path = tmp_path_factory.mktemp("fuzz-profile") / "p.jsonl"
+    path.write_bytes(content)
+    with time_bound(content[:200]), memory_bound():
+        try:
+            cotune.read_profile(path)
+        except ProfileError as exc:
+            assert one_line(str(exc)) and str(exc).startswith(str(path)) and len(str(exc)) < 1000, str(exc)[:1000]

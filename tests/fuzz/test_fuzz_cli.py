@@ -1,0 +1,138 @@
+"""Fuzz the command line: generated argument lists keep the CLI contract (exit 0/1/2,
+one error line, no traceback, no terminal escapes, bounded time and memory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from fuzz_helpers import FAST, HEAVY, NUMBER_TEXTS, REPO, TEXTS, captured, check_cli_result, memory_bound, synthetic_profile, time_bound
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cotune.cli import main
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fuzz-cli")
+    cache = tmp_path_factory.mktemp("fuzz-cache")
+    old = os.environ.get("COTUNE_CACHE_DIR")
+    os.environ["COTUNE_CACHE_DIR"] = str(cache)  # fits are cached between examples, never in the user's cache
+    bad_cluster = d / "c.yaml"
+    bad_cluster.write_text("version: [" + ", ".join(["&a0 [x,x,x,x,x,x,x,x,x,x]"] + [f"&a{i} [" + ",".join([f"*a{i-1}"] * 10) + "]" for i in range(1, 9)]) + "]\n")
+    cluster = d / "ok.toml"
+    cluster.write_text("version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 8\nspot = 8\non_demand_price_per_hour = 0.5\n"
+                       "spot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.05\nreplacement_delay_s = 60\n")
+    yield {"profile": str(synthetic_profile(d)), "cluster": str(cluster), "bad_cluster": str(bad_cluster), "dir": str(d)}
+    if old is None:
+        os.environ.pop("COTUNE_CACHE_DIR", None)
+    else:
+        os.environ["COTUNE_CACHE_DIR"] = old
+
+
+_SANE = {
+    "--target": "0.9",
+    "--deadline": "30m",
+    "--max-workers": "4",
+    "--gpus-per-host": "4",
+    "--price": "t4=0.5",
+    "--objective": "cost",
+    "--budget": "10",
+    "--confidence": "0.9",
+    "--gpu": "t4",
+    "--local-batch": "16,32",
+    "--workers": "1,2",
+    "--hosts": "packed",
+    "--startup": "1m",
+    "--baseline-batch": "16",
+    "--baseline-workers": "2",
+    "--top": "3",
+}
+_LIST_TEXTS = st.lists(NUMBER_TEXTS, min_size=1, max_size=4).map(",".join)
+
+
+def _option_value(name: str) -> st.SearchStrategy[str]:
+    """A hostile value for option ``name``."""
+    hostile = TEXTS if name not in ("--local-batch", "--workers") else st.one_of(TEXTS, _LIST_TEXTS)
+    if name in ("--price", "--max-workers"):
+        hostile = st.one_of(hostile, st.tuples(st.sampled_from(["t4", "T4", "v100", "t4:spot", "", "\x1b[2J"]), NUMBER_TEXTS).map("=".join))
+    return hostile
+
+
+@st.composite
+def recommend_argv(draw, files) -> list[str]:
+    """Mostly sane command lines with one or two hostile parts, so that examples reach the
+    fit and the solver and not only the argument parser."""
+    profile = draw(st.sampled_from([files["profile"]] * 6 + ["/dev/zero", files["dir"], "no-such-profile", "", "\x1b]0;x\x07"]))
+    command = draw(st.sampled_from(["recommend", "recommend", "recommend", "k8s", "fit"]))
+    argv = [command, profile]
+    if command == "fit":
+        return argv + draw(st.sampled_from([[], ["--json"]]))
+    names = ["--target"] + draw(st.lists(st.sampled_from(sorted(set(_SANE) - {"--target"})), max_size=5, unique=True))
+    hostile = set(draw(st.lists(st.sampled_from(names), max_size=2, unique=True)))
+    for name in names:
+        if name == "--target" and name in hostile and draw(st.integers(0, 4)) == 0:
+            continue  # a missing required option
+        argv += [name, draw(_option_value(name)) if name in hostile else _SANE[name]]
+    if draw(st.integers(0, 7)) == 0:
+        argv += ["--cluster", draw(st.sampled_from([files["cluster"], files["bad_cluster"], "/dev/zero", "x.toml"]))]
+    if draw(st.booleans()):
+        argv.append("--json")
+    return argv
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    with memory_bound(), captured() as (out, err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _check_generated(files, data) -> None:
+    argv = data.draw(recommend_argv(files))
+    with time_bound(argv):
+        code, out, err = _run(argv)
+    check_cli_result(argv, code, out, err)
+
+
+@FAST
+@given(data=st.data())
+def test_generated_command_lines_keep_the_cli_contract(files, data):
+    _check_generated(files, data)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--port", "70000"],
+        ["serve", "--port", "1" + "0" * 400],
+        ["serve", "--request-timeout", "0s"],
+        ["serve", "--token-file", "/dev/null"],
+        ["examples", "--json"],
+        ["recommend", "--help"],
+        ["nonsense"],
+        ["recommend"],
+    ],
+)
+def test_fixed_command_lines_keep_the_cli_contract(argv):
+    code, out, err = _run(argv)
+    check_cli_result(argv, code, out, err)
+
+
+@pytest.mark.slow
+@HEAVY
+@given(data=st.data())
+def test_many_generated_command_lines_keep_the_cli_contract(files, data):
+    _check_generated(files, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["recommend", "/dev/zero", "--target", "0.9"], ["recommend", "cifar10-resnet18", "--target", "0.9",
+                                                                                 "--cluster", "/dev/zero"]])
+def test_the_installed_command_keeps_the_contract_in_a_fresh_process(argv):
+    code = "import sys; from cotune.cli import main; sys.exit(main())"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=env)
+    check_cli_result(argv, r.returncode, r.stdout, r.stderr)
