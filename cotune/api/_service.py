@@ -284,7 +284,13 @@ def replan_request(
     from cotune.solver import RESULT_SCHEMA_VERSION
     from cotune.spot import replan
 
-    rr = request if isinstance(request, ReplanRequest) else parse_replan_request(request, max_candidates=limits.max_candidates)
+    def load_ref(ref: Any) -> Any:  # the same confinement and limits as the solve's own read
+        if not isinstance(ref, ProfileRef):
+            raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
+        return _resolve(ref, profile_dir, limits)[1]()
+
+    rr = request if isinstance(request, ReplanRequest) else parse_replan_request(
+        request, max_candidates=limits.max_candidates, load_profile_ref=load_ref)
     question = rr.request
     if question.max_candidates > limits.max_candidates:
         question = question.replace(max_candidates=limits.max_candidates)
