@@ -29,18 +29,29 @@ COMMAND = ["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "2
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run(pythonpath: Path, cache: Path | None, extra: list[str]) -> float:
+def _run(pythonpath: Path, cache: Path | None, extra: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user + system) of one call in a fresh process.
+
+    On a loaded machine wall time mostly measures the other processes; the child's CPU
+    time is the steadier figure of what the call itself costs."""
+    import resource
+
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     if cache is not None:
         env["COTUNE_CACHE_DIR"] = str(cache)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cotune", *COMMAND, *extra], env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    # cwd: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH.
+    subprocess.run([sys.executable, "-m", "cotune", *COMMAND, *extra], env=env, cwd=pythonpath, check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def measure(*, repeats: int, baseline: Path | None, progress=None) -> dict:
-    """Median seconds per call for each variant (and every run's time)."""
-    runs: dict[str, list[float]] = {"cold": [], "warm": []}
+    """Median wall and CPU seconds per call for each variant (and every run's times)."""
+    runs: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
     if baseline is not None:
         runs["baseline"] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,11 +64,14 @@ def measure(*, repeats: int, baseline: Path | None, progress=None) -> dict:
                 runs["baseline"].append(_run(baseline, None, []))
             if progress is not None:
                 progress(i + 1, repeats)
-    medians = {k: statistics.median(v) for k, v in runs.items()}
-    out = {"command": "cotune " + " ".join(COMMAND), "repeats": repeats, "median_s": medians, "runs_s": runs,
-           "load_average": os.getloadavg()}
+    wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
+    out = {"command": "cotune " + " ".join(COMMAND), "repeats": repeats, "median_wall_s": wall, "median_cpu_s": cpu,
+           "runs_wall_cpu_s": runs, "load_average": os.getloadavg()}
     if baseline is not None:
-        out["speedup_vs_baseline"] = {k: medians["baseline"] / medians[k] for k in ("cold", "warm")}
+        out["speedup_vs_baseline"] = {
+            k: {"wall": wall["baseline"] / wall[k], "cpu": cpu["baseline"] / cpu[k]} for k in ("cold", "warm")
+        }
     return out
 
 
@@ -98,10 +112,10 @@ def main() -> int:
         print(json.dumps(result, indent=2))
     else:
         print(result["command"], f"(median of {args.repeats}; load average {result['load_average'][0]:.1f})")
-        for name, value in result["median_s"].items():
-            print(f"  {name:8s} {value:6.3f} s")
+        for name, value in result["median_wall_s"].items():
+            print(f"  {name:8s} wall {value:6.3f} s   cpu {result['median_cpu_s'][name]:6.3f} s")
         for name, value in result.get("speedup_vs_baseline", {}).items():
-            print(f"  {name} is {value:.1f}x faster than the baseline")
+            print(f"  {name}: {value['wall']:.1f}x (wall), {value['cpu']:.1f}x (cpu) faster than the baseline")
     if args.profile:
         print(profile_cold())
     return 0

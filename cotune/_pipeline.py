@@ -10,7 +10,6 @@ feasible, what to relax). Nothing here prints; the CLI renders the result.
 
 from __future__ import annotations
 
-import difflib
 import os
 import time
 from typing import TYPE_CHECKING, Any, Mapping
@@ -19,10 +18,9 @@ import numpy as np
 
 from cotune._explain import baselines as _baselines
 from cotune._explain import relax as _relax
-from cotune._request import DEFAULT_MAX_WORKERS, FIELD_NAMES, RecommendRequest
-from cotune.errors import InputError
+from cotune._request import DEFAULT_MAX_WORKERS, RecommendRequest, request_from_call
 from cotune.models import FittedModels, fit_models
-from cotune.profile import Profile, load_profile
+from cotune.profile import Profile
 from cotune.solver import (
     Choice,
     Estimates,
@@ -45,22 +43,7 @@ from cotune.solver import (
 if TYPE_CHECKING:  # pragma: no cover
     from cotune._request import ProfileRef
 
-__all__ = ["recommend", "as_request", "market_for"]
-
-
-def as_request(profile: Any = None, question: Mapping[str, Any] | None = None) -> RecommendRequest:
-    """A :class:`RecommendRequest` from one, or from ``recommend``'s profile and keywords."""
-    question = dict(question or {})
-    if isinstance(profile, RecommendRequest):
-        return profile.replace(**question) if question else profile
-    unknown = sorted(set(question) - set(FIELD_NAMES))
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
-        raise InputError(f"recommend() got an unknown keyword {unknown[0]!r}: {hint}")
-    if "target" not in question:
-        raise InputError("recommend() needs target=: the metric to reach (accuracy for goal 'max', a loss for 'min')")
-    return RecommendRequest(profile=profile, **question)
+__all__ = ["recommend", "market_for"]
 
 
 def market_for(request: RecommendRequest, models: FittedModels) -> MarketStage:
@@ -119,11 +102,11 @@ def recommend(
     ``max_candidates`` raises :class:`~cotune.solver.SearchSpaceTooLarge` before any
     candidate is made.
     """
-    request = as_request(profile, question)
+    request = request_from_call(profile, question)
     # With models given, a Profile still contributes its warnings and probe costs to the notes.
     prof: Profile | None = None
     if models is None or isinstance(request.profile, Profile):
-        prof = load_profile(request.profile)
+        prof = request.load_profile()
     if models is None:
         assert prof is not None
         models = fit_models(prof, interval=request.interval)
@@ -227,4 +210,6 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         solve_time_s=time.perf_counter() - t0,
         plan=plan,
         spot=market_summary,
+        estimates=est,
+        feasibility=feas,
     )

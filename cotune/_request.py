@@ -47,6 +47,7 @@ __all__ = [
     "Progress",
     "RecommendRequest",
     "ReplanRequest",
+    "request_from_call",
 ]
 
 Objective = Literal["cost", "time"]
@@ -156,6 +157,16 @@ class ProfileRef:
     records: tuple[Mapping[str, Any], ...] | None = None
     path: str | None = None
 
+    def load(self) -> "Profile":
+        """The profile it names (``path`` is read as given: the service confines paths before)."""
+        import json
+
+        from cotune.profile import load_profile, parse_profile
+
+        if self.records is not None:
+            return parse_profile([json.dumps(r, allow_nan=False, separators=(",", ":")) + "\n" for r in self.records])
+        return load_profile(self.example if self.example is not None else self.path)
+
     def __post_init__(self) -> None:
         given = [k for k in ("example", "records", "path") if getattr(self, k) is not None]
         if len(given) != 1:
@@ -207,17 +218,16 @@ def _check_prices(value: Any) -> Mapping[str, float]:
     )
 
 
-def _check_cluster(value: Any) -> Any:
-    if isinstance(value, (str, os.PathLike)):
-        if isinstance(value, str) and (not value.strip() or "\x00" in value):
-            raise BadValue(f"must be a cluster file path, a Cluster or its fields as an object, got {excerpt(value)}", where="/cluster")
-        return value
-    from cotune.spot import Cluster, parse_cluster
+def _is_cluster(value: Any) -> bool:
+    # A cotune.spot.Cluster, recognised without importing cotune.spot (which imports this module).
+    return type(value).__name__ == "Cluster" and type(value).__module__.startswith("cotune.spot")
 
-    if isinstance(value, Cluster):
+
+def _check_cluster(value: Any) -> Any:
+    if isinstance(value, str) and value.strip() and "\x00" not in value and len(value) <= 4096:
         return value
-    if isinstance(value, Mapping):  # the file's fields inline (the HTTP door's form)
-        return parse_cluster(value, source="/cluster")
+    if isinstance(value, (os.PathLike, Mapping)) or _is_cluster(value):
+        return value  # a mapping (the file's fields) is validated where it is read: cotune.spot.load_cluster
     raise BadValue(f"must be a cluster file path, a Cluster or its fields as an object, got {excerpt(value)}", where="/cluster")
 
 
@@ -334,8 +344,36 @@ class RecommendRequest:
         values.update(changes)
         return RecommendRequest(**values)
 
+    def load_profile(self) -> "Profile":
+        """The request's profile, read (a :class:`~cotune.profile.Profile` passes through)."""
+        if isinstance(self.profile, ProfileRef):
+            return self.profile.load()
+        from cotune.profile import load_profile
+
+        return load_profile(self.profile)
+
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RecommendRequest))
+
+
+def request_from_call(profile: Any = None, question: Mapping[str, Any] | None = None) -> RecommendRequest:
+    """A :class:`RecommendRequest` from one, or from ``recommend``'s profile and keywords
+    (the Python door: an unknown keyword is an :class:`~cotune.errors.InputError` that names the closest field)."""
+    import difflib
+
+    from cotune.errors import InputError
+
+    question = dict(question or {})
+    if isinstance(profile, RecommendRequest):
+        return profile.replace(**question) if question else profile
+    unknown = sorted(set(question) - set(FIELD_NAMES))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
+        raise InputError(f"got an unknown keyword {excerpt(unknown[0])}: {hint}")
+    if "target" not in question:
+        raise InputError("target= is required: the metric to reach (accuracy for goal 'max', a loss for 'min')")
+    return RecommendRequest(profile=profile, **question)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -161,7 +161,7 @@ class Session:
         return path
 
     def _check_storage(self, *, after: str | None = None) -> None:
-        check_storage(scratch=self.run_dir, profile=self.out, after=after)
+        check_storage(scratch=self.scratch, profile=self.out, after=after)
 
     def _launch(self, *, task: Task, name: str, workers: int, timeout_s: float,
                 poll: Callable[[], None] | None) -> tuple[LaunchOutcome, list[Result], Path]:

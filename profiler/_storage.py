@@ -62,8 +62,8 @@ def check_storage(*, scratch: Path, profile: Path, after: str | None = None) -> 
         if free < MIN_FREE_BYTES:
             raise StorageError(
                 f"{folder}: only {free // 1024} KiB free on the filesystem of the {role} (at least "
-                f"{MIN_FREE_BYTES // 1024} KiB needed){why} (ENOSPC): free space, or choose another --out, "
-                f"then rerun: what was not measured will be", errno=errno.ENOSPC, filename=str(folder))
+                f"{MIN_FREE_BYTES // 1024} KiB needed){why} (ENOSPC): free space or choose another --out, "
+                "then rerun: the rerun measures what this run could not", errno=errno.ENOSPC, filename=str(folder))
     check = scratch / ".write-check"
     with storage_guard(scratch, f"write a test file in the scratch folder{why}"):
         try:

@@ -172,6 +172,11 @@ def _top(request: Any, fields: tuple[str, ...], required: tuple[str, ...]) -> di
 def _question(given: dict[str, Any], **defaults: Any) -> RecommendRequest:
     given = dict(defaults, **given)
     given["profile"] = _profile(given["profile"])
+    if "cluster" in given:  # the cluster file's fields inline: validated here, errors at /cluster
+        from cotune.spot import parse_cluster
+
+        raw = given["cluster"]
+        given["cluster"] = _build(lambda: parse_cluster(raw, source="/cluster"))
     return _build(lambda: RecommendRequest(**given))
 
 
@@ -192,7 +197,7 @@ def parse_replan_request(
     """Validate a replan request (``docs/schema/replan-request.v1.json``) into a :class:`~cotune.ReplanRequest`.
 
     Progress fields left out come from the profile's tracked records of the job, read with
-    ``load_profile_ref(ref)`` (default :func:`cotune.profile.load_profile`; a service passes
+    ``load_profile_ref(ref)`` (default: the request's own read; a service passes
     its own, which confines paths to its profile directory and bounds the records)."""
     given = _top(request, REPLAN_FIELDS, ("profile", "target", "deadline_s"))
     progress = _object(given.pop("progress", {}), "/progress")
@@ -209,11 +214,10 @@ def parse_replan_request(
         if all(k in progress for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch")):
             current = Progress(**progress)
         else:  # the rest from the job's tracked records in the profile
-            from cotune.profile import load_profile
             from cotune.track import progress_from_records
 
             # The request keeps the reference (a service checks what kind of profile it names).
-            profile = (load_profile_ref or load_profile)(question.profile)
+            profile = load_profile_ref(question.profile) if load_profile_ref else question.load_profile()
             current = progress_from_records(profile, job=rule.get("job"), **progress)
         return ReplanRequest(request=question, progress=current, **rule)
 

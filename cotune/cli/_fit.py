@@ -17,6 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("profile", metavar="PROFILE", help="profile file or bundled example name")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw predicted vs measured step time and epochs "
+                   "(interpolated vs extrapolated) into this PNG; needs matplotlib (cotune[plot])")
     from cotune.cli._fitcache import add_fit_arguments
 
     add_fit_arguments(p)
@@ -34,8 +36,15 @@ def run(args: argparse.Namespace) -> int:
     if not profile.steps:
         raise ModelError(f"profile {profile.workload.name!r} has no step records: nothing to fit; run timing probes first")
     report = fit_report(profile, args)
+    if args.plot:
+        from cotune.plot import plot_fit
+
+        plot_fit(report, path=args.plot)
     if args.json:
-        emit_json(_jsonable(dataclasses.asdict(report)))
+        data = dataclasses.asdict(report)
+        for t in data["time"]:
+            t.pop("held_out", None)  # one row per probe: in --plot and FitReport.held_out_frame(), not the summary
+        emit_json(_jsonable(data))
     else:
         emit(render_fit_report(report))
     return 0

@@ -19,6 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_question_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: docs/cli.md)")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw the cost-time frontier (chosen, baselines, "
+                   "intervals, deadline) into this PNG; needs matplotlib (cotune[plot])")
     p.set_defaults(run=run)
 
 
@@ -28,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
 
     rec = recommend_from_args(args)
+    if args.plot:
+        rec.plot(args.plot)
     if args.json:
         emit_json(rec.to_dict())
     else:

@@ -109,10 +109,9 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
         given.update(zip(("gpu", "market", "workers", "local_batch"), args.current))
     try:
         if None in (given[k] for k in ("epochs_done", "elapsed_s")) or args.current is None:
-            from cotune.profile import load_profile
             from cotune.track import progress_from_records
 
-            loaded = load_profile(question.profile)
+            loaded = question.load_profile()
             question = question.replace(profile=loaded)
             progress = progress_from_records(loaded, job=args.job, **given)
         else:

@@ -10,13 +10,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from cotune.models._accuracy import AccuracyModel
 from cotune.models._step_time import StepTimeModel
 from cotune.profile import Profile
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile"]
 
@@ -50,6 +53,8 @@ class AccuracyFitReport:
     loo_epochs: tuple[float | None, ...]  # left-one-batch-out prediction per batch
     loo_mape: float | None
     residual_sigma: float
+    # The end batches (None in loo_epochs) predicted from the others: extrapolation in batch.
+    extrapolated_epochs: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,46 @@ class FitReport:
     time: tuple[TimeFitReport, ...]
     accuracy: AccuracyFitReport | None
     accuracy_error: str | None = None
+
+    def time_frame(self) -> "pd.DataFrame":
+        """One row per GPU type: probed ranges and cross-validated errors."""
+        import pandas as pd
+
+        rows = []
+        for t in self.time:
+            rows.append({
+                "gpu": t.gpu, "n_records": t.n_records, "n_configs": t.n_configs,
+                "workers_min": t.workers_range[0], "workers_max": t.workers_range[1],
+                "hosts_min": t.hosts_range[0], "hosts_max": t.hosts_range[1],
+                "local_batch_min": t.local_batch_range[0], "local_batch_max": t.local_batch_range[1],
+                "cv_mape": t.cv_mape, "extrapolation_split": t.extrapolation_split,
+                "extrapolation_mape": t.extrapolation_mape, "interval_coverage": t.interval_coverage,
+            })
+        return pd.DataFrame(rows)
+
+    def held_out_frame(self) -> "pd.DataFrame":
+        """Every held-out step-time prediction: measured vs predicted, interpolated or extrapolated."""
+        import pandas as pd
+
+        columns = ["gpu", "workers", "hosts", "local_batch", "measured_s", "predicted_s", "kind"]
+        return pd.DataFrame([(t.gpu, *row) for t in self.time for row in t.held_out], columns=columns)
+
+    def accuracy_frame(self) -> "pd.DataFrame":
+        """One row per measured global batch: measured and left-one-batch-out predicted
+        epochs to the reference target; ``kind`` "extrapolated" for the end batches
+        (predicted from batches all on one side), else "interpolated"."""
+        import pandas as pd
+
+        columns = ["global_batch", "measured_epochs", "predicted_epochs", "kind"]
+        a = self.accuracy
+        if a is None:
+            return pd.DataFrame(columns=columns)
+        ext = a.extrapolated_epochs or (None,) * len(a.batches)
+        rows = [
+            (b, m, loo if x is None else x, "interpolated" if x is None else "extrapolated")
+            for b, m, loo, x in zip(a.batches, a.measured_epochs, a.loo_epochs, ext)
+        ]
+        return pd.DataFrame(rows, columns=columns)
     notes: tuple[str, ...] = ()  # step records left out as outliers
 
 
@@ -129,17 +174,25 @@ def _accuracy_report(profile: Profile, tick=lambda: None) -> AccuracyFitReport:
     measured = full.measured_epochs(ref)["epochs"]
     loo: list[float | None] = []
     errs = []
+    extrapolated: list[float | None] = []
     for i, b in enumerate(full.batches_):
         tick()
         keep = e["global_batch"] != b
-        if len(full.batches_) < 3 or i in (0, len(full.batches_) - 1):
-            loo.append(None)  # an end batch left out would test extrapolation, not this fit
+        end = i in (0, len(full.batches_) - 1)
+        if len(full.batches_) < 3:
+            loo.append(None)
+            extrapolated.append(None)
             continue
         m = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(
             e["global_batch"][keep], e["epoch"][keep], e["metric"][keep], e["seed"][keep]
         )
         pred = float(m.epochs_to_target(np.array([b]), ref).epochs[0])
-        loo.append(pred if np.isfinite(pred) else None)
+        pred_or_none = pred if np.isfinite(pred) else None
+        # An end batch left out tests extrapolation, not this fit: kept apart from the LOO error.
+        loo.append(None if end else pred_or_none)
+        extrapolated.append(pred_or_none if end else None)
+        if end:
+            continue
         if np.isfinite(pred) and np.isfinite(measured[i]):
             errs.append(abs(pred / measured[i] - 1))
     ep = e["epoch"][e["epoch"] > 0]
@@ -154,6 +207,7 @@ def _accuracy_report(profile: Profile, tick=lambda: None) -> AccuracyFitReport:
         loo_epochs=tuple(loo),
         loo_mape=float(np.mean(errs)) if errs else None,
         residual_sigma=full.residual_sigma_,
+        extrapolated_epochs=tuple(extrapolated),
     )
 
 

@@ -28,6 +28,7 @@ import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from cotune import __version__
 from cotune.api import (
@@ -276,6 +277,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                 try:
                     with anyio.fail_after(cfg.request_timeout_s):
                         body = await _read_body(request, cfg.max_body_bytes)
+                except ClientDisconnect:  # the client went away mid-body: nobody reads an answer
+                    return _error(400, "invalid_request", "the client closed the connection before the body was complete")
                 except TimeoutError:
                     return _error(
                         408, "request_timeout", f"the body did not arrive within {cfg.request_timeout_s:g} s: send it at once",

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from cotune.solver._estimate import Estimates
     from cotune.solver._plan import Plan
+    from cotune.solver._solve import Feasibility
 
 __all__ = ["Choice", "Recommendation", "RESULT_SCHEMA_VERSION"]
 
@@ -103,6 +107,12 @@ class Recommendation:
     plan: "Plan | None" = None
     # Revocation details of the chosen candidate on spot/mixed servers (cotune.spot), else None.
     spot: Mapping[str, Any] | None = None
+    # Every evaluated candidate and its feasibility, for candidates_frame() and plot();
+    # not serialised (to_dict stays the documented JSON), not compared.
+    estimates: "Estimates | None" = field(default=None, compare=False, repr=False)
+    feasibility: "Feasibility | None" = field(default=None, compare=False, repr=False)
+    # How the space was searched: "exhaustive", or "optuna-tpe" when it was over the candidate limit.
+    search: str = "exhaustive"
 
     @property
     def feasible(self) -> bool:
@@ -120,6 +130,72 @@ class Recommendation:
             )
             out[name] = None if not (math.isfinite(theirs) and theirs > 0) else 1.0 - mine / theirs
         return out
+
+    def candidates_frame(self) -> "pd.DataFrame":
+        """Every evaluated candidate, one row each: configuration, predictions with their
+        intervals, extrapolation flags, feasibility (reaches target, meets deadline,
+        within budget, all three), cost, and whether it is the chosen one or on the
+        frontier. Needs pandas."""
+        import pandas as pd
+
+        est, feas = self.estimates, self.feasibility
+        if est is None or feas is None:
+            raise ValueError("this Recommendation carries no estimates (built by hand or from JSON): "
+                             "get one from cotune.recommend() to have candidates_frame()")
+        c = est.candidates
+        frame = pd.DataFrame({
+            "gpu": pd.Categorical.from_codes(c.gpu, categories=list(c.gpus)),
+            "market": pd.Categorical.from_codes(c.market, categories=list(c.markets)),
+            "workers": c.workers, "hosts": c.hosts, "local_batch": c.local_batch, "global_batch": c.global_batch,
+            "step_time_s": est.step_time_s, "epoch_time_s": est.epoch_time_s,
+            "epochs": est.epochs, "epochs_lower": est.epochs_lower, "epochs_upper": est.epochs_upper,
+            "time_s": est.time_s, "time_lower_s": est.time_lower_s, "time_upper_s": est.time_upper_s,
+            "time_at_confidence_s": est.time_at_confidence_s,
+            "cost": est.cost, "cost_lower": est.cost_lower, "cost_upper": est.cost_upper,
+            "price_per_hour": est.price_per_hour,
+            "time_extrapolated": est.time_extrapolated, "epochs_extrapolated": est.epochs_extrapolated,
+        })
+        # Whatever else the estimator predicts per candidate (reach and success
+        # probabilities, spreads), under its own field name.
+        import dataclasses
+
+        import numpy as np
+
+        for f in dataclasses.fields(est):
+            value = getattr(est, f.name)
+            if f.name not in frame and isinstance(value, np.ndarray) and value.shape == (len(frame),):
+                frame[f.name] = value
+        frame["reaches_target"] = feas.reaches
+        frame["meets_deadline"] = feas.meets_deadline
+        frame["within_budget"] = feas.within_budget
+        frame["feasible"] = feas.all
+        key = ["gpu", "market", "workers", "hosts", "local_batch"]
+        frame["chosen"] = False
+        frame["frontier"] = False
+        index = {tuple(row): i for i, row in enumerate(frame[key].astype(object).itertuples(index=False, name=None))}
+        for flag, choices in (("chosen", [self.chosen] if self.chosen else []), ("frontier", self.pareto)):
+            for ch in choices:
+                i = index.get((ch.gpu, ch.market, ch.workers, ch.hosts, ch.local_batch))
+                if i is not None:
+                    frame.loc[i, flag] = True
+        return frame
+
+    def frontier_frame(self) -> "pd.DataFrame":
+        """The cost–time frontier (target reached, deadline and budget ignored), fastest first."""
+        return _choices_frame(self.pareto, chosen=self.chosen)
+
+    def runner_ups_frame(self) -> "pd.DataFrame":
+        """The chosen candidate and the runner-ups, best first."""
+        return _choices_frame(((self.chosen,) if self.chosen else ()) + tuple(self.runner_ups), chosen=self.chosen)
+
+    def plot(self, path: "str | None" = None, *, ax: Any = None) -> Any:
+        """The cost–time frontier as a matplotlib figure (see cotune.plot.plot_recommendation).
+
+        Writes a PNG when ``path`` is given; returns the Figure. Needs matplotlib
+        (``pip install 'cotune[plot]'``)."""
+        from cotune.plot import plot_recommendation
+
+        return plot_recommendation(self, path=path, ax=ax)
 
     def to_dict(self) -> dict[str, Any]:
         from cotune import __version__
@@ -160,3 +236,24 @@ class Recommendation:
             "plan": None if self.plan is None else self.plan.to_dict(),
             "spot": None if self.spot is None else dict(self.spot),
         }
+
+
+def _choices_frame(choices: Any, *, chosen: Choice | None) -> "pd.DataFrame":
+    import pandas as pd
+
+    rows = [
+        {
+            "gpu": ch.gpu, "market": ch.market, "workers": ch.workers, "hosts": ch.hosts, "local_batch": ch.local_batch,
+            "global_batch": ch.global_batch, "step_time_s": ch.step_time_s, "epoch_time_s": ch.epoch_time_s,
+            "epochs": ch.epochs, "epochs_lower": ch.epochs_interval[0], "epochs_upper": ch.epochs_interval[1],
+            "time_s": ch.time_s, "time_lower_s": ch.time_interval_s[0], "time_upper_s": ch.time_interval_s[1],
+            "time_at_confidence_s": ch.time_at_confidence_s, "cost": ch.cost, "cost_lower": ch.cost_interval[0],
+            "cost_upper": ch.cost_interval[1], "price_per_hour": ch.price_per_hour, "metric": ch.metric,
+            "extrapolated": ",".join(ch.extrapolated), "chosen": chosen is not None and ch == chosen,
+        }
+        for ch in choices
+    ]
+    columns = ["gpu", "market", "workers", "hosts", "local_batch", "global_batch", "step_time_s", "epoch_time_s", "epochs",
+               "epochs_lower", "epochs_upper", "time_s", "time_lower_s", "time_upper_s", "time_at_confidence_s", "cost",
+               "cost_lower", "cost_upper", "price_per_hour", "metric", "extrapolated", "chosen"]
+    return pd.DataFrame(rows, columns=columns)

@@ -59,7 +59,7 @@ from typing import Any, Literal, Mapping
 
 import numpy as np
 
-from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest
+from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest, request_from_call
 from cotune.errors import InputError
 
 __all__ = ["Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -179,17 +179,11 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
     question["max_workers"] = caps
     if "target" not in question:
         raise InputError("replan() needs target=: the metric the job trains to")
-    if isinstance(profile, RecommendRequest):
-        request = profile.replace(**question) if question else profile
-    else:
-        from cotune._pipeline import as_request
-
-        request = as_request(profile, question)
+    request = request_from_call(profile, question)
     if progress is None or isinstance(progress, Mapping):
-        from cotune.profile import load_profile
         from cotune.track import progress_from_records
 
-        loaded = load_profile(request.profile)
+        loaded = request.load_profile()
         request = request.replace(profile=loaded)  # read once
         progress = progress_from_records(loaded, job=rule.get("job"), **dict(progress or {}))
     return ReplanRequest(request=request, progress=progress, **rule)
@@ -215,11 +209,9 @@ def replan(
     when the profile holds the job's tracked records: the rest comes from them.
     """
     from cotune.models import fit_models
-    from cotune.profile import load_profile
     from cotune.solver import build_space, changes_between, choice_at, enumerate_candidates, estimate, feasibility, lr_scale, ranked
+    from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
-    from cotune.spot._cluster import load_cluster
-    from cotune.spot._market import SpotMarket
 
     rr = _as_replan_request(profile, progress, question)
     req, progress = rr.request, rr.progress
@@ -228,7 +220,7 @@ def replan(
     margin, restart_s = rr.margin, rr.restart_s
     remaining_s = rr.remaining_s
     # Models given and no profile (a caller that fitted them itself): no tracked records to read.
-    loaded = None if (models is not None and req.profile is None) else load_profile(req.profile)
+    loaded = None if (models is not None and req.profile is None) else req.load_profile()
     job = None if loaded is None else job_progress(loaded, job=rr.job)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
@@ -237,7 +229,7 @@ def replan(
         if restart_s is None:  # no cluster file to read checkpoint costs from: the request's start-up
             restart_s = req.startup_s
     else:
-        cl = load_cluster(req.cluster)
+        cl = cluster_of(req.cluster)
     for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"

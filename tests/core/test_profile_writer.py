@@ -10,12 +10,12 @@ import errno
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from _fsfaults import fill, remount_read_only, tmpfs
+from _waiting import wait_for
 from cotune.errors import EXIT_ENVIRONMENT, ProfileLockedError, StorageError
 from cotune.profile import EvalRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
 
@@ -25,14 +25,6 @@ WORKLOAD = WorkloadRecord(name="w", dataset_size=100)
 
 def _step(i: int) -> StepRecord:
     return StepRecord(gpu="cpu", workers=1, local_batch=8 + i, step_time_s=0.1 + i / 1000)
-
-
-def _wait_for(condition, *, timeout_s: float = 60.0, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
-        time.sleep(0.02)
 
 
 HOLDER = """
@@ -49,7 +41,7 @@ def _start_holder(path: Path, ready: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(ready)], stdin=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)
-    _wait_for(lambda: ready.exists() or proc.poll() is not None, what="the holder to take the lock")
+    wait_for(lambda: ready.exists() or proc.poll() is not None, what="the holder to take the lock")
     assert proc.poll() is None, proc.stderr.read().decode()
     return proc
 

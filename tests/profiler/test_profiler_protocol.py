@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,31 @@ def test_a_launcher_that_cannot_start_is_an_environment_error_not_a_crash(tmp_pa
     assert info.value.exit_code == EXIT_ENVIRONMENT
     assert read_profile(out).failures == ()
     assert not list((tmp_path / "p.jsonl.cotune").glob("run-*"))  # the run's scratch folder is gone
+
+
+def test_an_io_error_on_the_profile_stops_the_session_with_whole_records_only(tmp_path, monkeypatch):
+    # A failing disk cannot be staged unprivileged: inject EIO at the profile's fsync only.
+    from cotune.errors import StorageError
+    from cotune.profile import read_profile
+
+    out = tmp_path / "p.jsonl"
+    real_fsync = os.fsync
+    calls = {"n": 0}
+
+    def flaky_fsync(fd: int) -> None:
+        real_fsync(fd)
+        if os.readlink(f"/proc/self/fd/{fd}") == str(out):
+            calls["n"] += 1
+            if calls["n"] == 3:  # workload record, step at b=4, then the probe cost line fails
+                raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", flaky_fsync)
+    launcher = _StorageFailingLauncher()
+    launcher.broken = False
+    with pytest.raises(StorageError, match=r"Input/output error \(EIO\)"):
+        _session(out, launcher)
+    monkeypatch.undo()
+    profile = read_profile(out)
+    assert not profile.warnings and [s.local_batch for s in profile.steps] == [4] and profile.failures == ()
+    _session(out, launcher)  # the disk is back: b=4 is done, only b=8 is measured
+    assert sorted(s.local_batch for s in read_profile(out).steps) == [4, 8]

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from _fsfaults import fill, tmpfs
+from _waiting import wait_for
 from profiler_helpers import FAST, lines, of, spec
 
 from cotune.errors import EXIT_ENVIRONMENT
@@ -40,14 +40,6 @@ def _run(argv: list[str], *, timeout_s: float = 300) -> subprocess.CompletedProc
     return subprocess.run(argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout_s)
 
 
-def _wait_for(condition, *, timeout_s: float = 120.0, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
-        time.sleep(0.05)
-
-
 def _one_line_error(done: subprocess.CompletedProcess) -> str:
     assert done.returncode == EXIT_ENVIRONMENT, (done.returncode, done.stderr)
     err = done.stderr
@@ -61,7 +53,7 @@ def test_second_run_on_the_same_out_is_refused_naming_the_first(tmp_path):
                                       workload="slow"),
                              cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: out.exists() and out.stat().st_size > 0 or first.poll() is not None,
+        wait_for(lambda: out.exists() and out.stat().st_size > 0 or first.poll() is not None,
                   what="the first run to write its workload record")
         assert first.poll() is None, first.stderr.read()
         second = _run(_command(out, "--local-batch", "4,8,16", "--curves", "32", "--max-epochs", "3",
@@ -105,7 +97,7 @@ def test_disk_full_in_the_middle_of_a_curve_loses_no_epoch_and_records_no_crash(
         proc = subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
         try:
-            _wait_for(lambda: proc.poll() is not None or out.exists() and len(_complete(out, "eval")) >= 2,
+            wait_for(lambda: proc.poll() is not None or out.exists() and len(_complete(out, "eval")) >= 2,
                       what="two epochs of the curve in the profile")
             assert proc.poll() is None, proc.stderr.read()
             filler = fill(scratch)  # the worker's next progress line or checkpoint hits ENOSPC
@@ -146,3 +138,32 @@ def _complete(path: Path, kind: str) -> list[dict]:
 
     return [json.loads(raw) for raw in path.read_text(encoding="utf-8").splitlines(keepends=True)
             if raw.endswith("\n") and json.loads(raw)["record"] == kind]
+
+
+def test_profile_and_scratch_on_a_disk_that_fills_between_probes(tmp_path):
+    # The case: one filesystem for everything, full in the middle of a run.
+    with tmpfs(tmp_path / "fs", size_kib=8192) as fs:
+        out = fs / "p.jsonl"
+        argv = _command(out, "--local-batch", "4,8,16", "--no-curves", workload="slow")
+        proc = subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            wait_for(lambda: proc.poll() is not None or out.exists() and len(_complete(out, "step")) >= 1,
+                     timeout_s=120, what="the first step record")
+            assert proc.poll() is None, proc.stderr.read()
+            filler = fill(fs)
+            rc = proc.wait(timeout=300)
+            err = proc.stderr.read()
+        finally:
+            proc.kill()
+            proc.wait()
+        assert rc == EXIT_ENVIRONMENT, err
+        assert err.startswith("cotune: ") and err.count("\n") == 1 and "(ENOSPC)" in err, err
+        profile = read_profile(out)
+        assert not profile.warnings  # whole records only
+        assert profile.failures == () and 1 <= len(profile.steps) < 3
+        filler.unlink()
+        done = _run(argv)
+        assert done.returncode == 0, done.stderr
+        profile = read_profile(out)
+        assert Counter(s.local_batch for s in profile.steps) == {4: 1, 8: 1, 16: 1} and profile.failures == ()

@@ -1,0 +1,152 @@
+"""Pictures of a recommendation and of a fit (matplotlib, Agg; ``pip install 'cotune[plot]'``).
+
+Both functions build a :class:`matplotlib.figure.Figure` with the Agg canvas directly,
+without pyplot, so they neither change the caller's backend nor keep figures alive
+in pyplot's registry. They return the figure and write a PNG when given a path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cotune.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from cotune.models._validate import FitReport
+    from cotune.solver import Recommendation
+
+__all__ = ["plot_recommendation", "plot_fit"]
+
+
+def _figure(width: float, height: float) -> "Figure":
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise InputError("plots need matplotlib: pip install 'cotune[plot]'") from None
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
+    if path is None:
+        return
+    try:
+        fig.savefig(os.fspath(path), format="png")
+    except OSError as exc:
+        raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}; choose a writable path") from None
+
+
+def _interval(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Error-bar half-lengths; an unbounded side is drawn to the value (no bar)."""
+    lo = np.where(np.isfinite(lower), values - lower, 0.0)
+    hi = np.where(np.isfinite(upper), upper - values, 0.0)
+    return np.vstack([np.clip(lo, 0, None), np.clip(hi, 0, None)])
+
+
+def plot_recommendation(rec: "Recommendation", *, path: str | os.PathLike[str] | None = None, ax: Any = None) -> "Figure":
+    """The cost–time picture of one recommendation.
+
+    Every candidate that reaches the target (feasible ones dark, the rest light), the
+    frontier, the chosen candidate and the two one-knob baselines with their time and
+    cost intervals, and the deadline.
+    """
+    frame = rec.candidates_frame()
+    fig = ax.figure if ax is not None else _figure(8.0, 5.2)
+    ax = ax if ax is not None else fig.add_subplot()
+    hours = 3600.0
+    reach = frame[frame["reaches_target"] & np.isfinite(frame["time_s"]) & np.isfinite(frame["cost"])]
+    feasible = reach[reach["feasible"]]
+    other = reach[~reach["feasible"]]
+    unit = "USD" if rec.priced else "worker-hours"
+    if len(other):
+        ax.scatter(other["time_s"] / hours, other["cost"], s=10, color="#c7c7c7", label=f"reaches target, infeasible ({len(other)})")
+    if len(feasible):
+        ax.scatter(feasible["time_s"] / hours, feasible["cost"], s=12, color="#6b8fb3", label=f"feasible ({len(feasible)})")
+    if rec.pareto:
+        t = np.array([c.time_s for c in rec.pareto]) / hours
+        c = np.array([c.cost for c in rec.pareto])
+        order = np.argsort(t)
+        ax.plot(t[order], c[order], color="#1f4e79", lw=1.2, label="frontier (deadline and budget ignored)")
+
+    def marked(choice, label: str, marker: str, color: str, size: float) -> None:
+        t = np.array([choice.time_s]) / hours
+        c = np.array([choice.cost])
+        xerr = _interval(t, np.array([choice.time_interval_s[0]]) / hours, np.array([choice.time_interval_s[1]]) / hours)
+        yerr = _interval(c, np.array([choice.cost_interval[0]]), np.array([choice.cost_interval[1]]))
+        ax.errorbar(t, c, xerr=xerr, yerr=yerr, fmt=marker, ms=size, color=color, ecolor=color, elinewidth=1, capsize=3,
+                    zorder=5, label=f"{label}: {choice.workers} × {choice.gpu}, local batch {choice.local_batch}")
+
+    names = {"resource_only": "resource-only baseline", "batch_only": "batch-only baseline"}
+    for (name, base), (marker, color) in zip(rec.baselines.items(), (("s", "#d9822b"), ("D", "#7a5195"))):
+        if base is not None and math.isfinite(base.time_s) and math.isfinite(base.cost):
+            marked(base, names.get(name, name.replace("_", "-")), marker, color, 7)
+    if rec.chosen is not None:
+        marked(rec.chosen, "chosen", "*", "#c0392b", 15)
+    if rec.deadline_s is not None:
+        ax.axvline(rec.deadline_s / hours, color="#555555", ls="--", lw=1, label=f"deadline {rec.deadline_s / hours:.3g} h")
+    if len(reach) and (reach["time_s"].max() / max(reach["time_s"].min(), 1e-9)) > 20:
+        ax.set_xscale("log")
+    ax.set_xlabel("predicted training time (hours)")
+    ax.set_ylabel(f"predicted cost ({unit})")
+    interval = f"bars: {rec.interval:.0%} intervals"
+    ax.set_title(f"{rec.workload}: {rec.metric_name} {'≥' if rec.goal == 'max' else '≤'} {rec.target:g} — {interval}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    _save(fig, path)
+    return fig
+
+
+def plot_fit(report: "FitReport", *, path: str | os.PathLike[str] | None = None) -> "Figure":
+    """Held-out predictions against measurements: step time (every probe, K-fold =
+    interpolated, fitted-on-fewer-workers = extrapolated) and epochs to the reference
+    target (left-one-batch-out; the end batches are extrapolated)."""
+    held = report.held_out_frame()
+    acc = report.accuracy_frame()
+    fig = _figure(11.0, 4.8)
+    left, right = fig.subplots(1, 2)
+    styles = {"interpolated": ("o", "#1f77b4"), "extrapolated": ("^", "#d62728")}
+    for kind, (marker, color) in styles.items():
+        part = held[held["kind"] == kind]
+        if len(part):
+            left.scatter(part["measured_s"], part["predicted_s"], s=12, marker=marker, color=color, alpha=0.6,
+                         label=f"{kind} ({len(part)})")
+    if len(held):
+        lo = float(min(held["measured_s"].min(), held["predicted_s"].min()))
+        hi = float(max(held["measured_s"].max(), held["predicted_s"].max()))
+        left.plot([lo, hi], [lo, hi], color="#444444", lw=1, label="predicted = measured")
+        left.set_xscale("log")
+        left.set_yscale("log")
+    gpus = ", ".join(t.gpu for t in report.time)
+    left.set_title(f"step time, held-out probes ({gpus})", fontsize=10)
+    left.set_xlabel("measured step time (s)")
+    left.set_ylabel("predicted step time (s)")
+    left.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize=8)
+
+    if report.accuracy is None:
+        right.text(0.5, 0.5, report.accuracy_error or "no accuracy model", ha="center", va="center", wrap=True, fontsize=9)
+        right.set_axis_off()
+    else:
+        right.plot(acc["global_batch"], acc["measured_epochs"], "k.-", label="measured")
+        for kind, (marker, color) in styles.items():
+            part = acc[(acc["kind"] == kind) & acc["predicted_epochs"].notna()]
+            if len(part):
+                right.scatter(part["global_batch"], part["predicted_epochs"].astype(float), marker=marker, color=color, s=40,
+                              zorder=3, label=f"predicted, {kind}")
+        right.set_xscale("log", base=2)
+        right.set_title(f"epochs to {report.accuracy.reference_target:.4g}, batch left out", fontsize=10)
+        right.set_xlabel("global batch")
+        right.set_ylabel("epochs to target")
+        right.grid(True, alpha=0.3)
+        right.legend(fontsize=8)
+    fig.suptitle(f"{report.workload}: predicted vs measured", fontsize=11)
+    _save(fig, path)
+    return fig

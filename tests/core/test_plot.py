@@ -1,0 +1,50 @@
+"""Pictures (cotune/plot.py): the PNGs are written and draw what they claim."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+import cotune
+from cotune.cli import main
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_recommendation_plot_draws_every_target_reaching_candidate_and_the_deadline(tmp_path):
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
+    fig = rec.plot(tmp_path / "rec.png")
+    assert (tmp_path / "rec.png").read_bytes()[:8] == PNG
+    ax = fig.axes[0]
+    frame = rec.candidates_frame()
+    drawn = sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets") and len(c.get_offsets()) > 1)
+    assert drawn == int(frame["reaches_target"].sum())
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(label.startswith("chosen") for label in labels)
+    assert any("resource-only" in label for label in labels) and any("batch-only" in label for label in labels)
+    assert any(label.startswith("deadline 0.5 h") for label in labels)
+
+
+def test_cli_recommend_and_fit_write_pngs(tmp_path, capsys):
+    assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--plot", str(tmp_path / "r.png")]) == 0
+    assert main(["fit", "cifar10-resnet18", "--plot", str(tmp_path / "f.png")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "r.png").read_bytes()[:8] == PNG and (tmp_path / "f.png").read_bytes()[:8] == PNG
+
+
+def test_unwritable_plot_path_is_a_one_line_error(tmp_path, capsys):
+    code = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--plot", str(tmp_path / "missing" / "r.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "cannot write the plot" in err
+
+
+def test_plotting_does_not_touch_pyplot_state():
+    import sys
+
+    rec = cotune.recommend("cifar10-resnet18", target=0.94)
+    rec.plot()
+    if "matplotlib.pyplot" in sys.modules:
+        import matplotlib.pyplot as plt
+
+        assert plt.get_fignums() == []
