@@ -24,19 +24,6 @@ CLUSTER = {
     "gpu": {"t4": {"on_demand": 16, "spot": 16, "on_demand_price_per_hour": 0.526, "spot_price_per_hour": 0.158,
                    "revocation_rate_per_hour": 0.1, "replacement_delay_s": "3m"}},
 }
-CLUSTER_TOML = """version = 1
-gpus_per_host = 1
-[checkpoint]
-write_s = 30
-restart_s = 30
-[gpu.t4]
-on_demand = 16
-spot = 16
-on_demand_price_per_hour = 0.526
-spot_price_per_hour = 0.158
-revocation_rate_per_hour = 0.1
-replacement_delay_s = "3m"
-"""
 SPOT_REQUEST = {"profile": EXAMPLE, "target": 0.94, "deadline_s": 1800, "cluster": CLUSTER}
 REPLAN_REQUEST = {
     "profile": EXAMPLE, "target": 0.94, "deadline_s": 3600, "cluster": CLUSTER,
@@ -50,8 +37,10 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 
 @pytest.fixture(scope="module")
 def cluster_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cluster") / "cluster.toml"
-    path.write_text(CLUSTER_TOML)
+    import yaml
+
+    path = tmp_path_factory.mktemp("cluster") / "cluster.yaml"  # the same cluster as a file: one source of truth
+    path.write_text(yaml.safe_dump(CLUSTER))
     return path
 
 
@@ -62,6 +51,10 @@ def test_cluster_in_the_json_request_plans_spot_like_the_python_door(cluster_fil
     assert doc["recommendation"]["market"] in ("spot", "mixed") and doc["spot"]["market"] == doc["recommendation"]["market"]
     py = cotune.recommend(EXAMPLE, target=0.94, deadline_s=1800, cluster=str(cluster_file)).to_dict()
     assert doc["recommendation"] == py["recommendation"] and doc["spot"] == py["spot"]
+    # The cluster the plan was made for travels in the answer too.
+    assert doc["cluster"]["source"] == "/cluster" and py["cluster"]["source"] == str(cluster_file)
+    assert doc["cluster"]["gpus"] == py["cluster"]["gpus"] and doc["cluster"]["gpus"]["t4"]["spot_price_per_hour"] == 0.158
+    assert recommend_request({"profile": EXAMPLE, "target": 0.94})["cluster"] is None
 
 
 def test_a_bad_cluster_field_points_into_the_cluster():
