@@ -147,10 +147,10 @@ def aims(data: dict) -> list[tuple[str, str, bool | None]]:
                     bool(vals) and all(0.85 <= v <= 0.95 for v in vals),
                 )
             )
-    cl = [x for x in data.get("summary", []) if x["setting"] == "closed-loop" and x["family"] == "cotune_closed"]
+    cl = [x for x in data.get("summary", []) if x["setting"] == "closed-loop" and x["family"].startswith("cotune_closed")]
     if cl:
         best = min(cl, key=lambda x: (x["miss_rate"], x["median_regret"]))
-        q90 = next((x for x in cl if x["delivered_q90"] is not None), best)
+        q90 = next((x for x in cl if x["family"] == best["family"] and x["delivered_q90"] is not None), best)
         out.append(
             (
                 "closed-loop: miss rate ≤ 5 %, median regret ≤ 5 % (every cost counted), delivered at q = 0.9 ≥ 0.90",
