@@ -10,6 +10,7 @@ feasible, what to relax). Nothing here prints; the CLI renders the result.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import TYPE_CHECKING, Any, Mapping
@@ -28,6 +29,7 @@ from cotune.solver import (
     MarketStage,
     OnDemandMarket,
     Recommendation,
+    SearchSpaceTooLarge,
     check_candidate_limit,
     choice_at,
     enumerate_candidates,
@@ -115,13 +117,28 @@ def recommend(
     market = market_for(request, models)
     space, notes = market.space(request, models)
     notes = _cap_notes(request, space.gpus) + notes
-    check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
+    table, priced = market.price_per_hour(space.gpus)
+    search = "exhaustive"
+    try:
+        check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
+        base = enumerate_candidates(space)
+    except SearchSpaceTooLarge as exc:
+        # Too many to enumerate: a seeded TPE search proposes candidates instead (cotune/solver/_optuna.py).
+        # Spot/mixed markets add rows per candidate that the sampler cannot score one by one: still refused there.
+        if market.rows_per_candidate != 1.0:
+            raise
+        base, proposals = _sampled(space, market, models, request, table)
+        search = "optuna-tpe"
+        notes.append(
+            f"the search space has {exc.count:,} candidates, over the limit of {exc.limit:,} (--max-candidates): "
+            f"searched it with Optuna's TPE sampler (seed 0, {proposals} proposals, {len(base):,} distinct candidates "
+            "evaluated); the plan is the best found, not a proven optimum — narrow the space to enumerate it"
+        )
     notes.extend(models.notes)  # records the fit left out (outliers)
     if prof is not None:
         notes.extend(prof.warnings)
-    cands = market.candidates(enumerate_candidates(space), request)
+    cands = market.candidates(base, request)
     notes.extend(market.notes)
-    table, priced = market.price_per_hour(space.gpus)
     est = estimate(
         cands, models, target=request.target, price_per_hour=table, startup_s=request.startup_s, confidence=request.confidence
     )
@@ -133,7 +150,31 @@ def recommend(
     order = order[: request.top + 1]
     if tie_note:
         notes.append(tie_note)
-    return _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
+    rec = _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
+    return rec if search == "exhaustive" else dataclasses.replace(rec, search=search)
+
+
+def _sampled(space, market, models, request, table) -> tuple[Any, int]:
+    """Candidates of an over-limit space that the TPE search evaluated, scored like the rest."""
+    from cotune.solver._optuna import sample_candidates
+
+    def evaluate(base):
+        est = estimate(market.candidates(base, request), models, target=request.target, price_per_hour=table,
+                       startup_s=request.startup_s, confidence=request.confidence)
+        est, _ = market.adjust_for(est, request)
+        est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
+        feas = _feasibility(est, request)
+        objective = est.cost if request.objective == "cost" else est.time_s
+        # Violation > 0 when infeasible, larger the further off: unreached target, deadline, budget.
+        violation = (~feas.reaches).astype(float)
+        if request.deadline_s is not None:
+            violation += np.clip(np.nan_to_num(est.time_at_confidence_s / request.deadline_s - 1, nan=1.0, posinf=1.0), 0, None)
+        if request.budget is not None:
+            violation += np.clip(np.nan_to_num(est.cost / request.budget - 1, nan=1.0, posinf=1.0), 0, None)
+        violation += (~feas.all & (violation <= 0)).astype(float)  # any other rule (global batch range)
+        return objective, violation
+
+    return sample_candidates(space, evaluate, seed=0)
 
 
 def _report(request, models, prof, market, space, est, details, feas, order, *, priced, notes, t0) -> Recommendation:
