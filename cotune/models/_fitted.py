@@ -79,6 +79,13 @@ def fit_models(
         )
         if progress is not None:
             progress(done, total)
+    departures = [
+        f"step time on {gpu} at {w} workers ({where}) is faster in the probes than the monotone prior allows: "
+        "followed as measured, not forced monotone"
+        for gpu, m in time_models.items()
+        for w, where in m.departures_
+    ]
+    notes = tuple(notes) + tuple(departures)
     e = profile.eval_arrays()
     accuracy = AccuracyModel(
         goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
