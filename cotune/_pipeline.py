@@ -251,6 +251,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         solve_time_s=time.perf_counter() - t0,
         plan=plan,
         spot=market_summary,
+        cluster=market.document,
         estimates=est,
         feasibility=feas,
     )

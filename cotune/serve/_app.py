@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from cotune import __version__
+from cotune._checks import excerpt
 from cotune.api import (
     ERROR_SCHEMA_VERSION,
     REQUEST_SCHEMA_VERSION,
@@ -243,7 +244,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.get("/v1/schema/{name}", summary="A published JSON Schema", responses={404: {"content": _ref("error.v1")}})
     def get_schema(name: str) -> Any:
         if name not in SCHEMA_NAMES:
-            return _error(404, "not_found", f"no schema {name!r}: known are {', '.join(SCHEMA_NAMES)}")
+            return _error(404, "not_found", f"no schema {excerpt(name)}: known are {', '.join(SCHEMA_NAMES)}")
         return schema(name)
 
     @app.post(
@@ -271,7 +272,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         """Read, parse and answer one request with ``solve`` (recommend_request or replan_request)."""
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
-            return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
+            return _error(415, "unsupported_media_type", f"content type {excerpt(ctype)}: send application/json")
         try:
             with admission.request():
                 try:

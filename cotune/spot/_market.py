@@ -170,6 +170,29 @@ class SpotMarket:
     def price_per_hour(self, gpus: Sequence[str]) -> tuple[np.ndarray, bool]:
         return self.price_table(gpus), True
 
+    @property
+    def document(self) -> dict[str, Any]:
+        """The cluster as searched, for the report: gpus with availability, prices and risk; checkpoint cost."""
+        ck = self.cluster.checkpoint
+        return {
+            "source": self.cluster.source,
+            "gpus_per_host": self.gpus_per_host,
+            "checkpoint": None if ck is None else {"write_s": ck.write_s, "restart_s": ck.restart_s},
+            "gpus": {
+                g: {
+                    "on_demand": o.on_demand,
+                    "spot": o.spot,
+                    "on_demand_price_per_hour": o.on_demand_price_per_hour,
+                    "spot_price_per_hour": o.spot_price_per_hour,
+                    "revocation_rate_per_hour": o.revocation_rate_per_hour,
+                    "replacement_delay_s": o.replacement_delay_s,
+                    "max_workers": self.max_workers[g],
+                }
+                for g, o in self.cluster.gpus.items()
+                if g in self.gpus
+            },
+        }
+
     def adjust_for(self, est, request: Any):  # (Estimates, SpotDetails)
         return self.adjust(est, startup_s=request.startup_s, confidence=request.confidence, deadline_s=request.deadline_s)
 

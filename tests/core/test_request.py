@@ -156,20 +156,38 @@ def test_partial_max_workers_with_a_cluster_is_not_a_key_error(cifar_models, tmp
 # --- the candidate limit: the same for every door, checked before any candidate exists --------
 
 
-def test_huge_spaces_fail_fast_at_the_python_door(cifar_models):
+def test_huge_spaces_are_refused_before_enumeration_where_they_cannot_be_sampled(cifar_models, tmp_path):
+    """Spot/mixed stages cannot be sampled one row at a time: over the limit they are refused at once."""
+    path = tmp_path / "c.toml"
+    path.write_text('version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 1000000\nspot = 1000000\n'
+                    'on_demand_price_per_hour = 0.5\nspot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.1\n'
+                    'replacement_delay_s = 60\n')
     for kw in ({"max_workers": 10**9}, {"max_workers": 10_000, "hosts": "any"}):
         t0 = time.perf_counter()
         with pytest.raises(SearchSpaceTooLarge) as info:
-            cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, **kw)
+            cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=1800, cluster=str(path), **kw)
         assert info.value.count > info.value.limit == 1_000_000 and time.perf_counter() - t0 < 30
-    with pytest.raises(SearchSpaceTooLarge):
-        cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, max_workers=64, max_candidates=100)
 
 
 @pytest.mark.parametrize("extra", [["--max-workers", "1000000000"], ["--max-workers", "10000", "--hosts", "any"]])
-def test_huge_spaces_fail_fast_at_the_cli(capsys, extra):
-    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--quiet", *extra)
+def test_huge_spot_spaces_fail_fast_at_the_cli(capsys, tmp_path, extra):
+    path = tmp_path / "c.toml"
+    path.write_text('version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 1000000\nspot = 1000000\n'
+                    'on_demand_price_per_hour = 0.5\nspot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.1\n'
+                    'replacement_delay_s = 60\n')
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--deadline", "30m", "--quiet",
+                          "--cluster", str(path), *extra)
     assert code == 2 and out == "" and err.count("\n") == 1 and "over the limit of 1,000,000" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [["--max-workers", "1000000000"], ["--max-workers", "10000", "--hosts", "any"]])
+def test_huge_on_demand_spaces_are_searched_not_enumerated_at_the_cli(capsys, extra):
+    """On-demand spaces over the limit are sampled (cotune/solver/_optuna.py): an answer, a note, bounded work."""
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--quiet", "--json", *extra)
+    doc = json.loads(out)
+    assert code == 0 and doc["n_candidates"] < 10_000
+    assert any("over the limit of 1,000,000" in n for n in doc["notes"])
 
 
 # --- the CLI door: the same checks, in the option's name --------------------------------------

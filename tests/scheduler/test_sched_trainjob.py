@@ -14,7 +14,7 @@ from functools import lru_cache
 import jsonschema
 import pytest
 import yaml
-from sched_helpers import BASE_REQUEST, REPO
+from sched_helpers import BASE_REQUEST, REPO, closed
 
 from cotune.api import recommend_request
 from cotune.cli import main
@@ -25,18 +25,6 @@ TRAINER_V2 = REPO.parent / "shared" / "data" / "k8s-schemas" / "kubeflow-trainer
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
-def _closed(node):
-    """additionalProperties: false wherever the schema lists properties (SOURCE.md's advice): typos fail."""
-    if isinstance(node, dict):
-        out = {k: _closed(v) for k, v in node.items()}
-        if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(node, list):
-        return [_closed(v) for v in node]
-    return node
-
-
 @lru_cache(maxsize=None)
 def _trainjob_validator() -> jsonschema.Draft7Validator:
     path = TRAINER_V2 / "trainer.kubeflow.org_trainjobs.yaml"
@@ -45,7 +33,7 @@ def _trainjob_validator() -> jsonschema.Draft7Validator:
     crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     assert crd["spec"]["names"]["kind"] == "TrainJob"
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
-    return jsonschema.Draft7Validator(_closed(version["schema"]["openAPIV3Schema"]))
+    return jsonschema.Draft7Validator(closed(version["schema"]["openAPIV3Schema"]))
 
 
 @lru_cache(maxsize=None)
