@@ -164,3 +164,27 @@ def test_models_follow_the_scikit_learn_estimator_contract(cls):
         check_is_fitted(copy)
     with pytest.raises(ValueError, match="invalid parameter"):
         est.set_params(no_such_thing=1)
+
+
+def test_a_super_linear_speed_up_in_the_probes_is_followed_not_flattened():
+    # 8 workers run faster per step than 4 (the model fits in cache once split): the
+    # monotone prior would average the two; the probes win where they disagree clearly.
+    w = np.repeat([1.0, 2, 4, 8], 3)
+    b = np.tile([32.0, 64, 128], 4)
+    t = 0.01 + 0.0005 * b + np.where(w > 1, 0.003 * np.log2(w), 0)
+    t = np.where(w == 8, t * 0.5, t)
+    m = StepTimeModel().fit(w, np.ones_like(w), b, t)
+    p = m.predict(w, np.ones_like(w), b)
+    assert np.all(np.abs(p.step_time_s / t - 1) < 0.1)
+    assert len(m.departures_) >= 1
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10**6))
+def test_noise_alone_never_counts_as_a_departure_from_monotonicity(seed):
+    rng = np.random.default_rng(seed)
+    w = np.repeat([1.0, 2, 4, 8, 16], 4)
+    b = np.tile([16.0, 32, 64, 128], 5)
+    t = (0.01 + 0.0005 * b + np.where(w > 1, 0.003 * np.log2(w), 0)) * np.exp(rng.normal(0, 0.03, w.size))
+    m = StepTimeModel().fit(w, np.ceil(w / 4), b, t)
+    assert len(m.departures_) == 0
