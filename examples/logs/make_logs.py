@@ -155,7 +155,7 @@ def _train_loop(log_step, log_eval) -> None:
             loss.backward()
             opt.step()
             step += 1
-            log_step(step, float(loss))
+            log_step(step, float(loss.detach()))
         with torch.no_grad():
             log_eval(step, float((model(xv).argmax(-1) == yv).float().mean()))
 
