@@ -80,6 +80,12 @@ def fit_models(
         )
         if progress is not None:
             progress(done, total)
+    departures = tuple(
+        f"step time on {gpu} at {w} workers ({where}) is faster in the probes than the monotone prior allows: "
+        "followed as measured, not forced monotone"
+        for gpu, m in time_models.items()
+        for w, where in m.departures_
+    )
     e = clean.evals
     accuracy = AccuracyModel(
         goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
@@ -94,7 +100,7 @@ def fit_models(
         time_models=time_models,
         accuracy=accuracy,
         max_local_batch={gpu: profile.max_local_batch(gpu) for gpu in profile.gpus},
-        notes=clean.notes,
+        notes=clean.notes + departures,
     )
 
 

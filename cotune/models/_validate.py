@@ -55,6 +55,11 @@ class AccuracyFitReport:
     residual_sigma: float
     # The end batches (None in loo_epochs) predicted from the others: extrapolation in batch.
     extrapolated_epochs: tuple[float | None, ...] = ()
+    # Measured batches set aside as anchors at the reference target: off the robust law.
+    outlier_batches: tuple[int, ...] = ()
+    # Spread after the profile's own evidence: log-epochs per doubling, inside / beyond.
+    kappa_inside: float | None = None
+    kappa_beyond: float | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +213,9 @@ def _accuracy_report(profile: Profile, tick=lambda: None, e: dict[str, np.ndarra
         loo_mape=float(np.mean(errs)) if errs else None,
         residual_sigma=full.residual_sigma_,
         extrapolated_epochs=tuple(extrapolated),
+        outlier_batches=tuple(int(b) for b in full.outlier_batches(ref)),
+        kappa_inside=full.kappa_inside_,
+        kappa_beyond=full.kappa_beyond_,
     )
 
 
