@@ -20,6 +20,11 @@ value at which the model's 90 % interval, ``z₀.₉₅ · √(σ_anchor² + κ�
 of the pooled errors (the errors have heavy tails; a Gaussian fit of σ would cover
 less). These are priors: a profile with three or more measured batches updates them
 with its own leave-one-batch-out errors.
+
+It also prints ``KAPPA_STEP`` of :mod:`cotune.models._step_time`: σ of log step time
+per doubling beyond the probed box, from the bundled Pollux T4 profiles (CIFAR-10,
+ImageNet, YOLOv3) fitted on ≤ 2 and on ≤ 4 workers and predicting the rest up to 64 (calibrated for 90 %
+intervals the same way, on top of each fit's cross-validated σ).
 """
 
 from __future__ import annotations
@@ -121,6 +126,27 @@ def priors(samples: dict[str, list]) -> dict[str, float]:
     }
 
 
+def step_samples(name: str, *, cuts: tuple[int, ...] = (2, 4)) -> list:
+    """``(|log error|, σ, doublings)`` of step-time predictions beyond ``cut`` workers, for
+    each cut; κ is left out of σ (fitted with ``calibrate=False``: the prior is what a profile
+    too narrow to estimate its own growth falls back on)."""
+    from cotune import load_profile
+    from cotune.models import StepTimeModel
+
+    a = load_profile(name).step_arrays("t4")
+    out = []
+    for cut in cuts:
+        train = a["workers"] <= cut
+        m = StepTimeModel(n_bootstrap=0, kappa_step=0.0).fit(
+            a["workers"][train], a["hosts"][train], a["local_batch"][train], a["step_time_s"][train]
+        )
+        w, h, b = a["workers"][~train], a["hosts"][~train], a["local_batch"][~train]
+        p = m.predict(w, h, b)
+        err = np.abs(np.log(a["step_time_s"][~train] / p.step_time_s))
+        out += list(zip(err, np.full(err.shape, m.cv_sigma_), m._distance(w, h, b)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.accuracy_priors", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -131,13 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     for m in per:
         rest = {k: [x for n, e in per.items() if n != m for x in e[k]] for k in pooled}
         out[f"without {m}"] = priors(rest)
+    from benchmarks._common import PROFILES
+
+    steps = {n: step_samples(n) for n in PROFILES}
+    out["all"]["KAPPA_STEP"] = _calibrated_kappa([x for v in steps.values() for x in v])
+    for n in steps:
+        out[f"step without {n}"] = {"KAPPA_STEP": _calibrated_kappa([x for k, v in steps.items() if k != n for x in v])}
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         print()
         return 0
-    print(f"{'workloads':24s} {'KAPPA_BEYOND':>13s} {'KAPPA_INSIDE':>13s} {'PLATEAU_WALK':>13s}")
+    cols = ("KAPPA_BEYOND", "KAPPA_INSIDE", "PLATEAU_WALK", "KAPPA_STEP")
+    print(f"{'workloads':34s} " + " ".join(f"{c:>13s}" for c in cols))
     for name, p in out.items():
-        print(f"{name:24s} {p['KAPPA_BEYOND']:13.3f} {p['KAPPA_INSIDE']:13.3f} {p['PLATEAU_WALK']:13.4f}")
+        print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
     return 0
 
 

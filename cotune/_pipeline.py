@@ -10,7 +10,7 @@ feasible, what to relax). Nothing here prints; the CLI renders the result.
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import os
 import time
 from typing import TYPE_CHECKING, Any, Mapping
@@ -19,10 +19,9 @@ import numpy as np
 
 from cotune._explain import baselines as _baselines
 from cotune._explain import relax as _relax
-from cotune._request import DEFAULT_MAX_WORKERS, FIELD_NAMES, RecommendRequest
-from cotune.errors import InputError
+from cotune._request import DEFAULT_MAX_WORKERS, RecommendRequest, request_from_call
 from cotune.models import FittedModels, fit_models
-from cotune.profile import Profile, load_profile
+from cotune.profile import Profile
 from cotune.solver import (
     Choice,
     Estimates,
@@ -30,6 +29,7 @@ from cotune.solver import (
     MarketStage,
     OnDemandMarket,
     Recommendation,
+    SearchSpaceTooLarge,
     check_candidate_limit,
     choice_at,
     enumerate_candidates,
@@ -45,22 +45,7 @@ from cotune.solver import (
 if TYPE_CHECKING:  # pragma: no cover
     from cotune._request import ProfileRef
 
-__all__ = ["recommend", "as_request", "market_for"]
-
-
-def as_request(profile: Any = None, question: Mapping[str, Any] | None = None) -> RecommendRequest:
-    """A :class:`RecommendRequest` from one, or from ``recommend``'s profile and keywords."""
-    question = dict(question or {})
-    if isinstance(profile, RecommendRequest):
-        return profile.replace(**question) if question else profile
-    unknown = sorted(set(question) - set(FIELD_NAMES))
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
-        raise InputError(f"recommend() got an unknown keyword {unknown[0]!r}: {hint}")
-    if "target" not in question:
-        raise InputError("recommend() needs target=: the metric to reach (accuracy for goal 'max', a loss for 'min')")
-    return RecommendRequest(profile=profile, **question)
+__all__ = ["recommend", "market_for"]
 
 
 def market_for(request: RecommendRequest, models: FittedModels) -> MarketStage:
@@ -119,11 +104,11 @@ def recommend(
     ``max_candidates`` raises :class:`~cotune.solver.SearchSpaceTooLarge` before any
     candidate is made.
     """
-    request = as_request(profile, question)
+    request = request_from_call(profile, question)
     # With models given, a Profile still contributes its warnings and probe costs to the notes.
     prof: Profile | None = None
     if models is None or isinstance(request.profile, Profile):
-        prof = load_profile(request.profile)
+        prof = request.load_profile()
     if models is None:
         assert prof is not None
         models = fit_models(prof, interval=request.interval)
@@ -132,13 +117,28 @@ def recommend(
     market = market_for(request, models)
     space, notes = market.space(request, models)
     notes = _cap_notes(request, space.gpus) + notes
-    check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
+    table, priced = market.price_per_hour(space.gpus)
+    search = "exhaustive"
+    try:
+        check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
+        base = enumerate_candidates(space)
+    except SearchSpaceTooLarge as exc:
+        # Too many to enumerate: a seeded TPE search proposes candidates instead (cotune/solver/_optuna.py).
+        # Spot/mixed markets add rows per candidate that the sampler cannot score one by one: still refused there.
+        if market.rows_per_candidate != 1.0:
+            raise
+        base, proposals = _sampled(space, market, models, request, table)
+        search = "optuna-tpe"
+        notes.append(
+            f"the search space has {exc.count:,} candidates, over the limit of {exc.limit:,} (--max-candidates): "
+            f"searched it with Optuna's TPE sampler (seed 0, {proposals} proposals, {len(base):,} distinct candidates "
+            "evaluated); the plan is the best found, not a proven optimum — narrow the space to enumerate it"
+        )
     notes.extend(models.notes)  # records the fit left out (outliers)
     if prof is not None:
         notes.extend(prof.warnings)
-    cands = market.candidates(enumerate_candidates(space), request)
+    cands = market.candidates(base, request)
     notes.extend(market.notes)
-    table, priced = market.price_per_hour(space.gpus)
     est = estimate(
         cands, models, target=request.target, price_per_hour=table, startup_s=request.startup_s, confidence=request.confidence
     )
@@ -150,7 +150,31 @@ def recommend(
     order = order[: request.top + 1]
     if tie_note:
         notes.append(tie_note)
-    return _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
+    rec = _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
+    return rec if search == "exhaustive" else dataclasses.replace(rec, search=search)
+
+
+def _sampled(space, market, models, request, table) -> tuple[Any, int]:
+    """Candidates of an over-limit space that the TPE search evaluated, scored like the rest."""
+    from cotune.solver._optuna import sample_candidates
+
+    def evaluate(base):
+        est = estimate(market.candidates(base, request), models, target=request.target, price_per_hour=table,
+                       startup_s=request.startup_s, confidence=request.confidence)
+        est, _ = market.adjust_for(est, request)
+        est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
+        feas = _feasibility(est, request)
+        objective = est.cost if request.objective == "cost" else est.time_s
+        # Violation > 0 when infeasible, larger the further off: unreached target, deadline, budget.
+        violation = (~feas.reaches).astype(float)
+        if request.deadline_s is not None:
+            violation += np.clip(np.nan_to_num(est.time_at_confidence_s / request.deadline_s - 1, nan=1.0, posinf=1.0), 0, None)
+        if request.budget is not None:
+            violation += np.clip(np.nan_to_num(est.cost / request.budget - 1, nan=1.0, posinf=1.0), 0, None)
+        violation += (~feas.all & (violation <= 0)).astype(float)  # any other rule (global batch range)
+        return objective, violation
+
+    return sample_candidates(space, evaluate, seed=0)
 
 
 def _report(request, models, prof, market, space, est, details, feas, order, *, priced, notes, t0) -> Recommendation:
@@ -227,6 +251,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         solve_time_s=time.perf_counter() - t0,
         plan=plan,
         spot=market_summary,
+        cluster=market.document,
         estimates=est,
         feasibility=feas,
     )

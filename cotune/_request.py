@@ -47,6 +47,7 @@ __all__ = [
     "Progress",
     "RecommendRequest",
     "ReplanRequest",
+    "request_from_call",
 ]
 
 Objective = Literal["cost", "time"]
@@ -100,6 +101,8 @@ CLI_OPTIONS: Mapping[str, str] = MappingProxyType(
         "progress": "--current/--elapsed/--epochs-done",
         "margin": "--margin",
         "restart_s": "--restart",
+        "lr_rule": "--lr-rule",
+        "job": "--job",
     }
 )
 
@@ -154,6 +157,16 @@ class ProfileRef:
     records: tuple[Mapping[str, Any], ...] | None = None
     path: str | None = None
 
+    def load(self) -> "Profile":
+        """The profile it names (``path`` is read as given: the service confines paths before)."""
+        import json
+
+        from cotune.profile import load_profile, parse_profile
+
+        if self.records is not None:
+            return parse_profile([json.dumps(r, allow_nan=False, separators=(",", ":")) + "\n" for r in self.records])
+        return load_profile(self.example if self.example is not None else self.path)
+
     def __post_init__(self) -> None:
         given = [k for k in ("example", "records", "path") if getattr(self, k) is not None]
         if len(given) != 1:
@@ -205,17 +218,16 @@ def _check_prices(value: Any) -> Mapping[str, float]:
     )
 
 
-def _check_cluster(value: Any) -> Any:
-    if isinstance(value, (str, os.PathLike)):
-        if isinstance(value, str) and (not value.strip() or "\x00" in value):
-            raise BadValue(f"must be a cluster file path, a Cluster or its fields as an object, got {excerpt(value)}", where="/cluster")
-        return value
-    from cotune.spot import Cluster, parse_cluster
+def _is_cluster(value: Any) -> bool:
+    # A cotune.spot.Cluster, recognised without importing cotune.spot (which imports this module).
+    return type(value).__name__ == "Cluster" and type(value).__module__.startswith("cotune.spot")
 
-    if isinstance(value, Cluster):
+
+def _check_cluster(value: Any) -> Any:
+    if isinstance(value, str) and value.strip() and "\x00" not in value and len(value) <= 4096:
         return value
-    if isinstance(value, Mapping):  # the file's fields inline (the HTTP door's form)
-        return parse_cluster(value, source="/cluster")
+    if isinstance(value, (os.PathLike, Mapping)) or _is_cluster(value):
+        return value  # a mapping (the file's fields) is validated where it is read: cotune.spot.load_cluster
     raise BadValue(f"must be a cluster file path, a Cluster or its fields as an object, got {excerpt(value)}", where="/cluster")
 
 
@@ -332,15 +344,45 @@ class RecommendRequest:
         values.update(changes)
         return RecommendRequest(**values)
 
+    def load_profile(self) -> "Profile":
+        """The request's profile, read (a :class:`~cotune.profile.Profile` passes through)."""
+        if isinstance(self.profile, ProfileRef):
+            return self.profile.load()
+        from cotune.profile import load_profile
+
+        return load_profile(self.profile)
+
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RecommendRequest))
+
+
+def request_from_call(profile: Any = None, question: Mapping[str, Any] | None = None) -> RecommendRequest:
+    """A :class:`RecommendRequest` from one, or from ``recommend``'s profile and keywords
+    (the Python door: an unknown keyword is an :class:`~cotune.errors.InputError` that names the closest field)."""
+    import difflib
+
+    from cotune.errors import InputError
+
+    question = dict(question or {})
+    if isinstance(profile, RecommendRequest):
+        return profile.replace(**question) if question else profile
+    unknown = sorted(set(question) - set(FIELD_NAMES))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
+        raise InputError(f"got an unknown keyword {excerpt(unknown[0])}: {hint}")
+    if "target" not in question:
+        raise InputError("target= is required: the metric to reach (accuracy for goal 'max', a loss for 'min')")
+    return RecommendRequest(profile=profile, **question)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Progress:
     """What a running job has done: on ``gpu``/``market`` with ``workers × local_batch``
-    at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds; since then it lost
-    ``workers_lost`` and gained ``workers_added`` workers."""
+    at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds, ``spent`` money (USD, or
+    worker-hours without prices) so far; since then it lost ``workers_lost`` and gained
+    ``workers_added`` workers. A profile with the job's tracked records can tell all but
+    ``spent`` (:func:`cotune.track.progress_from_records`)."""
 
     epochs_done: float
     elapsed_s: float
@@ -350,10 +392,12 @@ class Progress:
     local_batch: int
     workers_lost: int = 0
     workers_added: int = 0
+    spent: float = 0.0
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         put("epochs_done", number(self.epochs_done, where="/progress/epochs_done", ge=0.0))
+        put("spent", number(self.spent, where="/progress/spent", ge=0.0))
         put("elapsed_s", _seconds(self.elapsed_s, "/progress/elapsed_s", ge=0.0))
         put("gpu", _name(self.gpu, "/progress/gpu"))
         if isinstance(self.market, str):
@@ -380,7 +424,8 @@ class Progress:
 
 
 # Fields of the question that replan does not use (yet): refusing them beats ignoring them.
-_REPLAN_UNUSED = ("budget", "workers", "global_batch_range", "baseline_local_batch", "baseline_workers")
+_REPLAN_UNUSED = ("workers", "global_batch_range", "baseline_local_batch", "baseline_workers")
+LR_RULES = ("sqrt", "linear", "none")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -388,10 +433,16 @@ class ReplanRequest:
     """Re-plan a running job: the job's question, its progress, and the switching rule.
 
     ``request`` is the question the job was planned with (``deadline_s`` counted from the
-    job's start; a ``cluster`` is required). ``prices`` are *new* prices overriding the
-    cluster file (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when
-    the gain after the restart exceeds this fraction of staying; ``restart_s``: what a
-    switch costs (None: checkpoint write + reload + slowest replacement delay).
+    job's start; ``budget``, if any, for the whole job: what is left is ``budget −
+    progress.spent``). With a ``cluster`` every market is considered; without one, on-demand
+    servers at ``request.prices``. ``prices`` are *new* prices overriding the cluster file
+    (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when the gain after
+    the restart exceeds this fraction of staying; ``restart_s``: what a switch costs (None:
+    checkpoint write + reload + slowest replacement delay; ``request.startup_s`` without a
+    cluster).
+    ``lr_rule``: how the job rescales its learning rate when the global batch changes
+    (``sqrt``, ``linear``, ``none``), reported with a batch change. ``job``: which tracked
+    job's records in the profile are the running job (default: the latest).
     """
 
     request: RecommendRequest
@@ -399,6 +450,8 @@ class ReplanRequest:
     margin: float = DEFAULT_MARGIN
     restart_s: float | None = None
     prices: Mapping[str, float] | None = None
+    lr_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    job: str | None = None
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -406,8 +459,10 @@ class ReplanRequest:
             raise BadValue(f"must be a RecommendRequest, got {excerpt(self.request)}", where="/request")
         if not isinstance(self.progress, Progress):
             raise BadValue(f"must be a Progress, got {excerpt(self.progress)}", where="/progress")
-        if self.request.cluster is None:
-            raise BadValue("replan needs the cluster file the job runs on (--cluster, cluster=)", where="/cluster")
+        _choice(self.lr_rule, "/lr_rule", LR_RULES)
+        if self.job is not None and (not isinstance(self.job, str) or not self.job.strip() or len(self.job) > MAX_NAME):
+            raise BadValue(f"must be the name of a tracked job (1 to {MAX_NAME} characters), got {excerpt(self.job)}",
+                           where="/job")
         if self.request.deadline_s is None:
             raise BadValue("replan needs the job's deadline, counted from its start (--deadline, deadline_s=)", where="/deadline_s")
         for name in _REPLAN_UNUSED:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Sequence
 
 from cotune.errors import EXIT_INPUT, CotuneError
@@ -64,7 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_INPUT
     try:
-        return int(args.run(args))
+        with warnings.catch_warnings():
+            # numpy's RuntimeWarnings (overflow, 0/0 in a column that is then masked) are
+            # several lines each, about internals: the results already account for them.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return int(args.run(args))
     except CotuneError as exc:
         error(str(exc))
         return exc.exit_code

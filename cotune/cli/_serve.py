@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from cotune.serve._server import is_loopback, run_server
 
     if args.profile_dir is not None and not os.path.isdir(args.profile_dir):
-        raise InputError(f"--profile-dir {args.profile_dir!r} is not a directory: give an existing directory of profiles")
+        raise InputError(f"--profile-dir {excerpt(args.profile_dir)} is not a directory: give an existing directory of profiles")
     for name in ("request_timeout", "idle_timeout"):
         value = getattr(args, name)
         if not 0 < value <= 86_400:

@@ -60,6 +60,7 @@ from statistics import NormalDist
 import numpy as np
 
 from cotune.errors import ModelError
+from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid, pava
 from cotune.models._step_time import z_for
 
@@ -153,7 +154,8 @@ class BatchEvidence:
     """What the measured batches say about one target (arrays aligned with ``batches``).
 
     ``epochs`` is NaN where no run reached the target; ``margin`` is the reach margin
-    in units of ``plateau_sigma`` (positive: reached with room to spare).
+    in score units (positive: reached with room to spare): the median best score minus
+    the target for one or two runs, ``Φ⁻¹(p_reach) · plateau_sigma`` for more.
     """
 
     batches: np.ndarray
@@ -164,6 +166,7 @@ class BatchEvidence:
     n_runs: np.ndarray
     n_reached: np.ndarray
     horizon: np.ndarray  # last measured epoch of the batch's longest run
+    margin: np.ndarray
 
 
 # -- step 1: runs -----------------------------------------------------------------------
@@ -235,6 +238,9 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     n_runs = np.zeros(n, int)
     n_reached = np.zeros(n, int)
     horizon = np.zeros(n)
+    margin = np.zeros(n)
+    from scipy.special import ndtri
+
     for i, b in enumerate(batches):
         rs = [r for r in runs if r.global_batch == b]
         cross = np.array([crossing_epoch(r.epochs, r.best, threshold) for r in rs])
@@ -251,8 +257,10 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
         p_sigma[i] = max(spread, plateau_floor)
         if len(rs) >= 3:
             p_reach[i] = (n_reached[i] + 0.5) / (len(rs) + 1.0)
+            margin[i] = float(ndtri(p_reach[i])) * p_sigma[i]
         else:
-            p_reach[i] = _NORMAL.cdf((float(np.median(plateaus)) - threshold) / p_sigma[i])
+            margin[i] = float(np.median(plateaus)) - threshold
+            p_reach[i] = _NORMAL.cdf(margin[i] / p_sigma[i])
         if not np.any(reached):
             continue
         med = _km_median(np.where(reached, cross, last), reached) if len(rs) >= 3 else float(np.median(cross[reached]))
@@ -269,7 +277,9 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             lc = np.log(cross[reached])
             s = max(s, 1.4826 * float(np.median(np.abs(lc - np.median(lc)))) if n_reached[i] >= 3 else float(np.std(lc)))
         sigma[i] = min(max(s, _SIGMA_FLOOR), _SIGMA_CAP)
-    return BatchEvidence(batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon)
+    return BatchEvidence(
+        batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin
+    )
 
 
 # -- step 3: the critical-batch law ------------------------------------------------------------
@@ -322,7 +332,7 @@ def _nearest_distance(q: np.ndarray, xs: np.ndarray) -> np.ndarray:
 
 
 # -- the estimator ---------------------------------------------------------------------------
-class AccuracyModel:
+class AccuracyModel(EstimatorContract):
     """Epochs-to-target as a distribution, and the monotone best-so-far surface.
 
     Parameters
@@ -351,6 +361,8 @@ class AccuracyModel:
     n_runs_, n_diverged_ : runs seen and runs with a non-finite evaluation
     """
 
+    _fitted_attribute = "runs_"
+
     def __init__(
         self,
         *,
@@ -371,21 +383,6 @@ class AccuracyModel:
         self.kappa_beyond = kappa_beyond
         self.kappa_inside = kappa_inside
         self.plateau_walk = plateau_walk
-
-    # scikit-learn's estimator contract: parameters are exactly the __init__ keywords.
-    def get_params(self, deep: bool = True) -> dict[str, object]:
-        return {k: getattr(self, k) for k in _param_names(type(self))}
-
-    def set_params(self, **params: object) -> "AccuracyModel":
-        names = _param_names(type(self))
-        for k, v in params.items():
-            if k not in names:
-                raise ValueError(f"invalid parameter {k!r} for AccuracyModel: valid are {', '.join(names)}")
-            setattr(self, k, v)
-        return self
-
-    def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "runs_")
 
     def _score(self, metric: np.ndarray | float) -> np.ndarray:
         m = np.asarray(metric, float)
@@ -661,9 +658,9 @@ class AccuracyModel:
 
     def _p_reach(self, q: np.ndarray, ev: BatchEvidence) -> np.ndarray:
         """Probability that the target is reached at all, from the measured margins."""
-        from scipy.special import ndtr, ndtri
+        from scipy.special import ndtr
 
-        margin = ndtri(ev.p_reach) * ev.plateau_sigma
+        margin = ev.margin
         lb, lq = np.log(ev.batches), np.log(q)
         if len(lb) == 1:
             m = np.full(q.shape, margin[0])
@@ -706,12 +703,6 @@ class AccuracyModel:
             hi = np.take_along_axis(rows, idx[None], axis=0)[0]
             score = lo + frac * (hi - lo)
         return self._score(score)
-
-
-def _param_names(cls: type) -> list[str]:
-    import inspect
-
-    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
 
 def _eval_noise(global_batch: np.ndarray, epoch: np.ndarray, score: np.ndarray, seed: np.ndarray) -> float:

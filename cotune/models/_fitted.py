@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from cotune._checks import excerpt
 from cotune.errors import ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._outliers import find_step_outliers
@@ -44,7 +45,7 @@ class FittedModels:
             model = self.time_models[gpu]
         except KeyError:
             raise ModelError(
-                f"no timing probes for gpu {gpu!r}: profiled gpus are {', '.join(self.gpus)}; probe it or drop it"
+                f"no timing probes for gpu {excerpt(gpu)}: profiled gpus are {', '.join(self.gpus)}; probe it or drop it"
             ) from None
         return model.predict(workers, hosts, local_batch)
 
@@ -68,7 +69,7 @@ def fit_models(
     """
     if not profile.steps:
         raise ModelError(
-            f"profile {profile.workload.name!r} has no step records: run timing probes (cotune profile) first"
+            f"profile {excerpt(profile.workload.name)} has no step records: run timing probes (cotune profile) first"
         )
     arrays, notes = clean_step_arrays(profile)
     time_models = {}

@@ -15,9 +15,25 @@ Two layers:
    is carried to every query through a monotone envelope (see ``_build_envelope``),
    so predictions never fall when workers, hosts or batch grow.
 
-Uncertainty: a residual scale (robust, in log space) plus the spread of bootstrap
-refits of the backbone, which grows with distance from the data. Each prediction says
-whether it was interpolated or extrapolated.
+Uncertainty, in log space, has three parts::
+
+    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))²
+
+* ``σ_cv`` — the 90 % quantile of *cross-validated* errors at held-out probed
+  configurations (five folds over distinct configurations), divided by ``z₀.₉₅``: the
+  error at a configuration the model has not seen, not the in-sample residual (which
+  covered about half of the unprobed truth in the replay);
+* ``Var_boot`` — the spread of bootstrap refits of the backbone;
+* ``κ_t · d`` — growth with the extrapolation distance ``d`` (doublings of workers or
+  local batch beyond the probed box, plus one for crossing more hosts than probed).
+  ``κ_t`` is the profile's own: fit on the smaller half of the probed worker counts,
+  predict the larger, and ``κ_own`` is the smallest growth at which the 90 % interval
+  ``z₀.₉₅ · √(σ_cv² + κ² d²)`` covers 90 % of those errors (:func:`growth_for_coverage`);
+  pooled with the prior ``KAPPA_STEP`` (two pseudo-observations) measured the same way
+  on the Pollux traces, from fits on ≤ 2 and ≤ 4 workers (``python -m
+  benchmarks.accuracy_priors`` prints it, and its value with each workload left out).
+
+Each prediction says whether it was interpolated or extrapolated.
 """
 
 from __future__ import annotations
@@ -28,9 +44,16 @@ import numpy as np
 
 from cotune.errors import ModelError
 from cotune.models._backbone import BackboneParams, fit_backbone, predict_log_step
+from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
 
-__all__ = ["StepTimeModel", "StepTimePrediction", "z_for"]
+__all__ = ["KAPPA_STEP", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
+
+# σ of log step time per doubling beyond the probed box, added to the cross-validated σ,
+# measured on the Pollux T4 traces (fit on ≤ 2 and ≤ 4 workers, predict the rest up to 64):
+# python -m benchmarks.accuracy_priors.
+KAPPA_STEP = 0.069
+_PRIOR_WEIGHT = 2.0
 
 
 def z_for(level: float) -> float:
@@ -40,6 +63,26 @@ def z_for(level: float) -> float:
     if not 0.0 < level < 1.0:
         raise ValueError(f"interval level must be in (0, 1), got {level}")
     return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+def growth_for_coverage(err: np.ndarray, sigma: np.ndarray, dist: np.ndarray, *, level: float) -> float:
+    """Smallest κ ≥ 0 with ``|err| ≤ z · √(σ² + κ² d²)`` for a fraction ``level`` of the samples.
+
+    The spread that distance must add on top of the spread already there (bisection;
+    0 when the existing σ already covers ``level``).
+    """
+    z = z_for(level)
+
+    def covered(k: float) -> float:
+        return float(np.mean(err <= z * np.sqrt(sigma**2 + (k * dist) ** 2)))
+
+    if covered(0.0) >= level:
+        return 0.0
+    lo, hi = 0.0, 4.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if covered(mid) >= level else (mid, hi)
+    return hi
 
 
 @dataclass(frozen=True)
@@ -53,7 +96,7 @@ class StepTimePrediction:
     extrapolated: np.ndarray  # bool: outside the probed (workers, hosts, local batch) box
 
 
-class StepTimeModel:
+class StepTimeModel(EstimatorContract):
     """Monotone step-time model of one GPU type.
 
     Parameters
@@ -71,12 +114,22 @@ class StepTimeModel:
     workers_range_, local_batch_range_, hosts_range_ : probed ranges
     """
 
+    _fitted_attribute = "backbone_"
+
     def __init__(
-        self, *, interval: float = 0.9, n_bootstrap: int = 16, random_state: int = 0
+        self,
+        *,
+        interval: float = 0.9,
+        n_bootstrap: int = 16,
+        random_state: int = 0,
+        calibrate: bool = True,
+        kappa_step: float = KAPPA_STEP,
     ) -> None:
         self.interval = interval
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
+        self.calibrate = calibrate
+        self.kappa_step = kappa_step
 
     # -- fitting ---------------------------------------------------------------
     def fit(
@@ -129,7 +182,68 @@ class StepTimeModel:
             idx = rng.integers(0, k, size=k)
             boots.append(fit_backbone(points[idx, 0], points[idx, 1], points[idx, 2], mean_log[idx], counts[idx], init=theta))
         self._boot_thetas = np.array(boots) if boots else np.empty((0, 7))
+        self.cv_sigma_, self.kappa_step_ = self.residual_sigma_, self.kappa_step
+        if self.calibrate:
+            self._calibrate(points, mean_log, counts)
         return self
+
+    def _refit(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> "StepTimeModel":
+        m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False)
+        return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
+
+    def _calibrate(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
+        """Cross-validated interpolation error and the profile's own extrapolation growth."""
+        z = z_for(self.interval)
+        k = points.shape[0]
+        if k >= 6:
+            rng = np.random.default_rng(self.random_state)
+            fold = rng.permutation(k) % 5
+            errs = []
+            for f in range(5):
+                test = fold == f
+                m = self._refit(points[~test], mean_log[~test], counts[~test])
+                # Held-out points outside the training box are extrapolations: their error
+                # belongs to κ_t, so σ_cv counts only those the rest surrounds.
+                inside = ~m._extrapolated(points[test, 0], points[test, 1], points[test, 2])
+                if np.any(inside):
+                    pred = m._log_mean(points[test, 0][inside], points[test, 1][inside], points[test, 2][inside])
+                    errs.append(mean_log[test][inside] - pred)
+            e = np.abs(np.concatenate(errs)) if errs else np.empty(0)
+            if e.size >= 3:
+                self.cv_sigma_ = max(self.residual_sigma_, float(np.quantile(e, self.interval)) / z)
+        ws = np.unique(points[:, 0])
+        own: list[tuple[float, float]] = []
+        if ws.size >= 3:
+            split = ws[(ws.size - 1) // 2]
+            train = points[:, 0] <= split
+            if np.count_nonzero(train) >= 4:
+                m = self._refit(points[train], mean_log[train], counts[train])
+                d = m._distance(points[~train, 0], points[~train, 1], points[~train, 2])
+                pred = m._log_mean(points[~train, 0], points[~train, 1], points[~train, 2])
+                ok = d > 0
+                own = list(zip(np.abs(mean_log[~train][ok] - pred[ok]), d[ok]))
+        if own:
+            e, d = (np.array(v) for v in zip(*own))
+            kappa_own = growth_for_coverage(e, np.full(e.shape, self.cv_sigma_), d, level=self.interval)
+            self.kappa_step_ = float(
+                np.sqrt((_PRIOR_WEIGHT * self.kappa_step**2 + len(own) * kappa_own**2) / (_PRIOR_WEIGHT + len(own)))
+            )
+
+    def _extrapolated(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (
+            (w < self.workers_range_[0])
+            | (w > self.workers_range_[1])
+            | (h > self.hosts_range_[1])
+            | (b < self.local_batch_range_[0])
+            | (b > self.local_batch_range_[1])
+        )
+
+    def _distance(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Doublings beyond the probed box (workers, local batch), plus one for unprobed host counts."""
+        (w0, w1), (b0, b1) = self.workers_range_, self.local_batch_range_
+        dw = np.maximum(np.log2(np.maximum(w, 1e-9) / w1), 0) + np.maximum(np.log2(w0 / np.maximum(w, 1e-9)), 0)
+        db = np.maximum(np.log2(np.maximum(b, 1e-9) / b1), 0) + np.maximum(np.log2(b0 / np.maximum(b, 1e-9)), 0)
+        return dw + db + (h > self.hosts_range_[1]).astype(float)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "backbone_"):
@@ -209,16 +323,12 @@ class StepTimeModel:
         shape = workers.shape
         w, h, b = workers.ravel(), hosts.ravel(), local_batch.ravel()
         log_mean = self._log_mean(w, h, b)
-        var = np.full(w.shape, self.residual_sigma_**2) + self._bootstrap_var(w, h, b)
+        cv = getattr(self, "cv_sigma_", self.residual_sigma_)
+        kappa = getattr(self, "kappa_step_", 0.0)
+        var = cv**2 + self._bootstrap_var(w, h, b) + (kappa * self._distance(w, h, b)) ** 2
         sigma = np.sqrt(var)
         z = z_for(self.interval)
-        extrap = (
-            (w < self.workers_range_[0])
-            | (w > self.workers_range_[1])
-            | (h > self.hosts_range_[1])
-            | (b < self.local_batch_range_[0])
-            | (b > self.local_batch_range_[1])
-        )
+        extrap = self._extrapolated(w, h, b)
         mean = np.exp(log_mean)
         return StepTimePrediction(
             step_time_s=mean.reshape(shape),

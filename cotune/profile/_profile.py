@@ -275,6 +275,8 @@ def _lines_of(fh: IO[str]) -> Iterator[str]:
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read a profile file (JSON Lines). Raises :class:`ProfileError` with the line at fault."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProfileError(f"a profile is a path to a JSON Lines file, got {excerpt(path)}")
     p = Path(path)
     text = str(p)
     shown = text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)

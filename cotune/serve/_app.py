@@ -28,8 +28,10 @@ import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from cotune import __version__
+from cotune._checks import excerpt
 from cotune.api import (
     ERROR_SCHEMA_VERSION,
     REQUEST_SCHEMA_VERSION,
@@ -242,7 +244,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.get("/v1/schema/{name}", summary="A published JSON Schema", responses={404: {"content": _ref("error.v1")}})
     def get_schema(name: str) -> Any:
         if name not in SCHEMA_NAMES:
-            return _error(404, "not_found", f"no schema {name!r}: known are {', '.join(SCHEMA_NAMES)}")
+            return _error(404, "not_found", f"no schema {excerpt(name)}: known are {', '.join(SCHEMA_NAMES)}")
         return schema(name)
 
     @app.post(
@@ -270,12 +272,14 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         """Read, parse and answer one request with ``solve`` (recommend_request or replan_request)."""
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
-            return _error(415, "unsupported_media_type", f"content type {ctype!r}: send application/json")
+            return _error(415, "unsupported_media_type", f"content type {excerpt(ctype)}: send application/json")
         try:
             with admission.request():
                 try:
                     with anyio.fail_after(cfg.request_timeout_s):
                         body = await _read_body(request, cfg.max_body_bytes)
+                except ClientDisconnect:  # the client went away mid-body: nobody reads an answer
+                    return _error(400, "invalid_request", "the client closed the connection before the body was complete")
                 except TimeoutError:
                     return _error(
                         408, "request_timeout", f"the body did not arrive within {cfg.request_timeout_s:g} s: send it at once",

@@ -32,6 +32,8 @@ class MarketStage(Protocol):
     rows_per_candidate: float
     #: Notes about the market for the report (e.g. gpu types left out).
     notes: tuple[str, ...]
+    #: The market as plain data for the report's ``cluster`` field (None: on-demand prices only).
+    document: Mapping[str, Any] | None
 
     def space(self, request: "RecommendRequest", models: "FittedModels") -> tuple[SearchSpace, list[str]]:
         """The search space (gpus, caps, host size, markets) and notes about what was capped."""
@@ -61,6 +63,7 @@ class OnDemandMarket:
     prices: Mapping[str, float] | None = None
     rows_per_candidate: float = 1.0
     notes: tuple[str, ...] = ()
+    document: Mapping[str, Any] | None = None
 
     def space(self, request: "RecommendRequest", models: "FittedModels") -> tuple[SearchSpace, list[str]]:
         gpus = request.gpus or models.gpus

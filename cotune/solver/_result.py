@@ -107,6 +107,8 @@ class Recommendation:
     plan: "Plan | None" = None
     # Revocation details of the chosen candidate on spot/mixed servers (cotune.spot), else None.
     spot: Mapping[str, Any] | None = None
+    # The cluster the plan was made for (its gpus, markets, prices and risk), when one was given.
+    cluster: Mapping[str, Any] | None = None
     # Every evaluated candidate and its feasibility, for candidates_frame() and plot();
     # not serialised (to_dict stays the documented JSON), not compared.
     estimates: "Estimates | None" = field(default=None, compare=False, repr=False)
@@ -235,6 +237,7 @@ class Recommendation:
             "solve_time_s": self.solve_time_s,
             "plan": None if self.plan is None else self.plan.to_dict(),
             "spot": None if self.spot is None else dict(self.spot),
+            "cluster": None if self.cluster is None else dict(self.cluster),
         }
 
 

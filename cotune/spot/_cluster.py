@@ -58,6 +58,10 @@ MAX_YAML_NODES = 100_000
 # Caps on counts a cluster file may give (beyond them a value is a typo, not a cluster).
 MAX_GPUS_PER_TYPE = 1_000_000
 MAX_GPUS_PER_HOST = 4096
+_MAX_SECONDS = 1e9
+# One revocation every 36 s on average is no market; far beyond it the revocation
+# quantiles take minutes (10⁶/h did not finish in 120 s).
+MAX_REVOCATIONS_PER_HOUR = 100.0
 
 _TOP_KEYS = {"version", "gpus_per_host", "checkpoint", "gpu"}
 _CKPT_KEYS = {"write_s", "model_size_gb", "bandwidth_gb_per_s", "restart_s"}
@@ -140,9 +144,11 @@ def _fail(source: str, where: str, problem: str, fix: str) -> InputError:
     return InputError(f"{source}: {where} {problem}; {fix}")
 
 
-def _number(source: str, where: str, value: Any, *, fix: str, minimum: float = 0.0, positive: bool = False) -> float:
+def _number(
+    source: str, where: str, value: Any, *, fix: str, minimum: float = 0.0, positive: bool = False, maximum: float | None = None
+) -> float:
     try:
-        return number(value, where=where, **({"gt": 0.0} if positive else {"ge": minimum}))
+        return number(value, where=where, le=maximum, **({"gt": 0.0} if positive else {"ge": minimum}))
     except BadValue as exc:
         raise _fail(source, where, exc.detail, fix) from None
 
@@ -161,10 +167,14 @@ def _seconds(source: str, where: str, value: Any, *, fix: str) -> float:
         from cotune.units import parse_duration
 
         try:
-            return parse_duration(value)
+            value = parse_duration(value)
         except InputError:
             raise _fail(source, where, f"cannot be read as a duration: {excerpt(value)}", fix) from None
-    return _number(source, where, value, fix=fix)
+    # Seconds feed exponentials of the revocation model: keep them within a century.
+    seconds = _number(source, where, value, fix=fix)
+    if seconds > _MAX_SECONDS:
+        raise _fail(source, where, f"must be at most {_MAX_SECONDS:.0e} s (about 30 years), got {seconds:g} s", fix)
+    return seconds
 
 
 def _unknown(source: str, where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
@@ -191,7 +201,8 @@ def _check_offer(o: GpuOffer, source: str, *, has_checkpoint: bool) -> None:
 def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Cluster:
     """Validate a cluster description already read into plain data (from TOML, YAML, JSON)."""
     if not isinstance(data, Mapping):
-        raise InputError(f"{source}: the file must hold a table of fields (version, checkpoint, gpu), got {type(data).__name__}")
+        got = "an empty file" if data is None else excerpt(data)
+        raise InputError(f"{source}: the file must hold a table of fields (version, checkpoint, gpu), got {got}")
     _unknown(source, "", data, _TOP_KEYS)
     version = data.get("version", CLUSTER_FILE_VERSION)
     if version != CLUSTER_FILE_VERSION:
@@ -219,6 +230,9 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
             size = _number(source, "checkpoint.model_size_gb", raw_ckpt["model_size_gb"], fix="give the checkpoint size in GB", positive=True)
             bw = _number(source, "checkpoint.bandwidth_gb_per_s", raw_ckpt["bandwidth_gb_per_s"], fix="give the write bandwidth in GB/s", positive=True)
             write = size / bw
+            if write > _MAX_SECONDS:
+                raise _fail(source, "checkpoint", f"model_size_gb / bandwidth_gb_per_s is {write:g} s, more than {_MAX_SECONDS:.0e} s",
+                            "check the units: size in GB, bandwidth in GB/s")
         else:
             raise _fail(source, "checkpoint.write_s", "is missing", "give write_s (seconds), or both model_size_gb and bandwidth_gb_per_s")
         restart = _seconds(source, "checkpoint.restart_s", raw_ckpt.get("restart_s", 0.0), fix="give the seconds to reload a checkpoint, e.g. 30")
@@ -251,7 +265,7 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
             spot_price_per_hour=opt_price("spot_price_per_hour"),
             revocation_rate_per_hour=_number(
                 source, at + "revocation_rate_per_hour", table.get("revocation_rate_per_hour", 0.0),
-                fix="give revocations per spot server-hour, e.g. 0.05 (0 for never)",
+                fix="give revocations per spot server-hour, e.g. 0.05 (0 for never)", maximum=MAX_REVOCATIONS_PER_HOUR,
             ),
             replacement_delay_s=_seconds(
                 source, at + "replacement_delay_s", table.get("replacement_delay_s", 0.0),
@@ -355,6 +369,8 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
     """Read and validate a cluster file (``.toml``, ``.yaml`` or ``.yml``); a :class:`Cluster` passes through."""
     if isinstance(path, Cluster):
         return path
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"cluster must be a path to a .toml or .yaml file (or a Cluster), got {excerpt(path)}")
     p = Path(path)
     source = str(p)
     suffix = p.suffix.lower()

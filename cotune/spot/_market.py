@@ -37,11 +37,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from cotune.errors import InputError
-from cotune.spot._cluster import Cluster, load_cluster
+from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
 from cotune.spot._revocation import job_rate_per_s, revocation_estimate, time_at_confidence_s, young_daly_interval_s
 from cotune.spot._simulate import simulate
 
-__all__ = ["SpotMarket", "SpotDetails", "PLAN_MARKETS", "take_estimates"]
+__all__ = ["SpotMarket", "SpotDetails", "PLAN_MARKETS", "cluster_of", "take_estimates"]
 
 # Markets of the candidates the spot stage produces (the space itself holds the first two).
 PLAN_MARKETS = ("on_demand", "spot", "mixed")
@@ -76,6 +76,11 @@ def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset o
     return Estimates(candidates=cands, **fields)
 
 
+def cluster_of(value: Cluster | str | Mapping[str, Any]) -> Cluster:
+    """A :class:`Cluster` from a cluster file, itself, or the file's fields as a mapping."""
+    return parse_cluster(value, source="cluster") if isinstance(value, Mapping) else load_cluster(value)
+
+
 def _cap_function(max_workers: int | Mapping[str, int] | Callable[[str], int]) -> Callable[[str], int]:
     if callable(max_workers):
         return max_workers
@@ -108,7 +113,7 @@ class SpotMarket:
     @classmethod
     def create(
         cls,
-        cluster: Cluster | str,
+        cluster: Cluster | str | Mapping[str, Any],
         *,
         profiled_gpus: Sequence[str],
         gpus: Sequence[str] | None,
@@ -117,8 +122,9 @@ class SpotMarket:
         runs: int = 400,
         seed: int = 0,
     ) -> "SpotMarket":
-        """``max_workers``: one cap, one per gpu type, or a function of the gpu type."""
-        cl = load_cluster(cluster)
+        """``cluster``: a file, a :class:`Cluster`, or the file's fields as a mapping;
+        ``max_workers``: one cap, one per gpu type, or a function of the gpu type."""
+        cl = cluster_of(cluster)
         user_cap = _cap_function(max_workers)
         wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
         for g in wanted:
@@ -163,6 +169,29 @@ class SpotMarket:
 
     def price_per_hour(self, gpus: Sequence[str]) -> tuple[np.ndarray, bool]:
         return self.price_table(gpus), True
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The cluster as searched, for the report: gpus with availability, prices and risk; checkpoint cost."""
+        ck = self.cluster.checkpoint
+        return {
+            "source": self.cluster.source,
+            "gpus_per_host": self.gpus_per_host,
+            "checkpoint": None if ck is None else {"write_s": ck.write_s, "restart_s": ck.restart_s},
+            "gpus": {
+                g: {
+                    "on_demand": o.on_demand,
+                    "spot": o.spot,
+                    "on_demand_price_per_hour": o.on_demand_price_per_hour,
+                    "spot_price_per_hour": o.spot_price_per_hour,
+                    "revocation_rate_per_hour": o.revocation_rate_per_hour,
+                    "replacement_delay_s": o.replacement_delay_s,
+                    "max_workers": self.max_workers[g],
+                }
+                for g, o in self.cluster.gpus.items()
+                if g in self.gpus
+            },
+        }
 
     def adjust_for(self, est, request: Any):  # (Estimates, SpotDetails)
         return self.adjust(est, startup_s=request.startup_s, confidence=request.confidence, deadline_s=request.deadline_s)

@@ -121,6 +121,32 @@ def test_fixed_command_lines_keep_the_cli_contract(argv):
     check_cli_result(argv, code, out, err)
 
 
+@pytest.mark.slow  # three of them search a huge space with Optuna (~3 s each)
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--max-workers", "1000000000"],
+        ["--max-workers", "10000", "--hosts", "any"],
+        ["--max-workers", "t4=100000000000"],
+        ["--gpus-per-host", "1" + "0" * 30],
+        ["--workers", "1,2," + "9" * 400],
+        ["--local-batch", "1," + "1" + "0" * 30],
+        ["--price", "t4=" + "9" * 400],
+        ["--target", "1" + "0" * 400],
+        ["--deadline", "99999999999999999999999h"],
+        ["--top", "100000000000"],
+        ["--budget", "5e-324"],
+    ],
+    ids=lambda extra: " ".join(extra)[:40],
+)
+def test_the_issue_campaign_command_lines_keep_the_contract(files, extra):
+    # Each of these once allocated gigabytes, overflowed or printed a traceback (issue 11).
+    argv = ["recommend", files["profile"], "--target", "0.9", *extra]
+    with time_bound(argv):
+        code, out, err = _run(argv)
+    check_cli_result(argv, code, out, err)
+
+
 @pytest.mark.slow
 @HEAVY
 @given(data=st.data())

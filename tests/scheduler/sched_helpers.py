@@ -32,3 +32,15 @@ def without_timing(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+
+
+def closed(node: Any) -> Any:
+    """additionalProperties: false wherever a CRD schema lists properties (SOURCE.md's advice): typos fail."""
+    if isinstance(node, dict):
+        out = {k: closed(v) for k, v in node.items()}
+        if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [closed(v) for v in node]
+    return node

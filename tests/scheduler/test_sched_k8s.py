@@ -16,7 +16,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sched_helpers import BASE_REQUEST
+from sched_helpers import BASE_REQUEST, closed
 
 from cotune.api import recommend_request
 from cotune.cli import main
@@ -28,22 +28,10 @@ _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?|m)?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
-def _closed(node):
-    """additionalProperties: false wherever the schema lists properties (SOURCE.md's advice): typos fail."""
-    if isinstance(node, dict):
-        out = {k: _closed(v) for k, v in node.items()}
-        if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(node, list):
-        return [_closed(v) for v in node]
-    return node
-
-
 @lru_cache(maxsize=None)
 def _validator(kind: str):
     name = {"PyTorchJob": "pytorchjob.kubeflow.org.v1.json", "PodGroup": "podgroup.scheduling.volcano.sh.v1beta1.json"}[kind]
-    return jsonschema.Draft7Validator(_closed(json.loads((DATA / name).read_text())))
+    return jsonschema.Draft7Validator(closed(json.loads((DATA / name).read_text())))
 
 
 def _check(manifest: dict) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cotune.errors import InputError
@@ -62,7 +64,7 @@ def _with(path: str, value):
     [
         ("gpu.t4.spot_price_per_hour", "cheap", "gpu.t4.spot_price_per_hour must be a finite number"),
         ("gpu.t4.spot_price_per_hour", KeyError, "gpu.t4.spot_price_per_hour is missing"),
-        ("gpu.t4.revocation_rate_per_hour", -1, "gpu.t4.revocation_rate_per_hour must be a finite number >= 0, got -1"),
+        ("gpu.t4.revocation_rate_per_hour", -1, "gpu.t4.revocation_rate_per_hour must be a finite number >= 0 and <= 100, got -1"),
         ("gpu.t4.revocation_rate_per_hour", KeyError, "revocation_rate_per_hour is missing"),
         ("gpu.t4.replacement_delay_s", "soon", "replacement_delay_s cannot be read as a duration"),
         ("gpu.t4.spot", 1.5, "gpu.t4.spot must be a whole number"),
@@ -189,3 +191,16 @@ def test_cluster_errors_quote_control_characters_escaped(tmp_path):
     with pytest.raises(InputError) as info:
         load_cluster(path)
     assert "\x1b" not in str(info.value) and "\\x1b]0;owned\\x07" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expect"),
+    [
+        ("gpu.t4.revocation_rate_per_hour", 1e6, "revocation_rate_per_hour must be a finite number >= 0 and <= 100"),
+        ("checkpoint.write_s", "99999999999999999999h", "checkpoint.write_s must be"),
+        ("gpu.t4.replacement_delay_s", 1e12, "at most 1e+09 s"),
+    ],
+)
+def test_values_that_would_stall_the_revocation_model_are_refused(path, value, expect):
+    with pytest.raises(InputError, match=re.escape(expect)):
+        parse_cluster(_with(path, value), source="c.toml")

@@ -1,0 +1,305 @@
+"""One request value for every door: validated once, the same answer and the same message
+from Python, the CLI and HTTP (issue 13 item 1; issue 11 items 3, 4 and 8)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cotune
+from cotune import InputError, RecommendRequest
+from cotune._request import CLI_OPTIONS, DEFAULT_MAX_WORKERS, FIELD_NAMES, request_from_call
+from cotune.cli import main
+from cotune.solver import SearchSpaceTooLarge
+
+EXAMPLE = "cifar10-resnet18"
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def two_gpu_profile(tmp_path):
+    from _helpers import synthetic_records, write_jsonl
+
+    return write_jsonl(tmp_path / "two.jsonl", synthetic_records(gpus=("t4", "v100")))
+
+
+def _cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# --- the Python door: every bad value is an InputError with a one-line pointer message ----------
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer"),
+    [
+        ({"top": -1}, "/top"),
+        ({"workers": [0]}, "/workers/0"),
+        ({"max_workers": True}, "/max_workers"),
+        ({"workers": [16.7]}, "/workers/0"),
+        ({"deadline_s": "30m"}, "/deadline_s"),
+        ({"target": None}, "/target"),
+        ({"prices": [0.5, 1.0]}, "/prices"),
+        ({"interval": 1.5}, "/interval"),
+        ({"target": 10**400}, "/target"),
+        ({"deadline_s": 10**30}, "/deadline_s"),
+        ({"gpus_per_host": 10**30}, "/gpus_per_host"),
+        ({"prices": {"t4": 10**400}}, "/prices/t4"),
+        ({"confidence": float("nan")}, "/confidence"),
+        ({"global_batch_range": (512, 64)}, "/global_batch_range"),
+        ({"objective": "speed"}, "/objective"),
+        ({"gpus": "t4"}, "/gpus"),
+        ({"max_workers": {"t4": 0}}, "/max_workers/t4"),
+    ],
+)
+def test_python_door_refuses_bad_values_with_a_pointer_message(change, pointer):
+    with pytest.raises(InputError) as info:
+        cotune.recommend(EXAMPLE, **({"target": 0.94} | change))
+    text = str(info.value)
+    assert text.startswith(f"{pointer}: ") and "\n" not in text and len(text) < 300, text
+
+
+def test_the_message_names_field_rule_and_value():
+    with pytest.raises(InputError, match=r"^/deadline_s: must be a finite number > 0, got -5$"):
+        RecommendRequest(profile=EXAMPLE, target=0.9, deadline_s=-5)
+
+
+def test_an_unknown_keyword_names_the_closest_field():
+    with pytest.raises(InputError, match="did you mean 'deadline_s'"):
+        cotune.recommend(EXAMPLE, target=0.9, deadline=60)
+
+
+def test_fractional_workers_are_refused_not_truncated():
+    with pytest.raises(InputError, match="whole number"):
+        RecommendRequest(profile=EXAMPLE, target=0.9, max_workers=16.7)
+    assert RecommendRequest(profile=EXAMPLE, target=0.9, max_workers=16.0).max_workers == 16
+
+
+def test_the_request_is_frozen_and_normalised():
+    req = RecommendRequest(profile=EXAMPLE, target=0.9, gpus=["T4"], workers=[4, 2], prices={"T4": 1})
+    assert req.gpus == ("t4",) and req.workers == (4, 2) and dict(req.prices) == {"t4": 1.0}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        req.target = 0.5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        req.prices["t4"] = 2.0  # type: ignore[index]
+
+
+def test_recommend_takes_the_request_value_or_the_same_keywords(cifar_models):
+    kw = dict(target=0.94, deadline_s=1800, max_workers=12, prices={"t4": 0.526})
+    by_value = cotune.recommend(RecommendRequest(profile=EXAMPLE, **kw), models=cifar_models)
+    by_keywords = cotune.recommend(EXAMPLE, models=cifar_models, **kw)
+    assert by_value.chosen == by_keywords.chosen and by_value.n_candidates == by_keywords.n_candidates
+
+
+@given(field=st.sampled_from(["top", "pareto_limit", "gpus_per_host", "baseline_workers"]),
+       value=st.one_of(st.booleans(), st.floats(allow_nan=True), st.integers(-10**40, 10**40), st.text(max_size=5), st.none()))
+@settings(max_examples=150, deadline=None)
+def test_any_value_is_accepted_bounded_or_an_input_error(field, value):
+    try:
+        req = RecommendRequest(profile=EXAMPLE, target=0.9, **{field: value})
+    except InputError as exc:
+        assert str(exc).startswith(f"/{field}") and "\n" not in str(exc)
+    else:
+        got = getattr(req, field)
+        assert got is None or (type(got) is int and 0 <= got <= 10**15)
+
+
+# --- defaults, each defined once; max_workers naming only some gpus --------------------------
+
+
+def test_default_max_workers_is_defined_once():
+    hits = [
+        f"{p.name}:{line}" for p in (REPO / "cotune").rglob("*.py") for line in p.read_text().splitlines()
+        if re.search(r"max_workers[^=]*=\s*16\b", line) and ">>>" not in line  # doc examples may say 16
+    ]
+    assert hits == [], hits  # the literal lives in DEFAULT_MAX_WORKERS only
+    assert RecommendRequest(profile=EXAMPLE, target=0.9).max_workers == DEFAULT_MAX_WORKERS == 16
+
+
+def test_a_cap_for_some_gpus_leaves_the_others_at_the_star_entry_or_the_default():
+    req = RecommendRequest(profile=EXAMPLE, target=0.9, max_workers={"t4": 8})
+    assert req.cap_for("t4") == 8 and req.cap_for("v100") == DEFAULT_MAX_WORKERS
+    star = RecommendRequest(profile=EXAMPLE, target=0.9, max_workers={"*": 32, "t4": 8})
+    assert star.cap_for("v100") == 32
+
+
+def test_partial_max_workers_behaves_the_same_at_every_door(capsys, two_gpu_profile):
+    """A profile with t4 and v100; max_workers names t4 only: Python, CLI and HTTP agree, with a note."""
+    from cotune.api import recommend_request
+
+    py = cotune.recommend(str(two_gpu_profile), target=0.7, max_workers={"t4": 3}).to_dict()
+    code, out, err = _cli(capsys, "recommend", str(two_gpu_profile), "--target", "0.7", "--max-workers", "t4=3", "--json", "--quiet")
+    assert code == 0, err
+    cli = json.loads(out)
+    records = [json.loads(line) for line in two_gpu_profile.read_text().splitlines() if line.strip()]
+    http = recommend_request({"profile": {"records": records}, "target": 0.7, "max_workers": {"t4": 3}})
+    for doc in (py, cli, http):
+        assert doc["n_candidates"] == py["n_candidates"] and doc["recommendation"] == py["recommendation"]
+        assert any("names no cap for v100" in n for n in doc["notes"])
+
+
+def test_partial_max_workers_with_a_cluster_is_not_a_key_error(cifar_models, tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('version = 1\n[gpu.t4]\non_demand = 16\non_demand_price_per_hour = 0.5\n')
+    rec = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, cluster=str(path), max_workers={"v100": 2})
+    assert rec.feasible and rec.chosen.workers <= DEFAULT_MAX_WORKERS
+
+
+# --- the candidate limit: the same for every door, checked before any candidate exists --------
+
+
+def test_huge_spaces_are_refused_before_enumeration_where_they_cannot_be_sampled(cifar_models, tmp_path):
+    """Spot/mixed stages cannot be sampled one row at a time: over the limit they are refused at once."""
+    path = tmp_path / "c.toml"
+    path.write_text('version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 1000000\nspot = 1000000\n'
+                    'on_demand_price_per_hour = 0.5\nspot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.1\n'
+                    'replacement_delay_s = 60\n')
+    for kw in ({"max_workers": 10**9}, {"max_workers": 10_000, "hosts": "any"}):
+        t0 = time.perf_counter()
+        with pytest.raises(SearchSpaceTooLarge) as info:
+            cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=1800, cluster=str(path), **kw)
+        assert info.value.count > info.value.limit == 1_000_000 and time.perf_counter() - t0 < 30
+
+
+@pytest.mark.parametrize("extra", [["--max-workers", "1000000000"], ["--max-workers", "10000", "--hosts", "any"]])
+def test_huge_spot_spaces_fail_fast_at_the_cli(capsys, tmp_path, extra):
+    path = tmp_path / "c.toml"
+    path.write_text('version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 1000000\nspot = 1000000\n'
+                    'on_demand_price_per_hour = 0.5\nspot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.1\n'
+                    'replacement_delay_s = 60\n')
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--deadline", "30m", "--quiet",
+                          "--cluster", str(path), *extra)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "over the limit of 1,000,000" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [["--max-workers", "1000000000"], ["--max-workers", "10000", "--hosts", "any"]])
+def test_huge_on_demand_spaces_are_searched_not_enumerated_at_the_cli(capsys, extra):
+    """On-demand spaces over the limit are sampled (cotune/solver/_optuna.py): an answer, a note, bounded work."""
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--quiet", "--json", *extra)
+    doc = json.loads(out)
+    assert code == 0 and doc["n_candidates"] < 10_000
+    assert any("over the limit of 1,000,000" in n for n in doc["notes"])
+
+
+# --- the CLI door: the same checks, in the option's name --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--top", "-1"], "--top: must be a whole number >= 0 and <= 1000, got -1"),
+        (["--max-workers", "t4=0"], "--max-workers t4: must be a whole number >= 1, got 0"),
+        (["--max-workers", "16.7"], "whole number"),
+        (["--gpus-per-host", "1" + "0" * 30], "at most 1e+15"),
+        (["--price", "t4=1e400"], "finite"),
+        (["--workers", "9" * 400], "at most 100 characters"),
+        (["--interval", "1.5"], "--interval: must be a probability"),
+        (["--global-batch", "512..64"], "--global-batch"),
+    ],
+)
+def test_cli_messages_name_the_option(capsys, argv, needle):
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", *argv)
+    assert code == 2 and out == "" and err.startswith("cotune: ") and err.count("\n") == 1 and needle in err, err
+
+
+def test_every_field_has_a_cli_option_in_recommend_and_k8s():
+    from cotune.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    for command in ("recommend", "k8s"):
+        options = {s for a in sub[command]._actions for s in a.option_strings}
+        for name in FIELD_NAMES:
+            flag = CLI_OPTIONS[name]
+            assert flag == "PROFILE" or flag in options, (command, name, flag)
+
+
+def test_serve_refuses_a_port_out_of_range(capsys):
+    code, _, err = _cli(capsys, "serve", "--port", "70000")
+    assert code == 2 and "65535" in err and err.count("\n") == 1
+
+
+def test_request_from_call_accepts_a_request_and_applies_changes():
+    req = RecommendRequest(profile=EXAMPLE, target=0.9)
+    assert request_from_call(req) is req
+    assert request_from_call(req, {"top": 2}).top == 2
+    with pytest.raises(InputError, match="target"):
+        request_from_call(EXAMPLE, {})
+
+
+# --- what the output says ------------------------------------------------------------------------
+
+
+def test_objective_time_prints_no_currency(capsys):
+    code, out, _ = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--deadline", "1h", "--price", "t4=0.5",
+                        "--objective", "time", "--quiet")
+    assert code == 0 and "objective: time ·" in out and "(USD)" not in out.splitlines()[1]
+    code, out, _ = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--deadline", "1h", "--price", "t4=0.5", "--quiet")
+    assert "objective: cost (USD)" in out
+
+
+def test_relax_hint_for_a_loss_target_says_raise(tmp_path):
+    """goal 'min': an unreachable (too low) loss target must be *raised*."""
+    from _helpers import synthetic_records, write_jsonl
+
+    records = synthetic_records()
+    for r in records:
+        if r["record"] == "workload":
+            r["goal"] = "min"
+        if r["record"] == "eval":
+            r["metric"] = 1.0 - r["metric"]  # accuracy → error rate, falling with epochs
+    path = write_jsonl(tmp_path / "loss.jsonl", records)
+    rec = cotune.recommend(str(path), target=1e-9)
+    assert not rec.feasible
+    assert "raise the target" in rec.relax[0] and "lower the target" not in rec.relax[0], rec.relax
+
+
+# --- docs/request.md: every field, every door ---------------------------------------------------
+
+
+def _field_rows() -> dict[str, list[str]]:
+    text = (REPO / "docs" / "request.md").read_text()
+    rows = {}
+    for line in text.split("## Every field and its doors", 1)[1].split("## Re-planning", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_the_field_table_lists_every_field_with_its_cli_option():
+    rows = _field_rows()
+    assert set(rows) == set(FIELD_NAMES)
+    for name, (_, _, python, cli, json_field) in rows.items():
+        assert CLI_OPTIONS[name].split()[0] in cli, (name, cli)
+        assert json_field == "— (³)" or name in json_field, (name, json_field)
+
+
+def test_the_field_table_matches_the_json_schema():
+    from cotune.api import schema
+
+    props = set(schema("recommend-request.v1")["properties"]) - {"schema_version"}
+    rows = _field_rows()
+    assert props == {n for n, cells in rows.items() if cells[4] != "— (³)"}
+
+
+@pytest.mark.slow
+def test_request_doc_examples_run():
+    import os
+
+    here = os.getcwd()
+    os.chdir(REPO)
+    try:
+        for block in re.findall(r"```python\n(.*?)```", (REPO / "docs" / "request.md").read_text(), flags=re.S):
+            exec(compile(block, "docs/request.md", "exec"), {})
+    finally:
+        os.chdir(here)

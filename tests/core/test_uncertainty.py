@@ -1,0 +1,166 @@
+"""Predictive distributions: failure modes of the accuracy model on small synthetic
+profiles, calibration on seeded synthetic truth, and the estimator contract."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotune.models import AccuracyModel, StepTimeModel
+from cotune.models._accuracy import KAPPA_BEYOND, fit_noise_scale
+
+
+def _saturating(epochs: np.ndarray, e_half: float, top: float = 0.95) -> np.ndarray:
+    """A curve that reaches ``top·(1 − 2^-k)`` after ``k·e_half`` epochs."""
+    return top * (1.0 - np.power(0.5, epochs / e_half))
+
+
+def _pooled_runs(batches, e_half_of, *, runs=1, epochs=60, noise=0.002, seed=0, stop_at=None):
+    rng = np.random.default_rng(seed)
+    gb, ep, me, sd = [], [], [], []
+    for B in batches:
+        for s in range(runs):
+            eh = e_half_of(B) * float(np.exp(rng.normal(0, 0.05)))
+            e = np.arange(1.0, epochs + 1)
+            m = _saturating(e, eh) + rng.normal(0, noise, e.size)
+            if stop_at is not None:
+                hit = np.flatnonzero(m >= stop_at)
+                if hit.size:
+                    e, m = e[: hit[0] + 1], m[: hit[0] + 1]  # MLPerf-style: stop once the target is reached
+            gb += [B] * e.size
+            ep += list(e)
+            me += list(m)
+            sd += [s] * e.size
+    return np.array(gb, float), np.array(ep), np.array(me), np.array(sd)
+
+
+def _law(B: float, b_noise: float = 2048.0, e_half: float = 4.0) -> float:
+    return e_half * (1 + B / b_noise)
+
+
+def test_one_off_recipe_batch_does_not_make_the_target_unreachable_elsewhere():
+    batches = [64 * 2**k for k in range(8)]
+    slow = batches[3]
+    data = _pooled_runs(batches, lambda B: _law(B) * (1.6 if B == slow else 1.0), runs=2, epochs=150)
+    m = AccuracyModel().fit(*data)
+    t = 0.9
+    p = m.epochs_to_target(np.array(batches, float), t)
+    assert np.all(np.isfinite(p.epochs))
+    assert slow in m.outlier_batches(t)
+    others = [i for i, b in enumerate(batches) if b != slow]
+    truth = np.array([_law(b) * math.log2(0.95 / 0.05) for b in batches])  # epochs to 0.9 of 0.95
+    np.testing.assert_allclose(p.epochs[others], truth[others], rtol=0.25)
+
+
+def test_pooled_runs_that_stop_at_the_target_read_their_epoch_not_infinity():
+    batches = [512, 1024, 2048]
+    target = 0.9
+    data = _pooled_runs(batches, _law, runs=28, stop_at=target, seed=3)
+    m = AccuracyModel().fit(*data)
+    got = m.measured_epochs(target)
+    assert np.all(np.isfinite(got["epochs"]))
+    assert np.all(got["p_reach"] > 0.9)
+    truth = np.array([_law(b) * math.log2(0.95 / 0.05) for b in batches])
+    np.testing.assert_allclose(got["epochs"], truth, rtol=0.2)
+
+
+def test_interval_widens_with_distance_from_the_measured_batch():
+    data = _pooled_runs([256], _law)
+    m = AccuracyModel(b_noise=2048.0).fit(*data)
+    p = m.epochs_to_target(np.array([256.0, 512.0, 2048.0, 16384.0]), 0.85)
+    width = np.log(p.upper / p.lower)
+    assert np.all(np.diff(width) > 0)
+    # Far away, the spread per doubling is the measured prior.
+    assert p.log_sigma[-1] == pytest.approx(math.hypot(p.log_sigma[0], KAPPA_BEYOND * 6), rel=0.05)
+    assert np.all(np.isfinite(p.upper))
+
+
+def test_reach_probability_near_a_plateau_is_neither_zero_nor_one():
+    data = _pooled_runs([256, 1024, 4096], _law, noise=0.004)
+    m = AccuracyModel().fit(*data)
+    plateau = 0.95 * (1 - 0.5 ** (60 / _law(1024)))
+    p = m.epochs_to_target(np.array([512.0, 2048.0]), plateau)
+    assert np.all((p.p_reach > 0.05) & (p.p_reach < 0.95))
+    easy = m.epochs_to_target(np.array([512.0, 2048.0]), 0.5)
+    assert np.all(easy.p_reach > 0.99)
+
+
+def test_robust_noise_scale_fit_is_no_worse_than_least_squares_on_clean_data():
+    B = np.array([256.0, 512, 1024, 2048, 4096])
+    E = np.array([_law(b) for b in B])
+    robust, plain = fit_noise_scale(B, E), fit_noise_scale(B, E, robust=False)
+    assert robust[1] == pytest.approx(2048.0, rel=0.02)
+    assert plain[1] == pytest.approx(2048.0, rel=0.02)
+
+
+def test_robust_noise_scale_fit_ignores_one_off_recipe_batch():
+    B = np.array([256.0, 512, 1024, 2048, 4096, 8192])
+    E = np.array([_law(b) for b in B])
+    E[2] *= 1.6
+    robust, plain = fit_noise_scale(B, E), fit_noise_scale(B, E, robust=False)
+    assert abs(math.log(robust[1] / 2048)) < abs(math.log(plain[1] / 2048))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10**6))
+def test_epochs_interval_is_calibrated_when_the_world_spreads_as_the_prior(seed):
+    # Truth: log E(B) = law + N(0, (κ·d)²) around the reference batch. The model sees the
+    # reference curve and the true B_noise; its 90 % intervals must cover about 90 %.
+    rng = np.random.default_rng(seed)
+    ref = 256.0
+    data = _pooled_runs([ref], _law, noise=0.0005, seed=seed)
+    m = AccuracyModel(b_noise=2048.0).fit(*data)
+    qs = ref * 2.0 ** rng.uniform(0.5, 5.0, 400)
+    p = m.epochs_to_target(qs, 0.85)
+    d = np.log2(qs / ref)
+    e_ref = float(m.measured_epochs(0.85)["epochs"][0])
+    truth = e_ref * (1 + qs / 2048.0) / (1 + ref / 2048.0) * np.exp(rng.normal(0, KAPPA_BEYOND * d))
+    cover = np.mean((p.lower <= truth) & (truth <= p.upper))
+    assert 0.84 <= cover <= 0.97
+
+
+def test_step_time_intervals_cover_unprobed_configurations_of_a_known_law():
+    covers = []
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        w, b = np.meshgrid([1, 2, 3, 4, 6, 8, 12, 16], [16, 32, 64, 128, 256], indexing="ij")
+        w, b = w.ravel().astype(float), b.ravel().astype(float)
+        h = np.ceil(w / 4)
+        true = np.sqrt((0.01 + 0.0005 * b) ** 2 + np.where(w > 1, 0.004 + 0.003 * np.log2(w) + 0.01 * (h > 1), 0) ** 2)
+        obs = true * np.exp(rng.normal(0, 0.05, true.size))
+        probed = rng.choice(true.size, 16, replace=False)
+        rest = np.setdiff1d(np.arange(true.size), probed)
+        m = StepTimeModel().fit(w[probed], h[probed], b[probed], obs[probed])
+        p = m.predict(w[rest], h[rest], b[rest])
+        y = true[rest] * np.exp(rng.normal(0, 0.05, rest.size))  # a fresh measurement
+        covers.append(np.mean((p.lower_s <= y) & (y <= p.upper_s)))
+    assert 0.8 <= float(np.mean(covers)) <= 0.99
+
+
+def test_step_time_interval_grows_with_extrapolation_distance():
+    w = np.array([1.0, 2, 4, 1, 2, 4, 1, 2, 4])
+    b = np.array([32.0, 32, 32, 64, 64, 64, 128, 128, 128])
+    t = 0.01 + 0.0005 * b + np.where(w > 1, 0.003 * np.log2(w), 0)
+    m = StepTimeModel().fit(w, np.ones_like(w), b, t)
+    p = m.predict(np.array([4.0, 8, 16, 64]), np.ones(4), np.full(4, 64.0))
+    assert np.all(np.diff(p.log_sigma) > 0)
+
+
+@pytest.mark.parametrize("cls", [AccuracyModel, StepTimeModel])
+def test_models_follow_the_scikit_learn_estimator_contract(cls):
+    from sklearn.base import clone
+    from sklearn.utils.validation import check_is_fitted
+    from sklearn.exceptions import NotFittedError
+
+    est = cls(interval=0.8)
+    copy = clone(est)
+    assert copy is not est and copy.get_params() == est.get_params()
+    assert copy.set_params(interval=0.7).interval == 0.7
+    with pytest.raises(NotFittedError):
+        check_is_fitted(copy)
+    with pytest.raises(ValueError, match="invalid parameter"):
+        est.set_params(no_such_thing=1)

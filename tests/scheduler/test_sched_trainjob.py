@@ -1,0 +1,171 @@
+"""``cotune k8s --kind trainjob``: Kubeflow Trainer v2 TrainJobs validated against the
+vendored CRD (``../shared/data/k8s-schemas/kubeflow-trainer-v2``, tag v2.3.0), and the
+Kubernetes name and value rules every manifest follows (issue 13 item 3; issue 11 item 7)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+from contextlib import redirect_stderr, redirect_stdout
+from functools import lru_cache
+
+import jsonschema
+import pytest
+import yaml
+from sched_helpers import BASE_REQUEST, REPO, closed
+
+from cotune.api import recommend_request
+from cotune.cli import main
+from cotune.errors import InputError
+from cotune.k8s import JobOptions, derive_name, layout_for, render_manifests
+
+TRAINER_V2 = REPO.parent / "shared" / "data" / "k8s-schemas" / "kubeflow-trainer-v2"
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@lru_cache(maxsize=None)
+def _trainjob_validator() -> jsonschema.Draft7Validator:
+    path = TRAINER_V2 / "trainer.kubeflow.org_trainjobs.yaml"
+    if not path.is_file():
+        pytest.skip(f"the vendored Trainer v2 CRDs are not beside the clone ({TRAINER_V2}): CI provides ../shared")
+    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    assert crd["spec"]["names"]["kind"] == "TrainJob"
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
+    return jsonschema.Draft7Validator(closed(version["schema"]["openAPIV3Schema"]))
+
+
+@lru_cache(maxsize=None)
+def _doc(deadline_s: float, workers: tuple[int, ...] | None = None, gph: int = 4) -> str:
+    req = dict(copy.deepcopy(BASE_REQUEST), deadline_s=deadline_s, gpus_per_host=gph)
+    if workers:
+        req["workers"] = list(workers)
+    return json.dumps(recommend_request(req))
+
+
+def _check(job: dict) -> None:
+    _trainjob_validator().validate(job)
+    assert _DNS_1035.match(job["metadata"]["name"]) and len(job["metadata"]["name"]) <= 50
+
+
+@pytest.mark.parametrize("gang", ["volcano", "kueue", "none"])
+@pytest.mark.parametrize(("deadline_s", "workers", "gph"), [(1800, None, 4), (600, (7, 8, 9), 4), (3600, (6,), 4), (1800, (3,), 1)])
+def test_trainjob_validates_and_follows_the_plan(gang, deadline_s, workers, gph):
+    doc = json.loads(_doc(deadline_s, workers, gph))
+    plan = doc["plan"]
+    out = render_manifests(doc, JobOptions(kind="trainjob", name="train-1", image="ghcr.io/me/train:1", gang=gang,
+                                           command=("torchrun", "train.py"), node_selector={"nvidia.com/gpu.product": "Tesla-T4"}))
+    assert len(out) == 1  # the runtime's podGroupPolicy makes any PodGroup
+    job = out[0]
+    _check(job)
+    assert job["apiVersion"] == "trainer.kubeflow.org/v1alpha1" and job["kind"] == "TrainJob"
+    assert job["spec"]["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"}
+    trainer = job["spec"]["trainer"]
+    gpus_per_node = int(trainer["resourcesPerNode"]["limits"]["nvidia.com/gpu"])
+    assert trainer["numNodes"] * trainer["numProcPerNode"] == plan["workers"]  # exactly the planned GPUs
+    assert gpus_per_node == trainer["numProcPerNode"]
+    assert trainer["image"] == "ghcr.io/me/train:1" and trainer["command"] == ["torchrun", "train.py"]
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env["COTUNE_LOCAL_BATCH"] == str(plan["local_batch"]) and env["COTUNE_WORKERS"] == str(plan["workers"])
+    lay = layout_for(plan, elastic=False)
+    assert trainer["numNodes"] == lay.pods
+    notes = job["metadata"]["annotations"]
+    assert notes["cotune.dev/workers-range"] == f"{plan['elastic']['min_workers']}..{plan['elastic']['max_workers']}"
+    pod = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "Tesla-T4"}
+    if not lay.exact_hosts and lay.pods > 1:
+        assert pod["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    labels = job["metadata"]["labels"]
+    if gang == "kueue":
+        assert labels["kueue.x-k8s.io/queue-name"] == "default"
+    elif gang == "volcano":
+        assert notes["scheduling.volcano.sh/queue-name"] == "default" and "kueue.x-k8s.io/queue-name" not in labels
+    else:
+        assert "kueue.x-k8s.io/queue-name" not in labels and "scheduling.volcano.sh/queue-name" not in notes
+
+
+def test_the_trainjob_schema_catches_a_typo():
+    job = render_manifests(json.loads(_doc(1800)), JobOptions(kind="trainjob", name="t", image="i", command=("x",)))[0]
+    job["spec"]["trainer"]["numNode"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        _check(job)
+
+
+def test_cli_trainjob_yaml_and_json_agree():
+    argv = ["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--price", "t4=0.526", "--kind", "trainjob",
+            "--image", "ghcr.io/me/train:1", "--command", "torchrun train.py", "--gang", "kueue", "--quiet"]
+    outs = []
+    for extra in ([], ["--json"]):
+        buf, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(buf), redirect_stderr(err):
+            assert main(argv + extra) == 0
+        assert err.getvalue() == ""  # image and command given: no warning
+        outs.append(buf.getvalue())
+    from_yaml = list(yaml.safe_load_all(outs[0]))
+    from_json = json.loads(outs[1])["items"]
+    assert from_yaml == from_json and from_yaml[0]["kind"] == "TrainJob"
+    _check(from_yaml[0])
+
+
+def test_without_image_and_command_the_cli_warns_loudly():
+    buf, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(buf), redirect_stderr(err):
+        code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--kind", "trainjob", "--quiet"])
+    assert code == 0
+    lines = err.getvalue().splitlines()
+    assert any("no --image" in line for line in lines) and any("no --command" in line for line in lines)
+    job = yaml.safe_load(buf.getvalue())
+    assert "image" not in job["spec"]["trainer"] and "command" not in job["spec"]["trainer"]  # the runtime's, said aloud
+    _check(job)
+
+
+@pytest.mark.parametrize("name", ["1job", "Job", "-x", "a" * 51, "a_b", "job-", "x\ny"])
+def test_names_kubernetes_refuses_are_clear_errors(name):
+    with pytest.raises(InputError, match="DNS-1035"):
+        JobOptions(name=name)
+    buf, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(buf), redirect_stderr(err):
+        code = main(["k8s", "cifar10-resnet18", "--target", "0.94", f"--name={name}"])
+    assert code == 2 and buf.getvalue() == "" and err.getvalue().count("\n") == 1 and "DNS-1035" in err.getvalue()
+
+
+@pytest.mark.parametrize(("workload", "expected"), [("3d-unet", "job-3d-unet"), ("ResNet_50 (ImageNet)", "resnet-50-imagenet"),
+                                                    ("", "cotune-job"), ("\x1b]0;x\x07", "job-0-x"), ("9" * 400, "job-" + "9" * 46)])
+def test_derived_names_are_valid(workload, expected):
+    name = derive_name(workload)
+    assert name == expected and _DNS_1035.match(name) and len(name) <= 50
+
+
+def test_a_huge_or_hostile_workload_name_is_not_put_raw_into_annotations():
+    doc = json.loads(_doc(1800))
+    doc["workload"] = "w\x1b[2J" + "x" * 300_000
+    for kind in ("trainjob", "pytorchjob"):
+        job = render_manifests(doc, JobOptions(kind=kind, name=derive_name(doc["workload"]), image="i"))[-1]
+        text = job["metadata"]["annotations"]["cotune.dev/workload"]
+        assert len(text) <= 200 and "\x1b" not in text and _DNS_1035.match(job["metadata"]["name"])
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"image": "ghcr.io/me/train:1\nkind: Secret"}, "container image"),
+        ({"image": "has space"}, "container image"),
+        ({"node_selector": {"bad key!": "x"}}, "label key"),
+        ({"node_selector": {"nvidia.com/gpu.product": "Tesla T4"}}, "label value"),
+        ({"node_selector": {"a" * 64: "x"}}, "label key"),
+        ({"gpu_resource": "nvidia.com/"}, "label key"),
+        ({"kind": "mpijob"}, "kind"),
+    ],
+)
+def test_bad_manifest_values_are_refused(options, words):
+    with pytest.raises(InputError, match=words):
+        JobOptions(name="ok", **options)
+
+
+def test_cli_refuses_a_newline_in_the_image_and_a_bad_node_selector():
+    for extra in (["--image", "a\nb"], ["--node-selector", "zone=us east"]):
+        buf, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(buf), redirect_stderr(err):
+            code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--quiet", *extra])
+        assert code == 2 and buf.getvalue() == "" and err.getvalue().count("\n") == 1
