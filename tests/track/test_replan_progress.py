@@ -67,6 +67,7 @@ def test_a_deadline_nothing_meets_is_infeasible_and_names_the_nearest(job_path: 
     assert r.to_dict()["nearest"]["workers"] == r.nearest.workers
 
 
+@pytest.mark.slow
 def test_the_budget_left_after_spending_bounds_every_option(job_path: Path, cifar_models) -> None:
     free = _replan(job_path, cifar_models)
     need = min(c.cost for c in (free.stay, free.best) if c is not None)
@@ -108,6 +109,7 @@ def test_http_request_without_progress_reads_it_from_inline_records(job_path: Pa
     assert rr.request.cluster is None and rr.request.budget == 2
 
 
+@pytest.mark.slow
 def test_cli_replan_from_tracked_records_answers_the_response_schema(job_path: Path, capsys) -> None:
     import jsonschema
 
