@@ -152,3 +152,11 @@ def test_a_service_reads_tracked_records_by_path_only_inside_its_profile_dir(job
     with pytest.raises(RequestError, match="profiles by path are disabled") as info:
         replan_request(body)  # no profile_dir: the file is never opened for its progress either
     assert info.value.status == 403
+
+
+def test_a_revocation_on_spot_feeds_the_same_decision(job_path: Path, cifar_models) -> None:
+    cluster = str(Path(__file__).resolve().parents[2] / "examples" / "cluster.toml")
+    r = cotune.replan(job_path, models=cifar_models, target=TARGET, deadline_s=3 * 3600, cluster=cluster,
+                      progress={"market": "spot", "workers_lost": 2})
+    assert r.stay is not None and r.stay.workers == 2 and r.stay.market == "spot"
+    assert r.forecast is not None and r.forecast.source == "curve+prior" and r.decision in ("stay", "switch")
