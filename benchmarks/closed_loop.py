@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -41,7 +42,7 @@ from benchmarks.regret import Outcome
 from benchmarks._registry import setting
 from cotune.models import FittedModels, fit_models
 from cotune.profile import EvalRecord, Profile, StepRecord
-from cotune.solver import Candidates, estimate
+from cotune.solver import Candidates, estimate, feasibility
 
 __all__ = [
     "RESTART_S",
@@ -335,12 +336,12 @@ class RemainingWorkController:
     done / E_M(B, level))^d`` at the running batch, ``d = E_M(B, level) / E_M(B, target)``
     the share of the predicted work done (``correct_pace``; 1 otherwise). The
     remaining time at confidence ``q`` scales the candidate's time at that confidence
-    the same way. Among candidates whose elapsed + restart + remaining time meets the
-    deadline, the cheapest remaining cost (restart included) wins; the job switches
-    only if that saves more than the restart plus ``margin`` of the remaining cost, or
-    if its own configuration no longer meets the deadline. If none meets it, the job
-    keeps the configuration with the earliest predicted finish; it gives up only when
-    the models see the target unreachable everywhere.
+    the same way. The decision is cotune's own re-planning rule,
+    :func:`cotune.solver.decide_replan`, on those remaining times and costs (restart
+    included for every alternative): stay unless an alternative that meets the remaining
+    deadline saves more than ``margin``; switch when the running configuration misses it;
+    when nothing meets it, move to the nearest option; give up only when no candidate
+    reaches the target at all.
     """
 
     candidates: Candidates
@@ -348,8 +349,12 @@ class RemainingWorkController:
     dataset_size: int
     models: _ModelSource
     confidence: float | None = None
-    margin: float = 0.1
+    margin: float = 0.05
     correct_pace: bool = True
+    # Optional forecast of the running batch from the job's own curve: (progress, models) →
+    # (median total epochs, log-spread, probability of reaching the target at all).
+    forecast: Callable[[Progress, FittedModels], tuple[float, float, float]] | None = None
+    give_up_below: float = 0.05  # a forecast reach probability below this rules the running batch out
 
     def __call__(self, p: Progress) -> Action:
         m = self.models(p)
@@ -367,6 +372,10 @@ class RemainingWorkController:
             raw = float(np.clip(p.epochs_done / e_level[here], 0.25, 4.0))
             done = float(np.clip(e_level[here] / est_t.epochs[here], 0.0, 1.0)) if math.isfinite(est_t.epochs[here]) else 1.0
             pace = raw**done
+        fc = self.forecast(p, m) if (self.forecast is not None and here is not None) else None
+        if fc is not None and math.isfinite(fc[0]) and math.isfinite(est_t.epochs[here]) and est_t.epochs[here] > 0:
+            # The job's own forecast at its batch re-scales the model everywhere else.
+            pace = float(np.clip(fc[0] / est_t.epochs[here], 0.25, 4.0))
         with np.errstate(invalid="ignore", divide="ignore"):
             rem_epochs = pace * np.maximum(est_t.epochs - np.where(np.isfinite(e_level), e_level, 0.0), 0.0)
             if here is not None:
@@ -374,34 +383,61 @@ class RemainingWorkController:
             frac = np.where(est_t.epochs > 0, rem_epochs / est_t.epochs, 0.0)
             rem_time = frac * est_t.time_at_confidence_s
             rem_mean = frac * est_t.time_s
+            if fc is not None:
+                med, sig, p_reach = fc
+                if p_reach < self.give_up_below or not math.isfinite(med):
+                    rem_time[here] = rem_mean[here] = np.inf
+                else:
+                    zq = 0.0 if self.confidence is None else NormalDist().inv_cdf(self.confidence)
+                    et = float(est_t.epoch_time_s[here])
+                    rem_mean[here] = max(med - p.epochs_done, 0.0) * et
+                    rem_time[here] = max(med * math.exp(zq * sig) - p.epochs_done, 0.0) * et
+        # cotune's own rule: a candidate whose probability of reaching the target at all is
+        # not above the confidence is out (the running one too, unless its own curve says otherwise).
+        reaches = feasibility(est_t, deadline_s=None, budget=None, confidence=self.confidence).reaches
+        if fc is not None:
+            reaches[here] = True
+        rem_mean = np.where(reaches, rem_mean, np.inf)
+        rem_time = np.where(reaches, rem_time, np.inf)
         rate = sub.workers * est_t.price_per_hour / 3600.0
         switch = np.ones(len(sub), dtype=bool)
         if here is not None:
             switch[here] = False
         restart_t = np.where(switch, p.restart_s, 0.0)
-        rem_cost = rate * (rem_mean + restart_t)
-        finish = p.elapsed_s + restart_t + rem_time
-        ok = np.isfinite(rem_cost) & np.isfinite(finish)
-        if p.deadline_s is not None:
-            ok &= finish <= p.deadline_s
         if not np.any(np.isfinite(est_t.epochs)):
             return Action("give_up", reason="the models see the target unreachable at every candidate")
-        if not np.any(ok):
-            fin = np.where(np.isfinite(finish), finish, np.inf)
-            j = int(np.argmin(fin))
-            if here is not None and fin[here] <= fin[j] * (1 + self.margin):
-                return CONTINUE
-            return Action("switch", int(usable[j]), "no candidate meets the deadline: earliest predicted finish")
-        j = int(np.flatnonzero(ok)[np.argmin(rem_cost[ok])])
-        if here is None:
-            return Action("switch", int(usable[j]), "running configuration not predictable")
-        if j == here:
+        return self._decide(p, usable, sub, here, rem_mean + restart_t, rem_time + restart_t, rate * (rem_mean + restart_t))
+
+    def _decide(self, p: Progress, usable, sub, here, rem_mean, rem_conf, rem_cost) -> Action:
+        """cotune's re-planning rule (``cotune.solver.decide_replan``) on the remaining work."""
+        from cotune.solver import ReplanOption, decide_replan
+
+        if p.deadline_s is not None and p.elapsed_s >= p.deadline_s:
+            return Action("continue", reason="the deadline has passed: finish where the job is")
+        opts = {}
+        for k in np.flatnonzero(np.isfinite(rem_cost) & np.isfinite(rem_mean)):
+            k = int(k)
+            opts[k] = ReplanOption(
+                gpu=sub.gpus[int(sub.gpu[k])], market=sub.markets[int(sub.market[k])], workers=int(sub.workers[k]),
+                local_batch=int(sub.local_batch[k]), hosts=int(sub.hosts[k]), time_s=float(rem_mean[k]),
+                cost=float(rem_cost[k]), time_at_confidence_s=float(rem_conf[k]) if np.isfinite(rem_conf[k]) else math.inf,
+            )
+        stay = opts.get(here) if here is not None else None
+        alternatives = [o for k, o in opts.items() if k != here]
+        remaining = math.inf if p.deadline_s is None else p.deadline_s - p.elapsed_s
+        d = decide_replan(
+            stay=stay, alternatives=alternatives, remaining_s=remaining, margin=self.margin,
+            use_confidence=self.confidence is not None,
+        )
+        index_of = {id(o): k for k, o in opts.items()}
+        if d.decision == "stay":
             return CONTINUE
-        if not ok[here]:
-            return Action("switch", int(usable[j]), "running configuration misses the deadline")
-        if rem_cost[here] - rem_cost[j] > self.margin * rem_cost[here]:
-            return Action("switch", int(usable[j]), "cheaper remaining work beyond restart and margin")
-        return CONTINUE
+        if d.decision == "switch":
+            return Action("switch", int(usable[index_of[id(d.chosen)]]), d.reason)
+        if d.nearest is None:
+            return Action("give_up", reason=d.reason)
+        k = index_of[id(d.nearest)]
+        return CONTINUE if k == here else Action("switch", int(usable[k]), "nothing meets the deadline: the nearest")
 
 
 def _with_job_records(profile: Profile, p: Progress) -> Profile:
@@ -458,9 +494,12 @@ def _run(name: str, scn: Scenario, evidence: Evidence, budget: int, plan: Plan, 
     )
 
 
-def _cotune_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None) -> Controller:
+def _cotune_controller(
+    scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None, *, curve: bool = False
+) -> Controller:
     """Closed-loop cotune: cotune's library models refitted with the job's own step times,
-    their epochs corrected by the job's own pace on its curve."""
+    their epochs corrected by the job's own pace on its curve (``curve``: by the
+    extrapolation of that curve, pooled with the model's prior, instead)."""
     base = _profile(scn, evidence, plan.probed)
     cache: dict[tuple, FittedModels] = {}
 
@@ -468,13 +507,32 @@ def _cotune_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence
         key = tuple(sorted((s.gpu, s.workers, s.hosts, s.local_batch) for s in p.steps))
         if key not in cache:
             cache.clear()
-            cache[key] = fit_models(_with_job_records(base, p))
+            # Intervals matter only when planning at a confidence; few bootstrap refits keep it quick.
+            cache[key] = fit_models(_with_job_records(base, p), n_bootstrap=0 if confidence is None else 4)
         return cache[key]
 
     return RemainingWorkController(
         candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), dataset_size=scn.workload.dataset_size,
-        models=models, confidence=confidence,
+        models=models, confidence=confidence, correct_pace=not curve,
+        forecast=_curve_forecast(scn.workload.goal) if curve else None,
     )
+
+
+def _curve_forecast(goal: str, interval: float = 0.9) -> Callable[[Progress, FittedModels], tuple[float, float, float]]:
+    """The job's curve at its running batch, extrapolated and pooled with the accuracy
+    model's prior there (``cotune.models._curve``)."""
+    from cotune.models._curve import extrapolate_curve, prior_from_model
+
+    def forecast(p: Progress, m: FittedModels) -> tuple[float, float, float]:
+        own = [e for e in p.evals if e.global_batch == p.global_batch]
+        prior = prior_from_model(m.accuracy, global_batch=float(p.global_batch), target=p.target, interval=interval)
+        f = extrapolate_curve(
+            [e.epoch for e in own], [e.metric for e in own], target=p.target, goal=goal,  # type: ignore[arg-type]
+            interval=interval, prior=prior,
+        )
+        return float(f.epochs_if_reached), float(f.log_sigma), float(f.p_reach)
+
+    return forecast
 
 
 def _pollux_controller(scn: Scenario, evidence: Evidence, plan: Plan) -> Controller:
@@ -522,6 +580,13 @@ _register_closed("cotune_closed", planner="cotune", make=lambda s, e, p: _cotune
 _register_closed("cotune_closed_q90", planner="cotune_q90", make=lambda s, e, p: _cotune_controller(s, e, p, 0.9),
                  family="cotune_closed", confidence=0.9,
                  description="cotune's plan at confidence 0.9, re-planned at every checkpoint at confidence 0.9")
+_register_closed("cotune_closed_curve", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None, curve=True),
+                 family="cotune_closed_curve", requires=("cotune.models._curve",),
+                 description="closed-loop cotune reading the job's curve with cotune.models._curve (extrapolation + prior)")
+_register_closed("cotune_closed_curve_q90", planner="cotune_q90",
+                 make=lambda s, e, p: _cotune_controller(s, e, p, 0.9, curve=True), family="cotune_closed_curve",
+                 confidence=0.9, requires=("cotune.models._curve",),
+                 description="cotune_closed_curve at confidence 0.9")
 _register_closed("pollux_adaptive", planner="pollux", make=_pollux_controller,
                  description="Pollux-style goodput policy, re-chosen at the same checkpoints")
 

@@ -39,7 +39,7 @@ from benchmarks.replay import ReplayLauncher, _interp_log, curve_epochs_to_targe
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, recipe_batch
 from cotune.models import FittedModels, StepTimeModel, fit_models
-from cotune.solver import Candidates, estimate, feasibility, ranked
+from cotune.solver import Candidates, estimate, feasibility, prefer_safer, ranked, with_success
 
 __all__ = [
     "Plan",
@@ -51,6 +51,7 @@ __all__ = [
     "subset",
     "visible_epochs",
     "coverage_counts",
+    "choose",
 ]
 
 SEED_PER_GPU = 3
@@ -239,9 +240,20 @@ def _solve(
     usable = _usable(scn, mask, models.time_models)
     sub = subset(scn.candidates, usable)
     est = estimate(sub, models, target=scn.target, price_per_hour=price_matrix(scn.workload), confidence=confidence)
-    ok = feasibility(est, deadline_s=scn.deadline_s, budget=None).all
-    top = ranked(est, ok, "cost", limit=CONFIRM_TOP)
+    est, ok, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=CONFIRM_TOP)
     return est, usable, top
+
+
+def choose(est, *, deadline_s: float | None, confidence: float | None, limit: int):
+    """cotune's own solve on estimates, as ``cotune.recommend`` runs it: ``P(success)`` for the
+    deadline, feasibility at the confidence, rank by cost, the safest near-tie first.
+    Returns (estimates with ``p_success``, feasible mask, the best ``limit`` indices)."""
+    est = with_success(est, deadline_s=deadline_s)
+    ok = feasibility(est, deadline_s=deadline_s, budget=None, confidence=confidence).all
+    order = ranked(est, ok, "cost")
+    if order.size:
+        order, _ = prefer_safer(est, order, "cost")
+    return est, ok, order[:limit]
 
 
 def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, probed: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -401,12 +413,12 @@ _model_entry(
     description="the paper's isotonic fits alone (cannot extrapolate from one curve: free-curves only)",
 )
 _model_entry(
-    "resource_only", time="cotune", accuracy="cotune", subspace="resource_only",
-    description="the paper's resource-only baseline: local batch fixed at the recipe's",
+    "resource_only", time="cotune", accuracy="cotune", subspace="resource_only", settings=("one-curve",),
+    description="the paper's resource-only baseline: local batch fixed at the recipe's (one-curve only)",
 )
 _model_entry(
-    "batch_only", time="cotune", accuracy="cotune", subspace="batch_only",
-    description="the paper's batch-only baseline: 4 workers of the first GPU type",
+    "batch_only", time="cotune", accuracy="cotune", subspace="batch_only", settings=("one-curve",),
+    description="the paper's batch-only baseline: 4 workers of the first GPU type (one-curve only)",
 )
 _model_entry(
     "pollux", time="pollux", accuracy="pollux", subspace="all",

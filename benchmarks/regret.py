@@ -19,6 +19,7 @@ deadline: ``1 − cost*(cotune plan) / cost*(best independent baseline)``.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
@@ -87,6 +88,7 @@ class ScenarioResult:
     resource_only_optimum: float  # best true cost with the batch fixed (inf: none feasible)
     batch_only_optimum: float  # best true cost with the resources fixed
     outcomes: tuple[Outcome, ...]
+    errors: tuple[str, ...] = ()  # policies that raised on this scenario (left out of the summary)
 
 
 def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float, evidence: Evidence | None = None) -> Outcome:
@@ -166,18 +168,23 @@ def run_scenario(
     load()
     sol = scn.oracle.solve(scn.target, scn.deadline_s)
     outcomes = []
+    errors: list[str] = []
     for setting_name in settings:
         ev = scn.evidence(setting_name)
         closed = SETTINGS[setting_name].closed_loop
         for name in policies_for(setting_name, include_optional=policies is not None):
             if policies is not None and name not in policies:
                 continue
-            if closed:
-                for b in closed_loop_budgets or (max(budgets),):
-                    outcomes.append(POLICIES[name].run(scn, ev, int(b)).outcome(scn, ev, sol.cost))
-            else:
-                for plan in run_policy(name, scn, tuple(budgets), setting=setting_name):
-                    outcomes.append(evaluate_plan(scn, plan, sol.cost, ev))
+            try:
+                if closed:
+                    got = [POLICIES[name].run(scn, ev, int(b)).outcome(scn, ev, sol.cost) for b in closed_loop_budgets or (max(budgets),)]
+                else:
+                    got = [evaluate_plan(scn, plan, sol.cost, ev) for plan in run_policy(name, scn, tuple(budgets), setting=setting_name)]
+            except Exception as exc:  # one broken policy must not lose a whole campaign: record it, report it
+                errors.append(f"{setting_name}/{name}: {type(exc).__name__}: {exc}")
+                print(f"[benchmarks] ERROR {scn.key} {setting_name}/{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            outcomes.extend(got)
     c = scn.candidates
     cfg = None if sol.index is None else (c.gpus[int(c.gpu[sol.index])], int(c.workers[sol.index]), int(c.local_batch[sol.index]))
     return ScenarioResult(
@@ -195,6 +202,7 @@ def run_scenario(
         resource_only_optimum=_restricted_optimum(scn, "resource_only"),
         batch_only_optimum=_restricted_optimum(scn, "batch_only"),
         outcomes=tuple(outcomes),
+        errors=tuple(errors),
     )
 
 

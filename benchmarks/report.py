@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["write_json", "markdown", "plot_all", "aims"]
+__all__ = ["write_json", "read_json", "markdown", "plot_all", "aims", "rewrite"]
 
 AIM_MEDIAN_REGRET = 0.03
 AIM_P90_REGRET = 0.10
@@ -38,6 +38,29 @@ def _clean(x: Any) -> Any:
 
 def write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(_clean(data), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def _unclean(x: Any) -> Any:
+    if x == "inf":
+        return math.inf
+    if x == "-inf":
+        return -math.inf
+    if isinstance(x, dict):
+        return {k: _unclean(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_unclean(v) for v in x]
+    return x
+
+
+def read_json(path: Path) -> dict:
+    """``results.json`` back as written (infinities restored; NaN comes back as None)."""
+    return _unclean(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def rewrite(out: Path) -> None:
+    """Re-render ``report.md`` from ``results.json`` in ``out`` (after a change to this module)."""
+    data = read_json(Path(out) / "results.json")
+    (Path(out) / "report.md").write_text(markdown(data), encoding="utf-8")
 
 
 def _pct(x: float) -> str:
@@ -188,6 +211,29 @@ def markdown(data: dict) -> str:
                 f"{_frac(r['probe_share'])} | {_frac(r['curve_share'])} | {_frac(r['delivered'])} ({_frac(r['promised'])}) | "
                 f"{_frac(r['delivered_q90'])} | {_frac(r['coverage_step_90'])} | {_frac(r['coverage_epochs_90'])} |"
             )
+    cal = [r for r in reg["summary"] if r["policy"] in ("cotune", "cotune_voi", "cotune_open", "cotune_closed", "cotune_closed_curve")]
+    if cal:
+        lines += ["", "### Calibration: promised vs delivered probability of reaching the target by the deadline", "",
+                  "| setting | family | probes | q = 0.5: promised | delivered | q = 0.9: promised | delivered |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in cal:
+            lines.append(f"| {r['setting']} | {r['family']} | {r['probes']} | {_frac(r['promised_q50'])} | {_frac(r['delivered_q50'])} | "
+                         f"{_frac(r['promised_q90'])} | {_frac(r['delivered_q90'])} |")
+    voi = [r for r in reg["summary"] if r["family"] == "cotune_voi"]
+    if voi:
+        lines += ["", "### Value-of-information probe planner: expected vs realised gain", "",
+                  "Summed over the measurements each plan bought, as shares of the oracle's cost (medians over scenarios); "
+                  "realised = the drop of the plan's true loss (see benchmarks/voi.py).", "",
+                  "| policy | budget | median probes used | mean short runs | expected gain | realised gain | miss rate | median regret |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in voi:
+            lines.append(f"| {r['policy']} | {r['probes']} | {r['median_probes']:.0f} | {r['mean_accuracy_runs']:.2f} | "
+                         f"{_pct(r['median_expected_gain_share'])} | {_pct(r['median_realised_gain_share'])} | "
+                         f"{_pct(r['miss_rate'])} | {_pct(r['median_regret'])} |")
+    errs = [(sc["scenario"], e) for sc in reg["scenarios"] for e in sc.get("errors", [])]
+    if errs:
+        lines += ["", f"**{len(errs)} policy runs raised** and are left out of the rows above:", ""]
+        lines += [f"- {k}: {e}" for k, e in errs]
     fam = reg.get("by_family")
     if fam:
         lines += ["", f"By workload at {reg['headline_budget']} probes (cotune, {reg.get('headline_setting', 'free-curves')}): median regret, miss rate, median probe share", "",

@@ -102,6 +102,8 @@ CLI_OPTIONS: Mapping[str, str] = MappingProxyType(
         "progress": "--current/--elapsed/--epochs-done",
         "margin": "--margin",
         "restart_s": "--restart",
+        "lr_rule": "--lr-rule",
+        "job": "--job",
     }
 )
 
@@ -393,8 +395,10 @@ def request_from_call(profile: Any = None, question: Mapping[str, Any] | None = 
 @dataclass(frozen=True, kw_only=True)
 class Progress:
     """What a running job has done: on ``gpu``/``market`` with ``workers × local_batch``
-    at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds; since then it lost
-    ``workers_lost`` and gained ``workers_added`` workers."""
+    at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds, ``spent`` money (USD, or
+    worker-hours without prices) so far; since then it lost ``workers_lost`` and gained
+    ``workers_added`` workers. A profile with the job's tracked records can tell all but
+    ``spent`` (:func:`cotune.track.progress_from_records`)."""
 
     epochs_done: float
     elapsed_s: float
@@ -404,10 +408,12 @@ class Progress:
     local_batch: int
     workers_lost: int = 0
     workers_added: int = 0
+    spent: float = 0.0
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         put("epochs_done", number(self.epochs_done, where="/progress/epochs_done", ge=0.0))
+        put("spent", number(self.spent, where="/progress/spent", ge=0.0))
         put("elapsed_s", _seconds(self.elapsed_s, "/progress/elapsed_s", ge=0.0))
         put("gpu", _name(self.gpu, "/progress/gpu"))
         if isinstance(self.market, str):
@@ -434,7 +440,8 @@ class Progress:
 
 
 # Fields of the question that replan does not use (yet): refusing them beats ignoring them.
-_REPLAN_UNUSED = ("budget", "workers", "global_batch_range", "baseline_local_batch", "baseline_workers")
+_REPLAN_UNUSED = ("workers", "global_batch_range", "baseline_local_batch", "baseline_workers")
+LR_RULES = ("sqrt", "linear", "none")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -442,10 +449,16 @@ class ReplanRequest:
     """Re-plan a running job: the job's question, its progress, and the switching rule.
 
     ``request`` is the question the job was planned with (``deadline_s`` counted from the
-    job's start; a ``cluster`` is required). ``prices`` are *new* prices overriding the
-    cluster file (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when
-    the gain after the restart exceeds this fraction of staying; ``restart_s``: what a
-    switch costs (None: checkpoint write + reload + slowest replacement delay).
+    job's start; ``budget``, if any, for the whole job: what is left is ``budget −
+    progress.spent``). With a ``cluster`` every market is considered; without one, on-demand
+    servers at ``request.prices``. ``prices`` are *new* prices overriding the cluster file
+    (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when the gain after
+    the restart exceeds this fraction of staying; ``restart_s``: what a switch costs (None:
+    checkpoint write + reload + slowest replacement delay; ``request.startup_s`` without a
+    cluster).
+    ``lr_rule``: how the job rescales its learning rate when the global batch changes
+    (``sqrt``, ``linear``, ``none``), reported with a batch change. ``job``: which tracked
+    job's records in the profile are the running job (default: the latest).
     """
 
     request: RecommendRequest
@@ -453,6 +466,8 @@ class ReplanRequest:
     margin: float = DEFAULT_MARGIN
     restart_s: float | None = None
     prices: Mapping[str, float] | None = None
+    lr_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    job: str | None = None
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -460,8 +475,10 @@ class ReplanRequest:
             raise BadValue(f"must be a RecommendRequest, got {excerpt(self.request)}", where="/request")
         if not isinstance(self.progress, Progress):
             raise BadValue(f"must be a Progress, got {excerpt(self.progress)}", where="/progress")
-        if self.request.cluster is None:
-            raise BadValue("replan needs the cluster file the job runs on (--cluster, cluster=)", where="/cluster")
+        _choice(self.lr_rule, "/lr_rule", LR_RULES)
+        if self.job is not None and (not isinstance(self.job, str) or not self.job.strip() or len(self.job) > MAX_NAME):
+            raise BadValue(f"must be the name of a tracked job (1 to {MAX_NAME} characters), got {excerpt(self.job)}",
+                           where="/job")
         if self.request.deadline_s is None:
             raise BadValue("replan needs the job's deadline, counted from its start (--deadline, deadline_s=)", where="/deadline_s")
         for name in _REPLAN_UNUSED:

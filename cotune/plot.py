@@ -92,8 +92,11 @@ def plot_recommendation(rec: "Recommendation", *, path: str | os.PathLike[str] |
         marked(rec.chosen, "chosen", "*", "#c0392b", 15)
     if rec.deadline_s is not None:
         ax.axvline(rec.deadline_s / hours, color="#555555", ls="--", lw=1, label=f"deadline {rec.deadline_s / hours:.3g} h")
+    # Wide ranges (thousands of workers, any host count) on log axes, or the frontier is a flat line.
     if len(reach) and (reach["time_s"].max() / max(reach["time_s"].min(), 1e-9)) > 20:
         ax.set_xscale("log")
+    if len(reach) and (reach["cost"].max() / max(reach["cost"].min(), 1e-12)) > 20:
+        ax.set_yscale("log")
     ax.set_xlabel("predicted training time (hours)")
     ax.set_ylabel(f"predicted cost ({unit})")
     interval = f"bars: {rec.interval:.0%} intervals"

@@ -41,8 +41,11 @@ RECOMMEND_FIELDS = (
 REPLAN_FIELDS = (
     "schema_version", "profile", "target", "deadline_s", "max_workers", "gpus_per_host", "cluster", "objective",
     "confidence", "gpus", "local_batches", "hosts", "interval", "progress", "margin", "restart_s", "prices",
+    "budget", "lr_rule", "job",
 )
-_PROGRESS_FIELDS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added")
+_PROGRESS_FIELDS = (
+    "epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent",
+)
 _PROFILE_KEYS = ("example", "records", "path")
 _MISSING = object()
 
@@ -191,18 +194,34 @@ def parse_request(request: Any, *, max_candidates: int | None = None) -> Recomme
     return _question(given, **({} if max_candidates is None else {"max_candidates": max_candidates}))
 
 
-def parse_replan_request(request: Any, *, max_candidates: int | None = None) -> ReplanRequest:
-    """Validate a replan request (``docs/schema/replan-request.v1.json``) into a :class:`~cotune.ReplanRequest`."""
-    given = _top(request, REPLAN_FIELDS, ("profile", "target", "deadline_s", "cluster", "progress"))
-    progress = _object(given.pop("progress"), "/progress")
+def parse_replan_request(
+    request: Any, *, max_candidates: int | None = None, load_profile_ref: Callable[[Any], Any] | None = None
+) -> ReplanRequest:
+    """Validate a replan request (``docs/schema/replan-request.v1.json``) into a :class:`~cotune.ReplanRequest`.
+
+    Progress fields left out come from the profile's tracked records of the job, read with
+    ``load_profile_ref(ref)`` (default: the request's own read; a service passes
+    its own, which confines paths to its profile directory and bounds the records)."""
+    given = _top(request, REPLAN_FIELDS, ("profile", "target", "deadline_s"))
+    progress = _object(given.pop("progress", {}), "/progress")
     _unknown_keys(progress, _PROGRESS_FIELDS, "/progress")
-    for required in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch"):
-        if required not in progress:
-            raise RequestError(f"missing required field {required!r}", path="/progress")
-    rule = {k: given.pop(k) for k in ("margin", "restart_s", "prices") if k in given}
+    rule = {k: given.pop(k) for k in ("margin", "restart_s", "prices", "lr_rule", "job") if k in given}
     caps = given.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
     if isinstance(caps, dict) and "*" not in caps:
         caps = {"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}
     given["max_workers"] = caps
     question = _question(given, **({} if max_candidates is None else {"max_candidates": max_candidates}))
-    return _build(lambda: ReplanRequest(request=question, progress=Progress(**{k: v for k, v in progress.items() if v is not None}), **rule))
+    progress = {k: v for k, v in progress.items() if v is not None}
+
+    def build() -> ReplanRequest:
+        if all(k in progress for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch")):
+            current = Progress(**progress)
+        else:  # the rest from the job's tracked records in the profile
+            from cotune.track import progress_from_records
+
+            # The request keeps the reference (a service checks what kind of profile it names).
+            profile = load_profile_ref(question.profile) if load_profile_ref else question.load_profile()
+            current = progress_from_records(profile, job=rule.get("job"), **progress)
+        return ReplanRequest(request=question, progress=current, **rule)
+
+    return _build(build)

@@ -230,14 +230,24 @@ def _solve(fn: Any) -> Any:
         ) from None
 
 
-def _prepared(req: RecommendRequest, profile_dir: Any, limits: Limits) -> tuple[RecommendRequest, Any, int]:
-    """The question with its profile loaded (within the limits), its fitted models, and its candidate count."""
+def _prepared(req: RecommendRequest, profile_dir: Any, limits: Limits, *, planning: bool = False) -> tuple[RecommendRequest, Any, int]:
+    """The question with its profile loaded (within the limits), its fitted models, and its candidate count.
+
+    ``planning``: models of a running job, fitted on :func:`cotune.track.planning_profile`
+    (its tracked curve is evidence of its own), while the question keeps the whole profile."""
     if req.max_candidates > limits.max_candidates:  # a caller never raises the service's limit
         req = req.replace(max_candidates=limits.max_candidates)
     if not isinstance(req.profile, ProfileRef):
         raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
     key, load = _resolve(req.profile, profile_dir, limits)
-    profile, models = _fit(key, load, req.interval, limits)
+    if planning:
+        from cotune.track import planning_profile
+
+        whole = load()
+        _, models = _fit(("planning",) + tuple(key), lambda: planning_profile(whole), req.interval, limits)
+        profile = whole
+    else:
+        profile, models = _fit(key, load, req.interval, limits)
     n_candidates = _admitted_count(req, profile, limits)
     return req.replace(profile=profile), models, n_candidates
 
@@ -288,8 +298,14 @@ def replan_request(
     from cotune.solver import RESULT_SCHEMA_VERSION
     from cotune.spot import replan
 
-    rr = request if isinstance(request, ReplanRequest) else parse_replan_request(request, max_candidates=limits.max_candidates)
-    question, models, n_candidates = _prepared(rr.request, profile_dir, limits)
+    def load_ref(ref: Any) -> Any:  # the same confinement and limits as the solve's own read
+        if not isinstance(ref, ProfileRef):
+            raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
+        return _resolve(ref, profile_dir, limits)[1]()
+
+    rr = request if isinstance(request, ReplanRequest) else parse_replan_request(
+        request, max_candidates=limits.max_candidates, load_profile_ref=load_ref)
+    question, models, n_candidates = _prepared(rr.request, profile_dir, limits, planning=True)
     rr = dataclasses.replace(rr, request=question)
     with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
         result = _solve(lambda: replan(rr, models=models))

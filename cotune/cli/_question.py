@@ -18,7 +18,7 @@ __all__ = ["add_question_arguments", "request_from_args", "cli_error", "recommen
 
 
 def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) -> None:
-    """Every field of the question as an option (``replan``: the subset replan uses, deadline and cluster required)."""
+    """Every field of the question as an option (``replan``: the subset replan uses, deadline required)."""
     from cotune._request import (
         DEFAULT_GPUS_PER_HOST,
         DEFAULT_INTERVAL,
@@ -39,8 +39,9 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
                    f"types not named get N, else {workers_default}")
     p.add_argument("--gpus-per-host", type=_args.whole_number, default=DEFAULT_GPUS_PER_HOST, metavar="N",
                    help=f"accelerators per machine (default {DEFAULT_GPUS_PER_HOST})")
-    p.add_argument("--cluster", required=replan, default=None, metavar="FILE",
-                   help="cluster file (TOML/YAML): availability, prices and spot risk; considers on-demand, spot and mixed plans (docs/spot.md)")
+    p.add_argument("--cluster", default=None, metavar="FILE",
+                   help="cluster file (TOML/YAML): availability, prices and spot risk; considers on-demand, spot and mixed plans (docs/spot.md)"
+                   + ("; without it, on-demand servers at --price" if replan else ""))
     p.add_argument("--price", action="append", type=_args.key_value, default=None, metavar="GPU[:MARKET]=USD",
                    help="new price per GPU-hour overriding the cluster file, e.g. t4:spot=0.21 (repeatable)" if replan else
                    "price per worker-hour, e.g. t4=0.53 (repeatable); without prices cost is worker-hours; spot prices go in --cluster")
@@ -52,12 +53,13 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
     p.add_argument("--interval", type=_args.finite_float, default=None, metavar="P", help=f"central probability of reported intervals (default {DEFAULT_INTERVAL:g})")
     p.add_argument("--max-candidates", type=_args.whole_number, default=DEFAULT_MAX_CANDIDATES, metavar="N",
                    help=f"refuse search spaces larger than N candidates (default {DEFAULT_MAX_CANDIDATES:,})")
+    p.add_argument("--budget", type=_args.finite_float, default=None,
+                   help="upper bound on cost (USD, or worker-hours without prices)" + (" of the whole job: what is left is the budget minus --spent" if replan else ""))
     if replan:
         return
     from cotune.cli._fitcache import add_fit_arguments
 
     add_fit_arguments(p)
-    p.add_argument("--budget", type=_args.finite_float, default=None, help="upper bound on cost (USD, or worker-hours without prices)")
     p.add_argument("--workers", type=_args.int_list, default=None, metavar="N,N,...", help="worker counts to consider (default: 1..max)")
     p.add_argument("--startup", type=_args.duration, default=None, metavar="DURATION", help="fixed start-up overhead added to every run")
     p.add_argument("--global-batch", type=_args.int_range, default=None, metavar="MIN..MAX",
@@ -87,7 +89,7 @@ def cli_error(exc: Exception) -> Exception:
     if head == "progress":
         head, _, rest = rest.partition("/")
         option = {"epochs_done": "--epochs-done", "elapsed_s": "--elapsed", "workers_lost": "--workers-lost",
-                  "workers_added": "--workers-added"}.get(head, "--current")
+                  "workers_added": "--workers-added", "spent": "--spent"}.get(head, "--current")
         return InputError(f"{option}: {exc.detail}")
     option = CLI_OPTIONS.get(head, head)
     return InputError(f"{option}{' ' + rest if rest else ''}: {exc.detail}")

@@ -27,17 +27,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "replan",
         help="best configuration for the remaining work of a running job (spot-aware, with hysteresis)",
-        description="Given a running job's progress (epochs done, time used, workers lost or added, new prices), "
-        "find the best configuration for the remaining work; switch only when the gain beats the restart cost plus "
-        "a margin, or when the current configuration would miss the deadline. See docs/spot.md.",
+        description="Given a running job's progress (its own tracked curve and step times in the profile, or epochs "
+        "done and time used; workers lost or added, new prices, money spent), find the best configuration for the "
+        "remaining work: continue, add or remove workers, change the batch, or say the target is not reachable by the "
+        "deadline at any configuration and name the nearest; switch only when the gain beats the restart cost plus "
+        "a margin, or when the current configuration would miss the deadline. See docs/closed-loop.md and docs/spot.md.",
         epilog="Exit codes: 0 ok (stay or switch), 1 nothing can meet the remaining deadline, 2 bad input.",
     )
     add_question_arguments(p, replan=True)
-    g = p.add_argument_group("the running job")
-    g.add_argument("--elapsed", type=_args.duration, required=True, metavar="DURATION", help="wall time used so far")
-    g.add_argument("--epochs-done", type=_args.finite_float, required=True, metavar="E", help="epochs trained so far")
-    g.add_argument("--current", type=_current, required=True, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
-                   help="the configuration the job started with, e.g. t4:spot:8:128")
+    g = p.add_argument_group("the running job", "read from the profile's tracked records (cotune.track.Tracker) when "
+                             "left out; an option given wins over them")
+    g.add_argument("--elapsed", type=_args.duration, default=None, metavar="DURATION",
+                   help="wall time used so far (default: the job's time at its last tracked evaluation)")
+    g.add_argument("--epochs-done", type=_args.finite_float, default=None, metavar="E",
+                   help="epochs trained so far (default: its last tracked evaluation)")
+    g.add_argument("--current", type=_current, default=None, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
+                   help="the configuration the job runs at, e.g. t4:spot:8:128 (default: its last tracked step record)")
+    g.add_argument("--spent", type=_args.finite_float, default=None, metavar="X",
+                   help="money spent so far (USD, or worker-hours without prices; default 0)")
+    g.add_argument("--job", default=None, metavar="NAME", help="which tracked job in the profile (default: the latest)")
+    g.add_argument("--lr-rule", choices=("sqrt", "linear", "none"), default=None,
+                   help="how the job scales its learning rate with the global batch (default sqrt); reported with a batch change")
     g.add_argument("--workers-lost", type=_args.whole_number, default=0, metavar="N", help="workers revoked and not replaced")
     g.add_argument("--workers-added", type=_args.whole_number, default=0, metavar="N", help="workers added since the start")
     g.add_argument("--margin", type=_args.finite_float, default=None, metavar="F",
@@ -71,6 +81,16 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         "",
         f"Decision: {result.decision.upper()} — {result.reason}.",
     ]
+    if result.decision == "switch" and result.changes:
+        out.append(f"Changes: {', '.join(c.replace('_', ' ') for c in result.changes)}"
+                   + ("" if result.lr_scale is None else f"; scale the learning rate by {result.lr_scale:.3g} ({result.lr_rule} rule)"))
+    if result.nearest is not None:
+        c = result.nearest
+        t = c.time_at_confidence_s if result.confidence else c.time_s
+        out.append(f"Nearest: {c.workers} x {c.gpu} {c.market}, local batch {c.local_batch}: {format_duration(t)} left "
+                   f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=True)}")
+    if result.budget_left is not None:
+        out.append(f"Budget left: {format_money(result.budget_left, priced=True)} (spent {format_money(result.spent, priced=True)})")
     if result.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in result.notes]
     return "\n".join(out)
@@ -84,13 +104,21 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
     if all(gpu is not None for gpu, _ in caps):  # gpu types not named: replan's own default
         caps = [(None, DEFAULT_REPLAN_MAX_WORKERS)] + list(caps)
     question = request_from_args(args, max_workers={("*" if g is None else g): n for g, n in caps}, prices=None)
-    gpu, market, workers, batch = args.current
+    given = dict(epochs_done=args.epochs_done, elapsed_s=args.elapsed, workers_lost=args.workers_lost,
+                 workers_added=args.workers_added, spent=args.spent)
+    if args.current is not None:
+        given.update(zip(("gpu", "market", "workers", "local_batch"), args.current))
     try:
-        progress = Progress(
-            epochs_done=args.epochs_done, elapsed_s=args.elapsed, gpu=gpu, market=market, workers=workers,
-            local_batch=batch, workers_lost=args.workers_lost, workers_added=args.workers_added,
-        )
-        rule = {k: v for k, v in (("margin", args.margin), ("restart_s", args.restart)) if v is not None}
+        if None in (given[k] for k in ("epochs_done", "elapsed_s")) or args.current is None:
+            from cotune.track import progress_from_records
+
+            loaded = question.load_profile()
+            question = question.replace(profile=loaded)
+            progress = progress_from_records(loaded, job=args.job, **given)
+        else:
+            progress = Progress(**{k: v for k, v in given.items() if v is not None})
+        rule = {k: v for k, v in (("margin", args.margin), ("restart_s", args.restart), ("lr_rule", args.lr_rule),
+                                  ("job", args.job)) if v is not None}
         return ReplanRequest(request=question, progress=progress, prices=dict(args.price) if args.price else None, **rule)
     except Exception as exc:  # noqa: BLE001 - reworded for the CLI, re-raised as is otherwise
         raise cli_error(exc) from None

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from cotune.api import Limits
-    from cotune.cli._output import warning
+    from cotune.cli._output import info, warning
     from cotune.serve import ServiceSettings, create_app
     from cotune.serve._server import is_loopback, run_server
 
@@ -85,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         token=token,
     )
-    run_server(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    guard = "bearer token required" if token else "no authentication"
+    run_server(
+        create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
+        on_listen=lambda url: info(f"serving {url} (POST /v1/recommend and /v1/replan, GET /health; {guard}); Ctrl-C stops"),
+    )
     return 0
 
 

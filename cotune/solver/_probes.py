@@ -14,8 +14,7 @@ Each candidate's cost is log-normal under the fitted models, with log-spreads re
 the :class:`~cotune.solver.Estimates` intervals::
 
     σ_E = (ln E_upper − ln E) / z            (epochs; capped where the upper end is ∞)
-    σ_T = (ln T_upper − ln T) / z            (time = epochs × step time)
-    σ_step² = max(σ_T² − σ_E², 0)
+    σ_step = Estimates.step_log_sigma        (else max(σ_T² − σ_E², 0)^½ from the time interval)
 
 A measurement reveals part of that spread: the candidate's predicted cost after it is
 ``C · exp(s·Z − s²/2)`` with ``s²`` the removed variance (``σ_step²`` for a probe,
@@ -125,7 +124,12 @@ def log_spreads(est: Estimates, *, interval: float = 0.9) -> tuple[np.ndarray, n
         sig_t = (np.log(est.time_upper_s) - np.log(est.time_s)) / z
     sig_e = np.where(np.isfinite(sig_e), np.maximum(sig_e, 0.0), UNBOUNDED_LOG_SIGMA)
     sig_t = np.where(np.isfinite(sig_t), np.maximum(sig_t, 0.0), np.sqrt(sig_e**2))
-    sig_step = np.sqrt(np.maximum(sig_t**2 - sig_e**2, 0.0))
+    # The estimates carry the step-time spread itself; the interval difference is the fallback.
+    step = getattr(est, "step_log_sigma", None)
+    if step is not None:
+        sig_step = np.where(np.isfinite(step), np.maximum(np.asarray(step, float), 0.0), 0.0)
+    else:
+        sig_step = np.sqrt(np.maximum(sig_t**2 - sig_e**2, 0.0))
     return sig_step, sig_e
 
 

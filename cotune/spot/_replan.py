@@ -22,6 +22,28 @@ default — in time and money. cotune switches only when
 * the best alternative beats staying by more than ``margin`` (a fraction of the
   stay's objective) *after* paying its restart.
 
+The job's own curve. When the profile holds the running job's tracked records
+(``cotune.track.Tracker``; ``job`` set), the curve it trained so far at its batch is
+extrapolated (:func:`cotune.models._curve.extrapolate_curve`) and pooled with the
+accuracy model's prior at that batch; its forecast ``E_job`` replaces ``E(B_old)``, so
+``φ = e / E_job``, and the model's epochs at every batch are scaled by
+``r = E_job / E_model(B_old)`` — the job tells how far off the model is for *this* run::
+
+    epochs_remaining(B_new) = (1 − φ) · r · E_model(B_new)
+
+Models are fitted on every step record (the job's step windows included) but only on
+offline curves. Without tracked records the model's ``E(B_old)`` is used, as before.
+
+Money. ``progress.spent`` is what the job has cost so far; with a ``budget`` (the whole
+job's), options must fit ``budget − spent``. Without a cluster file only on-demand
+servers at the request's prices are considered (a restart costs the request's
+``startup_s`` unless ``restart_s`` is given).
+
+Unreachable. When nothing can finish the remaining work by the deadline (within the
+budget left), the answer is ``infeasible`` with the *nearest* configuration: the one
+that misses by the least (time at the requested confidence over the time left, or cost
+over the budget left, whichever is worse).
+
 Straight-line rule. If the run is behind the straight line from 0 at start to the
 target at the deadline (``φ < elapsed / deadline``), pure-spot candidates are left
 out: behind schedule the job runs on on-demand (or mixed, which starts on on-demand
@@ -32,11 +54,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any, Literal, Mapping
 
 import numpy as np
 
-from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, ReplanRequest, request_from_call
+from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest, request_from_call
 from cotune.errors import InputError
 
 __all__ = ["Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -59,6 +82,15 @@ class ReplanResult:
     confidence: float | None
     gain: float | None  # stay − best in the objective's unit (positive: best is better)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    changes: tuple[str, ...] = ()  # what a switch changes (cotune.solver.CHANGES)
+    nearest: Any = None  # Choice | None: least-missing configuration when infeasible
+    lr_rule: str = "sqrt"
+    lr_scale: float | None = None  # learning-rate factor of a switch that changes the batch
+    forecast: Any = None  # CurveForecast | None: the job's own curve at its batch
+    epochs_done: float | None = None
+    spent: float = 0.0
+    budget_left: float | None = None
+    job: str | None = None
 
     @property
     def ahead(self) -> bool:
@@ -85,6 +117,15 @@ class ReplanResult:
             "stay": None if self.stay is None else self.stay.to_dict(),
             "best": None if self.best is None else self.best.to_dict(),
             "notes": list(self.notes),
+            "changes": list(self.changes),
+            "nearest": None if self.nearest is None else self.nearest.to_dict(),
+            "lr_rule": self.lr_rule,
+            "lr_scale": num(self.lr_scale),
+            "forecast": None if self.forecast is None else self.forecast.to_dict(),
+            "epochs_done": num(self.epochs_done),
+            "spent": float(self.spent),
+            "budget_left": num(self.budget_left),
+            "job": self.job,
         }
 
 
@@ -131,7 +172,7 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
         if progress is not None or question:
             raise InputError("replan(ReplanRequest) takes no other arguments: put them in the request")
         return profile
-    rule = {k: question.pop(k) for k in ("margin", "restart_s", "prices") if k in question}
+    rule = {k: question.pop(k) for k in ("margin", "restart_s", "prices", "lr_rule", "job") if k in question}
     caps = question.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
     if isinstance(caps, Mapping) and "*" not in caps:  # gpu types not named: replan's own default
         caps = {"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}
@@ -139,8 +180,12 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
     if "target" not in question:
         raise InputError("replan() needs target=: the metric the job trains to")
     request = request_from_call(profile, question)
-    if progress is None:
-        raise InputError("replan() needs progress=: a cotune.Progress of the running job")
+    if progress is None or isinstance(progress, Mapping):
+        from cotune.track import progress_from_records
+
+        loaded = request.load_profile()
+        request = request.replace(profile=loaded)  # read once
+        progress = progress_from_records(loaded, job=rule.get("job"), **dict(progress or {}))
     return ReplanRequest(request=request, progress=progress, **rule)
 
 
@@ -148,7 +193,7 @@ def replan(
     profile: Any = None,
     /,
     *,
-    progress: Progress | None = None,
+    progress: Progress | Mapping[str, Any] | None = None,
     models: Any = None,
     **question: Any,
 ) -> ReplanResult:
@@ -159,11 +204,14 @@ def replan(
     ``confidence``, ``objective``, ``max_workers`` — default 64 —, ``gpus_per_host``,
     ``gpus``, ``local_batches``, ``interval``…, as for ``recommend``), ``progress``, and
     the switching rule: ``margin``, ``restart_s`` and ``prices`` (new prices that override
-    the cluster file: ``"t4"`` or ``"t4:on_demand"`` for on-demand, ``"t4:spot"``).
+    the cluster file: ``"t4"`` or ``"t4:on_demand"`` for on-demand, ``"t4:spot"``),
+    ``lr_rule`` and ``job``. ``progress`` may be left out (or given in part, as a mapping)
+    when the profile holds the job's tracked records: the rest comes from them.
     """
     from cotune.models import fit_models
-    from cotune.solver import build_space, choice_at, enumerate_candidates, estimate, feasibility, ranked
+    from cotune.solver import build_space, changes_between, choice_at, enumerate_candidates, estimate, feasibility, lr_scale, ranked
     from cotune.spot._market import SpotMarket, cluster_of
+    from cotune.track import job_progress, planning_profile
 
     rr = _as_replan_request(profile, progress, question)
     req, progress = rr.request, rr.progress
@@ -171,9 +219,17 @@ def replan(
     assert deadline_s is not None
     margin, restart_s = rr.margin, rr.restart_s
     remaining_s = rr.remaining_s
+    # Models given and no profile (a caller that fitted them itself): no tracked records to read.
+    loaded = None if (models is not None and req.profile is None) else req.load_profile()
+    job = None if loaded is None else job_progress(loaded, job=rr.job)
     if models is None:
-        models = fit_models(req.load_profile(), interval=req.interval)
-    cl = cluster_of(req.cluster)
+        models = fit_models(planning_profile(loaded), interval=req.interval)
+    if req.cluster is None:
+        cl = _on_demand_cluster(models, req, rr.prices)
+        if restart_s is None:  # no cluster file to read checkpoint costs from: the request's start-up
+            restart_s = req.startup_s
+    else:
+        cl = cluster_of(req.cluster)
     for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"
@@ -183,42 +239,58 @@ def replan(
         cl = cl.with_offer(gpu, **{field_name: float(value)})
     cl.offer(progress.gpu)
 
-    left = remaining_fraction(models, global_batch=progress.global_batch, epochs_done=progress.epochs_done, target=target)
+    notes: list[str] = []
+    forecast = None
+    if job is not None and job.global_batch == progress.global_batch and job.curve_epochs:
+        forecast = _job_forecast(models, job, target=target, goal=loaded.workload.goal, interval=req.interval)  # type: ignore[union-attr]
+    if forecast is not None and math.isfinite(forecast.epochs_if_reached):
+        left, ratio = _remaining_from_forecast(models, forecast, global_batch=progress.global_batch,
+                                               epochs_done=progress.epochs_done, target=target)
+        notes.append(_forecast_note(forecast, ratio))
+    else:
+        left, ratio = remaining_fraction(models, global_batch=progress.global_batch, epochs_done=progress.epochs_done,
+                                         target=target), 1.0
+        if forecast is not None:
+            notes.append(f"the job's own curve at global batch {progress.global_batch} gives no finite forecast "
+                         f"({'; '.join(forecast.notes) or 'it does not reach the target'}): the accuracy model's "
+                         "epochs are used")
+    work = left * ratio  # remaining epochs at any batch = work × E_model(batch)
     done = 1.0 - left
     on_line = min(progress.elapsed_s / deadline_s, 1.0)
     ahead = done >= on_line
     ck = cl.checkpoint
     if restart_s is None:
         restart_s = (ck.write_s + ck.restart_s if ck else 0.0) + max(o.replacement_delay_s for o in cl.gpus.values())
+    budget_left = None if req.budget is None else req.budget - progress.spent
 
     plan = SpotMarket.from_request(req, models, cluster=cl)
     if progress.gpu not in plan.gpus:
         raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}")
-    space, notes = build_space(
+    space, space_notes = build_space(
         models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
         local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,
     )
     from cotune.solver import check_candidate_limit
 
     check_candidate_limit(space, limit=req.max_candidates, rows_per_candidate=plan.rows_per_candidate)
-    notes = list(notes) + list(plan.notes)
+    notes = list(space_notes) + list(plan.notes) + notes
     table = plan.price_table(space.gpus)
 
     def evaluate(cands, startup: float):
         est = estimate(cands, models, target=target, price_per_hour=table, startup_s=startup, confidence=confidence)
-        est = _scale(est, left, startup)
+        est = _scale(est, work, startup)
         return plan.adjust(est, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
 
     new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
     est, _details = evaluate(new_cands, restart_s)
     mask = np.ones(len(est.candidates), dtype=bool)
-    if not ahead:
+    if not ahead and req.cluster is not None:
         mask &= ~est.candidates.in_market("spot")
         notes.append(
             f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used): spot-only plans "
             "left out (on-demand, or mixed which starts on on-demand)"
         )
-    ok = feasibility(est, deadline_s=remaining_s, budget=None).all & mask
+    ok = feasibility(est, deadline_s=remaining_s, budget=budget_left).all & mask
     order = ranked(est, ok, objective, limit=1)
     best = choice_at(est, int(order[0]), target) if order.size else None
 
@@ -230,30 +302,41 @@ def replan(
         if rows.size:
             i = int(rows[0])
             stay = choice_at(s_est, i, target)
-            stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=None).all[i])
+            stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=budget_left).all[i])
             if not ahead and progress.market == "spot":
                 stay_ok = False
         else:
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
                          f"available in the cluster file (or, for mixed, no longer needed): staying is not an option")
 
+    within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({budget_left:.4g})")
     key = (lambda c: c.cost) if objective == "cost" else (lambda c: c.time_s)
     gain = None if stay is None or best is None else key(stay) - key(best)
-    if best is None and not stay_ok:
+    nearest = None
+    if forecast is not None and forecast.reached:
+        decision, reason = "stay", (
+            f"the job's curve reached the target at epoch {forecast.epochs:.3g}: no work is left to re-plan (stop training)"
+        )
+    elif best is None and not stay_ok:
+        nearest = _nearest(est, mask, remaining_s=remaining_s, budget_left=budget_left, confidence=confidence, target=target)
+        if stay is not None and (nearest is None or _miss(stay, remaining_s, budget_left, confidence)
+                                 <= _miss(nearest, remaining_s, budget_left, confidence)):
+            nearest = stay  # carrying on misses by less than any change
         decision, reason = "infeasible", (
-            f"no configuration finishes the remaining {left:.0%} of the work within the remaining "
-            f"{remaining_s:.0f} s{'' if confidence is None else f' with probability {confidence:g}'}: "
-            "relax --deadline or --confidence, or allow more workers"
+            f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
+            f"within {within}{'' if confidence is None else f' with probability {confidence:g}'}"
+            + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at local "
+               f"batch {nearest.local_batch}") + ": relax the deadline, the budget or the confidence, or allow more workers"
         )
     elif best is None:
-        decision, reason = "stay", "no alternative meets the remaining deadline; the current configuration does"
+        decision, reason = "stay", f"no alternative meets {within}; the current configuration does"
     elif not stay_ok and not ahead and progress.market == "spot" and stay is not None:
         decision, reason = "switch", (
             "the job is on spot and behind the straight-line schedule: the uniform-progress rule moves it off pure spot"
         )
     elif not stay_ok:
         decision, reason = "switch", (
-            "the current configuration cannot meet the remaining deadline"
+            f"the current configuration cannot meet {within}"
             + ("" if confidence is None else f" with probability {confidence:g}")
         )
     elif gain is not None and gain > margin * key(stay):
@@ -270,8 +353,89 @@ def replan(
             f"the best alternative {what} after paying its restart ({restart_s:.0f} s); "
             f"switching needs more than the {margin:.0%} margin: no churn"
         )
+    changes: tuple[str, ...] = ()
+    scale_lr = None
+    if decision == "switch" and best is not None:
+        here = SimpleNamespace(gpu=progress.gpu, market=progress.market, workers=progress.workers_now,
+                               local_batch=progress.local_batch)
+        changes = changes_between(here, best)
+        if best.global_batch != progress.workers_now * progress.local_batch:
+            scale_lr = lr_scale(old_global_batch=progress.workers_now * progress.local_batch,
+                                new_global_batch=best.global_batch, rule=rr.lr_rule)
+            notes.append(f"the global batch changes {progress.workers_now * progress.local_batch} -> {best.global_batch}: "
+                         f"scale the learning rate by {scale_lr:.3g} ({rr.lr_rule} rule)")
     return ReplanResult(
         decision=decision, reason=reason, stay=stay, best=best, progress_fraction=done, schedule_fraction=on_line,
         remaining_deadline_s=remaining_s, restart_s=float(restart_s), margin=margin, objective=objective,
-        confidence=confidence, gain=gain, notes=tuple(notes),
+        confidence=confidence, gain=gain, notes=tuple(notes), changes=changes, nearest=nearest, lr_rule=rr.lr_rule,
+        lr_scale=scale_lr, forecast=forecast, epochs_done=progress.epochs_done, spent=progress.spent,
+        budget_left=budget_left, job=None if job is None else job.job,
     )
+
+
+def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[str, float] | None):
+    """A cluster of on-demand servers only, at the request's prices: replan without a cluster
+    file. A GPU type without a price costs 1 per worker-hour, so cost reads as worker-hours
+    (as ``recommend`` without prices)."""
+    from cotune.spot._cluster import parse_cluster
+
+    prices = {k.lower().split(":")[0]: v for k, v in {**(req.prices or {}), **(new_prices or {})}.items()
+              if not k.lower().endswith(":spot")}
+    gpus = {}
+    for g in req.gpus or models.gpus:
+        gpus[g.lower()] = {"on_demand": req.cap_for(g.lower()), "on_demand_price_per_hour": float(prices.get(g.lower(), 1.0))}
+    return parse_cluster({"version": 1, "gpus_per_host": req.gpus_per_host, "gpu": gpus}, source="(on-demand servers at --price)")
+
+
+def _job_forecast(models: Any, job: Any, *, target: float, goal: str, interval: float):
+    """The job's own curve extrapolated and pooled with the accuracy model's prior at its batch."""
+    from cotune.models._curve import extrapolate_curve, prior_from_model
+
+    prior = prior_from_model(models.accuracy, global_batch=job.global_batch, target=target, interval=interval)
+    return extrapolate_curve(job.curve_epochs, job.curve_metric, target=target, goal=goal, interval=interval, prior=prior)
+
+
+def _remaining_from_forecast(models: Any, forecast: Any, *, global_batch: int, epochs_done: float, target: float) -> tuple[float, float]:
+    """``(1 − φ, r)``: the fraction of the work left by the job's forecast, and the ratio of
+    the job's epochs to the model's at its batch (1 when the model has no finite epochs)."""
+    total = forecast.epochs_if_reached
+    left = 0.0 if forecast.reached else float(min(max(1.0 - epochs_done / total, 0.0), 1.0))
+    pred = models.predict_epochs(np.array([float(global_batch)]), target)
+    if_reached = getattr(pred, "epochs_if_reached", None)
+    model_e = float(np.asarray(pred.epochs if if_reached is None else if_reached)[0])
+    ratio = total / model_e if math.isfinite(model_e) and model_e > 0 else 1.0
+    return left, ratio
+
+
+def _forecast_note(forecast: Any, ratio: float) -> str:
+    if forecast.reached:
+        return f"the job's own curve reached the target at epoch {forecast.epochs:.3g}"
+    lo, hi = forecast.lower, forecast.upper
+    return (
+        f"the job's own curve ({forecast.n_points} evaluations, {forecast.epochs_seen:.3g} epochs, {forecast.source}) "
+        f"forecasts the target at epoch {forecast.epochs_if_reached:.3g} ({forecast.interval:.0%}: {lo:.3g}–{hi:.3g}), "
+        f"reached with probability {forecast.p_reach:.2f}; the model's epochs are scaled by {ratio:.3g} for this job"
+    )
+
+
+def _miss(c: Any, remaining_s: float, budget_left: float | None, confidence: float | None) -> float:
+    t = c.time_at_confidence_s if confidence is not None else c.time_s
+    over = t / remaining_s if math.isfinite(t) else math.inf
+    if budget_left is not None:
+        over = max(over, c.cost / budget_left if budget_left > 0 else math.inf)
+    return over
+
+
+def _nearest(est: Any, mask: np.ndarray, *, remaining_s: float, budget_left: float | None, confidence: float | None,
+             target: float):
+    """The configuration that misses the remaining deadline (and budget left) by the least."""
+    from cotune.solver import choice_at
+
+    t = np.asarray(est.time_at_confidence_s if confidence is not None else est.time_s, dtype=float)
+    miss = t / remaining_s
+    if budget_left is not None:
+        miss = np.maximum(miss, np.asarray(est.cost, dtype=float) / budget_left if budget_left > 0 else np.inf)
+    miss = np.where(mask & np.isfinite(miss), miss, np.inf)
+    if not miss.size or not np.isfinite(miss.min()):
+        return None
+    return choice_at(est, int(np.argmin(miss)), target)

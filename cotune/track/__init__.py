@@ -5,7 +5,16 @@
 when imported themselves.
 """
 
-from cotune.track._progress import JobProgress, job_progress, offline_profile
+from cotune.track._progress import JobProgress, job_progress, offline_profile, planning_profile, progress_from_records
 from cotune.track._tracker import TrackedConfig, Tracker, window_summary
 
-__all__ = ["JobProgress", "Tracker", "TrackedConfig", "job_progress", "offline_profile", "window_summary"]
+__all__ = [
+    "JobProgress",
+    "TrackedConfig",
+    "Tracker",
+    "job_progress",
+    "offline_profile",
+    "planning_profile",
+    "progress_from_records",
+    "window_summary",
+]

@@ -13,7 +13,7 @@ import numpy as np
 from cotune.errors import InputError
 from cotune.profile import Profile
 
-__all__ = ["JobProgress", "job_progress", "offline_profile"]
+__all__ = ["JobProgress", "job_progress", "offline_profile", "planning_profile", "progress_from_records"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,16 @@ def offline_profile(profile: Profile) -> Profile:
         steps=tuple(s for s in profile.steps if s.job is None),
         evals=tuple(e for e in profile.evals if e.job is None),
         noise=tuple(n for n in profile.noise if n.job is None),
+    )
+
+
+def planning_profile(profile: Profile) -> Profile:
+    """What models of a running job are fitted on: every step record (the job's own step
+    windows are real timings at its configuration) but only offline learning curves (the
+    job's curve is evidence of its own, pooled with the model's prior by the curve module,
+    and its epochs run on across restarts, which a curve at one batch never does)."""
+    return replace(
+        profile, evals=tuple(e for e in profile.evals if e.job is None), noise=tuple(n for n in profile.noise if n.job is None)
     )
 
 
@@ -102,3 +112,38 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         local_batch=None if last_step is None else last_step.local_batch * last_step.accum_steps,
         step_time_s=step_time, step_windows=windows,
     )
+
+
+_PROGRESS_KEYS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent")
+
+
+def progress_from_records(profile: Profile, *, job: str | None = None, **given: object):  # -> cotune.Progress
+    """A :class:`cotune.Progress` of the running job: each field given wins, the others come
+    from the job's tracked records (:func:`job_progress`).
+
+    ``epochs_done``: the furthest evaluated epoch; ``elapsed_s``: the job's wall time at its
+    last evaluation (give the real elapsed time when re-planning later); ``gpu``,
+    ``market``, ``workers``, ``local_batch``: its latest step record. ``spent`` defaults
+    to 0. A field neither given nor in the records is an error naming it.
+    """
+    from cotune._checks import BadValue
+    from cotune._request import Progress
+
+    unknown = sorted(set(given) - set(_PROGRESS_KEYS))
+    if unknown:
+        raise InputError(f"unknown progress field(s) {', '.join(unknown)}: use {', '.join(_PROGRESS_KEYS)}")
+    fields = {k: v for k, v in given.items() if v is not None}
+    needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
+    if needed:
+        jp = job_progress(profile, job=job)
+        found = {} if jp is None else {
+            "epochs_done": jp.epochs_done if jp.curve_epochs or jp.epochs_done else None, "elapsed_s": jp.elapsed_s,
+            "gpu": jp.gpu, "market": jp.market, "workers": jp.workers, "local_batch": jp.local_batch,
+        }
+        for k in needed:
+            if found.get(k) is None:
+                why = ("the profile has no tracked records of a running job" if jp is None
+                       else f"the records of job {jp.job!r} do not tell it")
+                raise BadValue(f"missing: {why}; give it (or track the job with cotune.track.Tracker)", where=f"/progress/{k}")
+            fields[k] = found[k]
+    return Progress(**fields)  # type: ignore[arg-type]

@@ -116,5 +116,19 @@ def test_many_generated_requests_never_get_a_5xx(client, error_schema, body):
     _check(client, error_schema, body)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"target": 10**400}, {"target": 10**30}, {"deadline_s": 10**400}, {"prices": {"t4": 10**30}}, {"gpus_per_host": 10**30},
+        {"max_workers": 10**9, "hosts": "any"}, {"max_workers": True}, {"workers": [0]}, {"top": -1}, {"workers": [16.7]},
+        {"deadline_s": "30m"}, {"prices": [1, 2]}, {"interval": 1.5}, {"profile": {"records": [{"record": "workload", "name": "w",
+                                                                                              "dataset_size": 10**400}]}},
+    ],
+    ids=lambda change: json.dumps(change)[:40],
+)
+def test_the_issue_campaign_requests_are_4xx(client, error_schema, change):
+    _check(client, error_schema, json.dumps({"profile": {"records": _RECORDS}, "target": 0.9, **change}).encode())
+
+
 def test_health_still_answers_after_the_fuzzing(client):
     assert client.get("/health").json()["status"] == "ok"

@@ -76,6 +76,7 @@ def test_replan_request_answers_the_replan_document():
     assert doc["stay"]["gpu"] == "t4" and doc["stay"]["market"] == "spot"
 
 
+@pytest.mark.slow
 def test_replan_is_the_same_at_every_door(capsys, cluster_file):
     http = replan_request(copy.deepcopy(REPLAN_REQUEST))
     progress = cotune.Progress(**REPLAN_REQUEST["progress"])
@@ -93,12 +94,15 @@ def test_replan_is_the_same_at_every_door(capsys, cluster_file):
     [
         ({"progress": {"epochs_done": 1, "elapsed_s": 1, "gpu": "t4", "market": "cheap", "workers": 2, "local_batch": 8}}, "/progress/market"),
         ({"progress": {"epochs_done": -1, "elapsed_s": 1, "gpu": "t4", "market": "spot", "workers": 2, "local_batch": 8}}, "/progress/epochs_done"),
-        ({"progress": {"epochs_done": 1, "gpu": "t4", "market": "spot", "workers": 2, "local_batch": 8}}, "/progress"),
+        # a field left out comes from the job's tracked records; the example has none
+        ({"progress": {"epochs_done": 1, "gpu": "t4", "market": "spot", "workers": 2, "local_batch": 8}}, "/progress/elapsed_s"),
         ({"progress": {"epochs_done": 1, "elapsed_s": 1, "gpu": "t4", "market": "spot", "workers": 2, "local_batch": 8, "extra": 1}}, "/progress/extra"),
         ({"margin": 1.5}, "/margin"),
         ({"deadline_s": 600}, "/deadline_s"),  # already passed: 900 s elapsed
-        ({"budget": 5}, "/budget"),  # a recommend field replan does not take
-        ({"cluster": None}, "/cluster"),
+        ({"workers": [4]}, "/workers"),  # a recommend field replan does not take
+        ({"budget": -5}, "/budget"),
+        ({"lr_rule": "cubic"}, "/lr_rule"),
+        ({"progress": dict(REPLAN_REQUEST["progress"], spent=-1)}, "/progress/spent"),
     ],
 )
 def test_bad_replan_requests_point_at_the_value(change, path):
@@ -129,7 +133,7 @@ def test_replan_over_http(response_validator):
     _validator("replan-response.v1").validate(r.json())
     assert without_timing(r.json()) == without_timing(replan_request(copy.deepcopy(REPLAN_REQUEST)))
     bad = client.post("/v1/replan", json=dict(REPLAN_REQUEST, progress={"gpu": "t4"}))
-    assert bad.status_code == 422 and bad.json()["error"]["path"] == "/progress"
+    assert bad.status_code == 422 and bad.json()["error"]["path"].startswith("/progress/")
     r = client.post("/v1/recommend", json=SPOT_REQUEST)
     assert r.status_code == 200 and r.json()["spot"] is not None
     paths = client.get("/openapi.json").json()["paths"]

@@ -34,6 +34,7 @@ def _estimates(cost, *, sig_step, sig_e, time_s=None, global_batch=None) -> Esti
         time_s=t, time_lower_s=t * np.exp(-Z90 * sig_t), time_upper_s=t * np.exp(Z90 * sig_t), time_at_confidence_s=t,
         cost=cost, cost_lower=cost * np.exp(-Z90 * sig_t), cost_upper=cost * np.exp(Z90 * sig_t),
         price_per_hour=np.ones(n), time_extrapolated=np.zeros(n, bool), epochs_extrapolated=np.zeros(n, bool),
+        p_reach=np.ones(n), log_sigma_time=sig_t, epochs_distance=np.zeros(n), step_log_sigma=sig_step.copy(),
     )
 
 

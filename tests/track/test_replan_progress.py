@@ -1,0 +1,162 @@
+"""Re-planning from the job's own tracked records: forecast, remaining work, nearest, budget, doors."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cotune
+from cotune.examples import example_path
+from cotune.profile import EvalRecord, StepRecord, append_records, read_profile
+
+TARGET = 0.94
+
+
+def _job_profile(dst: Path, *, stretch: float = 1.0, up_to_epoch: float = 15.0, job: str = "run1") -> Path:
+    """The CIFAR-10 profile plus a tracked job at 4 x 128 whose curve is the measured one at
+    global batch 512, its epochs stretched by ``stretch`` (a job slower to learn)."""
+    shutil.copy(example_path("cifar10-resnet18"), dst)
+    p = read_profile(dst)
+    step = next(s for s in p.steps if (s.workers, s.hosts, s.local_batch) == (4, 1, 129))
+    curve = [e for e in p.evals if e.global_batch == 512 and e.epoch * stretch <= up_to_epoch]
+    per_epoch_s = 50_000 / 512 * step.step_time_s
+    recs = [StepRecord(gpu="t4", workers=4, hosts=1, local_batch=128, step_time_s=step.step_time_s, job=job, timed_steps=100)]
+    recs += [EvalRecord(global_batch=512, epoch=e.epoch * stretch, metric=e.metric, job=job,
+                        elapsed_s=e.epoch * stretch * per_epoch_s) for e in curve]
+    append_records(dst, recs)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def job_path(tmp_path_factory) -> Path:
+    return _job_profile(tmp_path_factory.mktemp("job") / "job.jsonl")
+
+
+def _replan(path: Path, models, **kw):
+    args = dict(target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16) | kw
+    return cotune.replan(path, models=models, **args)
+
+
+def test_progress_comes_from_the_tracked_records(job_path: Path, cifar_models) -> None:
+    r = _replan(job_path, cifar_models)
+    last = max(e.epoch for e in read_profile(job_path).evals if e.job == "run1")
+    assert r.job == "run1" and r.epochs_done == pytest.approx(last)
+    assert r.forecast is not None and r.forecast.source == "curve+prior"
+    assert r.progress_fraction == pytest.approx(last / r.forecast.epochs_if_reached)
+    assert r.stay.workers == 4 and r.stay.local_batch == 128
+    assert r.stay.epochs == pytest.approx(r.forecast.epochs_if_reached - last, rel=1e-6)  # the job's own forecast
+
+
+def test_a_job_slower_to_learn_than_the_model_has_more_work_left(tmp_path: Path, job_path: Path, cifar_models) -> None:
+    slow = _job_profile(tmp_path / "slow.jsonl", stretch=1.6, up_to_epoch=24.0)
+    fast, late = _replan(job_path, cifar_models), _replan(slow, cifar_models)
+    assert late.forecast.epochs_if_reached > fast.forecast.epochs_if_reached
+    assert late.stay.time_s > fast.stay.time_s
+
+
+def test_a_deadline_nothing_meets_is_infeasible_and_names_the_nearest(job_path: Path, cifar_models) -> None:
+    r = _replan(job_path, cifar_models, deadline_s=200.0)
+    assert r.decision == "infeasible" and r.nearest is not None and "the nearest is" in r.reason
+    others = [c for c in (r.stay, r.best) if c is not None]
+    assert all(r.nearest.time_s <= c.time_s + 1e-9 for c in others)
+    assert r.to_dict()["nearest"]["workers"] == r.nearest.workers
+
+
+@pytest.mark.slow
+def test_the_budget_left_after_spending_bounds_every_option(job_path: Path, cifar_models) -> None:
+    free = _replan(job_path, cifar_models)
+    need = min(c.cost for c in (free.stay, free.best) if c is not None)
+    r = _replan(job_path, cifar_models, budget=1.0, progress={"spent": 1.0 - 0.5 * need})
+    assert r.budget_left == pytest.approx(0.5 * need) and r.decision == "infeasible"
+    ok = _replan(job_path, cifar_models, budget=1.0, progress={"spent": 0.1})
+    assert ok.decision in ("stay", "switch") and ok.chosen.cost <= 0.9
+
+
+def test_a_switch_that_changes_the_batch_reports_the_learning_rate_factor(job_path: Path, cifar_models) -> None:
+    r = _replan(job_path, cifar_models, margin=0.0, lr_rule="linear", restart_s=0.0)
+    assert r.decision == "switch"
+    if "change_batch" in r.changes:
+        assert r.lr_scale == pytest.approx(r.best.global_batch / 512)
+    else:
+        assert r.lr_scale is None
+
+
+def test_a_reached_target_means_nothing_is_left(tmp_path: Path, cifar_models) -> None:
+    done = _job_profile(tmp_path / "done.jsonl", up_to_epoch=200.0)
+    r = cotune.replan(done, models=cifar_models, target=0.9, deadline_s=3 * 3600, prices={"t4": 0.526})
+    assert r.decision == "stay" and r.forecast.reached and "stop training" in r.reason
+    assert r.progress_fraction == 1.0
+
+
+def test_without_tracked_records_progress_must_be_given(cifar_models) -> None:
+    with pytest.raises(cotune.InputError, match="no tracked records of a running job"):
+        cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=3600)
+
+
+def test_http_request_without_progress_reads_it_from_inline_records(job_path: Path) -> None:
+    from cotune.api import parse_replan_request
+
+    records = [json.loads(line) for line in job_path.read_text().splitlines() if line.strip()]
+    rr = parse_replan_request({"profile": {"records": records}, "target": TARGET, "deadline_s": 10800,
+                               "progress": {"elapsed_s": 200, "spent": 0.05}, "budget": 2, "lr_rule": "linear"})
+    assert (rr.progress.gpu, rr.progress.workers, rr.progress.local_batch) == ("t4", 4, 128)
+    assert rr.progress.elapsed_s == 200 and rr.progress.spent == 0.05 and rr.lr_rule == "linear"
+    assert rr.request.cluster is None and rr.request.budget == 2
+
+
+@pytest.mark.slow
+def test_cli_replan_from_tracked_records_answers_the_response_schema(job_path: Path, capsys) -> None:
+    import jsonschema
+
+    from cotune.api import schema
+    from cotune.cli import main
+
+    rc = main(["replan", str(job_path), "--target", "0.94", "--deadline", "3h", "--price", "t4=0.526",
+               "--max-workers", "16", "--spent", "0.01", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["job"] == "run1" and out["spent"] == 0.01
+    jsonschema.validate({"schema_version": 1, **out} if "schema_version" not in out else out, schema("replan-response.v1"))
+    assert math.isfinite(out["forecast"]["epochs_if_reached"]) and np.isfinite(out["progress_fraction"])
+
+
+@pytest.mark.slow
+def test_post_v1_replan_reads_progress_from_the_records_and_refuses_a_bad_rule(job_path: Path) -> None:
+    import sys
+
+    import httpx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scheduler"))
+    from sched_server import running_server
+
+    records = [json.loads(line) for line in job_path.read_text().splitlines() if line.strip()]
+    body = {"profile": {"records": records}, "target": TARGET, "deadline_s": 10800, "prices": {"t4": 0.526},
+            "max_workers": 16, "progress": {"elapsed_s": 300}}
+    with running_server() as url:
+        ok = httpx.post(url + "/v1/replan", json=body, timeout=120)
+        bad = httpx.post(url + "/v1/replan", json=body | {"lr_rule": "cubic"}, timeout=120)
+    assert ok.status_code == 200, ok.text
+    doc = ok.json()
+    assert doc["decision"] in ("stay", "switch") and doc["job"] == "run1" and doc["forecast"]["source"] == "curve+prior"
+    assert 400 <= bad.status_code < 500 and "lr_rule" in bad.text
+
+
+def test_a_service_reads_tracked_records_by_path_only_inside_its_profile_dir(job_path: Path) -> None:
+    from cotune.api import RequestError, replan_request
+
+    body = {"profile": {"path": str(job_path)}, "target": TARGET, "deadline_s": 10800}
+    with pytest.raises(RequestError, match="profiles by path are disabled") as info:
+        replan_request(body)  # no profile_dir: the file is never opened for its progress either
+    assert info.value.status == 403
+
+
+def test_a_revocation_on_spot_feeds_the_same_decision(job_path: Path, cifar_models) -> None:
+    cluster = str(Path(__file__).resolve().parents[2] / "examples" / "cluster.toml")
+    r = cotune.replan(job_path, models=cifar_models, target=TARGET, deadline_s=3 * 3600, cluster=cluster,
+                      progress={"market": "spot", "workers_lost": 2})
+    assert r.stay is not None and r.stay.workers == 2 and r.stay.market == "spot"
+    assert r.forecast is not None and r.forecast.source == "curve+prior" and r.decision in ("stay", "switch")
