@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 
 from cotune._checks import excerpt
+from cotune._request import DEFAULT_MAX_CANDIDATES
 from cotune.cli import _args
 
 __all__ = ["add_parser", "run"]
@@ -26,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile-dir", default=None, metavar="DIR", help="allow {\"path\": ...} profiles, read only inside DIR (default: paths refused)")
     p.add_argument("--max-body-bytes", type=_args.positive_int, default=4 * 1024 * 1024, metavar="N", help="largest request body (default 4 MiB)")
     p.add_argument("--max-records", type=_args.positive_int, default=50_000, metavar="N", help="largest profile, in records (default 50000)")
-    p.add_argument("--max-candidates", type=_args.positive_int, default=1_000_000, metavar="N", help="largest search space, in candidates (default 1000000)")
+    p.add_argument("--max-candidates", type=_args.positive_int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
+                   help=f"largest search space, in candidates (default {DEFAULT_MAX_CANDIDATES:,})")
     p.add_argument("--concurrency", type=_args.positive_int, default=None, metavar="N", help="solves at once (default: CPU count)")
     p.add_argument("--max-pending", type=_args.positive_int, default=32, metavar="N",
                    help="requests in progress (waiting or solving) before answering 503 + Retry-After (default 32)")

@@ -71,8 +71,16 @@ def _residuals(workers: np.ndarray, hosts: np.ndarray, batch: np.ndarray, log_st
 
     if np.count_nonzero(fit_on) < _MIN_RECORDS:
         return None
+    # Fit on the median of each probed configuration, weighted by its records: as robust to
+    # a wild repeat as the records themselves, and a few hundred points instead of 10⁵.
+    keys = np.column_stack([workers[fit_on], hosts[fit_on], batch[fit_on]])
+    cfgs, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    groups = np.split(log_step[fit_on][order], np.cumsum(counts)[:-1])
+    medians = np.array([float(np.median(g)) for g in groups])
     try:
-        params = fit_backbone(workers[fit_on], hosts[fit_on], batch[fit_on], log_step[fit_on])
+        params = fit_backbone(cfgs[:, 0], cfgs[:, 1], cfgs[:, 2], medians, weights=counts.astype(float))
     except (ValueError, ArithmeticError, np.linalg.LinAlgError):  # degenerate data: no residual test
         return None
     r = log_step - predict_log_step(params, workers, hosts, batch)
@@ -230,14 +238,18 @@ def find_eval_outliers(
 
     # 3. Optimistic spikes within a run (same global batch and seed), against the noise
     # of the curves: the robust scale of successive differences, pooled over runs.
-    runs: dict[tuple[float, float], np.ndarray] = {}
-    for key in set(zip(gb.tolist(), sd.tolist())):
-        idx = np.flatnonzero((gb == key[0]) & (sd == key[1]) & finite & (score == 0))
-        runs[key] = idx[np.argsort(ep[idx], kind="stable")]
-    diffs = np.concatenate([np.diff(m[idx]) for idx in runs.values() if idx.size > 1] or [np.zeros(0)])
+    # Group by run in O(n log n): sort by (run, epoch) once (an attacker may send a run per record).
+    usable = np.flatnonzero(finite & (score == 0))
+    _, run_of = np.unique(np.column_stack([gb[usable], sd[usable]]), axis=0, return_inverse=True)
+    run_of = run_of.ravel()
+    order = np.lexsort((ep[usable], run_of))
+    starts = np.flatnonzero(np.diff(run_of[order], prepend=-1))
+    runs = [usable[order[a:b]] for a, b in zip(starts, np.append(starts[1:], order.size))]
+    diffs = np.concatenate([np.diff(m[idx]) for idx in runs if idx.size > 1] or [np.zeros(0)])
     if diffs.size >= _MIN_RECORDS:
         sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2.0), 1e-9)
-        for (b, _), idx in runs.items():
+        for idx in runs:
+            b = gb[idx[0]]
             vals = sign * m[idx]
             for k in range(idx.size - 1):  # never the last point
                 after = vals[k + 1 : k + 3]

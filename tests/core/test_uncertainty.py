@@ -188,3 +188,49 @@ def test_noise_alone_never_counts_as_a_departure_from_monotonicity(seed):
     t = (0.01 + 0.0005 * b + np.where(w > 1, 0.003 * np.log2(w), 0)) * np.exp(rng.normal(0, 0.03, w.size))
     m = StepTimeModel().fit(w, np.ceil(w / 4), b, t)
     assert len(m.departures_) == 0
+
+
+def test_flat_sync_in_small_probes_does_not_buy_unprobed_hosts():
+    # Probes at ≤ 4 workers on one host show no synchronisation cost, so 8 or 16 workers
+    # predict the same step time and the same cost: the tie must not go to more hosts
+    # and extrapolated worker counts (issue: 97 of 175 such ties went to two hosts).
+    from cotune import parse_profile, recommend
+
+    recs = [{"record": "workload", "name": "flat-sync", "dataset_size": 50_000, "metric": "acc", "goal": "max"}]
+    for n in (1, 2, 4):
+        for b in (32, 64, 128):
+            recs.append({"record": "step", "gpu": "t4", "workers": n, "hosts": 1, "local_batch": b,
+                         "step_time_s": 0.01 + 0.0005 * b})
+    for B in (128, 256, 512):
+        e = np.arange(1.0, 61)
+        # Far below the noise scale epochs do not grow with the global batch, so 1 to 16
+        # workers at one local batch cost about the same, and more workers are faster.
+        for ep, m in zip(e, _saturating(e, 4.0)):
+            recs.append({"record": "eval", "global_batch": B, "epoch": float(ep), "metric": float(m)})
+    import json
+
+    rec = recommend(parse_profile([json.dumps(r) for r in recs]), target=0.9, max_workers=16, gpus_per_host=4, prices={"t4": 0.5})
+    assert rec.chosen is not None
+    assert rec.chosen.hosts == 1 and rec.chosen.workers <= 4
+    assert "time" not in rec.chosen.extrapolated
+    assert any(r.workers > 4 for r in rec.runner_ups)  # the tie was there to break
+
+
+def test_a_near_tie_goes_to_the_less_extrapolated_candidate_and_says_why(cifar_models):
+    from dataclasses import replace
+
+    from cotune.solver import SearchSpace, enumerate_candidates, estimate, prefer_safer, ranked, with_success
+
+    space = SearchSpace(
+        gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": (128,)}, gpus_per_host=4, workers=(4, 16)
+    )
+    est = estimate(enumerate_candidates(space), cifar_models, target=0.9, price_per_hour=np.ones((1, 1)))
+    est = with_success(est, deadline_s=None)
+    far = int(np.argmax(est.candidates.workers))  # 16 workers on 4 hosts: beyond more probes
+    near = int(np.argmin(est.candidates.workers))
+    cost = est.cost.copy()
+    cost[far] = cost[near] * (1 - 1e-4)  # the far one is (insignificantly) cheaper
+    tied = replace(est, cost=cost, time_extrapolated=np.array([False, True]), epochs_distance=np.array([0.0, 2.0]))
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost")
+    assert int(order[0]) == near
+    assert note is not None and "near-tie" in note
