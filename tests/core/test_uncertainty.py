@@ -234,3 +234,16 @@ def test_a_near_tie_goes_to_the_less_extrapolated_candidate_and_says_why(cifar_m
     order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost")
     assert int(order[0]) == near
     assert note is not None and "near-tie" in note
+
+
+def test_normal_cdf_and_quantile_match_scipy():
+    from scipy.special import ndtr, ndtri
+
+    from cotune.models._normal import norm_cdf, norm_ppf
+
+    x = np.linspace(-38, 38, 20001)
+    np.testing.assert_allclose(norm_cdf(x), ndtr(x), rtol=1e-12, atol=1e-300)
+    p = np.concatenate([np.linspace(1e-12, 1 - 1e-12, 20001), np.logspace(-300, -2, 300)])
+    np.testing.assert_allclose(norm_ppf(p), ndtri(p), rtol=1e-8)
+    assert np.isneginf(norm_ppf(0.0)) and np.isposinf(norm_ppf(1.0)) and np.isnan(norm_ppf(1.5))
+    assert norm_cdf(np.inf) == 1.0 and norm_cdf(-np.inf) == 0.0
