@@ -236,3 +236,19 @@ def test_half_sent_requests_are_closed_and_health_keeps_answering_through_a_floo
         finally:
             for s in silent + half_head + [half_body, idle]:
                 s.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["a\x00b.jsonl", "x" * 300, "loop1", "loop1/x.jsonl", "dir", "/etc/passwd", "../secret.jsonl", "a/" * 400],
+    ids=["nul-byte", "long-component", "symlink-loop", "through-a-loop", "directory", "absolute", "dot-dot", "deep"],
+)
+def test_profile_paths_the_os_refuses_are_4xx_not_500(tmp_path, path, error_validator):
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    (tmp_path / "dir").mkdir()
+    client = TestClient(create_app(ServiceSettings(profile_dir=str(tmp_path))), raise_server_exceptions=False)
+    r = client.post("/v1/recommend", json=dict(BASE_REQUEST, profile={"path": path}))
+    assert 400 <= r.status_code < 500, r.text
+    error_validator.validate(r.json())
+    assert r.json()["error"]["path"] == "/profile/path" and "\x00" not in r.text
