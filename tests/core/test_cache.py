@@ -139,3 +139,16 @@ def test_fit_report_is_cached_too(cache, capsys, monkeypatch):
     monkeypatch.setattr(validate, "validate_profile", lambda *a, **k: pytest.fail("refitted"))
     assert main(["fit", "cifar10-resnet18", "--json"]) == 0
     assert capsys.readouterr().out == cold
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_an_entry_others_could_write_is_never_unpickled(cache, count_fits, capsys):
+    # Unpickling runs code: a group- or world-writable entry or folder is a miss, refitted.
+    good = _answer(capsys)
+    (entry,) = cache.glob("models-*.pickle")
+    assert (cache.stat().st_mode & 0o077) == 0  # created private
+    entry.chmod(0o666)
+    assert _answer(capsys) == good and len(count_fits) == 2
+    entry.chmod(0o600)
+    cache.chmod(0o777)
+    assert _answer(capsys) == good and len(count_fits) == 3
