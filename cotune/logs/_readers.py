@@ -74,11 +74,24 @@ def _number(text: object) -> float | None:
     return None
 
 
+# Training logs are megabytes; a cap keeps a wrong path (a device, a dataset) from
+# filling memory before the error.
+MAX_LOG_BYTES = 256 * 2**20
+
+
 def _need_file(path: Path, what: str, fmt: str) -> Path:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give the path of the {what}")
     if path.is_dir():
         raise InputError(f"{path} is a directory: give the {what} itself (format {fmt})")
+    if not path.is_file():
+        raise InputError(f"{path} is not a regular file (a device or a pipe): give the {what} itself (format {fmt})")
+    size = path.stat().st_size
+    if size > MAX_LOG_BYTES:
+        raise InputError(
+            f"{path} is {size / 2**20:.0f} MiB, more than a training log's {MAX_LOG_BYTES // 2**20} MiB limit: "
+            f"give the {what} (format {fmt})"
+        )
     return path
 
 
@@ -89,10 +102,12 @@ def read_hf_trainer(path: Path) -> LogData:
     if path.is_dir():
         path = path / "trainer_state.json"
     _need_file(path, "trainer_state.json that Trainer writes into each checkpoint", "hf-trainer")
+    from cotune._checks import BadValue, load_json
+
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a JSON file ({exc}): give the trainer_state.json of a checkpoint") from None
+        state = load_json(path.read_bytes())
+    except BadValue as exc:
+        raise InputError(f"{path}: {exc}: give the trainer_state.json of a checkpoint") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise InputError(f"{path}: no 'log_history' list: this is not a Hugging Face trainer_state.json")
@@ -307,7 +322,8 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     for file in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
         key = file.relative_to(metrics_dir).as_posix()
         rows = []
-        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        _need_file(file, "metric file of the MLflow run", "mlflow")
+        for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
             parts = line.split()
             if not parts:
                 continue

@@ -217,3 +217,18 @@ def test_run_flag_is_for_mlflow_only(capsys, tmp_path):
     code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
                         "--dataset-size", "96", "--run", "x")
     assert code == 2 and "--run applies to format mlflow only" in err
+
+
+@pytest.mark.parametrize("fmt", ["hf-trainer", "csv", "lightning-csv"])
+def test_a_device_instead_of_a_log_is_a_one_line_error(capsys, tmp_path, fmt):
+    rc, out, err = _cli(capsys, "import", fmt, "/dev/zero", "--out", str(tmp_path / "p.jsonl"),
+                        "--global-batch", "8", "--dataset-size", "100")
+    assert rc == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_deeply_nested_trainer_state_is_a_one_line_error(capsys, tmp_path):
+    deep = tmp_path / "trainer_state.json"
+    deep.write_text("[" * 100_000)
+    rc, out, err = _cli(capsys, "import", "hf-trainer", str(deep), "--out", str(tmp_path / "p.jsonl"),
+                        "--global-batch", "8", "--dataset-size", "100")
+    assert rc == 2 and "nested deeper" in err and "Traceback" not in err
