@@ -10,6 +10,8 @@ without, interleaved so drift on a shared machine hits both alike. It reports:
   training steps of the tracked runs: the overhead itself, measured precisely.
   ``close`` (once per run, after training: last window, wait for the last fsync)
   is reported on its own;
+* ``direct (CPU)`` — the same ratio in this thread's CPU time (``time.thread_time``):
+  on a shared machine a call can be descheduled midway, which the wall clock counts;
 * ``a/b`` — median tracked step time over median untracked step time, minus one:
   the end-to-end view (noisy on a busy machine: read its spread beside it).
 
@@ -46,29 +48,32 @@ class _Timed:
         self.tracker = tracker
         self.inside_s = 0.0
         self.parts_s = {"step": 0.0, "eval": 0.0, "close": 0.0}
+        self.cpu_s = {"step": 0.0, "eval": 0.0, "close": 0.0}
 
     def step(self, step_time_s: float) -> None:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         self.tracker.step(step_time_s=step_time_s)
-        self._add("step", time.perf_counter() - t)
+        self._add("step", time.perf_counter() - t, time.thread_time() - c)
 
     def eval(self, metric: float) -> None:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         self.tracker.eval(metric=metric)
-        self._add("eval", time.perf_counter() - t)
+        self._add("eval", time.perf_counter() - t, time.thread_time() - c)
 
     def close(self) -> None:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         self.tracker.close()
-        self._add("close", time.perf_counter() - t)
+        self._add("close", time.perf_counter() - t, time.thread_time() - c)
 
-    def _add(self, part: str, seconds: float) -> None:
+    def _add(self, part: str, seconds: float, cpu_s: float) -> None:
         self.inside_s += seconds
         self.parts_s[part] += seconds
+        self.cpu_s[part] += cpu_s
 
 
-def train(*, epochs: int, local_batch: int, tracker: _Timed | None, seed: int) -> tuple[list[float], float]:
-    """One training run; returns the step times (s) and the accuracy at the end."""
+def train(*, epochs: int, local_batch: int, tracker: _Timed | None, seed: int, cpu: list[float] | None = None) -> tuple[list[float], float]:
+    """One training run; returns the step times (s) and the accuracy at the end; the steps'
+    CPU seconds of this thread are appended to ``cpu``."""
     torch.manual_seed(abs(seed))
     train_set, held_out = _tensors(train=True), _tensors(train=False)
     model = make_model()
@@ -80,7 +85,7 @@ def train(*, epochs: int, local_batch: int, tracker: _Timed | None, seed: int) -
     for _ in range(epochs):
         model.train()
         for xb, yb in loader:
-            began = time.perf_counter()
+            began, began_cpu = time.perf_counter(), time.thread_time()
             opt.zero_grad(set_to_none=True)
             loss_fn(model(xb), yb).backward()
             opt.step()
@@ -88,6 +93,8 @@ def train(*, epochs: int, local_batch: int, tracker: _Timed | None, seed: int) -
             if tracker is not None:
                 tracker.step(step_time_s=took)
             steps.append(time.perf_counter() - began)  # the step as the loop sees it, tracker call included
+            if cpu is not None:
+                cpu.append(time.thread_time() - began_cpu)
         model.eval()
         with torch.no_grad():
             x, y = held_out.tensors
@@ -112,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     tracked: list[float] = []
     plain: list[float] = []
     parts: dict[str, float] = {}
+    cpu_parts: dict[str, float] = {}
+    step_cpu: list[float] = []
     records = 0
     with tempfile.TemporaryDirectory() as tmp:
         train(epochs=1, local_batch=args.local_batch, tracker=None, seed=-1)  # warm caches and the allocator
@@ -121,16 +130,21 @@ def main(argv: list[str] | None = None) -> int:
             tr = Tracker(Path(tmp) / f"run{r}.jsonl", gpu="cpu", workers=1, local_batch=args.local_batch,
                          workload=WorkloadRecord(name="digits-cnn", dataset_size=1437), window=args.window)
             timed = _Timed(tr)
-            steps, _ = train(epochs=args.epochs, local_batch=args.local_batch, tracker=timed, seed=r)
+            steps, _ = train(epochs=args.epochs, local_batch=args.local_batch, tracker=timed, seed=r, cpu=step_cpu)
             tracked += steps
             for k, v in timed.parts_s.items():
                 parts[k] = parts.get(k, 0.0) + v
+            for k, v in timed.cpu_s.items():
+                cpu_parts[k] = cpu_parts.get(k, 0.0) + v
             records += tr.records_written
             print(f"repeat {r + 1}/{args.repeats} done", file=sys.stderr)
     # On the training path: step() and eval() calls. close() runs once, after training
     # (it writes the last window and waits for the last fsync): reported on its own.
     on_path_s = parts["step"] + parts["eval"]
     direct = on_path_s / sum(tracked)
+    # The same in this thread's CPU time: immune to the process being descheduled mid-call
+    # on a shared machine, which inflates the wall-clock view.
+    direct_cpu = (cpu_parts["step"] + cpu_parts["eval"]) / sum(step_cpu)
     med_t, med_p = statistics.median(tracked), statistics.median(plain)
     q = lambda xs: statistics.quantiles(xs, n=4)  # noqa: E731
     result = {
@@ -140,13 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         "iqr_step_s_tracked": q(tracked)[2] - q(tracked)[0], "iqr_step_s_plain": q(plain)[2] - q(plain)[0],
         "tracker_s_per_step": on_path_s / len(tracked),
         "close_s_per_run": parts["close"] / args.repeats, "direct_overhead": direct, "ab_overhead": med_t / med_p - 1.0,
-        "inside_s_by_call": parts,
+        "inside_s_by_call": parts, "inside_cpu_s_by_call": cpu_parts, "direct_overhead_cpu": direct_cpu,
+        "tracker_cpu_s_per_step": (cpu_parts["step"] + cpu_parts["eval"]) / len(tracked),
     }
     print(f"digits CNN, local batch {args.local_batch}, {len(tracked)} tracked steps, {records} records written")
     print(f"median step: {med_t * 1e3:.3f} ms tracked, {med_p * 1e3:.3f} ms plain "
           f"(IQR {result['iqr_step_s_tracked'] * 1e3:.3f} / {result['iqr_step_s_plain'] * 1e3:.3f} ms)")
     print(f"inside the tracker: {result['tracker_s_per_step'] * 1e6:.1f} us per step = {direct:.3%} of the step time "
           f"(direct); a/b median difference {result['ab_overhead']:+.2%}")
+    print(f"in CPU time of this thread: {result['tracker_cpu_s_per_step'] * 1e6:.1f} us per step = {direct_cpu:.3%} "
+          "of the steps' CPU time")
     print("inside the tracker by call, all runs: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items())
           + f" (close: once per run, {result['close_s_per_run'] * 1e3:.1f} ms each)")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

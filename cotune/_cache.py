@@ -7,7 +7,9 @@ than serving a stale fit. Entries are written atomically (temporary file + renam
 unreadable, truncated or foreign entry is a miss and is refitted silently. The directory
 is safe to delete at any time.
 
-The entries are pickles: keep ``COTUNE_CACHE_DIR`` a directory only you can write.
+The entries are pickles, and unpickling runs code: an entry is read only when it and
+its directory belong to the current user and neither is writable by group or others
+(POSIX); the directory is created private (0700). Anything else is a miss.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
     path = folder / f"{kind}-{digest}.pickle"
     try:
         with path.open("rb") as fh:
+            if not (_trusted(os.fstat(fh.fileno())) and _trusted(folder.stat())):
+                raise PermissionError("cache entry not private to this user")
             stored_key, value = pickle.load(fh)
         if stored_key == blob:
             return value
@@ -85,7 +89,7 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
         pass
     value = compute()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=f".{kind}-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -97,3 +101,13 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
     except Exception:  # read-only or full disk: run uncached
         pass
     return value
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """Owned by this user and not writable by group or others (always true where POSIX
+    ownership does not apply)."""
+    import stat
+
+    if not hasattr(os, "getuid"):
+        return True
+    return st.st_uid == os.getuid() and not (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))

@@ -21,6 +21,7 @@ there is one, else :data:`DEFAULT_MAX_WORKERS` — the same at every door (the C
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, fields
 from types import MappingProxyType
@@ -105,6 +106,23 @@ CLI_OPTIONS: Mapping[str, str] = MappingProxyType(
         "job": "--job",
     }
 )
+
+
+class FrozenMap(dict):  # type: ignore[type-arg]
+    """A read-only ``dict`` for the request's mappings: frozen like the request, yet picklable
+    and JSON-serialisable (a ``MappingProxyType`` is neither)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a request's mappings are read-only: use request.replace(...) for a changed copy")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (dict(self),))
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
 
 
 def _choice(value: Any, where: str, options: tuple[str, ...]) -> Any:
@@ -204,8 +222,8 @@ def _check_max_workers(value: Any) -> int | Mapping[str, int]:
         for k, v in value.items():
             key = "*" if k == "*" else _name(k, where)
             out[key] = integer(v, where=f"{where}/{pointer_key(str(k))}", ge=1)
-        return MappingProxyType(out)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__module__ != "numpy":
+        return FrozenMap(out)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise BadValue(f"must be a whole number >= 1 or an object of gpu → number, got {excerpt(value)}", where=where)
     return integer(value, where=where, ge=1)
 
@@ -213,9 +231,7 @@ def _check_max_workers(value: Any) -> int | Mapping[str, int]:
 def _check_prices(value: Any) -> Mapping[str, float]:
     where = "/prices"
     obj = _mapping(value, where, "gpu (or gpu:market) → USD per worker-hour")
-    return MappingProxyType(
-        {_name(k, where): number(v, where=f"{where}/{pointer_key(str(k))}", ge=0.0) for k, v in obj.items()}
-    )
+    return FrozenMap({_name(k, where): number(v, where=f"{where}/{pointer_key(str(k))}", ge=0.0) for k, v in obj.items()})
 
 
 def _is_cluster(value: Any) -> bool:

@@ -33,6 +33,7 @@ from profiler._protocol import (
     FailureResult,
     Result,
     Task,
+    mark_started,
     read_task,
     write_result,
 )
@@ -117,6 +118,10 @@ def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
         print(f"cannot read the task file {argv[0]}: {exc}", file=sys.stderr)
         os._exit(EXIT_STORAGE)
     rank = int(os.environ.get("RANK", "0"))
+    try:
+        mark_started(task.result_dir, rank)
+    except OSError:
+        os._exit(EXIT_STORAGE)
     try:
         env = backend.setup(task)
         rank = int(env.rank)

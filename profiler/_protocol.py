@@ -36,6 +36,8 @@ __all__ = [
     "write_task",
     "write_result",
     "read_results",
+    "mark_started",
+    "count_started",
     "append_epoch",
     "EXIT_OOM",
     "EXIT_CRASH",
@@ -215,6 +217,16 @@ def write_result(result_dir: str | Path, result: Result) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(result.to_dict(), allow_nan=True), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def mark_started(result_dir: str | Path, rank: int) -> None:
+    """``rank<N>.started``: this rank's process is running (it read its task)."""
+    (Path(result_dir) / f"rank{rank}.started").touch()
+
+
+def count_started(result_dir: Path) -> int:
+    """How many ranks reached the worker's entry point (0: the launcher never started one)."""
+    return sum(1 for _ in Path(result_dir).glob("rank*.started"))
 
 
 def read_results(result_dir: Path, *, kind: str) -> list[Result]:

@@ -28,7 +28,7 @@ __all__ = [
     "epoch_records",
 ]
 
-VerdictKind = Literal["ok", "oom", "crash", "timeout", "storage"]
+VerdictKind = Literal["ok", "oom", "crash", "timeout", "storage", "launcher"]
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,15 @@ def _exited_with(outcome: LaunchOutcome, code: int) -> bool:
 
 
 def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float, log: Path, workers: int,
-             option: str = "--probe-timeout") -> Verdict:
+             option: str = "--probe-timeout", started: int | None = None) -> Verdict:
     """The verdict of one launch. Storage faults come first: a rank that could not write
-    its own files may have crashed its peers, and none of that is the workload's doing."""
+    its own files may have crashed its peers, and none of that is the workload's doing.
+
+    ``started`` counts the ranks that reached the worker's entry point (None: unknown,
+    e.g. a replacement launcher's workers elsewhere). A launch that failed with none
+    started and nothing reported is the launcher's failure (torchrun's arguments, its
+    rendezvous), never the workload's.
+    """
     failures = {r.status: r for r in results if isinstance(r, FailureResult)}
     if "storage" in failures:
         return Verdict("storage", failures["storage"].message)
@@ -108,6 +114,8 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     if "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail:
         # A worker killed by SIGKILL that we did not send: the kernel's OOM killer.
         return Verdict("oom", "a worker was killed by SIGKILL (the kernel's out-of-memory killer, most likely)")
+    if started == 0 and not results:
+        return Verdict("launcher", f"the launcher failed before any worker started ({root_cause(outcome)}; log: {log})")
     return Verdict("crash", f"{root_cause(outcome)} (full log: {log})")
 
 

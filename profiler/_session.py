@@ -29,7 +29,7 @@ from typing import Any, Callable, TextIO
 
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter
-from profiler._launcher import Launcher, LaunchOutcome, LaunchRequest, TorchrunLauncher
+from profiler._launcher import Launcher, LauncherError, LaunchOutcome, LaunchRequest, TorchrunLauncher
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingPoint
 from profiler._progress import Progress
 from profiler._protocol import (
@@ -41,6 +41,7 @@ from profiler._protocol import (
     Task,
     TimingResult,
     TimingTask,
+    count_started,
     read_results,
     write_task,
 )
@@ -192,7 +193,12 @@ class Session:
     def _verdict(self, outcome: LaunchOutcome, results: list[Result], *, label: str, timeout_s: float, log: Path,
                  workers: int, option: str = "--probe-timeout") -> Verdict:
         """Classify a launch; a fault of our storage stops the session and records nothing."""
-        verdict = classify(outcome, results, timeout_s=timeout_s, log=log, workers=workers, option=option)
+        verdict = classify(outcome, results, timeout_s=timeout_s, log=log, workers=workers, option=option,
+                           started=count_started(log.parent / "results"))
+        if verdict.kind == "launcher":
+            raise LauncherError(
+                f"probe {label} stopped: {verdict.message}: a fault of the launcher, not the workload, so nothing "
+                "was recorded for it: fix the launcher (see the log), then run the same command again")
         if verdict.kind == "storage":
             raise StorageError(
                 f"probe {label} stopped: {verdict.message}: the storage failed, not the workload, so nothing was "

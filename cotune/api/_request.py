@@ -2,8 +2,11 @@
 :class:`~cotune.ReplanRequest`.
 
 The published contracts are ``docs/schema/recommend-request.v1.json`` and
-``replan-request.v1.json``; this module is their executable form and accepts exactly
-what they accept (a test checks both on the same generated requests). What it adds to
+``replan-request.v1.json``; this module is their executable form. It accepts what they
+accept (a test checks the recommend schema and this parser on the same generated
+requests) except for rules a JSON Schema cannot state: ``global_batch_range`` min <= max,
+no ``prices`` beside a ``cluster``, the cluster file's own rules (spot needs a
+checkpoint), and for replan a deadline not yet passed and workers left. What it adds to
 the request values' own validation (:mod:`cotune._request`, the one place fields are
 checked): JSON-only rules — unknown fields, ``schema_version``, JSON types of
 containers, the ``profile`` forms — and it turns every error into a

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
+from cotune._checks import excerpt
 from cotune._request import DEFAULT_MAX_CANDIDATES, ProfileRef, RecommendRequest, ReplanRequest
 from cotune.api._errors import LimitError, RequestError
 from cotune.api._request import parse_replan_request, parse_request
@@ -117,10 +118,13 @@ def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits)
     candidate = Path(text)
     if candidate.is_absolute() or ".." in candidate.parts:
         raise RequestError("must be a relative path without '..' inside the profile directory", path="/profile/path")
-    full = (root / candidate).resolve()
-    if not full.is_relative_to(root) or not full.is_file():
-        raise RequestError(f"no profile file {text!r} in the profile directory", path="/profile/path", code="unknown_profile")
-    st = full.stat()
+    try:
+        full = (root / candidate).resolve()
+        st = full.stat() if full.is_relative_to(root) and full.is_file() else None
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a name too long, a symlink loop
+        st = None
+    if st is None:
+        raise RequestError(f"no profile file {excerpt(text)} in the profile directory", path="/profile/path", code="unknown_profile")
     # A line per record at least ~40 bytes: reject files that cannot be within the limit.
     if st.st_size > limits.max_records * 4096:
         raise LimitError(f"profile file is {st.st_size} bytes: too large for this service", path="/profile/path")

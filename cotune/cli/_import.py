@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the run's global batch), the step time where the log has one, gradient-noise scales where it logged "
         "gradient statistics. Give what the log does not say as flags. Formats: hf-trainer (trainer_state.json), "
         "lightning-csv (CSVLogger metrics.csv), tensorboard (event files; needs cotune[logs]), mlflow (a run of "
-        "the local file store), csv (named columns). Docs: docs/logs.md",
+        "the local file store or a SQLite store, mlflow.db), csv (named columns). Docs: docs/logs.md",
         epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add).",
     )
     p.add_argument("format", choices=_FORMATS, metavar="FORMAT", help=f"log format: {', '.join(_FORMATS)}")
@@ -40,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accum-steps", type=_args.positive_int, default=1, metavar="K", help="gradient-accumulation micro-steps per step (default 1)")
     p.add_argument("--step-column", default=None, metavar="NAME", help="csv: column of optimizer steps done (default 'step')")
     p.add_argument("--epoch-column", default=None, metavar="NAME", help="csv: column of passes over the data (default 'epoch')")
+    p.add_argument("--run", dest="mlflow_run", default=None, metavar="RUN_ID", help="mlflow: the run (id or name) when the store holds several")
     p.set_defaults(run=run)
 
 
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         accum_steps=args.accum_steps,
         step_column=args.step_column,
         epoch_column=args.epoch_column,
+        run=args.mlflow_run,
     )
     verb = "appended to" if args.append else "wrote"
     n = len(profile.evals) + len(profile.steps) + len(profile.noise)

@@ -15,7 +15,7 @@ import math
 import sys
 from typing import Any, Sequence, TextIO
 
-__all__ = ["table", "error", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "excerpt"]
+__all__ = ["table", "error", "info", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "excerpt"]
 
 from cotune._checks import excerpt  # noqa: E402  (re-exported: the CLI quotes values with it)
 
@@ -59,6 +59,12 @@ def emit_json(obj: Any) -> None:
 
 def error(message: str) -> None:
     """One line on stderr, prefixed with the program name; never a traceback."""
+    first = " ".join(str(message).split())
+    print(f"cotune: {terminal_safe(first)}", file=sys.stderr)
+
+
+def info(message: str) -> None:
+    """One line on stderr, ``cotune: …``, for a long-running command's status (stdout stays data)."""
     first = " ".join(str(message).split())
     print(f"cotune: {terminal_safe(first)}", file=sys.stderr)
 

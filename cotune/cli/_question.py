@@ -19,7 +19,15 @@ __all__ = ["add_question_arguments", "request_from_args", "cli_error", "recommen
 
 def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) -> None:
     """Every field of the question as an option (``replan``: the subset replan uses, deadline required)."""
-    from cotune._request import DEFAULT_GPUS_PER_HOST, DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_WORKERS, DEFAULT_REPLAN_MAX_WORKERS
+    from cotune._request import (
+        DEFAULT_GPUS_PER_HOST,
+        DEFAULT_INTERVAL,
+        DEFAULT_MAX_CANDIDATES,
+        DEFAULT_MAX_WORKERS,
+        DEFAULT_PARETO_LIMIT,
+        DEFAULT_REPLAN_MAX_WORKERS,
+        DEFAULT_TOP,
+    )
 
     workers_default = DEFAULT_REPLAN_MAX_WORKERS if replan else DEFAULT_MAX_WORKERS
     p.add_argument("profile", metavar="PROFILE", help="profile file (JSON Lines) or a bundled example name (cotune examples)")
@@ -42,7 +50,7 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
     p.add_argument("--gpu", action="append", default=None, help="restrict to this gpu type (repeatable)")
     p.add_argument("--local-batch", type=_args.int_list, default=None, metavar="B,B,...", help="local batches to consider (default: the probed ones)")
     p.add_argument("--hosts", choices=("packed", "any"), default="packed", help="packed: fewest hosts (default); any: every host count")
-    p.add_argument("--interval", type=_args.finite_float, default=None, metavar="P", help="central probability of reported intervals (default 0.9)")
+    p.add_argument("--interval", type=_args.finite_float, default=None, metavar="P", help=f"central probability of reported intervals (default {DEFAULT_INTERVAL:g})")
     p.add_argument("--max-candidates", type=_args.whole_number, default=DEFAULT_MAX_CANDIDATES, metavar="N",
                    help=f"refuse search spaces larger than N candidates (default {DEFAULT_MAX_CANDIDATES:,})")
     p.add_argument("--budget", type=_args.finite_float, default=None,
@@ -58,8 +66,8 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
                    help="global batches allowed, e.g. 256..4096 (what the learning-rate rule supports)")
     p.add_argument("--baseline-batch", type=_args.whole_number, default=None, metavar="B", help="local batch the resource-only baseline keeps")
     p.add_argument("--baseline-workers", type=_args.whole_number, default=None, metavar="N", help="workers the batch-only baseline keeps")
-    p.add_argument("--top", type=_args.whole_number, default=None, metavar="N", help="runner-ups to show (default 5)")
-    p.add_argument("--pareto-limit", type=_args.whole_number, default=None, metavar="N", help="cost-time frontier points to show (default 12)")
+    p.add_argument("--top", type=_args.whole_number, default=None, metavar="N", help=f"runner-ups to show (default {DEFAULT_TOP})")
+    p.add_argument("--pareto-limit", type=_args.whole_number, default=None, metavar="N", help=f"cost-time frontier points to show (default {DEFAULT_PARETO_LIMIT})")
 
 
 def _max_workers(values: list[tuple[str | None, int]] | None) -> Any:

@@ -167,6 +167,16 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
     out.append(table(["GLOBAL_B", "MEASURED", "PREDICTED", "ERROR"], rows, right=[True, True, True, True]))
     if a.loo_mape is not None:
         out.append(f"mean error {a.loo_mape:.1%}")
+    if a.kappa_inside is not None:
+        out.append(
+            f"epochs spread per doubling of global batch from a measured one: {a.kappa_inside:.3f} (between), "
+            f"{a.kappa_beyond:.3f} (beyond) in log-epochs"
+        )
+    if a.outlier_batches:
+        out.append(
+            "set aside as outliers (off the robust critical-batch law; they answer only for themselves): "
+            + ", ".join(str(b) for b in a.outlier_batches)
+        )
     out += ["", "Outside the probed ranges predictions come from the parametric backbone (time) and the",
             "critical-batch law (epochs); recommendations flag them as extrapolated."]
     return "\n".join(out)

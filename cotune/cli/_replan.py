@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cotune._checks import parse_number
+from cotune._request import DEFAULT_MARGIN
 from cotune.cli import _args
 from cotune.cli._question import add_question_arguments, cli_error, request_from_args
 
@@ -50,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--workers-lost", type=_args.whole_number, default=0, metavar="N", help="workers revoked and not replaced")
     g.add_argument("--workers-added", type=_args.whole_number, default=0, metavar="N", help="workers added since the start")
     g.add_argument("--margin", type=_args.finite_float, default=None, metavar="F",
-                   help="switch only if the gain, after the restart, exceeds this fraction of staying (default 0.05)")
+                   help=f"switch only if the gain, after the restart, exceeds this fraction of staying (default {DEFAULT_MARGIN:g})")
     g.add_argument("--restart", type=_args.duration, default=None, metavar="DURATION",
                    help="time a configuration change costs (default: checkpoint write + reload + slowest replacement delay)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

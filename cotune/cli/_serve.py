@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 
 from cotune._checks import excerpt
+from cotune._request import DEFAULT_MAX_CANDIDATES
 from cotune.cli import _args
 
 __all__ = ["add_parser", "run"]
@@ -26,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile-dir", default=None, metavar="DIR", help="allow {\"path\": ...} profiles, read only inside DIR (default: paths refused)")
     p.add_argument("--max-body-bytes", type=_args.positive_int, default=4 * 1024 * 1024, metavar="N", help="largest request body (default 4 MiB)")
     p.add_argument("--max-records", type=_args.positive_int, default=50_000, metavar="N", help="largest profile, in records (default 50000)")
-    p.add_argument("--max-candidates", type=_args.positive_int, default=1_000_000, metavar="N", help="largest search space, in candidates (default 1000000)")
+    p.add_argument("--max-candidates", type=_args.positive_int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
+                   help=f"largest search space, in candidates (default {DEFAULT_MAX_CANDIDATES:,})")
     p.add_argument("--concurrency", type=_args.positive_int, default=None, metavar="N", help="solves at once (default: CPU count)")
     p.add_argument("--max-pending", type=_args.positive_int, default=32, metavar="N",
                    help="requests in progress (waiting or solving) before answering 503 + Retry-After (default 32)")
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from cotune.api import Limits
-    from cotune.cli._output import warning
+    from cotune.cli._output import info, warning
     from cotune.serve import ServiceSettings, create_app
     from cotune.serve._server import is_loopback, run_server
 
@@ -83,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         token=token,
     )
-    run_server(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    guard = "bearer token required" if token else "no authentication"
+    run_server(
+        create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
+        on_listen=lambda url: info(f"serving {url} (POST /v1/recommend and /v1/replan, GET /health; {guard}); Ctrl-C stops"),
+    )
     return 0
 
 

@@ -42,6 +42,7 @@ def import_log(
     accum_steps: int = 1,
     step_column: str | None = None,
     epoch_column: str | None = None,
+    run: str | None = None,
 ) -> Profile:
     """Turn one run's training log into a profile (and write it to ``out`` if given).
 
@@ -49,13 +50,14 @@ def import_log(
     ``warnings`` say what was found and what was not (e.g. step times without
     ``gpu``). With ``append=True`` the records are added to the existing profile ``out``
     (same workload), and an unset ``seed`` becomes the next free seed at that global
-    batch, so repeated runs stay apart.
+    batch, so repeated runs stay apart. ``run`` picks one MLflow run (id or name) from a
+    store that holds several.
     """
     for flag, value in (("--global-batch", global_batch), ("--dataset-size", dataset_size), ("--workers", workers),
                         ("--hosts", hosts), ("--local-batch", local_batch), ("--accum-steps", accum_steps)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InputError(f"{flag} must be a whole number >= 1, got {value!r}")
-    log = read_log(format, path, step_column=step_column, epoch_column=epoch_column)
+    log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run)
     opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
                          seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,
                          accum_steps=accum_steps)

@@ -74,11 +74,24 @@ def _number(text: object) -> float | None:
     return None
 
 
+# Training logs are megabytes; a cap keeps a wrong path (a device, a dataset) from
+# filling memory before the error.
+MAX_LOG_BYTES = 256 * 2**20
+
+
 def _need_file(path: Path, what: str, fmt: str) -> Path:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give the path of the {what}")
     if path.is_dir():
         raise InputError(f"{path} is a directory: give the {what} itself (format {fmt})")
+    if not path.is_file():
+        raise InputError(f"{path} is not a regular file (a device or a pipe): give the {what} itself (format {fmt})")
+    size = path.stat().st_size
+    if size > MAX_LOG_BYTES:
+        raise InputError(
+            f"{path} is {size / 2**20:.0f} MiB, more than a training log's {MAX_LOG_BYTES // 2**20} MiB limit: "
+            f"give the {what} (format {fmt})"
+        )
     return path
 
 
@@ -89,10 +102,12 @@ def read_hf_trainer(path: Path) -> LogData:
     if path.is_dir():
         path = path / "trainer_state.json"
     _need_file(path, "trainer_state.json that Trainer writes into each checkpoint", "hf-trainer")
+    from cotune._checks import BadValue, load_json
+
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a JSON file ({exc}): give the trainer_state.json of a checkpoint") from None
+        state = load_json(path.read_bytes())
+    except BadValue as exc:
+        raise InputError(f"{path}: {exc}: give the trainer_state.json of a checkpoint") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise InputError(f"{path}: no 'log_history' list: this is not a Hugging Face trainer_state.json")
@@ -241,33 +256,74 @@ def read_tensorboard(path: Path) -> LogData:
 # --- MLflow local file store ---------------------------------------------------------
 
 
-def _mlflow_run_dir(path: Path) -> Path:
+def _mlflow_run_dir(path: Path, run_id: str | None) -> Path:
     if (path / "metrics").is_dir():
         return path
     runs = sorted(p.parent for p in path.glob("*/*/metrics") if p.is_dir()) + sorted(p.parent for p in path.glob("*/metrics") if p.is_dir())
     runs = sorted(set(runs))
+    if run_id is not None:
+        runs = [r for r in runs if r.name == run_id]
     if len(runs) != 1:
         listed = ", ".join(str(r) for r in runs[:5]) or "none"
         raise InputError(
             f"{path}: expected one MLflow run (a directory with metrics/), found {len(runs)} ({listed}): "
-            "give the run directory, mlruns/EXPERIMENT_ID/RUN_ID"
+            "give the run directory, mlruns/EXPERIMENT_ID/RUN_ID, or pass --run RUN_ID"
         )
     return runs[0]
 
 
-def read_mlflow(path: Path) -> LogData:
+def _mlflow_series(key: str, rows: list[tuple[float, float, float]]) -> Series:
+    """(step, value, timestamp_ms) rows; times in seconds since the series' first point:
+    epoch milliseconds / 1000 in float64 would blur the sub-millisecond gaps a step time is made of."""
+    t0 = min(r[2] for r in rows)
+    return _series(key, [(step, value, None, (ts - t0) / 1000.0) for step, value, ts in rows])
+
+
+def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
+    """A run of MLflow's SQL store in a SQLite file (``sqlite:///mlflow.db``, MLflow 3's
+    default local store): its ``runs`` and ``metrics`` tables, read-only with sqlite3."""
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        runs = db.execute("SELECT run_uuid, name FROM runs WHERE lifecycle_stage = 'active' ORDER BY start_time").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: not an MLflow SQLite store ({exc}): give mlflow.db or an mlruns directory") from None
+    if run_id is not None:
+        runs = [r for r in runs if run_id in (r[0], r[1])]
+    if len(runs) != 1:
+        listed = ", ".join(f"{uuid} ({name})" for uuid, name in runs[:5]) or "none"
+        raise InputError(f"{path}: expected one MLflow run, found {len(runs)} ({listed}): pass --run RUN_ID (or the run name)")
+    uuid, name = runs[0]
+    rows: dict[str, list[tuple[float, float, float]]] = {}
+    for key, value, ts, step, is_nan in db.execute(
+        "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY step, timestamp", (uuid,)
+    ):
+        rows.setdefault(key, []).append((float(step), math.nan if is_nan else float(value), float(ts)))
+    db.close()
+    if not rows:
+        raise InputError(f"{path}: run {uuid} logged no metrics: log the validation metric with mlflow.log_metric")
+    return LogData(format="mlflow", source=f"{path} run {uuid}", run_name=name or uuid,
+                   series={k: _mlflow_series(k, v) for k, v in rows.items()})
+
+
+def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     # The file store's documented layout: <run>/metrics/<key> holds one
     # "timestamp_ms value step" line per logged point; <run>/tags/mlflow.runName the name.
-    # Keys with '/' are nested directories.
+    # Keys with '/' are nested directories. A SQLite file is the SQL store.
+    if path.is_file():
+        return read_mlflow_db(path, run_id)
     if not path.is_dir():
-        raise InputError(f"{path}: not a directory: give an MLflow run directory (mlruns/EXPERIMENT_ID/RUN_ID) or its mlruns root")
-    run = _mlflow_run_dir(path)
+        raise InputError(f"{path}: no such file or directory: give an MLflow run directory (mlruns/EXPERIMENT_ID/RUN_ID), "
+                         "its mlruns root, or a SQLite store (mlflow.db)")
+    run = _mlflow_run_dir(path, run_id)
     metrics_dir = run / "metrics"
     series: dict[str, Series] = {}
     for file in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
         key = file.relative_to(metrics_dir).as_posix()
         rows = []
-        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        _need_file(file, "metric file of the MLflow run", "mlflow")
+        for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
             parts = line.split()
             if not parts:
                 continue
@@ -277,12 +333,9 @@ def read_mlflow(path: Path) -> LogData:
             step = _number(parts[2]) if len(parts) > 2 else 0.0
             if ts is None or value is None or step is None:
                 raise InputError(f"{file}:{number}: expected numbers 'timestamp value step', got {line!r}")
-            rows.append((step, value, None, ts))
+            rows.append((step, value, ts))
         if rows:
-            # Milliseconds since the series' first point: epoch milliseconds / 1000 in
-            # float64 would blur the sub-millisecond gaps the step time is made of.
-            t0 = min(r[3] for r in rows)
-            series[key] = _series(key, [(s, v, e, (t - t0) / 1000.0) for s, v, e, t in rows])
+            series[key] = _mlflow_series(key, rows)
     if not series:
         raise InputError(f"{run}: the run logged no metrics: log the validation metric with mlflow.log_metric")
     name_file = run / "tags" / "mlflow.runName"
@@ -300,14 +353,22 @@ _READERS: dict[str, Callable[..., LogData]] = {
 FORMATS = tuple(_READERS)
 
 
-def read_log(format: str, path: str | Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
-    """Read one run's log in ``format`` (one of :data:`FORMATS`)."""
+def read_log(format: str, path: str | Path, *, step_column: str | None = None, epoch_column: str | None = None,
+             run: str | None = None) -> LogData:
+    """Read one run's log in ``format`` (one of :data:`FORMATS`); ``run`` picks an MLflow run."""
     reader = _READERS.get(format)
     if reader is None:
         raise InputError(f"unknown log format {format!r}: use one of {', '.join(FORMATS)}")
     if format != "csv" and (step_column or epoch_column):
         raise InputError("--step-column and --epoch-column apply to format csv only")
+    if format != "mlflow" and run is not None:
+        raise InputError("--run applies to format mlflow only")
+    if format == "mlflow" and str(path).startswith("sqlite:///"):
+        # A tracking URI, as given to mlflow.set_tracking_uri (a Path would fold the '///').
+        return read_mlflow_db(Path(str(path)[len("sqlite:///"):]), run)
     p = Path(path)
     if format == "csv":
         return read_csv(p, step_column=step_column, epoch_column=epoch_column)
+    if format == "mlflow":
+        return read_mlflow(p, run)
     return reader(p)

@@ -2,7 +2,7 @@
 
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._backbone import BackboneParams, fit_backbone, predict_log_step
-from cotune.models._fitted import FittedModels, clean_step_arrays, fit_models
+from cotune.models._fitted import CleanArrays, FittedModels, clean_arrays, fit_models
 from cotune.models._isotonic import isotonic_grid, pava
 from cotune.models._step_time import StepTimeModel, StepTimePrediction, z_for
 
@@ -13,7 +13,8 @@ __all__ = [
     "FittedModels",
     "StepTimeModel",
     "StepTimePrediction",
-    "clean_step_arrays",
+    "CleanArrays",
+    "clean_arrays",
     "fit_backbone",
     "fit_models",
     "isotonic_grid",

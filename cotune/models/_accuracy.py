@@ -18,10 +18,12 @@ steps, each usable on its own:
 
        E(B) = E_min · (1 + B / B_noise)
 
-   fitted once in ``fit`` at a ladder of target levels with a robust (soft-L1) loss on
-   ``log E`` of the per-batch medians, so one off-recipe batch cannot drag it; a level
-   in between interpolates ``log B_noise``. With fewer than three batches reaching a
-   level, ``B_noise`` comes from the profile's gradient-noise records.
+   fitted with a robust (soft-L1) loss on ``log E`` of the per-batch medians, so one
+   off-recipe batch cannot drag it — once per target (cached: ``B_noise`` grows as
+   training progresses, so a single value for all targets extrapolates badly), and in
+   ``fit`` at a ladder of target levels, whose leave-one-batch-out errors update the
+   spread priors. With fewer than three batches reaching a target, ``B_noise`` comes
+   from the profile's gradient-noise records.
 4. :func:`flag_outliers` — a batch whose ``log E`` sits more than ``3·MAD`` (and more
    than 20 %) off the robust law is flagged: it still answers for itself, with its
    disagreement added to its spread, but anchors nothing around it.
@@ -62,6 +64,7 @@ import numpy as np
 from cotune.errors import ModelError
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid, pava
+from cotune.models._normal import norm_cdf, norm_ppf
 from cotune.models._step_time import z_for
 
 __all__ = [
@@ -239,8 +242,6 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     n_reached = np.zeros(n, int)
     horizon = np.zeros(n)
     margin = np.zeros(n)
-    from scipy.special import ndtri
-
     for i, b in enumerate(batches):
         rs = [r for r in runs if r.global_batch == b]
         cross = np.array([crossing_epoch(r.epochs, r.best, threshold) for r in rs])
@@ -257,7 +258,7 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
         p_sigma[i] = max(spread, plateau_floor)
         if len(rs) >= 3:
             p_reach[i] = (n_reached[i] + 0.5) / (len(rs) + 1.0)
-            margin[i] = float(ndtri(p_reach[i])) * p_sigma[i]
+            margin[i] = float(norm_ppf(p_reach[i])) * p_sigma[i]
         else:
             margin[i] = float(np.median(plateaus)) - threshold
             p_reach[i] = _NORMAL.cdf(margin[i] / p_sigma[i])
@@ -291,25 +292,47 @@ def law_log_epochs(global_batch: np.ndarray, log_e_min: float, b_noise: float) -
 def fit_noise_scale(batches: np.ndarray, epochs: np.ndarray, *, robust: bool = True) -> tuple[float, float] | None:
     """``(log E_min, B_noise)`` of the law fitted to ``log E`` (None if degenerate).
 
-    ``robust`` uses a soft-L1 loss with a 10 % scale, so a single off-recipe batch
-    is down-weighted instead of bending the law; ``robust=False`` is plain least squares.
+    ``robust`` minimises a soft-L1 loss with a 10 % scale, ``Σ 2f²(√(1 + (r/f)²) − 1)``,
+    so a single off-recipe batch is down-weighted instead of bending the law;
+    ``robust=False`` is plain least squares. The two-parameter problem is solved by
+    profiling: for a given ``B_noise`` the best ``log E_min`` is a location estimate
+    (the mean, or reweighted least squares for soft-L1), so the fit is a 1-D search over
+    ``log B_noise`` — a grid, then golden-section refinement. Pure numpy: no SciPy
+    import on the prediction path.
     """
-    from scipy.optimize import least_squares
-
     batches, epochs = np.asarray(batches, float), np.asarray(epochs, float)
     if batches.size < 2:
         return None
     logb, loge = np.log(batches), np.log(epochs)
+    f = 0.1
 
-    def resid(x: np.ndarray) -> np.ndarray:
-        return law_log_epochs(batches, x[0], math.exp(x[1])) - loge
+    def profile(log_bn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = loge[None, :] - np.log1p(batches[None, :] / np.exp(log_bn)[:, None])  # log E_min per batch
+        if not robust:
+            a = x.mean(axis=1)
+            return a, np.sum((x - a[:, None]) ** 2, axis=1)
+        a = np.median(x, axis=1)
+        for _ in range(30):
+            w = 1.0 / np.sqrt(1.0 + ((x - a[:, None]) / f) ** 2)
+            a = np.sum(w * x, axis=1) / np.sum(w, axis=1)
+        r = (x - a[:, None]) / f
+        return a, np.sum(2 * f * f * (np.sqrt(1.0 + r * r) - 1.0), axis=1)
 
-    x0 = np.array([float(loge.min()), float(np.median(logb))])
-    kw = {"loss": "soft_l1", "f_scale": 0.1} if robust else {}
-    res = least_squares(resid, x0, bounds=([-50.0, logb.min() - 10], [50.0, logb.max() + 10]), **kw)
-    if not res.success:
+    lo, hi = float(logb.min()) - 10.0, float(logb.max()) + 10.0
+    grid = np.linspace(lo, hi, 241)
+    _, loss = profile(grid)
+    if not np.all(np.isfinite(loss)):
         return None
-    return float(res.x[0]), float(math.exp(res.x[1]))
+    k = int(np.argmin(loss))
+    left, right = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        m1, m2 = right - g * (right - left), left + g * (right - left)
+        l1, l2 = profile(np.array([m1, m2]))[1]
+        left, right = (left, m2) if l1 <= l2 else (m1, right)
+    best = np.array([0.5 * (left + right)])
+    a, _ = profile(best)
+    return float(a[0]), float(math.exp(best[0]))
 
 
 def flag_outliers(batches: np.ndarray, epochs: np.ndarray, b_noise: float) -> np.ndarray:
@@ -573,6 +596,8 @@ class AccuracyModel(EstimatorContract):
             ae = np.exp(pava(np.log(ae), 1.0 / np.maximum(asg, _SIGMA_FLOOR) ** 2))
         law = None
         if ab.size >= 3:
+            # The law at this very target (cached per target): B_noise grows as training
+            # progresses, so the fit-time ladder only serves where too few batches reach.
             law = fit_noise_scale(ab, ae)
         out = (ev, ab, ae, ev.batches[flags], asg, bn, law)
         self._cache[t] = out
@@ -658,8 +683,6 @@ class AccuracyModel(EstimatorContract):
 
     def _p_reach(self, q: np.ndarray, ev: BatchEvidence) -> np.ndarray:
         """Probability that the target is reached at all, from the measured margins."""
-        from scipy.special import ndtr
-
         margin = ev.margin
         lb, lq = np.log(ev.batches), np.log(q)
         if len(lb) == 1:
@@ -670,7 +693,7 @@ class AccuracyModel(EstimatorContract):
             s0 = np.interp(lq, lb, ev.plateau_sigma)
         d = _nearest_distance(q, ev.batches)
         s = np.sqrt(s0**2 + self.plateau_walk_**2 * d * self.metric_range_**2)
-        p = ndtr(m / s)
+        p = norm_cdf(m / s)
         exact = np.isin(q, ev.batches)
         if np.any(exact):
             p[exact] = ev.p_reach[np.searchsorted(ev.batches, q[exact])]

@@ -501,17 +501,23 @@ def prior_from_model(accuracy_model: Any, *, global_batch: float, target: float,
     (``(ln upper − ln lower) / 2z``). ``None`` when the model has no finite estimate.
     """
     pred = accuracy_model.epochs_to_target(np.array([float(global_batch)]), float(target))
-    med = float(np.asarray(getattr(pred, "epochs_if_reached", pred.epochs))[0])
-    if not (math.isfinite(med) and med > 0):
-        med = float(np.asarray(pred.epochs)[0])
-    if not (math.isfinite(med) and med > 0):
+
+    def first(name: str) -> float | None:  # a field may be absent, or None for a deterministic prediction
+        value = getattr(pred, name, None)
+        return None if value is None else float(np.asarray(value)[0])
+
+    med = first("epochs_if_reached")
+    if med is None or not (math.isfinite(med) and med > 0):
+        med = first("epochs")
+    if med is None or not (math.isfinite(med) and med > 0):
         return None
-    if hasattr(pred, "log_sigma"):
-        sigma = float(np.asarray(pred.log_sigma)[0])
-    else:
-        lo, hi = float(np.asarray(pred.lower)[0]), float(np.asarray(pred.upper)[0])
+    sigma = first("log_sigma")
+    if sigma is None:
+        lo, hi = first("lower"), first("upper")
         z = _z(interval)
-        sigma = (math.log(hi) - math.log(max(lo, 1e-12))) / (2 * z) if math.isfinite(hi) and lo > 0 else 1.0
+        ok = lo is not None and hi is not None and math.isfinite(hi) and lo > 0
+        sigma = (math.log(hi) - math.log(lo)) / (2 * z) if ok else 1.0
     sigma = sigma if math.isfinite(sigma) and sigma > 0 else 1.0
-    p = float(np.asarray(pred.p_reach)[0]) if hasattr(pred, "p_reach") else 1.0
+    p = first("p_reach")
+    p = 1.0 if p is None or not math.isfinite(p) else p
     return EpochsPrior(median_epochs=med, log_sigma=max(sigma, 0.02), p_reach=min(max(p, 0.0), 1.0))

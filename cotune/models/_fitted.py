@@ -1,8 +1,8 @@
 """All the models of one profile, fitted together: one step-time model per GPU type and
 one accuracy model. This is the small interface the solver sees.
 
-Step records that cannot be right (:mod:`cotune.models._outliers`) are left out before
-fitting; :attr:`FittedModels.notes` says which, so a recommendation and ``cotune fit``
+Step and eval records that cannot be right (:mod:`cotune.models._outliers`) are left out
+before fitting; :attr:`FittedModels.notes` says which, so a recommendation and ``cotune fit``
 report them instead of silently following them."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import numpy as np
 from cotune._checks import excerpt
 from cotune.errors import ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
-from cotune.models._outliers import find_step_outliers
+from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
 
-__all__ = ["FittedModels", "fit_models", "clean_step_arrays"]
+__all__ = ["FittedModels", "fit_models", "clean_arrays", "CleanArrays"]
 
 
 @dataclass(frozen=True)
@@ -71,16 +71,22 @@ def fit_models(
         raise ModelError(
             f"profile {excerpt(profile.workload.name)} has no step records: run timing probes (cotune profile) first"
         )
-    arrays, notes = clean_step_arrays(profile)
+    clean = clean_arrays(profile)
     time_models = {}
     total = len(profile.gpus) + 1
-    for done, (gpu, a) in enumerate(arrays.items(), start=1):
+    for done, (gpu, a) in enumerate(clean.steps.items(), start=1):
         time_models[gpu] = StepTimeModel(interval=interval, n_bootstrap=n_bootstrap, random_state=random_state).fit(
             a["workers"], a["hosts"], a["local_batch"], a["step_time_s"]
         )
         if progress is not None:
             progress(done, total)
-    e = profile.eval_arrays()
+    departures = tuple(
+        f"step time on {gpu} at {w} workers ({where}) is faster in the probes than the monotone prior allows: "
+        "followed as measured, not forced monotone"
+        for gpu, m in time_models.items()
+        for w, where in m.departures_
+    )
+    e = clean.evals
     accuracy = AccuracyModel(
         goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
     ).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
@@ -94,13 +100,31 @@ def fit_models(
         time_models=time_models,
         accuracy=accuracy,
         max_local_batch={gpu: profile.max_local_batch(gpu) for gpu in profile.gpus},
-        notes=notes,
+        notes=clean.notes + departures,
     )
 
 
-def clean_step_arrays(profile: Profile) -> tuple[dict[str, dict[str, np.ndarray]], tuple[str, ...]]:
-    """Step columns per GPU type without outlier records, and a note per GPU that had some."""
-    arrays: dict[str, dict[str, np.ndarray]] = {}
+@dataclass(frozen=True)
+class CleanArrays:
+    """A profile's step columns (per GPU type) and eval columns without outlier records."""
+
+    steps: Mapping[str, dict[str, np.ndarray]]
+    evals: dict[str, np.ndarray]
+    notes: tuple[str, ...]  # one per GPU type or for the curves that had records left out
+
+
+def _note(what: str, count: int, total: int, reasons: tuple[str, ...]) -> str:
+    shown = "; ".join(reasons[:3]) + (f"; and {count - 3} more" if count > 3 else "")
+    many = count > 1
+    return (
+        f"{what}: {count} of {total:,} {'records' if many else 'record'} left out as {'outliers' if many else 'an outlier'} "
+        f"({shown}): check or re-measure {'them' if many else 'it'}"
+    )
+
+
+def clean_arrays(profile: Profile) -> CleanArrays:
+    """The columns the models are fitted on: outlier records (:mod:`cotune.models._outliers`) left out, with notes."""
+    steps: dict[str, dict[str, np.ndarray]] = {}
     notes: list[str] = []
     for gpu in profile.gpus:
         a = profile.step_arrays(gpu)
@@ -108,13 +132,14 @@ def clean_step_arrays(profile: Profile) -> tuple[dict[str, dict[str, np.ndarray]
             workers=a["workers"], hosts=a["hosts"], local_batch=a["local_batch"], step_time_s=a["step_time_s"]
         )
         if found.count:
-            keep = ~found.mask
-            a = {k: v[keep] for k, v in a.items()}
-            shown = "; ".join(found.reasons[:3]) + (f"; and {found.count - 3} more" if found.count > 3 else "")
-            notes.append(
-                f"{gpu}: {found.count} of {found.mask.size:,} step record{'s' if found.count > 1 else ''} left out as "
-                f"outlier{'s' if found.count > 1 else ''} ({shown}): check or re-measure "
-                f"{'them' if found.count > 1 else 'it'}"
-            )
-        arrays[gpu] = a
-    return arrays, tuple(notes)
+            a = {k: v[~found.mask] for k, v in a.items()}
+            notes.append(_note(f"{gpu} step", found.count, found.mask.size, found.reasons))
+        steps[gpu] = a
+    e = profile.eval_arrays()
+    found_e = find_eval_outliers(
+        global_batch=e["global_batch"], epoch=e["epoch"], metric=e["metric"], seed=e["seed"], goal=profile.workload.goal
+    )
+    if found_e.count:
+        e = {k: v[~found_e.mask] for k, v in e.items()}
+        notes.append(_note("eval", found_e.count, found_e.mask.size, found_e.reasons))
+    return CleanArrays(steps=steps, evals=e, notes=tuple(notes))

@@ -55,6 +55,11 @@ class AccuracyFitReport:
     residual_sigma: float
     # The end batches (None in loo_epochs) predicted from the others: extrapolation in batch.
     extrapolated_epochs: tuple[float | None, ...] = ()
+    # Measured batches set aside as anchors at the reference target: off the robust law.
+    outlier_batches: tuple[int, ...] = ()
+    # Spread after the profile's own evidence: log-epochs per doubling, inside / beyond.
+    kappa_inside: float | None = None
+    kappa_beyond: float | None = None
 
 
 @dataclass(frozen=True)
@@ -160,8 +165,8 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
     )
 
 
-def _accuracy_report(profile: Profile, tick=lambda: None) -> AccuracyFitReport:
-    e = profile.eval_arrays()
+def _accuracy_report(profile: Profile, tick=lambda: None, e: dict[str, np.ndarray] | None = None) -> AccuracyFitReport:
+    e = profile.eval_arrays() if e is None else e
     goal = profile.workload.goal
     full = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     # Reference target: one that every measured batch reaches, near the top of the
@@ -208,6 +213,9 @@ def _accuracy_report(profile: Profile, tick=lambda: None) -> AccuracyFitReport:
         loo_mape=float(np.mean(errs)) if errs else None,
         residual_sigma=full.residual_sigma_,
         extrapolated_epochs=tuple(extrapolated),
+        outlier_batches=tuple(int(b) for b in full.outlier_batches(ref)),
+        kappa_inside=full.kappa_inside_,
+        kappa_beyond=full.kappa_beyond_,
     )
 
 
@@ -220,7 +228,7 @@ def validate_profile(
     """
     from cotune.errors import ModelError
 
-    from cotune.models._fitted import clean_step_arrays
+    from cotune.models._fitted import clean_arrays
 
     total = len(profile.gpus) * (folds + 1) + len({e.global_batch for e in profile.evals})
     done = [0]
@@ -231,10 +239,10 @@ def validate_profile(
             progress(min(done[0], total), total)
 
     # The same records as the fit a recommendation uses: outliers left out, and said so.
-    arrays, notes = clean_step_arrays(profile)
-    times = tuple(_time_report(g, a, folds=folds, seed=seed, tick=tick) for g, a in arrays.items())
+    clean = clean_arrays(profile)
+    times = tuple(_time_report(g, a, folds=folds, seed=seed, tick=tick) for g, a in clean.steps.items())
     try:
-        acc, err = _accuracy_report(profile, tick), None
+        acc, err = _accuracy_report(profile, tick, clean.evals), None
     except ModelError as exc:
         acc, err = None, str(exc)
-    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=notes)
+    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=clean.notes)

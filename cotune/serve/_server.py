@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["timed_protocol", "is_loopback", "listen", "run_server"]
 
@@ -111,12 +111,21 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_server(app: Any, *, host: str, port: int, log_level: str = "info") -> None:
-    """Serve ``app`` (from :func:`cotune.serve.create_app`) with its settings' timeouts."""
+def run_server(
+    app: Any, *, host: str, port: int, log_level: str = "info", on_listen: Callable[[str], None] | None = None
+) -> None:
+    """Serve ``app`` (from :func:`cotune.serve.create_app`) with its settings' timeouts.
+
+    ``on_listen(url)`` is called once the socket listens (the CLI prints the address).
+    """
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     sock = listen(host, port)
+    if on_listen is not None:
+        bound_host, bound_port = sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+        on_listen(f"http://{shown}:{bound_port}")
     cfg = app.state.settings
     config = uvicorn.Config(
         app,

@@ -157,9 +157,9 @@ def estimate(
 
 
 def _ndtri(p: np.ndarray) -> np.ndarray:
-    from scipy.special import ndtri
+    from cotune.models._normal import norm_ppf
 
-    return ndtri(p)
+    return norm_ppf(p)
 
 
 def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> np.ndarray:
@@ -168,7 +168,7 @@ def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: 
     Uses the estimates as they stand (after a spot stage, ``time_s`` is the
     revocation-aware expectation; its spread is the model's).
     """
-    from scipy.special import ndtr
+    from cotune.models._normal import norm_cdf as ndtr
 
     if deadline_s is None:
         return np.where(np.isfinite(est.time_s), est.p_reach, 0.0)

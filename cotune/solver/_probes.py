@@ -111,9 +111,9 @@ def _call(c: float, k: float, s: float) -> float:
 
 
 def _cdf(x: np.ndarray) -> np.ndarray:
-    from scipy.special import ndtr
+    from cotune.models._normal import norm_cdf
 
-    return ndtr(x)
+    return norm_cdf(x)
 
 
 def log_spreads(est: Estimates, *, interval: float = 0.9) -> tuple[np.ndarray, np.ndarray]:

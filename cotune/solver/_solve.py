@@ -150,7 +150,7 @@ def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.
         return order, None
     why = _reasons(est, safest, best)
     c = est.candidates
-    extra = key[safest] / key[best] - 1.0
+    extra = key[safest] / key[best] - 1.0 if key[best] > 0 else 0.0  # free (zero-price) plans tie exactly
     label = lambda i: f"{int(c.workers[i])}×{c.gpus[int(c.gpu[i])]} on {int(c.hosts[i])} host(s), local batch {int(c.local_batch[i])}"  # noqa: E731
     note = (
         f"near-tie: chose {label(safest)} over {label(best)} ({extra:+.1%} {objective}, within the prediction's "

@@ -401,7 +401,8 @@ def _remaining_from_forecast(models: Any, forecast: Any, *, global_batch: int, e
     total = forecast.epochs_if_reached
     left = 0.0 if forecast.reached else float(min(max(1.0 - epochs_done / total, 0.0), 1.0))
     pred = models.predict_epochs(np.array([float(global_batch)]), target)
-    model_e = float(np.asarray(getattr(pred, "epochs_if_reached", pred.epochs))[0])
+    if_reached = getattr(pred, "epochs_if_reached", None)
+    model_e = float(np.asarray(pred.epochs if if_reached is None else if_reached)[0])
     ratio = total / model_e if math.isfinite(model_e) and model_e > 0 else 1.0
     return left, ratio
 

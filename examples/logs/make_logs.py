@@ -155,7 +155,7 @@ def _train_loop(log_step, log_eval) -> None:
             loss.backward()
             opt.step()
             step += 1
-            log_step(step, float(loss))
+            log_step(step, float(loss.detach()))
         with torch.no_grad():
             log_eval(step, float((model(xv).argmax(-1) == yv).float().mean()))
 
@@ -194,6 +194,23 @@ def write_mlflow(out: Path) -> Path:
                     lambda s, acc: mlflow.log_metric("val_accuracy", acc, step=s))
     info = run.info
     return out / "mlruns" / info.experiment_id / info.run_id
+
+
+def write_mlflow_sqlite(out: Path) -> tuple[Path, str]:
+    """Two runs in MLflow's SQLite store (MLflow 3's default local backend), ``out/mlflow.db``;
+    returns the file and the first run's id. Not kept in examples/ (about 1 MB of schema)."""
+    import mlflow
+
+    db = out / "mlflow.db"
+    mlflow.set_tracking_uri(f"sqlite:///{db.resolve()}")
+    mlflow.set_experiment("tiny")
+    ids = []
+    for name in ("first", "second"):
+        with mlflow.start_run(run_name=name) as run:
+            _train_loop(lambda s, loss: mlflow.log_metric("train_loss", loss, step=s),
+                        lambda s, acc: mlflow.log_metric("val_accuracy", acc, step=s))
+            ids.append(run.info.run_id)
+    return db, ids[0]
 
 
 def write_csv(out: Path) -> Path:

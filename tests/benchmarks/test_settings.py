@@ -144,6 +144,7 @@ def test_epochs_coverage_is_checked_against_the_full_held_out_curves() -> None:
     assert 0 <= o.epochs_hits <= o.epochs_n and all(t > 0 for t in truth)
 
 
+@pytest.mark.slow
 def test_the_value_of_information_planner_pays_for_what_it_buys_and_stays_in_budget() -> None:
     scn = _scenario(name="yolov3-t4", target="all", deadline=1.5)
     result = run_scenario(scn, budgets=(6, 10), settings=("one-curve",), policies=("cotune_voi", "cotune_voi_q90"))

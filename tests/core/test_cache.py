@@ -48,12 +48,14 @@ def test_warm_call_reuses_the_fit_and_answers_the_same(cache, count_fits, capsys
     assert not list(cache.glob("*.tmp"))  # written atomically: no temporary left behind
 
 
+@pytest.mark.slow
 def test_no_cache_neither_reads_nor_writes(cache, count_fits, capsys):
     _answer(capsys, ARGS + ["--no-cache"])
     _answer(capsys, ARGS + ["--no-cache"])
     assert len(count_fits) == 2 and not cache.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [b"", b"not a pickle", None])
 def test_a_corrupted_entry_is_refitted_silently(cache, count_fits, capsys, damage):
     good = _answer(capsys)
@@ -64,6 +66,7 @@ def test_a_corrupted_entry_is_refitted_silently(cache, count_fits, capsys, damag
     assert _answer(capsys) == good and len(count_fits) == 2  # the refit was stored again
 
 
+@pytest.mark.slow
 def test_changed_profile_content_misses(cache, count_fits, capsys, tmp_path):
     from cotune.examples import resolve_profile_path
 
@@ -77,6 +80,7 @@ def test_changed_profile_content_misses(cache, count_fits, capsys, tmp_path):
     assert len(count_fits) == 2 and len(list(cache.glob("models-*.pickle"))) == 2
 
 
+@pytest.mark.slow
 def test_whitespace_only_changes_still_hit(cache, count_fits, capsys, tmp_path):
     from cotune.examples import resolve_profile_path
 
@@ -90,6 +94,7 @@ def test_whitespace_only_changes_still_hit(cache, count_fits, capsys, tmp_path):
     assert len(count_fits) == 1
 
 
+@pytest.mark.slow
 def test_changed_model_code_misses(cache, count_fits, capsys, monkeypatch):
     _answer(capsys)
     monkeypatch.setattr(_cache, "code_hash", lambda: "edited-model-code")
@@ -116,6 +121,7 @@ def test_code_hash_covers_the_model_sources(monkeypatch, tmp_path):
     assert before != after
 
 
+@pytest.mark.slow
 def test_an_unwritable_cache_location_only_costs_speed(tmp_path, monkeypatch, count_fits, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache directory should be")
@@ -124,6 +130,7 @@ def test_an_unwritable_cache_location_only_costs_speed(tmp_path, monkeypatch, co
     assert _answer(capsys) == first and len(count_fits) == 2
 
 
+@pytest.mark.slow
 def test_fit_report_is_cached_too(cache, capsys, monkeypatch):
     import cotune.models._validate as validate
 
@@ -132,3 +139,16 @@ def test_fit_report_is_cached_too(cache, capsys, monkeypatch):
     monkeypatch.setattr(validate, "validate_profile", lambda *a, **k: pytest.fail("refitted"))
     assert main(["fit", "cifar10-resnet18", "--json"]) == 0
     assert capsys.readouterr().out == cold
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_an_entry_others_could_write_is_never_unpickled(cache, count_fits, capsys):
+    # Unpickling runs code: a group- or world-writable entry or folder is a miss, refitted.
+    good = _answer(capsys)
+    (entry,) = cache.glob("models-*.pickle")
+    assert (cache.stat().st_mode & 0o077) == 0  # created private
+    entry.chmod(0o666)
+    assert _answer(capsys) == good and len(count_fits) == 2
+    entry.chmod(0o600)
+    cache.chmod(0o777)
+    assert _answer(capsys) == good and len(count_fits) == 3

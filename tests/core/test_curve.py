@@ -117,3 +117,16 @@ def test_bad_arguments_are_one_input_error(kwargs: dict, match: str) -> None:
     args = {"target": 0.9} | kwargs
     with pytest.raises(InputError, match=match):
         extrapolate_curve([1, 2, 3], [0.1, 0.2, 0.3], **args)
+
+
+def test_prior_from_a_deterministic_prediction_reads_the_spread_off_its_interval() -> None:
+    from types import SimpleNamespace
+
+    class Model:
+        def epochs_to_target(self, b, t):
+            return SimpleNamespace(epochs=np.array([10.0]), lower=np.array([5.0]), upper=np.array([20.0]),
+                                   epochs_if_reached=None, log_sigma=None, p_reach=None)
+
+    prior = prior_from_model(Model(), global_batch=64, target=0.9, interval=0.9)
+    assert prior.median_epochs == 10.0 and prior.p_reach == 1.0
+    assert prior.log_sigma == pytest.approx(math.log(4.0) / (2 * 1.6448536), rel=1e-4)

@@ -58,6 +58,7 @@ def test_frontier_frame_is_the_pareto_choices_fastest_first(rec):
     assert frame["time_s"].is_monotonic_increasing and frame["cost"].is_monotonic_decreasing
 
 
+@pytest.mark.slow
 def test_fit_report_frames():
     from cotune.models._validate import validate_profile
 

@@ -43,6 +43,7 @@ def test_sampled_search_is_deterministic(cifar_models):
     assert a.chosen == b.chosen and a.n_candidates == b.n_candidates
 
 
+@pytest.mark.slow
 def test_sampler_stays_inside_the_space_and_finds_a_planted_optimum():
     space = SearchSpace(gpus=("a", "b"), max_workers={"a": 5000, "b": 300}, local_batches={"a": (16, 32, 64, 128, 256), "b": (8, 512)},
                         gpus_per_host=8, hosts="any")

@@ -69,11 +69,11 @@ def test_too_few_records_are_never_judged():
 
 def test_bundled_profiles_have_no_outliers():
     from cotune.examples import list_examples
-    from cotune.models import clean_step_arrays
+    from cotune.models import clean_arrays
     from cotune.profile import read_profile
 
     for example in list_examples():
-        _, notes = clean_step_arrays(read_profile(example.path))
+        notes = clean_arrays(read_profile(example.path)).notes
         assert notes == (), (example.name, notes)
 
 
@@ -97,7 +97,7 @@ def test_one_absurd_record_leaves_the_plan_unchanged_and_is_reported(tmp_path):
     assert (dirty.chosen.workers, dirty.chosen.local_batch, dirty.chosen.gpu) == (clean.chosen.workers, clean.chosen.local_batch, clean.chosen.gpu)
     assert dirty.chosen.time_s == pytest.approx(clean.chosen.time_s, rel=1e-6)
     notes = [n for n in dirty.notes if "outlier" in n]
-    assert len(notes) == 1 and "1 of 1,513 step record" in notes[0] and "local batch 1e+12" in notes[0]
+    assert len(notes) == 1 and "t4 step: 1 of 1,513 record left out as an outlier" in notes[0] and "local batch 1e+12" in notes[0]
     assert not [n for n in clean.notes if "outlier" in n]
 
 
@@ -108,3 +108,78 @@ def test_cotune_fit_reports_the_outlier(tmp_path, capsys):
     assert main(["fit", str(_with_record(tmp_path, step_time_s=1e5, sync_time_s=None))]) == 0
     out = capsys.readouterr().out
     assert "Left out of the fit:" in out and "× slower than the model of the other records" in out, out
+
+
+# --- eval records -----------------------------------------------------------------------------
+
+
+def _curves(seed: int, noise: float = 0.003):
+    from _helpers import synthetic_records
+
+    recs = [r for r in synthetic_records(seed=seed, seeds=2, noise=noise) if r["record"] == "eval"]
+    return {k: np.array([r[k] for r in recs], dtype=float) for k in ("global_batch", "epoch", "metric", "seed")}
+
+
+def _find_eval(e, goal="max"):
+    from cotune.models._outliers import find_eval_outliers
+
+    return find_eval_outliers(global_batch=e["global_batch"], epoch=e["epoch"], metric=e["metric"], seed=e["seed"], goal=goal)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 2**16))
+def test_clean_learning_curves_have_no_outliers(seed):
+    assert _find_eval(_curves(seed)).count == 0
+
+
+def test_an_overfitting_peak_and_a_dip_are_not_outliers():
+    e = _curves(3)
+    run = np.flatnonzero((e["global_batch"] == 64) & (e["seed"] == 0))
+    e["metric"] = e["metric"].copy()
+    e["metric"][run[-10:]] -= np.linspace(0.01, 0.1, 10)  # validation accuracy declines after its peak
+    e["metric"][run[5]] -= 0.2  # one bad evaluation: pessimistic, harmless
+    assert _find_eval(e).count == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"metric": 1e6}, "far outside every other"),
+        ({"metric": -1e6}, "far outside every other"),
+        ({"epoch": 1e9}, "away from every other epoch"),
+        ({"epoch": 0.01, "metric": 0.999}, "above its neighbours"),
+    ],
+)
+def test_one_absurd_eval_record_is_the_one_flagged(change, reason):
+    e = {k: v.copy() for k, v in _curves(5).items()}
+    i = int(np.flatnonzero((e["global_batch"] == 256) & (e["seed"] == 1))[3])
+    for k, v in change.items():
+        e[k][i] = v
+    found = _find_eval(e)
+    assert found.count == 1 and found.mask[i] and reason in found.reasons[0]
+
+
+def test_for_a_loss_a_spike_downwards_is_the_optimistic_one():
+    e = {k: v.copy() for k, v in _curves(6).items()}
+    e["metric"] = 1.0 - e["metric"]  # a loss-like curve falling to ~0.05
+    i = int(np.flatnonzero((e["global_batch"] == 64) & (e["seed"] == 0))[2])
+    e["metric"][i] = 0.0
+    found = _find_eval(e, goal="min")
+    assert found.count == 1 and found.mask[i] and "below its neighbours" in found.reasons[0]
+
+
+@pytest.mark.slow
+def test_one_absurd_eval_record_leaves_the_plan_unchanged_and_is_reported(tmp_path):
+    import cotune
+    from cotune.examples import example_path
+
+    lines = example_path("cifar10-resnet18").read_text().splitlines()
+    ev = json.loads(next(line for line in lines if '"eval"' in line and '"global_batch": 256' in line))
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(lines + [json.dumps(dict(ev, epoch=0.01, metric=0.999))]) + "\n")
+    kwargs = dict(target=0.94, deadline_s=1800, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
+    clean = cotune.recommend("cifar10-resnet18", **kwargs)
+    dirty = cotune.recommend(path, **kwargs)
+    assert (dirty.chosen.workers, dirty.chosen.local_batch) == (clean.chosen.workers, clean.chosen.local_batch)
+    assert dirty.chosen.time_s == pytest.approx(clean.chosen.time_s, rel=1e-6)
+    assert any(n.startswith("eval: 1 of 601 record left out as an outlier") for n in dirty.notes), dirty.notes

@@ -26,6 +26,7 @@ def test_recommendation_plot_draws_every_target_reaching_candidate_and_the_deadl
     assert any(label.startswith("deadline 0.5 h") for label in labels)
 
 
+@pytest.mark.slow
 def test_cli_recommend_and_fit_write_pngs(tmp_path, capsys):
     assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--plot", str(tmp_path / "r.png")]) == 0
     assert main(["fit", "cifar10-resnet18", "--plot", str(tmp_path / "f.png")]) == 0

@@ -218,6 +218,7 @@ _field_names = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(_field_names, _json_value | st.sampled_from(["workload", "step", "eval", "failure", "noise"]),
                                 max_size=8), max_size=5))
+@pytest.mark.slow
 def test_arbitrary_records_parse_or_raise_profile_error_never_crash(objects):
     lines = [ISSUE_LINES[0]] + [json.dumps(o) + "\n" for o in objects]
     try:

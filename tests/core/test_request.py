@@ -92,6 +92,15 @@ def test_the_request_is_frozen_and_normalised():
         req.prices["t4"] = 2.0  # type: ignore[index]
 
 
+def test_the_request_pickles_and_serialises_for_process_pools_and_logs():
+    import pickle
+
+    req = RecommendRequest(profile=EXAMPLE, target=0.9, prices={"t4": 1}, max_workers={"t4": 3, "*": 8})
+    again = pickle.loads(pickle.dumps(req))
+    assert again == req and hash(again) == hash(req)
+    assert json.loads(json.dumps(dict(req.max_workers))) == {"t4": 3, "*": 8}
+
+
 def test_recommend_takes_the_request_value_or_the_same_keywords(cifar_models):
     kw = dict(target=0.94, deadline_s=1800, max_workers=12, prices={"t4": 0.526})
     by_value = cotune.recommend(RecommendRequest(profile=EXAMPLE, **kw), models=cifar_models)

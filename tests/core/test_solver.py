@@ -77,6 +77,7 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
     confidence=st.one_of(st.none(), st.sampled_from([0.5, 0.9, 0.99])),
     v100_price=st.floats(0.2, 3.0),
 )
+@pytest.mark.slow
 def test_solver_equals_brute_force(seed, target, deadline_s, budget, max_workers, objective, confidence, v100_price):
     models = _models(seed)
     prices = {"t4": 0.5, "v100": v100_price}

@@ -22,6 +22,7 @@ def _theta(rng):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10**6))
 def test_predictions_never_fall_as_batch_workers_or_hosts_grow(seed):

@@ -164,3 +164,86 @@ def test_models_follow_the_scikit_learn_estimator_contract(cls):
         check_is_fitted(copy)
     with pytest.raises(ValueError, match="invalid parameter"):
         est.set_params(no_such_thing=1)
+
+
+def test_a_super_linear_speed_up_in_the_probes_is_followed_not_flattened():
+    # 8 workers run faster per step than 4 (the model fits in cache once split): the
+    # monotone prior would average the two; the probes win where they disagree clearly.
+    w = np.repeat([1.0, 2, 4, 8], 3)
+    b = np.tile([32.0, 64, 128], 4)
+    t = 0.01 + 0.0005 * b + np.where(w > 1, 0.003 * np.log2(w), 0)
+    t = np.where(w == 8, t * 0.5, t)
+    m = StepTimeModel().fit(w, np.ones_like(w), b, t)
+    p = m.predict(w, np.ones_like(w), b)
+    assert np.all(np.abs(p.step_time_s / t - 1) < 0.1)
+    assert len(m.departures_) >= 1
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10**6))
+def test_noise_alone_never_counts_as_a_departure_from_monotonicity(seed):
+    rng = np.random.default_rng(seed)
+    w = np.repeat([1.0, 2, 4, 8, 16], 4)
+    b = np.tile([16.0, 32, 64, 128], 5)
+    t = (0.01 + 0.0005 * b + np.where(w > 1, 0.003 * np.log2(w), 0)) * np.exp(rng.normal(0, 0.03, w.size))
+    m = StepTimeModel().fit(w, np.ceil(w / 4), b, t)
+    assert len(m.departures_) == 0
+
+
+def test_flat_sync_in_small_probes_does_not_buy_unprobed_hosts():
+    # Probes at ≤ 4 workers on one host show no synchronisation cost, so 8 or 16 workers
+    # predict the same step time and the same cost: the tie must not go to more hosts
+    # and extrapolated worker counts (issue: 97 of 175 such ties went to two hosts).
+    from cotune import parse_profile, recommend
+
+    recs = [{"record": "workload", "name": "flat-sync", "dataset_size": 50_000, "metric": "acc", "goal": "max"}]
+    for n in (1, 2, 4):
+        for b in (32, 64, 128):
+            recs.append({"record": "step", "gpu": "t4", "workers": n, "hosts": 1, "local_batch": b,
+                         "step_time_s": 0.01 + 0.0005 * b})
+    for B in (128, 256, 512):
+        e = np.arange(1.0, 61)
+        # Far below the noise scale epochs do not grow with the global batch, so 1 to 16
+        # workers at one local batch cost about the same, and more workers are faster.
+        for ep, m in zip(e, _saturating(e, 4.0)):
+            recs.append({"record": "eval", "global_batch": B, "epoch": float(ep), "metric": float(m)})
+    import json
+
+    rec = recommend(parse_profile([json.dumps(r) for r in recs]), target=0.9, max_workers=16, gpus_per_host=4, prices={"t4": 0.5})
+    assert rec.chosen is not None
+    assert rec.chosen.hosts == 1 and rec.chosen.workers <= 4
+    assert "time" not in rec.chosen.extrapolated
+    assert any(r.workers > 4 for r in rec.runner_ups)  # the tie was there to break
+
+
+def test_a_near_tie_goes_to_the_less_extrapolated_candidate_and_says_why(cifar_models):
+    from dataclasses import replace
+
+    from cotune.solver import SearchSpace, enumerate_candidates, estimate, prefer_safer, ranked, with_success
+
+    space = SearchSpace(
+        gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": (128,)}, gpus_per_host=4, workers=(4, 16)
+    )
+    est = estimate(enumerate_candidates(space), cifar_models, target=0.9, price_per_hour=np.ones((1, 1)))
+    est = with_success(est, deadline_s=None)
+    far = int(np.argmax(est.candidates.workers))  # 16 workers on 4 hosts: beyond more probes
+    near = int(np.argmin(est.candidates.workers))
+    cost = est.cost.copy()
+    cost[far] = cost[near] * (1 - 1e-4)  # the far one is (insignificantly) cheaper
+    tied = replace(est, cost=cost, time_extrapolated=np.array([False, True]), epochs_distance=np.array([0.0, 2.0]))
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost")
+    assert int(order[0]) == near
+    assert note is not None and "near-tie" in note
+
+
+def test_normal_cdf_and_quantile_match_scipy():
+    from scipy.special import ndtr, ndtri
+
+    from cotune.models._normal import norm_cdf, norm_ppf
+
+    x = np.linspace(-38, 38, 20001)
+    np.testing.assert_allclose(norm_cdf(x), ndtr(x), rtol=1e-12, atol=1e-300)
+    p = np.concatenate([np.linspace(1e-12, 1 - 1e-12, 20001), np.logspace(-300, -2, 300)])
+    np.testing.assert_allclose(norm_ppf(p), ndtri(p), rtol=1e-8)
+    assert np.isneginf(norm_ppf(0.0)) and np.isposinf(norm_ppf(1.0)) and np.isnan(norm_ppf(1.5))
+    assert norm_cdf(np.inf) == 1.0 and norm_cdf(-np.inf) == 0.0

@@ -3,7 +3,9 @@ one error line, no traceback, no terminal escapes, bounded time and memory)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -119,6 +121,63 @@ def test_generated_command_lines_keep_the_cli_contract(files, data):
 def test_fixed_command_lines_keep_the_cli_contract(argv):
     code, out, err = _run(argv)
     check_cli_result(argv, code, out, err)
+
+
+_K8S_SANE = {
+    "--kind": "pytorchjob",
+    "--name": "job-a",
+    "--namespace": "team-a",
+    "--image": "ghcr.io/me/train:1",
+    "--command": "torchrun train.py",
+    "--runtime": "torch-distributed",
+    "--gang": "volcano",
+    "--queue": "default",
+    "--gpu-resource": "nvidia.com/gpu",
+    "--node-selector": "pool=gpu",
+}
+_K8S_HOSTILE = st.one_of(TEXTS, st.sampled_from([
+    "1job", "Job", "a" * 300, "a\nb", "a: b", "{x}", "'", "- x", "*x", "&x", "x=y=z", "=v", "k=", "a b=c", "kubernetes.io/x=y",
+    "trainjob", "kueue", "none", "volcano", "nvidia.com/gpu\n", "$(rm -rf /)", "`id`", "#", "ũ",
+]))
+
+
+@st.composite
+def k8s_argv(draw, files) -> list[str]:
+    argv = ["k8s", files["profile"], "--target", "0.9", "--max-workers", "4"]
+    names = draw(st.lists(st.sampled_from(sorted(_K8S_SANE)), min_size=1, max_size=6, unique=True))
+    hostile = set(draw(st.lists(st.sampled_from(names), max_size=2, unique=True)))
+    for name in names:
+        argv += [name, draw(_K8S_HOSTILE) if name in hostile else _K8S_SANE[name]]
+    if draw(st.booleans()):
+        argv.append("--json")
+    return argv
+
+
+def _check_k8s(files, data) -> None:
+    import yaml
+
+    argv = data.draw(k8s_argv(files))
+    with time_bound(argv):
+        code, out, err = _run(argv)
+    check_cli_result(argv, code, out, err)
+    if code == 0:  # what kubectl would read: one JSON list, or YAML documents, each an object with a valid name
+        docs = json.loads(out)["items"] if "--json" in argv else [d for d in yaml.safe_load_all(out) if d is not None]
+        assert docs and all(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") for d in docs), out[:500]
+        for d in docs:
+            assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", d["metadata"]["name"]), d["metadata"]
+
+
+@FAST
+@given(data=st.data())
+def test_generated_k8s_command_lines_render_loadable_manifests_or_one_error_line(files, data):
+    _check_k8s(files, data)
+
+
+@pytest.mark.slow
+@HEAVY
+@given(data=st.data())
+def test_many_generated_k8s_command_lines_render_loadable_manifests_or_one_error_line(files, data):
+    _check_k8s(files, data)
 
 
 @pytest.mark.slow  # three of them search a huge space with Optuna (~3 s each)

@@ -205,3 +205,30 @@ def test_import_cotune_loads_no_log_package():
     code = "import cotune, cotune.logs, sys; print(sorted(m for m in ('tensorboard', 'mlflow', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_file_that_is_no_mlflow_store_is_one_line_exit_2(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "mlflow", str(CSV), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
+                        "--dataset-size", "96")
+    assert code == 2 and err.count("\n") == 1 and "not an MLflow SQLite store" in err
+
+
+def test_run_flag_is_for_mlflow_only(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
+                        "--dataset-size", "96", "--run", "x")
+    assert code == 2 and "--run applies to format mlflow only" in err
+
+
+@pytest.mark.parametrize("fmt", ["hf-trainer", "csv", "lightning-csv"])
+def test_a_device_instead_of_a_log_is_a_one_line_error(capsys, tmp_path, fmt):
+    rc, out, err = _cli(capsys, "import", fmt, "/dev/zero", "--out", str(tmp_path / "p.jsonl"),
+                        "--global-batch", "8", "--dataset-size", "100")
+    assert rc == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_deeply_nested_trainer_state_is_a_one_line_error(capsys, tmp_path):
+    deep = tmp_path / "trainer_state.json"
+    deep.write_text("[" * 100_000)
+    rc, out, err = _cli(capsys, "import", "hf-trainer", str(deep), "--out", str(tmp_path / "p.jsonl"),
+                        "--global-batch", "8", "--dataset-size", "100")
+    assert rc == 2 and "nested deeper" in err and "Traceback" not in err

@@ -212,3 +212,24 @@ def test_an_io_error_on_the_profile_stops_the_session_with_whole_records_only(tm
     assert not profile.warnings and [s.local_batch for s in profile.steps] == [4] and profile.failures == ()
     _session(out, launcher)  # the disk is back: b=4 is done, only b=8 is measured
     assert sorted(s.local_batch for s in read_profile(out).steps) == [4, 8]
+
+
+def test_a_failed_launch_with_no_worker_started_is_the_launchers_fault():
+    outcome = _outcome(2, "torchrun: error: unrecognized arguments: --bogus\n")
+    assert classify(outcome, [], timeout_s=10, log=LOG, workers=1, started=0).kind == "launcher"
+    # Workers that started and then died without a word: the workload (a native crash, say).
+    assert classify(outcome, [], timeout_s=10, log=LOG, workers=1, started=1).kind == "crash"
+    assert classify(outcome, [], timeout_s=10, log=LOG, workers=1).kind == "crash"  # unknown: as before
+
+
+@pytest.mark.slow
+def test_torchrun_refusing_its_arguments_stops_the_session_and_records_nothing(tmp_path):
+    from cotune.profile import read_profile
+    from profiler import TorchrunLauncher
+    from profiler._launcher import LauncherError
+
+    out = tmp_path / "p.jsonl"
+    launcher = TorchrunLauncher(extra_args=("--no-such-torchrun-flag",))
+    with pytest.raises(LauncherError, match="the launcher failed before any worker started"):
+        _session(out, launcher)
+    assert read_profile(out).failures == () and not [r for r in out.read_text().splitlines() if "probe_cost" in r]

@@ -3,12 +3,14 @@ request and idle timeouts, and the warning when it is exposed without a token.""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import threading
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sched_helpers import BASE_REQUEST, REPO
@@ -193,7 +195,7 @@ def _closed_within(sock: socket.socket, deadline_s: float) -> bytes:
 
 
 @pytest.mark.slow
-def test_half_sent_requests_are_closed_and_health_keeps_answering():
+def test_half_sent_requests_are_closed_and_health_keeps_answering_through_a_flood():
     from sched_server import running_server
 
     with running_server("--request-timeout", "1s", "--idle-timeout", "1s") as url:
@@ -210,9 +212,20 @@ def test_half_sent_requests_are_closed_and_health_keeps_answering():
         idle = socket.create_connection(("127.0.0.1", port), timeout=30)
         idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # then nothing: keep-alive idles out
         try:
-            with httpx.Client(base_url=url, timeout=30) as c:  # while 42 slow connections are open
-                assert c.get("/health").json()["status"] == "ok"
-                assert c.post("/v1/recommend", json=BASE_REQUEST).status_code == 200
+            bodies = [b"{", b"[" * 20_000, b"\xff\xfe", b'{"target": NaN}', b"{}", json.dumps(dict(BASE_REQUEST, target="x")).encode()]
+
+            def malformed(i: int) -> int:
+                with httpx.Client(base_url=url, timeout=60) as c:
+                    return c.post("/v1/recommend", content=bodies[i % len(bodies)], headers={"content-type": "application/json"}).status_code
+
+            # A flood of malformed requests while 42 slow connections are open; /health answers throughout.
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                flood = pool.map(malformed, range(120))
+                with httpx.Client(base_url=url, timeout=30) as c:
+                    for _ in range(5):
+                        assert c.get("/health").json()["status"] == "ok"
+                    assert c.post("/v1/recommend", json=BASE_REQUEST).status_code == 200
+                assert all(400 <= code < 500 for code in flood)
             for s in silent + half_head:
                 assert _closed_within(s, 60) == b""
             answer = _closed_within(half_body, 60)
@@ -223,3 +236,19 @@ def test_half_sent_requests_are_closed_and_health_keeps_answering():
         finally:
             for s in silent + half_head + [half_body, idle]:
                 s.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["a\x00b.jsonl", "x" * 300, "loop1", "loop1/x.jsonl", "dir", "/etc/passwd", "../secret.jsonl", "a/" * 400],
+    ids=["nul-byte", "long-component", "symlink-loop", "through-a-loop", "directory", "absolute", "dot-dot", "deep"],
+)
+def test_profile_paths_the_os_refuses_are_4xx_not_500(tmp_path, path, error_validator):
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    (tmp_path / "dir").mkdir()
+    client = TestClient(create_app(ServiceSettings(profile_dir=str(tmp_path))), raise_server_exceptions=False)
+    r = client.post("/v1/recommend", json=dict(BASE_REQUEST, profile={"path": path}))
+    assert 400 <= r.status_code < 500, r.text
+    error_validator.validate(r.json())
+    assert r.json()["error"]["path"] == "/profile/path" and "\x00" not in r.text

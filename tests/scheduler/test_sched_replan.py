@@ -76,6 +76,7 @@ def test_replan_request_answers_the_replan_document():
     assert doc["stay"]["gpu"] == "t4" and doc["stay"]["market"] == "spot"
 
 
+@pytest.mark.slow
 def test_replan_is_the_same_at_every_door(capsys, cluster_file):
     http = replan_request(copy.deepcopy(REPLAN_REQUEST))
     progress = cotune.Progress(**REPLAN_REQUEST["progress"])

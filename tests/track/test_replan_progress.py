@@ -67,6 +67,7 @@ def test_a_deadline_nothing_meets_is_infeasible_and_names_the_nearest(job_path: 
     assert r.to_dict()["nearest"]["workers"] == r.nearest.workers
 
 
+@pytest.mark.slow
 def test_the_budget_left_after_spending_bounds_every_option(job_path: Path, cifar_models) -> None:
     free = _replan(job_path, cifar_models)
     need = min(c.cost for c in (free.stay, free.best) if c is not None)
@@ -108,6 +109,7 @@ def test_http_request_without_progress_reads_it_from_inline_records(job_path: Pa
     assert rr.request.cluster is None and rr.request.budget == 2
 
 
+@pytest.mark.slow
 def test_cli_replan_from_tracked_records_answers_the_response_schema(job_path: Path, capsys) -> None:
     import jsonschema
 
@@ -150,3 +152,11 @@ def test_a_service_reads_tracked_records_by_path_only_inside_its_profile_dir(job
     with pytest.raises(RequestError, match="profiles by path are disabled") as info:
         replan_request(body)  # no profile_dir: the file is never opened for its progress either
     assert info.value.status == 403
+
+
+def test_a_revocation_on_spot_feeds_the_same_decision(job_path: Path, cifar_models) -> None:
+    cluster = str(Path(__file__).resolve().parents[2] / "examples" / "cluster.toml")
+    r = cotune.replan(job_path, models=cifar_models, target=TARGET, deadline_s=3 * 3600, cluster=cluster,
+                      progress={"market": "spot", "workers_lost": 2})
+    assert r.stay is not None and r.stay.workers == 2 and r.stay.market == "spot"
+    assert r.forecast is not None and r.forecast.source == "curve+prior" and r.decision in ("stay", "switch")

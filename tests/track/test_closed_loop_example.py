@@ -1,0 +1,29 @@
+"""examples/closed_loop.py runs end to end: probe, plan, track, re-plan once, reach the target."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cotune.profile import read_profile
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_closed_loop_example_plans_tracks_replans_and_reaches_the_target(tmp_path: Path) -> None:
+    out = tmp_path / "job.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run = subprocess.run([sys.executable, str(REPO / "examples" / "closed_loop.py"), "--out", str(out)],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2. plan:" in run.stdout and "4. re-plan:" in run.stdout and "5. reached" in run.stdout
+    profile = read_profile(out)
+    own = [e for e in profile.evals if e.job == "digits-cnn"]
+    assert len(own) >= 5 and any(s.job == "digits-cnn" for s in profile.steps)
+    assert [e for e in profile.evals if e.job is None]  # the probe curves are kept beside the job's
+    assert max(e.metric for e in own) >= 0.97
