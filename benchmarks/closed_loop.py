@@ -353,7 +353,7 @@ class RemainingWorkController:
     correct_pace: bool = True
     # Optional forecast of the running batch from the job's own curve: (progress, models) →
     # (median total epochs, log-spread, probability of reaching the target at all).
-    forecast: Callable[[Progress, FittedModels], tuple[float, float, float]] | None = None
+    forecast: Callable[[Progress, FittedModels], tuple[float, float, float] | None] | None = None
     give_up_below: float = 0.05  # a forecast reach probability below this rules the running batch out
 
     def __call__(self, p: Progress) -> Action:
@@ -391,7 +391,7 @@ class RemainingWorkController:
                     zq = 0.0 if self.confidence is None else NormalDist().inv_cdf(self.confidence)
                     et = float(est_t.epoch_time_s[here])
                     rem_mean[here] = max(med - p.epochs_done, 0.0) * et
-                    rem_time[here] = max(med * math.exp(zq * sig) - p.epochs_done, 0.0) * et
+                    rem_time[here] = max(med * math.exp(min(zq * sig, 50.0)) - p.epochs_done, 0.0) * et
         # cotune's own rule: a candidate whose probability of reaching the target at all is
         # not above the confidence is out (the running one too, unless its own curve says otherwise).
         reaches = feasibility(est_t, deadline_s=None, budget=None, confidence=self.confidence).reaches
@@ -518,18 +518,23 @@ def _cotune_controller(
     )
 
 
-def _curve_forecast(goal: str, interval: float = 0.9) -> Callable[[Progress, FittedModels], tuple[float, float, float]]:
+def _curve_forecast(goal: str, interval: float = 0.9) -> Callable[[Progress, FittedModels], tuple[float, float, float] | None]:
     """The job's curve at its running batch, extrapolated and pooled with the accuracy
     model's prior there (``cotune.models._curve``)."""
     from cotune.models._curve import extrapolate_curve, prior_from_model
 
-    def forecast(p: Progress, m: FittedModels) -> tuple[float, float, float]:
+    def forecast(p: Progress, m: FittedModels) -> tuple[float, float, float] | None:
         own = [e for e in p.evals if e.global_batch == p.global_batch]
         prior = prior_from_model(m.accuracy, global_batch=float(p.global_batch), target=p.target, interval=interval)
-        f = extrapolate_curve(
-            [e.epoch for e in own], [e.metric for e in own], target=p.target, goal=goal,  # type: ignore[arg-type]
-            interval=interval, prior=prior,
-        )
+        try:
+            f = extrapolate_curve(
+                [e.epoch for e in own], [e.metric for e in own], target=p.target, goal=goal,  # type: ignore[arg-type]
+                interval=interval, prior=prior,
+            )
+        except OverflowError:
+            # cotune.models._curve of 2026-12-01 overflows on some two-point curves (bert):
+            # no forecast this checkpoint, the controller falls back to the pace correction.
+            return None
         return float(f.epochs_if_reached), float(f.log_sigma), float(f.p_reach)
 
     return forecast

@@ -214,6 +214,10 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(v[min(int(math.ceil(q / 100 * v.size)) - 1, v.size - 1)] if q > 0 else v[0])
 
 
+def _num(x: float | None) -> float:
+    return 0.0 if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
 def _share(values: list[bool]) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -254,6 +258,11 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
         spec = POLICIES.get(policy_name)
         family = spec.family if spec else policy_name
         reg = np.array([o.regret for o in os_])
+        # Regret of the training alone (restarts included, probes not): the closed loop's
+        # regret without the probes every cotune variant paid alike.
+        reg_train = np.array(
+            [math.inf if o.miss else (_num(o.train_cost) + _num(o.restart_cost)) / o.oracle_cost - 1.0 for o in os_]
+        )
         share = np.array([o.probe_share for o in os_ if o.miss is None])
         curve = np.array([o.curve_share for o in os_ if o.miss is None])
         by_q: dict[float, tuple[float | None, float | None]] = {}
@@ -281,6 +290,7 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "family": family,
                 "upper_bound": SETTINGS[setting_name].upper_bound if setting_name in SETTINGS else False,
                 "p90_regret": _pct(reg, 90),
+                "median_regret_training": _pct(reg_train, 50),
                 "worst_regret": float(reg.max()),
                 "worst_regret_when_met": float(reg[np.isfinite(reg)].max()) if np.isfinite(reg).any() else math.nan,
                 "misses": {k: sum(1 for o in os_ if o.miss == k) for k in ("no_plan", "target", "deadline", "gave_up")},
@@ -378,3 +388,12 @@ def by_workload(results: Iterable[ScenarioResult], *, policy: str, budget: int, 
 
 def outcome_dicts(results: Iterable[ScenarioResult]) -> list[dict]:
     return [asdict(o) for r in results for o in r.outcomes]
+
+
+def summarize_outcome_dicts(outcomes: Iterable[dict]) -> list[dict]:
+    """:func:`summarize` from the outcome dicts of a ``results.json`` (read with ``report.read_json``)."""
+    from types import SimpleNamespace
+
+    fields = set(Outcome.__dataclass_fields__)
+    rows = [Outcome(**{k: (math.nan if v is None and k == "train_cost" else v) for k, v in o.items() if k in fields}) for o in outcomes]
+    return summarize([SimpleNamespace(outcomes=rows)])  # type: ignore[list-item]

@@ -153,3 +153,27 @@ def test_the_value_of_information_planner_pays_for_what_it_buys_and_stays_in_bud
         assert 3 <= o.probes <= o.budget  # the seed design, then only what it chose to buy
         assert o.expected_gain >= 0 and 0 <= o.accuracy_cost <= o.probe_cost
         assert (o.accuracy_runs == 0) == (o.accuracy_cost == 0)
+
+
+def test_closed_loop_controllers_answer_with_valid_actions_and_count_every_restart() -> None:
+    from benchmarks.closed_loop import _cotune_controller
+    from benchmarks.policies import run_policy
+
+    scn = _scenario(name="yolov3-t4", target="loose", deadline=3.0)
+    ev = scn.evidence("closed-loop")
+    plan = run_policy("cotune", scn, (6,), setting="one-curve")[0]
+    assert plan.index is not None  # a plan to run (the loose target with a 3x deadline is reachable)
+    seen: list[Action] = []
+    controller = _cotune_controller(scn, ev, plan, 0.9, curve=True)
+
+    def watch(p):  # type: ignore[no-untyped-def]
+        act = controller(p)
+        seen.append(act)
+        return act
+
+    run = simulate(scn, index=plan.index, planned_time_s=plan.predicted_time_s, controller=watch)
+    assert seen and {a.kind for a in seen} <= {"continue", "switch", "give_up"}
+    switches = [a for a in seen if a.kind == "switch" and a.index is not None]
+    assert all(0 <= a.index < len(scn.candidates) for a in switches)
+    assert run["restarts"] == len(run["actions"]) - int(run["gave_up"])
+    assert (run["restart_cost"] > 0) == (run["restarts"] > 0)
