@@ -8,10 +8,11 @@
   each trace, the job's original recipe) with the gradient noise scale that run logged;
 * ``KAPPA_INSIDE`` — the same per doubling from the nearer neighbour when a measured
   batch is left out and interpolated (log-log) between the others;
-* ``PLATEAU_WALK`` — robust σ (1.4826 × median absolute value) of the difference of
-  the best metric reached between adjacent measured batches, as a fraction of the
-  metric's rise over a curve, per √doubling (robust: BERT's two-epoch curves rise
-  little, which inflates their ratios).
+* ``PLATEAU_WALK`` — the growth τ (per doubling) of the reach probability's spread,
+  ``P(reach) = Φ(margin / √(σ_plateau² + (τ · d · range)²))``, that minimises the log-loss
+  of whether each other batch reaches each target, for the model fitted on the
+  reference curve alone; targets at seven levels from below the weakest batch's best
+  metric to the best batch's.
 
 Errors are the model's own (fitted with κ = 0, so each sample carries its anchor σ),
 pooled over six workloads and targets from 50 % to 100 % of the way from the first
@@ -94,12 +95,46 @@ def errors(w: Workload) -> dict[str, list]:
                 p = loo[b].epochs_to_target(np.array([float(b)]), t)
                 if math.isfinite(p.epochs_if_reached[0]):
                     inside.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]), float(p.distance_doublings[0])))
-    rise = float(np.median(finals - np.array(starts)))
-    walk = [
-        abs(finals[i + 1] - finals[i]) / rise / math.sqrt(math.log2(batches[i + 1] / batches[i]))
-        for i in range(len(batches) - 1)
-    ]
-    return {"beyond": beyond, "inside": inside, "walk": walk}
+    return {"beyond": beyond, "inside": inside, "reach": reach_samples(w)}
+
+
+def reach_samples(w: Workload) -> list[tuple[float, float, bool]]:
+    """``(margin / σ_plateau-free parts…)`` for the reach probability: for the model fitted on
+    the reference curve, every other batch and target level, ``(margin, d·range², reached)``
+    plus the model's σ_plateau, so that any τ can be scored without refitting."""
+    batches = list(w.batches)
+    curves = {b: _best(w, b) for b in batches}
+    finals = np.array([float(curves[b][1][-1]) for b in batches])
+    starts = [float(curves[b][1][0]) for b in batches]
+    start = float(np.median(starts))
+    bn = _reference_noise_scale(w)
+    one = _fit(w, [w.reference_batch], bn)
+    out = []
+    # Levels across the plateaus: from below the weakest batch's best to above the best's.
+    lo, hi = float(finals.min()), float(finals.max())
+    levels = [start + 0.9 * (lo - start)] + list(np.linspace(lo - 0.25 * (hi - lo), hi, 6))
+    for level in levels:
+        ev = one._evidence(level)
+        for b in batches:
+            if b == w.reference_batch:
+                continue
+            reached = math.isfinite(crossing_epoch(*curves[b], level))
+            d = abs(math.log2(b / w.reference_batch))
+            out.append((float(ev.margin[0]), float(ev.plateau_sigma[0]), (d * one.metric_range_) ** 2, reached))
+    return out
+
+
+def _calibrated_walk(samples: list) -> float:
+    """τ minimising the log-loss of ``P(reach) = Φ(margin / √(σ² + (τ d range)²))``."""
+    from cotune.models._normal import norm_cdf
+
+    m, s, dr, hit = (np.array(v, float) for v in zip(*samples))
+    grid = np.geomspace(1e-4, 0.5, 400)
+    loss = []
+    for tau in grid:
+        p = np.clip(norm_cdf(m / np.sqrt(s**2 + tau**2 * dr)), 1e-6, 1 - 1e-6)
+        loss.append(-np.mean(hit * np.log(p) + (1 - hit) * np.log(1 - p)))
+    return float(grid[int(np.argmin(loss))])
 
 
 def _calibrated_kappa(samples: list) -> float:
@@ -122,7 +157,7 @@ def priors(samples: dict[str, list]) -> dict[str, float]:
     return {
         "KAPPA_BEYOND": _calibrated_kappa(samples["beyond"]),
         "KAPPA_INSIDE": _calibrated_kappa(samples["inside"]),
-        "PLATEAU_WALK": 1.4826 * float(np.median(np.abs(samples["walk"]))),
+        "PLATEAU_WALK": _calibrated_walk(samples["reach"]),
     }
 
 
@@ -152,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     per = {m: errors(load_pollux(m)) for m in POLLUX_MODELS}
-    pooled = {k: [x for e in per.values() for x in e[k]] for k in ("beyond", "inside", "walk")}
+    pooled = {k: [x for e in per.values() for x in e[k]] for k in ("beyond", "inside", "reach")}
     out = {"all": priors(pooled)}
     for m in per:
         rest = {k: [x for n, e in per.items() if n != m for x in e[k]] for k in pooled}

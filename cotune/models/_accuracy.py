@@ -44,8 +44,8 @@ three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)
 The probability of reaching the target at all uses each batch's *margin*: with three or
 more runs the fraction that reached (``(k + ½)/(n + 1)``); otherwise the best score of
 the run against the target, ``Φ((plateau − t)/σ_plateau)``. Away from measured batches
-the margin is kept and its uncertainty grows like a random walk in log batch,
-``σ_plateau(B)² = σ_plateau² + τ² · d · range²`` (``τ`` also a measured prior, ``range``
+the margin is kept and its uncertainty grows with the distance in log batch,
+``σ_plateau(B)² = σ_plateau² + (τ · d · range)²`` (``τ`` also a measured prior, ``range``
 the metric's rise over the curves), so near a plateau the answer is neither 0 nor 1.
 
 The best-so-far surface over (batch, epochs) — the paper's isotonic model — is kept
@@ -89,9 +89,10 @@ __all__ = [
 # reference curve and its gradient noise scale) and between them (interpolation).
 KAPPA_BEYOND = 0.181
 KAPPA_INSIDE = 0.091
-# Plateau (best metric reached) difference between batches, as a fraction of the
-# metric's rise over a curve, per √doubling.
-PLATEAU_WALK = 0.0173
+# Growth of the reach margin's uncertainty between batches, as a fraction of the metric's
+# rise over a curve, per doubling: the value that minimises the log-loss of "reached or
+# not" at other batches for a model fitted on the reference curve alone.
+PLATEAU_WALK = 0.035
 # Weight of the priors in pseudo-observations once the profile has its own evidence.
 PRIOR_WEIGHT = 2.0
 
@@ -546,7 +547,7 @@ class AccuracyModel(EstimatorContract):
             fin = {b: float(np.median([r.best[-1] for r in self.runs_ if r.global_batch == b])) for b in long_b}
             bs = sorted(fin)
             for a, c in zip(bs[:-1], bs[1:]):
-                walk.append(abs(fin[c] - fin[a]) / self.metric_range_ / math.sqrt(math.log2(c / a)))
+                walk.append(abs(fin[c] - fin[a]) / self.metric_range_ / math.log2(c / a))
         z = z_for(0.9)
 
         def pooled(prior: float, own: list[float], calibrate: bool) -> float:
@@ -692,7 +693,7 @@ class AccuracyModel(EstimatorContract):
             m = np.interp(lq, lb, margin)
             s0 = np.interp(lq, lb, ev.plateau_sigma)
         d = _nearest_distance(q, ev.batches)
-        s = np.sqrt(s0**2 + self.plateau_walk_**2 * d * self.metric_range_**2)
+        s = np.sqrt(s0**2 + (self.plateau_walk_ * d * self.metric_range_) ** 2)
         p = norm_cdf(m / s)
         exact = np.isin(q, ev.batches)
         if np.any(exact):

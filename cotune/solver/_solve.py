@@ -3,7 +3,7 @@
 Formulation (objective ``cost``; ``time`` swaps the roles of cost and time)::
 
     minimise    cost(c)                      over candidates c
-    subject to  P(reach)(c) > q              (the target metric is reached at all)
+    subject to  P(reach)(c) ≥ q              (the target metric is reached at all)
                 time_q(c) ≤ deadline_s       (⇔ P(success) ≥ q; q = 0.5, the median, if unset)
                 cost(c)   ≤ budget           (optional)
                 workers ≤ available(gpu), local_batch ≤ max_local_batch(gpu)   (the space)
@@ -52,7 +52,7 @@ def feasibility(
     est: Estimates, *, deadline_s: float | None, budget: float | None, confidence: float | None = None
 ) -> Feasibility:
     q = DEFAULT_CONFIDENCE if confidence is None else confidence
-    reaches = np.isfinite(est.epochs) & (est.p_reach > q)
+    reaches = np.isfinite(est.epochs) & (est.p_reach >= q)
     meets = np.ones_like(reaches) if deadline_s is None else est.time_at_confidence_s <= deadline_s
     within = np.ones_like(reaches) if budget is None else est.cost <= budget
     return Feasibility(reaches=reaches, meets_deadline=meets & reaches, within_budget=within & reaches)

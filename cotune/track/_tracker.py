@@ -23,6 +23,7 @@ but 0 does nothing. Nothing here imports torch: the tracker takes plain numbers.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import statistics
 import threading
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
 
@@ -52,9 +54,7 @@ class TrackedConfig:
         if not isinstance(self.gpu, str) or not self.gpu.strip():
             raise InputError(f"gpu must be a non-empty name such as 't4' or 'cpu', got {self.gpu!r}")
         for name in ("workers", "local_batch", "hosts", "accum_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
+            integer(getattr(self, name), where=name, ge=1)
         if self.hosts > self.workers:
             raise InputError(f"hosts ({self.hosts}) cannot exceed workers ({self.workers}): each host runs at least one worker")
         if self.market not in ("on_demand", "spot"):
@@ -80,9 +80,7 @@ def window_summary(step_times_s: list[float]) -> tuple[float, float]:
 
 
 def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    return number(value, where=name, gt=0.0)
 
 
 class Tracker:
@@ -137,13 +135,10 @@ class Tracker:
             gpu=str(gpu).strip().lower() if isinstance(gpu, str) else gpu, workers=workers, local_batch=local_batch,
             hosts=hosts, accum_steps=accum_steps, market=market,
         )
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise InputError(f"window must be a whole number of steps >= 1, got {window!r}")
-        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
-            raise InputError(f"warmup_steps must be a whole number >= 0, got {warmup_steps!r}")
+        integer(window, where="window", ge=1)
+        integer(warmup_steps, where="warmup_steps", ge=0)
         self._flush_every_s = _positive("flush_every_s", flush_every_s)
-        if not (isinstance(epochs_done, (int, float)) and math.isfinite(epochs_done) and epochs_done >= 0):
-            raise InputError(f"epochs_done must be >= 0, got {epochs_done!r}")
+        epochs_done = number(epochs_done, where="epochs_done", ge=0.0)
         self.path = Path(profile_path)
         self.window = window
         self.warmup_steps = warmup_steps
@@ -212,8 +207,7 @@ class Tracker:
         """Record one optimizer step of ``step_time_s`` seconds (written per window)."""
         if not self.enabled:
             return
-        if not (step_time_s > 0 and math.isfinite(step_time_s)):
-            raise InputError(f"step_time_s must be a finite number > 0, got {step_time_s!r}")
+        step_time_s = number(step_time_s, where="step_time_s", gt=0.0)
         self._samples += self.config.global_batch
         if self._skip > 0:
             self._skip -= 1
@@ -232,12 +226,20 @@ class Tracker:
         """
         if not self.enabled:
             return None
-        if isinstance(metric, bool) or not isinstance(metric, (int, float)):
-            raise InputError(f"metric must be a number (NaN allowed for a diverged run), got {metric!r}")
-        if epoch is None:
-            epoch = self.epoch
-        if not (isinstance(epoch, (int, float)) and math.isfinite(epoch) and epoch >= 0):
-            raise InputError(f"epoch must be >= 0 passes over the data, got {epoch!r}")
+        if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
+            raise InputError(f"metric: must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
+        try:
+            metric = float(metric)
+        except OverflowError:  # an int beyond float range
+            metric = MAX_MAGNITUDE * 10
+        if math.isfinite(metric) and abs(metric) > MAX_MAGNITUDE:
+            raise InputError(
+                f"metric: must be a finite number of at most {MAX_MAGNITUDE:g} in magnitude (NaN or ±inf for a "
+                f"diverged run), got {excerpt(metric)}"
+            )
+        epoch = self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0, what="a number of passes over the data")
+        grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0)
+        grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0)
         rec = EvalRecord(
             global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
             grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3),
@@ -251,7 +253,7 @@ class Tracker:
             return None
         rec = NoiseRecord(
             b_noise=_positive("b_noise", b_noise), global_batch=self.config.global_batch,
-            epoch=self.epoch if epoch is None else float(epoch), job=self.job,
+            epoch=self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0), job=self.job,
         )
         self._write(rec)
         return rec

@@ -45,10 +45,10 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
                     continue
                 t = e * models.dataset_size / (n * b) * float(st_.step_time_s[0])
                 # P(success) = p_reach · Φ((log D − log T) / σ_T), σ_T² = σ_step² + σ_E² (docs/models.md);
-                # feasible when P(reach) > q and, with a deadline, P(success) ≥ q (q = 0.5 unset).
+                # feasible when P(reach) >= q and, with a deadline, P(success) ≥ q (q = 0.5 unset).
                 q = 0.5 if confidence is None else confidence
                 p_reach = float(ep.p_reach[0])
-                if not p_reach > q:
+                if not p_reach >= q:
                     continue
                 s_t = math.sqrt(float(st_.log_sigma[0]) ** 2 + float(ep.log_sigma[0]) ** 2)
                 tq = t

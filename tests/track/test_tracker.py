@@ -132,9 +132,9 @@ def test_another_workload_is_rejected(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"workers": 0}, "workers must be"), ({"local_batch": 2.5}, "local_batch must be"),
+    ({"workers": 0}, "workers: must be"), ({"local_batch": 2.5}, "local_batch: must be"),
     ({"hosts": 3, "workers": 2}, "cannot exceed"), ({"market": "mixed"}, "market must be"),
-    ({"window": 0}, "window must be"),
+    ({"window": 0}, "window: must be"),
 ])
 def test_bad_configuration_is_one_input_error(tmp_path: Path, kwargs: dict, match: str) -> None:
     args = {"gpu": "cpu", "workers": 1, "local_batch": 8, "workload": WORKLOAD} | kwargs
@@ -144,7 +144,7 @@ def test_bad_configuration_is_one_input_error(tmp_path: Path, kwargs: dict, matc
 
 def test_non_positive_step_time_is_rejected(tmp_path: Path) -> None:
     with Tracker(tmp_path / "x.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0) as tr:
-        with pytest.raises(InputError, match="step_time_s must be"):
+        with pytest.raises(InputError, match="step_time_s: must be"):
             tr.step(step_time_s=0.0)
 
 
@@ -200,3 +200,42 @@ def test_kill_9_loses_no_record_the_tracker_had_written(tmp_path: Path) -> None:
     with Tracker(path, gpu="cpu", workers=1, local_batch=10) as tr:
         tr.eval(metric=1.0, epoch=99.0)
     assert read_profile(path).evals[-1].epoch == 99.0 and not read_profile(path).warnings
+
+
+HOSTILE = [10**400, -(10**400), "x", [1], {"a": 1}, True, float("nan"), float("inf"), 10**30]  # None is a default
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+@pytest.mark.parametrize("call", ["step_time_s", "epoch", "b_noise", "grad_sqr"])
+def test_hostile_numbers_at_a_call_are_an_input_error(tmp_path: Path, call: str, value: object) -> None:
+    t = Tracker(tmp_path / "p.jsonl", gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, warmup_steps=0)
+    with pytest.raises(InputError) as err:
+        if call == "step_time_s":
+            t.step(step_time_s=value)
+        elif call == "epoch":
+            t.eval(metric=0.5, epoch=value)
+        elif call == "b_noise":
+            t.noise(b_noise=value)
+        else:
+            t.eval(metric=0.5, grad_sqr=value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+    t.close()
+
+
+@pytest.mark.parametrize("value", [10**400, 10**30, "0.5", None, [0.5]], ids=repr)
+def test_hostile_metrics_are_an_input_error_but_nan_is_a_diverged_run(tmp_path: Path, value: object) -> None:
+    t = Tracker(tmp_path / "p.jsonl", gpu="t4", workers=2, local_batch=32, workload=WORKLOAD)
+    with pytest.raises(InputError):
+        t.eval(metric=value, epoch=1.0)
+    assert t.eval(metric=float("nan"), epoch=1.0) is not None
+    t.close()
+
+
+@pytest.mark.parametrize("name", ["workers", "local_batch", "window", "flush_every_s", "epochs_done"])
+@pytest.mark.parametrize("value", [10**400, 10**30, "2", 2.5, -1, True], ids=repr)
+def test_hostile_configuration_is_an_input_error(tmp_path: Path, name: str, value: object) -> None:
+    if name in ("flush_every_s", "epochs_done") and value == 2.5:
+        return  # a valid value for these
+    kw = {"gpu": "t4", "workers": 2, "local_batch": 32, "workload": WORKLOAD, name: value}
+    with pytest.raises(InputError):
+        Tracker(tmp_path / "p.jsonl", **kw)
