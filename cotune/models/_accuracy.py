@@ -90,9 +90,10 @@ __all__ = [
 KAPPA_BEYOND = 0.181
 KAPPA_INSIDE = 0.091
 # Growth of the reach margin's uncertainty between batches, as a fraction of the metric's
-# rise over a curve, per doubling: the value that minimises the log-loss of "reached or
-# not" at other batches for a model fitted on the reference curve alone.
-PLATEAU_WALK = 0.035
+# rise over a curve, per doubling: the median over the Pollux workloads of the value that
+# minimises the log-loss of "reached or not" at other batches for a model fitted on the
+# reference curve alone.
+PLATEAU_WALK = 0.014
 # Weight of the priors in pseudo-observations once the profile has its own evidence.
 PRIOR_WEIGHT = 2.0
 
