@@ -101,6 +101,7 @@ _SIGMA_FLOOR = 0.02  # log epochs: evaluation grids quantise crossings at about 
 _SIGMA_CAP = 1.5  # log epochs: beyond this the slope is flat and the epoch is unknowable
 _OUTLIER_MAD = 3.0
 _OUTLIER_MIN = math.log(1.2)
+_CENSOR_FRACTION = 0.5
 _NORMAL = NormalDist()
 
 
@@ -172,6 +173,9 @@ class BatchEvidence:
     n_reached: np.ndarray
     horizon: np.ndarray  # last measured epoch of the batch's longest run
     margin: np.ndarray
+    # No run reached the target and the batch's runs stop before half the longest run of
+    # the profile: a curve still running (or a short probe) says "not yet", not "never".
+    censored: np.ndarray | None = None
 
 
 # -- step 1: runs -----------------------------------------------------------------------
@@ -280,8 +284,9 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             lc = np.log(cross[reached])
             s = max(s, 1.4826 * float(np.median(np.abs(lc - np.median(lc)))) if n_reached[i] >= 3 else float(np.std(lc)))
         sigma[i] = min(max(s, _SIGMA_FLOOR), _SIGMA_CAP)
+    censored = (n_reached == 0) & (horizon < _CENSOR_FRACTION * float(horizon.max()))
     return BatchEvidence(
-        batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin
+        batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin, censored
     )
 
 
@@ -684,21 +689,26 @@ class AccuracyModel(EstimatorContract):
         return mu, np.minimum(sig, _SIGMA_CAP)
 
     def _p_reach(self, q: np.ndarray, ev: BatchEvidence) -> np.ndarray:
-        """Probability that the target is reached at all, from the measured margins."""
-        margin = ev.margin
-        lb, lq = np.log(ev.batches), np.log(q)
+        """Probability that the target is reached at all, from the measured margins.
+
+        Censored batches (short curves that have not reached the target yet) carry no
+        margin: the others answer for them, unless every batch is censored.
+        """
+        use = ~ev.censored if ev.censored is not None and not np.all(ev.censored) else np.ones(len(ev.batches), bool)
+        b, margin, sig, p_meas = ev.batches[use], ev.margin[use], ev.plateau_sigma[use], ev.p_reach[use]
+        lb, lq = np.log(b), np.log(q)
         if len(lb) == 1:
             m = np.full(q.shape, margin[0])
-            s0 = np.full(q.shape, ev.plateau_sigma[0])
+            s0 = np.full(q.shape, sig[0])
         else:
             m = np.interp(lq, lb, margin)
-            s0 = np.interp(lq, lb, ev.plateau_sigma)
-        d = _nearest_distance(q, ev.batches)
+            s0 = np.interp(lq, lb, sig)
+        d = _nearest_distance(q, b)
         s = np.sqrt(s0**2 + (self.plateau_walk_ * d * self.metric_range_) ** 2)
         p = norm_cdf(m / s)
-        exact = np.isin(q, ev.batches)
+        exact = np.isin(q, b)
         if np.any(exact):
-            p[exact] = ev.p_reach[np.searchsorted(ev.batches, q[exact])]
+            p[exact] = p_meas[np.searchsorted(b, q[exact])]
         return p
 
     # -- metric -------------------------------------------------------------------

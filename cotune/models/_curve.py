@@ -440,7 +440,10 @@ def _lo(e: float, sigma: float, z: float, floor: float) -> float:
 
 
 def _hi(e: float, sigma: float, z: float) -> float:
-    return e * math.exp(z * sigma) if math.isfinite(e) and math.isfinite(sigma) else math.inf
+    if not (math.isfinite(e) and math.isfinite(sigma)):
+        return math.inf
+    # A huge spread (a two-point curve) would overflow exp: the bound is then unbounded.
+    return e * math.exp(z * sigma) if z * sigma < 700.0 else math.inf
 
 
 def combine_with_prior(

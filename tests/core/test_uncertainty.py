@@ -247,3 +247,17 @@ def test_normal_cdf_and_quantile_match_scipy():
     np.testing.assert_allclose(norm_ppf(p), ndtri(p), rtol=1e-8)
     assert np.isneginf(norm_ppf(0.0)) and np.isposinf(norm_ppf(1.0)) and np.isnan(norm_ppf(1.5))
     assert norm_cdf(np.inf) == 1.0 and norm_cdf(-np.inf) == 0.0
+
+
+@pytest.mark.parametrize("partial_epochs", [1, 5])
+def test_a_curve_still_running_says_not_yet_rather_than_never(partial_epochs):
+    # A short curve at 512 (a job still training, or one early evaluation) that has not
+    # reached the target must not make 512 and everything near it unreachable.
+    data = _pooled_runs([256, 1024], _law, epochs=60)
+    e = np.arange(1.0, partial_epochs + 1)
+    gb = np.concatenate([data[0], np.full(e.size, 512.0)])
+    ep = np.concatenate([data[1], e])
+    me = np.concatenate([data[2], _saturating(e, _law(512))])
+    m = AccuracyModel().fit(gb, ep, me, np.concatenate([data[3], np.zeros(e.size, int)]))
+    p = m.epochs_to_target(np.array([512.0, 768.0]), 0.9)
+    assert np.all(p.p_reach > 0.9) and np.all(np.isfinite(p.epochs))
