@@ -40,10 +40,10 @@ import numpy as np
 
 from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
 from cotune.models._accuracy import AccuracyModel, crossing_epoch
+from cotune.models._step_time import growth_for_coverage
 
 __all__ = ["errors", "priors", "main"]
 
-_Z90 = 1.6448536269514722
 _LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -140,18 +140,8 @@ def _calibrated_walk(samples: list) -> float:
 
 def _calibrated_kappa(samples: list) -> float:
     """κ at which ``|e| ≤ z₀.₉₅ · √(σ_anchor² + κ² d²)`` holds for 90 % of the samples."""
-    e, s, d = (np.array(v) for v in zip(*samples))
-
-    def coverage(k: float) -> float:
-        return float(np.mean(e <= _Z90 * np.sqrt(s**2 + (k * d) ** 2)))
-
-    lo, hi = 0.0, 2.0
-    if coverage(lo) >= 0.9:
-        return 0.0
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if coverage(mid) >= 0.9 else (mid, hi)
-    return hi
+    e, s, d = (np.array(v, float) for v in zip(*samples))
+    return growth_for_coverage(e, s, d, level=0.9)
 
 
 def priors(per: dict[str, dict[str, list]]) -> dict[str, float]:

@@ -57,7 +57,6 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -102,7 +101,6 @@ _SIGMA_CAP = 1.5  # log epochs: beyond this the slope is flat and the epoch is u
 _OUTLIER_MAD = 3.0
 _OUTLIER_MIN = math.log(1.2)
 _CENSOR_FRACTION = 0.5
-_NORMAL = NormalDist()
 
 
 # -- values ---------------------------------------------------------------------------
@@ -267,7 +265,7 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             margin[i] = float(norm_ppf(p_reach[i])) * p_sigma[i]
         else:
             margin[i] = float(np.median(plateaus)) - threshold
-            p_reach[i] = _NORMAL.cdf(margin[i] / p_sigma[i])
+            p_reach[i] = float(norm_cdf(margin[i] / p_sigma[i]))
         if not np.any(reached):
             continue
         med = _km_median(np.where(reached, cross, last), reached) if len(rs) >= 3 else float(np.median(cross[reached]))

@@ -162,7 +162,7 @@ class StepTimeModel(EstimatorContract):
         self.points_ = points
         self._fit_monotone(points, mean_log, counts)
         # Worker counts whose probes together contradict the monotone prior are left
-        # out of it and carried as departures (see _fit_departures).
+        # out of it and carried as departures (see _find_departures).
         groups = self._find_departures(points, mean_log)
         self._dep_groups, self._dev, self.departures_ = np.zeros((0, 2)), np.zeros(0), ()
         if groups:
@@ -192,14 +192,14 @@ class StepTimeModel(EstimatorContract):
         self._boot_thetas = np.array(boots) if boots else np.empty((0, 7))
         self.cv_sigma_, self.kappa_step_ = self.residual_sigma_, self.kappa_step
         if self.calibrate:
-            self._calibrate(points, mean_log, counts)
+            self._calibrate(points, mean_log)
         return self
 
-    def _refit(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> "StepTimeModel":
+    def _refit(self, points: np.ndarray, mean_log: np.ndarray) -> "StepTimeModel":
         m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False)
         return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
 
-    def _calibrate(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
+    def _calibrate(self, points: np.ndarray, mean_log: np.ndarray) -> None:
         """Cross-validated interpolation error and the profile's own extrapolation growth."""
         z = z_for(self.interval)
         k = points.shape[0]
@@ -209,7 +209,7 @@ class StepTimeModel(EstimatorContract):
             errs = []
             for f in range(5):
                 test = fold == f
-                m = self._refit(points[~test], mean_log[~test], counts[~test])
+                m = self._refit(points[~test], mean_log[~test])
                 # Held-out points outside the training box are extrapolations: their error
                 # belongs to κ_t, so σ_cv counts only those the rest surrounds.
                 inside = ~m._extrapolated(points[test, 0], points[test, 1], points[test, 2])
@@ -225,7 +225,7 @@ class StepTimeModel(EstimatorContract):
             split = ws[(ws.size - 1) // 2]
             train = points[:, 0] <= split
             if np.count_nonzero(train) >= 4:
-                m = self._refit(points[train], mean_log[train], counts[train])
+                m = self._refit(points[train], mean_log[train])
                 d = m._distance(points[~train, 0], points[~train, 1], points[~train, 2])
                 pred = m._log_mean(points[~train, 0], points[~train, 1], points[~train, 2])
                 ok = d > 0
