@@ -460,12 +460,10 @@ class SuccessController:
     * **hand-over** — a switch resumes at the epoch ``d_k = E_M(B_k, m)·e^δ`` where ``B_k``
       reaches the level already reached (``d = e`` when staying), after a restart
       ``ρ_k`` (0 when staying);
-    * the target is not reached yet, so every belief is conditioned on ``E_k > d_k``:
-      with ``F(x) = Φ((ln x − ln Ê_k)/σ_k)``, ``σ_k² = σ_E,k² + σ_step,k²`` and
-      ``S_k = 1 − F(d_k)``, the reach probability becomes ``p_k·S_k / (p_k·S_k + 1 − p_k)``
-      and ``P(success_k) = p_k' · (F(d_k + (R − ρ_k)/τ_k) − F(d_k)) / S_k``, ``R`` the
-      remaining deadline, ``τ_k`` the epoch time; the remaining epochs are the conditional
-      median less ``d_k``, and the expected remaining cost ``rate_k · (time + ρ_k)``.
+    * the target is not reached yet: :func:`cotune.solver.remaining_work` conditions
+      every belief on ``E_k > d_k`` and gives each option's ``P(success)`` within the
+      remaining deadline (restart ``ρ_k`` included, 0 for staying), its conditional
+      median remaining time and its expected remaining cost.
 
     The decision is :func:`cotune.solver.decide_replan` in its probability form at
     ``confidence`` (0.5 when None), on risk-adjusted costs ``cost_k + (1 − P_k)·L`` with
@@ -489,7 +487,7 @@ class SuccessController:
         """``(usable, here, P(success), expected remaining cost, remaining time)`` of every
         candidate of a probed GPU type; ``p`` None: before the job starts (nothing done)."""
         from cotune.models._curve import extrapolate_curve, prior_from_model
-        from cotune.models._normal import norm_cdf, norm_ppf
+        from cotune.solver import remaining_work
 
         m = self.models(p)
         c = self.candidates
@@ -533,26 +531,13 @@ class SuccessController:
         if here is not None:
             restart[here] = 0.0
         elapsed = 0.0 if p is None else p.elapsed_s
-        tau = np.asarray(est.epoch_time_s, float)
-        sigma = np.maximum(np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), 1e-6)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            # The target has not been reached by the epoch done: every belief is conditioned
-            # on E > d (a truncated log-normal), and so is the chance it is reached at all
-            # (Bayes: p·S / (p·S + 1 − p), S = P(E > d)).
-            f_done = np.where(done > 0, norm_cdf((np.log(np.maximum(done, 1e-300)) - np.log(e_hat)) / sigma), 0.0)
-            surv = np.maximum(1.0 - f_done, 1e-12)
-            p_cond = p_hat * surv / (p_hat * surv + (1.0 - p_hat))
-            med = np.exp(np.log(e_hat) + sigma * norm_ppf(np.minimum(f_done + surv / 2.0, 0.999)))
-            rem_time = np.maximum(med - done, 0.0) * tau + restart
-            if deadline_s is None:
-                on_time = np.ones(len(sub))
-            else:
-                budget_epochs = done + np.maximum(deadline_s - elapsed - restart, 0.0) / tau
-                f_budget = norm_cdf((np.log(budget_epochs) - np.log(e_hat)) / sigma)
-                on_time = np.clip((f_budget - f_done) / surv, 0.0, 1.0)
-        ok = np.isfinite(e_hat) & np.isfinite(tau) & np.isfinite(rem_time)
-        p_succ = np.where(ok, p_cond * on_time, 0.0)
-        cost = np.where(ok, sub.workers * est.price_per_hour / 3600.0 * rem_time, np.inf)
+        rw = remaining_work(
+            epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
+            done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=restart,
+            rate_per_s=sub.workers * est.price_per_hour / 3600.0,
+            remaining_s=None if deadline_s is None else deadline_s - elapsed,
+        )
+        p_succ, cost, rem_time = rw.p_success, rw.cost, rw.time_s
         return usable, here, p_succ, cost, rem_time
 
     def best_chance(self, *, target: float, deadline_s: float | None, tolerance: float = 0.02) -> int | None:
