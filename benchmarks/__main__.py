@@ -241,6 +241,9 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     }
 
     summary = regret.summarize(results)
+    from benchmarks.reliability import reliability_rows
+
+    outcomes = [o for r in results for o in r.outcomes]
     data = {
         "mode": cfg.mode,
         "command": command,
@@ -249,6 +252,8 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
         "config": {k: v for k, v in cfg.__dict__.items()},
         "settings": _setting_docs(cfg),
         "summary": summary,
+        # P(success) / P(reach) against the truth at every candidate, per (setting, policy, probes)
+        "reliability": reliability_rows(outcomes),
         "model_error": {"time": time_rows, "time_pairs": pairs, "accuracy": acc_rows, "noise_floor": model_error.placement_noise()},
         "regret": {
             "n_scenarios": len(results),

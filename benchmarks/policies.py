@@ -34,6 +34,7 @@ from typing import Mapping
 import numpy as np
 
 from benchmarks._registry import POLICIES, PolicySpec, load, policy
+from benchmarks.reliability import plan_reliability
 from benchmarks.peers import IsotonicAccuracy, IsotonicStepTime, PolluxAccuracy, PolluxStepTime
 from benchmarks.replay import ReplayLauncher, _interp_log, curve_epochs_to_target, price_matrix
 from benchmarks.scenarios import Scenario
@@ -88,6 +89,8 @@ class Plan:
     realised_gain: float = 0.0
     accuracy_runs: int = 0
     accuracy_cost: float = 0.0
+    # reliability counts of P(success) / P(reach) over every estimated candidate (benchmarks/reliability.py)
+    reliability: Mapping | None = None
 
 
 # -- models ---------------------------------------------------------------------------
@@ -365,7 +368,8 @@ def _model_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: 
         models = library_models(scn, evidence, probed) if library else None
         est, usable, top = _solve(scn, launcher, evidence, time_kind, acc_kind, mask, spec.confidence, models)
         j = int(top[0]) if top.size else None
-        counts = coverage_counts(scn, evidence, models, probed) if (spec.intervals and models is not None) else (0, 0, 0, 0)
+        checked = spec.intervals and models is not None
+        counts = coverage_counts(scn, evidence, models, probed) if checked else (0, 0, 0, 0)
         plans.append(
             Plan(
                 policy=spec.name,
@@ -382,6 +386,7 @@ def _model_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: 
                 step_n=counts[1],
                 epochs_hits=counts[2],
                 epochs_n=counts[3],
+                reliability=plan_reliability(scn, est, usable) if checked else None,
             )
         )
     return plans

@@ -26,6 +26,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from benchmarks.policies import Plan, policy_mask, run_policy
+from benchmarks.reliability import brier, ece
+from benchmarks.reliability import merge as merge_counts
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence
 
@@ -70,6 +72,7 @@ class Outcome:
     realised_gain: float = 0.0
     accuracy_runs: int = 0
     accuracy_cost: float = 0.0
+    reliability: dict | None = None  # P(success)/P(reach) counts over every candidate (benchmarks/reliability.py)
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float, evidence: Evide
         realised_gain=plan.realised_gain,
         accuracy_runs=plan.accuracy_runs,
         accuracy_cost=plan.accuracy_cost,
+        reliability=None if plan.reliability is None else dict(plan.reliability),
     )
 
 
@@ -273,6 +277,8 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
         step_n = sum(o.step_n for o in os_)
         epochs_n = sum(o.epochs_n for o in os_)
         own_delivered, own_promised = delivered[key]
+        rel_s = merge_counts(o.reliability.get("success") for o in os_ if o.reliability)
+        rel_r = merge_counts(o.reliability.get("reach") for o in os_ if o.reliability)
         out.append(
             {
                 "setting": setting_name,
@@ -285,6 +291,11 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "coverage_step_90": sum(o.step_hits for o in os_) / step_n if step_n else None,
                 "coverage_epochs_90": sum(o.epochs_hits for o in os_) / epochs_n if epochs_n else None,
                 "probe_share": float(np.median(share)) if share.size else None,
+                # P(success) / P(reach) against the truth at every estimated candidate (None: not checked)
+                "brier": brier(rel_s),
+                "ece": ece(rel_s),
+                "brier_reach": brier(rel_r),
+                "ece_reach": ece(rel_r),
                 # extras
                 "budget": budget,
                 "family": family,

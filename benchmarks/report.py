@@ -223,6 +223,10 @@ def markdown(data: dict) -> str:
         for r in cal:
             lines.append(f"| {r['setting']} | {r['family']} | {r['probes']} | {_frac(r['promised_q50'])} | {_frac(r['delivered_q50'])} | "
                          f"{_frac(r['promised_q90'])} | {_frac(r['delivered_q90'])} |")
+    from benchmarks.reliability import markdown as reliability_markdown
+
+    families = {r["policy"]: r["family"] for r in reg["summary"]}
+    lines += reliability_markdown(data.get("reliability", []), families=families)
     voi = [r for r in reg["summary"] if r["family"] == "cotune_voi"]
     if voi:
         lines += ["", "### Value-of-information probe planner: expected vs realised gain", "",

@@ -83,3 +83,23 @@ def test_model_errors_and_latency_are_measured(result: tuple[dict, Path]) -> Non
     assert all(r["mape"] >= 0 for r in data["model_error"]["time"])
     assert {r["model"] for r in data["model_error"]["accuracy"]} == {"cotune", "isotonic", "pollux"}
     assert data["latency"]["solver"][0]["candidates"] > 900
+
+
+def test_reliability_scores_every_candidate_of_the_cotune_family_and_only_it(result: tuple[dict, Path]) -> None:
+    data, out = result
+    rows = data["reliability"]
+    assert rows and {r["policy"] for r in rows} <= {"cotune", "cotune_q50", "cotune_q90"}
+    n_scn = data["regret"]["n_scenarios"]
+    per_scenario = {s["scenario"]: s["n_candidates"] for s in data["regret"]["scenarios"]}
+    for r in rows:
+        assert r["plans"] == n_scn
+        # every candidate of a probed GPU type is scored, at most all of them
+        assert 0 < r["candidates"] <= sum(per_scenario.values())
+        assert sum(b["count"] for b in r["success"]) == sum(b["count"] for b in r["reach"]) == r["candidates"]
+        for b in r["success"] + r["reach"]:
+            assert b["lo"] - 1e-12 <= b["mean_pred"] <= b["hi"] + 1e-12 and 0.0 <= b["frac_true"] <= 1.0
+        assert 0.0 <= r["brier"] <= 1.0 and 0.0 <= r["ece"] <= 1.0
+    for s in data["summary"]:
+        scored = s["family"] == "cotune" and s["setting"] in ("one-curve", "free-curves")
+        assert (s["brier"] is not None) == scored, s["policy"]
+    assert "### Reliability of P(success) and P(reach)" in (out / "report.md").read_text()
