@@ -81,6 +81,9 @@ class Progress:
     target: float
     deadline_s: float | None
     restart_s: float = RESTART_S
+    # Where the job's learning-rate schedule ends at its batch (its configured epochs, known
+    # to whoever launched it): a target not reached by then is missed.
+    schedule_epochs: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -298,7 +301,7 @@ def simulate(
             Progress(
                 checkpoint=k, index=i, global_batch=gb, epochs_done=e, level=float(sign * level), elapsed_s=elapsed,
                 spent=train + restart_cost, evals=tuple(evals), steps=tuple(steps.values()), target=scn.target,
-                deadline_s=scn.deadline_s, restart_s=restart_s,
+                deadline_s=scn.deadline_s, restart_s=restart_s, schedule_epochs=end,
             )
         )
         if act.kind == "give_up":
@@ -531,11 +534,14 @@ class SuccessController:
         if here is not None:
             restart[here] = 0.0
         elapsed = 0.0 if p is None else p.elapsed_s
+        # The job's schedule length in epochs applies at every batch (a recipe keeps its
+        # epoch count when the batch changes; the truth's recipes differ a little).
+        schedule = np.full(len(sub), np.inf if p is None else p.schedule_epochs)
         rw = remaining_work(
             epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
             done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=restart,
             rate_per_s=sub.workers * est.price_per_hour / 3600.0,
-            remaining_s=None if deadline_s is None else deadline_s - elapsed,
+            remaining_s=None if deadline_s is None else deadline_s - elapsed, max_epochs=schedule,
         )
         p_succ, cost, rem_time = rw.p_success, rw.cost, rw.time_s
         return usable, here, p_succ, cost, rem_time

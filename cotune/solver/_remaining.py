@@ -14,7 +14,8 @@ every belief is conditioned on ``E_k > d_k`` (a truncated log-normal)::
     t_k    = (F⁻¹(1 − S_k/2) − d_k) · τ_k + ρ_k      conditional median remaining time
     cost_k = rate_k · t_k
 
-with ``R`` the remaining deadline (∞: no deadline, ``P_k = p_k'``), ``ρ_k`` the restart
+with ``R`` the remaining deadline (∞: no deadline, ``P_k = p_k'``; the budget in epochs
+``d_k + (R − ρ_k)/τ_k`` is capped where the option's schedule ends), ``ρ_k`` the restart
 (0 for staying) and ``τ_k`` the epoch time. ``σ_k`` carries both the epochs and the
 step-time spread (``σ_k² = σ_E,k² + σ_step,k²``). A pure function of arrays: no fitting,
 no I/O; the closed-loop replay (``benchmarks/closed_loop.py``) feeds it the models and the
@@ -52,12 +53,15 @@ def remaining_work(
     restart_s: np.ndarray,
     rate_per_s: np.ndarray,
     remaining_s: float | None,
+    max_epochs: np.ndarray | None = None,
 ) -> RemainingWork:
     """P(success), time and cost of the remaining work of every option (module doc).
 
     ``epochs`` is the median total epochs given the target is reached (∞ or NaN: no
     estimate, chance 0); ``done_epochs`` the hand-over epoch at each option;
-    ``remaining_s`` the time left to the deadline (None: no deadline).
+    ``remaining_s`` the time left to the deadline (None: no deadline); ``max_epochs``
+    where an option's schedule ends (its learning-rate schedule: a target not reached by
+    then is missed; None or ∞: no end).
     """
     from cotune.models._normal import norm_cdf, norm_ppf
 
@@ -83,12 +87,13 @@ def remaining_work(
         tail = np.log(np.maximum(done, 1e-300)) + sigma * math.log(2.0) / np.maximum(z_done, 1.0)
         median = np.exp(np.where(done > 0, np.maximum(log_median, tail), log_median))
         time_s = np.maximum(median - done, 0.0) * tau_safe + restart
-        if remaining_s is None:
-            on_time = np.ones(e.shape)
-        else:
-            budget = done + np.maximum(float(remaining_s) - restart, 0.0) / tau_safe
-            f_budget = norm_cdf((np.log(np.maximum(budget, 1e-300)) - log_e) / sigma)
-            on_time = np.clip((f_budget - f_done) / surv, 0.0, 1.0)
+        budget = np.full(e.shape, np.inf) if remaining_s is None else (
+            done + np.maximum(float(remaining_s) - restart, 0.0) / tau_safe
+        )
+        if max_epochs is not None:
+            budget = np.minimum(budget, np.asarray(max_epochs, float))
+        f_budget = np.where(np.isfinite(budget), norm_cdf((np.log(np.maximum(budget, 1e-300)) - log_e) / sigma), 1.0)
+        on_time = np.clip((f_budget - f_done) / surv, 0.0, 1.0)
     ok &= np.isfinite(time_s)
     return RemainingWork(
         p_success=np.where(ok, p_cond * on_time, 0.0),

@@ -80,3 +80,10 @@ def test_not_reaching_for_longer_lowers_the_reach_probability(med, sig, p, d1, d
     a = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[lo])
     b = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[hi])
     assert b.p_reach[0] <= a.p_reach[0] + 1e-12
+
+
+def test_a_schedule_that_ends_before_the_target_leaves_no_chance():
+    open_end = _one(done_epochs=[10.0], p_reach=[1.0])
+    short = _one(done_epochs=[10.0], p_reach=[1.0], max_epochs=np.array([12.0]))
+    assert open_end.p_success[0] == pytest.approx(1.0)
+    assert short.p_success[0] < 0.05
