@@ -40,6 +40,7 @@ __all__ = [
     "ece",
     "candidate_truth",
     "plan_reliability",
+    "epochs_coverage_reached",
     "reliability_rows",
     "main",
 ]
@@ -130,6 +131,31 @@ def plan_reliability(scn, est, usable: np.ndarray) -> dict:
     success, reach = candidate_truth(scn, usable)
     p_success = est.p_success if est.p_success is not None else est.p_reach
     return {"success": counts(p_success, success), "reach": counts(est.p_reach, reach)}
+
+
+def epochs_coverage_reached(scn, evidence, models) -> tuple[int, int]:
+    """(hits, n) of the 90 % epochs interval at the held-out measured batches whose true
+    curve reaches the target.
+
+    The interval is the distribution of epochs *given the target is reached*
+    (:class:`cotune.models.EpochsPrediction`), so it is checked where the truth is
+    reached; whether it is reached at all is ``P(reach)``'s to answer (its reliability
+    table). ``coverage_epochs_90_unconditional`` keeps the older count, in which every
+    unreached held-out batch is a miss of the interval.
+    """
+    from benchmarks.replay import curve_epochs_to_target
+
+    w = scn.workload
+    held = np.array(evidence.held_out, float)
+    if not held.size:
+        return 0, 0
+    true_e = np.array([curve_epochs_to_target(w.curves[int(b)], scn.target, w.goal) for b in held])
+    ok = np.isfinite(true_e)
+    if not np.any(ok):
+        return 0, 0
+    pred = models.predict_epochs(held[ok], scn.target)
+    lo, hi = np.asarray(pred.lower, float), np.asarray(pred.upper, float)
+    return int(np.sum((lo <= true_e[ok]) & (true_e[ok] <= hi))), int(ok.sum())
 
 
 def _summary_of(c_success: Mapping | None, c_reach: Mapping | None) -> dict:
