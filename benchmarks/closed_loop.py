@@ -440,6 +440,148 @@ class RemainingWorkController:
         return CONTINUE if k == here else Action("switch", int(usable[k]), "nothing meets the deadline: the nearest")
 
 
+@dataclass
+class SuccessController:
+    """Re-plan by the probability of success of the *remaining* work (cotune's closed loop).
+
+    At a checkpoint the job has run ``e`` epochs at batch ``B`` and reached level ``m``.
+    For every candidate ``k`` (batch ``B_k``), with the accuracy model ``M`` refitted on
+    the job's step times:
+
+    * **the running batch** — the job's own curve extrapolated and pooled with ``M``'s
+      prior there (``cotune.models._curve``): total epochs ``E_B`` log-normal
+      ``(ln Ê_B, σ_B)``, reached with probability ``p_B``;
+    * **the job's shift** ``δ = ln Ê_B − ln E_M(B)`` — how far this job runs from the
+      model at its batch — carried to every other batch: ``ln Ê_k = ln E_M(B_k) + δ``
+      with the model's spread there (the model is wrong by about the same factor at
+      neighbouring batches; Pollux/AdaScale's scale-invariant progress);
+    * **reach** — ``p_k = P_M(reach at B_k)``, and no higher than ``p_B`` for ``B_k ≥ B``
+      (a larger batch does not reach a level a smaller one plateaus below);
+    * **hand-over** — a switch resumes at the epoch ``d_k = E_M(B_k, m)·e^δ`` where ``B_k``
+      reaches the level already reached (``d = e`` when staying), after a restart
+      ``ρ_k`` (0 when staying);
+    * the target is not reached yet: :func:`cotune.solver.remaining_work` conditions
+      every belief on ``E_k > d_k`` and gives each option's ``P(success)`` within the
+      remaining deadline (restart ``ρ_k`` included, 0 for staying), its conditional
+      median remaining time and its expected remaining cost.
+
+    The decision is :func:`cotune.solver.decide_replan` in its probability form at
+    ``confidence`` (0.5 when None), on risk-adjusted costs ``cost_k + (1 − P_k)·L`` with
+    ``L`` what a miss wastes — the money spent so far plus the planned job, redone: stay
+    while the job keeps that chance unless an alternative saves more than ``margin``;
+    otherwise the cheapest that keeps it; when none does, the best chance if it beats
+    staying by more than ``p_margin``.
+    """
+
+    candidates: Candidates
+    price_per_hour: np.ndarray
+    models: _ModelSource
+    goal: str
+    confidence: float | None = None
+    margin: float = 0.05
+    p_margin: float = 0.05
+    interval: float = 0.9
+    miss_cost: float = 0.0  # what a miss wastes beyond the money spent (the planned job, redone)
+
+    def assess(self, p: Progress | None, *, target: float, deadline_s: float | None):
+        """``(usable, here, P(success), expected remaining cost, remaining time)`` of every
+        candidate of a probed GPU type; ``p`` None: before the job starts (nothing done)."""
+        from cotune.models._curve import extrapolate_curve, prior_from_model
+        from cotune.solver import remaining_work
+
+        m = self.models(p)
+        c = self.candidates
+        usable = np.flatnonzero(np.isin(c.gpu, [c.gpus.index(g) for g in m.time_models]))
+        sub = subset(c, usable)
+        est = estimate(sub, m, target=target, price_per_hour=self.price_per_hour)
+        gb = sub.global_batch.astype(float)
+        ub, inv = np.unique(gb, return_inverse=True)
+        to_target = m.predict_epochs(ub, target)
+        e_model = np.asarray(to_target.epochs_if_reached, float)[inv]
+        s_model = np.asarray(to_target.log_sigma, float)[inv]
+        p_model = np.asarray(to_target.p_reach, float)[inv]
+        if p is None:
+            d_model = np.zeros(len(sub))
+        else:
+            d_model = np.asarray(m.predict_epochs(ub, p.level).epochs_if_reached, float)[inv]
+            d_model = np.where(np.isfinite(d_model), d_model, 0.0)
+        here = int(np.flatnonzero(usable == p.index)[0]) if (p is not None and p.index in usable) else None
+
+        e_hat, s_hat, p_hat, done = e_model.copy(), s_model.copy(), p_model.copy(), d_model.copy()
+        if here is not None:
+            own = [e for e in p.evals if e.global_batch == p.global_batch]
+            prior = prior_from_model(m.accuracy, global_batch=float(p.global_batch), target=target, interval=self.interval)
+            try:
+                fc = extrapolate_curve([e.epoch for e in own], [e.metric for e in own], target=target,
+                                       goal=self.goal, interval=self.interval, prior=prior)  # type: ignore[arg-type]
+            except (OverflowError, ValueError):
+                fc = None
+            if fc is not None and math.isfinite(fc.epochs_if_reached) and fc.epochs_if_reached > 0:
+                base = e_model[here]
+                shift = math.log(fc.epochs_if_reached / base) if math.isfinite(base) and base > 0 else 0.0
+                shift = float(np.clip(shift, -math.log(4.0), math.log(4.0)))
+                e_hat = e_model * math.exp(shift)
+                done = d_model * math.exp(shift)
+                e_hat[here], s_hat[here], done[here] = fc.epochs_if_reached, fc.log_sigma, p.epochs_done
+                p_hat = np.where(gb >= p.global_batch, np.minimum(p_model, fc.p_reach), p_model)
+                p_hat[here] = fc.p_reach
+            else:
+                done[here] = p.epochs_done
+        restart = np.full(len(sub), 0.0 if p is None else p.restart_s)
+        if here is not None:
+            restart[here] = 0.0
+        elapsed = 0.0 if p is None else p.elapsed_s
+        rw = remaining_work(
+            epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
+            done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=restart,
+            rate_per_s=sub.workers * est.price_per_hour / 3600.0,
+            remaining_s=None if deadline_s is None else deadline_s - elapsed,
+        )
+        p_succ, cost, rem_time = rw.p_success, rw.cost, rw.time_s
+        return usable, here, p_succ, cost, rem_time
+
+    def best_chance(self, *, target: float, deadline_s: float | None, tolerance: float = 0.02) -> int | None:
+        """Where to start when no plan reaches the confidence: the highest chance of
+        success (the cheapest within ``tolerance`` of it); None when every chance is 0."""
+        usable, _, p_succ, cost, _ = self.assess(None, target=target, deadline_s=deadline_s)
+        if not np.any(p_succ > 0):
+            return None
+        close = np.flatnonzero(p_succ >= p_succ.max() - tolerance)
+        return int(usable[close[np.argmin(cost[close])]])
+
+    def __call__(self, p: Progress) -> Action:
+        from cotune.solver import ReplanOption, decide_replan
+
+        if p.deadline_s is not None and p.elapsed_s >= p.deadline_s:
+            return Action("continue", reason="the deadline has passed: finish where the job is")
+        usable, here, p_succ, cost, rem_time = self.assess(p, target=p.target, deadline_s=p.deadline_s)
+        if not np.any(p_succ > 0):
+            return Action("give_up", reason="the models give every candidate no chance of reaching the target")
+        c = self.candidates
+        opts = {}
+        for k in np.flatnonzero(np.isfinite(cost) & (p_succ > 0)):
+            k = int(k)
+            j = int(usable[k])
+            opts[k] = ReplanOption(
+                gpu=c.gpus[int(c.gpu[j])], market=c.markets[int(c.market[j])], workers=int(c.workers[j]),
+                local_batch=int(c.local_batch[j]), hosts=int(c.hosts[j]), time_s=float(rem_time[k]),
+                cost=float(cost[k]), p_success=float(p_succ[k]),
+            )
+        stay = opts.get(here) if here is not None else None
+        d = decide_replan(
+            stay=stay, alternatives=[o for k, o in opts.items() if k != here],
+            remaining_s=math.inf if p.deadline_s is None else p.deadline_s - p.elapsed_s, margin=self.margin,
+            confidence=0.5 if self.confidence is None else self.confidence, p_margin=self.p_margin,
+            miss_cost=p.spent + self.miss_cost, spent=p.spent,
+        )
+        index_of = {id(o): k for k, o in opts.items()}
+        to = d.chosen if d.decision != "infeasible" else d.nearest
+        if to is None:
+            return Action("give_up", reason=d.reason)
+        k = index_of[id(to)]
+        return CONTINUE if k == here else Action("switch", int(usable[k]), d.reason)
+
+
 def _with_job_records(profile: Profile, p: Progress) -> Profile:
     return dataclasses.replace(profile, steps=profile.steps + p.steps)
 
@@ -566,12 +708,47 @@ def _pollux_controller(scn: Scenario, evidence: Evidence, plan: Plan) -> Control
     )
 
 
+def _success_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None) -> SuccessController:
+    """Closed-loop cotune: its library models refitted with the job's step times, the job's
+    own curve read at every checkpoint, decisions by P(success) of the remaining work."""
+    base = _profile(scn, evidence, plan.probed)
+    cache: dict[tuple, FittedModels] = {}
+
+    def models(p: Progress | None) -> FittedModels:
+        steps = () if p is None else p.steps
+        key = tuple(sorted((s.gpu, s.workers, s.hosts, s.local_batch) for s in steps))
+        if key not in cache:
+            cache.clear()
+            cache[key] = fit_models(dataclasses.replace(base, steps=base.steps + tuple(steps)), n_bootstrap=0)
+        return cache[key]
+
+    return SuccessController(
+        candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), models=models, goal=scn.workload.goal,
+        confidence=confidence, miss_cost=plan.predicted_cost if math.isfinite(plan.predicted_cost) else 0.0,
+    )
+
+
+def _start_anyway(scn: Scenario, plan: Plan, controller: Controller | None) -> Plan:
+    """No plan reaches the confidence: a watched job starts at its best chance instead."""
+    if plan.index is not None or not isinstance(controller, SuccessController):
+        return plan
+    i = controller.best_chance(target=scn.target, deadline_s=scn.deadline_s)
+    if i is None:
+        return plan
+    usable, _, p_succ, cost, rem_time = controller.assess(None, target=scn.target, deadline_s=scn.deadline_s)
+    k = int(np.flatnonzero(usable == i)[0])
+    return dataclasses.replace(plan, index=i, predicted_cost=float(cost[k]), predicted_time_s=float(rem_time[k]),
+                               p_success=float(p_succ[k]))
+
+
 def _register_closed(name: str, *, planner: str, make: Callable[[Scenario, Evidence, Plan], Controller | None], **kw) -> None:
-    """One closed-loop policy: the open-loop planner that makes the initial plan, and the controller."""
+    """One closed-loop policy: the open-loop planner that makes the initial plan, and the
+    controller (a :class:`SuccessController` also starts a job the planner found no plan for)."""
 
     def run(scn: Scenario, evidence: Evidence, budget: int) -> ClosedLoopRun:
         plan = _initial(scn, evidence, planner, budget)
-        return _run(name, scn, evidence, budget, plan, make(scn, evidence, plan))
+        controller = make(scn, evidence, plan)
+        return _run(name, scn, evidence, budget, _start_anyway(scn, plan, controller), controller)
 
     policy(name, closed_loop=True, planner=planner, **kw)(run)
 
@@ -580,18 +757,20 @@ _register_closed("cotune_open", planner="cotune", make=lambda s, e, p: None, fam
                  description="cotune's plan, run as planned (open loop)")
 _register_closed("cotune_open_q90", planner="cotune_q90", make=lambda s, e, p: None, family="cotune_open", confidence=0.9,
                  description="cotune's plan at confidence 0.9, run as planned (open loop)")
-_register_closed("cotune_closed", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None),
-                 family="cotune_closed", description="cotune's plan, re-planned at every checkpoint on the mean")
-_register_closed("cotune_closed_q90", planner="cotune_q90", make=lambda s, e, p: _cotune_controller(s, e, p, 0.9),
+_register_closed("cotune_closed", planner="cotune", make=lambda s, e, p: _success_controller(s, e, p, None),
+                 family="cotune_closed",
+                 description="cotune's plan (its best chance when none reaches P(success) 0.5), re-planned at every "
+                 "checkpoint by P(success) of the remaining work, reading the job's own curve")
+_register_closed("cotune_closed_q90", planner="cotune_q90", make=lambda s, e, p: _success_controller(s, e, p, 0.9),
                  family="cotune_closed", confidence=0.9,
-                 description="cotune's plan at confidence 0.9, re-planned at every checkpoint at confidence 0.9")
-_register_closed("cotune_closed_curve", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None, curve=True),
-                 family="cotune_closed_curve", requires=("cotune.models._curve",),
-                 description="closed-loop cotune reading the job's curve with cotune.models._curve (extrapolation + prior)")
-_register_closed("cotune_closed_curve_q90", planner="cotune_q90",
-                 make=lambda s, e, p: _cotune_controller(s, e, p, 0.9, curve=True), family="cotune_closed_curve",
-                 confidence=0.9, requires=("cotune.models._curve",),
-                 description="cotune_closed_curve at confidence 0.9")
+                 description="cotune_closed at confidence 0.9 (plan and re-plan)")
+_register_closed("cotune_closed_voi", planner="cotune_voi", make=lambda s, e, p: _success_controller(s, e, p, None),
+                 family="cotune_closed_voi",
+                 description="cotune_closed whose probes are bought by value of information (stops when no gain "
+                 "covers a probe's price)")
+_register_closed("cotune_closed_pace", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None),
+                 family="cotune_closed_pace",
+                 description="the 2026-12-01 morning controller: remaining work by the job's pace, decisions on times")
 _register_closed("pollux_adaptive", planner="pollux", make=_pollux_controller,
                  description="Pollux-style goodput policy, re-chosen at the same checkpoints")
 

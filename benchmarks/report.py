@@ -217,7 +217,7 @@ def markdown(data: dict) -> str:
                 f"{_frac(r['delivered_q90'])} | {_frac(r['coverage_step_90'])} | {_frac(r['coverage_epochs_90'])} | "
                 f"{_pct(r.get('median_regret_training', math.nan))} |"
             )
-    cal = [r for r in reg["summary"] if r["policy"] in ("cotune", "cotune_voi", "cotune_open", "cotune_closed", "cotune_closed_curve")]
+    cal = [r for r in reg["summary"] if r["policy"] in ("cotune", "cotune_voi", "cotune_open", "cotune_closed", "cotune_closed_voi")]
     if cal:
         lines += ["", "### Calibration: promised vs delivered probability of reaching the target by the deadline", "",
                   "| setting | family | probes | q = 0.5: promised | delivered | q = 0.9: promised | delivered |",

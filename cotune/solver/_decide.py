@@ -19,6 +19,19 @@ confidence when there is one):
   the budget) at any configuration; ``nearest`` is the option that misses by the least
   (smallest ``max(time / remaining deadline, cost / budget left)``).
 
+With ``confidence=q`` the rule reads probabilities instead of times: an option is
+feasible when its ``p_success`` — the probability that the *remaining* work reaches the
+target within the remaining deadline, restart included — is at least ``q`` (and its cost
+fits the budget left). Options are compared by their *risk-adjusted* cost,
+``cost + (1 − p_success) · miss_cost``: a miss wastes what was spent and must be redone,
+so trading a sure finish for a cheaper gamble pays only when the saving beats the
+risk it adds (``miss_cost = 0``: plain cost), and the margin is a share of the whole
+job's cost (``spent`` plus the remaining), so a job nearly done does not restart to save
+a few percent of its last few minutes. When none is feasible, ``nearest`` is the
+option with the best chance, and the decision moves there only when that chance beats
+staying by more than ``p_margin`` (a switch costs a restart; a chance that is only a
+little better is noise).
+
 A switch is described by what changes (:data:`CHANGES`): workers added or removed, the
 batch (global batch), the GPU type, the market.
 """
@@ -58,6 +71,7 @@ class ReplanOption:
     cost: float
     time_at_confidence_s: float = math.nan  # defaults to time_s
     hosts: int = 1
+    p_success: float = math.nan  # P(the remaining work reaches the target by the remaining deadline)
 
     def __post_init__(self) -> None:
         if math.isnan(self.time_at_confidence_s):
@@ -117,13 +131,18 @@ def decide_replan(
     objective: Literal["cost", "time"] = "cost",
     margin: float = 0.05,
     use_confidence: bool = False,
+    confidence: float | None = None,
+    p_margin: float = 0.05,
+    miss_cost: float = 0.0,
+    spent: float = 0.0,
 ) -> ReplanDecision:
     """Stay, switch or give up, with hysteresis (see the module doc).
 
     ``stay`` is the current configuration's remaining work (no restart), or None when it
     cannot continue (all its workers lost, or not available any more).
     ``use_confidence`` compares ``time_at_confidence_s`` with the deadline instead of
-    the median ``time_s``.
+    the median ``time_s``. ``confidence`` switches to the probability rule (module doc):
+    every option then needs a ``p_success``.
     """
     if objective not in ("cost", "time"):
         raise InputError(f"objective must be 'cost' or 'time', got {objective!r}")
@@ -133,6 +152,11 @@ def decide_replan(
         raise InputError(f"the remaining deadline must be > 0 seconds, got {remaining_s!r}: give a later deadline")
     if budget_left is not None and not math.isfinite(budget_left):
         raise InputError(f"budget left must be finite, got {budget_left!r}")
+    if confidence is not None:
+        return _decide_by_success(
+            stay=stay, alternatives=alternatives, budget_left=budget_left, objective=objective, margin=margin,
+            confidence=confidence, p_margin=p_margin, miss_cost=miss_cost, spent=spent,
+        )
 
     def t(o) -> float:
         return float(o.time_at_confidence_s if use_confidence else o.time_s)
@@ -178,4 +202,74 @@ def decide_replan(
     return ReplanDecision(
         "infeasible", f"the target is not reachable within {where} at any configuration considered{miss}",
         None, nearest, (), None, False,
+    )
+
+
+def _p(o: Any) -> float:
+    v = float(getattr(o, "p_success", math.nan))
+    if math.isnan(v):
+        raise InputError("with confidence= every option needs p_success (a probability in [0, 1]); got NaN")
+    return v
+
+
+def _decide_by_success(
+    *, stay: _Option | None, alternatives: Sequence[_Option], budget_left: float | None, objective: str,
+    margin: float, confidence: float, p_margin: float, miss_cost: float, spent: float,
+) -> ReplanDecision:
+    """The probability form of :func:`decide_replan` (see the module doc)."""
+    if not (0.0 < confidence < 1.0):
+        raise InputError(f"confidence must be in (0, 1), e.g. 0.9; got {confidence!r}")
+    if not (0.0 <= p_margin < 1.0):
+        raise InputError(f"p_margin must be in [0, 1), e.g. 0.05; got {p_margin!r}")
+    if not (miss_cost >= 0.0 and math.isfinite(miss_cost)):
+        raise InputError(f"miss_cost must be finite and >= 0 (what a miss wastes, e.g. spent + planned cost); got {miss_cost!r}")
+
+    def key(o) -> float:
+        if objective == "cost":
+            return float(o.cost) + (1.0 - _p(o)) * miss_cost
+        return float(o.time_s)
+
+    def affordable(o) -> bool:
+        return budget_left is None or o.cost <= budget_left
+
+    def feasible(o) -> bool:
+        return _p(o) >= confidence and math.isfinite(key(o)) and affordable(o)
+
+    ok = [o for o in alternatives if feasible(o)]
+    best = min(ok, key=key) if ok else None
+    q = f"P(success) {confidence:g}"
+    if stay is not None and feasible(stay):
+        gain = None if best is None else key(stay) - key(best)
+        whole = key(stay) + (max(spent, 0.0) if objective == "cost" else 0.0)
+        if best is not None and gain > margin * whole:
+            return ReplanDecision(
+                "switch", f"an alternative that keeps {q} saves {gain / whole:.1%} of the job's {objective} after its "
+                f"restart, more than the {margin:.0%} margin", best, None, changes_between(stay, best), gain, True,
+            )
+        pct = 0.0 if gain is None or whole <= 0 else max(gain, 0.0) / whole
+        why = f"no alternative keeps {q}" if best is None else (
+            f"the best alternative that keeps {q} would save only {pct:.1%} of the {objective}"
+        )
+        return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
+    if best is not None:
+        gain = None if stay is None else key(stay) - key(best)
+        why = "the current configuration cannot continue" if stay is None else (
+            f"the current configuration's chance {_p(stay):.2f} is below {q}"
+        )
+        return ReplanDecision("switch", why, best, None, changes_between(stay, best) if stay is not None else (), gain, False)
+    pool = [o for o in alternatives if affordable(o) and _p(o) > 0.0]
+    top = max(pool, key=lambda o: (_p(o), -key(o))) if pool else None
+    p_stay = _p(stay) if stay is not None else 0.0
+    if top is not None and stay is not None and _p(top) <= p_stay + p_margin:
+        top = stay  # a chance barely better than staying does not pay for a restart
+    if top is None and stay is not None and p_stay > 0.0:
+        top = stay
+    if top is None:
+        return ReplanDecision(
+            "infeasible", "the target is not reachable at any configuration considered (every chance is 0)",
+            None, None, (), None, False,
+        )
+    where = "staying" if top is stay else "the best chance"
+    return ReplanDecision(
+        "infeasible", f"no configuration keeps {q}; {where} has P(success) {_p(top):.2f}", None, top, (), None, False,
     )

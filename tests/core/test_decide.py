@@ -84,3 +84,49 @@ def test_a_feasible_stay_is_left_only_for_a_gain_above_the_margin(stay_cost, alt
         assert stay_cost - d.chosen.cost > margin * stay_cost and d.chosen.cost == min(alt_costs)
     else:
         assert d.decision == "stay" and stay_cost - min(alt_costs) <= margin * stay_cost
+
+
+# -- the probability form (confidence=) ------------------------------------------------------
+def _p(p: float, **kw) -> ReplanOption:
+    base = dict(gpu="t4", market="on_demand", workers=4, local_batch=64, time_s=1000.0, cost=10.0, p_success=p)
+    return ReplanOption(**(base | kw))
+
+
+def test_by_success_stays_while_the_job_keeps_the_confidence():
+    d = decide_replan(stay=_p(0.9), alternatives=[_p(0.95, cost=9.8, workers=8)], remaining_s=2000, confidence=0.5)
+    assert d.decision == "stay"
+
+
+def test_by_success_switches_when_the_job_falls_below_the_confidence():
+    alt = _p(0.8, cost=14.0, workers=8)
+    d = decide_replan(stay=_p(0.3), alternatives=[alt], remaining_s=2000, confidence=0.5)
+    assert d.decision == "switch" and d.chosen is alt
+
+
+def test_by_success_does_not_trade_a_sure_finish_for_a_cheaper_gamble():
+    gamble = _p(0.55, cost=8.0, local_batch=128)
+    sure = _p(0.99)
+    assert decide_replan(stay=sure, alternatives=[gamble], remaining_s=2000, confidence=0.5).decision == "switch"
+    d = decide_replan(stay=sure, alternatives=[gamble], remaining_s=2000, confidence=0.5, miss_cost=20.0)
+    assert d.decision == "stay"
+
+
+def test_by_success_margin_counts_the_money_already_spent():
+    cheaper = _p(0.9, cost=9.0, workers=8)
+    assert decide_replan(stay=_p(0.9), alternatives=[cheaper], remaining_s=2000, confidence=0.5).decision == "switch"
+    d = decide_replan(stay=_p(0.9), alternatives=[cheaper], remaining_s=2000, confidence=0.5, spent=100.0)
+    assert d.decision == "stay"
+
+
+def test_by_success_moves_to_the_best_chance_only_when_it_is_clearly_better():
+    better = _p(0.4, workers=8)
+    d = decide_replan(stay=_p(0.2), alternatives=[better], remaining_s=2000, confidence=0.5)
+    assert d.decision == "infeasible" and d.nearest is better
+    stay = _p(0.38)
+    d = decide_replan(stay=stay, alternatives=[better], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.nearest is stay
+
+
+def test_by_success_needs_a_probability_on_every_option():
+    with pytest.raises(InputError, match="p_success"):
+        decide_replan(stay=STAY, alternatives=[], remaining_s=2000, confidence=0.5)

@@ -1,0 +1,98 @@
+"""The remaining work of a running job as a distribution: P(success) of every option.
+
+A job has run ``d`` epochs-equivalent of its work and has not reached its target yet.
+For each option ``k`` (stay, or switch to another configuration and resume there at the
+hand-over epoch ``d_k``) the total epochs to the target are log-normal with median
+``Ê_k`` and log-spread ``σ_k`` given the target is reached, and the target is reached at
+all with probability ``p_k``. Not having reached the target by ``d_k`` is evidence, so
+every belief is conditioned on ``E_k > d_k`` (a truncated log-normal)::
+
+    F(x)   = Φ((ln x − ln Ê_k) / σ_k)                 CDF of the total epochs
+    S_k    = 1 − F(d_k)                               P(not reached by the hand-over)
+    p_k'   = p_k · S_k / (p_k · S_k + 1 − p_k)        reach at all, given not yet (Bayes)
+    P_k    = p_k' · (F(d_k + (R − ρ_k)/τ_k) − F(d_k)) / S_k
+    t_k    = (F⁻¹(1 − S_k/2) − d_k) · τ_k + ρ_k      conditional median remaining time
+    cost_k = rate_k · t_k
+
+with ``R`` the remaining deadline (∞: no deadline, ``P_k = p_k'``), ``ρ_k`` the restart
+(0 for staying) and ``τ_k`` the epoch time. ``σ_k`` carries both the epochs and the
+step-time spread (``σ_k² = σ_E,k² + σ_step,k²``). A pure function of arrays: no fitting,
+no I/O; the closed-loop replay (``benchmarks/closed_loop.py``) feeds it the models and the
+job's own curve, and :func:`cotune.solver.decide_replan` (``confidence=``) decides on it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RemainingWork", "remaining_work"]
+
+
+@dataclass(frozen=True)
+class RemainingWork:
+    """Per option: ``p_success``, ``p_reach`` (given not reached yet), ``time_s`` (conditional
+    median, restart included) and ``cost`` (``rate × time``)."""
+
+    p_success: np.ndarray
+    p_reach: np.ndarray
+    time_s: np.ndarray
+    cost: np.ndarray
+
+
+def remaining_work(
+    *,
+    epochs: np.ndarray,
+    log_sigma: np.ndarray,
+    p_reach: np.ndarray,
+    done_epochs: np.ndarray,
+    epoch_time_s: np.ndarray,
+    restart_s: np.ndarray,
+    rate_per_s: np.ndarray,
+    remaining_s: float | None,
+) -> RemainingWork:
+    """P(success), time and cost of the remaining work of every option (module doc).
+
+    ``epochs`` is the median total epochs given the target is reached (∞ or NaN: no
+    estimate, chance 0); ``done_epochs`` the hand-over epoch at each option;
+    ``remaining_s`` the time left to the deadline (None: no deadline).
+    """
+    from cotune.models._normal import norm_cdf, norm_ppf
+
+    e = np.asarray(epochs, float)
+    sigma = np.maximum(np.asarray(log_sigma, float), 1e-6)
+    p = np.clip(np.nan_to_num(np.asarray(p_reach, float), nan=0.0), 0.0, 1.0)
+    done = np.maximum(np.nan_to_num(np.asarray(done_epochs, float), nan=0.0, posinf=0.0), 0.0)
+    tau = np.asarray(epoch_time_s, float)
+    restart = np.asarray(restart_s, float)
+    ok = np.isfinite(e) & (e > 0) & np.isfinite(tau) & (tau > 0)
+    e_safe = np.where(ok, e, 1.0)
+    tau_safe = np.where(ok, tau, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_e = np.log(e_safe)
+        z_done = np.where(done > 0, (np.log(np.maximum(done, 1e-300)) - log_e) / sigma, -np.inf)
+        f_done = norm_cdf(z_done)
+        # The survival from the upper tail directly: 1 − F loses every digit far behind the model.
+        surv = np.maximum(norm_cdf(-z_done), 1e-300)
+        p_cond = np.where(p >= 1.0, 1.0, p * surv / np.maximum(p * surv + (1.0 - p), 1e-300))
+        log_median = log_e + sigma * -norm_ppf(surv / 2.0)
+        # Far in the tail the excess of ln E over ln d is about exponential with mean σ/z
+        # (Mills ratio): its median, σ·ln 2 / z, keeps the remaining work positive there.
+        tail = np.log(np.maximum(done, 1e-300)) + sigma * math.log(2.0) / np.maximum(z_done, 1.0)
+        median = np.exp(np.where(done > 0, np.maximum(log_median, tail), log_median))
+        time_s = np.maximum(median - done, 0.0) * tau_safe + restart
+        if remaining_s is None:
+            on_time = np.ones(e.shape)
+        else:
+            budget = done + np.maximum(float(remaining_s) - restart, 0.0) / tau_safe
+            f_budget = norm_cdf((np.log(np.maximum(budget, 1e-300)) - log_e) / sigma)
+            on_time = np.clip((f_budget - f_done) / surv, 0.0, 1.0)
+    ok &= np.isfinite(time_s)
+    return RemainingWork(
+        p_success=np.where(ok, p_cond * on_time, 0.0),
+        p_reach=np.where(ok, p_cond, 0.0),
+        time_s=np.where(ok, time_s, np.inf),
+        cost=np.where(ok, np.asarray(rate_per_s, float) * time_s, np.inf),
+    )

@@ -1,0 +1,82 @@
+"""The remaining work of a running job: P(success) conditioned on the target not reached yet."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotune.solver import remaining_work
+
+
+def _one(**kw):
+    args = dict(epochs=[20.0], log_sigma=[0.3], p_reach=[0.8], done_epochs=[0.0], epoch_time_s=[10.0],
+                restart_s=[0.0], rate_per_s=[0.01], remaining_s=None)
+    args.update(kw)
+    return remaining_work(**{k: (np.asarray(v, float) if isinstance(v, list) else v) for k, v in args.items()})
+
+
+def test_without_deadline_or_progress_the_chance_is_the_reach_probability():
+    r = _one()
+    assert r.p_success[0] == pytest.approx(0.8)
+    assert r.time_s[0] == pytest.approx(200.0)  # the median, 20 epochs × 10 s
+    assert r.cost[0] == pytest.approx(2.0)
+
+
+def test_probability_matches_a_monte_carlo_of_the_conditioned_truth():
+    # Seeded synthetic truth: reach ~ Bernoulli(p), epochs ~ log-normal; keep the runs not
+    # reached by the hand-over epoch, count those that reach within the remaining time.
+    rng = np.random.default_rng(7)
+    p, med, sig, done, tau, left_s = 0.7, 30.0, 0.4, 25.0, 5.0, 60.0
+    n = 400_000
+    reached = rng.random(n) < p
+    e = med * np.exp(sig * rng.standard_normal(n))
+    alive = ~(reached & (e <= done))
+    truth = np.mean((reached & (e <= done + left_s / tau))[alive])
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau], remaining_s=left_s)
+    assert r.p_success[0] == pytest.approx(truth, abs=0.01)
+    # the conditional median of the remaining time as well
+    rem = (e[alive & reached] - done) * tau
+    assert r.time_s[0] == pytest.approx(float(np.median(rem)), rel=0.03)
+
+
+def test_a_restart_lowers_the_chance_and_adds_its_time():
+    stay = _one(done_epochs=[10.0], remaining_s=150.0)
+    move = _one(done_epochs=[10.0], remaining_s=150.0, restart_s=[30.0])
+    assert move.p_success[0] < stay.p_success[0]
+    assert move.time_s[0] == pytest.approx(stay.time_s[0] + 30.0)
+
+
+def test_no_estimate_means_no_chance_and_no_cost():
+    r = _one(epochs=[math.inf])
+    assert r.p_success[0] == 0.0 and math.isinf(r.cost[0]) and math.isinf(r.time_s[0])
+
+
+def test_a_job_far_behind_its_model_keeps_a_finite_remaining_time():
+    r = _one(done_epochs=[200.0], p_reach=[1.0], remaining_s=1e6)
+    assert math.isfinite(r.time_s[0]) and r.time_s[0] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    med=st.floats(1.0, 100.0), sig=st.floats(0.05, 1.0), p=st.floats(0.01, 1.0), done=st.floats(0.0, 80.0),
+    left=st.floats(1.0, 1e4), extra=st.floats(1.0, 1e4),
+)
+def test_more_time_left_never_lowers_the_chance(med, sig, p, done, left, extra):
+    a = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], remaining_s=left)
+    b = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], remaining_s=left + extra)
+    assert b.p_success[0] >= a.p_success[0] - 1e-12
+    assert 0.0 <= a.p_success[0] <= a.p_reach[0] <= 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(med=st.floats(1.0, 100.0), sig=st.floats(0.05, 1.0), p=st.floats(0.01, 0.99), d1=st.floats(0.0, 50.0),
+       d2=st.floats(0.0, 50.0))
+def test_not_reaching_for_longer_lowers_the_reach_probability(med, sig, p, d1, d2):
+    lo, hi = sorted((d1, d2))
+    a = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[lo])
+    b = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[hi])
+    assert b.p_reach[0] <= a.p_reach[0] + 1e-12
