@@ -260,11 +260,17 @@ def markdown(rows: Sequence[dict], *, families: Mapping[str, str] | None = None)
         "", "### Reliability of P(success) and P(reach) over every candidate", "",
         "Every candidate the models estimated (not only the chosen plans), against the replay truth at that "
         "candidate (`python -m benchmarks.reliability` runs this alone). Brier = mean (p − outcome)²; "
-        "ECE = count-weighted mean |mean predicted − fraction true| over ten bins.", "",
+        "ECE = count-weighted mean |mean predicted − fraction true| over ten bins. The members of a family "
+        "share models and probabilities: each family is listed once, under its first member.", "",
         "| setting | policy | probes | candidates | Brier P(success) | ECE P(success) | Brier P(reach) | ECE P(reach) |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    listed = set()
     for r in rows:
+        key = (r["setting"], (families or {}).get(r["policy"], r["policy"]), r["probes"])
+        if key in listed:
+            continue
+        listed.add(key)
         lines.append(f"| {r['setting']} | {r['policy']} | {r['probes']} | {r['candidates']} | {f(r['brier'])} | "
                      f"{f(r['ece'])} | {f(r['brier_reach'])} | {f(r['ece_reach'])} |")
     seen = set()
