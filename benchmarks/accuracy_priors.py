@@ -13,7 +13,9 @@
   of whether each other batch reaches each target, for the model fitted on the
   reference curve alone; targets at seven levels from below the weakest batch's best
   metric to the best batch's; the median over workloads of each one's optimum (the
-  pooled optimum is printed beside it).
+  pooled optimum is printed beside it); ``PLATEAU_WALK_NODES``, the per-workload optima
+  the library mixes (``P(reach)`` is the mean of the nodes' probabilities), with the
+  log-loss of that mixture on each workload when the nodes come from the other five.
 
 Errors are the model's own (fitted with κ = 0, so each sample carries its anchor σ),
 pooled over six workloads and targets from 50 % to 100 % of the way from the first
@@ -42,7 +44,7 @@ from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
 from cotune.models._accuracy import AccuracyModel, crossing_epoch
 from cotune.models._step_time import growth_for_coverage
 
-__all__ = ["errors", "priors", "main"]
+__all__ = ["errors", "priors", "walk_nodes_left_out", "main"]
 
 _LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -138,6 +140,28 @@ def _calibrated_walk(samples: list) -> float:
     return float(grid[int(np.argmin(loss))])
 
 
+def _reach_scores(samples: list, nodes: list[float]) -> tuple[float, float]:
+    """(log-loss, Brier) of ``P(reach)`` as the mixture over ``nodes`` (one node: a plain normal)."""
+    from cotune.models._accuracy import reach_probability
+
+    m, s, dr, hit = (np.array(v, float) for v in zip(*samples))
+    p = np.clip(reach_probability(m, s, np.sqrt(dr), np.array(nodes)), 1e-6, 1 - 1e-6)
+    return float(-np.mean(hit * np.log(p) + (1 - hit) * np.log(1 - p))), float(np.mean((p - hit) ** 2))
+
+
+def walk_nodes_left_out(per: dict[str, dict[str, list]]) -> dict[str, dict[str, float]]:
+    """Each workload scored with the reach spread learnt on the *other* workloads: the mixture of
+    their optima (the shipped form, ``PLATEAU_WALK_NODES``) against their median as one value."""
+    opt = {m: _calibrated_walk(e["reach"]) for m, e in per.items()}
+    out = {}
+    for m, e in per.items():
+        rest = [opt[n] for n in per if n != m]
+        ll_mix, br_mix = _reach_scores(e["reach"], rest)
+        ll_med, br_med = _reach_scores(e["reach"], [float(np.median(rest))])
+        out[m] = {"tau": opt[m], "logloss_mixture": ll_mix, "logloss_median": ll_med, "brier_mixture": br_mix, "brier_median": br_med}
+    return out
+
+
 def _calibrated_kappa(samples: list) -> float:
     """κ at which ``|e| ≤ z₀.₉₅ · √(σ_anchor² + κ² d²)`` holds for 90 % of the samples."""
     e, s, d = (np.array(v, float) for v in zip(*samples))
@@ -193,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     out["all"]["KAPPA_STEP"] = _calibrated_kappa([x for v in steps.values() for x in v])
     for n in steps:
         out[f"step without {n}"] = {"KAPPA_STEP": _calibrated_kappa([x for k, v in steps.items() if k != n for x in v])}
+    walk = walk_nodes_left_out(per)
+    out["PLATEAU_WALK_NODES"] = {m: v["tau"] for m, v in walk.items()}
+    out["reach, one workload left out"] = walk
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         print()
@@ -200,7 +227,17 @@ def main(argv: list[str] | None = None) -> int:
     cols = ("KAPPA_BEYOND", "KAPPA_INSIDE", "PLATEAU_WALK", "PLATEAU_WALK_POOLED", "KAPPA_STEP")
     print(f"{'workloads':34s} " + " ".join(f"{c:>13s}" for c in cols))
     for name, p in out.items():
+        if name in ("PLATEAU_WALK_NODES", "reach, one workload left out"):
+            continue
         print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
+    print("\nPLATEAU_WALK_NODES (each workload's log-loss optimum): "
+          + ", ".join(f"{m} {v['tau']:.4f}" for m, v in walk.items()))
+    print("P(reach) on the workload left out, spread learnt on the other five: log-loss (Brier)")
+    print(f"{'workload':14s} {'mixture of their optima':>24s} {'their median, one value':>24s}")
+    for m, v in walk.items():
+        print(f"{m:14s} {v['logloss_mixture']:15.3f} ({v['brier_mixture']:.3f}) {v['logloss_median']:15.3f} ({v['brier_median']:.3f})")
+    mean = lambda k: float(np.mean([v[k] for v in walk.values()]))  # noqa: E731
+    print(f"{'mean':14s} {mean('logloss_mixture'):15.3f} ({mean('brier_mixture'):.3f}) {mean('logloss_median'):15.3f} ({mean('brier_median'):.3f})")
     return 0
 
 

@@ -34,7 +34,7 @@ from typing import Mapping
 import numpy as np
 
 from benchmarks._registry import POLICIES, PolicySpec, load, policy
-from benchmarks.reliability import plan_reliability
+from benchmarks.reliability import epochs_coverage_reached, plan_reliability
 from benchmarks.peers import IsotonicAccuracy, IsotonicStepTime, PolluxAccuracy, PolluxStepTime
 from benchmarks.replay import ReplayLauncher, _interp_log, curve_epochs_to_target, price_matrix
 from benchmarks.scenarios import Scenario
@@ -91,6 +91,8 @@ class Plan:
     accuracy_cost: float = 0.0
     # reliability counts of P(success) / P(reach) over every estimated candidate (benchmarks/reliability.py)
     reliability: Mapping | None = None
+    epochs_reached_hits: int = 0  # epochs coverage among held-out batches whose truth is reached
+    epochs_reached_n: int = 0
 
 
 # -- models ---------------------------------------------------------------------------
@@ -370,6 +372,7 @@ def _model_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: 
         j = int(top[0]) if top.size else None
         checked = spec.intervals and models is not None
         counts = coverage_counts(scn, evidence, models, probed) if checked else (0, 0, 0, 0)
+        reached_counts = epochs_coverage_reached(scn, evidence, models) if checked else (0, 0)
         plans.append(
             Plan(
                 policy=spec.name,
@@ -387,6 +390,8 @@ def _model_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: 
                 epochs_hits=counts[2],
                 epochs_n=counts[3],
                 reliability=plan_reliability(scn, est, usable) if checked else None,
+                epochs_reached_hits=reached_counts[0],
+                epochs_reached_n=reached_counts[1],
             )
         )
     return plans

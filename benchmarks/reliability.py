@@ -40,6 +40,9 @@ __all__ = [
     "ece",
     "candidate_truth",
     "plan_reliability",
+    "choice_counts",
+    "merge_choices",
+    "epochs_coverage_reached",
     "reliability_rows",
     "main",
 ]
@@ -121,15 +124,91 @@ def candidate_truth(scn, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return success, reach
 
 
+# Confidences at which the solver's own choice is replayed to measure the selection effect.
+CHOICE_CONFIDENCES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def choice_counts(scn, est, usable: np.ndarray, *, confidences: Sequence[float] = CHOICE_CONFIDENCES) -> dict:
+    """What the solver would choose at each confidence ``q`` on these estimates, and whether it
+    truly succeeds: ``{q: [plans, Σ promised P(success), Σ truly succeeded]}``.
+
+    The table over every candidate says whether ``P(success)`` is honest on average; this
+    says whether it is honest *on the candidate the solver picks* — the cheapest one that
+    clears ``q``, whose prediction is among the most optimistic (a winner's curse).
+    """
+    from cotune.solver import prefer_safer, ranked, with_success
+
+    success, _ = candidate_truth(scn, usable)
+    est = with_success(est, deadline_s=scn.deadline_s)
+    out = {}
+    for q in confidences:
+        # time_q ≤ deadline ⇔ P(success) ≥ q: the solver's feasibility at q, read off P(success)
+        # (the estimates' time_at_confidence_s is for the confidence they were made at).
+        ok = np.isfinite(est.epochs) & (est.p_reach >= q) & (est.p_success >= q)
+        top = ranked(est, ok, "cost")
+        if top.size:
+            top, _ = prefer_safer(est, top, "cost")
+            j = int(top[0])
+            out[f"{q:g}"] = [1, float(est.p_success[j]) if est.p_success is not None else q, float(success[j])]
+        else:
+            out[f"{q:g}"] = [0, 0.0, 0.0]
+    return out
+
+
 def plan_reliability(scn, est, usable: np.ndarray) -> dict:
-    """Counts of ``P(success)`` and ``P(reach)`` at every candidate the models estimated.
+    """Counts of ``P(success)`` and ``P(reach)`` at every candidate the models estimated, and of
+    the solver's choices at a ladder of confidences (:func:`choice_counts`).
 
     ``est`` holds the estimates of candidates ``usable`` (indices into the scenario's
     candidates), with ``p_success`` filled in for the scenario's deadline.
     """
     success, reach = candidate_truth(scn, usable)
     p_success = est.p_success if est.p_success is not None else est.p_reach
-    return {"success": counts(p_success, success), "reach": counts(est.p_reach, reach)}
+    return {
+        "success": counts(p_success, success),
+        "reach": counts(est.p_reach, reach),
+        "choices": choice_counts(scn, est, usable),
+    }
+
+
+def merge_choices(parts: Iterable[Mapping | None]) -> list[dict]:
+    """Promised vs delivered ``P(success)`` of the solver's choices, per confidence."""
+    tot: dict[str, list[float]] = {}
+    for c in parts:
+        for q, (n, sp, st) in (c or {}).items():
+            acc = tot.setdefault(q, [0, 0.0, 0.0])
+            acc[0] += n
+            acc[1] += sp
+            acc[2] += st
+    return [
+        {"q": float(q), "plans": int(n), "promised": sp / n if n else None, "delivered": st / n if n else None}
+        for q, (n, sp, st) in sorted(tot.items(), key=lambda kv: float(kv[0]))
+    ]
+
+
+def epochs_coverage_reached(scn, evidence, models) -> tuple[int, int]:
+    """(hits, n) of the 90 % epochs interval at the held-out measured batches whose true
+    curve reaches the target.
+
+    The interval is the distribution of epochs *given the target is reached*
+    (:class:`cotune.models.EpochsPrediction`), so it is checked where the truth is
+    reached; whether it is reached at all is ``P(reach)``'s to answer (its reliability
+    table). ``coverage_epochs_90_unconditional`` keeps the older count, in which every
+    unreached held-out batch is a miss of the interval.
+    """
+    from benchmarks.replay import curve_epochs_to_target
+
+    w = scn.workload
+    held = np.array(evidence.held_out, float)
+    if not held.size:
+        return 0, 0
+    true_e = np.array([curve_epochs_to_target(w.curves[int(b)], scn.target, w.goal) for b in held])
+    ok = np.isfinite(true_e)
+    if not np.any(ok):
+        return 0, 0
+    pred = models.predict_epochs(held[ok], scn.target)
+    lo, hi = np.asarray(pred.lower, float), np.asarray(pred.upper, float)
+    return int(np.sum((lo <= true_e[ok]) & (true_e[ok] <= hi))), int(ok.sum())
 
 
 def _summary_of(c_success: Mapping | None, c_reach: Mapping | None) -> dict:
@@ -165,6 +244,7 @@ def reliability_rows(outcomes: Iterable) -> list[dict]:
                 **_summary_of(cs, cr),
                 "success": table(cs) if cs else [],
                 "reach": table(cr) if cr else [],
+                "choices": merge_choices(r.get("choices") for r in rels),
             }
         )
     return rows
@@ -180,11 +260,17 @@ def markdown(rows: Sequence[dict], *, families: Mapping[str, str] | None = None)
         "", "### Reliability of P(success) and P(reach) over every candidate", "",
         "Every candidate the models estimated (not only the chosen plans), against the replay truth at that "
         "candidate (`python -m benchmarks.reliability` runs this alone). Brier = mean (p − outcome)²; "
-        "ECE = count-weighted mean |mean predicted − fraction true| over ten bins.", "",
+        "ECE = count-weighted mean |mean predicted − fraction true| over ten bins. The members of a family "
+        "share models and probabilities: each family is listed once, under its first member.", "",
         "| setting | policy | probes | candidates | Brier P(success) | ECE P(success) | Brier P(reach) | ECE P(reach) |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    listed = set()
     for r in rows:
+        key = (r["setting"], (families or {}).get(r["policy"], r["policy"]), r["probes"])
+        if key in listed:
+            continue
+        listed.add(key)
         lines.append(f"| {r['setting']} | {r['policy']} | {r['probes']} | {r['candidates']} | {f(r['brier'])} | "
                      f"{f(r['ece'])} | {f(r['brier_reach'])} | {f(r['ece_reach'])} |")
     seen = set()
@@ -203,6 +289,12 @@ def markdown(rows: Sequence[dict], *, families: Mapping[str, str] | None = None)
             s, a = by_s.get((lo, hi)), by_r.get((lo, hi))
             cell = lambda x: f"{x['count']} | {x['mean_pred']:.3f} | {x['frac_true']:.3f}" if x else "0 | – | –"  # noqa: E731
             lines.append(f"| {lo:.1f}–{hi:.1f} | {cell(s)} | {cell(a)} |")
+        ch = [c for c in r.get("choices", []) if c["plans"]]
+        if ch:
+            lines += ["", "The solver's own choice on the same estimates at confidence q (the selection effect: "
+                      "promised = mean P(success) of the chosen candidates, delivered = share truly succeeding):", "",
+                      "| q | plans | promised | delivered |", "|---|---|---|---|"]
+            lines += [f"| {c['q']:g} | {c['plans']} | {c['promised']:.3f} | {c['delivered']:.3f} |" for c in ch]
     return lines
 
 
@@ -236,12 +328,16 @@ def collect(scns, *, settings: Sequence[str], budget: int, by: str = "none") -> 
             usable, est = fitted_estimates(scn, plan.probed, setting=setting)
             success, reach = candidate_truth(scn, usable)
             keys = _split_key(by, scn, est, np.arange(len(usable)))
+            # the solver's choices are per scenario: kept where the split is too
+            choices = choice_counts(scn, est, usable) if by in ("none", "target", "deadline", "workload") else {}
             for k in np.unique(keys):
                 sel = keys == k
-                c = {"success": counts(est.p_success[sel], success[sel]), "reach": counts(est.p_reach[sel], reach[sel])}
+                c = {"success": counts(est.p_success[sel], success[sel]), "reach": counts(est.p_reach[sel], reach[sel]),
+                     "choices": [choices]}
                 prev = out.get((setting, str(k)))
                 out[(setting, str(k))] = c if prev is None else {
-                    "success": merge([prev["success"], c["success"]]), "reach": merge([prev["reach"], c["reach"]])
+                    "success": merge([prev["success"], c["success"]]), "reach": merge([prev["reach"], c["reach"]]),
+                    "choices": prev["choices"] + [choices],
                 }
     return out
 
@@ -281,6 +377,10 @@ def main(argv: list[str] | None = None) -> int:
             fa = f"{a['count']:6d} {a['mean_pred']:9.3f} {a['frac_true']:6.3f}" if a else f"{0:6d} {'–':>9s} {'–':>6s}"
             fb = f"{b['count']:6d} {b['mean_pred']:9.3f} {b['frac_true']:6.3f}" if b else f"{0:6d} {'–':>9s} {'–':>6s}"
             print(f"  {lo:.1f}–{lo + 1 / BINS:.1f}   {fa}   {fb}")
+        ch = [x for x in merge_choices(c["choices"]) if x["plans"]]
+        if ch:
+            print("  solver's choice at q: " + "; ".join(
+                f"q={x['q']:g}: {x['plans']} plans, promised {x['promised']:.3f}, delivered {x['delivered']:.3f}" for x in ch))
     return 0
 
 

@@ -192,7 +192,9 @@ def markdown(data: dict) -> str:
               "of the planned training (medians over met plans). Delivered: share of the plans made that reach the "
               "target by the deadline (promised: the models' mean P(success), else the confidence q). Coverage: "
               "share of truths inside the 90 % intervals (step time of unprobed candidates; epochs to target of "
-              "held-out batches)."]
+              "held-out batches whose true curve reaches the target — the interval is conditional on reaching it, "
+              "whether it is reached is P(reach)'s to say; `coverage_epochs_90_unconditional` in results.json "
+              "counts every unreached held-out batch as a miss)."]
     for doc in data.get("settings", []):
         setting = doc["setting"]
         rows = [r for r in reg["summary"] if r["setting"] == setting]

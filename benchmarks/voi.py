@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from benchmarks._registry import POLICIES, PolicySpec, policy
+from benchmarks.reliability import epochs_coverage_reached
 from benchmarks.policies import (
     SEED_PER_GPU,
     Plan,
@@ -155,6 +156,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
             profile = _profile(launcher, extra_evals, extra_noise)
             models, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, None)
             counts = coverage_counts(scn, evidence, models, tuple(launcher.probed))
+            reached_counts = epochs_coverage_reached(scn, evidence, models)
             p = est.p_success
             plans.append(
                 Plan(
@@ -172,6 +174,8 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                     step_n=counts[1],
                     epochs_hits=counts[2],
                     epochs_n=counts[3],
+                    epochs_reached_hits=reached_counts[0],
+                    epochs_reached_n=reached_counts[1],
                     expected_gain=expected,
                     realised_gain=realised,
                     accuracy_runs=accuracy_runs,

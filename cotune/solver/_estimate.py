@@ -62,6 +62,11 @@ class Estimates:
     epochs_distance: np.ndarray  # doublings of global batch from the nearest measured batch
     step_log_sigma: np.ndarray
     p_success: np.ndarray | None = None  # filled in for a deadline by solver.with_success
+    # Time to success *given the target is reached* (finite also where p_reach < ½, when
+    # ``time_s`` is ∞), and the σ of its log when it differs from ``log_sigma_time`` (spot:
+    # revocation-count variance added). None: ``time_s`` and ``log_sigma_time``.
+    time_if_reached_s: np.ndarray | None = None
+    log_sigma_success: np.ndarray | None = None
 
 
 def _unique_inverse(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,6 +120,7 @@ def estimate(
 
     epoch_time = models.dataset_size / gb * step
     train = epochs * epoch_time
+    train_if_reached = ep.epochs_if_reached[binv] * epoch_time
     z = z_for(models.accuracy.interval)
     sig_t = np.sqrt(step_sigma**2 + sig_e**2)
     q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
@@ -153,6 +159,7 @@ def estimate(
         log_sigma_time=sig_t,
         epochs_distance=ep.distance_doublings[binv],
         step_log_sigma=step_sigma,
+        time_if_reached_s=startup_s + train_if_reached,
     )
 
 
@@ -165,14 +172,21 @@ def _ndtri(p: np.ndarray) -> np.ndarray:
 def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> np.ndarray:
     """``P(success)`` of every candidate: the target reached, by the deadline if one is set.
 
-    Uses the estimates as they stand (after a spot stage, ``time_s`` is the
-    revocation-aware expectation; its spread is the model's).
+    ``P(success) = p_reach · Φ((log(D − startup_s) − log T_reached) / σ)`` with
+    ``T_reached`` the median time to success given the target is reached
+    (``time_if_reached_s``; it stays finite where ``p_reach < ½``, so a candidate that
+    reaches the target with probability 0.45 has a probability of success, not 0) and
+    ``σ`` the spread of its log (``log_sigma_success`` where a spot stage added the
+    revocation-count variance, else ``log_sigma_time``). Uses the estimates as they
+    stand: after a spot stage the times are the revocation-aware expectations.
     """
     from cotune.models._normal import norm_cdf as ndtr
 
+    t = est.time_s if est.time_if_reached_s is None else np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
+    sigma = est.log_sigma_time if est.log_sigma_success is None else est.log_sigma_success
     if deadline_s is None:
-        return np.where(np.isfinite(est.time_s), est.p_reach, 0.0)
+        return np.where(np.isfinite(t), est.p_reach, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        slack = np.log(max(deadline_s - startup_s, 0.0)) - np.log(est.time_s - startup_s)
-        z = slack / np.maximum(est.log_sigma_time, 1e-9)
-    return np.where(np.isfinite(est.time_s), est.p_reach * ndtr(z), 0.0)
+        slack = np.log(max(deadline_s - startup_s, 0.0)) - np.log(t - startup_s)
+        z = slack / np.maximum(sigma, 1e-9)
+    return np.where(np.isfinite(t), est.p_reach * ndtr(z), 0.0)

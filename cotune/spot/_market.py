@@ -38,10 +38,16 @@ import numpy as np
 
 from cotune.errors import InputError
 from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
-from cotune.spot._revocation import job_rate_per_s, revocation_estimate, time_at_confidence_s, young_daly_interval_s
+from cotune.spot._revocation import (
+    RevocationEstimate,
+    job_rate_per_s,
+    revocation_estimate,
+    time_at_confidence_s,
+    young_daly_interval_s,
+)
 from cotune.spot._simulate import simulate
 
-__all__ = ["SpotMarket", "SpotDetails", "PLAN_MARKETS", "cluster_of", "take_estimates"]
+__all__ = ["SpotMarket", "SpotDetails", "PLAN_MARKETS", "cluster_of", "success_log_sigma", "take_estimates"]
 
 # Markets of the candidates the spot stage produces (the space itself holds the first two).
 PLAN_MARKETS = ("on_demand", "spot", "mixed")
@@ -74,6 +80,23 @@ def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset o
         if k != "candidates"
     }
     return Estimates(candidates=cands, **fields)
+
+
+def success_log_sigma(model_log_sigma: np.ndarray, rev: RevocationEstimate) -> np.ndarray:
+    """σ of log time to success on spot: the model's σ and the revocations' own spread.
+
+    The revocations add ``N`` penalties to the checkpointed work, ``N`` with variance
+    ``Var[N]`` and each penalty with mean ``c̄`` and standard deviation ``σ_u`` (lost work
+    is a truncated exponential), so ``Var[T_rev] = Var[N]·c̄² + E[N]·σ_u²`` (the variance
+    of a random sum). Independent of the model's error on the work, in log space
+    (delta method): ``σ² = σ_model² + Var[T_rev] / E[T]²``. Without it ``P(success)`` on
+    a spot plan would count the expected revocations but not the chance of more.
+    """
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        var_rev = rev.revocations_variance * rev.penalty_s**2 + rev.expected_revocations * rev.lost_work_sd_s**2
+        rel = var_rev / rev.expected_time_s**2
+    rel = np.where(np.isfinite(rel), rel, 0.0)
+    return np.sqrt(np.asarray(model_log_sigma, float) ** 2 + rel)
 
 
 def cluster_of(value: Cluster | str | Mapping[str, Any]) -> Cluster:
@@ -273,10 +296,16 @@ class SpotMarket:
         def rev(work, sel):
             return revocation_estimate(work_s=work[sel], rate_per_s=row["lam"][sel], checkpoint_write_s=row["write"][sel], restart_s=row["restart"][sel])
 
+        reached = est.time_s if est.time_if_reached_s is None else est.time_if_reached_s
+        if_reached = reached.copy()
+        sig_success = est.log_sigma_time.copy()
         s = np.flatnonzero(c.in_market("spot"))
         if s.size:
             mean = rev(train, s)
             time_s[s] = startup_s + mean.expected_time_s
+            work_if_reached = rev(reached - startup_s, s)
+            if_reached[s] = startup_s + work_if_reached.expected_time_s
+            sig_success[s] = success_log_sigma(est.log_sigma_time[s], work_if_reached)
             lower[s] = startup_s + rev(lo, s).expected_time_s
             upper[s] = startup_s + rev(hi, s).expected_time_s
             at_conf[s] = time_s[s] if confidence is None else startup_s + time_at_confidence_s(rev(at_q, s), confidence)
@@ -300,6 +329,7 @@ class SpotMarket:
         out = replace(
             est, time_s=time_s, time_lower_s=lower, time_upper_s=upper, time_at_confidence_s=at_conf,
             cost=cost, cost_lower=cost_lo, cost_upper=cost_hi, price_per_hour=price,
+            time_if_reached_s=if_reached, log_sigma_success=sig_success,
         )
         details = SpotDetails(
             checkpoint_interval_s=ckpt_s, job_revocations_per_hour=np.where(~c.in_market("on_demand"), row["lam"] * 3600.0, np.nan),

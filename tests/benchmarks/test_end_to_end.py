@@ -103,3 +103,15 @@ def test_reliability_scores_every_candidate_of_the_cotune_family_and_only_it(res
         scored = s["family"] == "cotune" and s["setting"] in ("one-curve", "free-curves")
         assert (s["brier"] is not None) == scored, s["policy"]
     assert "### Reliability of P(success) and P(reach)" in (out / "report.md").read_text()
+
+
+def test_the_solvers_choices_clear_their_confidence_and_fewer_clear_a_higher_one(result: tuple[dict, Path]) -> None:
+    data, _ = result
+    for r in data["reliability"]:
+        made = [c for c in r["choices"] if c["plans"]]
+        assert made, r["policy"]
+        for c in made:
+            assert c["promised"] >= c["q"] - 1e-9  # the chosen candidate's P(success) clears q
+            assert 0.0 <= c["delivered"] <= 1.0
+        plans = [c["plans"] for c in r["choices"]]
+        assert plans == sorted(plans, reverse=True)  # a higher q never admits more plans

@@ -1,0 +1,84 @@
+"""Calibration of the reach and success probabilities on seeded synthetic truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotune.models._accuracy import PLATEAU_WALK_NODES, reach_probability
+from cotune.models._normal import norm_cdf
+from cotune.solver import Candidates, Estimates, success_probability
+
+
+def _ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
+    k = np.minimum((p * bins).astype(int), bins - 1)
+    return float(sum(abs(p[k == i].mean() - y[k == i].mean()) * np.sum(k == i) for i in range(bins) if np.any(k == i)) / p.size)
+
+
+def test_the_reach_mixture_is_calibrated_where_the_plateau_drift_differs_between_workloads() -> None:
+    # Seeded truth: every workload has its own drift rate τ_w (one of the nodes, as the
+    # mixture assumes); a batch d doublings away reaches the target when its plateau,
+    # the measured margin plus a N(0, (τ_w·d·range)²) drift plus evaluation noise, is above it.
+    rng = np.random.default_rng(0)
+    n, sigma, rise = 60_000, 0.002, 0.3
+    tau = rng.choice(np.array(PLATEAU_WALK_NODES), size=n)
+    d = rng.uniform(0.5, 5.0, size=n)
+    margin = rng.normal(0.0, 0.03, size=n)
+    reached = margin + rng.normal(0.0, 1.0, size=n) * np.sqrt(sigma**2 + (tau * d * rise) ** 2) > 0
+    mixture = reach_probability(margin, np.full(n, sigma), d * rise, np.array(PLATEAU_WALK_NODES))
+    single = reach_probability(margin, np.full(n, sigma), d * rise, np.array([np.median(PLATEAU_WALK_NODES)]))
+    assert _ece(mixture, reached) < 0.015
+    assert _ece(single, reached) > 2 * _ece(mixture, reached)
+    # The one-value model is overconfident at the top: its ≥ 0.9 bin reaches less often than it says.
+    top = single >= 0.9
+    assert reached[top].mean() < single[top].mean() - 0.03
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    margin=st.floats(-0.2, 0.2),
+    sigma=st.floats(1e-3, 0.05),
+    scale=st.floats(0.0, 3.0),
+    nodes=st.lists(st.floats(1e-4, 0.2), min_size=1, max_size=6),
+)
+def test_reach_probability_is_the_mean_of_its_nodes_and_one_node_is_a_plain_normal(margin, sigma, scale, nodes) -> None:
+    p = float(reach_probability(np.array([margin]), np.array([sigma]), np.array([scale]), np.array(nodes))[0])
+    each = [float(norm_cdf(margin / np.sqrt(sigma**2 + (t * scale) ** 2))) for t in nodes]
+    assert p == pytest.approx(np.mean(each), abs=1e-12)
+    assert min(each) - 1e-12 <= p <= max(each) + 1e-12
+    # a wider spread pulls the probability towards ½, never across it
+    assert (p - 0.5) * (each[0] - 0.5) >= -1e-12
+
+
+def _estimates(p_reach: np.ndarray, time_if_reached_s: np.ndarray, sigma: float) -> Estimates:
+    n = p_reach.size
+    cands = Candidates(gpus=("t4",), markets=("on_demand",), gpu=np.zeros(n, np.int32), market=np.zeros(n, np.int32),
+                       workers=np.ones(n, np.int64), hosts=np.ones(n, np.int64), local_batch=np.full(n, 32, np.int64))
+    epochs = np.where(p_reach >= 0.5, 10.0, np.inf)  # the point prediction: ∞ below ½
+    t = np.where(np.isfinite(epochs), time_if_reached_s, np.inf)
+    one = np.ones(n)
+    return Estimates(
+        candidates=cands, step_time_s=one, epoch_time_s=time_if_reached_s / 10.0, epochs=epochs, epochs_lower=epochs,
+        epochs_upper=epochs, time_s=t, time_lower_s=t, time_upper_s=t, time_at_confidence_s=t, cost=t, cost_lower=t,
+        cost_upper=t, price_per_hour=one, time_extrapolated=np.zeros(n, bool), epochs_extrapolated=np.zeros(n, bool),
+        p_reach=p_reach, log_sigma_time=np.full(n, sigma), epochs_distance=np.zeros(n), step_log_sigma=np.zeros(n),
+        time_if_reached_s=time_if_reached_s,
+    )
+
+
+def test_success_probability_is_continuous_across_reach_one_half() -> None:
+    # Seeded truth: reach with probability p, then a log-normal time around 1000 s.
+    p = np.array([0.30, 0.45, 0.49, 0.51, 0.55, 0.9])
+    est = _estimates(p, np.full(p.size, 1000.0), 0.2)
+    got = success_probability(est, deadline_s=1100.0)
+    rng = np.random.default_rng(1)
+    runs = 200_000
+    for i, pi in enumerate(p):
+        t = 1000.0 * np.exp(0.2 * rng.standard_normal(runs))
+        truth = np.mean((rng.uniform(size=runs) < pi) & (t <= 1100.0))
+        assert got[i] == pytest.approx(truth, abs=0.005)
+    # no cliff at ½: 0.49 and 0.51 differ by about the reach difference, not by everything
+    assert got[3] - got[2] < 0.02 and got[2] > 0.3
+    assert np.all(np.diff(got) > 0)
