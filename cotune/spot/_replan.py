@@ -12,15 +12,21 @@ critical-batch law, where ``E(B) = E_min(1 + B/B_noise)`` scales every stage of
 training alike). Every candidate's training time, interval and cost scale by
 ``1 − φ``.
 
-Hysteresis. The current configuration ("stay": same GPU, market and local batch on
-the workers left after losses and additions) pays no restart. Every other candidate
-pays ``restart_s`` — checkpoint write, reload and the slowest replacement delay, by
-default — in time and money. cotune switches only when
+Decision. The current configuration ("stay": same GPU, market and local batch on the
+workers left after losses and additions) pays no restart; every other candidate pays
+``restart_s`` — checkpoint write, reload and the slowest replacement delay, by default —
+in time and money. Every option gets the ``P(success)`` of its remaining work within the
+remaining deadline, and the decision is :func:`cotune.solver.decide_replan` in its
+probability form (the rule the closed-loop benchmark replays):
 
-* staying cannot meet the (remaining) deadline at the requested confidence and
-  something else can; or
-* the best alternative beats staying by more than ``margin`` (a fraction of the
-  stay's objective) *after* paying its restart.
+* staying keeps ``P(success) ≥ q`` (``confidence``, 0.5 without one): stay, unless the
+  best alternative that keeps it is cheaper by more than ``margin`` of the whole job's
+  cost (money spent plus the remaining) — a job nearly done does not restart to save a
+  few percent of its last minutes;
+* alternatives are compared by risk-adjusted cost ``cost + (1 − P(success)) · L``, ``L``
+  what a miss wastes (the money spent plus staying's remaining cost): a sure finish is
+  not traded for a cheaper gamble;
+* staying falls below ``q``: switch to the best alternative that keeps it.
 
 The job's own curve. When the profile holds the running job's tracked records
 (``cotune.track.Tracker``; ``job`` set), the curve it trained so far at its batch is
@@ -39,10 +45,11 @@ job's), options must fit ``budget − spent``. Without a cluster file only on-de
 servers at the request's prices are considered (a restart costs the request's
 ``startup_s`` unless ``restart_s`` is given).
 
-Unreachable. When nothing can finish the remaining work by the deadline (within the
-budget left), the answer is ``infeasible`` with the *nearest* configuration: the one
-that misses by the least (time at the requested confidence over the time left, or cost
-over the budget left, whichever is worse).
+Unreachable. When nothing keeps ``P(success) ≥ q``, the answer is ``infeasible`` with
+the *nearest* configuration: the best chance (highest ``P(success)``, staying unless an
+alternative beats it by more than 5 points), or, when no option has a real chance
+(``MIN_CHANCE``), the one that misses by the least (time at the requested confidence
+over the time left, or cost over the budget left, whichever is worse).
 
 Straight-line rule. If the run is behind the straight line from 0 at start to the
 target at the deadline (``φ < elapsed / deadline``), pure-spot candidates are left
@@ -62,7 +69,11 @@ import numpy as np
 from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest, request_from_call
 from cotune.errors import InputError
 
-__all__ = ["Progress", "ReplanResult", "remaining_fraction", "replan"]
+__all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
+
+# Below this P(success) the "best chance" is no chance: the nearest is then the option
+# that misses the remaining deadline (or budget) by the least.
+MIN_CHANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -209,7 +220,10 @@ def replan(
     when the profile holds the job's tracked records: the rest comes from them.
     """
     from cotune.models import fit_models
-    from cotune.solver import build_space, changes_between, choice_at, enumerate_candidates, estimate, feasibility, lr_scale, ranked
+    from cotune.solver import (
+        DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, feasibility, lr_scale,
+        ranked, with_success,
+    )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
 
@@ -290,25 +304,52 @@ def replan(
             f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used): spot-only plans "
             "left out (on-demand, or mixed which starts on on-demand)"
         )
-    ok = feasibility(est, deadline_s=remaining_s, budget=budget_left).all & mask
-    order = ranked(est, ok, objective, limit=1)
-    best = choice_at(est, int(order[0]), target) if order.size else None
+    # Every option's P(success) of the remaining work within the remaining deadline
+    # (restart included); the decision is cotune.solver.decide_replan's probability form,
+    # the one rule the closed-loop benchmark replays.
+    q = DEFAULT_CONFIDENCE if confidence is None else confidence
+    est = with_success(est, deadline_s=remaining_s, startup_s=restart_s)
+    p_alt = np.where(mask, np.asarray(est.p_success, float), 0.0)
+    affordable = np.ones(len(p_alt), dtype=bool) if budget_left is None else est.cost <= budget_left
+    ok = feasibility(est, deadline_s=remaining_s, budget=budget_left, confidence=confidence).all & mask
 
     stay = None
     stay_ok = False
     if progress.market in ("on_demand", "spot", "mixed"):
         s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0)
+        s_est = with_success(s_est, deadline_s=remaining_s, startup_s=0.0)
         rows = np.flatnonzero(s_est.candidates.in_market(progress.market))
         if rows.size:
             i = int(rows[0])
             stay = choice_at(s_est, i, target)
-            stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=budget_left).all[i])
+            stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=budget_left, confidence=confidence).all[i])
             if not ahead and progress.market == "spot":
                 stay_ok = False
+                stay = replace(stay, p_success=0.0)  # the uniform-progress rule: pure spot must move
         else:
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
                          f"available in the cluster file (or, for mixed, no longer needed): staying is not an option")
 
+    # What a miss wastes: the money spent and the job redone, about what it costs in all.
+    whole = progress.spent + (stay.cost if stay is not None and math.isfinite(stay.cost) else 0.0)
+    with np.errstate(invalid="ignore"):
+        risk = np.where(np.isfinite(est.cost), est.cost + (1.0 - np.asarray(est.p_success, float)) * whole, np.inf)
+    contenders = []
+    order = ranked(replace(est, cost=risk) if objective == "cost" else est, ok, objective, limit=1)
+    if order.size:
+        contenders.append(int(order[0]))
+    chance = np.where(affordable & np.isfinite(est.cost), p_alt, 0.0)
+    if chance.size and chance.max() > 0.0:
+        contenders.append(int(np.argmax(chance)))
+    options = {i: choice_at(est, i, target) for i in dict.fromkeys(contenders)}
+    best = options[int(order[0])] if order.size else None
+
+    from cotune.solver import decide_replan
+
+    d = decide_replan(
+        stay=stay, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
+        objective=objective, margin=margin, confidence=q, miss_cost=whole, spent=progress.spent,
+    )
     within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({budget_left:.4g})")
     key = (lambda c: c.cost) if objective == "cost" else (lambda c: c.time_s)
     gain = None if stay is None or best is None else key(stay) - key(best)
@@ -317,42 +358,34 @@ def replan(
         decision, reason = "stay", (
             f"the job's curve reached the target at epoch {forecast.epochs:.3g}: no work is left to re-plan (stop training)"
         )
-    elif best is None and not stay_ok:
-        nearest = _nearest(est, mask, remaining_s=remaining_s, budget_left=budget_left, confidence=confidence, target=target)
-        if stay is not None and (nearest is None or _miss(stay, remaining_s, budget_left, confidence)
-                                 <= _miss(nearest, remaining_s, budget_left, confidence)):
-            nearest = stay  # carrying on misses by less than any change
+    elif d.decision == "infeasible":
+        nearest = d.nearest
+        if nearest is None or not (nearest.p_success >= MIN_CHANCE):
+            # No real chance anywhere: the nearest is the option that misses by the least.
+            t = np.where(mask & np.isfinite(est.time_at_confidence_s), est.time_at_confidence_s, np.inf)
+            far = [choice_at(est, int(np.argmin(t)), target)] if t.size and np.isfinite(t.min()) else []
+            nearest = decide_replan(
+                stay=stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
+                margin=margin, use_confidence=confidence is not None,
+            ).nearest
         decision, reason = "infeasible", (
             f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
-            f"within {within}{'' if confidence is None else f' with probability {confidence:g}'}"
-            + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at local "
-               f"batch {nearest.local_batch}") + ": relax the deadline, the budget or the confidence, or allow more workers"
+            f"within {within} with probability {q:g}"
+            + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
+               f"local batch {nearest.local_batch} (P(success) {nearest.p_success:.2f})")
+            + ": relax the deadline, the budget or the confidence, or allow more workers"
         )
-    elif best is None:
-        decision, reason = "stay", f"no alternative meets {within}; the current configuration does"
-    elif not stay_ok and not ahead and progress.market == "spot" and stay is not None:
+    elif d.decision == "switch" and not stay_ok and not ahead and progress.market == "spot" and stay is not None:
+        best = d.chosen
         decision, reason = "switch", (
             "the job is on spot and behind the straight-line schedule: the uniform-progress rule moves it off pure spot"
         )
-    elif not stay_ok:
-        decision, reason = "switch", (
-            f"the current configuration cannot meet {within}"
-            + ("" if confidence is None else f" with probability {confidence:g}")
-        )
-    elif gain is not None and gain > margin * key(stay):
-        decision, reason = "switch", (
-            f"the best alternative saves {gain / key(stay):.1%} of the {objective} after paying its restart "
-            f"({restart_s:.0f} s), more than the {margin:.0%} margin"
-        )
+    elif d.decision == "switch":
+        best = d.chosen
+        gain = None if stay is None else key(stay) - key(best)
+        decision, reason = "switch", d.reason
     else:
-        pct = 0.0 if gain is None or key(stay) == 0 else gain / key(stay)
-        what = (
-            f"would save only {pct:.1%} of the {objective}" if pct > 0 else f"is {-pct:.1%} worse in {objective}"
-        )
-        decision, reason = "stay", (
-            f"the best alternative {what} after paying its restart ({restart_s:.0f} s); "
-            f"switching needs more than the {margin:.0%} margin: no churn"
-        )
+        decision, reason = "stay", d.reason + (f" (restart {restart_s:.0f} s)" if best is not None else "")
     changes: tuple[str, ...] = ()
     scale_lr = None
     if decision == "switch" and best is not None:
@@ -416,26 +449,3 @@ def _forecast_note(forecast: Any, ratio: float) -> str:
         f"forecasts the target at epoch {forecast.epochs_if_reached:.3g} ({forecast.interval:.0%}: {lo:.3g}–{hi:.3g}), "
         f"reached with probability {forecast.p_reach:.2f}; the model's epochs are scaled by {ratio:.3g} for this job"
     )
-
-
-def _miss(c: Any, remaining_s: float, budget_left: float | None, confidence: float | None) -> float:
-    t = c.time_at_confidence_s if confidence is not None else c.time_s
-    over = t / remaining_s if math.isfinite(t) else math.inf
-    if budget_left is not None:
-        over = max(over, c.cost / budget_left if budget_left > 0 else math.inf)
-    return over
-
-
-def _nearest(est: Any, mask: np.ndarray, *, remaining_s: float, budget_left: float | None, confidence: float | None,
-             target: float):
-    """The configuration that misses the remaining deadline (and budget left) by the least."""
-    from cotune.solver import choice_at
-
-    t = np.asarray(est.time_at_confidence_s if confidence is not None else est.time_s, dtype=float)
-    miss = t / remaining_s
-    if budget_left is not None:
-        miss = np.maximum(miss, np.asarray(est.cost, dtype=float) / budget_left if budget_left > 0 else np.inf)
-    miss = np.where(mask & np.isfinite(miss), miss, np.inf)
-    if not miss.size or not np.isfinite(miss.min()):
-        return None
-    return choice_at(est, int(np.argmin(miss)), target)

@@ -80,3 +80,21 @@ def test_cli_replan(cluster, capsys):
     assert "GPU:MARKET:WORKERS:LOCAL_BATCH" in capsys.readouterr().err
     assert main(args[:6] + ["--deadline", "10m", "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:spot:4:129"]) == 2
     assert "has passed" in capsys.readouterr().err
+
+
+def test_the_margin_counts_the_money_already_spent(cifar_models, cluster):
+    # Cheap spot makes switching pay on the remaining work alone; a job that has already
+    # spent far more than that gain is nearly done in money terms and stays.
+    p = Progress(epochs_done=20, elapsed_s=600, gpu="t4", market="on_demand", workers=4, local_batch=129)
+    assert _run(cifar_models, cluster, progress=p, deadline_s=3600, prices={"t4:spot": 0.02}).decision == "switch"
+    rich = Progress(epochs_done=20, elapsed_s=600, gpu="t4", market="on_demand", workers=4, local_batch=129, spent=100.0)
+    r = _run(cifar_models, cluster, progress=rich, deadline_s=3600, prices={"t4:spot": 0.02})
+    assert r.decision == "stay" and "margin" in r.reason
+
+
+def test_every_option_carries_its_chance_of_finishing_in_time(cifar_models, cluster):
+    p = Progress(epochs_done=20, elapsed_s=600, gpu="t4", market="on_demand", workers=4, local_batch=129)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=3600)
+    assert 0.0 <= r.stay.p_success <= 1.0
+    tight = _run(cifar_models, cluster, progress=p, deadline_s=900)
+    assert tight.stay.p_success < r.stay.p_success
