@@ -777,7 +777,8 @@ _register_closed("cotune_closed_voi", planner="cotune_voi", make=lambda s, e, p:
 PROBE_SHARE_CAP = 0.1  # cotune_closed_lean: probes may cost at most this share of the plan's expected cost
 
 
-def _lean_run(scn: Scenario, evidence: Evidence, budget: int) -> ClosedLoopRun:
+def _lean_run(scn: Scenario, evidence: Evidence, budget: int, *, confidence: float | None = None,
+              name: str = "cotune_closed_lean") -> ClosedLoopRun:
     """cotune's probe sequence, stopped before the probe that would take the probes'
     total past ``PROBE_SHARE_CAP`` of the current plan's expected cost; the running job
     then measures the rest (its own step times, its own curve)."""
@@ -786,25 +787,28 @@ def _lean_run(scn: Scenario, evidence: Evidence, budget: int) -> ClosedLoopRun:
     seq = _probe_loop(scn, scn.evidence("one-curve"), "cotune", "cotune", "all", tuple(range(1, budget + 1)))
     for k, (_, probed, probe_cost) in enumerate(seq, start=1):
         usable, est = fitted_estimates(scn, probed, policy="cotune", setting="one-curve")
-        est, _, top = choose(est, deadline_s=scn.deadline_s, confidence=None, limit=1)
+        est, _, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=1)
         j = int(top[0]) if top.size else None
         plan = Plan(
-            policy="cotune_closed_lean", budget=budget, probes=len(probed), probe_cost=probe_cost,
+            policy=name, budget=budget, probes=len(probed), probe_cost=probe_cost,
             index=None if j is None else int(usable[j]), predicted_cost=math.inf if j is None else float(est.cost[j]),
             predicted_time_s=math.inf if j is None else float(est.time_s[j]), probed=probed,
-            p_success=None if (j is None or est.p_success is None) else float(est.p_success[j]),
+            p_success=None if (j is None or est.p_success is None) else float(est.p_success[j]), confidence=confidence,
         )
-        controller = _success_controller(scn, evidence, plan, None)
+        controller = _success_controller(scn, evidence, plan, confidence)
         start = _start_anyway(scn, plan, controller)
         nxt = seq[k][2] if k < len(seq) else math.inf
         if k == len(seq) or not (math.isfinite(start.predicted_cost) and nxt <= PROBE_SHARE_CAP * start.predicted_cost):
-            return _run("cotune_closed_lean", scn, evidence, budget, start, controller)
+            return _run(name, scn, evidence, budget, start, controller)
     raise AssertionError("unreachable: the loop returns at its last budget")
 
 
 policy("cotune_closed_lean", closed_loop=True, planner="cotune", family="cotune_closed_lean",
        description=f"cotune_closed buying probes only while they cost at most {PROBE_SHARE_CAP:.0%} of the plan's "
        "expected cost: the running job is the rest of the probe")(_lean_run)
+policy("cotune_closed_lean_q90", closed_loop=True, planner="cotune_q90", family="cotune_closed_lean", confidence=0.9,
+       description="cotune_closed_lean planning and re-planning at confidence 0.9")(
+    lambda scn, evidence, budget: _lean_run(scn, evidence, budget, confidence=0.9, name="cotune_closed_lean_q90"))
 
 _register_closed("cotune_closed_pace", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None),
                  family="cotune_closed_pace",
