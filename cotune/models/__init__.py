@@ -2,7 +2,7 @@
 
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._backbone import BackboneParams, fit_backbone, predict_log_step
-from cotune.models._fitted import CleanArrays, FittedModels, clean_arrays, fit_models
+from cotune.models._fitted import CleanArrays, FittedModels, clean_arrays, curve_columns, fit_models
 from cotune.models._isotonic import isotonic_grid, pava
 from cotune.models._step_time import StepTimeModel, StepTimePrediction, z_for
 
@@ -15,6 +15,7 @@ __all__ = [
     "StepTimePrediction",
     "CleanArrays",
     "clean_arrays",
+    "curve_columns",
     "fit_backbone",
     "fit_models",
     "isotonic_grid",

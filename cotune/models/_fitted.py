@@ -19,7 +19,7 @@ from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
 
-__all__ = ["FittedModels", "fit_models", "clean_arrays", "CleanArrays"]
+__all__ = ["FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,48 @@ def _note(what: str, count: int, total: int, reasons: tuple[str, ...]) -> str:
     )
 
 
+def curve_columns(profile: Profile) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
+    """The eval columns the accuracy model reads, one learning curve per run, with notes.
+
+    Probe curves are read as written: a run is a (global batch, seed). A tracked job's
+    evaluations (``job`` set) are a run of their own — a seed no probe uses — so they
+    never interleave with a probe curve at the same batch and seed. Only the job's first
+    segment counts: after it changes its global batch its epochs keep counting from the
+    job's start, not from where the new batch would start, so those evaluations are no
+    curve at the new batch and are left out (with a note).
+    """
+    offline = [e for e in profile.evals if e.job is None]
+    jobs = list(dict.fromkeys(e.job for e in profile.evals if e.job is not None))
+    used = {int(e.seed) for e in offline}
+    taken: list = []
+    seeds: list[int] = []
+    notes: list[str] = []
+    fresh = min(used | {0}) - 1
+    for name in jobs:
+        own = [e for e in profile.evals if e.job == name]
+        first = own[0].global_batch
+        change = next((i for i, e in enumerate(own) if e.global_batch != first), len(own))
+        for e in own[:change]:
+            taken.append(e)
+            seeds.append(fresh)
+        if change < len(own):
+            notes.append(
+                f"job {name!r}: {len(own) - change} evaluation(s) after its change of global batch "
+                f"({first} -> {own[change].global_batch}) left out of the accuracy fit: their epochs count from the "
+                "job's start, not from the new batch's; the job's curve at its first batch is kept"
+            )
+        fresh -= 1
+    rows = offline + taken
+    seed = [int(e.seed) for e in offline] + seeds
+    cols = {
+        "global_batch": np.array([e.global_batch for e in rows], dtype=float),
+        "epoch": np.array([e.epoch for e in rows], dtype=float),
+        "metric": np.array([e.metric for e in rows], dtype=float),
+        "seed": np.array(seed, dtype=int),
+    }
+    return cols, tuple(notes)
+
+
 def clean_arrays(profile: Profile) -> CleanArrays:
     """The columns the models are fitted on: outlier records (:mod:`cotune.models._outliers`) left out, with notes."""
     steps: dict[str, dict[str, np.ndarray]] = {}
@@ -135,7 +177,8 @@ def clean_arrays(profile: Profile) -> CleanArrays:
             a = {k: v[~found.mask] for k, v in a.items()}
             notes.append(_note(f"{gpu} step", found.count, found.mask.size, found.reasons))
         steps[gpu] = a
-    e = profile.eval_arrays()
+    e, job_notes = curve_columns(profile)
+    notes.extend(job_notes)
     found_e = find_eval_outliers(
         global_batch=e["global_batch"], epoch=e["epoch"], metric=e["metric"], seed=e["seed"], goal=profile.workload.goal
     )
