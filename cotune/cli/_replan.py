@@ -65,19 +65,23 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     rows = []
     for label, c in (("STAY", result.stay), ("BEST", result.best)):
         if c is None:
-            rows.append([label, "—", "—", "—", "—", "—", "—", "—"])
+            rows.append([label, "—", "—", "—", "—", "—", "—", "—", "—"])
             continue
+        p = getattr(c, "p_success", None)
         rows.append([
             label, c.gpu, c.market, str(c.workers), str(c.local_batch), f"{c.epochs:.1f}",
             format_duration(c.time_at_confidence_s if result.confidence else c.time_s), format_money(c.cost, priced=True),
+            "—" if p is None else f"{p:.2f}",
         ])
-    head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", "TIME_Q" if result.confidence else "TIME", "COST"]
+    # P(SUCCESS): of the remaining work, within the remaining deadline (restart included).
+    head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", "TIME_Q" if result.confidence else "TIME", "COST",
+            "P(SUCCESS)"]
     status = "ahead of" if result.ahead else "behind"
     out = [
         f"cotune replan · {result.progress_fraction:.0%} of the work done, {result.schedule_fraction:.0%} of the time used "
         f"({status} the straight-line schedule) · {format_duration(result.remaining_deadline_s)} left",
         "",
-        table(head, rows, right=[False, False, False, True, True, True, True, True]),
+        table(head, rows, right=[False, False, False, True, True, True, True, True, True]),
         "",
         f"Decision: {result.decision.upper()} — {result.reason}.",
     ]
@@ -87,8 +91,10 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     if result.nearest is not None:
         c = result.nearest
         t = c.time_at_confidence_s if result.confidence else c.time_s
+        p = getattr(c, "p_success", None)
         out.append(f"Nearest: {c.workers} x {c.gpu} {c.market}, local batch {c.local_batch}: {format_duration(t)} left "
-                   f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=True)}")
+                   f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=True)}"
+                   + ("" if p is None else f", P(success) {p:.2f}"))
     if result.budget_left is not None:
         out.append(f"Budget left: {format_money(result.budget_left, priced=True)} (spent {format_money(result.spent, priced=True)})")
     if result.notes:

@@ -246,9 +246,10 @@ def _decide_by_success(
                 "switch", f"an alternative that keeps {q} saves {gain / whole:.1%} of the job's {objective} after its "
                 f"restart, more than the {margin:.0%} margin", best, None, changes_between(stay, best), gain, True,
             )
-        pct = 0.0 if gain is None or whole <= 0 else max(gain, 0.0) / whole
+        pct = 0.0 if gain is None or whole <= 0 else gain / whole
         why = f"no alternative keeps {q}" if best is None else (
-            f"the best alternative that keeps {q} would save only {pct:.1%} of the {objective}"
+            f"the best alternative that keeps {q} would save only {pct:.1%} of the job's {objective}" if pct > 0
+            else f"the best alternative that keeps {q} would cost {-pct:.1%} of the job's {objective} more, risk counted"
         )
         return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
     if best is not None:
