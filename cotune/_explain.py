@@ -62,6 +62,21 @@ def baselines(
     return baselines, settings
 
 
+def _best_chances(est: Estimates, mask: np.ndarray, fallback: np.ndarray, limit: int = 3) -> np.ndarray:
+    """The nearest candidates when the deadline is missed: the best chances of success
+    first (highest ``P(success)``, the cheaper of equal chances) — what a job that will be
+    watched and re-planned should start on — then the fastest."""
+    if est.p_success is None:
+        return fallback
+    p = np.where(mask & np.isfinite(est.cost), np.asarray(est.p_success, float), 0.0)
+    if not np.any(p > 0.0):
+        return fallback
+    order = np.lexsort((est.cost, -np.round(p, 2)))
+    best = [int(i) for i in order[:limit] if p[i] > 0.0]
+    rest = [int(i) for i in fallback if int(i) not in best]
+    return np.array((best + rest)[:limit], dtype=int)
+
+
 def relax(
     est: Estimates,
     feas: Feasibility,
@@ -76,7 +91,8 @@ def relax(
     priced: bool,
     startup_s: float,
 ) -> tuple[list[str], np.ndarray]:
-    """What to change when nothing is feasible, and the nearest candidates.
+    """What to change when nothing is feasible, and the nearest candidates (when the
+    deadline is what fails: the best chances of success first, then the fastest).
 
     Each hint names the command-line option and the API field (``--deadline / deadline_s``):
     the same text reaches CLI users, Python callers and HTTP clients.
@@ -113,7 +129,7 @@ def relax(
             out.append(f"or {'lower' if models.goal == 'max' else 'raise'} the target (--target / target) to {best:.4g}, the best predicted by the deadline")
         if confidence is not None:
             out.append(f"or lower the confidence (--confidence / confidence, now {confidence:g})")
-        return out, fastest
+        return out, _best_chances(est, feas.reaches, fastest)
     if budget is not None:
         ok = feas.meets_deadline
         cheapest = ranked(est, ok, "cost", limit=3)

@@ -201,3 +201,13 @@ def test_result_is_frozen_and_json_ready(cifar_models):
     doc = json.loads(json.dumps(rec.to_dict(), allow_nan=False))
     for key in ("gpu", "workers", "hosts", "local_batch", "global_batch", "epochs", "time_s", "cost", "metric"):
         assert key in doc["recommendation"]
+
+
+def test_infeasible_deadline_names_the_best_chance_first(cifar_models):
+    # A deadline a little short of the fastest plan: some candidates still have a chance.
+    fast = recommend("cifar10-resnet18", models=cifar_models, target=0.94, max_workers=16, objective="time")
+    deadline = 0.8 * fast.chosen.time_s
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=deadline, max_workers=16)
+    assert rec.chosen is None and rec.nearest
+    chances = [c.p_success for c in rec.nearest]
+    assert chances[0] > 0 and chances[0] == max(chances)
