@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from statistics import NormalDist
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
 
-from benchmarks._registry import POLICIES, policy
-from benchmarks.policies import Plan, library_models, run_policy, subset, _fit_time, _models, _probe_arrays
+from benchmarks._registry import policy
+from benchmarks.policies import Plan, run_policy, subset, _fit_time, _models, _probe_arrays
 from benchmarks.replay import curve_epochs_to_target, price_matrix
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, one_curve
@@ -354,10 +353,6 @@ class RemainingWorkController:
     confidence: float | None = None
     margin: float = 0.05
     correct_pace: bool = True
-    # Optional forecast of the running batch from the job's own curve: (progress, models) →
-    # (median total epochs, log-spread, probability of reaching the target at all).
-    forecast: Callable[[Progress, FittedModels], tuple[float, float, float] | None] | None = None
-    give_up_below: float = 0.05  # a forecast reach probability below this rules the running batch out
 
     def __call__(self, p: Progress) -> Action:
         m = self.models(p)
@@ -375,10 +370,6 @@ class RemainingWorkController:
             raw = float(np.clip(p.epochs_done / e_level[here], 0.25, 4.0))
             done = float(np.clip(e_level[here] / est_t.epochs[here], 0.0, 1.0)) if math.isfinite(est_t.epochs[here]) else 1.0
             pace = raw**done
-        fc = self.forecast(p, m) if (self.forecast is not None and here is not None) else None
-        if fc is not None and math.isfinite(fc[0]) and math.isfinite(est_t.epochs[here]) and est_t.epochs[here] > 0:
-            # The job's own forecast at its batch re-scales the model everywhere else.
-            pace = float(np.clip(fc[0] / est_t.epochs[here], 0.25, 4.0))
         with np.errstate(invalid="ignore", divide="ignore"):
             rem_epochs = pace * np.maximum(est_t.epochs - np.where(np.isfinite(e_level), e_level, 0.0), 0.0)
             if here is not None:
@@ -386,20 +377,9 @@ class RemainingWorkController:
             frac = np.where(est_t.epochs > 0, rem_epochs / est_t.epochs, 0.0)
             rem_time = frac * est_t.time_at_confidence_s
             rem_mean = frac * est_t.time_s
-            if fc is not None:
-                med, sig, p_reach = fc
-                if p_reach < self.give_up_below or not math.isfinite(med):
-                    rem_time[here] = rem_mean[here] = np.inf
-                else:
-                    zq = 0.0 if self.confidence is None else NormalDist().inv_cdf(self.confidence)
-                    et = float(est_t.epoch_time_s[here])
-                    rem_mean[here] = max(med - p.epochs_done, 0.0) * et
-                    rem_time[here] = max(med * math.exp(min(zq * sig, 50.0)) - p.epochs_done, 0.0) * et
         # cotune's own rule: a candidate whose probability of reaching the target at all is
-        # not above the confidence is out (the running one too, unless its own curve says otherwise).
+        # not above the confidence is out.
         reaches = feasibility(est_t, deadline_s=None, budget=None, confidence=self.confidence).reaches
-        if fc is not None:
-            reaches[here] = True
         rem_mean = np.where(reaches, rem_mean, np.inf)
         rem_time = np.where(reaches, rem_time, np.inf)
         rate = sub.workers * est_t.price_per_hour / 3600.0
@@ -642,12 +622,9 @@ def _run(name: str, scn: Scenario, evidence: Evidence, budget: int, plan: Plan, 
     )
 
 
-def _cotune_controller(
-    scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None, *, curve: bool = False
-) -> Controller:
-    """Closed-loop cotune: cotune's library models refitted with the job's own step times,
-    their epochs corrected by the job's own pace on its curve (``curve``: by the
-    extrapolation of that curve, pooled with the model's prior, instead)."""
+def _cotune_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None) -> Controller:
+    """The morning's closed-loop cotune (``cotune_closed_pace``): cotune's library models
+    refitted with the job's own step times, their epochs corrected by the job's pace."""
     base = _profile(scn, evidence, plan.probed)
     cache: dict[tuple, FittedModels] = {}
 
@@ -661,31 +638,8 @@ def _cotune_controller(
 
     return RemainingWorkController(
         candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), dataset_size=scn.workload.dataset_size,
-        models=models, confidence=confidence, correct_pace=not curve,
-        forecast=_curve_forecast(scn.workload.goal) if curve else None,
+        models=models, confidence=confidence,
     )
-
-
-def _curve_forecast(goal: str, interval: float = 0.9) -> Callable[[Progress, FittedModels], tuple[float, float, float] | None]:
-    """The job's curve at its running batch, extrapolated and pooled with the accuracy
-    model's prior there (``cotune.models._curve``)."""
-    from cotune.models._curve import extrapolate_curve, prior_from_model
-
-    def forecast(p: Progress, m: FittedModels) -> tuple[float, float, float] | None:
-        own = [e for e in p.evals if e.global_batch == p.global_batch]
-        prior = prior_from_model(m.accuracy, global_batch=float(p.global_batch), target=p.target, interval=interval)
-        try:
-            f = extrapolate_curve(
-                [e.epoch for e in own], [e.metric for e in own], target=p.target, goal=goal,  # type: ignore[arg-type]
-                interval=interval, prior=prior,
-            )
-        except OverflowError:
-            # cotune.models._curve of 2026-12-01 overflows on some two-point curves (bert):
-            # no forecast this checkpoint, the controller falls back to the pace correction.
-            return None
-        return float(f.epochs_if_reached), float(f.log_sigma), float(f.p_reach)
-
-    return forecast
 
 
 def _pollux_controller(scn: Scenario, evidence: Evidence, plan: Plan) -> Controller:

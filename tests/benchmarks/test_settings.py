@@ -156,7 +156,7 @@ def test_the_value_of_information_planner_pays_for_what_it_buys_and_stays_in_bud
 
 
 def test_closed_loop_controllers_answer_with_valid_actions_and_count_every_restart() -> None:
-    from benchmarks.closed_loop import _cotune_controller
+    from benchmarks.closed_loop import _success_controller
     from benchmarks.policies import run_policy
 
     import dataclasses
@@ -168,7 +168,7 @@ def test_closed_loop_controllers_answer_with_valid_actions_and_count_every_resta
     sol = scn.oracle.solve(scn.target, scn.deadline_s)
     plan = dataclasses.replace(probed, index=sol.index, predicted_time_s=sol.time_s, predicted_cost=sol.cost)
     seen: list[Action] = []
-    controller = _cotune_controller(scn, ev, plan, 0.9, curve=True)
+    controller = _success_controller(scn, ev, plan, 0.9)
 
     def watch(p):  # type: ignore[no-untyped-def]
         act = controller(p)
@@ -181,3 +181,22 @@ def test_closed_loop_controllers_answer_with_valid_actions_and_count_every_resta
     assert all(0 <= a.index < len(scn.candidates) for a in switches)
     assert run["restarts"] == len(run["actions"]) - int(run["gave_up"])
     assert (run["restart_cost"] > 0) == (run["restarts"] > 0)
+
+
+def test_a_watched_job_starts_at_its_best_chance_when_no_plan_reaches_the_confidence() -> None:
+    from benchmarks._registry import POLICIES
+    from benchmarks.closed_loop import _start_anyway, _success_controller
+    from benchmarks.policies import run_policy
+
+    # Tight target at 1.5x the fastest time: the open-loop planner finds nothing at q = 0.9.
+    scn = _scenario(name="cifar10-t4", target="tight", deadline=1.5)
+    ev = scn.evidence("closed-loop")
+    plan = run_policy("cotune_q90", scn, (6,), setting="one-curve")[0]
+    assert plan.index is None
+    controller = _success_controller(scn, ev, plan, 0.9)
+    start = _start_anyway(scn, plan, controller)
+    assert start.index is not None and start.p_success > 0.0
+    usable, _, p_succ, _, _ = controller.assess(None, target=scn.target, deadline_s=scn.deadline_s)
+    assert start.p_success >= p_succ.max() - 0.02  # within the tolerance of the best chance
+    run = POLICIES["cotune_closed_q90"].run(scn, ev, 6)
+    assert run.initial_index == start.index
