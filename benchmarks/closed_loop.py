@@ -679,6 +679,9 @@ def _success_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidenc
         key = tuple(sorted((s.gpu, s.workers, s.hosts, s.local_batch) for s in steps))
         if key not in cache:
             cache.clear()
+            # No bootstrap refits: they widen the step-time spread a little (the epochs spread
+            # dominates P(success) here) and cost seconds a checkpoint; measured on four
+            # workloads the misses were no fewer with them (16.7 % against 11.1 %).
             cache[key] = fit_models(dataclasses.replace(base, steps=base.steps + tuple(steps)), n_bootstrap=0)
         return cache[key]
 
