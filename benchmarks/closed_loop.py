@@ -530,10 +530,8 @@ class SuccessController:
         """Where to start when no plan reaches the confidence: the highest chance of
         success (the cheapest within ``tolerance`` of it); None when every chance is 0."""
         usable, _, p_succ, cost, _ = self.assess(None, target=target, deadline_s=deadline_s)
-        if not np.any(p_succ > 0):
-            return None
-        close = np.flatnonzero(p_succ >= p_succ.max() - tolerance)
-        return int(usable[close[np.argmin(cost[close])]])
+        k = _best_chance_row(p_succ, cost, tolerance)
+        return None if k is None else int(usable[k])
 
     def __call__(self, p: Progress) -> Action:
         from cotune.solver import ReplanOption, decide_replan
@@ -691,17 +689,24 @@ def _success_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidenc
     )
 
 
+def _best_chance_row(p_succ: np.ndarray, cost: np.ndarray, tolerance: float = 0.02) -> int | None:
+    """Row of the highest chance of success (the cheapest within ``tolerance`` of it); None when all are 0."""
+    if not np.any(p_succ > 0):
+        return None
+    close = np.flatnonzero(p_succ >= p_succ.max() - tolerance)
+    return int(close[np.argmin(cost[close])])
+
+
 def _start_anyway(scn: Scenario, plan: Plan, controller: Controller | None) -> Plan:
     """No plan reaches the confidence: a watched job starts at its best chance instead."""
     if plan.index is not None or not isinstance(controller, SuccessController):
         return plan
-    i = controller.best_chance(target=scn.target, deadline_s=scn.deadline_s)
-    if i is None:
-        return plan
     usable, _, p_succ, cost, rem_time = controller.assess(None, target=scn.target, deadline_s=scn.deadline_s)
-    k = int(np.flatnonzero(usable == i)[0])
-    return dataclasses.replace(plan, index=i, predicted_cost=float(cost[k]), predicted_time_s=float(rem_time[k]),
-                               p_success=float(p_succ[k]))
+    k = _best_chance_row(p_succ, cost)
+    if k is None:
+        return plan
+    return dataclasses.replace(plan, index=int(usable[k]), predicted_cost=float(cost[k]),
+                               predicted_time_s=float(rem_time[k]), p_success=float(p_succ[k]))
 
 
 def _register_closed(name: str, *, planner: str, make: Callable[[Scenario, Evidence, Plan], Controller | None], **kw) -> None:

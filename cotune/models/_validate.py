@@ -165,8 +165,7 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
     )
 
 
-def _accuracy_report(profile: Profile, tick=lambda: None, e: dict[str, np.ndarray] | None = None) -> AccuracyFitReport:
-    e = profile.eval_arrays() if e is None else e
+def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> AccuracyFitReport:
     goal = profile.workload.goal
     full = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     # Reference target: one that every measured batch reaches, near the top of the

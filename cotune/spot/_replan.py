@@ -309,12 +309,9 @@ def replan(
     # the one rule the closed-loop benchmark replays.
     q = DEFAULT_CONFIDENCE if confidence is None else confidence
     est = with_success(est, deadline_s=remaining_s, startup_s=restart_s)
-    p_alt = np.where(mask, np.asarray(est.p_success, float), 0.0)
-    affordable = np.ones(len(p_alt), dtype=bool) if budget_left is None else est.cost <= budget_left
     ok = feasibility(est, deadline_s=remaining_s, budget=budget_left, confidence=confidence).all & mask
 
     stay = None
-    stay_ok = False
     if progress.market in ("on_demand", "spot", "mixed"):
         s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0)
         s_est = with_success(s_est, deadline_s=remaining_s, startup_s=0.0)
@@ -322,9 +319,7 @@ def replan(
         if rows.size:
             i = int(rows[0])
             stay = choice_at(s_est, i, target)
-            stay_ok = bool(feasibility(s_est, deadline_s=remaining_s, budget=budget_left, confidence=confidence).all[i])
             if not ahead and progress.market == "spot":
-                stay_ok = False
                 stay = replace(stay, p_success=0.0)  # the uniform-progress rule: pure spot must move
         else:
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
@@ -338,7 +333,8 @@ def replan(
     order = ranked(replace(est, cost=risk) if objective == "cost" else est, ok, objective, limit=1)
     if order.size:
         contenders.append(int(order[0]))
-    chance = np.where(affordable & np.isfinite(est.cost), p_alt, 0.0)
+    affordable = np.ones(len(est.cost), dtype=bool) if budget_left is None else est.cost <= budget_left
+    chance = np.where(mask & affordable & np.isfinite(est.cost), np.asarray(est.p_success, float), 0.0)
     if chance.size and chance.max() > 0.0:
         contenders.append(int(np.argmax(chance)))
     options = {i: choice_at(est, i, target) for i in dict.fromkeys(contenders)}
@@ -351,8 +347,6 @@ def replan(
         objective=objective, margin=margin, confidence=q, miss_cost=whole, spent=progress.spent,
     )
     within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({budget_left:.4g})")
-    key = (lambda c: c.cost) if objective == "cost" else (lambda c: c.time_s)
-    gain = None if stay is None or best is None else key(stay) - key(best)
     nearest = None
     if forecast is not None and forecast.reached:
         decision, reason = "stay", (
@@ -375,17 +369,18 @@ def replan(
                f"local batch {nearest.local_batch} (P(success) {nearest.p_success:.2f})")
             + ": relax the deadline, the budget or the confidence, or allow more workers"
         )
-    elif d.decision == "switch" and not stay_ok and not ahead and progress.market == "spot" and stay is not None:
+    elif d.decision == "switch" and not ahead and progress.market == "spot" and stay is not None:
         best = d.chosen
         decision, reason = "switch", (
             "the job is on spot and behind the straight-line schedule: the uniform-progress rule moves it off pure spot"
         )
     elif d.decision == "switch":
         best = d.chosen
-        gain = None if stay is None else key(stay) - key(best)
         decision, reason = "switch", d.reason
     else:
         decision, reason = "stay", d.reason + (f" (restart {restart_s:.0f} s)" if best is not None else "")
+    key = (lambda c: c.cost) if objective == "cost" else (lambda c: c.time_s)
+    gain = None if stay is None or best is None else key(stay) - key(best)
     changes: tuple[str, ...] = ()
     scale_lr = None
     if decision == "switch" and best is not None:

@@ -36,6 +36,27 @@ sys.path.insert(0, str(REPO / "tests"))
 from _helpers import synthetic_records, write_jsonl  # noqa: E402
 
 TIME_LIMIT_S = 60.0
+
+# A well-formed question on the synthetic records: the baseline every fuzz test mutates.
+SANE_QUESTION = {
+    "target": 0.9,
+    "deadline_s": 1800.0,
+    "max_workers": 4,
+    "gpus_per_host": 4,
+    "prices": {"t4": 0.5},
+    "objective": "cost",
+    "budget": 10.0,
+    "confidence": 0.9,
+    "gpus": ["t4"],
+    "local_batches": [16, 32],
+    "workers": [1, 2],
+    "hosts": "packed",
+    "startup_s": 60.0,
+    "baseline_local_batch": 16,
+    "baseline_workers": 2,
+    "top": 3,
+    "pareto_limit": 5,
+}
 MEMORY_HEADROOM_BYTES = 1536 * 1024 * 1024  # far above a legitimate solve (~+320 MB near the limits)
 
 FAST = settings(max_examples=25, deadline=None, derandomize=True, database=None,

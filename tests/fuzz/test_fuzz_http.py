@@ -8,7 +8,7 @@ import json
 import warnings
 
 import pytest
-from fuzz_helpers import DEEP, FAST, HEAVY, JSON_VALUES, SCALARS, memory_bound, one_line, synthetic_records, time_bound
+from fuzz_helpers import DEEP, FAST, HEAVY, JSON_VALUES, SANE_QUESTION, SCALARS, memory_bound, one_line, synthetic_records, time_bound
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,27 +22,7 @@ from cotune.api import Limits, schema
 from cotune.serve import ServiceSettings, create_app
 
 _RECORDS = synthetic_records(seed=12, workers=(1, 2, 4), batches=(16, 32, 64))
-_SANE = {
-    "target": 0.9,
-    "deadline_s": 1800,
-    "max_workers": 4,
-    "gpus_per_host": 4,
-    "prices": {"t4": 0.5},
-    "objective": "cost",
-    "budget": 10.0,
-    "confidence": 0.9,
-    "gpus": ["t4"],
-    "local_batches": [16, 32],
-    "workers": [1, 2],
-    "hosts": "packed",
-    "startup_s": 60,
-    "baseline_local_batch": 16,
-    "baseline_workers": 2,
-    "interval": 0.9,
-    "top": 3,
-    "pareto_limit": 5,
-    "schema_version": 1,
-}
+_SANE = {**SANE_QUESTION, "interval": 0.9, "schema_version": 1}
 
 
 @pytest.fixture(scope="module")

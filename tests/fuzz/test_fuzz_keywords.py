@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fuzz_helpers import FAST, HEAVY, PY_VALUES, memory_bound, one_line, synthetic_records, time_bound
+from fuzz_helpers import FAST, HEAVY, PY_VALUES, SANE_QUESTION, memory_bound, one_line, synthetic_records, time_bound
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,25 +15,7 @@ import cotune
 from cotune.errors import InputError
 
 _RECORDS = synthetic_records(seed=13, workers=(1, 2, 4), batches=(16, 32, 64))
-_SANE = {
-    "target": 0.9,
-    "deadline_s": 1800.0,
-    "max_workers": 4,
-    "gpus_per_host": 4,
-    "prices": {"t4": 0.5},
-    "objective": "cost",
-    "budget": 10.0,
-    "confidence": 0.9,
-    "gpus": ["t4"],
-    "local_batches": [16, 32],
-    "workers": [1, 2],
-    "hosts": "packed",
-    "startup_s": 60.0,
-    "baseline_local_batch": 16,
-    "baseline_workers": 2,
-    "top": 3,
-    "pareto_limit": 5,
-}
+_SANE = dict(SANE_QUESTION)
 
 
 @pytest.fixture(scope="module")
