@@ -42,6 +42,7 @@ class Config:
     settings: tuple[str, ...] = ("one-curve", "free-curves")
     closed_loop_budgets: tuple[int, ...] = ()
     policies: tuple[str, ...] | None = None  # None: every default policy of each setting
+    cluster: str | None = None  # the spot policies' cluster file (None: benchmarks/clusters/spot_replay.toml)
 
 
 FULL = Config(
@@ -96,9 +97,11 @@ def _scenario_list(cfg: Config) -> list:
 
 def _run_one(args: tuple[Config, int]):
     """One scenario, every setting and policy (runs in a worker process)."""
+    from benchmarks.closed_loop_spot import use_cluster
     from benchmarks.regret import run_scenario
 
     cfg, i = args
+    use_cluster(cfg.cluster)
     t0 = time.perf_counter()
     scn = _scenario_list(cfg)[i]
     out = run_scenario(
@@ -287,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         "--policies", default=None, help="comma-separated policy names to run instead of the defaults (e.g. add optuna_gp)"
     )
     parser.add_argument("--settings", default=None, help="comma-separated settings (default: one-curve, free-curves, closed-loop)")
+    parser.add_argument(
+        "--cluster", default=None,
+        help="cluster file (cotune's format, docs/spot.md) of the closed-loop spot policies "
+        "(default: benchmarks/clusters/spot_replay.toml)",
+    )
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     from benchmarks._registry import POLICIES, SETTINGS, load
@@ -306,6 +314,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"benchmarks: unknown setting {', '.join(unknown)}: use some of {', '.join(SETTINGS)}", file=sys.stderr)
             return 2
         cfg = dataclasses.replace(cfg, settings=names)
+    if args.cluster:
+        from benchmarks.closed_loop_spot import use_cluster
+        from cotune.errors import InputError
+
+        try:
+            use_cluster(args.cluster)
+        except InputError as exc:
+            print(f"benchmarks: {exc}", file=sys.stderr)
+            return 2
+        cfg = dataclasses.replace(cfg, cluster=str(args.cluster))
     command = "python -m benchmarks" + " ".join([""] + [a for a in (argv if argv is not None else sys.argv[1:])])
     try:
         data = run(cfg, args.out, jobs=max(1, args.jobs), command=command)

@@ -164,7 +164,8 @@ def policy(
 
 
 # Modules whose import registers entries (traces, settings, policies).
-_REGISTERING = ("benchmarks.traces", "benchmarks.settings", "benchmarks.policies", "benchmarks.voi", "benchmarks.closed_loop")
+_REGISTERING = ("benchmarks.traces", "benchmarks.settings", "benchmarks.policies", "benchmarks.voi", "benchmarks.closed_loop",
+               "benchmarks.closed_loop_spot")
 
 
 def load() -> None:

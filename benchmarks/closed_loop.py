@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from benchmarks._registry import setting
 from cotune.models import FittedModels, fit_models
 from cotune.profile import EvalRecord, Profile, StepRecord
 from cotune.solver import Candidates, estimate, feasibility
+
+if TYPE_CHECKING:
+    from benchmarks.closed_loop_spot import SpotReplay
 
 __all__ = [
     "RESTART_S",
@@ -61,6 +64,7 @@ RESTART_S = 120.0  # save a checkpoint, start the new workers, rendezvous, reloa
 CHECKPOINT_FRACTION = 0.1  # act every 10 % of the planned training time
 EVALS_PER_CHECKPOINT = 2
 MAX_CHECKPOINTS = 60  # after this many the controller is no longer asked (runs far over plan)
+MAX_SEGMENTS = 100_000  # a spot run revoked faster than it checkpoints never ends: stop it there
 
 
 # -- what a controller sees and says --------------------------------------------------------
@@ -83,6 +87,12 @@ class Progress:
     # Where the job's learning-rate schedule ends at its batch (its configured epochs, known
     # to whoever launched it): a target not reached by then is missed.
     schedule_epochs: float = math.inf
+    # The spot replay (benchmarks/closed_loop_spot.py): the running configuration's market, whether
+    # this checkpoint is a revocation (the job has already lost its work since its last checkpoint
+    # and waited for the replacement), and the revocations suffered so far.
+    market: str = "on_demand"
+    revoked: bool = False
+    revocations: int = 0
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,8 @@ class ClosedLoopRun:
     restart_cost: float
     restarts: int
     actions: tuple[str, ...] = ()
+    revocations: int = 0  # spot replay: revocations the run suffered
+    market: str = "on_demand"  # the final configuration's market
 
     def outcome(self, scn: Scenario, evidence: Evidence, oracle_cost: float) -> Outcome:
         c = scn.candidates
@@ -233,6 +245,8 @@ class ClosedLoopRun:
             train_cost=self.train_cost,
             restart_cost=self.restart_cost,
             restarts=self.restarts,
+            revocations=self.revocations,
+            market=self.market,
         )
 
 
@@ -244,55 +258,89 @@ def simulate(
     controller: Controller,
     truth: TrueRun | None = None,
     restart_s: float = RESTART_S,
+    spot: "SpotReplay | None" = None,
 ) -> dict:
     """Run candidate ``index`` on the truth, asking ``controller`` at every checkpoint.
 
+    With ``spot`` (:class:`benchmarks.closed_loop_spot.SpotReplay`) indices are rows of
+    its candidates (every configuration on each market): a spot row's segments run
+    through ``spot.advance`` (revocations: lost work, replacement, restart), it is billed
+    at its market's price, and a revocation asks the controller at once.
+
     Returns the run's record: reached, gave_up, time_s, train_cost, restart_cost,
-    restarts, final index and the actions taken.
+    restarts, final index, the actions taken and the revocations suffered.
     """
     truth = truth or TrueRun(scn)
     w, c, oracle = scn.workload, scn.candidates, scn.oracle
+    base = (lambda j: j) if spot is None else spot.base_index  # row of scn.candidates
     sign = truth.sign
     target_score = sign * scn.target
     dt = CHECKPOINT_FRACTION * planned_time_s if math.isfinite(planned_time_s) and planned_time_s > 0 else math.inf
-    i, gb = index, int(c.global_batch[index])
+    i, gb = index, int(c.global_batch[base(index)])
     e = 0.0
     elapsed = train = restart_cost = 0.0
-    restarts = 0
+    restarts = revocations = 0
     evals: list[EvalRecord] = []
     steps: dict[int, StepRecord] = {}
     actions: list[str] = []
     k = 0
 
     def rate(j: int) -> float:
+        if spot is not None:
+            return spot.rate_per_s(j)
         return float(c.workers[j] * oracle.price_per_hour[j] / 3600.0)
 
     def epoch_time(j: int) -> float:
+        j = base(j)
         return float(w.dataset_size / c.global_batch[j] * oracle.step_time_s[j])
 
-    while True:
+    def record(reached: bool, gave_up: bool = False) -> dict:
+        return dict(reached=reached, gave_up=gave_up, time_s=elapsed, train_cost=train, restart_cost=restart_cost,
+                    restarts=restarts, final_index=i, actions=tuple(actions), revocations=revocations)
+
+    for _ in range(MAX_SEGMENTS):
         e_target = truth.epochs_to(gb, target_score)
         _, end = truth.curve(gb)
         horizon = min(e_target, end)
         span = dt if k < MAX_CHECKPOINTS else math.inf
-        step_epochs = span / epoch_time(i)
-        if e + step_epochs >= horizon:
-            t = max(horizon - e, 0.0) * epoch_time(i)
-            elapsed += t
-            train += t * rate(i)
-            reached = math.isfinite(e_target) and e_target <= end
-            return dict(reached=reached, gave_up=False, time_s=elapsed, train_cost=train, restart_cost=restart_cost,
-                        restarts=restarts, final_index=i, actions=tuple(actions))
-        # observe this segment: evaluations and the step time
-        for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT):
-            ee = e + f * step_epochs
-            evals.append(EvalRecord(global_batch=gb, epoch=float(ee), metric=float(sign * truth.score_at(gb, ee)), seed=1))
-        e += step_epochs
-        elapsed += span
-        train += span * rate(i)
-        steps[i] = StepRecord(
-            gpu=c.gpus[int(c.gpu[i])], workers=int(c.workers[i]), hosts=int(c.hosts[i]),
-            local_batch=int(c.local_batch[i]), step_time_s=float(oracle.step_time_s[i]),
+        revoked = False
+        if spot is not None and spot.revocable(i):
+            left_s = max(horizon - e, 0.0) * epoch_time(i)
+            seg = spot.advance(i, work_s=min(span, left_s), final=span >= left_s)
+            elapsed += seg.wall_s
+            train += seg.wall_s * rate(i)
+            if seg.finished:
+                return record(math.isfinite(e_target) and e_target <= end)
+            # the evaluations the segment ran, lost work included (the job saw them); work redone
+            # after a revocation repeats evaluations already made, which are not recorded twice
+            reached_e = e + seg.work_s / epoch_time(i)
+            for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT):
+                ee = e + f * (reached_e - e)
+                if ee > max((r.epoch for r in evals if r.global_batch == gb), default=-1.0):
+                    evals.append(EvalRecord(global_batch=gb, epoch=float(ee), metric=float(sign * truth.score_at(gb, ee)), seed=1))
+            e = max(reached_e - seg.lost_s / epoch_time(i), 0.0)
+            revoked = seg.revoked
+            revocations += int(revoked)
+            if k >= MAX_CHECKPOINTS:
+                continue  # the controller is no longer asked (as for on-demand runs past the last checkpoint)
+        else:
+            step_epochs = span / epoch_time(i)
+            if e + step_epochs >= horizon:
+                t = max(horizon - e, 0.0) * epoch_time(i)
+                elapsed += t
+                train += t * rate(i)
+                return record(math.isfinite(e_target) and e_target <= end)
+            # observe this segment: evaluations and the step time
+            for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT):
+                ee = e + f * step_epochs
+                evals.append(EvalRecord(global_batch=gb, epoch=float(ee), metric=float(sign * truth.score_at(gb, ee)), seed=1))
+            e += step_epochs
+            elapsed += span
+            train += span * rate(i)
+        b = base(i)
+        steps[b] = StepRecord(
+            gpu=c.gpus[int(c.gpu[b])], workers=int(c.workers[b]), hosts=int(c.hosts[b]),
+            local_batch=int(c.local_batch[b]), step_time_s=float(oracle.step_time_s[b]),
         )
         k += 1
         level = truth.score_at(gb, e)
@@ -301,25 +349,30 @@ def simulate(
                 checkpoint=k, index=i, global_batch=gb, epochs_done=e, level=float(sign * level), elapsed_s=elapsed,
                 spent=train + restart_cost, evals=tuple(evals), steps=tuple(steps.values()), target=scn.target,
                 deadline_s=scn.deadline_s, restart_s=restart_s, schedule_epochs=end,
+                market="on_demand" if spot is None else spot.market(i), revoked=revoked, revocations=revocations,
             )
         )
         if act.kind == "give_up":
             actions.append(f"{k}:give_up")
-            return dict(reached=False, gave_up=True, time_s=elapsed, train_cost=train, restart_cost=restart_cost,
-                        restarts=restarts, final_index=i, actions=tuple(actions))
+            return record(False, gave_up=True)
         if act.kind == "switch" and act.index is not None and act.index != i:
             j = int(act.index)
             restarts += 1
             elapsed += restart_s
             restart_cost += restart_s * rate(j)
-            new_gb = int(c.global_batch[j])
+            new_gb = int(c.global_batch[base(j)])
             if new_gb != gb:
                 # Hand over at the same level (capped at what the new batch ever reaches).
                 lv = min(level, truth.max_score(new_gb))
                 e = truth.epochs_to(new_gb, lv)
                 e = 0.0 if not math.isfinite(e) else e
+            if spot is not None:
+                spot.restarted()  # a switch writes a checkpoint: nothing is at risk on the new servers
             actions.append(f"{k}:switch:{i}->{j}")
             i, gb = j, new_gb
+    # A spot run that never finishes (revoked faster than it checkpoints): report it, do not hide it.
+    elapsed = math.inf
+    return record(False)
 
 
 # -- controllers -----------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class Outcome:
     train_cost: float = math.nan  # closed loop: training, restarts (probes are in probe_cost)
     restart_cost: float = 0.0
     restarts: int = 0
+    revocations: int = 0  # closed loop on spot: revocations suffered (benchmarks/closed_loop_spot.py)
+    market: str = "on_demand"  # closed loop: the market the run finished on
     expected_gain: float = 0.0  # value-of-information planner: expected vs realised gain of what it bought
     realised_gain: float = 0.0
     accuracy_runs: int = 0
@@ -327,6 +329,7 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "coverage_epochs_90_unconditional": sum(o.epochs_hits for o in os_) / epochs_n if epochs_n else None,
                 "coverage_epochs_reached_n": reached_n,
                 "mean_restarts": float(np.mean([o.restarts for o in os_])),
+                "mean_revocations": float(np.mean([o.revocations for o in os_])),
                 "mean_accuracy_runs": float(np.mean([o.accuracy_runs for o in os_])),
                 # value-of-information planner: summed gains as shares of the oracle's cost
                 "median_expected_gain_share": float(np.median([o.expected_gain / o.oracle_cost for o in os_])),
