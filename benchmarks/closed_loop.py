@@ -522,47 +522,26 @@ class SuccessController:
     def assess(self, p: Progress | None, *, target: float, deadline_s: float | None):
         """``(usable, here, P(success), expected remaining cost, remaining time)`` of every
         candidate of a probed GPU type; ``p`` None: before the job starts (nothing done)."""
-        from cotune.models._curve import extrapolate_curve, prior_from_model
-        from cotune.solver import remaining_work
+        from cotune.solver import job_outlook, remaining_work
 
         m = self.models(p)
         c = self.candidates
         usable = np.flatnonzero(np.isin(c.gpu, [c.gpus.index(g) for g in m.time_models]))
         sub = subset(c, usable)
         est = estimate(sub, m, target=target, price_per_hour=self.price_per_hour)
-        gb = sub.global_batch.astype(float)
-        ub, inv = np.unique(gb, return_inverse=True)
-        to_target = m.predict_epochs(ub, target)
-        e_model = np.asarray(to_target.epochs_if_reached, float)[inv]
-        s_model = np.asarray(to_target.log_sigma, float)[inv]
-        p_model = np.asarray(to_target.p_reach, float)[inv]
-        if p is None:
-            d_model = np.zeros(len(sub))
-        else:
-            d_model = np.asarray(m.predict_epochs(ub, p.level).epochs_if_reached, float)[inv]
-            d_model = np.where(np.isfinite(d_model), d_model, 0.0)
         here = int(np.flatnonzero(usable == p.index)[0]) if (p is not None and p.index in usable) else None
-
-        e_hat, s_hat, p_hat, done = e_model.copy(), s_model.copy(), p_model.copy(), d_model.copy()
+        running = np.zeros(len(sub), dtype=bool)
         if here is not None:
-            own = [e for e in p.evals if e.global_batch == p.global_batch]
-            prior = prior_from_model(m.accuracy, global_batch=float(p.global_batch), target=target, interval=self.interval)
-            try:
-                fc = extrapolate_curve([e.epoch for e in own], [e.metric for e in own], target=target,
-                                       goal=self.goal, interval=self.interval, prior=prior)  # type: ignore[arg-type]
-            except (OverflowError, ValueError):
-                fc = None
-            if fc is not None and math.isfinite(fc.epochs_if_reached) and fc.epochs_if_reached > 0:
-                base = e_model[here]
-                shift = math.log(fc.epochs_if_reached / base) if math.isfinite(base) and base > 0 else 0.0
-                shift = float(np.clip(shift, -math.log(4.0), math.log(4.0)))
-                e_hat = e_model * math.exp(shift)
-                done = d_model * math.exp(shift)
-                e_hat[here], s_hat[here], done[here] = fc.epochs_if_reached, fc.log_sigma, p.epochs_done
-                p_hat = np.where(gb >= p.global_batch, np.minimum(p_model, fc.p_reach), p_model)
-                p_hat[here] = fc.p_reach
-            else:
-                done[here] = p.epochs_done
+            running[here] = True
+        own = [] if p is None else [e for e in p.evals if e.global_batch == p.global_batch]
+        o = job_outlook(
+            m, global_batch=sub.global_batch, target=target, goal=self.goal,  # type: ignore[arg-type]
+            running=running, running_batch=None if p is None else float(p.global_batch),
+            epochs_done=0.0 if p is None else p.epochs_done, level=None if p is None else p.level,
+            curve_epochs=[e.epoch for e in own] if here is not None else (),
+            curve_metric=[e.metric for e in own] if here is not None else (), interval=self.interval,
+        )
+        e_hat, s_hat, p_hat, done = o.epochs, o.log_sigma, o.p_reach, o.done_epochs
         restart = np.full(len(sub), 0.0 if p is None else p.restart_s)
         if here is not None:
             restart[here] = 0.0

@@ -41,6 +41,10 @@ class RemainingWork:
     p_reach: np.ndarray
     time_s: np.ndarray
     cost: np.ndarray
+    # Conditional median epochs left (given reached) and, with ``confidence=q``, the time by
+    # which the option succeeds with probability q (∞ where its P(success) never gets there).
+    epochs: np.ndarray | None = None
+    time_at_confidence_s: np.ndarray | None = None
 
 
 def remaining_work(
@@ -54,6 +58,7 @@ def remaining_work(
     rate_per_s: np.ndarray,
     remaining_s: float | None,
     max_epochs: np.ndarray | None = None,
+    confidence: float | None = None,
 ) -> RemainingWork:
     """P(success), time and cost of the remaining work of every option (module doc).
 
@@ -61,7 +66,10 @@ def remaining_work(
     estimate, chance 0); ``done_epochs`` the hand-over epoch at each option;
     ``remaining_s`` the time left to the deadline (None: no deadline); ``max_epochs``
     where an option's schedule ends (its learning-rate schedule: a target not reached by
-    then is missed; None or ∞: no end).
+    then is missed; None or ∞: no end); ``confidence`` q: also the time by which each
+    option has succeeded with probability q, ``ρ + τ·(x_q − d)`` where
+    ``1 − F(x_q) = S·(1 − q/p')`` (∞ when ``q ≥ p'``; the deadline and schedule do not
+    cap it: it is the time the option *needs*).
     """
     from cotune.models._normal import norm_cdf, norm_ppf
 
@@ -94,10 +102,20 @@ def remaining_work(
             budget = np.minimum(budget, np.asarray(max_epochs, float))
         f_budget = np.where(np.isfinite(budget), norm_cdf((np.log(np.maximum(budget, 1e-300)) - log_e) / sigma), 1.0)
         on_time = np.clip((f_budget - f_done) / surv, 0.0, 1.0)
+        at_q = None
+        if confidence is not None:
+            r = np.clip(float(confidence) / np.maximum(p_cond, 1e-300), 0.0, 1.0)
+            log_q = log_e + sigma * -norm_ppf(np.maximum(surv * (1.0 - r), 1e-300))
+            # The same exponential tail as the median (r = ½ gives it back).
+            tail_q = np.log(np.maximum(done, 1e-300)) + sigma * -np.log1p(-np.minimum(r, 1 - 1e-12)) / np.maximum(z_done, 1.0)
+            x_q = np.exp(np.where(done > 0, np.maximum(log_q, tail_q), log_q))
+            at_q = np.where(r < 1.0, np.maximum(x_q - done, 0.0) * tau_safe + restart, np.inf)
     ok &= np.isfinite(time_s)
     return RemainingWork(
         p_success=np.where(ok, p_cond * on_time, 0.0),
         p_reach=np.where(ok, p_cond, 0.0),
         time_s=np.where(ok, time_s, np.inf),
         cost=np.where(ok, np.asarray(rate_per_s, float) * time_s, np.inf),
+        epochs=np.where(ok, np.maximum(median - done, 0.0), np.inf),
+        time_at_confidence_s=None if at_q is None else np.where(ok, at_q, np.inf),
     )

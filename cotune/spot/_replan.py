@@ -1,16 +1,27 @@
 """Re-planning a running job: the best configuration for the *remaining* work.
 
-Remaining work when the batch changes. The accuracy model gives epochs to the target
-``E(B)`` at a *fixed* global batch ``B``. A run that did ``e`` epochs at ``B_old`` has
-covered the fraction ``φ = e / E(B_old)`` of its way to the target; we assume that
-fraction carries over to any new batch, so the remaining epochs at ``B_new`` are::
+Remaining work as a distribution. Every option — stay, or switch to another GPU type,
+worker count, market or batch — gets the belief of :func:`cotune.solver.job_outlook`
+about the job's *total* epochs at its batch and the epoch where it resumes there, and
+:func:`cotune.solver.remaining_work` turns it into the remaining work *given the target
+is not reached yet*: ``P(success)`` within the remaining deadline, the conditional median
+time and cost, an interval and the time at the requested confidence. This is the same
+pair of functions the closed-loop replay (``benchmarks/closed_loop.py``) decides with.
 
-    epochs_remaining(B_new) = (1 − φ) · E(B_new)
+* Without the job's own curve (``progress`` given by hand), the model's epochs answer
+  and a switch resumes at the same share of the work: ``φ = e / E(B_old)`` done, so
+  ``(1 − φ)·E(B_new)`` epochs are left at median (exact at ``B_new = B_old`` and
+  consistent with the critical-batch law, ``E(B) = E_min(1 + B/B_noise)``, which
+  scales every stage of training alike).
+* With the job's tracked records (``cotune.track.Tracker``; ``job`` set), the curve it
+  trained so far at its batch is extrapolated and pooled with the model's prior there;
+  the job's shift from the model (``Ê_job / E_model(B_old)``, at most ``MAX_SHIFT`` either
+  way) scales the model at every batch, and a switch resumes where the new batch reaches
+  the best metric already reached.
 
-(a first-order approximation: exact when ``B_new = B_old``, and consistent with the
-critical-batch law, where ``E(B) = E_min(1 + B/B_noise)`` scales every stage of
-training alike). Every candidate's training time, interval and cost scale by
-``1 − φ``.
+Spot and mixed options go through the spot stage on their remaining work; their
+revocation-aware time stretches the epoch time and the revocation-count variance adds
+to the spread of their ``P(success)``.
 
 Decision. The current configuration ("stay": same GPU, market and local batch on the
 workers left after losses and additions) pays no restart; every other candidate pays
@@ -28,17 +39,8 @@ probability form (the rule the closed-loop benchmark replays):
   not traded for a cheaper gamble;
 * staying falls below ``q``: switch to the best alternative that keeps it.
 
-The job's own curve. When the profile holds the running job's tracked records
-(``cotune.track.Tracker``; ``job`` set), the curve it trained so far at its batch is
-extrapolated (:func:`cotune.models._curve.extrapolate_curve`) and pooled with the
-accuracy model's prior at that batch; its forecast ``E_job`` replaces ``E(B_old)``, so
-``φ = e / E_job``, and the model's epochs at every batch are scaled by
-``r = E_job / E_model(B_old)`` — the job tells how far off the model is for *this* run::
-
-    epochs_remaining(B_new) = (1 − φ) · r · E_model(B_new)
-
 Models are fitted on every step record (the job's step windows included) but only on
-offline curves. Without tracked records the model's ``E(B_old)`` is used, as before.
+offline curves.
 
 Money. ``progress.spent`` is what the job has cost so far; with a ``budget`` (the whole
 job's), options must fit ``budget − spent``. Without a cluster file only on-demand
@@ -141,8 +143,10 @@ class ReplanResult:
 
 
 def remaining_fraction(models, *, global_batch: int, epochs_done: float, target: float) -> float:
-    """``1 − φ`` with ``φ = epochs_done / E(global_batch)`` clipped to ``[0, 1]``."""
-    need = float(models.predict_epochs(np.array([float(global_batch)]), target).epochs[0])
+    """``1 − φ`` with ``φ = epochs_done / E(global_batch)`` clipped to ``[0, 1]`` (the model's
+    median epochs given the target is reached; a job's own curve refines it in ``replan``)."""
+    pred = models.predict_epochs(np.array([float(global_batch)]), target)
+    need = float(np.asarray(getattr(pred, "epochs_if_reached", pred.epochs), float)[0])
     if not math.isfinite(need):
         raise InputError(
             f"the accuracy model predicts that global batch {global_batch} never reaches the target {target:g}, "
@@ -151,18 +155,68 @@ def remaining_fraction(models, *, global_batch: int, epochs_done: float, target:
     return float(min(max(1.0 - epochs_done / need, 0.0), 1.0))
 
 
-def _scale(est, fraction: float, startup_s: float):
-    """Training parts of the estimates times ``fraction``; start-up (restart) kept."""
-    def sc(a):
-        return startup_s + (a - startup_s) * fraction
+def _best_level(metric, goal: str) -> float | None:
+    """The best metric so far (the metric's own direction); None without a finite one."""
+    m = np.asarray(metric, float)
+    m = m[np.isfinite(m)]
+    if not m.size:
+        return None
+    return float(m.max() if goal == "max" else m.min())
 
-    rate = est.candidates.workers * est.price_per_hour / 3600.0
-    time_s, lower, upper, at_q = sc(est.time_s), sc(est.time_lower_s), sc(est.time_upper_s), sc(est.time_at_confidence_s)
+
+def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confidence: float, interval: float):
+    """Estimates of the *remaining* work of every option, on-demand (``raw``: the whole job's,
+    no start-up): epochs, time and cost are the conditional median given the target is reached
+    (:func:`cotune.solver.remaining_work` on the outlook ``o``), the interval its central
+    ``interval`` quantiles, the time at confidence the time by which ``P(success)`` reaches it."""
+    from cotune.solver import remaining_work
+
+    n = len(raw.candidates)
+    sigma = np.sqrt(np.asarray(o.log_sigma, float) ** 2 + np.asarray(raw.step_log_sigma, float) ** 2)
+    rate = raw.candidates.workers * raw.price_per_hour / 3600.0
+    common = dict(log_sigma=sigma, done_epochs=o.done_epochs, epoch_time_s=raw.epoch_time_s,
+                  restart_s=np.full(n, float(startup_s)), rate_per_s=rate)
+    rw = remaining_work(epochs=o.epochs, p_reach=o.p_reach, remaining_s=remaining_s, confidence=confidence, **common)
+    # Given reached (p = 1), no deadline: the central interval of the remaining time.
+    lo_q, hi_q = (1.0 - interval) / 2.0, (1.0 + interval) / 2.0
+    ones = np.ones(n)
+    lo = remaining_work(epochs=o.epochs, p_reach=ones, remaining_s=None, confidence=lo_q, **common).time_at_confidence_s
+    hi = remaining_work(epochs=o.epochs, p_reach=ones, remaining_s=None, confidence=hi_q, **common).time_at_confidence_s
+    tau = np.asarray(raw.epoch_time_s, float)
+    with np.errstate(invalid="ignore"):
+        e_lo, e_hi = (lo - startup_s) / tau, (hi - startup_s) / tau
     return replace(
-        est, epochs=est.epochs * fraction, epochs_lower=est.epochs_lower * fraction, epochs_upper=est.epochs_upper * fraction,
-        time_s=time_s, time_lower_s=lower, time_upper_s=upper, time_at_confidence_s=at_q,
-        cost=rate * time_s, cost_lower=rate * lower, cost_upper=rate * upper,
+        raw, epochs=rw.epochs, epochs_lower=e_lo, epochs_upper=e_hi, time_s=rw.time_s, time_lower_s=lo, time_upper_s=hi,
+        time_at_confidence_s=rw.time_at_confidence_s, cost=rw.cost, cost_lower=rate * lo, cost_upper=rate * hi,
+        p_reach=rw.p_reach, log_sigma_time=sigma, p_success=rw.p_success, time_if_reached_s=rw.time_s,
+        log_sigma_success=None,
     )
+
+
+def _spot_success(est, o, *, startup_s: float, remaining_s: float):
+    """``P(success)`` after the spot stage: on spot and mixed rows the revocation-aware time
+    stretches the epoch time (``τ' = τ · (T_spot − ρ)/(T − ρ)``) and the revocation-count
+    variance adds to the spread; on-demand rows keep theirs."""
+    from cotune.solver import remaining_work
+
+    c = est.candidates
+    n = len(c)
+    moved = ~c.in_market("on_demand")
+    if not moved.any():
+        return est
+    tau = np.asarray(est.epoch_time_s, float)
+    work = np.asarray(est.epochs, float) * tau
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stretch = np.where(moved & (work > 0), (np.asarray(est.time_s, float) - startup_s) / work, 1.0)
+    stretch = np.where(np.isfinite(stretch) & (stretch > 0), stretch, 1.0)
+    extra = np.zeros(n) if est.log_sigma_success is None else np.maximum(
+        np.asarray(est.log_sigma_success, float) ** 2 - np.asarray(est.log_sigma_time, float) ** 2, 0.0)
+    sigma = np.sqrt(np.asarray(est.log_sigma_time, float) ** 2 + np.where(moved, extra, 0.0))
+    rw = remaining_work(
+        epochs=o.epochs, log_sigma=sigma, p_reach=o.p_reach, done_epochs=o.done_epochs, epoch_time_s=tau * stretch,
+        restart_s=np.full(n, float(startup_s)), rate_per_s=np.zeros(n), remaining_s=remaining_s,
+    )
+    return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
 
 
 def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: int):
@@ -221,8 +275,8 @@ def replan(
     """
     from cotune.models import fit_models
     from cotune.solver import (
-        DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, feasibility, lr_scale,
-        ranked, with_success,
+        DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, job_outlook, lr_scale,
+        ranked,
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
@@ -254,22 +308,40 @@ def replan(
     cl.offer(progress.gpu)
 
     notes: list[str] = []
-    forecast = None
-    if job is not None and job.global_batch == progress.global_batch and job.curve_epochs:
-        forecast = _job_forecast(models, job, target=target, goal=loaded.workload.goal, interval=req.interval)  # type: ignore[union-attr]
+    goal = models.accuracy.goal if loaded is None else loaded.workload.goal
+    # The job's own curve counts when it is at the batch the job runs now (epochs after a
+    # batch change count from the job's start: cotune.models.curve_columns).
+    own = job is not None and job.global_batch == progress.global_batch and bool(job.curve_epochs)
+    curve = (job.curve_epochs, job.curve_metric) if own else ((), ())
+    level = _best_level(curve[1], goal) if own else None
+
+    def outlook(cands, *, running: bool):
+        # The running configuration resumes where it is; after lost or added workers its
+        # batch differs, and it resumes like any switch, at the level already reached.
+        gb = np.asarray(cands.global_batch)
+        return job_outlook(
+            models, global_batch=gb, target=target, goal=goal,
+            running=(gb == progress.global_batch) & running, running_batch=float(progress.global_batch),
+            epochs_done=progress.epochs_done, level=level, curve_epochs=curve[0], curve_metric=curve[1],
+            interval=req.interval,
+        )
+
+    here = outlook(SimpleNamespace(global_batch=np.array([progress.global_batch])), running=True)
+    forecast = here.forecast
+    total_here = float(here.epochs[0])
+    if not (math.isfinite(total_here) and total_here > 0):
+        raise InputError(
+            f"the accuracy model predicts that global batch {progress.global_batch} never reaches the target {target:g}, "
+            "so progress toward it is undefined: check --current and --target"
+        )
+    done = float(min(max(progress.epochs_done / total_here, 0.0), 1.0))
+    left = 1.0 - done
     if forecast is not None and math.isfinite(forecast.epochs_if_reached):
-        left, ratio = _remaining_from_forecast(models, forecast, global_batch=progress.global_batch,
-                                               epochs_done=progress.epochs_done, target=target)
-        notes.append(_forecast_note(forecast, ratio))
-    else:
-        left, ratio = remaining_fraction(models, global_batch=progress.global_batch, epochs_done=progress.epochs_done,
-                                         target=target), 1.0
-        if forecast is not None:
-            notes.append(f"the job's own curve at global batch {progress.global_batch} gives no finite forecast "
-                         f"({'; '.join(forecast.notes) or 'it does not reach the target'}): the accuracy model's "
-                         "epochs are used")
-    work = left * ratio  # remaining epochs at any batch = work × E_model(batch)
-    done = 1.0 - left
+        notes.append(_forecast_note(forecast, math.exp(here.shift)))
+    elif forecast is not None or own:
+        notes.append(f"the job's own curve at global batch {progress.global_batch} gives no finite forecast "
+                     f"({'; '.join(forecast.notes) if forecast is not None and forecast.notes else 'it does not reach the target'}): "
+                     "the accuracy model's epochs are used")
     on_line = min(progress.elapsed_s / deadline_s, 1.0)
     ahead = done >= on_line
     ck = cl.checkpoint
@@ -290,13 +362,19 @@ def replan(
     notes = list(space_notes) + list(plan.notes) + notes
     table = plan.price_table(space.gpus)
 
-    def evaluate(cands, startup: float):
-        est = estimate(cands, models, target=target, price_per_hour=table, startup_s=startup, confidence=confidence)
-        est = _scale(est, work, startup)
-        return plan.adjust(est, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
+    q = DEFAULT_CONFIDENCE if confidence is None else confidence
+
+    def evaluate(cands, startup: float, *, running: bool):
+        # The remaining work of every option as a distribution (cotune.solver.job_outlook →
+        # remaining_work, the closed-loop replay's belief), then the spot stage on it.
+        raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
+        o = outlook(cands, running=running)
+        rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval)
+        adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
+        return _spot_success(adj, outlook(adj.candidates, running=running), startup_s=startup, remaining_s=remaining_s), details
 
     new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
-    est, _details = evaluate(new_cands, restart_s)
+    est, _details = evaluate(new_cands, restart_s, running=False)
     mask = np.ones(len(est.candidates), dtype=bool)
     if not ahead and req.cluster is not None:
         mask &= ~est.candidates.in_market("spot")
@@ -304,17 +382,17 @@ def replan(
             f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used): spot-only plans "
             "left out (on-demand, or mixed which starts on on-demand)"
         )
-    # Every option's P(success) of the remaining work within the remaining deadline
-    # (restart included); the decision is cotune.solver.decide_replan's probability form,
-    # the one rule the closed-loop benchmark replays.
-    q = DEFAULT_CONFIDENCE if confidence is None else confidence
-    est = with_success(est, deadline_s=remaining_s, startup_s=restart_s)
-    ok = feasibility(est, deadline_s=remaining_s, budget=budget_left, confidence=confidence).all & mask
+    # Every option carries the P(success) of its remaining work within the remaining
+    # deadline (restart included); confidence q means P(success) ≥ q, and the decision is
+    # cotune.solver.decide_replan's probability form, the rule the closed-loop replay runs.
+    ok = (np.asarray(est.p_success, float) >= q) & mask
+    if budget_left is not None:
+        ok &= est.cost <= budget_left
 
     stay = None
     if progress.market in ("on_demand", "spot", "mixed"):
-        s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0)
-        s_est = with_success(s_est, deadline_s=remaining_s, startup_s=0.0)
+        s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0,
+                            running=True)
         rows = np.flatnonzero(s_est.candidates.in_market(progress.market))
         if rows.size:
             i = int(rows[0])
@@ -415,32 +493,14 @@ def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[s
     return parse_cluster({"version": 1, "gpus_per_host": req.gpus_per_host, "gpu": gpus}, source="(on-demand servers at --price)")
 
 
-def _job_forecast(models: Any, job: Any, *, target: float, goal: str, interval: float):
-    """The job's own curve extrapolated and pooled with the accuracy model's prior at its batch."""
-    from cotune.models._curve import extrapolate_curve, prior_from_model
+def _forecast_note(forecast: Any, factor: float) -> str:
+    from cotune.solver import MAX_SHIFT
 
-    prior = prior_from_model(models.accuracy, global_batch=job.global_batch, target=target, interval=interval)
-    return extrapolate_curve(job.curve_epochs, job.curve_metric, target=target, goal=goal, interval=interval, prior=prior)
-
-
-def _remaining_from_forecast(models: Any, forecast: Any, *, global_batch: int, epochs_done: float, target: float) -> tuple[float, float]:
-    """``(1 − φ, r)``: the fraction of the work left by the job's forecast, and the ratio of
-    the job's epochs to the model's at its batch (1 when the model has no finite epochs)."""
-    total = forecast.epochs_if_reached
-    left = 0.0 if forecast.reached else float(min(max(1.0 - epochs_done / total, 0.0), 1.0))
-    pred = models.predict_epochs(np.array([float(global_batch)]), target)
-    if_reached = getattr(pred, "epochs_if_reached", None)
-    model_e = float(np.asarray(pred.epochs if if_reached is None else if_reached)[0])
-    ratio = total / model_e if math.isfinite(model_e) and model_e > 0 else 1.0
-    return left, ratio
-
-
-def _forecast_note(forecast: Any, ratio: float) -> str:
     if forecast.reached:
         return f"the job's own curve reached the target at epoch {forecast.epochs:.3g}"
     lo, hi = forecast.lower, forecast.upper
     return (
         f"the job's own curve ({forecast.n_points} evaluations, {forecast.epochs_seen:.3g} epochs, {forecast.source}) "
         f"forecasts the target at epoch {forecast.epochs_if_reached:.3g} ({forecast.interval:.0%}: {lo:.3g}–{hi:.3g}), "
-        f"reached with probability {forecast.p_reach:.2f}; the model's epochs are scaled by {ratio:.3g} for this job"
+        f"reached with probability {forecast.p_reach:.2f}; the model's epochs are scaled by {factor:.3g} for this job (at most {MAX_SHIFT:g}x either way)"
     )

@@ -87,3 +87,28 @@ def test_a_schedule_that_ends_before_the_target_leaves_no_chance():
     short = _one(done_epochs=[10.0], p_reach=[1.0], max_epochs=np.array([12.0]))
     assert open_end.p_success[0] == pytest.approx(1.0)
     assert short.p_success[0] < 0.05
+
+
+def test_time_at_confidence_is_the_quantile_of_a_monte_carlo_of_the_conditioned_truth():
+    rng = np.random.default_rng(11)
+    p, med, sig, done, tau, restart = 0.9, 30.0, 0.4, 25.0, 5.0, 40.0
+    n = 400_000
+    reached = rng.random(n) < p
+    e = med * np.exp(sig * rng.standard_normal(n))
+    alive = ~(reached & (e <= done))
+    # Time each surviving run needs (∞ when it never reaches); its q-quantile over all survivors.
+    need = np.where(reached, np.maximum(e - done, 0.0) * tau + restart, np.inf)[alive]
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+             restart_s=[restart], confidence=0.6)
+    assert r.p_reach[0] > 0.6
+    assert r.time_at_confidence_s[0] == pytest.approx(np.quantile(need, 0.6), rel=0.02)
+
+
+def test_time_at_confidence_is_infinite_when_the_chance_never_gets_there():
+    r = _one(p_reach=[0.5], confidence=0.6)
+    assert math.isinf(r.time_at_confidence_s[0]) and math.isfinite(r.time_s[0])
+
+
+def test_remaining_epochs_are_the_conditional_median_left():
+    r = _one(done_epochs=[0.0])
+    assert r.epochs[0] == pytest.approx(20.0) and r.time_s[0] == pytest.approx(r.epochs[0] * 10.0)

@@ -49,7 +49,26 @@ def test_progress_comes_from_the_tracked_records(job_path: Path, cifar_models) -
     assert r.forecast is not None and r.forecast.source == "curve+prior"
     assert r.progress_fraction == pytest.approx(last / r.forecast.epochs_if_reached)
     assert r.stay.workers == 4 and r.stay.local_batch == 128
-    assert r.stay.epochs == pytest.approx(r.forecast.epochs_if_reached - last, rel=1e-6)  # the job's own forecast
+
+
+def test_stay_is_the_median_of_the_job_forecast_given_the_target_is_not_reached_yet(job_path: Path, cifar_models) -> None:
+    from scipy.stats import norm
+
+    from cotune.solver import Candidates, estimate
+
+    r = _replan(job_path, cifar_models)
+    last, fc = r.epochs_done, r.forecast
+    one = lambda v: np.array([v])  # noqa: E731
+    row = Candidates(gpus=("t4",), markets=("on_demand",), gpu=one(0), market=one(0), workers=one(4), hosts=one(1),
+                     local_batch=one(128))
+    step_sigma = float(estimate(row, cifar_models, target=TARGET, price_per_hour=np.array([[0.526]])).step_log_sigma[0])
+    sigma = math.hypot(fc.log_sigma, step_sigma)
+    # Total epochs log-normal around the job's forecast, conditioned on E > epochs done:
+    # P(E > x | E > d) = ½ at the conditional median x.
+    survive = norm.sf((math.log(last) - math.log(fc.epochs_if_reached)) / sigma)
+    median = fc.epochs_if_reached * math.exp(sigma * norm.isf(survive / 2))
+    assert r.stay.epochs == pytest.approx(median - last, rel=1e-6)
+    assert r.stay.epochs > fc.epochs_if_reached - last  # not reached by now is evidence of more work
 
 
 def test_a_job_slower_to_learn_than_the_model_has_more_work_left(tmp_path: Path, job_path: Path, cifar_models) -> None:

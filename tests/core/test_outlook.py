@@ -1,0 +1,74 @@
+"""The job's outlook: what its progress says about the total epochs at every batch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cotune import load_profile
+from cotune.solver import MAX_SHIFT, job_outlook
+
+TARGET = 0.94
+BATCHES = np.array([256, 512, 1024, 2048])
+
+
+def _model_curve(stretch: float, up_to: float):
+    """The bundled CIFAR-10 curve at global batch 512, its epochs stretched (a slower job)."""
+    p = load_profile("cifar10-resnet18")
+    ev = sorted((e for e in p.evals if e.global_batch == 512 and e.seed == min(x.seed for x in p.evals)), key=lambda e: e.epoch)
+    pts = [(e.epoch * stretch, e.metric) for e in ev if e.epoch * stretch <= up_to]
+    return [x for x, _ in pts], [y for _, y in pts]
+
+
+def _model(cifar_models, batches, level=None):
+    pred = cifar_models.predict_epochs(np.asarray(batches, float), TARGET if level is None else level)
+    return np.asarray(pred.epochs_if_reached, float)
+
+
+def test_before_the_job_starts_the_model_answers_and_nothing_is_done(cifar_models) -> None:
+    o = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max")
+    assert np.allclose(o.epochs, _model(cifar_models, BATCHES)) and np.all(o.done_epochs == 0.0)
+    assert o.shift == 0.0 and o.forecast is None
+
+
+def test_a_slower_job_shifts_every_batch_by_its_own_factor(cifar_models) -> None:
+    ep, mt = _model_curve(1.6, 90.0)
+    running = BATCHES == 512
+    o = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=running,
+                    epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    assert o.forecast is not None and o.shift > 0
+    model = _model(cifar_models, BATCHES)
+    others = ~running
+    assert np.allclose(o.epochs[others] / model[others], math.exp(o.shift))
+    assert o.epochs[running][0] == pytest.approx(o.forecast.epochs_if_reached)
+    assert o.done_epochs[running][0] == ep[-1]
+    # Elsewhere the job resumes where that batch reaches the level already reached.
+    at_level = _model(cifar_models, BATCHES[others], level=max(mt))
+    assert np.allclose(o.done_epochs[others], at_level * math.exp(o.shift))
+
+
+def test_the_shift_is_believed_up_to_max_shift(cifar_models) -> None:
+    ep, mt = _model_curve(8.0, 520.0)
+    o = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=BATCHES == 512,
+                    epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    assert o.shift == pytest.approx(math.log(MAX_SHIFT))
+
+
+def test_larger_batches_reach_no_more_often_than_the_running_one(cifar_models) -> None:
+    ep, mt = _model_curve(1.0, 12.0)
+    running = BATCHES == 512
+    o = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=running,
+                    epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    p_model = np.asarray(cifar_models.predict_epochs(BATCHES.astype(float), TARGET).p_reach, float)
+    assert np.all(o.p_reach[BATCHES > 512] <= o.forecast.p_reach + 1e-12)
+    assert np.allclose(o.p_reach[BATCHES < 512], p_model[BATCHES < 512])
+
+
+def test_without_a_level_a_switch_resumes_at_the_same_share_of_the_work(cifar_models) -> None:
+    o = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=np.zeros(4, bool),
+                    running_batch=512.0, epochs_done=10.0)
+    model = _model(cifar_models, BATCHES)
+    share = 10.0 / _model(cifar_models, [512])[0]
+    assert np.allclose(o.done_epochs, share * model) and o.shift == 0.0
