@@ -302,9 +302,9 @@ class SpotSuccessController(SuccessController):
     revocations), cotune's spot model (:func:`cotune.spot.revocation_estimate`) gives the
     expected time ``E[T](W)`` and the time at the confidence ``T_q(W)``: the row's remaining
     time becomes ``E[T]``, its cost pays ``E[T] − W`` more at its price, and its
-    ``P(success)`` is that of a deadline ``T_q − W`` shorter — linear between the wrapped
-    ``P`` at the deadline and at the deadline less the largest such allowance (one more
-    assessment). Behind the straight line (done share of the work ``<`` elapsed share of
+    ``P(success)`` is that of a deadline ``T_q − W`` shorter (the wrapped assessment at
+    three shorter deadlines, ``A/16``, ``A/4`` and ``A`` for the largest allowance ``A``,
+    piecewise linear in between). Behind the straight line (done share of the work ``<`` elapsed share of
     the deadline) spot rows get ``P = 0``: the job moves to on-demand (``cotune replan``'s
     uniform-progress rule).
     """
@@ -340,9 +340,16 @@ class SpotSuccessController(SuccessController):
             rem_time[risky] = work + extra
             a_max = float(allowance.max()) if allowance.size else 0.0
             if deadline_s is not None and a_max > 0:
-                _, _, p_short, _, _ = super().assess(p, target=target, deadline_s=deadline_s - a_max)
-                p_short = np.asarray(p_short, float)[risky]
-                p_succ[risky] = p_succ[risky] - (p_succ[risky] - p_short) * (allowance / a_max)
+                # P(success) within a deadline shorter by each row's allowance: the wrapped
+                # assessment at a few shorter deadlines (the allowances span the rows' server
+                # counts, hence the geometric grid), piecewise linear in between.
+                grid = a_max * np.array([0.0, 1.0 / 16.0, 0.25, 1.0])
+                wrapped = super().assess
+                at = [p_succ[risky]] + [
+                    np.asarray(wrapped(p, target=target, deadline_s=deadline_s - a)[2], float)[risky] for a in grid[1:]
+                ]
+                table = np.stack(at, axis=-1)
+                p_succ[risky] = [np.interp(a, grid, row) for a, row in zip(allowance, table)]
         if self.line_rule and p is not None and deadline_s is not None and here is not None and deadline_s > 0:
             # Behind the line the job leaves spot for on-demand — where an on-demand option keeps
             # the confidence (the rule assumes on-demand can catch up; where none can, the

@@ -225,6 +225,23 @@ def markdown(data: dict) -> str:
         for r in cal:
             lines.append(f"| {r['setting']} | {r['family']} | {r['probes']} | {_frac(r['promised_q50'])} | {_frac(r['delivered_q50'])} | "
                          f"{_frac(r['promised_q90'])} | {_frac(r['delivered_q90'])} |")
+    spot = [r for r in reg["summary"] if r["setting"] == "closed-loop" and r["family"] in ("cotune_closed_spot", "cotune_open_spot")]
+    if spot:
+        cluster = (data.get("config") or {}).get("cluster") or "benchmarks/clusters/spot_replay.toml"
+        lines += ["", "### Spot revocations in the closed loop", "",
+                  f"Spot policies planned and replayed with the cluster file `{cluster}` (revocations Poisson, seeded "
+                  "per scenario; see benchmarks/README.md § Spot revocations). Regret counts every cost, against the "
+                  "on-demand oracle.", "",
+                  "| policy | probes | miss rate | misses: no plan / target / deadline / gave up | median regret | "
+                  "training regret | delivered at q=0.9 | revocations per run | restarts per run |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in spot:
+            m = r["misses"]
+            lines.append(
+                f"| {r['policy']} | {r['probes']} | {_pct(r['miss_rate'])} | {m['no_plan']} / {m['target']} / {m['deadline']} / "
+                f"{m['gave_up']} | {_pct(r['median_regret'])} | {_pct(r.get('median_regret_training', math.nan))} | "
+                f"{_frac(r['delivered_q90'])} | {r.get('mean_revocations', 0.0):.2f} | {r['mean_restarts']:.2f} |"
+            )
     from benchmarks.reliability import markdown as reliability_markdown
 
     families = {r["policy"]: r["family"] for r in reg["summary"]}
