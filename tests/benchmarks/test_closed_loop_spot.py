@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.traces import data_root
 
@@ -23,6 +25,8 @@ from benchmarks.closed_loop_spot import (
     SpotSpace,
     sample_revocations,
     scenario_seed,
+    spot_controller,
+    spot_plan,
     use_cluster,
 )
 from benchmarks.regret import run_scenario, summarize
@@ -176,3 +180,62 @@ def test_the_bundled_cluster_is_read_by_cotunes_parser_and_a_bad_one_is_refused(
 
     assert main(["--cluster", str(tmp_path / "missing.toml"), "--settings", "closed-loop"]) == 2
     use_cluster(None)
+
+
+_SPACES: dict[float, SpotSpace] = {}
+
+
+def _space(rate: float) -> SpotSpace:
+    if rate not in _SPACES:
+        _SPACES[rate] = SpotSpace.of(_scenario(), _cluster(rate))
+    return _SPACES[rate]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rate=st.sampled_from([0.0, 1.0, 20.0]),
+    tau=st.floats(min_value=10.0, max_value=5000.0),
+    pieces=st.lists(st.floats(min_value=0.0, max_value=3000.0), min_size=1, max_size=8),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_spot_segments_never_gain_time_and_lose_only_unsaved_work(rate: float, tau: float, pieces: list[float], seed: int) -> None:
+    space = _space(rate)
+    j = int(np.flatnonzero(space.candidates.in_market("spot"))[0])
+    replay = SpotReplay(space=space, stream=RevocationStream(seed), checkpoint_interval_s=np.full(len(space.candidates), tau))
+    saved = 0.0  # training since the last checkpoint, tracked from the outside
+    wait = float(space.revocation_restart_s[j])
+    for k, want in enumerate(pieces):
+        seg = replay.advance(j, work_s=want, final=k == len(pieces) - 1)
+        assert 0.0 <= seg.work_s <= want + 1e-9 and seg.wall_s >= seg.work_s - 1e-9
+        if seg.revoked:
+            assert rate > 0 and not seg.finished and seg.wall_s >= wait
+            assert seg.lost_s <= min(tau, saved + seg.work_s) + 1e-6  # never more than one interval, never saved work
+            saved = 0.0
+        else:
+            assert seg.lost_s == 0.0 and seg.finished == (k == len(pieces) - 1)
+            saved = (saved + seg.work_s) % tau if math.isfinite(tau) else saved + seg.work_s
+        if rate == 0.0:  # no revocation: the wall time is the work plus whole 20 s checkpoint writes
+            writes = (seg.wall_s - seg.work_s) / 20.0
+            assert not seg.revoked and abs(writes - round(writes)) < 1e-6 and round(writes) <= want / tau + 1
+
+
+def test_the_spot_controller_charges_revocations_to_spot_options_only() -> None:
+    scn = _scenario(deadline=3.0)
+    ev = scn.evidence("closed-loop")
+    out = {}
+    for rate in (0.0, 2.0):
+        space = SpotSpace.of(scn, _cluster(rate))
+        plan = spot_plan(scn, 6, planner="cotune_q90", confidence=0.9, name="t", space=space)
+        ctrl = spot_controller(scn, ev, plan, 0.9, space)
+        usable, _, p, cost, t = ctrl.assess(None, target=scn.target, deadline_s=scn.deadline_s)
+        wrapped = super(type(ctrl), ctrl).assess(None, target=scn.target, deadline_s=scn.deadline_s)
+        out[rate] = (space.candidates.in_market("spot")[usable], p, cost, t, wrapped)
+    spot, p0, c0, t0, w0 = out[0.0]
+    assert spot.any() and (~spot).any()
+    # no revocations: exactly the wrapped assessment (spot rows priced at the spot price)
+    assert np.array_equal(p0, w0[2]) and np.array_equal(c0, w0[3]) and np.array_equal(t0, w0[4])
+    spot2, p2, c2, t2, w2 = out[2.0]
+    fin = spot2 & np.isfinite(c2) & np.isfinite(w2[3])
+    assert fin.any()
+    assert np.all(c2[fin] > w2[3][fin]) and np.all(t2[fin] > w2[4][fin]) and np.all(p2[spot2] <= w2[2][spot2] + 1e-12)
+    assert np.array_equal(p2[~spot2], w2[2][~spot2]) and np.array_equal(c2[~spot2], w2[3][~spot2])
