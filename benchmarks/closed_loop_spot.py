@@ -81,7 +81,9 @@ __all__ = [
     "SpotSpace",
     "SpotReplay",
     "SpotSuccessController",
+    "spot_controller",
     "spot_plan",
+    "run_spot",
 ]
 
 DEFAULT_CLUSTER = Path(__file__).with_name("clusters") / "spot_replay.toml"
