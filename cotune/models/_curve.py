@@ -12,7 +12,8 @@ Method
    diverged evaluations add no progress, and the curve is its running maximum — the
    quantity that reaches a target first.
 2. **Saturating families.** Three families of Domhan et al. (2015) / Klein et al. (2017)
-   are fitted by bounded least squares to the best-so-far curve, in coordinates scaled
+   are fitted by bounded least squares to the best-so-far curve from the last point of
+   its flat head (the evaluations before it first improves), in coordinates scaled
    so the observed rise is 1 and the last seen epoch is 1 (``u = epoch / epoch_seen``):
 
    * ``pow3`` — ``y = a − b·u^(−c)``;
@@ -273,6 +274,14 @@ def fit_curve_families(epochs: np.ndarray, best: np.ndarray) -> tuple[list[Curve
 
     pos = epochs > 0
     x, y = epochs[pos], best[pos]
+    if x.size:
+        # A curve that sits at its first value before it starts to improve (a warm-up, a
+        # WER stuck at 100) is fitted from its last point on that flat head: the
+        # saturating families describe the rise, and a head of equal points would pass
+        # for evidence of a curve that has barely moved (an asymptote read off two
+        # rising points).
+        head = int(np.flatnonzero(y <= y[0])[-1])
+        x, y = x[head:], y[head:]
     if x.size < MIN_CURVE_POINTS:
         return [], 0.0, 0.0, float(epochs[-1]) if epochs.size else 0.0
     lo, hi, seen = float(y[0]), float(y[-1]), float(x[-1])
@@ -422,7 +431,14 @@ def forecast_from_fits(
         )
     else:
         usable = int(np.count_nonzero(epochs > 0))
-        why = "has not risen" if usable >= MIN_CURVE_POINTS else f"has {usable} evaluation(s) after epoch 0"
+        yp = best[epochs > 0]
+        rising = int(yp.size - np.flatnonzero(yp <= yp[0])[-1]) if yp.size else 0
+        if usable < MIN_CURVE_POINTS:
+            why = f"has {usable} evaluation(s) after epoch 0"
+        elif rising <= 1:
+            why = "has not risen"
+        else:
+            why = f"has risen over only its last {rising} evaluations"
         notes.append(f"the job's curve {why}: too little to fit a saturating curve (needs {MIN_CURVE_POINTS} rising points)")
     if prior is None:
         if curve is None:
@@ -480,7 +496,9 @@ def combine_with_prior(
     # Two estimates that disagree by more than their spreads allow are not both right:
     # the excess squared gap is shared out as extra variance on each (a random-effects
     # correction, DerSimonian–Laird with two studies), so the pooled interval widens
-    # instead of confidently splitting the difference.
+    # instead of confidently splitting the difference. (Scaling both variances by the
+    # gap's ratio instead — Birge — keeps a sharp, wrong prior in charge of a job whose
+    # own curve shows it 1.6× slower: tests/track/test_replan_progress.py.)
     excess = max((c_mu - p_mu) ** 2 - (cs**2 + ps**2), 0.0)
     cs, ps = math.sqrt(cs**2 + excess / 2.0), math.sqrt(ps**2 + excess / 2.0)
     wc, wp = 1.0 / cs**2, 1.0 / ps**2

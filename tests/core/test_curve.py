@@ -67,6 +67,22 @@ def test_a_curve_too_short_to_fit_says_so_and_leaves_the_prior_in_charge() -> No
     assert with_prior.p_reach == 0.8
 
 
+def test_a_flat_head_does_not_count_as_rising_points() -> None:
+    # A WER stuck at 100 for eight evaluations, then two small improvements: no curve to fit.
+    e = np.arange(1.0, 11.0)
+    wer = [100.0] * 8 + [99.8, 98.8]
+    f = extrapolate_curve(e, wer, target=25.0, goal="min", prior=EpochsPrior(median_epochs=30.0, log_sigma=0.8, p_reach=0.7))
+    assert f.source == "prior" and f.epochs_if_reached == pytest.approx(30.0) and "last 3 evaluations" in f.notes[0]
+
+
+def test_a_curve_that_rises_after_a_flat_head_is_fitted_from_the_rise() -> None:
+    e = np.arange(1.0, 15.0)
+    late = np.where(e <= 6, 0.4, _saturating(e - 5.0))  # flat until epoch 6, then a saturating rise
+    f = extrapolate_curve(e, late, target=0.85)
+    assert f.source == "curve" and f.asymptote == pytest.approx(0.9, abs=0.03)
+    assert f.lower <= 5.0 + 5.0 * math.log(0.5 / 0.05) <= f.upper
+
+
 def test_precision_weighting_of_agreeing_estimates_is_their_weighted_log_mean() -> None:
     e = np.arange(1.0, 9.0)
     curve = extrapolate_curve(e, _saturating(e), target=0.85)
