@@ -332,8 +332,8 @@ class SpotSuccessController(SuccessController):
                 q = 0.5 if self.confidence is None else self.confidence
                 t_q = np.asarray(time_at_confidence_s(rev, q), float)
             t_mean = np.asarray(rev.expected_time_s, float)
-            # A remaining work of ~1e11 s or more (a hopeless row: P(success) ~ 0 already) overflows
-            # the spot model to NaN; such rows stay as the wrapped assessment has them.
+            # A remaining work of ~1e11 s or more (a hopeless row: P(success) ~ 0 already) takes
+            # forever on spot (∞ from the spot model); such rows stay as the wrapped assessment has them.
             sane = np.isfinite(t_mean) & np.isfinite(t_q)
             allowance = np.where(sane, np.maximum(t_q - work, 0.0), 0.0)
             extra = np.where(sane, np.maximum(t_mean - work, 0.0), 0.0)

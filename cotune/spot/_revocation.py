@@ -102,7 +102,10 @@ def expected_time_for_segments(
     tau = np.asarray(work_s, float) / k
     full = expected_segment_time_s(tau + checkpoint_write_s, rate_per_s, restart_s)
     last = expected_segment_time_s(tau, rate_per_s, restart_s)
-    return (k - 1.0) * full + last
+    # One segment has no checkpointed ones: 0 of them, even when one would take forever
+    # (0·∞ would be NaN; the answer is the last segment's time, ∞ for hopeless work).
+    with np.errstate(invalid="ignore"):
+        return np.where(k > 1.0, (k - 1.0) * full, 0.0) + last
 
 
 @dataclass(frozen=True)
@@ -160,8 +163,10 @@ def _truncated_exp_sd(length_s: np.ndarray, lam: np.ndarray) -> np.ndarray:
         safe_lam = np.where(lam > 0, lam, 1.0)
         em1 = np.expm1(x)
         var = 1.0 / safe_lam**2 - length_s**2 * np.exp(x) / em1**2
-    # Small λL: the formula cancels catastrophically; the uniform limit is L²/12.
-    var = np.where(x < 1e-3, length_s**2 / 12.0, var)
+        # Small λL: the formula cancels catastrophically; the uniform limit is L²/12. Large
+        # λL: the truncation no longer matters (L²e^{−λL} is nothing), the variance is 1/λ²
+        # (the formula itself would be ∞/∞).
+        var = np.where(x < 1e-3, length_s**2 / 12.0, np.where(x > 50.0, 1.0 / safe_lam**2, var))
     return np.sqrt(np.clip(np.nan_to_num(var, nan=0.0, posinf=0.0), 0.0, None))
 
 
@@ -191,16 +196,20 @@ def revocation_estimate(
     expected = expected_time_for_segments(w, k, lam, delta, restart)
     tau = w / k
     full_len = tau + delta
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         x_full, x_last = lam * full_len, lam * tau
-        mean_n = (k - 1.0) * np.expm1(x_full) + np.expm1(x_last)
-        var_n = (k - 1.0) * np.expm1(x_full) * np.exp(x_full) + np.expm1(x_last) * np.exp(x_last)
+        several = k > 1.0  # (k − 1)·∞ is 0 for one segment, not NaN
+        mean_n = np.where(several, (k - 1.0) * np.expm1(x_full), 0.0) + np.expm1(x_last)
+        var_n = np.where(several, (k - 1.0) * np.expm1(x_full) * np.exp(x_full), 0.0) + np.expm1(x_last) * np.exp(x_last)
     checkpointed = w + (k - 1.0) * delta
     # c̄ = R + revocation-weighted mean lost work (equal to (E[T] − W_c)/E[N], computed stably)
     with np.errstate(over="ignore", invalid="ignore"):
-        m_full, m_last = (k - 1.0) * np.expm1(x_full), np.expm1(x_last)
-        lost = m_full * full_len * _mean_lost_fraction(x_full) + m_last * tau * _mean_lost_fraction(x_last)
+        m_full, m_last = np.where(several, (k - 1.0) * np.expm1(x_full), 0.0), np.expm1(x_last)
+        lost = np.where(several, m_full * full_len * _mean_lost_fraction(x_full), 0.0) + m_last * tau * _mean_lost_fraction(x_last)
         penalty = restart + np.where(mean_n > 0, lost / np.where(mean_n > 0, mean_n, 1.0), 0.5 * np.where(k > 1, full_len, tau))
+        # Work so long that revocations are countless (∞/∞): each loses 1/λ on average,
+        # the mean of an exponential that nothing truncates.
+        penalty = np.where(np.isfinite(mean_n), penalty, restart + 1.0 / np.where(lam > 0, lam, 1.0))
     sd_u = _truncated_exp_sd(np.where(k > 1, full_len, tau), lam)
     inf = np.full(w.shape, np.inf)
     return RevocationEstimate(

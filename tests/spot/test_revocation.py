@@ -121,3 +121,12 @@ def test_mixed_policy_meets_its_schedule_and_costs_between_markets():
     assert 0.05 < share < 0.95
     cost = sim.cost(workers=1, spot_price_per_hour=0.3, on_demand_price_per_hour=1.0).mean()
     assert 0.3 * work / 3600 < cost < 1.0 * deadline / 3600
+
+
+@pytest.mark.parametrize("work_s", [1e12, 1e15])
+def test_hopeless_work_takes_forever_and_is_never_nan(work_s):
+    # Revocations so frequent against so much work that no checkpointing finishes it:
+    # the expected time and its quantile are ∞ (an option to rule out), not NaN.
+    r = revocation_estimate(work_s=work_s, rate_per_s=0.4 / 3600, checkpoint_write_s=20.0, restart_s=150.0)
+    assert np.isinf(r.expected_time_s) and np.isinf(r.expected_revocations)
+    assert np.isfinite(r.penalty_s) and np.isinf(time_at_confidence_s(r, 0.9))
