@@ -57,7 +57,7 @@ from benchmarks.closed_loop import (
     ClosedLoopRun,
     Progress,
     SuccessController,
-    _best_chance_row,
+    _start_anyway,
     _success_controller,
     _truth,
     simulate,
@@ -406,18 +406,6 @@ def spot_plan(scn: Scenario, budget: int, *, planner: str, confidence: float | N
     )
 
 
-def _start_anyway(plan: Plan, controller: SpotSuccessController, scn: Scenario) -> Plan:
-    """No plan reaches the confidence: the watched job starts at its best chance."""
-    if plan.index is not None:
-        return plan
-    usable, _, p_succ, cost, rem_time = controller.assess(None, target=scn.target, deadline_s=scn.deadline_s)
-    k = _best_chance_row(p_succ, cost)
-    if k is None:
-        return plan
-    return dataclasses.replace(plan, index=int(usable[k]), predicted_cost=float(cost[k]),
-                               predicted_time_s=float(rem_time[k]), p_success=float(p_succ[k]))
-
-
 def run_spot(scn: Scenario, evidence: Evidence, budget: int, *, name: str, planner: str, confidence: float | None,
              closed: bool, cluster: Cluster | None = None) -> ClosedLoopRun:
     """One spot policy on one scenario: plan on both markets, run on the truth with revocations."""
@@ -425,7 +413,7 @@ def run_spot(scn: Scenario, evidence: Evidence, budget: int, *, name: str, plann
     plan = spot_plan(scn, budget, planner=planner, confidence=confidence, name=name, space=space)
     controller = spot_controller(scn, evidence, plan, confidence, space) if closed else None
     if controller is not None:
-        plan = _start_anyway(plan, controller, scn)
+        plan = _start_anyway(scn, plan, controller)  # the spot controller is a SuccessController
     if plan.index is None:
         rec = dict(reached=False, gave_up=False, time_s=math.inf, train_cost=0.0, restart_cost=0.0, restarts=0,
                    final_index=None, actions=(), revocations=0)

@@ -26,15 +26,19 @@ def test_without_deadline_or_progress_the_chance_is_the_reach_probability():
     assert r.cost[0] == pytest.approx(2.0)
 
 
-def test_probability_matches_a_monte_carlo_of_the_conditioned_truth():
-    # Seeded synthetic truth: reach ~ Bernoulli(p), epochs ~ log-normal; keep the runs not
-    # reached by the hand-over epoch, count those that reach within the remaining time.
-    rng = np.random.default_rng(7)
-    p, med, sig, done, tau, left_s = 0.7, 30.0, 0.4, 25.0, 5.0, 60.0
-    n = 400_000
+def _conditioned_truth(seed: int, *, p: float, med: float, sig: float, done: float, n: int = 400_000):
+    """Seeded synthetic truth: reach ~ Bernoulli(p), epochs ~ log-normal(med, sig); ``alive``
+    marks the runs not reached by the hand-over epoch ``done``."""
+    rng = np.random.default_rng(seed)
     reached = rng.random(n) < p
     e = med * np.exp(sig * rng.standard_normal(n))
-    alive = ~(reached & (e <= done))
+    return reached, e, ~(reached & (e <= done))
+
+
+def test_probability_matches_a_monte_carlo_of_the_conditioned_truth():
+    # Of the runs not reached by the hand-over epoch, those that reach within the remaining time.
+    p, med, sig, done, tau, left_s = 0.7, 30.0, 0.4, 25.0, 5.0, 60.0
+    reached, e, alive = _conditioned_truth(7, p=p, med=med, sig=sig, done=done)
     truth = np.mean((reached & (e <= done + left_s / tau))[alive])
     r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau], remaining_s=left_s)
     assert r.p_success[0] == pytest.approx(truth, abs=0.01)
@@ -90,12 +94,8 @@ def test_a_schedule_that_ends_before_the_target_leaves_no_chance():
 
 
 def test_time_at_confidence_is_the_quantile_of_a_monte_carlo_of_the_conditioned_truth():
-    rng = np.random.default_rng(11)
     p, med, sig, done, tau, restart = 0.9, 30.0, 0.4, 25.0, 5.0, 40.0
-    n = 400_000
-    reached = rng.random(n) < p
-    e = med * np.exp(sig * rng.standard_normal(n))
-    alive = ~(reached & (e <= done))
+    reached, e, alive = _conditioned_truth(11, p=p, med=med, sig=sig, done=done)
     # Time each surviving run needs (∞ when it never reaches); its q-quantile over all survivors.
     need = np.where(reached, np.maximum(e - done, 0.0) * tau + restart, np.inf)[alive]
     r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
