@@ -58,6 +58,7 @@ __all__ = [
     "CURVE_MARGIN_OFFSET",
     "CURVE_MARGIN_SCALE",
     "CURVE_SIGMA_FLOOR",
+    "HETEROGENEITY_GAP",
     "MIN_CURVE_POINTS",
     "CurveFit",
     "CurveForecast",
@@ -78,6 +79,9 @@ CURVE_KAPPA = 0.835
 CURVE_MARGIN_SCALE = 10.0
 CURVE_MARGIN_OFFSET = 2.0
 CURVE_SIGMA_FLOOR = 0.05
+# Pooling with the prior: a squared gap between the two log-epoch estimates counts as
+# disagreement only beyond this many times its expected size (χ²₁'s 90 % quantile).
+HETEROGENEITY_GAP = 2.706
 # Fewer improving points than this and the curve is not fitted: the prior answers alone.
 MIN_CURVE_POINTS = 5
 
@@ -469,9 +473,9 @@ def combine_with_prior(
     """Pool a curve forecast with a batch-level prior by precision in log epochs.
 
     ``log E = (ln E_c / σ_c² + ln E_p / σ_p²) / (1/σ_c² + 1/σ_p²)``, ``σ⁻² = σ_c⁻² + σ_p⁻²``,
-    where a gap ``d`` between the two larger than their spreads allow first adds
-    ``(d² − σ_c² − σ_p²)/2`` to each variance; the reach probabilities are averaged with
-    the same weights. Epochs the job has
+    where a gap ``d`` between the two larger than chance allows first adds
+    ``(d² − g·(σ_c² + σ_p²))/2`` to each variance (``g`` = :data:`HETEROGENEITY_GAP`, the
+    90 % quantile of χ²₁); the reach probabilities are averaged with the same weights. Epochs the job has
     already trained without reaching the target truncate the prior: its median is moved
     to at least the last seen epoch. Without a curve the prior answers alone.
     """
@@ -494,12 +498,16 @@ def combine_with_prior(
         )
     c_mu, cs = math.log(curve.epochs_if_reached), curve.log_sigma
     # Two estimates that disagree by more than their spreads allow are not both right:
-    # the excess squared gap is shared out as extra variance on each (a random-effects
-    # correction, DerSimonian–Laird with two studies), so the pooled interval widens
-    # instead of confidently splitting the difference. (Scaling both variances by the
-    # gap's ratio instead — Birge — keeps a sharp, wrong prior in charge of a job whose
-    # own curve shows it 1.6× slower: tests/track/test_replan_progress.py.)
-    excess = max((c_mu - p_mu) ** 2 - (cs**2 + ps**2), 0.0)
+    # the squared gap beyond what chance explains is shared out as extra variance on each
+    # (a random-effects correction, DerSimonian–Laird with two studies), so the pooled
+    # interval widens instead of confidently splitting the difference. "What chance
+    # explains" is the 90 % quantile of the gap's χ²₁ (HETEROGENEITY_GAP), not its mean:
+    # with the mean, a curve that says almost nothing (σ ≈ 600 in log epochs: one step up
+    # and a plateau) wiped out a sharp prior at a measured batch (σ 0.02) and sent a BERT
+    # job's forecast to 1e46 epochs. (Scaling both variances by the gap's ratio instead —
+    # Birge — keeps a sharp, wrong prior in charge of a job whose own curve shows it 1.6×
+    # slower: tests/track/test_replan_progress.py.)
+    excess = max((c_mu - p_mu) ** 2 - HETEROGENEITY_GAP * (cs**2 + ps**2), 0.0)
     cs, ps = math.sqrt(cs**2 + excess / 2.0), math.sqrt(ps**2 + excess / 2.0)
     wc, wp = 1.0 / cs**2, 1.0 / ps**2
     mu = (wc * c_mu + wp * p_mu) / (wc + wp)
