@@ -266,6 +266,12 @@ def best_so_far(epochs: Sequence[float], metric: Sequence[float], *, goal: Liter
     return e[keep], best[keep]
 
 
+def _rise_start(best: np.ndarray) -> int:
+    """Index of the last point of a best-so-far curve's flat head (the points equal to its
+    first value, before it first improves): where its rise starts."""
+    return int(np.flatnonzero(best <= best[0])[-1])
+
+
 def fit_curve_families(epochs: np.ndarray, best: np.ndarray) -> tuple[list[CurveFit], float, float, float]:
     """Fit the saturating families to a best-so-far curve.
 
@@ -284,7 +290,7 @@ def fit_curve_families(epochs: np.ndarray, best: np.ndarray) -> tuple[list[Curve
         # saturating families describe the rise, and a head of equal points would pass
         # for evidence of a curve that has barely moved (an asymptote read off two
         # rising points).
-        head = int(np.flatnonzero(y <= y[0])[-1])
+        head = _rise_start(y)
         x, y = x[head:], y[head:]
     if x.size < MIN_CURVE_POINTS:
         return [], 0.0, 0.0, float(epochs[-1]) if epochs.size else 0.0
@@ -436,7 +442,7 @@ def forecast_from_fits(
     else:
         usable = int(np.count_nonzero(epochs > 0))
         yp = best[epochs > 0]
-        rising = int(yp.size - np.flatnonzero(yp <= yp[0])[-1]) if yp.size else 0
+        rising = int(yp.size - _rise_start(yp)) if yp.size else 0
         if usable < MIN_CURVE_POINTS:
             why = f"has {usable} evaluation(s) after epoch 0"
         elif rising <= 1:

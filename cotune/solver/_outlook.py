@@ -74,6 +74,7 @@ def job_outlook(
     curve_epochs: Sequence[float] = (),
     curve_metric: Sequence[float] = (),
     interval: float = 0.9,
+    forecast: Any = None,
 ) -> JobOutlook:
     """The belief of the module doc at every option.
 
@@ -82,7 +83,9 @@ def job_outlook(
     None or all False: the job has not started, nothing is done); ``running_batch``: the
     job's batch (default: the first running option's); ``level``: the best metric so far
     (None: unknown); ``curve_epochs``/``curve_metric``: the job's own evaluations at its
-    batch (epochs counted at that batch).
+    batch (epochs counted at that batch); ``forecast``: that curve's forecast when the
+    caller already has it (a :attr:`JobOutlook.forecast` of the same job, target and
+    interval) — the curve is then not fitted again.
     """
     from cotune.models._curve import extrapolate_curve, prior_from_model
 
@@ -110,8 +113,7 @@ def job_outlook(
     else:
         d_model = np.zeros(n)
 
-    forecast = None
-    if len(curve_epochs):
+    if forecast is None and len(curve_epochs):
         prior = prior_from_model(models.accuracy, global_batch=float(running_batch), target=target, interval=interval)
         try:
             forecast = extrapolate_curve(list(curve_epochs), list(curve_metric), target=target, goal=goal,

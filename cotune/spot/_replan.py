@@ -315,7 +315,7 @@ def replan(
     curve = (job.curve_epochs, job.curve_metric) if own else ((), ())
     level = _best_level(curve[1], goal) if own else None
 
-    def outlook(cands, *, running: bool):
+    def outlook(cands, *, running: bool, forecast=None):
         # The running configuration resumes where it is; after lost or added workers its
         # batch differs, and it resumes like any switch, at the level already reached.
         gb = np.asarray(cands.global_batch)
@@ -323,11 +323,11 @@ def replan(
             models, global_batch=gb, target=target, goal=goal,
             running=(gb == progress.global_batch) & running, running_batch=float(progress.global_batch),
             epochs_done=progress.epochs_done, level=level, curve_epochs=curve[0], curve_metric=curve[1],
-            interval=req.interval,
+            interval=req.interval, forecast=forecast,
         )
 
     here = outlook(SimpleNamespace(global_batch=np.array([progress.global_batch])), running=True)
-    forecast = here.forecast
+    forecast = here.forecast  # the job's curve is fitted once; every later outlook reuses it
     total_here = float(here.epochs[0])
     if not (math.isfinite(total_here) and total_here > 0):
         raise InputError(
@@ -368,10 +368,12 @@ def replan(
         # The remaining work of every option as a distribution (cotune.solver.job_outlook →
         # remaining_work, the closed-loop replay's belief), then the spot stage on it.
         raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
-        o = outlook(cands, running=running)
+        o = outlook(cands, running=running, forecast=forecast)
         rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval)
         adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
-        return _spot_success(adj, outlook(adj.candidates, running=running), startup_s=startup, remaining_s=remaining_s), details
+        # The spot stage may drop mixed rows: the outlook of the rows it kept (no refit).
+        kept = outlook(adj.candidates, running=running, forecast=forecast)
+        return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s), details
 
     new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
     est, _details = evaluate(new_cands, restart_s, running=False)
