@@ -1,0 +1,508 @@
+"""Step time on public throughput data the step-time model was never calibrated on.
+
+``KAPPA_STEP`` (:mod:`cotune.models._step_time`) was measured on the bundled Pollux T4
+profiles alone. This benchmark checks the step-time model where it has never looked:
+
+* **Sia SOSP'23** (``sia-sosp23/traces/<model>/placements-<cluster>.csv`` and
+  ``scalability-<cluster>.csv``): six models on Azure V100 (8/node, up to 40 GPUs),
+  DGX-A100 (8/node, two batch grids), Quadro RTX 6000 (4, one node) and RTX 2080 Ti
+  (8/node, up to 24 GPUs). Per-GPU ``local_bsz``, ``step_time`` in seconds per
+  iteration; a ``placement`` string's digit count is the node count, its digit sum the
+  GPU count.
+* **ElasticFlow ASPLOS'23** (``elasticflow-asplos23/throughputs_A100/<model>.csv``):
+  strong scaling on 1–64 A100 (8 per VM), iterations per second at a fixed *global*
+  batch: ``step_time_s = 1 / value``, ``local_batch = global / GPUs``, ``hosts =
+  ceil(GPUs / 8)``.
+* **Gavel OSDI'20** (``gavel_simulation_throughputs_flat.csv``) K80, P100 and V100,
+  1/2/4/8 GPUs in one server or spread across servers, and the **Shockwave NSDI'23**
+  re-measured V100 rows (TACC and WISR clusters): worker-steps per second summed over
+  the workers, so ``step_time_s = num_gpus / throughput``; batch per worker.
+
+Each trace becomes what a user would have paid for — probes on ≤ 2 workers, on ≤ 4
+workers, or on one host (every local batch of the trace at those placements) — and is
+fitted exactly as :func:`cotune.models.fit_models` fits a GPU type (outlier records
+left out, then ``StepTimeModel(interval=0.9, n_bootstrap=16, random_state=0)``).
+Every other measured row is predicted; reported per dataset and per distance (whole
+doublings of workers beyond the largest probed worker count, 0 = within it, on more
+hosts): n, median |log error| and the share of truths inside the 90 % interval.
+
+Rows that are not measurements are skipped and counted (see :data:`SKIPPED` in the
+output): zero or empty cells (not run / infeasible), copies of another file's rows,
+job types measured on one GPU only, and Shockwave rows inherited from Gavel.
+
+    python -m benchmarks.public_step_time [--json FILE] [--data DIR] [--reference]
+
+``--reference`` adds the Pollux T4 traces (the calibration data) as a separate row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "CUTS",
+    "DataError",
+    "Trace",
+    "elasticflow_rows",
+    "evaluate",
+    "gavel_step_time_s",
+    "load_all",
+    "load_elasticflow",
+    "load_gavel",
+    "load_pollux_t4",
+    "load_sia",
+    "main",
+    "predictions",
+    "sia_placement",
+    "summarise",
+]
+
+# GPUs per node of each Sia cluster suffix (sia-sosp23/SOURCE.md, from simulator_config.py).
+SIA_GPUS_PER_NODE = {"azure": 8, "dgx": 8, "dgx-ext": 8, "quad": 4, "rtx": 8}
+SIA_HARDWARE = {
+    "azure": "V100 32 GB (Azure ND40rs_v2)",
+    "dgx": "A100 40 GB (DGX, limited batch grid)",
+    "dgx-ext": "A100 40 GB (DGX, extended batch grid)",
+    "quad": "Quadro RTX 6000",
+    "rtx": "RTX 2080 Ti",
+}
+ELASTICFLOW_GPUS_PER_VM = 8  # Azure Standard_ND96asr_A100 (elasticflow-asplos23/SOURCE.md)
+# Probe sets a user pays for: (label, rows of a trace that are probed).
+CUTS: tuple[tuple[str, str], ...] = (("<=2 workers", "w2"), ("<=4 workers", "w4"), ("one host", "h1"))
+_GAVEL_MODELS = ("ResNet-18", "ResNet-50", "Transformer", "LM")
+
+
+class DataError(ValueError):
+    """A throughput file that is not what its name says (unknown layout, missing columns, bad cells)."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every measured step time of one model on one GPU type and cluster."""
+
+    dataset: str  # e.g. "sia-azure", "elasticflow-a100", "gavel-k80", "shockwave-tacc-v100"
+    model: str
+    workers: np.ndarray
+    hosts: np.ndarray
+    local_batch: np.ndarray
+    step_time_s: np.ndarray
+    source: str  # file(s) the rows came from
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}/{self.model}"
+
+
+@dataclass
+class Skipped:
+    """Rows left out of the benchmark, counted by reason."""
+
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def add(self, reason: str, n: int = 1) -> None:
+        if n:
+            self.counts[reason] += int(n)
+
+
+# -- unit conversion (pure) -------------------------------------------------------------
+def sia_placement(placement: str | int, *, gpus_per_node: int) -> tuple[int, int]:
+    """``(workers, hosts)`` of a Sia placement string: one digit per node, the GPUs used on it."""
+    text = str(placement).strip()
+    if not re.fullmatch(r"[1-9]+", text) or any(int(c) > gpus_per_node for c in text):
+        raise DataError(
+            f"placement {text!r} is not one digit 1..{gpus_per_node} per node: "
+            "expected e.g. '88' (two nodes of eight GPUs); check the file's placement column"
+        )
+    return sum(int(c) for c in text), len(text)
+
+
+def elasticflow_rows(global_batch: float, gpus: int, iterations_per_s: float, *, gpus_per_host: int) -> tuple[int, int, float, float] | None:
+    """``(workers, hosts, local_batch, step_time_s)`` of one ElasticFlow cell, None when it is no measurement.
+
+    The cell is iterations per second at a fixed global batch (strong scaling); an empty
+    or zero cell was not run, and a global batch that does not split into whole
+    per-GPU batches cannot have been run either.
+    """
+    if not math.isfinite(iterations_per_s) or iterations_per_s <= 0:
+        return None
+    local = global_batch / gpus
+    if local < 1 or local != int(local):
+        return None
+    return gpus, math.ceil(gpus / gpus_per_host), float(local), 1.0 / iterations_per_s
+
+
+def gavel_step_time_s(worker_steps_per_s: float, num_gpus: int) -> float:
+    """Seconds per synchronous iteration from Gavel's throughput, summed over the workers."""
+    return num_gpus / worker_steps_per_s
+
+
+# -- loaders ---------------------------------------------------------------------------
+_TEXT_COLUMNS = ("placement", "gpu_type", "model")
+
+
+def _read_csv(path: Path, needed: tuple[str, ...], what: str):
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {exc}; expected {what}") from None
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(map(str, frame.columns)) or 'none'}); "
+            f"expected {what}"
+        )
+    for c in needed:
+        if c in _TEXT_COLUMNS or pd.api.types.is_numeric_dtype(frame[c]):
+            continue
+        numbers = pd.to_numeric(frame[c], errors="coerce")
+        bad = numbers.isna() & frame[c].notna()
+        if bad.any():
+            raise DataError(f"{path}: column {c} has non-numeric value {frame[c][bad].iloc[0]!r}; expected {what}")
+        frame[c] = numbers
+    return frame
+
+
+_SIA_FILE = re.compile(r"(placements|scalability)-([a-z0-9-]+)\.csv")
+
+
+def _read_placement_layout(path: Path, *, kind: str, gpus_per_node: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(workers, hosts, local_batch, step_time_s)`` of a Pollux/Sia ``placements`` or ``scalability`` file."""
+    if kind == "placements":
+        f = _read_csv(path, ("placement", "local_bsz", "step_time"), "columns placement, local_bsz, step_time")
+        wh = [sia_placement(p, gpus_per_node=gpus_per_node) for p in f["placement"]]
+        workers = np.array([w for w, _ in wh], float)
+        hosts = np.array([h for _, h in wh], float)
+    else:
+        f = _read_csv(path, ("local_bsz", "step_time", "num_nodes", "num_replicas"), "columns local_bsz, step_time, num_nodes, num_replicas")
+        workers = f["num_replicas"].to_numpy(float)
+        hosts = f["num_nodes"].to_numpy(float)
+        if np.any(workers > hosts * gpus_per_node) or np.any(hosts < 1) or np.any(workers < hosts):
+            raise DataError(f"{path}: num_replicas must lie in [num_nodes, {gpus_per_node} × num_nodes]; check the file's columns")
+    return workers, hosts, f["local_bsz"].to_numpy(float), f["step_time"].to_numpy(float)
+
+
+def load_sia_file(path: Path) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(cluster, workers, hosts, local_batch, step_time_s)`` of one Sia trace file."""
+    m = _SIA_FILE.fullmatch(path.name)
+    if not m or m.group(2) not in SIA_GPUS_PER_NODE:
+        raise DataError(
+            f"unknown Sia throughput file {path.name!r}: expected placements-<cluster>.csv or scalability-<cluster>.csv "
+            f"with cluster one of {', '.join(SIA_GPUS_PER_NODE)}"
+        )
+    kind, cluster = m.groups()
+    return (cluster, *_read_placement_layout(path, kind=kind, gpus_per_node=SIA_GPUS_PER_NODE[cluster]))
+
+
+def _keep_measured(workers, hosts, batch, step, skipped: Skipped, where: str):
+    ok = np.isfinite(step) & (step > 0) & np.isfinite(batch) & (batch > 0)
+    skipped.add(f"{where}: step time or batch missing, zero or negative (not measured)", int(np.count_nonzero(~ok)))
+    return workers[ok], hosts[ok], batch[ok], step[ok]
+
+
+def _dedupe(cols: list[np.ndarray], skipped: Skipped, reason: str) -> list[np.ndarray]:
+    """Drop rows identical in (workers, hosts, local batch, step time): one measurement in two files."""
+    key = np.column_stack([cols[0], cols[1], cols[2], np.round(cols[3], 12)])
+    _, first = np.unique(key, axis=0, return_index=True)
+    first = np.sort(first)
+    skipped.add(reason, len(key) - len(first))
+    return [c[first] for c in cols]
+
+
+def load_sia(root: Path, skipped: Skipped) -> list[Trace]:
+    base = root / "sia-sosp23" / "traces"
+    if not base.is_dir():
+        return []
+    traces: dict[tuple[str, str], Trace] = {}
+    for model_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        per_cluster: dict[str, list] = defaultdict(list)
+        files: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(model_dir.glob("*.csv")):
+            if not _SIA_FILE.fullmatch(path.name):
+                continue
+            cluster, w, h, b, s = load_sia_file(path)
+            w, h, b, s = _keep_measured(w, h, b, s, skipped, f"sia {path.name}")
+            per_cluster[cluster].append((w, h, b, s))
+            files[cluster].append(path.name)
+        for cluster, parts in per_cluster.items():
+            cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+            cols = _dedupe(cols, skipped, "sia: scalability rows repeating a placements row (same measurement, other layout)")
+            traces[(model_dir.name, cluster)] = Trace(
+                f"sia-{cluster}", model_dir.name, *cols, source=f"sia-sosp23/traces/{model_dir.name}/{{{','.join(files[cluster])}}}"
+            )
+    # DGX measured twice (two batch grids); where the limited grid is only a copy of the
+    # extended one (ncf), it is the same measurement and counts once.
+    for (model, cluster), t in list(traces.items()):
+        ext = traces.get((model, "dgx-ext"))
+        if cluster == "dgx" and ext is not None:
+            ka = set(zip(t.workers, t.hosts, t.local_batch, np.round(t.step_time_s, 12)))
+            kb = set(zip(ext.workers, ext.hosts, ext.local_batch, np.round(ext.step_time_s, 12)))
+            if ka <= kb:
+                skipped.add("sia: dgx trace that repeats its dgx-ext rows exactly (ncf)", len(ka))
+                del traces[(model, cluster)]
+    return list(traces.values())
+
+
+def load_elasticflow(root: Path, skipped: Skipped) -> list[Trace]:
+    base = root / "elasticflow-asplos23" / "throughputs_A100"
+    if not base.is_dir():
+        return []
+    out = []
+    for path in sorted(base.glob("*.csv")):
+        f = _read_csv(path, ("global_batch_size",), "ElasticFlow columns global_batch_size,1,2,4,...")
+        gpu_cols = [c for c in f.columns if c != "global_batch_size"]
+        if not gpu_cols or not all(str(c).isdigit() for c in gpu_cols):
+            raise DataError(f"{path}: GPU-count columns must be integers, got {gpu_cols}; expected global_batch_size,1,2,4,...")
+        rows = []
+        for _, r in f.iterrows():
+            for c in gpu_cols:
+                v = float(r[c]) if r[c] == r[c] else math.nan
+                got = elasticflow_rows(float(r["global_batch_size"]), int(c), v, gpus_per_host=ELASTICFLOW_GPUS_PER_VM)
+                if got is None:
+                    skipped.add("elasticflow: empty or zero cell (not run or infeasible)")
+                else:
+                    rows.append(got)
+        if rows:
+            w, h, b, s = (np.array(v, float) for v in zip(*rows))
+            out.append(Trace("elasticflow-a100", path.stem, w, h, b, s, source=f"elasticflow-asplos23/throughputs_A100/{path.name}"))
+    return out
+
+
+def _gavel_frame(path: Path):
+    return _read_csv(
+        path,
+        ("gpu_type", "consolidated", "model", "per_worker_batch_size", "num_gpus", "throughput_worker_steps_per_s"),
+        "the flattened Gavel/Shockwave columns (see gavel-osdi20/SOURCE.md)",
+    )
+
+
+def load_gavel(root: Path, skipped: Skipped) -> list[Trace]:
+    """Gavel's K80/P100/V100 tables and Shockwave's re-measured V100 rows.
+
+    Spread-across-servers (``consolidated == 0``) rows get one GPU per server (hosts =
+    GPUs): the source does not record the server count.
+    """
+    out = []
+    specs = [
+        ("gavel", root / "gavel-osdi20" / "gavel_simulation_throughputs_flat.csv", None),
+        ("shockwave-tacc", root / "shockwave-nsdi23" / "tacc_throughputs_flat.csv", "v100"),
+        ("shockwave-wisr", root / "shockwave-nsdi23" / "wisr_throughputs_flat.csv", "v100"),
+    ]
+    for label, path, only in specs:
+        if not path.is_file():
+            continue
+        f = _gavel_frame(path)
+        if only is not None:
+            # Only the consolidated v100 rows were re-measured; the rest are Gavel's, counted there.
+            new = (f.gpu_type == only) & (f.consolidated == 1)
+            skipped.add(f"{label}: rows inherited from Gavel (not re-measured)", int(np.count_nonzero(~new)))
+            f = f[new]
+        single = ~f.model.isin(_GAVEL_MODELS)
+        skipped.add(f"{label}: job types measured on one GPU only (A3C, CycleGAN, Recommendation): nothing to extrapolate", int(single.sum()))
+        f = f[~single]
+        for (gpu, model), g in f.groupby(["gpu_type", "model"], sort=True):
+            thr = g.throughput_worker_steps_per_s.to_numpy(float)
+            ok = np.isfinite(thr) & (thr > 0)
+            skipped.add(f"{label}: zero throughput (did not run, e.g. out of memory)", int(np.count_nonzero(~ok)))
+            g = g[ok]
+            n = g.num_gpus.to_numpy(float)
+            hosts = np.where(g.consolidated.to_numpy() == 1, 1.0, n)
+            cols = [n, hosts, g.per_worker_batch_size.to_numpy(float), gavel_step_time_s(g.throughput_worker_steps_per_s.to_numpy(float), n)]
+            # The 1-GPU row appears under both placement modes: one measurement.
+            cols = _dedupe(cols, skipped, f"{label}: 1-GPU rows repeated under both placement modes")
+            out.append(Trace(f"{label}-{gpu}", str(model), *cols, source=str(path.relative_to(root))))
+    return out
+
+
+def load_pollux_t4(root: Path, skipped: Skipped) -> list[Trace]:
+    """The Pollux T4 traces (4 per g4dn.12xlarge node): the data ``KAPPA_STEP`` was calibrated on, a reference row."""
+    base = root / "pollux-osdi21" / "traces"
+    out = []
+    for model_dir in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
+        parts = []
+        for name in ("placements.csv", "scalability.csv"):
+            path = model_dir / name
+            if path.is_file():
+                w, h, b, s = _read_placement_layout(path, kind=name.split(".")[0], gpus_per_node=4)
+                parts.append(_keep_measured(w, h, b, s, skipped, f"pollux {name}"))
+        if parts:
+            cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+            cols = _dedupe(cols, skipped, "pollux: scalability rows repeating a placements row")
+            out.append(Trace("pollux-t4", model_dir.name, *cols, source=f"pollux-osdi21/traces/{model_dir.name}"))
+    return out
+
+
+def load_all(root: Path) -> tuple[list[Trace], dict[str, int]]:
+    """Every public trace with measured step times the model was not calibrated on, and the skipped rows."""
+    if not root.is_dir():
+        raise DataError(f"data folder {root} does not exist: pass --data pointing at shared/data")
+    skipped = Skipped()
+    traces = load_sia(root, skipped) + load_elasticflow(root, skipped) + load_gavel(root, skipped)
+    if not traces:
+        raise DataError(
+            f"no throughput traces under {root}: expected sia-sosp23/traces, elasticflow-asplos23/throughputs_A100 "
+            "or gavel-osdi20 / shockwave-nsdi23 flat CSVs"
+        )
+    return traces, dict(skipped.counts)
+
+
+# -- evaluation ------------------------------------------------------------------------
+def _probed(t: Trace, cut: str) -> np.ndarray:
+    if cut == "w2":
+        return t.workers <= 2
+    if cut == "w4":
+        return t.workers <= 4
+    if cut == "h1":
+        return t.hosts == 1
+    raise ValueError(f"unknown probe set {cut!r}: expected one of {', '.join(c for _, c in CUTS)}")
+
+
+def fit_like_library(
+    workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray, step_time_s: np.ndarray, *, kappa_step: float | None = None
+):
+    """The step-time model of one GPU type exactly as :func:`cotune.models.fit_models` fits it.
+
+    ``kappa_step`` replaces the library's prior growth (``KAPPA_STEP``) for what-if runs; None keeps it.
+    """
+    from cotune.models import StepTimeModel
+    from cotune.models._outliers import find_step_outliers
+
+    found = find_step_outliers(workers=workers, hosts=hosts, local_batch=local_batch, step_time_s=step_time_s)
+    keep = ~found.mask
+    extra = {} if kappa_step is None else {"kappa_step": kappa_step}
+    return StepTimeModel(interval=0.9, n_bootstrap=16, random_state=0, **extra).fit(
+        workers[keep], hosts[keep], local_batch[keep], step_time_s[keep]
+    )
+
+
+def predictions(t: Trace, cut: str, *, kappa_step: float | None = None) -> list[dict]:
+    """One row per measured configuration outside the probe set: truth, prediction, interval, distance."""
+    train = _probed(t, cut)
+    test = ~train
+    if np.count_nonzero(train) < 2 or not np.any(test) or np.unique(t.workers[train]).size < 2:
+        return []
+    model = fit_like_library(t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train], kappa_step=kappa_step)
+    p = model.predict(t.workers[test], t.hosts[test], t.local_batch[test])
+    w_max = float(t.workers[train].max())
+    truth = t.step_time_s[test]
+    rows = []
+    for i in range(truth.size):
+        w = float(t.workers[test][i])
+        rows.append(
+            dict(
+                dataset=t.dataset,
+                model=t.model,
+                cut=cut,
+                workers=int(w),
+                hosts=int(t.hosts[test][i]),
+                local_batch=float(t.local_batch[test][i]),
+                step_time_s=float(truth[i]),
+                predicted_s=float(p.step_time_s[i]),
+                lower_s=float(p.lower_s[i]),
+                upper_s=float(p.upper_s[i]),
+                log_error=float(math.log(truth[i] / p.step_time_s[i])),
+                covered=bool(p.lower_s[i] <= truth[i] <= p.upper_s[i]),
+                doublings=max(0, math.ceil(math.log2(w / w_max) - 1e-9)),
+                width=float(math.log(p.upper_s[i] / p.lower_s[i])),
+                # super-linear in the probes: more workers were faster per step at some batch
+                superlinear_probes=bool(len(model.departures_) > 0),
+            )
+        )
+    return rows
+
+
+def _stats(rows: list[dict]) -> dict:
+    e = np.abs([r["log_error"] for r in rows])
+    return dict(
+        n=len(rows),
+        median_abs_log_error=float(np.median(e)),
+        mape=float(np.mean(np.abs(np.expm1([r["log_error"] for r in rows])))),
+        coverage_90=float(np.mean([r["covered"] for r in rows])),
+        below=float(np.mean([r["step_time_s"] < r["lower_s"] for r in rows])),
+        above=float(np.mean([r["step_time_s"] > r["upper_s"] for r in rows])),
+        median_log_width=float(np.median([r["width"] for r in rows])),
+    )
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Coverage and error pooled, per dataset, per distance, per probe set and per (dataset, distance)."""
+    if not rows:
+        raise DataError("no configuration to predict: every trace was entirely probed or too small to fit")
+    out: dict = {"pooled": _stats(rows)}
+    for name, keys in (("by_dataset", ("dataset",)), ("by_doublings", ("doublings",)), ("by_cut", ("cut",)), ("by_dataset_doublings", ("dataset", "doublings"))):
+        groups: dict[str, list] = defaultdict(list)
+        for r in rows:
+            groups["/".join(str(r[k]) for k in keys)].append(r)
+        order = sorted(groups, key=lambda g: [int(x) if x.isdigit() else x for x in g.split("/")])
+        out[name] = {g: _stats(groups[g]) for g in order}
+    return out
+
+
+def evaluate(traces: list[Trace], *, kappa_step: float | None = None) -> tuple[list[dict], dict]:
+    """Every trace fitted on each probe set of :data:`CUTS`: the prediction rows and their summary."""
+    rows = [r for t in traces for _, cut in CUTS for r in predictions(t, cut, kappa_step=kappa_step)]
+    return rows, summarise(rows)
+
+
+def _fmt(s: dict) -> str:
+    return f"{s['coverage_90']:.1%} / {s['median_abs_log_error']:.3f} ({s['n']})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.public_step_time", description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="the shared data folder (default: ../shared/data beside the repo)")
+    parser.add_argument("--json", metavar="FILE", default=None, help="also write the summary, rows skipped and every prediction here")
+    parser.add_argument(
+        "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.data:
+            root = Path(args.data)
+        else:
+            from benchmarks.traces import data_root
+
+            root = data_root()
+        traces, skipped = load_all(root)
+        rows, summary = evaluate(traces)
+        reference = evaluate(load_pollux_t4(root, Skipped()))[1] if args.reference else None
+    except (DataError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        payload = dict(summary=summary, reference_pollux_t4=reference, skipped=skipped, traces=[dict(name=t.name, rows=int(t.workers.size), source=t.source) for t in traces], rows=rows)
+        Path(args.json).write_text(json.dumps(payload, indent=1) + "\n")
+    datasets = list(summary["by_dataset"])
+    dists = list(summary["by_doublings"])
+    print(f"{len(traces)} traces, {len(rows)} predictions (probes: {', '.join(l for l, _ in CUTS)})")
+    print("coverage of the 90 % interval / median |log error| (n), by doublings of workers beyond the probes")
+    print(f"{'dataset':22s} " + " ".join(f"{'d=' + d:>24s}" for d in dists) + f" {'all':>24s}")
+    for ds in datasets:
+        cells = [summary["by_dataset_doublings"].get(f"{ds}/{d}") for d in dists]
+        print(f"{ds:22s} " + " ".join(f"{_fmt(c) if c else '':>24s}" for c in cells) + f" {_fmt(summary['by_dataset'][ds]):>24s}")
+    print(f"{'all':22s} " + " ".join(f"{_fmt(summary['by_doublings'][d]):>24s}" for d in dists) + f" {_fmt(summary['pooled']):>24s}")
+    if reference is not None:
+        cells = [reference["by_doublings"].get(d) for d in dists]
+        print(f"{'pollux-t4 (calibration)':22s} " + " ".join(f"{_fmt(c) if c else '':>24s}" for c in cells) + f" {_fmt(reference['pooled']):>24s}")
+    for label, cut in CUTS:
+        if cut in summary["by_cut"]:
+            ref = f"   pollux-t4 {_fmt(reference['by_cut'][cut])}" if reference is not None else ""
+            print(f"probes on {label:12s} {_fmt(summary['by_cut'][cut])}{ref}")
+    print("skipped rows (not measurements):")
+    for reason, n in sorted(skipped.items()):
+        print(f"  {n:5d}  {reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

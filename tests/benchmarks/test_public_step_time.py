@@ -1,0 +1,133 @@
+"""The step-time check on public throughput data (benchmarks/public_step_time.py)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.public_step_time import (
+    DataError,
+    Skipped,
+    elasticflow_rows,
+    evaluate,
+    load_elasticflow,
+    load_gavel,
+    load_sia,
+    main,
+    sia_placement,
+)
+from benchmarks.traces import data_root
+
+DATA = data_root()
+
+
+def test_a_placement_has_one_digit_per_node_and_its_sum_is_the_gpu_count() -> None:
+    assert sia_placement("88", gpus_per_node=8) == (16, 2)
+    assert sia_placement(1111, gpus_per_node=4) == (4, 4)
+    assert sia_placement("17", gpus_per_node=8) == (8, 2)
+    for bad in ("9", "80", "1a"):
+        with pytest.raises(DataError, match="one digit"):
+            sia_placement(bad, gpus_per_node=4 if bad == "9" else 8)
+
+
+def test_an_elasticflow_cell_becomes_seconds_per_step_at_the_per_gpu_batch() -> None:
+    # resnet50.csv, global batch 64: 21.265357623184627 iterations/s on 8 A100 (one VM).
+    frame = pd.read_csv(DATA / "elasticflow-asplos23" / "throughputs_A100" / "resnet50.csv")
+    value = float(frame.loc[frame.global_batch_size == 64, "8"].iloc[0])
+    assert value == pytest.approx(21.265357623184627)
+    assert elasticflow_rows(64, 8, value, gpus_per_host=8) == (8, 1, 8.0, pytest.approx(1 / value))
+    assert elasticflow_rows(64, 16, 21.5, gpus_per_host=8)[:3] == (16, 2, 4.0)  # two VMs of 8
+    assert elasticflow_rows(64, 8, 0.0, gpus_per_host=8) is None  # not run
+    assert elasticflow_rows(32, 64, 14.0, gpus_per_host=8) is None  # half a sample per GPU: never run
+    traces = load_elasticflow(DATA, Skipped())
+    r50 = next(t for t in traces if t.model == "resnet50")
+    i = np.flatnonzero((r50.workers == 8) & (r50.local_batch == 8))
+    assert r50.step_time_s[i] == pytest.approx([1 / value])
+
+
+def test_gavel_throughput_summed_over_workers_becomes_one_iteration_time() -> None:
+    # V100 ResNet-18, batch 16 per worker, 8 GPUs spread across servers: 0.1242 s per iteration.
+    skipped = Skipped()
+    traces = {t.name: t for t in load_gavel(DATA, skipped)}
+    t = traces["gavel-v100/ResNet-18"]
+    i = np.flatnonzero((t.workers == 8) & (t.hosts == 8) & (t.local_batch == 16))
+    assert t.step_time_s[i] == pytest.approx([0.124204], rel=1e-4)
+    # The 1-GPU row is one measurement under both placement modes, counted once.
+    assert np.count_nonzero((t.workers == 1) & (t.local_batch == 16)) == 1
+    assert skipped.counts["shockwave-tacc: rows inherited from Gavel (not re-measured)"] > 0
+
+
+def _slice_root(tmp_path: Path, batches: tuple[int, ...] = (64, 128)) -> Path:
+    src = DATA / "sia-sosp23" / "traces" / "cifar10" / "placements-rtx.csv"
+    frame = pd.read_csv(src)
+    dest = tmp_path / "sia-sosp23" / "traces" / "cifar10"
+    dest.mkdir(parents=True)
+    frame[frame.local_bsz.isin(batches)].to_csv(dest / "placements-rtx.csv", index=False)
+    return tmp_path
+
+
+def test_coverage_is_the_share_of_real_measurements_inside_real_intervals(tmp_path: Path) -> None:
+    traces = load_sia(_slice_root(tmp_path), Skipped())
+    assert [t.name for t in traces] == ["sia-rtx/cifar10"]
+    t = traces[0]
+    rows, summary = evaluate(traces)
+    # Every unprobed row predicted once per probe set: > 2 workers, > 4 workers, several hosts.
+    assert sum(r["cut"] == "w2" for r in rows) == np.count_nonzero(t.workers > 2)
+    assert sum(r["cut"] == "h1" for r in rows) == np.count_nonzero(t.hosts > 1)
+    for r in rows:
+        assert r["lower_s"] <= r["predicted_s"] <= r["upper_s"]
+        assert r["covered"] == (r["lower_s"] <= r["step_time_s"] <= r["upper_s"])
+        assert r["log_error"] == pytest.approx(math.log(r["step_time_s"] / r["predicted_s"]))
+    pooled = summary["pooled"]
+    assert pooled["n"] == len(rows)
+    assert 0.0 <= pooled["coverage_90"] <= 1.0
+    assert pooled["coverage_90"] == pytest.approx(np.mean([r["covered"] for r in rows]))
+    assert pooled["coverage_90"] + pooled["below"] + pooled["above"] == pytest.approx(1.0)
+    assert sum(s["n"] for s in summary["by_doublings"].values()) == len(rows)
+    # 16 GPUs from probes on <= 2: three doublings beyond the largest probed worker count.
+    assert {r["doublings"] for r in rows if r["cut"] == "w2" and r["workers"] == 16} == {3}
+
+
+def test_intervals_widen_with_the_distance_beyond_the_probes(tmp_path: Path) -> None:
+    rows, _ = evaluate(load_sia(_slice_root(tmp_path), Skipped()))
+    w2 = [r for r in rows if r["cut"] == "w2" and r["hosts"] == 1]
+    near = np.median([r["width"] for r in w2 if r["doublings"] == 1])
+    far = np.median([r["width"] for r in w2 if r["doublings"] == 2])
+    assert far > near
+
+
+def test_an_unknown_cluster_file_is_refused_with_exit_2(tmp_path: Path, capsys) -> None:
+    root = _slice_root(tmp_path)
+    shutil.copy(root / "sia-sosp23/traces/cifar10/placements-rtx.csv", root / "sia-sosp23/traces/cifar10/placements-tpu.csv")
+    assert main(["--data", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown Sia throughput file 'placements-tpu.csv'") and err.count("\n") == 1
+
+
+def test_a_file_without_its_columns_is_refused_naming_the_missing_one(tmp_path: Path, capsys) -> None:
+    root = _slice_root(tmp_path)
+    path = root / "sia-sosp23/traces/cifar10/placements-rtx.csv"
+    pd.read_csv(path).drop(columns=["step_time"]).to_csv(path, index=False)
+    assert main(["--data", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "missing column(s) step_time" in err and "Traceback" not in err
+
+
+def test_a_non_numeric_cell_is_refused(tmp_path: Path) -> None:
+    root = _slice_root(tmp_path)
+    path = root / "sia-sosp23/traces/cifar10/placements-rtx.csv"
+    frame = pd.read_csv(path).astype({"step_time": object})
+    frame.loc[0, "step_time"] = "fast"
+    frame.to_csv(path, index=False)
+    with pytest.raises(DataError, match="non-numeric value 'fast'"):
+        load_sia(root, Skipped())
+
+
+def test_a_folder_without_traces_is_refused(tmp_path: Path, capsys) -> None:
+    assert main(["--data", str(tmp_path)]) == 2
+    assert "no throughput traces" in capsys.readouterr().err
