@@ -41,7 +41,8 @@ import sys
 import numpy as np
 
 from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
-from cotune.models._accuracy import AccuracyModel, crossing_epoch
+from cotune.models._accuracy import AccuracyModel, crossing_epoch, target_level
+from cotune.models._isotonic import pava
 from cotune.models._step_time import growth_for_coverage
 
 __all__ = ["errors", "priors", "walk_nodes_left_out", "main"]
@@ -73,9 +74,10 @@ def _fit(w: Workload, visible: list[int], bn: float) -> AccuracyModel:
 
 
 def errors(w: Workload) -> dict[str, list]:
-    """Samples of one workload: ``(|log error|, σ_anchor, doublings)`` of the model's own
-    predictions beyond (reference curve only) and inside (one batch left out), and the
-    plateau steps between adjacent batches."""
+    """Samples of one workload: ``(|log error|, σ_anchor, doublings, level)`` of the
+    model's own predictions beyond (reference curve only; ``level`` the target's place
+    along the reference curve, :func:`cotune.models._accuracy.target_level`) and inside
+    (one batch left out), and the plateau steps between adjacent batches."""
     batches = list(w.batches)
     curves = {b: _best(w, b) for b in batches}
     starts = [float(curves[b][1][0]) for b in batches]
@@ -93,7 +95,9 @@ def errors(w: Workload) -> dict[str, list]:
             if b != ref and math.isfinite(truth):
                 p = one.epochs_to_target(np.array([float(b)]), t)
                 if math.isfinite(p.epochs_if_reached[0]):
-                    beyond.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]), float(p.distance_doublings[0])))
+                    level = float(target_level(float(w.score(t)), one.curve_start_[0], one.curve_plateau_[0]))
+                    beyond.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]),
+                                   float(p.distance_doublings[0]), level))
             if b in loo and math.isfinite(truth):
                 p = loo[b].epochs_to_target(np.array([float(b)]), t)
                 if math.isfinite(p.epochs_if_reached[0]):
@@ -164,8 +168,28 @@ def walk_nodes_left_out(per: dict[str, dict[str, list]]) -> dict[str, dict[str, 
 
 def _calibrated_kappa(samples: list) -> float:
     """κ at which ``|e| ≤ z₀.₉₅ · √(σ_anchor² + κ² d²)`` holds for 90 % of the samples."""
-    e, s, d = (np.array(v, float) for v in zip(*samples))
+    e, s, d = (np.array(v, float) for v in list(zip(*samples))[:3])
     return growth_for_coverage(e, s, d, level=0.9)
+
+
+SHAPE_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def beyond_shape(samples: list) -> tuple[tuple[float, float], ...]:
+    """``KAPPA_BEYOND_SHAPE``: κ calibrated (90 % coverage) in each bin of target level
+    along the reference curve — bins of width 0.1 around ``SHAPE_LEVELS``, the ends
+    open — made non-increasing in the level (pool adjacent violators, weighted by the
+    bin's samples), over the pooled κ."""
+    pooled = _calibrated_kappa(samples)
+    level = np.array([x[3] for x in samples])
+    edges = np.array([-np.inf] + [0.5 * (a + b) for a, b in zip(SHAPE_LEVELS[:-1], SHAPE_LEVELS[1:])] + [np.inf])
+    kappas, counts = [], []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = [x for x, f in zip(samples, level) if lo <= f < hi]
+        kappas.append(_calibrated_kappa(sel) if len(sel) >= 5 else pooled)
+        counts.append(max(len(sel), 1))
+    smooth = pava(np.array(kappas), np.array(counts, float), increasing=False)
+    return tuple((float(f), round(float(k / pooled), 3)) for f, k in zip(SHAPE_LEVELS, smooth))
 
 
 def priors(per: dict[str, dict[str, list]]) -> dict[str, float]:
@@ -176,6 +200,7 @@ def priors(per: dict[str, dict[str, list]]) -> dict[str, float]:
     pooled = {k: [x for e in per.values() for x in e[k]] for k in ("beyond", "inside")}
     return {
         "KAPPA_BEYOND": _calibrated_kappa(pooled["beyond"]),
+        "KAPPA_BEYOND_SHAPE": beyond_shape(pooled["beyond"]),
         "KAPPA_INSIDE": _calibrated_kappa(pooled["inside"]),
         "PLATEAU_WALK": float(np.median([_calibrated_walk(e["reach"]) for e in per.values()])),
         "PLATEAU_WALK_POOLED": _calibrated_walk([x for e in per.values() for x in e["reach"]]),
@@ -230,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
         if name in ("PLATEAU_WALK_NODES", "reach, one workload left out"):
             continue
         print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
+    print("\nKAPPA_BEYOND_SHAPE (level along the reference curve, factor on KAPPA_BEYOND): "
+          + ", ".join(f"{f:.1f} {k:.3f}" for f, k in out["all"]["KAPPA_BEYOND_SHAPE"]))
+    for name, p in out.items():
+        if name.startswith("without"):
+            print(f"  {name:26s} " + ", ".join(f"{k:.3f}" for _, k in p["KAPPA_BEYOND_SHAPE"]))
     print("\nPLATEAU_WALK_NODES (each workload's log-loss optimum): "
           + ", ".join(f"{m} {v['tau']:.4f}" for m, v in walk.items()))
     print("P(reach) on the workload left out, spread learnt on the other five: log-loss (Brier)")

@@ -78,9 +78,12 @@ __all__ = [
     "crossing_epoch",
     "fit_noise_scale",
     "flag_outliers",
+    "kappa_shape",
+    "target_level",
     "runs_from_evals",
     "KAPPA_INSIDE",
     "KAPPA_BEYOND",
+    "KAPPA_BEYOND_SHAPE",
     "PLATEAU_WALK",
     "PLATEAU_WALK_NODES",
     "reach_probability",
@@ -93,6 +96,13 @@ __all__ = [
 # reference curve and its gradient noise scale) and between them (interpolation).
 KAPPA_BEYOND = 0.181
 KAPPA_INSIDE = 0.091
+# Beyond the anchors κ is not one number: the law carries a late target (near the
+# anchor curve's best) better than an early one, where the run's gradient noise scale —
+# mostly a late-training value — overstates what a large batch gains. The factor on
+# KAPPA_BEYOND at the target's level along the anchor's curve, f = (t − first) /
+# (best − first), calibrated per level on the same samples (90 % coverage in each bin,
+# made non-increasing in f), linear between the nodes and flat beyond them.
+KAPPA_BEYOND_SHAPE = ((0.5, 1.096), (0.6, 1.096), (0.7, 1.006), (0.8, 0.889), (0.9, 0.694), (1.0, 0.641))
 # Growth of the reach margin's uncertainty between batches, as a fraction of the metric's
 # rise over a curve, per doubling. It differs by two orders of magnitude between
 # workloads, so the prior for an unseen one is the *mixture* over the measured workloads:
@@ -316,6 +326,25 @@ def reach_probability(margin: np.ndarray, sigma: np.ndarray, walk_scale: np.ndar
 
 
 # -- step 3: the critical-batch law ------------------------------------------------------------
+def target_level(target: float, start: np.ndarray, plateau: np.ndarray) -> np.ndarray:
+    """How far along a curve a target lies, ``(t − start) / (plateau − start)`` in score
+    space (1 at the curve's best, above 1 beyond it; 1 where the curve does not rise)."""
+    start, plateau = np.asarray(start, float), np.asarray(plateau, float)
+    rise = plateau - start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(rise > 0, (target - start) / rise, 1.0)
+    return f
+
+
+def kappa_shape(level: np.ndarray, shape: tuple[tuple[float, float], ...] | None) -> np.ndarray:
+    """The factor on κ_beyond at each target level (1 everywhere when ``shape`` is None)."""
+    level = np.asarray(level, float)
+    if shape is None:
+        return np.ones(level.shape)
+    xs, ys = (np.array(v, float) for v in zip(*shape))
+    return np.interp(level, xs, ys)
+
+
 def law_log_epochs(global_batch: np.ndarray, log_e_min: float, b_noise: float) -> np.ndarray:
     """``log E(B) = log E_min + log(1 + B / B_noise)``."""
     return log_e_min + np.log1p(np.asarray(global_batch, float) / b_noise)
@@ -402,6 +431,9 @@ class AccuracyModel(EstimatorContract):
     kappa_beyond, kappa_inside, plateau_walk : priors of the spread (defaults: the
         measured constants of this module); ``plateau_walk`` is one value or a tuple of
         mixture nodes (default :data:`PLATEAU_WALK_NODES`).
+    kappa_beyond_shape : ``((level, factor), …)`` — κ_beyond's factor by the target's
+        level along the anchor's curve (default :data:`KAPPA_BEYOND_SHAPE`; None: one κ
+        for every target).
 
     Attributes (after ``fit``)
     --------------------------
@@ -409,6 +441,7 @@ class AccuracyModel(EstimatorContract):
     runs_ : list of :class:`Run`
     epoch_grid_, surface_ : the best-so-far surface (score space; NaN past a batch's runs)
     max_epochs_ : last measured epoch of each batch
+    curve_start_, curve_plateau_ : median first and final best-so-far score of each batch's runs
     eval_noise_ : evaluation-to-evaluation noise, in metric units
     residual_sigma_ : plateau noise used for the reach probability, in metric units
     metric_range_ : typical rise of the metric over a curve
@@ -431,6 +464,7 @@ class AccuracyModel(EstimatorContract):
         kappa_beyond: float = KAPPA_BEYOND,
         kappa_inside: float = KAPPA_INSIDE,
         plateau_walk: float | tuple[float, ...] = PLATEAU_WALK_NODES,
+        kappa_beyond_shape: tuple[tuple[float, float], ...] | None = KAPPA_BEYOND_SHAPE,
     ) -> None:
         self.goal = goal
         self.interval = interval
@@ -440,6 +474,7 @@ class AccuracyModel(EstimatorContract):
         self.kappa_beyond = kappa_beyond
         self.kappa_inside = kappa_inside
         self.plateau_walk = plateau_walk
+        self.kappa_beyond_shape = kappa_beyond_shape
 
     def _score(self, metric: np.ndarray | float) -> np.ndarray:
         m = np.asarray(metric, float)
@@ -479,6 +514,8 @@ class AccuracyModel(EstimatorContract):
         )
         self.batches_ = np.array(sorted({r.global_batch for r in runs}))
         self.max_epochs_ = np.array([max(float(r.epochs[-1]) for r in runs if r.global_batch == b) for b in self.batches_])
+        self.curve_start_ = np.array([np.median([r.best[0] for r in runs if r.global_batch == b]) for b in self.batches_])
+        self.curve_plateau_ = np.array([np.median([r.best[-1] for r in runs if r.global_batch == b]) for b in self.batches_])
         self.eval_noise_ = _eval_noise(global_batch, epoch, score, seed)
         rises = [float(r.best[-1] - r.best[0]) for r in runs]
         self.metric_range_ = max(float(np.median(rises)), 1e-12)
@@ -574,7 +611,7 @@ class AccuracyModel(EstimatorContract):
                 elif len(rest) >= 2 and bn is not None:
                     near = rest[np.argmin(np.abs(np.log(b[rest] / b[j])))]
                     pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
-                    k_out.append(abs(math.log(pred / e[j])) / d)
+                    k_out.append(abs(math.log(pred / e[j])) / d / float(self._shape_at(level, np.array([b[near]]))[0]))
         long_b = [b for b, h in zip(self.batches_, self.max_epochs_) if h >= 0.5 * float(self.max_epochs_.max())]
         if len(long_b) >= 2:
             fin = {b: float(np.median([r.best[-1] for r in self.runs_ if r.global_batch == b])) for b in long_b}
@@ -646,7 +683,7 @@ class AccuracyModel(EstimatorContract):
         q = gb.ravel()
         t = float(self._score(target))
         ev, ab, ae, outliers, asg, bn, law = self._anchors(t)
-        mu, sig = self._log_epochs(q, ev, ab, ae, asg, bn, law)
+        mu, sig = self._log_epochs(q, t, ev, ab, ae, asg, bn, law)
         p = self._p_reach(q, ev)
         z = z_for(self.interval)
         med = np.exp(mu)
@@ -665,7 +702,12 @@ class AccuracyModel(EstimatorContract):
             distance_doublings=r(dist),
         )
 
-    def _log_epochs(self, q, ev, ab, ae, asg, bn, law) -> tuple[np.ndarray, np.ndarray]:
+    def _shape_at(self, t: float, anchors: np.ndarray) -> np.ndarray:
+        """κ_beyond's factor for target score ``t`` carried from each of ``anchors``."""
+        i = np.searchsorted(self.batches_, anchors)
+        return kappa_shape(target_level(t, self.curve_start_[i], self.curve_plateau_[i]), self.kappa_beyond_shape)
+
+    def _log_epochs(self, q, t, ev, ab, ae, asg, bn, law) -> tuple[np.ndarray, np.ndarray]:
         """μ and σ of log epochs given the target is reached."""
         n = q.size
         mu = np.empty(n)
@@ -677,7 +719,8 @@ class AccuracyModel(EstimatorContract):
             hb, he = ev.batches[near], ev.horizon[near]
             ratio = (1 + q / bn) / (1 + hb / bn) if bn else np.maximum(q / hb, 1.0)
             d = np.abs(np.log2(q / hb))
-            return np.log(he * ratio), np.sqrt(0.3**2 + (self.kappa_beyond_ * d) ** 2)
+            kappa = self.kappa_beyond_ * self._shape_at(t, hb)
+            return np.log(he * ratio), np.sqrt(0.3**2 + (kappa * d) ** 2)
         lab, lae = np.log(ab), np.log(ae)
         lq = np.log(q)
         inside = (q >= ab[0]) & (q <= ab[-1])
@@ -707,7 +750,8 @@ class AccuracyModel(EstimatorContract):
                 # a fixed number of steps (E ∝ B), the no-benefit bound of the law.
                 m = np.where(below, lae[k], lae[k] + np.log(qo / ab[k]))
             mu[out] = m
-            sig[out] = np.sqrt(asg[k] ** 2 + (self.kappa_beyond_ * d) ** 2)
+            kappa = self.kappa_beyond_ * self._shape_at(t, ab[k])
+            sig[out] = np.sqrt(asg[k] ** 2 + (kappa * d) ** 2)
         # Measured outliers answer for themselves, with their disagreement as spread.
         for b, e, s in zip(ev.batches, ev.epochs, ev.log_sigma):
             hit = q == b

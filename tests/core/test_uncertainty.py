@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cotune.models import AccuracyModel, StepTimeModel
-from cotune.models._accuracy import KAPPA_BEYOND, fit_noise_scale
+from cotune.models._accuracy import KAPPA_BEYOND, KAPPA_BEYOND_SHAPE, fit_noise_scale
 
 
 def _saturating(epochs: np.ndarray, e_half: float, top: float = 0.95) -> np.ndarray:
@@ -74,9 +74,41 @@ def test_interval_widens_with_distance_from_the_measured_batch():
     p = m.epochs_to_target(np.array([256.0, 512.0, 2048.0, 16384.0]), 0.85)
     width = np.log(p.upper / p.lower)
     assert np.all(np.diff(width) > 0)
-    # Far away, the spread per doubling is the measured prior.
-    assert p.log_sigma[-1] == pytest.approx(math.hypot(p.log_sigma[0], KAPPA_BEYOND * 6), rel=0.05)
+    # Far away, the spread per doubling is the measured prior at the target's level.
+    kappa = KAPPA_BEYOND * _shape_factor(data, 0.85)
+    assert p.log_sigma[-1] == pytest.approx(math.hypot(p.log_sigma[0], kappa * 6), rel=0.05)
     assert np.all(np.isfinite(p.upper))
+
+
+def _shape_factor(data, target: float) -> float:
+    """KAPPA_BEYOND_SHAPE's factor at ``target``'s place along the one curve in ``data``."""
+    me = np.maximum.accumulate(data[2])
+    level = (target - me[0]) / (me[-1] - me[0])
+    xs, ys = zip(*KAPPA_BEYOND_SHAPE)
+    return float(np.interp(level, xs, ys))
+
+
+def test_law_extrapolation_is_surer_for_a_late_target_than_an_early_one():
+    # Measured on the published curves: early in training the run's (mostly late) noise
+    # scale overstates what a large batch gains, so an early target's spread is wider.
+    data = _pooled_runs([256], _law, noise=0.0005)
+    m = AccuracyModel(b_noise=2048.0).fit(*data)
+    early, late = 0.55, 0.93
+    far = np.array([256.0 * 2**5])
+    s_early = float(m.epochs_to_target(far, early).log_sigma[0])
+    s_late = float(m.epochs_to_target(far, late).log_sigma[0])
+    assert s_late < s_early
+    ratio = _shape_factor(data, late) / _shape_factor(data, early)
+    assert s_late / s_early == pytest.approx(ratio, rel=0.1)
+
+
+def test_without_a_shape_every_target_gets_the_same_spread_per_doubling():
+    data = _pooled_runs([256], _law, noise=0.0005)
+    m = AccuracyModel(b_noise=2048.0, kappa_beyond_shape=None).fit(*data)
+    far = np.array([256.0 * 2**5])
+    s = [float(m.epochs_to_target(far, t).log_sigma[0]) for t in (0.55, 0.93)]
+    assert s[0] == pytest.approx(s[1], rel=0.05)
+    assert s[0] == pytest.approx(KAPPA_BEYOND * 5, rel=0.1)
 
 
 def test_reach_probability_near_a_plateau_is_neither_zero_nor_one():
@@ -118,7 +150,8 @@ def test_epochs_interval_is_calibrated_when_the_world_spreads_as_the_prior(seed)
     p = m.epochs_to_target(qs, 0.85)
     d = np.log2(qs / ref)
     e_ref = float(m.measured_epochs(0.85)["epochs"][0])
-    truth = e_ref * (1 + qs / 2048.0) / (1 + ref / 2048.0) * np.exp(rng.normal(0, KAPPA_BEYOND * d))
+    kappa = KAPPA_BEYOND * _shape_factor(data, 0.85)
+    truth = e_ref * (1 + qs / 2048.0) / (1 + ref / 2048.0) * np.exp(rng.normal(0, kappa * d))
     cover = np.mean((p.lower <= truth) & (truth <= p.upper))
     assert 0.84 <= cover <= 0.97
 
