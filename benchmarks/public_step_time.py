@@ -59,6 +59,8 @@ __all__ = [
     "load_elasticflow",
     "load_gavel",
     "load_pollux_t4",
+    "host_crossing_samples",
+    "calibrate_kappa_hosts",
     "load_sia",
     "main",
     "predictions",
@@ -454,6 +456,47 @@ def evaluate(traces: list[Trace], *, kappa_step: float | None = None) -> tuple[l
     return rows, summarise(rows)
 
 
+def host_crossing_samples(traces: list[Trace]) -> list[tuple[str, float, float]]:
+    """``(cluster, |log error|, σ without κ_h)`` of multi-host rows predicted from one-host probes.
+
+    Fitted with ``kappa_hosts=0`` and no bootstrap (as ``KAPPA_STEP``'s samples are), so σ
+    is everything else the interval already carries there: ``σ_cv`` and ``κ_t · d``.
+    """
+    from cotune.models import StepTimeModel
+
+    out = []
+    for t in traces:
+        train = _probed(t, "h1")
+        test = ~train
+        if not np.any(test) or np.unique(t.workers[train]).size < 2:
+            continue
+        m = StepTimeModel(n_bootstrap=0, kappa_hosts=0.0).fit(t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train])
+        p = m.predict(t.workers[test], t.hosts[test], t.local_batch[test])
+        err = np.abs(np.log(t.step_time_s[test] / p.step_time_s))
+        out += [(t.dataset, float(e), float(s)) for e, s in zip(err, p.log_sigma)]
+    return out
+
+
+def calibrate_kappa_hosts(samples: list[tuple[str, float, float]], *, level: float = 0.9) -> dict[str, float]:
+    """κ_h at which the interval covers ``level`` of the samples, each cluster weighing one in
+    total (Sia's big tables would otherwise speak for all), and its value with each cluster left out."""
+    from cotune.models._step_time import growth_for_coverage
+
+    def kappa(rows: list) -> float:
+        names = [r[0] for r in rows]
+        count = {n: names.count(n) for n in set(names)}
+        e, s = (np.array([r[i] for r in rows]) for i in (1, 2))
+        w = np.array([1.0 / count[n] for n in names])
+        return growth_for_coverage(e, s, np.ones(e.shape), level=level, weights=w)
+
+    clusters = sorted({r[0] for r in samples})
+    out = {"KAPPA_HOSTS": kappa(samples)}
+    for c in clusters:
+        out[f"without {c}"] = kappa([r for r in samples if r[0] != c])
+        out[f"{c} alone"] = kappa([r for r in samples if r[0] == c])
+    return out
+
+
 def _fmt(s: dict) -> str:
     return f"{s['coverage_90']:.1%} / {s['median_abs_log_error']:.3f} ({s['n']})"
 
@@ -465,6 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
+    parser.add_argument(
+        "--calibrate", action="store_true", help="print KAPPA_HOSTS from one-host probes of every cluster, Pollux T4 included, and exit"
+    )
     args = parser.parse_args(argv)
     try:
         if args.data:
@@ -474,6 +520,11 @@ def main(argv: list[str] | None = None) -> int:
 
             root = data_root()
         traces, skipped = load_all(root)
+        if args.calibrate:
+            got = calibrate_kappa_hosts(host_crossing_samples(traces + load_pollux_t4(root, Skipped())))
+            for name, value in got.items():
+                print(f"{name:34s} {value:.4f}")
+            return 0
         rows, summary = evaluate(traces)
         reference = evaluate(load_pollux_t4(root, Skipped()))[1] if args.reference else None
     except (DataError, FileNotFoundError) as exc:

@@ -15,9 +15,9 @@ Two layers:
    is carried to every query through a monotone envelope (see ``_build_envelope``),
    so predictions never fall when workers, hosts or batch grow.
 
-Uncertainty, in log space, has three parts::
+Uncertainty, in log space, has four parts::
 
-    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))²
+    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))²
 
 * ``σ_cv`` — the 90 % quantile of *cross-validated* errors at held-out probed
   configurations (five folds over distinct configurations), divided by ``z₀.₉₅``: the
@@ -25,13 +25,19 @@ Uncertainty, in log space, has three parts::
   covered about half of the unprobed truth in the replay);
 * ``Var_boot`` — the spread of bootstrap refits of the backbone;
 * ``κ_t · d`` — growth with the extrapolation distance ``d`` (doublings of workers or
-  local batch beyond the probed box, plus one for crossing more hosts than probed).
+  local batch beyond the probed box, plus one for more hosts than probed when some
+  probe already crossed hosts).
   ``κ_t`` is the profile's own: fit on the smaller half of the probed worker counts,
   predict the larger, and ``κ_own`` is the smallest growth at which the 90 % interval
   ``z₀.₉₅ · √(σ_cv² + κ² d²)`` covers 90 % of those errors (:func:`growth_for_coverage`);
   pooled with the prior ``KAPPA_STEP`` (two pseudo-observations) measured the same way
   on the Pollux traces, from fits on ≤ 2 and ≤ 4 workers (``python -m
   benchmarks.accuracy_priors`` prints it, and its value with each workload left out).
+* ``κ_h · x`` — ``x = 1`` for a configuration on several hosts when *every* probe ran on
+  one host. The inter-host terms are then Pollux's prior (1.1 × the intra-host ones),
+  never measured, and the truth on public clusters ranges from 0.7× to 1.7× of that
+  guess: ``KAPPA_HOSTS`` is that spread, calibrated on one-host probes of nine clusters
+  (``python -m benchmarks.public_step_time --calibrate``).
 
 Each prediction says whether it was interpolated or extrapolated.
 """
@@ -47,12 +53,17 @@ from cotune.models._backbone import BackboneParams, fit_backbone, predict_log_st
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
 
-__all__ = ["KAPPA_STEP", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
+__all__ = ["KAPPA_HOSTS", "KAPPA_STEP", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
 
 # σ of log step time per doubling beyond the probed box, added to the cross-validated σ,
 # measured on the Pollux T4 traces (fit on ≤ 2 and ≤ 4 workers, predict the rest up to 64):
 # python -m benchmarks.accuracy_priors.
 KAPPA_STEP = 0.069
+# σ of log step time added on several hosts when no probe crossed hosts (see the module
+# doc): the 90 % coverage point of one-host probes' errors on multi-host rows, each of nine
+# clusters (Pollux T4, Sia azure/dgx/dgx-ext/rtx, ElasticFlow A100, Gavel K80/P100/V100)
+# weighted equally: python -m benchmarks.public_step_time --calibrate.
+KAPPA_HOSTS = 0.32
 _PRIOR_WEIGHT = 2.0
 # A worker count departs from the monotone prior when its probes are together this far
 # off the isotonic fit (standard errors of their scatter; and at least 30 %).
@@ -69,16 +80,20 @@ def z_for(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
-def growth_for_coverage(err: np.ndarray, sigma: np.ndarray, dist: np.ndarray, *, level: float) -> float:
+def growth_for_coverage(
+    err: np.ndarray, sigma: np.ndarray, dist: np.ndarray, *, level: float, weights: np.ndarray | None = None
+) -> float:
     """Smallest κ ≥ 0 with ``|err| ≤ z · √(σ² + κ² d²)`` for a fraction ``level`` of the samples.
 
     The spread that distance must add on top of the spread already there (bisection;
-    0 when the existing σ already covers ``level``).
+    0 when the existing σ already covers ``level``). ``weights`` make the fraction a
+    weighted one (e.g. each cluster counting once, however many rows it has).
     """
     z = z_for(level)
+    w = np.ones(np.shape(err)) if weights is None else np.asarray(weights, float)
 
     def covered(k: float) -> float:
-        return float(np.mean(err <= z * np.sqrt(sigma**2 + (k * dist) ** 2)))
+        return float(np.average(err <= z * np.sqrt(sigma**2 + (k * dist) ** 2), weights=w))
 
     if covered(0.0) >= level:
         return 0.0
@@ -131,12 +146,14 @@ class StepTimeModel(EstimatorContract):
         random_state: int = 0,
         calibrate: bool = True,
         kappa_step: float = KAPPA_STEP,
+        kappa_hosts: float = KAPPA_HOSTS,
     ) -> None:
         self.interval = interval
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
         self.calibrate = calibrate
         self.kappa_step = kappa_step
+        self.kappa_hosts = kappa_hosts
 
     # -- fitting ---------------------------------------------------------------
     def fit(
@@ -196,7 +213,7 @@ class StepTimeModel(EstimatorContract):
         return self
 
     def _refit(self, points: np.ndarray, mean_log: np.ndarray) -> "StepTimeModel":
-        m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False)
+        m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts)
         return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
 
     def _calibrate(self, points: np.ndarray, mean_log: np.ndarray) -> None:
@@ -228,11 +245,13 @@ class StepTimeModel(EstimatorContract):
                 m = self._refit(points[train], mean_log[train])
                 d = m._distance(points[~train, 0], points[~train, 1], points[~train, 2])
                 pred = m._log_mean(points[~train, 0], points[~train, 1], points[~train, 2])
+                # A crossing of hosts the half never probed has its own spread (κ_h), on top.
+                base = np.sqrt(self.cv_sigma_**2 + (self.kappa_hosts * m._unprobed_crossing(points[~train, 1])) ** 2)
                 ok = d > 0
-                own = list(zip(np.abs(mean_log[~train][ok] - pred[ok]), d[ok]))
+                own = list(zip(np.abs(mean_log[~train][ok] - pred[ok]), base[ok], d[ok]))
         if own:
-            e, d = (np.array(v) for v in zip(*own))
-            kappa_own = growth_for_coverage(e, np.full(e.shape, self.cv_sigma_), d, level=self.interval)
+            e, base, d = (np.array(v) for v in zip(*own))
+            kappa_own = growth_for_coverage(e, base, d, level=self.interval)
             self.kappa_step_ = float(
                 np.sqrt((_PRIOR_WEIGHT * self.kappa_step**2 + len(own) * kappa_own**2) / (_PRIOR_WEIGHT + len(own)))
             )
@@ -247,11 +266,17 @@ class StepTimeModel(EstimatorContract):
         )
 
     def _distance(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Doublings beyond the probed box (workers, local batch), plus one for unprobed host counts."""
+        """Doublings beyond the probed box (workers, local batch), plus one for more hosts than
+        probed when some probe crossed hosts (a crossing never probed is :meth:`_unprobed_crossing`'s)."""
         (w0, w1), (b0, b1) = self.workers_range_, self.local_batch_range_
         dw = np.maximum(np.log2(np.maximum(w, 1e-9) / w1), 0) + np.maximum(np.log2(w0 / np.maximum(w, 1e-9)), 0)
         db = np.maximum(np.log2(np.maximum(b, 1e-9) / b1), 0) + np.maximum(np.log2(b0 / np.maximum(b, 1e-9)), 0)
-        return dw + db + (h > self.hosts_range_[1]).astype(float)
+        more_hosts = (h > self.hosts_range_[1]) & (self.hosts_range_[1] > 1)
+        return dw + db + more_hosts.astype(float)
+
+    def _unprobed_crossing(self, h: np.ndarray) -> np.ndarray:
+        """1 where the configuration crosses hosts and no probe did (the inter-host terms are a prior), else 0."""
+        return ((np.asarray(h) > 1) & (self.hosts_range_[1] <= 1)).astype(float)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "backbone_"):
@@ -401,7 +426,12 @@ class StepTimeModel(EstimatorContract):
         log_mean = self._log_mean(w, h, b)
         cv = getattr(self, "cv_sigma_", self.residual_sigma_)
         kappa = getattr(self, "kappa_step_", 0.0)
-        var = cv**2 + self._bootstrap_var(w, h, b) + (kappa * self._distance(w, h, b)) ** 2
+        var = (
+            cv**2
+            + self._bootstrap_var(w, h, b)
+            + (kappa * self._distance(w, h, b)) ** 2
+            + (getattr(self, "kappa_hosts", 0.0) * self._unprobed_crossing(h)) ** 2
+        )
         sigma = np.sqrt(var)
         z = z_for(self.interval)
         extrap = self._extrapolated(w, h, b)

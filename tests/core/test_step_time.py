@@ -81,6 +81,42 @@ def test_interval_widens_away_from_the_data():
     assert far.log_sigma[0] >= near.log_sigma[0]
 
 
+def test_a_host_crossing_no_probe_made_adds_kappa_hosts_to_the_spread():
+    """One-host probes leave the inter-host terms a prior: several hosts get KAPPA_HOSTS more σ."""
+    from cotune.models._step_time import KAPPA_HOSTS
+
+    rng = np.random.default_rng(5)
+    n, h, b, y = _data(_theta(rng), rng, workers=(1, 2, 3, 4))
+    one = h == 1
+    m = StepTimeModel(n_bootstrap=0).fit(n[one], h[one], b[one], y[one])
+    q = (np.array([4.0, 4.0, 8.0, 8.0]), np.array([1.0, 2.0, 1.0, 2.0]), np.array([64.0] * 4))
+    s = m.predict(*q).log_sigma
+    assert s[1] ** 2 - s[0] ** 2 == pytest.approx(KAPPA_HOSTS**2)
+    assert s[3] ** 2 - s[2] ** 2 == pytest.approx(KAPPA_HOSTS**2)
+    assert StepTimeModel(n_bootstrap=0, kappa_hosts=0.0).fit(n[one], h[one], b[one], y[one]).predict(*q).log_sigma[1] == pytest.approx(s[0])
+
+
+def test_once_a_probe_crossed_hosts_more_hosts_count_as_one_doubling_not_kappa_hosts():
+    rng = np.random.default_rng(6)
+    n, h, b, y = _data(_theta(rng), rng, workers=(1, 2, 3, 4, 6, 8))  # 4 per host: 6 and 8 cross
+    m = StepTimeModel(n_bootstrap=0).fit(n, h, b, y)
+    q = (np.array([8.0, 8.0]), np.array([2.0, 3.0]), np.array([64.0, 64.0]))
+    s = m.predict(*q).log_sigma
+    assert s[1] ** 2 - s[0] ** 2 == pytest.approx(m.kappa_step_**2)
+
+
+def test_weighted_coverage_counts_each_group_once():
+    from cotune.models._step_time import growth_for_coverage, z_for
+
+    # 9 well-covered samples of one group and 1 far miss of another: unweighted, 90 % are
+    # already covered (κ = 0); each group weighing one, the miss is half the mass.
+    err = np.array([0.0] * 9 + [1.0])
+    sigma, dist = np.full(10, 0.1), np.ones(10)
+    assert growth_for_coverage(err, sigma, dist, level=0.9) == 0.0
+    k = growth_for_coverage(err, sigma, dist, level=0.9, weights=np.array([1 / 9] * 9 + [1.0]))
+    assert z_for(0.9) * np.sqrt(0.1**2 + k**2) == pytest.approx(1.0, rel=1e-6)
+
+
 def test_repeated_measurements_are_used_not_dropped():
     rng = np.random.default_rng(4)
     n, h, b, y = _data(_theta(rng), rng)
