@@ -170,7 +170,7 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
     if a.kappa_inside is not None:
         out.append(
             f"epochs spread per doubling of global batch from a measured one: {a.kappa_inside:.3f} (between), "
-            f"{a.kappa_beyond:.3f} (beyond) in log-epochs"
+            f"{a.kappa_beyond:.3f} (beyond, before its factor by how far along the curve the target lies) in log-epochs"
         )
     if a.outlier_batches:
         out.append(
