@@ -61,6 +61,8 @@ __all__ = [
     "load_pollux_t4",
     "host_crossing_samples",
     "calibrate_kappa_hosts",
+    "growth_ratio_samples",
+    "calibrate_growth_ratio",
     "load_sia",
     "main",
     "predictions",
@@ -497,6 +499,47 @@ def calibrate_kappa_hosts(samples: list[tuple[str, float, float]], *, level: flo
     return out
 
 
+def growth_ratio_samples(traces: list[Trace]) -> list[tuple[str, str, float]]:
+    """``(cluster, model, β_r / α_r)`` of the backbone fitted on every row of each trace whose
+    one-host rows reach more than two workers (intra-host growth identified).
+
+    Outlier records are left out and repeats averaged as :class:`cotune.models.StepTimeModel`
+    does before it fits the backbone.
+    """
+    from cotune.models import fit_backbone
+    from cotune.models._outliers import find_step_outliers
+
+    out = []
+    for t in traces:
+        if not np.any((t.workers > 2) & (t.hosts == 1)):
+            continue
+        keep = ~find_step_outliers(workers=t.workers, hosts=t.hosts, local_batch=t.local_batch, step_time_s=t.step_time_s).mask
+        keys = np.column_stack([t.workers[keep], t.hosts[keep], t.local_batch[keep]])
+        points, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+        mean_log = np.bincount(inverse.ravel(), weights=np.log(t.step_time_s[keep])) / counts
+        p = fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts)
+        out.append((t.dataset, t.model, float(p[3] / max(p[2], 1e-12))))
+    return out
+
+
+def calibrate_growth_ratio(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """``SYNC_GROWTH_RATIO``: the median over clusters of each cluster's median β_r / α_r (each
+    cluster weighing one), its value with each cluster left out, and each cluster's own."""
+
+    def rho(rows: list) -> float:
+        by: dict[str, list[float]] = defaultdict(list)
+        for c, _, r in rows:
+            by[c].append(r)
+        return float(np.median([np.median(v) for v in by.values()]))
+
+    clusters = sorted({r[0] for r in samples})
+    out = {"SYNC_GROWTH_RATIO": rho(samples)}
+    for c in clusters:
+        out[f"without {c}"] = rho([r for r in samples if r[0] != c])
+        out[f"{c} alone"] = rho([r for r in samples if r[0] == c])
+    return out
+
+
 def _fmt(s: dict) -> str:
     return f"{s['coverage_90']:.1%} / {s['median_abs_log_error']:.3f} ({s['n']})"
 
@@ -509,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
     parser.add_argument(
-        "--calibrate", action="store_true", help="print KAPPA_HOSTS from one-host probes of every cluster, Pollux T4 included, and exit"
+        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes) and SYNC_GROWTH_RATIO (every row) from every cluster, Pollux T4 included, and exit"
     )
     args = parser.parse_args(argv)
     try:
@@ -521,9 +564,10 @@ def main(argv: list[str] | None = None) -> int:
             root = data_root()
         traces, skipped = load_all(root)
         if args.calibrate:
-            got = calibrate_kappa_hosts(host_crossing_samples(traces + load_pollux_t4(root, Skipped())))
-            for name, value in got.items():
-                print(f"{name:34s} {value:.4f}")
+            every = traces + load_pollux_t4(root, Skipped())
+            for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every))):
+                for name, value in got.items():
+                    print(f"{name:34s} {value:.4f}")
             return 0
         rows, summary = evaluate(traces)
         reference = evaluate(load_pollux_t4(root, Skipped()))[1] if args.reference else None

@@ -13,8 +13,10 @@ import pytest
 from benchmarks.public_step_time import (
     DataError,
     Skipped,
+    calibrate_growth_ratio,
     elasticflow_rows,
     evaluate,
+    growth_ratio_samples,
     load_elasticflow,
     load_gavel,
     load_sia,
@@ -131,3 +133,21 @@ def test_a_non_numeric_cell_is_refused(tmp_path: Path) -> None:
 def test_a_folder_without_traces_is_refused(tmp_path: Path, capsys) -> None:
     assert main(["--data", str(tmp_path)]) == 2
     assert "no throughput traces" in capsys.readouterr().err
+
+
+def test_growth_ratio_weighs_each_cluster_once_whatever_its_trace_count() -> None:
+    """Median over clusters of each cluster's median: ten traces of one cluster count as one."""
+    samples = [("big", f"m{i}", 2.0) for i in range(10)] + [("a", "x", 0.1), ("b", "x", 0.3), ("b", "y", 0.5)]
+    got = calibrate_growth_ratio(samples)
+    assert got["SYNC_GROWTH_RATIO"] == pytest.approx(0.4)  # median of 0.1, 0.4 (b), 2.0
+    assert got["without big"] == pytest.approx(0.25)
+    assert got["b alone"] == pytest.approx(0.4)
+
+
+def test_growth_ratio_samples_come_only_from_traces_whose_growth_is_identified(tmp_path: Path) -> None:
+    traces = load_sia(_slice_root(tmp_path), Skipped())
+    (cluster, model, ratio), = growth_ratio_samples(traces)
+    assert (cluster, model) == ("sia-rtx", "cifar10") and ratio > 0
+    t = traces[0]
+    two = type(t)(t.dataset, t.model, *(c[t.workers <= 2] for c in (t.workers, t.hosts, t.local_batch, t.step_time_s)), source=t.source)
+    assert growth_ratio_samples([two]) == []
