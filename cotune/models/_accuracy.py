@@ -45,7 +45,8 @@ the interpolation weight), 1 beyond them, 0 at a measured batch. Beyond the anch
 ``κ`` (log-epochs per doubling, separately inside and beyond the anchors) starts from
 a prior measured on the published Pollux curves (``python -m benchmarks.accuracy_priors``
 prints it) and is updated with the profile's own leave-one-batch-out errors when it has
-three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``.
+three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``, each error net of
+the scatter, ``e_i² − c·s_run²``.
 
 The probability of reaching the target at all uses each batch's *margin*: with three or
 more runs the fraction that reached (``(k + ½)/(n + 1)``); otherwise the best score of
@@ -103,7 +104,7 @@ __all__ = [
 # measured batch, for batches beyond the measured ones (law extrapolation from a
 # reference curve and its gradient noise scale) and between them (interpolation).
 KAPPA_BEYOND = 0.181
-KAPPA_INSIDE = 0.002
+KAPPA_INSIDE = 0.039
 # Beyond the anchors κ is not one number: the law carries a late target (near the
 # anchor curve's best) better than an early one, where the run's gradient noise scale —
 # mostly a late-training value — overstates what a large batch gains. The factor on
@@ -115,7 +116,7 @@ KAPPA_BEYOND_SHAPE = ((0.5, 1.096), (0.6, 1.096), (0.7, 1.006), (0.8, 0.889), (0
 # (one run per batch, outliers set aside): the median over the Pollux workloads of each
 # one's median over six target levels, fitted on all its batches with no prior. Between
 # measured batches it replaces most of KAPPA_INSIDE: with it in the model, the κ that
-# covers 90 % of the leave-one-batch-out errors falls from 0.091 to the value below.
+# covers 90 % of the leave-one-batch-out errors falls from 0.091 to KAPPA_INSIDE above.
 RUN_SCATTER = 0.049
 # Growth of the reach margin's uncertainty between batches, as a fraction of the metric's
 # rise over a curve, per doubling. It differs by two orders of magnitude between
@@ -644,16 +645,26 @@ class AccuracyModel(EstimatorContract):
             ok = np.flatnonzero(np.isfinite(ev.epochs))
             b, e = ev.batches[ok], ev.epochs[ok]
             bn = self.noise_scale(float(self._score(level)))
+            law = fit_noise_scale(b, e) if b.size >= 3 else None
+            s_run = run_scatter(b, e, ev.log_sigma[ok], law, prior=self.run_scatter)
+
+            def per_doubling(err: float, c: float, d: float) -> float:
+                # The part of a left-out batch's error the run-to-run scatter does not explain.
+                return math.sqrt(max(err * err - c * s_run * s_run, 0.0)) / d
+
             for j in range(len(b)):
                 rest = np.delete(np.arange(len(b)), j)
                 d = float(np.min(np.abs(np.log2(b[j] / b[rest]))))
                 if 0 < j < len(b) - 1:
                     pred = float(_interp_loglog(np.array([b[j]]), b[rest], e[rest])[0])
-                    k_in.append(abs(math.log(pred / e[j])) / d)
+                    lo, hi = math.log2(b[j] / b[j - 1]), math.log2(b[j + 1] / b[j])
+                    w = hi / (lo + hi)
+                    k_in.append(per_doubling(abs(math.log(pred / e[j])), 1 + w * w + (1 - w) ** 2, d))
                 elif len(rest) >= 2 and bn is not None:
                     near = rest[np.argmin(np.abs(np.log(b[rest] / b[j])))]
                     pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
-                    k_out.append(abs(math.log(pred / e[j])) / d / float(self._shape_at(level, np.array([b[near]]))[0]))
+                    k_out.append(per_doubling(abs(math.log(pred / e[j])), 1.0, d)
+                                 / float(self._shape_at(level, np.array([b[near]]))[0]))
         long_b = [b for b, h in zip(self.batches_, self.max_epochs_) if h >= 0.5 * float(self.max_epochs_.max())]
         if len(long_b) >= 2:
             fin = {b: float(np.median([r.best[-1] for r in self.runs_ if r.global_batch == b])) for b in long_b}
