@@ -65,12 +65,23 @@ def _reference_noise_scale(w: Workload) -> float:
     return float(np.median(c.grad_var[ok] / c.grad_sqr[ok] * w.reference_batch))
 
 
-def _fit(w: Workload, visible: list[int], bn: float) -> AccuracyModel:
+def _fit(w: Workload, visible: list[int], bn: float, **kw) -> AccuracyModel:
     gb = np.concatenate([np.full(len(w.curves[b].epochs), float(b)) for b in visible])
     ep = np.concatenate([w.curves[b].epochs for b in visible])
     me = np.concatenate([w.curves[b].metric for b in visible])
     # Spreads at zero: the samples measure the anchor σ alone, κ is solved for below.
-    return AccuracyModel(goal=w.goal, b_noise=bn, kappa_beyond=0.0, kappa_inside=0.0).fit(gb, ep, me)
+    return AccuracyModel(goal=w.goal, b_noise=bn, kappa_beyond=0.0, kappa_inside=0.0, **kw).fit(gb, ep, me)
+
+
+def scatter_of(w: Workload) -> float:
+    """The workload's own run-to-run scatter (no prior): the median over the target levels
+    of :meth:`AccuracyModel.scatter_at` for the model fitted on all its batches."""
+    batches = list(w.batches)
+    curves = {b: _best(w, b) for b in batches}
+    start = float(np.median([float(curves[b][1][0]) for b in batches]))
+    weakest = float(min(float(curves[b][1][-1]) for b in batches))
+    m = _fit(w, batches, _reference_noise_scale(w), run_scatter=0.0)
+    return float(np.median([m.scatter_at(float(w.score(start + f * (weakest - start)))) for f in _LEVELS]))
 
 
 def errors(w: Workload) -> dict[str, list]:
@@ -232,8 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.accuracy_priors", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
-    per = {m: errors(load_pollux(m)) for m in POLLUX_MODELS}
+    loaded = {m: load_pollux(m) for m in POLLUX_MODELS}
+    per = {m: errors(w) for m, w in loaded.items()}
     out = {"all": priors(per)}
+    scatter = {m: scatter_of(w) for m, w in loaded.items()}
+    out["all"]["RUN_SCATTER"] = float(np.median(list(scatter.values())))
     for m in per:
         out[f"without {m}"] = priors({n: e for n, e in per.items() if n != m})
     from benchmarks._common import PROFILES
@@ -255,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         if name in ("PLATEAU_WALK_NODES", "reach, one workload left out"):
             continue
         print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
+    print("\nRUN_SCATTER (median over workloads; KAPPA_INSIDE above is with the library's RUN_SCATTER in the model): "
+          f"{out['all']['RUN_SCATTER']:.4f}; per workload " + ", ".join(f"{m} {v:.4f}" for m, v in scatter.items()))
     print("\nKAPPA_BEYOND_SHAPE (level along the reference curve, factor on KAPPA_BEYOND): "
           + ", ".join(f"{f:.1f} {k:.3f}" for f, k in out["all"]["KAPPA_BEYOND_SHAPE"]))
     for name, p in out.items():

@@ -34,12 +34,19 @@ Prediction at a query batch, for target ``t``::
     μ(B)      = log-log interpolation between anchors (measured batches that reach t)
                 or, outside them, the law (fitted with ≥ 3 anchors, else anchored at
                 the nearest with the gradient B_noise; E ∝ B when no B_noise is known)
-    σ(B)²     = σ_anchor² + (κ · d)²,   d = |log2(B / nearest anchor)|
+    σ(B)²     = σ_anchor² + (κ · d)² + c · s_run²,   d = |log2(B / nearest anchor)|
+
+``s_run`` is the run-to-run scatter (:func:`run_scatter`: the anchors' residuals about
+the law, pooled with ``RUN_SCATTER``), ``c = 1 + w² + (1 − w)²`` between anchors (``w``
+the interpolation weight), 1 beyond them, 0 at a measured batch. Beyond the anchors
+``κ = KAPPA_BEYOND · g(f)``, ``g`` by the target's level ``f`` along the anchor's curve
+(:data:`KAPPA_BEYOND_SHAPE`).
 
 ``κ`` (log-epochs per doubling, separately inside and beyond the anchors) starts from
 a prior measured on the published Pollux curves (``python -m benchmarks.accuracy_priors``
 prints it) and is updated with the profile's own leave-one-batch-out errors when it has
-three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``.
+three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``, each error net of
+the scatter, ``e_i² − c·s_run²``.
 
 The probability of reaching the target at all uses each batch's *margin*: with three or
 more runs the fraction that reached (``(k + ½)/(n + 1)``); otherwise the best score of
@@ -79,23 +86,25 @@ __all__ = [
     "fit_noise_scale",
     "flag_outliers",
     "kappa_shape",
+    "run_scatter",
     "target_level",
     "runs_from_evals",
     "KAPPA_INSIDE",
     "KAPPA_BEYOND",
     "KAPPA_BEYOND_SHAPE",
+    "RUN_SCATTER",
     "PLATEAU_WALK",
     "PLATEAU_WALK_NODES",
     "reach_probability",
 ]
 
 # Priors, measured on the published Pollux OSDI'21 curves (six workloads, 6–8 global
-# batches each): ``python -m benchmarks.accuracy_priors`` recomputes all three.
+# batches each): ``python -m benchmarks.accuracy_priors`` recomputes them all.
 # σ of log epochs-to-target per doubling of the global batch away from the nearest
 # measured batch, for batches beyond the measured ones (law extrapolation from a
 # reference curve and its gradient noise scale) and between them (interpolation).
 KAPPA_BEYOND = 0.181
-KAPPA_INSIDE = 0.091
+KAPPA_INSIDE = 0.039
 # Beyond the anchors κ is not one number: the law carries a late target (near the
 # anchor curve's best) better than an early one, where the run's gradient noise scale —
 # mostly a late-training value — overstates what a large batch gains. The factor on
@@ -103,6 +112,12 @@ KAPPA_INSIDE = 0.091
 # (best − first), calibrated per level on the same samples (90 % coverage in each bin,
 # made non-increasing in f), linear between the nodes and flat beyond them.
 KAPPA_BEYOND_SHAPE = ((0.5, 1.096), (0.6, 1.096), (0.7, 1.006), (0.8, 0.889), (0.9, 0.694), (1.0, 0.641))
+# σ of a rerun's log epochs-to-target about the law fitted through the measured batches
+# (one run per batch, outliers set aside): the median over the Pollux workloads of each
+# one's median over six target levels, fitted on all its batches with no prior. Between
+# measured batches it replaces most of KAPPA_INSIDE: with it in the model, the κ that
+# covers 90 % of the leave-one-batch-out errors falls from 0.091 to KAPPA_INSIDE above.
+RUN_SCATTER = 0.049
 # Growth of the reach margin's uncertainty between batches, as a fraction of the metric's
 # rise over a curve, per doubling. It differs by two orders of magnitude between
 # workloads, so the prior for an unseen one is the *mixture* over the measured workloads:
@@ -405,6 +420,29 @@ def flag_outliers(batches: np.ndarray, epochs: np.ndarray, b_noise: float) -> np
     return (np.abs(r) > _OUTLIER_MAD * max(mad, 0.05)) & (np.abs(r) > _OUTLIER_MIN)
 
 
+def run_scatter(
+    batches: np.ndarray, epochs: np.ndarray, log_sigma: np.ndarray, law: tuple[float, float] | None, *, prior: float = 0.0
+) -> float:
+    """σ of one run's log epochs about the law beyond what the anchors' own spreads explain.
+
+    With one run per batch the anchors' σ comes from evaluation noise, not from how much
+    a rerun (another seed, another day) lands elsewhere; their scatter about the fitted
+    law shows it. The residuals ``r_i = log E_i − law(B_i)`` of the anchors (outliers set
+    aside) give ``s² = Σ r² / (n − 2)`` (two parameters fitted); the excess over the
+    anchors' mean own variance, ``max(s² − mean σ_i², 0)``, is the run-to-run variance,
+    pooled with ``prior`` as ``ν₀ = PRIOR_WEIGHT`` pseudo-observations:
+    ``(ν₀ prior² + (n − 2) excess) / (ν₀ + n − 2)``. The prior alone with fewer than
+    three anchors (or no law).
+    """
+    b, e, sg = (np.asarray(a, float) for a in (batches, epochs, log_sigma))
+    if b.size < 3 or law is None:
+        return float(prior)
+    r = np.log(e) - law_log_epochs(b, *law)
+    dof = b.size - 2
+    excess = max(float(np.sum(r * r)) / dof - float(np.mean(sg * sg)), 0.0)
+    return math.sqrt((PRIOR_WEIGHT * prior**2 + dof * excess) / (PRIOR_WEIGHT + dof))
+
+
 def _interp_loglog(q: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.exp(np.interp(np.log(q), np.log(xs), np.log(ys)))
 
@@ -431,6 +469,9 @@ class AccuracyModel(EstimatorContract):
     kappa_beyond, kappa_inside, plateau_walk : priors of the spread (defaults: the
         measured constants of this module); ``plateau_walk`` is one value or a tuple of
         mixture nodes (default :data:`PLATEAU_WALK_NODES`).
+    run_scatter : prior σ of a rerun's log epochs about the smooth curve between batches
+        (default :data:`RUN_SCATTER`), pooled with the anchors' own scatter
+        (:func:`run_scatter`); it widens interpolated predictions.
     kappa_beyond_shape : ``((level, factor), …)`` — κ_beyond's factor by the target's
         level along the anchor's curve (default :data:`KAPPA_BEYOND_SHAPE`; None: one κ
         for every target).
@@ -465,6 +506,7 @@ class AccuracyModel(EstimatorContract):
         kappa_inside: float = KAPPA_INSIDE,
         plateau_walk: float | tuple[float, ...] = PLATEAU_WALK_NODES,
         kappa_beyond_shape: tuple[tuple[float, float], ...] | None = KAPPA_BEYOND_SHAPE,
+        run_scatter: float = RUN_SCATTER,
     ) -> None:
         self.goal = goal
         self.interval = interval
@@ -475,6 +517,7 @@ class AccuracyModel(EstimatorContract):
         self.kappa_inside = kappa_inside
         self.plateau_walk = plateau_walk
         self.kappa_beyond_shape = kappa_beyond_shape
+        self.run_scatter = run_scatter
 
     def _score(self, metric: np.ndarray | float) -> np.ndarray:
         m = np.asarray(metric, float)
@@ -602,16 +645,26 @@ class AccuracyModel(EstimatorContract):
             ok = np.flatnonzero(np.isfinite(ev.epochs))
             b, e = ev.batches[ok], ev.epochs[ok]
             bn = self.noise_scale(float(self._score(level)))
+            law = fit_noise_scale(b, e) if b.size >= 3 else None
+            s_run = run_scatter(b, e, ev.log_sigma[ok], law, prior=self.run_scatter)
+
+            def per_doubling(err: float, c: float, d: float) -> float:
+                # The part of a left-out batch's error the run-to-run scatter does not explain.
+                return math.sqrt(max(err * err - c * s_run * s_run, 0.0)) / d
+
             for j in range(len(b)):
                 rest = np.delete(np.arange(len(b)), j)
                 d = float(np.min(np.abs(np.log2(b[j] / b[rest]))))
                 if 0 < j < len(b) - 1:
                     pred = float(_interp_loglog(np.array([b[j]]), b[rest], e[rest])[0])
-                    k_in.append(abs(math.log(pred / e[j])) / d)
+                    lo, hi = math.log2(b[j] / b[j - 1]), math.log2(b[j + 1] / b[j])
+                    w = hi / (lo + hi)
+                    k_in.append(per_doubling(abs(math.log(pred / e[j])), 1 + w * w + (1 - w) ** 2, d))
                 elif len(rest) >= 2 and bn is not None:
                     near = rest[np.argmin(np.abs(np.log(b[rest] / b[j])))]
                     pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
-                    k_out.append(abs(math.log(pred / e[j])) / d / float(self._shape_at(level, np.array([b[near]]))[0]))
+                    k_out.append(per_doubling(abs(math.log(pred / e[j])), 1.0, d)
+                                 / float(self._shape_at(level, np.array([b[near]]))[0]))
         long_b = [b for b, h in zip(self.batches_, self.max_epochs_) if h >= 0.5 * float(self.max_epochs_.max())]
         if len(long_b) >= 2:
             fin = {b: float(np.median([r.best[-1] for r in self.runs_ if r.global_batch == b])) for b in long_b}
@@ -663,6 +716,7 @@ class AccuracyModel(EstimatorContract):
             flags[reached] = flag_outliers(ev.batches[reached], ev.epochs[reached], bn)
         use = reached & ~flags
         ab, ae, asg = ev.batches[use], ev.epochs[use], ev.log_sigma[use]
+        measured = ae
         if self.batch_monotone and ab.size >= 2:
             # Epochs non-decreasing in batch: weighted isotonic fit of log E over the anchors.
             ae = np.exp(pava(np.log(ae), 1.0 / np.maximum(asg, _SIGMA_FLOOR) ** 2))
@@ -671,9 +725,15 @@ class AccuracyModel(EstimatorContract):
             # The law at this very target (cached per target): B_noise grows as training
             # progresses, so the fit-time ladder only serves where too few batches reach.
             law = fit_noise_scale(ab, ae)
-        out = (ev, ab, ae, ev.batches[flags], asg, bn, law)
+        scatter = run_scatter(ab, measured, asg, law, prior=self.run_scatter)
+        out = (ev, ab, ae, ev.batches[flags], asg, bn, law, scatter)
         self._cache[t] = out
         return out
+
+    def scatter_at(self, target: float) -> float:
+        """The run-to-run σ of log epochs used between measured batches at ``target``."""
+        self._check_fitted()
+        return float(self._anchors(float(self._score(target)))[-1])
 
     def epochs_to_target(self, global_batch: np.ndarray, target: float) -> EpochsPrediction:
         """The distribution of epochs until the metric first reaches ``target`` at each global batch."""
@@ -682,8 +742,8 @@ class AccuracyModel(EstimatorContract):
         shape = gb.shape
         q = gb.ravel()
         t = float(self._score(target))
-        ev, ab, ae, outliers, asg, bn, law = self._anchors(t)
-        mu, sig = self._log_epochs(q, t, ev, ab, ae, asg, bn, law)
+        ev, ab, ae, outliers, asg, bn, law, scatter = self._anchors(t)
+        mu, sig = self._log_epochs(q, t, ev, ab, ae, asg, bn, law, scatter)
         p = self._p_reach(q, ev)
         z = z_for(self.interval)
         med = np.exp(mu)
@@ -707,8 +767,11 @@ class AccuracyModel(EstimatorContract):
         i = np.searchsorted(self.batches_, anchors)
         return kappa_shape(target_level(t, self.curve_start_[i], self.curve_plateau_[i]), self.kappa_beyond_shape)
 
-    def _log_epochs(self, q, t, ev, ab, ae, asg, bn, law) -> tuple[np.ndarray, np.ndarray]:
-        """μ and σ of log epochs given the target is reached."""
+    def _log_epochs(self, q, t, ev, ab, ae, asg, bn, law, scatter=0.0) -> tuple[np.ndarray, np.ndarray]:
+        """μ and σ of log epochs given the target is reached; ``scatter`` is the run-to-run
+        σ (:func:`run_scatter`): a new run lands that far off the smooth curve, and an
+        interpolation inherits it from both anchors, ``(1 + w² + (1 − w)²)·scatter²``; a
+        measured batch keeps its own spread."""
         n = q.size
         mu = np.empty(n)
         sig = np.empty(n)
@@ -732,7 +795,10 @@ class AccuracyModel(EstimatorContract):
             w = np.where(d_lo + d_hi > 0, d_hi / np.maximum(d_lo + d_hi, 1e-12), 1.0)
             s_anchor = w * asg[j - 1] + (1 - w) * asg[j]
             d = np.minimum(d_lo, d_hi)
-            sig[inside] = np.sqrt(s_anchor**2 + (self.kappa_inside_ * d) ** 2)
+            # A measured batch answers with its own runs; elsewhere a rerun lands off the
+            # smooth curve by the run-to-run scatter, inherited from both anchors too.
+            off = np.where(d > 1e-9, 1 + w**2 + (1 - w) ** 2, 0.0)
+            sig[inside] = np.sqrt(s_anchor**2 + (self.kappa_inside_ * d) ** 2 + off * scatter**2)
         else:
             mu[inside], sig[inside] = lae[0], asg[0]
         out = ~inside
@@ -751,7 +817,7 @@ class AccuracyModel(EstimatorContract):
                 m = np.where(below, lae[k], lae[k] + np.log(qo / ab[k]))
             mu[out] = m
             kappa = self.kappa_beyond_ * self._shape_at(t, ab[k])
-            sig[out] = np.sqrt(asg[k] ** 2 + (kappa * d) ** 2)
+            sig[out] = np.sqrt(asg[k] ** 2 + (kappa * d) ** 2 + scatter**2)
         # Measured outliers answer for themselves, with their disagreement as spread.
         for b, e, s in zip(ev.batches, ev.epochs, ev.log_sigma):
             hit = q == b

@@ -294,3 +294,42 @@ def test_a_curve_still_running_says_not_yet_rather_than_never(partial_epochs):
     m = AccuracyModel().fit(gb, ep, me, np.concatenate([data[3], np.zeros(e.size, int)]))
     p = m.epochs_to_target(np.array([512.0, 768.0]), 0.9)
     assert np.all(p.p_reach > 0.9) and np.all(np.isfinite(p.epochs))
+
+
+def test_run_scatter_recovers_the_rerun_spread_of_a_known_law():
+    # Truth: log E_i = law(B_i) + N(0, 0.15²), one run per batch, anchors' own σ 0.02.
+    from cotune.models._accuracy import run_scatter
+
+    B = 64.0 * 2.0 ** np.arange(12)
+    got = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        E = np.array([_law(b) for b in B]) * np.exp(rng.normal(0, 0.15, B.size))
+        law = fit_noise_scale(B, E, robust=False)
+        got.append(run_scatter(B, E, np.full(B.size, 0.02), law))
+    assert float(np.median(got)) == pytest.approx(0.15, rel=0.15)
+
+
+def test_run_scatter_is_the_prior_without_a_law_and_never_below_zero():
+    from cotune.models._accuracy import run_scatter
+
+    B = np.array([256.0, 512.0])
+    assert run_scatter(B, np.array([4.0, 5.0]), np.zeros(2), None, prior=0.05) == 0.05
+    B = np.array([256.0, 512, 1024, 2048])
+    E = np.array([_law(b) for b in B])
+    # exact law, anchors noisier than the residuals: the excess is 0, only the prior's share remains
+    assert run_scatter(B, E, np.full(4, 0.3), fit_noise_scale(B, E), prior=0.0) == 0.0
+
+
+def test_batches_that_scatter_about_the_law_widen_the_interval_between_them():
+    batches = [64 * 2**k for k in range(0, 8, 2)]
+    smooth = _pooled_runs(batches, _law, noise=0.0005, seed=1)
+    jitter = {b: f for b, f in zip(batches, (1.0, 1.3, 0.8, 1.25))}
+    rough = _pooled_runs(batches, lambda B: _law(B) * jitter[B], noise=0.0005, seed=1)
+    q = np.array([128.0, 512.0, 2048.0])
+    s_smooth = AccuracyModel().fit(*smooth).epochs_to_target(q, 0.85).log_sigma
+    s_rough = AccuracyModel().fit(*rough).epochs_to_target(q, 0.85).log_sigma
+    assert np.all(s_rough > 1.5 * s_smooth)
+    # a measured batch still answers with its own runs
+    at = np.array([float(batches[1])])
+    assert AccuracyModel().fit(*rough).epochs_to_target(at, 0.85).log_sigma[0] < 0.5 * s_rough.min()
