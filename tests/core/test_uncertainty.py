@@ -333,3 +333,23 @@ def test_batches_that_scatter_about_the_law_widen_the_interval_between_them():
     # a measured batch still answers with its own runs
     at = np.array([float(batches[1])])
     assert AccuracyModel().fit(*rough).epochs_to_target(at, 0.85).log_sigma[0] < 0.5 * s_rough.min()
+
+
+@pytest.mark.slow
+def test_interpolation_interval_is_calibrated_when_reruns_scatter_as_the_prior_says():
+    # Truth: each profile's rerun scatter is one of the six Pollux workloads' own (what
+    # RUN_SCATTER summarises); each run's epochs are the law's times exp(N(0, scatter²)),
+    # one run per batch. The model sees eight batches; a new run between two of them must
+    # fall inside the 90 % interval about 90 % of the time, over many such profiles.
+    covers = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        sc = float(rng.choice([0.153, 0.004, 0.070, 0.023, 0.038, 0.059]))
+        batches = [64 * 2**k for k in range(8)]
+        jitter = {b: float(np.exp(rng.normal(0, sc))) for b in batches}
+        data = _pooled_runs(batches, lambda B: _law(B) * jitter[B], noise=0.0005, epochs=120, seed=seed)
+        p = AccuracyModel().fit(*data).epochs_to_target(np.array([64 * 2 ** (k + 0.5) for k in range(7)] * 30), 0.85)
+        q = np.array([64 * 2 ** (k + 0.5) for k in range(7)] * 30)
+        truth = np.array([_law(b) for b in q]) * np.exp(rng.normal(0, sc, q.size)) * math.log2(0.95 / 0.10)
+        covers.append(float(np.mean((p.lower <= truth) & (truth <= p.upper))))
+    assert 0.84 <= float(np.mean(covers)) <= 0.96
