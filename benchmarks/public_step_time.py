@@ -491,11 +491,15 @@ def calibrate_kappa_hosts(samples: list[tuple[str, float, float]], *, level: flo
         w = np.array([1.0 / count[n] for n in names])
         return growth_for_coverage(e, s, np.ones(e.shape), level=level, weights=w)
 
-    clusters = sorted({r[0] for r in samples})
-    out = {"KAPPA_HOSTS": kappa(samples)}
-    for c in clusters:
-        out[f"without {c}"] = kappa([r for r in samples if r[0] != c])
-        out[f"{c} alone"] = kappa([r for r in samples if r[0] == c])
+    return _leave_one_cluster_out("KAPPA_HOSTS", kappa, samples)
+
+
+def _leave_one_cluster_out(name: str, estimate, samples: list) -> dict[str, float]:
+    """``estimate`` on every sample (as ``name``), with each cluster left out, and on each alone."""
+    out = {name: estimate(samples)}
+    for c in sorted({r[0] for r in samples}):
+        out[f"without {c}"] = estimate([r for r in samples if r[0] != c])
+        out[f"{c} alone"] = estimate([r for r in samples if r[0] == c])
     return out
 
 
@@ -532,12 +536,7 @@ def calibrate_growth_ratio(samples: list[tuple[str, str, float]]) -> dict[str, f
             by[c].append(r)
         return float(np.median([np.median(v) for v in by.values()]))
 
-    clusters = sorted({r[0] for r in samples})
-    out = {"SYNC_GROWTH_RATIO": rho(samples)}
-    for c in clusters:
-        out[f"without {c}"] = rho([r for r in samples if r[0] != c])
-        out[f"{c} alone"] = rho([r for r in samples if r[0] == c])
-    return out
+    return _leave_one_cluster_out("SYNC_GROWTH_RATIO", rho, samples)
 
 
 def _fmt(s: dict) -> str:
