@@ -96,9 +96,10 @@ def fit_backbone(
     the data cannot identify are pinned as Pollux does: with no multi-worker probe the
     sync terms stay tiny (optimistic, and every n > 1 is flagged as extrapolated
     upstream); with no multi-host probe the inter-host terms are 1.1× the intra-host
-    ones; with no probe above two workers the growth terms are ``growth_ratio`` times
-    the constants (β_r = ρ · α_r, β_n = ρ · α_n; :data:`SYNC_GROWTH_RATIO`, measured on
-    public traces where growth is identified).
+    ones; with no probe above two workers the intra-host growth is ``growth_ratio`` times
+    its constant (β_r = ρ · α_r; :data:`SYNC_GROWTH_RATIO`, measured on public traces
+    where growth is identified) and the inter-host growth follows the inter-host rule
+    (β_n = 1.1 · β_r), or β_n = ρ · α_n when no one-host pair sets α_r.
     """
     from scipy.optimize import least_squares
 

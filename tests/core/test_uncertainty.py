@@ -348,8 +348,8 @@ def test_interpolation_interval_is_calibrated_when_reruns_scatter_as_the_prior_s
         batches = [64 * 2**k for k in range(8)]
         jitter = {b: float(np.exp(rng.normal(0, sc))) for b in batches}
         data = _pooled_runs(batches, lambda B: _law(B) * jitter[B], noise=0.0005, epochs=120, seed=seed)
-        p = AccuracyModel().fit(*data).epochs_to_target(np.array([64 * 2 ** (k + 0.5) for k in range(7)] * 30), 0.85)
         q = np.array([64 * 2 ** (k + 0.5) for k in range(7)] * 30)
+        p = AccuracyModel().fit(*data).epochs_to_target(q, 0.85)
         truth = np.array([_law(b) for b in q]) * np.exp(rng.normal(0, sc, q.size)) * math.log2(0.95 / 0.10)
         covers.append(float(np.mean((p.lower <= truth) & (truth <= p.upper))))
     assert 0.84 <= float(np.mean(covers)) <= 0.96
