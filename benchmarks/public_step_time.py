@@ -63,6 +63,11 @@ __all__ = [
     "calibrate_kappa_hosts",
     "growth_ratio_samples",
     "calibrate_growth_ratio",
+    "constant_share_samples",
+    "few_probe_design",
+    "few_probe_samples",
+    "calibrate_few_probe_sigma",
+    "calibrate_constant_share",
     "load_sia",
     "main",
     "predictions",
@@ -539,6 +544,123 @@ def calibrate_growth_ratio(samples: list[tuple[str, str, float]]) -> dict[str, f
     return _leave_one_cluster_out("SYNC_GROWTH_RATIO", rho, samples)
 
 
+def constant_share_samples(traces: list[Trace], *, min_ratio: float = 2.0) -> list[tuple[str, str, float]]:
+    """``(cluster, model, c)``: the constant share of one-worker step time implied by every
+    ordered pair of measured local batches ``b₀ → b₁`` at least ``min_ratio`` apart.
+
+    With one batch probed the backbone splits the step time ``t₀`` at ``b₀`` into a
+    constant ``c·t₀`` and per-sample compute ``(1 − c)·t₀``, so it predicts
+    ``t₁ = t₀·(c + (1 − c)·r)`` at ``r = b₁/b₀``; the measured pair implies
+    ``c = (r − t₁/t₀) / (r − 1)`` (medians of repeats; pairs closer than ``min_ratio``
+    are left out, their implied share is mostly noise).
+    """
+    out = []
+    for t in traces:
+        one = (t.workers == 1) & (t.hosts == 1)
+        b, st = t.local_batch[one], t.step_time_s[one]
+        ub = np.unique(b)
+        med = np.array([np.median(st[b == x]) for x in ub])
+        for i in range(ub.size):
+            for j in range(ub.size):
+                r = ub[j] / ub[i]
+                if i != j and (r >= min_ratio or r <= 1.0 / min_ratio):
+                    out.append((t.dataset, t.model, float((r - med[j] / med[i]) / (r - 1.0))))
+    return out
+
+
+def _weighted_quantiles(rows: list[tuple[str, str, float]], qs: tuple[float, ...]) -> list[float]:
+    """Quantiles of the shares, each cluster weighing one in total."""
+    names = [r[0] for r in rows]
+    count = {n: names.count(n) for n in set(names)}
+    c = np.array([r[2] for r in rows])
+    w = np.array([1.0 / count[n] for n in names])
+    order = np.argsort(c)
+    cum = np.cumsum(w[order]) - 0.5 * w[order]
+    return [float(np.interp(q, cum / w.sum(), c[order])) for q in qs]
+
+
+def calibrate_constant_share(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """``ONE_BATCH_CONSTANT_SHARE`` (median) and ``ONE_BATCH_SHARE_RANGE`` (5 % and 95 %) of the
+    implied shares, each cluster weighing one; with each cluster left out, the coverage of
+    that cluster's pairs by the range the other clusters give (an honest check: the range
+    never saw them)."""
+    out: dict[str, float] = {}
+    for name, q in (("ONE_BATCH_CONSTANT_SHARE", 0.5), ("ONE_BATCH_SHARE_RANGE low", 0.05), ("ONE_BATCH_SHARE_RANGE high", 0.95)):
+        out[name] = _weighted_quantiles(samples, (q,))[0]
+    clusters = sorted({r[0] for r in samples})
+    for c in clusters if len(clusters) > 1 else ():
+        lo, hi = _weighted_quantiles([r for r in samples if r[0] != c], (0.05, 0.95))
+        own = np.array([r[2] for r in samples if r[0] == c])
+        out[f"{c}: covered by the others' range"] = float(np.mean((own >= lo) & (own <= hi)))
+    return out
+
+
+def few_probe_design(t: Trace, k: int) -> np.ndarray:
+    """``k`` distinct measured configurations of ``t``, farthest-point in (log₂ workers,
+    hosts ≤ 2, log₂ local batch) from the smallest worker count at the median batch — the
+    benchmark's seed design (``benchmarks.policies.seed_design``) on a trace's rows."""
+    keys = np.unique(np.column_stack([t.workers, t.hosts, t.local_batch]), axis=0)
+    coords = np.column_stack([np.log2(keys[:, 0]), np.minimum(keys[:, 1], 2), np.log2(keys[:, 2])])
+    small = np.flatnonzero(keys[:, 0] == keys[:, 0].min())
+    chosen = [int(small[np.argmin(np.abs(coords[small, 2] - np.median(coords[:, 2])))])]
+    dist = np.linalg.norm(coords - coords[chosen[0]], axis=1)
+    while len(chosen) < k and dist.max() > 0:
+        j = int(np.argmax(dist))
+        chosen.append(j)
+        dist = np.minimum(dist, np.linalg.norm(coords - coords[j], axis=1))
+    return keys[chosen]
+
+
+def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[tuple[str, int, float, float]]:
+    """``(cluster, k, |log error|, σ without the few-probe term)`` of every other row of each
+    trace predicted from ``k`` probes (:func:`few_probe_design`; no bootstrap)."""
+    from cotune.models import StepTimeModel
+
+    out = []
+    for t in traces:
+        for k in ks:
+            design = few_probe_design(t, k)
+            if len(design) < k:
+                continue
+            train = np.zeros(t.workers.size, bool)
+            for w, h, b in design:
+                train |= (t.workers == w) & (t.hosts == h) & (t.local_batch == b)
+            test = ~train
+            m = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(
+                t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train])
+            p = m.predict(t.workers[test], t.hosts[test], t.local_batch[test])
+            err = np.abs(np.log(t.step_time_s[test] / p.step_time_s))
+            out += [(t.dataset, k, float(e), float(sg)) for e, sg in zip(err, p.log_sigma)]
+    return out
+
+
+def calibrate_few_probe_sigma(samples: list[tuple[str, int, float, float]], *, level: float = 0.9) -> dict[str, float]:
+    """``FEW_PROBE_SIGMA[k − 1]``: the σ that, added to the rest, makes the interval cover
+    ``level`` of the k-probe samples, each cluster weighing one in total; with each cluster
+    left out, that cluster's coverage by the others' value (every k pooled)."""
+    from cotune.models._step_time import growth_for_coverage, z_for
+
+    def sigma(rows: list) -> float:
+        names = [r[0] for r in rows]
+        count = {n: names.count(n) for n in set(names)}
+        e, sg = np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
+        return growth_for_coverage(e, sg, np.ones(e.shape), level=level, weights=np.array([1.0 / count[n] for n in names]))
+
+    out: dict[str, float] = {}
+    ks = sorted({r[1] for r in samples})
+    for k in ks:
+        out[f"FEW_PROBE_SIGMA k={k}"] = sigma([r for r in samples if r[1] == k])
+    z = z_for(level)
+    clusters = sorted({r[0] for r in samples})
+    for c in clusters if len(clusters) > 1 else ():
+        hits = []
+        for k in ks:
+            s_k = sigma([r for r in samples if r[1] == k and r[0] != c])
+            hits += [r[2] <= z * math.hypot(r[3], s_k) for r in samples if r[1] == k and r[0] == c]
+        out[f"{c}: covered with the others' values"] = float(np.mean(hits))
+    return out
+
+
 def _fmt(s: dict) -> str:
     return f"{s['coverage_90']:.1%} / {s['median_abs_log_error']:.3f} ({s['n']})"
 
@@ -551,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
     parser.add_argument(
-        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes) and SYNC_GROWTH_RATIO (every row) from every cluster, Pollux T4 included, and exit"
+        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows) and FEW_PROBE_SIGMA (1-5 probes) from every cluster, Pollux T4 included, and exit"
     )
     args = parser.parse_args(argv)
     try:
@@ -564,7 +686,9 @@ def main(argv: list[str] | None = None) -> int:
         traces, skipped = load_all(root)
         if args.calibrate:
             every = traces + load_pollux_t4(root, Skipped())
-            for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every))):
+            for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every)),
+                        calibrate_constant_share(constant_share_samples(every)),
+                        calibrate_few_probe_sigma(few_probe_samples(every))):
                 for name, value in got.items():
                     print(f"{name:34s} {value:.4f}")
             return 0

@@ -730,6 +730,12 @@ class AccuracyModel(EstimatorContract):
         self._cache[t] = out
         return out
 
+    def anchor_batches(self, target: float) -> np.ndarray:
+        """The measured batches the prediction at ``target`` is pinned to (they reach it
+        and agree with the law); empty when no measured batch reaches it."""
+        self._check_fitted()
+        return np.asarray(self._anchors(float(self._score(target)))[1], float).copy()
+
     def scatter_at(self, target: float) -> float:
         """The run-to-run σ of log epochs used between measured batches at ``target``."""
         self._check_fitted()

@@ -137,7 +137,8 @@ def fit_backbone(
         free[6] = False
         pinned[6] = 1.0
     if np.unique(local_batch).size < 2:
-        # One batch size cannot split constant from per-sample compute: split evenly.
+        # One batch size cannot split constant from per-sample compute: split evenly (the
+        # median share on public one-worker pairs is 0.49; StepTimeModel adds the spread).
         free[0:2] = False
         b0 = float(local_batch[0])
         pinned[0], pinned[1] = base / 2, base / 2 / max(b0, 1.0)

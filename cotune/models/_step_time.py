@@ -15,9 +15,9 @@ Two layers:
    is carried to every query through a monotone envelope (see ``_build_envelope``),
    so predictions never fall when workers, hosts or batch grow.
 
-Uncertainty, in log space, has four parts::
+Uncertainty, in log space, has five parts (and a sixth with few probes)::
 
-    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))²
+    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)²
 
 * ``σ_cv`` — the 90 % quantile of *cross-validated* errors at held-out probed
   configurations (five folds over distinct configurations), divided by ``z₀.₉₅``: the
@@ -38,6 +38,15 @@ Uncertainty, in log space, has four parts::
   never measured, and the truth on public clusters ranges from 0.7× to 1.7× of that
   guess: ``KAPPA_HOSTS`` is that spread, calibrated on one-host probes of nine clusters
   (``python -m benchmarks.public_step_time --calibrate``).
+* ``σ_split`` — when every probe ran at one local batch ``b₀``, the split of its step time
+  into a constant and per-sample compute is a guess (even, the public median); at batch
+  ``b`` the truth ``t₀·(c + (1 − c)·b/b₀)`` lies anywhere from flat (``c`` → 1) to
+  proportional (``c`` → 0): ``ONE_BATCH_SHARE_RANGE`` is the 90 % range of ``c`` on public
+  one-worker pairs, and ``σ_split`` the larger distance to its ends over ``z₀.₉₅``. The batch
+  part of ``d`` is then left out (it would count the same ignorance twice).
+* with fewer than six distinct probed configurations σ_cv cannot be cross-validated and
+  the fit looks exact; ``FEW_PROBE_SIGMA[k − 1]`` is added at every unprobed
+  configuration (measured on public traces with k = 1 … 5 farthest-point probes).
 
 Each prediction says whether it was interpolated or extrapolated.
 """
@@ -53,7 +62,7 @@ from cotune.models._backbone import SYNC_GROWTH_RATIO, BackboneParams, fit_backb
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
 
-__all__ = ["KAPPA_HOSTS", "KAPPA_STEP", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
+__all__ = ["FEW_PROBE_SIGMA", "KAPPA_HOSTS", "KAPPA_STEP", "ONE_BATCH_SHARE_RANGE", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
 
 # σ of log step time per doubling beyond the probed box, added to the cross-validated σ,
 # measured on the Pollux T4 traces (fit on ≤ 2 and ≤ 4 workers, predict the rest up to 64):
@@ -67,6 +76,19 @@ KAPPA_STEP = 0.069
 # clusters (Pollux T4, Sia azure/dgx/dgx-ext/rtx, ElasticFlow A100, Gavel K80/P100/V100)
 # weighted equally: python -m benchmarks.public_step_time --calibrate.
 KAPPA_HOSTS = 0.32
+# With one local batch probed the backbone splits its step time evenly into a constant and
+# per-sample compute (the measured median share is 0.49); the truth lies anywhere from flat
+# to proportional in batch. This is the 5–95 % range of the constant share implied by every
+# pair of one-worker batches ≥ 2× apart on twelve clusters, each weighing one:
+# python -m benchmarks.public_step_time --calibrate.
+ONE_BATCH_SHARE_RANGE = (0.0022, 0.9988)
+# σ of log step time added at unprobed configurations when 1, 2, … 5 distinct
+# configurations were probed: too few for the five-fold cross-validation that sets σ_cv,
+# so the fit looks exact where it is not (a 90 % interval covered 6–23 % of the truth on
+# public traces with 2–5 probes). Each the 90 % coverage point of those errors on top of
+# the rest of σ, farthest-point probe designs on twelve clusters each weighing one:
+# python -m benchmarks.public_step_time --calibrate.
+FEW_PROBE_SIGMA = (0.386, 0.701, 0.367, 0.301, 0.287)
 _PRIOR_WEIGHT = 2.0
 # A worker count departs from the monotone prior when its probes are together this far
 # off the isotonic fit (standard errors of their scatter; and at least 30 %).
@@ -128,6 +150,11 @@ class StepTimeModel(EstimatorContract):
     random_state : seed of the bootstrap.
     growth_ratio : sync growth per doubling as a share of the sync constant when no probe
         ran above two workers (:data:`cotune.models.SYNC_GROWTH_RATIO`).
+    share_range : with one local batch probed, the 90 % range of the constant share of
+        its step time (:data:`ONE_BATCH_SHARE_RANGE`); None: no spread for the unknown split.
+    few_probe_sigma : σ added at unprobed configurations when k = 1, 2, … distinct
+        configurations were probed, too few to cross-validate (:data:`FEW_PROBE_SIGMA`);
+        None: none.
 
     Attributes (after ``fit``)
     --------------------------
@@ -153,6 +180,8 @@ class StepTimeModel(EstimatorContract):
         kappa_step: float = KAPPA_STEP,
         kappa_hosts: float = KAPPA_HOSTS,
         growth_ratio: float = SYNC_GROWTH_RATIO,
+        share_range: tuple[float, float] | None = ONE_BATCH_SHARE_RANGE,
+        few_probe_sigma: tuple[float, ...] | None = FEW_PROBE_SIGMA,
     ) -> None:
         self.interval = interval
         self.n_bootstrap = n_bootstrap
@@ -161,6 +190,8 @@ class StepTimeModel(EstimatorContract):
         self.kappa_step = kappa_step
         self.kappa_hosts = kappa_hosts
         self.growth_ratio = growth_ratio
+        self.share_range = share_range
+        self.few_probe_sigma = few_probe_sigma
 
     # -- fitting ---------------------------------------------------------------
     def fit(
@@ -221,7 +252,8 @@ class StepTimeModel(EstimatorContract):
 
     def _refit(self, points: np.ndarray, mean_log: np.ndarray, *, growth_ratio: float | None = None) -> "StepTimeModel":
         ratio = self.growth_ratio if growth_ratio is None else growth_ratio
-        m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts, growth_ratio=ratio)
+        m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts, growth_ratio=ratio,
+                          share_range=self.share_range, few_probe_sigma=self.few_probe_sigma)
         return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
 
     def _calibrate(self, points: np.ndarray, mean_log: np.ndarray) -> None:
@@ -280,12 +312,45 @@ class StepTimeModel(EstimatorContract):
 
     def _distance(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Doublings beyond the probed box (workers, local batch), plus one for more hosts than
-        probed when some probe crossed hosts (a crossing never probed is :meth:`_unprobed_crossing`'s)."""
+        probed when some probe crossed hosts (a crossing never probed is :meth:`_unprobed_crossing`'s;
+        a batch when one batch was probed is :meth:`_split_sigma`'s)."""
         (w0, w1), (b0, b1) = self.workers_range_, self.local_batch_range_
         dw = np.maximum(np.log2(np.maximum(w, 1e-9) / w1), 0) + np.maximum(np.log2(w0 / np.maximum(w, 1e-9)), 0)
         db = np.maximum(np.log2(np.maximum(b, 1e-9) / b1), 0) + np.maximum(np.log2(b0 / np.maximum(b, 1e-9)), 0)
+        if self._one_batch():
+            db = np.zeros_like(db)
         more_hosts = (h > self.hosts_range_[1]) & (self.hosts_range_[1] > 1)
         return dw + db + more_hosts.astype(float)
+
+    def _one_batch(self) -> bool:
+        return self.share_range is not None and self.local_batch_range_[0] == self.local_batch_range_[1]
+
+    def _split_sigma(self, b: np.ndarray) -> np.ndarray:
+        """σ of log step time at local batch ``b`` from the unknown constant share when one
+        batch ``b₀`` was probed: the step time there is ``t₀·(c + (1 − c)·r)``, ``r = b/b₀``,
+        for a share ``c`` in :attr:`share_range` (its 90 % range); the backbone predicts at
+        ``c = ½``. σ is the larger distance from that prediction to either end, over
+        ``z₀.₉₅`` (the range's own level whatever ``interval`` is): the range is skewed in
+        log and the larger side is the one that covers (92.7 % of the one-worker pairs of
+        twelve public clusters, each weighing one; the mean half-width covered 76.9 %)."""
+        if not self._one_batch():
+            return np.zeros(b.shape)
+        r = np.maximum(b, 1e-9) / self.local_batch_range_[0]
+        lo, hi = self.share_range  # type: ignore[misc]
+        ends = np.log(np.stack([lo + (1 - lo) * r, hi + (1 - hi) * r]))
+        mid = np.log(0.5 + 0.5 * r)
+        return np.max(np.abs(ends - mid), axis=0) / z_for(0.9)
+
+    def _few_sigma(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """:attr:`few_probe_sigma` for the number of probed configurations, at every
+        configuration that was not probed (0 at the probed ones, and from six on)."""
+        table = self.few_probe_sigma
+        k = self.points_.shape[0]
+        if not table or k > len(table):
+            return np.zeros(w.shape)
+        q = np.column_stack([w, h, b])
+        probed = (q[:, None, :] == self.points_[None, :, :]).all(axis=2).any(axis=1)
+        return np.where(probed, 0.0, float(table[k - 1]))
 
     def _unprobed_crossing(self, h: np.ndarray) -> np.ndarray:
         """1 where the configuration crosses hosts and no probe did (the inter-host terms are a prior), else 0."""
@@ -444,6 +509,8 @@ class StepTimeModel(EstimatorContract):
             + self._bootstrap_var(w, h, b)
             + (kappa * self._distance(w, h, b)) ** 2
             + (getattr(self, "kappa_hosts", 0.0) * self._unprobed_crossing(h)) ** 2
+            + self._split_sigma(b) ** 2
+            + self._few_sigma(w, h, b) ** 2
         )
         sigma = np.sqrt(var)
         z = z_for(self.interval)

@@ -7,7 +7,7 @@ from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candid
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
-from cotune.solver._outlook import MAX_SHIFT, JobOutlook, job_outlook
+from cotune.solver._outlook import MAX_SHIFT, JobOutlook, carry_for, job_outlook, shift_carry
 from cotune.solver._remaining import RemainingWork, remaining_work
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
@@ -22,6 +22,8 @@ __all__ = [
     "MAX_SHIFT",
     "RemainingWork",
     "job_outlook",
+    "shift_carry",
+    "carry_for",
     "remaining_work",
     "changes_between",
     "decide_replan",

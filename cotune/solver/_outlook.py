@@ -9,9 +9,18 @@ batch ``B₀`` (configuration ``c₀``) and reached the best metric ``m`` knows 
   (:func:`cotune.models._curve.extrapolate_curve`): total epochs ``(Ê₀, σ₀)``, reached
   with probability ``p₀``;
 * **its shift** ``δ = ln Ê₀ − ln E_M(B₀)``, clipped to ``±ln MAX_SHIFT`` — how far this
-  run is from the model — carried to every other batch, ``Ê(B) = E_M(B)·e^δ`` with the
-  model's spread there (the model errs by about the same factor at neighbouring batches:
-  the scale-invariant progress of AdaScale and Pollux);
+  run is from the model — carried to every other batch in the share the model's error
+  there has in common with its error at ``B₀`` (:func:`shift_carry`):
+  ``Ê(B) = E_M(B)·exp(c(B)·δ)`` with the model's spread there. The error at ``B₀`` is
+  the run's own scatter ``s`` (this job's, so it goes everywhere) plus the model's
+  extrapolation, which is pinned at the anchors (the measured batches that reach the
+  target) and grows with the log distance from them. With ``λ = 1 − s²/σ_M(B₀)²`` the
+  extrapolation's part, ``c = 1 − λ·(1 − w)``, ``w`` the tent that is 0 at every anchor,
+  1 at ``B₀``, linear in ``log B`` between and flat beyond. A job at an anchor, or a
+  model without anchors, carries the whole shift. On the published curves
+  (``python -m benchmarks.shift_carry``: one reference curve, the true error at one
+  batch carried to the others) this leaves a smaller error at the other batches than
+  carrying the whole shift or none (numbers in benchmarks/README.md);
 * **reach** ``p(B) = p_M(B)``, but no higher than ``p₀`` for ``B ≥ B₀`` (a larger batch
   does not reach a level the job's batch plateaus below);
 * **the hand-over epoch** ``d(B)`` where a switch resumes: ``e`` on the running
@@ -34,7 +43,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-__all__ = ["MAX_SHIFT", "JobOutlook", "job_outlook"]
+__all__ = ["MAX_SHIFT", "JobOutlook", "carry_for", "job_outlook", "shift_carry"]
 
 # The job's shift from the model is believed up to this factor either way: a few early
 # evaluations far off the model say more about a noisy start than about the whole run.
@@ -50,7 +59,9 @@ class JobOutlook:
     spread of their log (epochs only: add the step-time spread for time); ``p_reach``:
     probability of reaching the target at all; ``done_epochs``: the hand-over epoch;
     ``shift``: ``δ`` (0 when the job's curve said nothing); ``forecast``: the job's own
-    :class:`~cotune.models._curve.CurveForecast` at its batch, or None.
+    :class:`~cotune.models._curve.CurveForecast` at its batch, or None; ``carry``: the
+    share ``λ·w`` of ``δ`` each option's belief takes (:func:`shift_carry`; 1 on the
+    running configuration, None before the job starts).
     """
 
     epochs: np.ndarray
@@ -59,6 +70,28 @@ class JobOutlook:
     done_epochs: np.ndarray
     shift: float
     forecast: Any = None
+    carry: np.ndarray | None = None
+
+
+def shift_carry(global_batch: np.ndarray, *, running_batch: float, anchors: np.ndarray, share: float = 1.0) -> np.ndarray:
+    """The share of the job's shift at ``running_batch`` believed at each global batch.
+
+    ``1 − λ·(1 − w)``: ``w`` is the tent in ``log B`` that is 0 at every anchor, 1 at the
+    running batch, linear between and flat beyond the outermost point; ``λ`` (``share``)
+    is the part of the error at the running batch that is the model's extrapolation
+    (pinned at the anchors) rather than the run's own scatter (the job's, everywhere).
+    A running batch at an anchor, or no anchors: the whole shift carries.
+    """
+    gb = np.asarray(global_batch, float)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    a = np.unique(np.asarray(anchors, float))
+    if a.size == 0 or np.any(np.isclose(a, running_batch)):
+        return np.ones(gb.shape)
+    x = np.log(np.append(a, running_batch))
+    v = np.append(np.zeros(a.size), 1.0)
+    order = np.argsort(x)
+    return 1.0 - share * (1.0 - np.interp(np.log(gb), x[order], v[order]))
 
 
 def job_outlook(
@@ -122,12 +155,30 @@ def job_outlook(
             forecast = None
     e_hat, s_hat, p_hat, done = e_model.copy(), s_model.copy(), p_model.copy(), d_model.copy()
     shift = 0.0
+    carry = np.zeros(n)
     if forecast is not None and math.isfinite(forecast.epochs_if_reached) and forecast.epochs_if_reached > 0:
         raw = math.log(forecast.epochs_if_reached / base) if math.isfinite(base) and base > 0 else 0.0
         shift = float(np.clip(raw, -math.log(MAX_SHIFT), math.log(MAX_SHIFT)))
-        e_hat = e_model * math.exp(shift)
-        done = d_model * math.exp(shift)
+        carry = carry_for(models, global_batch=gb, running_batch=float(running_batch), target=target)
+        e_hat = e_model * np.exp(carry * shift)
+        done = d_model * np.exp(carry * shift)
         p_hat = np.where(gb >= running_batch, np.minimum(p_model, forecast.p_reach), p_model)
         e_hat[here], s_hat[here], p_hat[here] = forecast.epochs_if_reached, forecast.log_sigma, forecast.p_reach
     done[here] = epochs_done
-    return JobOutlook(epochs=e_hat, log_sigma=s_hat, p_reach=p_hat, done_epochs=done, shift=shift, forecast=forecast)
+    carry[here] = 1.0
+    return JobOutlook(epochs=e_hat, log_sigma=s_hat, p_reach=p_hat, done_epochs=done, shift=shift, forecast=forecast,
+                      carry=carry)
+
+
+def carry_for(models: Any, *, global_batch: np.ndarray, running_batch: float, target: float) -> np.ndarray:
+    """:func:`shift_carry` with the fitted accuracy model's anchors at ``target`` and
+    ``λ = 1 − s²/σ_M(B₀)²`` from its run-to-run scatter ``s`` and its spread at the
+    running batch (an accuracy model without anchors or scatter: the whole shift carries)."""
+    gb = np.asarray(global_batch, float)
+    acc = getattr(models, "accuracy", None)
+    if acc is None or not hasattr(acc, "anchor_batches") or not hasattr(acc, "scatter_at"):
+        return np.ones(gb.shape)
+    sigma = float(np.asarray(models.predict_epochs(np.array([running_batch]), target).log_sigma, float)[0])
+    scatter = float(acc.scatter_at(target))
+    share = 1.0 - scatter**2 / sigma**2 if math.isfinite(sigma) and sigma > 0 else 0.0
+    return shift_carry(gb, running_batch=running_batch, anchors=acc.anchor_batches(target), share=min(max(share, 0.0), 1.0))

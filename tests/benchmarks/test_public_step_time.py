@@ -151,3 +151,56 @@ def test_growth_ratio_samples_come_only_from_traces_whose_growth_is_identified(t
     t = traces[0]
     two = type(t)(t.dataset, t.model, *(c[t.workers <= 2] for c in (t.workers, t.hosts, t.local_batch, t.step_time_s)), source=t.source)
     assert growth_ratio_samples([two]) == []
+
+
+def _one_worker_trace(shares: dict[str, float]):
+    """Traces whose one-worker step time is ``c + (1 − c)·b/16`` (constant share ``c`` at batch 16)."""
+    from benchmarks.public_step_time import Trace
+
+    out = []
+    b = np.array([16.0, 32.0, 64.0, 128.0])
+    for cluster, c in shares.items():
+        out.append(Trace(dataset=cluster, model="m", workers=np.ones(4), hosts=np.ones(4), local_batch=b,
+                         step_time_s=0.1 * (c + (1 - c) * b / 16), source="synthetic"))
+    return out
+
+
+def test_constant_share_samples_recover_a_known_split_from_every_pair() -> None:
+    from benchmarks.public_step_time import constant_share_samples
+
+    got = constant_share_samples(_one_worker_trace({"a": 0.3}))
+    assert len(got) == 12  # every ordered pair of the four batches is at least 2x apart
+    alpha, beta = 0.03, 0.07 / 16
+    expected = [alpha / (alpha + beta * b0) for b0 in (16.0, 32.0, 64.0, 128.0) for _ in range(3)]
+    assert np.allclose([c for (_, _, c) in got], expected)
+
+
+def test_the_share_range_weighs_each_cluster_once() -> None:
+    from benchmarks.public_step_time import calibrate_constant_share, constant_share_samples
+
+    # One cluster with ten traces of share 0.9, one with a single trace of share 0.1: the
+    # median sits between them, not at the big cluster's value.
+    samples = constant_share_samples(_one_worker_trace({"big": 0.9}) * 10 + _one_worker_trace({"small": 0.1}))
+    got = calibrate_constant_share(samples)
+    lo, hi = got["ONE_BATCH_SHARE_RANGE low"], got["ONE_BATCH_SHARE_RANGE high"]
+    assert lo < 0.1 and hi > 0.6
+    assert 0.1 < got["ONE_BATCH_CONSTANT_SHARE"] < 0.9
+
+
+def test_few_probe_sigma_makes_few_probe_intervals_cover_the_rest_of_a_trace() -> None:
+    from benchmarks.public_step_time import calibrate_few_probe_sigma, few_probe_design, few_probe_samples, load_pollux_t4
+    from cotune.models._step_time import z_for
+
+    traces = load_pollux_t4(DATA, Skipped())
+    design = few_probe_design(traces[0], 3)
+    assert len({tuple(r) for r in design}) == 3 and design[0][0] == traces[0].workers.min()
+    samples = few_probe_samples(traces, ks=(2, 3))
+    got = calibrate_few_probe_sigma(samples)
+    z = z_for(0.9)
+    for k in (2, 3):
+        rows = [r for r in samples if r[1] == k]
+        s = got[f"FEW_PROBE_SIGMA k={k}"]
+        assert s > 0.0
+        # Without the term the interval is far too narrow; with it, 90 % (one cluster here).
+        assert np.mean([r[2] <= z * r[3] for r in rows]) < 0.6
+        assert np.mean([r[2] <= z * math.hypot(r[3], s) for r in rows]) == pytest.approx(0.9, abs=0.02)

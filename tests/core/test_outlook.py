@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cotune import load_profile
-from cotune.solver import MAX_SHIFT, job_outlook
+from cotune.solver import MAX_SHIFT, job_outlook, shift_carry
 
 TARGET = 0.94
 BATCHES = np.array([256, 512, 1024, 2048])
@@ -72,3 +72,54 @@ def test_without_a_level_a_switch_resumes_at_the_same_share_of_the_work(cifar_mo
     model = _model(cifar_models, BATCHES)
     share = 10.0 / _model(cifar_models, [512])[0]
     assert np.allclose(o.done_epochs, share * model) and o.shift == 0.0
+
+
+def test_shift_carry_is_a_tent_from_the_anchors_to_the_running_batch() -> None:
+    gb = np.array([64.0, 128.0, 362.0, 1024.0, 4096.0])
+    c = shift_carry(gb, running_batch=1024.0, anchors=np.array([128.0]), share=1.0)
+    # 0 at the anchor and on its far side, halfway in log batch at 362 ≈ √(128·1024), 1 from the running batch on.
+    assert np.allclose(c, [0.0, 0.0, 0.5, 1.0, 1.0], atol=2e-3)
+
+
+def test_shift_carry_keeps_the_run_scatter_part_everywhere() -> None:
+    gb = np.array([128.0, 362.0, 1024.0])
+    c = shift_carry(gb, running_batch=1024.0, anchors=np.array([128.0]), share=0.6)
+    assert np.allclose(c, 1.0 - 0.6 * (1.0 - np.array([0.0, 0.5, 1.0])), atol=2e-3)
+
+
+def test_a_job_at_an_anchor_or_without_anchors_carries_its_whole_shift() -> None:
+    gb = np.array([128.0, 512.0, 2048.0])
+    assert np.all(shift_carry(gb, running_batch=512.0, anchors=np.array([128.0, 512.0]), share=1.0) == 1.0)
+    assert np.all(shift_carry(gb, running_batch=512.0, anchors=np.array([]), share=1.0) == 1.0)
+
+
+def test_shift_carry_rejects_a_share_outside_zero_one() -> None:
+    with pytest.raises(ValueError, match=r"share must be in \[0, 1\], got 1.5"):
+        shift_carry(np.array([128.0]), running_batch=512.0, anchors=np.array([128.0]), share=1.5)
+
+
+@pytest.fixture(scope="module")
+def one_curve_models():
+    """The bundled CIFAR-10 profile with the curve at global batch 512 only (one anchor)."""
+    import dataclasses
+
+    from cotune import fit_models
+
+    p = load_profile("cifar10-resnet18")
+    return fit_models(dataclasses.replace(p, evals=tuple(e for e in p.evals if e.global_batch == 512)), n_bootstrap=0)
+
+
+def test_a_job_far_from_the_anchor_shifts_batches_near_the_anchor_less(one_curve_models) -> None:
+    ep, mt = _model_curve(1.6, 90.0)
+    batches = np.array([512.0, 1024.0, 2048.0, 4096.0])
+    running = batches == 2048.0
+    assert list(one_curve_models.accuracy.anchor_batches(TARGET)) == [512.0]
+    o = job_outlook(one_curve_models, global_batch=batches, target=TARGET, goal="max", running=running,
+                    epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    assert o.forecast is not None and o.shift != 0.0
+    model = np.asarray(one_curve_models.predict_epochs(batches, TARGET).epochs_if_reached, float)
+    factor = np.log(o.epochs / model) / o.shift
+    # At the anchor only the run's scatter carries; halfway a share between; beyond the job's batch all of it.
+    assert factor[0] < factor[1] < 1.0
+    assert factor[3] == pytest.approx(1.0)
+    assert np.allclose(factor[~running], o.carry[~running])
