@@ -64,6 +64,8 @@ __all__ = [
     "growth_ratio_samples",
     "calibrate_growth_ratio",
     "constant_share_samples",
+    "sync_constant_samples",
+    "calibrate_sync_constant",
     "few_probe_design",
     "few_probe_samples",
     "calibrate_few_probe_sigma",
@@ -595,6 +597,32 @@ def calibrate_constant_share(samples: list[tuple[str, str, float]]) -> dict[str,
     return out
 
 
+def sync_constant_samples(traces: list[Trace]) -> list[tuple[str, str, float]]:
+    """``(cluster, model, t₂/t₁ − 1)``: how much slower a step on two workers of one host is
+    than on one worker at the same local batch (medians of repeats), every batch both ran."""
+    out = []
+    for t in traces:
+        for b in np.unique(t.local_batch):
+            one = (t.workers == 1) & (t.local_batch == b)
+            two = (t.workers == 2) & (t.hosts == 1) & (t.local_batch == b)
+            if np.any(one) and np.any(two):
+                out.append((t.dataset, t.model, float(np.median(t.step_time_s[two]) / np.median(t.step_time_s[one]) - 1.0)))
+    return out
+
+
+def calibrate_sync_constant(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """``SYNC_CONSTANT_RATIO``: the median over clusters of each cluster's median two-worker
+    slowdown (each cluster weighing one), with each cluster left out, and each cluster's own."""
+
+    def ratio(rows: list) -> float:
+        by: dict[str, list[float]] = defaultdict(list)
+        for c, _, r in rows:
+            by[c].append(r)
+        return float(np.median([np.median(v) for v in by.values()]))
+
+    return _leave_one_cluster_out("SYNC_CONSTANT_RATIO", ratio, samples)
+
+
 def few_probe_design(t: Trace, k: int) -> np.ndarray:
     """``k`` distinct measured configurations of ``t``, farthest-point in (log₂ workers,
     hosts ≤ 2, log₂ local batch) from the smallest worker count at the median batch — the
@@ -687,6 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibrate:
             every = traces + load_pollux_t4(root, Skipped())
             for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every)),
+                        calibrate_sync_constant(sync_constant_samples(every)),
                         calibrate_constant_share(constant_share_samples(every)),
                         calibrate_few_probe_sigma(few_probe_samples(every))):
                 for name, value in got.items():

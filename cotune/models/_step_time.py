@@ -88,7 +88,7 @@ ONE_BATCH_SHARE_RANGE = (0.0022, 0.9988)
 # public traces with 2–5 probes). Each the 90 % coverage point of those errors on top of
 # the rest of σ, farthest-point probe designs on twelve clusters each weighing one:
 # python -m benchmarks.public_step_time --calibrate.
-FEW_PROBE_SIGMA = (0.386, 0.701, 0.367, 0.301, 0.287)
+FEW_PROBE_SIGMA = (0.205, 0.701, 0.367, 0.301, 0.287)
 _PRIOR_WEIGHT = 2.0
 # A worker count departs from the monotone prior when its probes are together this far
 # off the isotonic fit (standard errors of their scatter; and at least 30 %).

@@ -204,3 +204,16 @@ def test_few_probe_sigma_makes_few_probe_intervals_cover_the_rest_of_a_trace() -
         # Without the term the interval is far too narrow; with it, 90 % (one cluster here).
         assert np.mean([r[2] <= z * r[3] for r in rows]) < 0.6
         assert np.mean([r[2] <= z * math.hypot(r[3], s) for r in rows]) == pytest.approx(0.9, abs=0.02)
+
+
+def test_sync_constant_is_the_median_over_clusters_of_the_two_worker_slowdown() -> None:
+    from benchmarks.public_step_time import Trace, calibrate_sync_constant, sync_constant_samples
+
+    def trace(cluster: str, slowdown: float) -> Trace:
+        return Trace(dataset=cluster, model="m", workers=np.array([1.0, 2.0]), hosts=np.ones(2), local_batch=np.full(2, 32.0),
+                     step_time_s=np.array([0.1, 0.1 * (1 + slowdown)]), source="synthetic")
+
+    samples = sync_constant_samples([trace("a", 0.05)] * 5 + [trace("b", 0.2), trace("c", 0.3)])
+    got = calibrate_sync_constant(samples)
+    assert got["SYNC_CONSTANT_RATIO"] == pytest.approx(0.2)  # a's five traces count once
+    assert got["without b"] == pytest.approx(0.175)

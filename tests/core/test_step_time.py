@@ -254,3 +254,12 @@ def test_six_probed_configurations_are_cross_validated_instead():
     bare = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(w, h, b, t)
     q = (np.array([3.0, 8.0]), np.array([1.0, 2.0]), np.array([48.0, 128.0]))
     assert np.allclose(m.predict(*q).log_sigma, bare.predict(*q).log_sigma)
+
+
+def test_one_worker_probes_predict_the_measured_two_worker_slowdown():
+    from cotune.models import SYNC_CONSTANT_RATIO
+
+    m = StepTimeModel(n_bootstrap=0).fit(np.array([1.0, 1.0]), np.ones(2), np.array([64.0, 128.0]), np.array([0.1, 0.18]))
+    two = m.predict(np.array([2.0]), np.ones(1), np.array([64.0])).step_time_s[0]
+    # The sync constant is that share of the typical (median) one-worker step, 0.14 s here.
+    assert two == pytest.approx(0.1 + SYNC_CONSTANT_RATIO * 0.14, rel=0.01)
