@@ -68,7 +68,7 @@ __all__ = [
     "calibrate_sync_constant",
     "few_probe_design",
     "few_probe_samples",
-    "calibrate_few_probe_sigma",
+    "calibrate_few_probe_kappa",
     "calibrate_constant_share",
     "load_sia",
     "main",
@@ -639,10 +639,12 @@ def few_probe_design(t: Trace, k: int) -> np.ndarray:
     return keys[chosen]
 
 
-def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[tuple[str, int, float, float]]:
-    """``(cluster, k, |log error|, σ without the few-probe term)`` of every other row of each
-    trace predicted from ``k`` probes (:func:`few_probe_design`; no bootstrap)."""
+def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[tuple[str, int, float, float, float]]:
+    """``(cluster, k, |log error|, σ without the few-probe term, doublings to the nearest
+    probe)`` of every other row of each trace predicted from ``k`` probes
+    (:func:`few_probe_design`; no bootstrap)."""
     from cotune.models import StepTimeModel
+    from cotune.models._step_time import nearest_probe_doublings
 
     out = []
     for t in traces:
@@ -654,37 +656,38 @@ def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)
             for w, h, b in design:
                 train |= (t.workers == w) & (t.hosts == h) & (t.local_batch == b)
             test = ~train
-            m = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(
+            m = StepTimeModel(n_bootstrap=0, few_probe_kappa=None).fit(
                 t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train])
             p = m.predict(t.workers[test], t.hosts[test], t.local_batch[test])
             err = np.abs(np.log(t.step_time_s[test] / p.step_time_s))
-            out += [(t.dataset, k, float(e), float(sg)) for e, sg in zip(err, p.log_sigma)]
+            near = nearest_probe_doublings(design.astype(float), t.workers[test], t.hosts[test], t.local_batch[test])
+            out += [(t.dataset, k, float(e), float(sg), float(d)) for e, sg, d in zip(err, p.log_sigma, near)]
     return out
 
 
-def calibrate_few_probe_sigma(samples: list[tuple[str, int, float, float]], *, level: float = 0.9) -> dict[str, float]:
-    """``FEW_PROBE_SIGMA[k − 1]``: the σ that, added to the rest, makes the interval cover
-    ``level`` of the k-probe samples, each cluster weighing one in total; with each cluster
-    left out, that cluster's coverage by the others' value (every k pooled)."""
+def calibrate_few_probe_kappa(samples: list[tuple[str, int, float, float, float]], *, level: float = 0.9) -> dict[str, float]:
+    """``FEW_PROBE_KAPPA[k − 1]``: the σ per doubling from the nearest probe that, added to
+    the rest, makes the interval cover ``level`` of the k-probe samples, each cluster weighing
+    one in total; with each cluster left out, that cluster's coverage by the others' values."""
     from cotune.models._step_time import growth_for_coverage, z_for
 
-    def sigma(rows: list) -> float:
+    def kappa(rows: list) -> float:
         names = [r[0] for r in rows]
         count = {n: names.count(n) for n in set(names)}
-        e, sg = np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
-        return growth_for_coverage(e, sg, np.ones(e.shape), level=level, weights=np.array([1.0 / count[n] for n in names]))
+        e, sg, d = (np.array([r[i] for r in rows]) for i in (2, 3, 4))
+        return growth_for_coverage(e, sg, d, level=level, weights=np.array([1.0 / count[n] for n in names]))
 
     out: dict[str, float] = {}
     ks = sorted({r[1] for r in samples})
     for k in ks:
-        out[f"FEW_PROBE_SIGMA k={k}"] = sigma([r for r in samples if r[1] == k])
+        out[f"FEW_PROBE_KAPPA k={k}"] = kappa([r for r in samples if r[1] == k])
     z = z_for(level)
     clusters = sorted({r[0] for r in samples})
     for c in clusters if len(clusters) > 1 else ():
         hits = []
         for k in ks:
-            s_k = sigma([r for r in samples if r[1] == k and r[0] != c])
-            hits += [r[2] <= z * math.hypot(r[3], s_k) for r in samples if r[1] == k and r[0] == c]
+            k_c = kappa([r for r in samples if r[1] == k and r[0] != c])
+            hits += [r[2] <= z * math.hypot(r[3], k_c * r[4]) for r in samples if r[1] == k and r[0] == c]
         out[f"{c}: covered with the others' values"] = float(np.mean(hits))
     return out
 
@@ -701,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
     parser.add_argument(
-        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows) and FEW_PROBE_SIGMA (1-5 probes) from every cluster, Pollux T4 included, and exit"
+        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows) and FEW_PROBE_KAPPA (1-5 probes) from every cluster, Pollux T4 included, and exit"
     )
     args = parser.parse_args(argv)
     try:
@@ -717,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
             for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every)),
                         calibrate_sync_constant(sync_constant_samples(every)),
                         calibrate_constant_share(constant_share_samples(every)),
-                        calibrate_few_probe_sigma(few_probe_samples(every))):
+                        calibrate_few_probe_kappa(few_probe_samples(every))):
                 for name, value in got.items():
                     print(f"{name:34s} {value:.4f}")
             return 0
