@@ -64,9 +64,11 @@ __all__ = [
     "growth_ratio_samples",
     "calibrate_growth_ratio",
     "constant_share_samples",
+    "sync_constant_samples",
+    "calibrate_sync_constant",
     "few_probe_design",
     "few_probe_samples",
-    "calibrate_few_probe_sigma",
+    "calibrate_few_probe_kappa",
     "calibrate_constant_share",
     "load_sia",
     "main",
@@ -595,6 +597,32 @@ def calibrate_constant_share(samples: list[tuple[str, str, float]]) -> dict[str,
     return out
 
 
+def sync_constant_samples(traces: list[Trace]) -> list[tuple[str, str, float]]:
+    """``(cluster, model, t₂/t₁ − 1)``: how much slower a step on two workers of one host is
+    than on one worker at the same local batch (medians of repeats), every batch both ran."""
+    out = []
+    for t in traces:
+        for b in np.unique(t.local_batch):
+            one = (t.workers == 1) & (t.local_batch == b)
+            two = (t.workers == 2) & (t.hosts == 1) & (t.local_batch == b)
+            if np.any(one) and np.any(two):
+                out.append((t.dataset, t.model, float(np.median(t.step_time_s[two]) / np.median(t.step_time_s[one]) - 1.0)))
+    return out
+
+
+def calibrate_sync_constant(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """``SYNC_CONSTANT_RATIO``: the median over clusters of each cluster's median two-worker
+    slowdown (each cluster weighing one), with each cluster left out, and each cluster's own."""
+
+    def ratio(rows: list) -> float:
+        by: dict[str, list[float]] = defaultdict(list)
+        for c, _, r in rows:
+            by[c].append(r)
+        return float(np.median([np.median(v) for v in by.values()]))
+
+    return _leave_one_cluster_out("SYNC_CONSTANT_RATIO", ratio, samples)
+
+
 def few_probe_design(t: Trace, k: int) -> np.ndarray:
     """``k`` distinct measured configurations of ``t``, farthest-point in (log₂ workers,
     hosts ≤ 2, log₂ local batch) from the smallest worker count at the median batch — the
@@ -611,10 +639,12 @@ def few_probe_design(t: Trace, k: int) -> np.ndarray:
     return keys[chosen]
 
 
-def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[tuple[str, int, float, float]]:
-    """``(cluster, k, |log error|, σ without the few-probe term)`` of every other row of each
-    trace predicted from ``k`` probes (:func:`few_probe_design`; no bootstrap)."""
+def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[tuple[str, int, float, float, float]]:
+    """``(cluster, k, |log error|, σ without the few-probe term, doublings to the nearest
+    probe)`` of every other row of each trace predicted from ``k`` probes
+    (:func:`few_probe_design`; no bootstrap)."""
     from cotune.models import StepTimeModel
+    from cotune.models._step_time import nearest_probe_doublings
 
     out = []
     for t in traces:
@@ -626,37 +656,38 @@ def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)
             for w, h, b in design:
                 train |= (t.workers == w) & (t.hosts == h) & (t.local_batch == b)
             test = ~train
-            m = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(
+            m = StepTimeModel(n_bootstrap=0, few_probe_kappa=None).fit(
                 t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train])
             p = m.predict(t.workers[test], t.hosts[test], t.local_batch[test])
             err = np.abs(np.log(t.step_time_s[test] / p.step_time_s))
-            out += [(t.dataset, k, float(e), float(sg)) for e, sg in zip(err, p.log_sigma)]
+            near = nearest_probe_doublings(design.astype(float), t.workers[test], t.hosts[test], t.local_batch[test])
+            out += [(t.dataset, k, float(e), float(sg), float(d)) for e, sg, d in zip(err, p.log_sigma, near)]
     return out
 
 
-def calibrate_few_probe_sigma(samples: list[tuple[str, int, float, float]], *, level: float = 0.9) -> dict[str, float]:
-    """``FEW_PROBE_SIGMA[k − 1]``: the σ that, added to the rest, makes the interval cover
-    ``level`` of the k-probe samples, each cluster weighing one in total; with each cluster
-    left out, that cluster's coverage by the others' value (every k pooled)."""
+def calibrate_few_probe_kappa(samples: list[tuple[str, int, float, float, float]], *, level: float = 0.9) -> dict[str, float]:
+    """``FEW_PROBE_KAPPA[k − 1]``: the σ per doubling from the nearest probe that, added to
+    the rest, makes the interval cover ``level`` of the k-probe samples, each cluster weighing
+    one in total; with each cluster left out, that cluster's coverage by the others' values."""
     from cotune.models._step_time import growth_for_coverage, z_for
 
-    def sigma(rows: list) -> float:
+    def kappa(rows: list) -> float:
         names = [r[0] for r in rows]
         count = {n: names.count(n) for n in set(names)}
-        e, sg = np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
-        return growth_for_coverage(e, sg, np.ones(e.shape), level=level, weights=np.array([1.0 / count[n] for n in names]))
+        e, sg, d = (np.array([r[i] for r in rows]) for i in (2, 3, 4))
+        return growth_for_coverage(e, sg, d, level=level, weights=np.array([1.0 / count[n] for n in names]))
 
     out: dict[str, float] = {}
     ks = sorted({r[1] for r in samples})
     for k in ks:
-        out[f"FEW_PROBE_SIGMA k={k}"] = sigma([r for r in samples if r[1] == k])
+        out[f"FEW_PROBE_KAPPA k={k}"] = kappa([r for r in samples if r[1] == k])
     z = z_for(level)
     clusters = sorted({r[0] for r in samples})
     for c in clusters if len(clusters) > 1 else ():
         hits = []
         for k in ks:
-            s_k = sigma([r for r in samples if r[1] == k and r[0] != c])
-            hits += [r[2] <= z * math.hypot(r[3], s_k) for r in samples if r[1] == k and r[0] == c]
+            k_c = kappa([r for r in samples if r[1] == k and r[0] != c])
+            hits += [r[2] <= z * math.hypot(r[3], k_c * r[4]) for r in samples if r[1] == k and r[0] == c]
         out[f"{c}: covered with the others' values"] = float(np.mean(hits))
     return out
 
@@ -673,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
     parser.add_argument(
-        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows) and FEW_PROBE_SIGMA (1-5 probes) from every cluster, Pollux T4 included, and exit"
+        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows) and FEW_PROBE_KAPPA (1-5 probes) from every cluster, Pollux T4 included, and exit"
     )
     args = parser.parse_args(argv)
     try:
@@ -687,8 +718,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibrate:
             every = traces + load_pollux_t4(root, Skipped())
             for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every)),
+                        calibrate_sync_constant(sync_constant_samples(every)),
                         calibrate_constant_share(constant_share_samples(every)),
-                        calibrate_few_probe_sigma(few_probe_samples(every))):
+                        calibrate_few_probe_kappa(few_probe_samples(every))):
                 for name, value in got.items():
                     print(f"{name:34s} {value:.4f}")
             return 0

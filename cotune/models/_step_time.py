@@ -17,7 +17,7 @@ Two layers:
 
 Uncertainty, in log space, has five parts (and a sixth with few probes)::
 
-    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)²
+    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)² + (κ_k · d_near(q))²
 
 * ``σ_cv`` — the 90 % quantile of *cross-validated* errors at held-out probed
   configurations (five folds over distinct configurations), divided by ``z₀.₉₅``: the
@@ -45,14 +45,16 @@ Uncertainty, in log space, has five parts (and a sixth with few probes)::
   one-worker pairs, and ``σ_split`` the larger distance to its ends over ``z₀.₉₅``. The batch
   part of ``d`` is then left out (it would count the same ignorance twice).
 * with fewer than six distinct probed configurations σ_cv cannot be cross-validated and
-  the fit looks exact; ``FEW_PROBE_SIGMA[k − 1]`` is added at every unprobed
-  configuration (measured on public traces with k = 1 … 5 farthest-point probes).
+  the fit looks exact; ``FEW_PROBE_KAPPA[k − 1] · d_near`` is added, ``d_near`` the
+  doublings to the nearest probed configuration (measured on public traces with
+  k = 1 … 5 farthest-point probes).
 
 Each prediction says whether it was interpolated or extrapolated.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +64,7 @@ from cotune.models._backbone import SYNC_GROWTH_RATIO, BackboneParams, fit_backb
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
 
-__all__ = ["FEW_PROBE_SIGMA", "KAPPA_HOSTS", "KAPPA_STEP", "ONE_BATCH_SHARE_RANGE", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
+__all__ = ["FEW_PROBE_KAPPA", "KAPPA_HOSTS", "KAPPA_STEP", "ONE_BATCH_SHARE_RANGE", "StepTimeModel", "StepTimePrediction", "growth_for_coverage", "z_for"]
 
 # σ of log step time per doubling beyond the probed box, added to the cross-validated σ,
 # measured on the Pollux T4 traces (fit on ≤ 2 and ≤ 4 workers, predict the rest up to 64):
@@ -82,13 +84,16 @@ KAPPA_HOSTS = 0.32
 # pair of one-worker batches ≥ 2× apart on twelve clusters, each weighing one:
 # python -m benchmarks.public_step_time --calibrate.
 ONE_BATCH_SHARE_RANGE = (0.0022, 0.9988)
-# σ of log step time added at unprobed configurations when 1, 2, … 5 distinct
+# σ of log step time per doubling from the nearest probed configuration (L1 over log₂
+# workers, log₂ local batch and one for crossing hosts) when 1, 2, … 5 distinct
 # configurations were probed: too few for the five-fold cross-validation that sets σ_cv,
 # so the fit looks exact where it is not (a 90 % interval covered 6–23 % of the truth on
 # public traces with 2–5 probes). Each the 90 % coverage point of those errors on top of
 # the rest of σ, farthest-point probe designs on twelve clusters each weighing one:
-# python -m benchmarks.public_step_time --calibrate.
-FEW_PROBE_SIGMA = (0.386, 0.701, 0.367, 0.301, 0.287)
+# python -m benchmarks.public_step_time --calibrate. Growing with the distance rather than
+# flat: errors do (median 0.07 within one doubling, 0.38 beyond four, at k = 3), and a flat
+# σ covered 74–82 % beyond four doublings while over-covering next to the probes.
+FEW_PROBE_KAPPA = (0.061, 0.277, 0.190, 0.199, 0.199)
 _PRIOR_WEIGHT = 2.0
 # A worker count departs from the monotone prior when its probes are together this far
 # off the isotonic fit (standard errors of their scatter; and at least 30 %).
@@ -129,6 +134,19 @@ def growth_for_coverage(
     return hi
 
 
+def nearest_probe_doublings(points: np.ndarray, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
+    """Doublings from each configuration to the nearest of ``points`` (rows of workers,
+    hosts, local batch): L1 over log₂ workers and log₂ local batch, plus one for being on
+    several hosts where that probe ran on one (or the reverse)."""
+    lw, lb = np.log2(np.maximum(workers, 1e-9)), np.log2(np.maximum(local_batch, 1e-9))
+    multi = np.asarray(hosts) > 1
+    out = np.full(lw.shape, np.inf)
+    for w, h, b in points:  # one probe at a time: memory stays O(queries) for a million candidates
+        d = np.abs(lw - math.log2(w)) + np.abs(lb - math.log2(b)) + (multi != (h > 1))
+        out = np.minimum(out, d)
+    return out
+
+
 @dataclass(frozen=True)
 class StepTimePrediction:
     """Predicted seconds per optimizer step, with a central interval."""
@@ -152,9 +170,9 @@ class StepTimeModel(EstimatorContract):
         ran above two workers (:data:`cotune.models.SYNC_GROWTH_RATIO`).
     share_range : with one local batch probed, the 90 % range of the constant share of
         its step time (:data:`ONE_BATCH_SHARE_RANGE`); None: no spread for the unknown split.
-    few_probe_sigma : σ added at unprobed configurations when k = 1, 2, … distinct
-        configurations were probed, too few to cross-validate (:data:`FEW_PROBE_SIGMA`);
-        None: none.
+    few_probe_kappa : σ per doubling from the nearest probed configuration when k = 1, 2, …
+        distinct configurations were probed, too few to cross-validate
+        (:data:`FEW_PROBE_KAPPA`); None: none.
 
     Attributes (after ``fit``)
     --------------------------
@@ -181,7 +199,7 @@ class StepTimeModel(EstimatorContract):
         kappa_hosts: float = KAPPA_HOSTS,
         growth_ratio: float = SYNC_GROWTH_RATIO,
         share_range: tuple[float, float] | None = ONE_BATCH_SHARE_RANGE,
-        few_probe_sigma: tuple[float, ...] | None = FEW_PROBE_SIGMA,
+        few_probe_kappa: tuple[float, ...] | None = FEW_PROBE_KAPPA,
     ) -> None:
         self.interval = interval
         self.n_bootstrap = n_bootstrap
@@ -191,7 +209,7 @@ class StepTimeModel(EstimatorContract):
         self.kappa_hosts = kappa_hosts
         self.growth_ratio = growth_ratio
         self.share_range = share_range
-        self.few_probe_sigma = few_probe_sigma
+        self.few_probe_kappa = few_probe_kappa
 
     # -- fitting ---------------------------------------------------------------
     def fit(
@@ -253,7 +271,7 @@ class StepTimeModel(EstimatorContract):
     def _refit(self, points: np.ndarray, mean_log: np.ndarray, *, growth_ratio: float | None = None) -> "StepTimeModel":
         ratio = self.growth_ratio if growth_ratio is None else growth_ratio
         m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts, growth_ratio=ratio,
-                          share_range=self.share_range, few_probe_sigma=self.few_probe_sigma)
+                          share_range=self.share_range, few_probe_kappa=self.few_probe_kappa)
         return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
 
     def _calibrate(self, points: np.ndarray, mean_log: np.ndarray) -> None:
@@ -341,16 +359,14 @@ class StepTimeModel(EstimatorContract):
         mid = np.log(0.5 + 0.5 * r)
         return np.max(np.abs(ends - mid), axis=0) / z_for(0.9)
 
-    def _few_sigma(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """:attr:`few_probe_sigma` for the number of probed configurations, at every
-        configuration that was not probed (0 at the probed ones, and from six on)."""
-        table = self.few_probe_sigma
+    def _few_spread(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """:attr:`few_probe_kappa` for the number of probed configurations times the
+        doublings to the nearest probed one (0 at the probed ones, and from six on)."""
+        table = self.few_probe_kappa
         k = self.points_.shape[0]
         if not table or k > len(table):
             return np.zeros(w.shape)
-        q = np.column_stack([w, h, b])
-        probed = (q[:, None, :] == self.points_[None, :, :]).all(axis=2).any(axis=1)
-        return np.where(probed, 0.0, float(table[k - 1]))
+        return float(table[k - 1]) * nearest_probe_doublings(self.points_, w, h, b)
 
     def _unprobed_crossing(self, h: np.ndarray) -> np.ndarray:
         """1 where the configuration crosses hosts and no probe did (the inter-host terms are a prior), else 0."""
@@ -510,7 +526,7 @@ class StepTimeModel(EstimatorContract):
             + (kappa * self._distance(w, h, b)) ** 2
             + (getattr(self, "kappa_hosts", 0.0) * self._unprobed_crossing(h)) ** 2
             + self._split_sigma(b) ** 2
-            + self._few_sigma(w, h, b) ** 2
+            + self._few_spread(w, h, b) ** 2
         )
         sigma = np.sqrt(var)
         z = z_for(self.interval)

@@ -187,20 +187,33 @@ def test_the_share_range_weighs_each_cluster_once() -> None:
     assert 0.1 < got["ONE_BATCH_CONSTANT_SHARE"] < 0.9
 
 
-def test_few_probe_sigma_makes_few_probe_intervals_cover_the_rest_of_a_trace() -> None:
-    from benchmarks.public_step_time import calibrate_few_probe_sigma, few_probe_design, few_probe_samples, load_pollux_t4
+def test_few_probe_kappa_makes_few_probe_intervals_cover_the_rest_of_a_trace() -> None:
+    from benchmarks.public_step_time import calibrate_few_probe_kappa, few_probe_design, few_probe_samples, load_pollux_t4
     from cotune.models._step_time import z_for
 
     traces = load_pollux_t4(DATA, Skipped())
     design = few_probe_design(traces[0], 3)
     assert len({tuple(r) for r in design}) == 3 and design[0][0] == traces[0].workers.min()
     samples = few_probe_samples(traces, ks=(2, 3))
-    got = calibrate_few_probe_sigma(samples)
+    got = calibrate_few_probe_kappa(samples)
     z = z_for(0.9)
     for k in (2, 3):
         rows = [r for r in samples if r[1] == k]
-        s = got[f"FEW_PROBE_SIGMA k={k}"]
-        assert s > 0.0
+        kappa = got[f"FEW_PROBE_KAPPA k={k}"]
+        assert kappa > 0.0
         # Without the term the interval is far too narrow; with it, 90 % (one cluster here).
         assert np.mean([r[2] <= z * r[3] for r in rows]) < 0.6
-        assert np.mean([r[2] <= z * math.hypot(r[3], s) for r in rows]) == pytest.approx(0.9, abs=0.02)
+        assert np.mean([r[2] <= z * math.hypot(r[3], kappa * r[4]) for r in rows]) == pytest.approx(0.9, abs=0.02)
+
+
+def test_sync_constant_is_the_median_over_clusters_of_the_two_worker_slowdown() -> None:
+    from benchmarks.public_step_time import Trace, calibrate_sync_constant, sync_constant_samples
+
+    def trace(cluster: str, slowdown: float) -> Trace:
+        return Trace(dataset=cluster, model="m", workers=np.array([1.0, 2.0]), hosts=np.ones(2), local_batch=np.full(2, 32.0),
+                     step_time_s=np.array([0.1, 0.1 * (1 + slowdown)]), source="synthetic")
+
+    samples = sync_constant_samples([trace("a", 0.05)] * 5 + [trace("b", 0.2), trace("c", 0.3)])
+    got = calibrate_sync_constant(samples)
+    assert got["SYNC_CONSTANT_RATIO"] == pytest.approx(0.2)  # a's five traces count once
+    assert got["without b"] == pytest.approx(0.175)

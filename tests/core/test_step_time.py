@@ -215,8 +215,8 @@ def _two_worker_counts_one_batch():
 
 def test_one_probed_batch_widens_other_batches_by_the_unknown_split():
     w, h, b, t = _two_worker_counts_one_batch()
-    m = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(w, h, b, t)
-    plain = StepTimeModel(n_bootstrap=0, few_probe_sigma=None, share_range=None).fit(w, h, b, t)
+    m = StepTimeModel(n_bootstrap=0, few_probe_kappa=None).fit(w, h, b, t)
+    plain = StepTimeModel(n_bootstrap=0, few_probe_kappa=None, share_range=None).fit(w, h, b, t)
     q = np.array([64.0, 128.0, 512.0, 4096.0])
     s = m.predict(np.ones(4), np.ones(4), q).log_sigma
     s0 = plain.predict(np.ones(4), np.ones(4), q).log_sigma
@@ -229,28 +229,41 @@ def test_one_probed_batch_widens_other_batches_by_the_unknown_split():
 
 def test_two_probed_batches_carry_no_split_spread():
     w, h, b, t = np.array([1.0, 1.0]), np.ones(2), np.array([64.0, 256.0]), np.array([0.1, 0.3])
-    a = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(w, h, b, t)
-    z = StepTimeModel(n_bootstrap=0, few_probe_sigma=None, share_range=None).fit(w, h, b, t)
+    a = StepTimeModel(n_bootstrap=0, few_probe_kappa=None).fit(w, h, b, t)
+    z = StepTimeModel(n_bootstrap=0, few_probe_kappa=None, share_range=None).fit(w, h, b, t)
     q = np.array([32.0, 128.0, 1024.0])
     assert np.allclose(a.predict(np.ones(3), np.ones(3), q).log_sigma, z.predict(np.ones(3), np.ones(3), q).log_sigma)
 
 
-def test_few_probes_add_their_measured_spread_off_the_probed_configurations():
-    from cotune.models import FEW_PROBE_SIGMA
+def test_few_probes_widen_with_the_distance_to_the_nearest_probe():
+    from cotune.models import FEW_PROBE_KAPPA
 
     w, h, b, t = np.array([1.0, 4.0]), np.ones(2), np.array([64.0, 32.0]), np.array([0.1, 0.08])
     m = StepTimeModel(n_bootstrap=0).fit(w, h, b, t)
-    bare = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(w, h, b, t)
+    bare = StepTimeModel(n_bootstrap=0, few_probe_kappa=None).fit(w, h, b, t)
     probed = m.predict(np.array([1.0]), np.ones(1), np.array([64.0])).log_sigma[0]
     assert probed == pytest.approx(bare.predict(np.array([1.0]), np.ones(1), np.array([64.0])).log_sigma[0])
     s, s0 = (x.predict(np.array([2.0]), np.ones(1), np.array([48.0])).log_sigma[0] for x in (m, bare))
-    assert s**2 == pytest.approx(s0**2 + FEW_PROBE_SIGMA[1] ** 2)
+    # One doubling of workers and log2(64/48) of batch from the nearest probe, (1, 64).
+    d = 1.0 + np.log2(64 / 48)
+    assert s**2 == pytest.approx(s0**2 + (FEW_PROBE_KAPPA[1] * d) ** 2)
+    far = m.predict(np.array([16.0]), np.ones(1), np.array([48.0])).log_sigma[0]
+    assert far > s  # farther from every probe, wider
 
 
 def test_six_probed_configurations_are_cross_validated_instead():
     rng = np.random.default_rng(3)
     w, h, b, t = _data(_theta(rng), rng, workers=(1, 2, 4), batches=(32, 64))
     m = StepTimeModel(n_bootstrap=0).fit(w, h, b, t)
-    bare = StepTimeModel(n_bootstrap=0, few_probe_sigma=None).fit(w, h, b, t)
+    bare = StepTimeModel(n_bootstrap=0, few_probe_kappa=None).fit(w, h, b, t)
     q = (np.array([3.0, 8.0]), np.array([1.0, 2.0]), np.array([48.0, 128.0]))
     assert np.allclose(m.predict(*q).log_sigma, bare.predict(*q).log_sigma)
+
+
+def test_one_worker_probes_predict_the_measured_two_worker_slowdown():
+    from cotune.models import SYNC_CONSTANT_RATIO
+
+    m = StepTimeModel(n_bootstrap=0).fit(np.array([1.0, 1.0]), np.ones(2), np.array([64.0, 128.0]), np.array([0.1, 0.18]))
+    two = m.predict(np.array([2.0]), np.ones(1), np.array([64.0])).step_time_s[0]
+    # The sync constant is that share of the typical (median) one-worker step, 0.14 s here.
+    assert two == pytest.approx(0.1 + SYNC_CONSTANT_RATIO * 0.14, rel=0.01)
