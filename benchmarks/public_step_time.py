@@ -537,13 +537,15 @@ def calibrate_growth_ratio(samples: list[tuple[str, str, float]]) -> dict[str, f
     """``SYNC_GROWTH_RATIO``: the median over clusters of each cluster's median β_r / α_r (each
     cluster weighing one), its value with each cluster left out, and each cluster's own."""
 
-    def rho(rows: list) -> float:
-        by: dict[str, list[float]] = defaultdict(list)
-        for c, _, r in rows:
-            by[c].append(r)
-        return float(np.median([np.median(v) for v in by.values()]))
+    return _leave_one_cluster_out("SYNC_GROWTH_RATIO", _median_of_cluster_medians, samples)
 
-    return _leave_one_cluster_out("SYNC_GROWTH_RATIO", rho, samples)
+
+def _median_of_cluster_medians(rows: list[tuple[str, str, float]]) -> float:
+    """Each cluster's median value, then the median over clusters (each weighing one)."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for c, _, r in rows:
+        by[c].append(r)
+    return float(np.median([np.median(v) for v in by.values()]))
 
 
 def constant_share_samples(traces: list[Trace], *, min_ratio: float = 2.0) -> list[tuple[str, str, float]]:
@@ -614,13 +616,7 @@ def calibrate_sync_constant(samples: list[tuple[str, str, float]]) -> dict[str, 
     """``SYNC_CONSTANT_RATIO``: the median over clusters of each cluster's median two-worker
     slowdown (each cluster weighing one), with each cluster left out, and each cluster's own."""
 
-    def ratio(rows: list) -> float:
-        by: dict[str, list[float]] = defaultdict(list)
-        for c, _, r in rows:
-            by[c].append(r)
-        return float(np.median([np.median(v) for v in by.values()]))
-
-    return _leave_one_cluster_out("SYNC_CONSTANT_RATIO", ratio, samples)
+    return _leave_one_cluster_out("SYNC_CONSTANT_RATIO", _median_of_cluster_medians, samples)
 
 
 def few_probe_design(t: Trace, k: int) -> np.ndarray:
