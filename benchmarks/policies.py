@@ -48,6 +48,7 @@ __all__ = [
     "policy_mask",
     "fitted_estimates",
     "seed_design",
+    "farthest_points",
     "available_policies",
     "subset",
     "visible_epochs",
@@ -154,6 +155,18 @@ def policy_mask(scn: Scenario, subspace: str) -> np.ndarray:
     raise ValueError(f"unknown subspace {subspace!r}")
 
 
+def farthest_points(coords: np.ndarray, *, start: int, k: int) -> list[int]:
+    """Up to ``k`` row indices of ``coords``: ``start``, then each time the row farthest
+    (Euclidean) from every row chosen so far, stopping early when every row is chosen's twin."""
+    chosen = [start]
+    dist = np.linalg.norm(coords - coords[start], axis=1)
+    while len(chosen) < k and dist.max() > 0:
+        j = int(np.argmax(dist))
+        chosen.append(j)
+        dist = np.minimum(dist, np.linalg.norm(coords - coords[j], axis=1))
+    return chosen
+
+
 def seed_design(candidates: Candidates, mask: np.ndarray, *, per_gpu: int, max_hosts: int = 2) -> list[int]:
     """Farthest-point design per GPU type (interleaved), smallest configuration first."""
     coords = np.column_stack(
@@ -168,15 +181,8 @@ def seed_design(candidates: Candidates, mask: np.ndarray, *, per_gpu: int, max_h
             continue
         # Start at one worker (cheapest) with the median local batch.
         start_key = coords[pool, 0] * 100 + np.abs(coords[pool, 2] - np.median(coords[pool, 2]))
-        chosen = [int(pool[np.argmin(start_key)])]
-        dist = np.linalg.norm(coords[pool] - coords[chosen[0]], axis=1)
-        while len(chosen) < min(per_gpu * 4, pool.size):
-            j = int(pool[np.argmax(dist)])
-            if dist.max() <= 0:
-                break
-            chosen.append(j)
-            dist = np.minimum(dist, np.linalg.norm(coords[pool] - coords[j], axis=1))
-        per.append(chosen)
+        picked = farthest_points(coords[pool], start=int(np.argmin(start_key)), k=min(per_gpu * 4, pool.size))
+        per.append([int(pool[j]) for j in picked])
     order: list[int] = []
     for rank in range(max(len(p) for p in per) if per else 0):
         order.extend(p[rank] for p in per if rank < len(p))

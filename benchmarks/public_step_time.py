@@ -492,13 +492,18 @@ def calibrate_kappa_hosts(samples: list[tuple[str, float, float]], *, level: flo
     from cotune.models._step_time import growth_for_coverage
 
     def kappa(rows: list) -> float:
-        names = [r[0] for r in rows]
-        count = {n: names.count(n) for n in set(names)}
         e, s = (np.array([r[i] for r in rows]) for i in (1, 2))
-        w = np.array([1.0 / count[n] for n in names])
-        return growth_for_coverage(e, s, np.ones(e.shape), level=level, weights=w)
+        return growth_for_coverage(e, s, np.ones(e.shape), level=level, weights=_cluster_weights(rows))
 
     return _leave_one_cluster_out("KAPPA_HOSTS", kappa, samples)
+
+
+def _cluster_weights(rows: list) -> np.ndarray:
+    """One weight per sample (its cluster is ``row[0]``) so that each cluster weighs one in total."""
+    count: dict[str, int] = defaultdict(int)
+    for r in rows:
+        count[r[0]] += 1
+    return np.array([1.0 / count[r[0]] for r in rows])
 
 
 def _leave_one_cluster_out(name: str, estimate, samples: list) -> dict[str, float]:
@@ -574,10 +579,8 @@ def constant_share_samples(traces: list[Trace], *, min_ratio: float = 2.0) -> li
 
 def _weighted_quantiles(rows: list[tuple[str, str, float]], qs: tuple[float, ...]) -> list[float]:
     """Quantiles of the shares, each cluster weighing one in total."""
-    names = [r[0] for r in rows]
-    count = {n: names.count(n) for n in set(names)}
     c = np.array([r[2] for r in rows])
-    w = np.array([1.0 / count[n] for n in names])
+    w = _cluster_weights(rows)
     order = np.argsort(c)
     cum = np.cumsum(w[order]) - 0.5 * w[order]
     return [float(np.interp(q, cum / w.sum(), c[order])) for q in qs]
@@ -623,16 +626,13 @@ def few_probe_design(t: Trace, k: int) -> np.ndarray:
     """``k`` distinct measured configurations of ``t``, farthest-point in (log₂ workers,
     hosts ≤ 2, log₂ local batch) from the smallest worker count at the median batch — the
     benchmark's seed design (``benchmarks.policies.seed_design``) on a trace's rows."""
+    from benchmarks.policies import farthest_points
+
     keys = np.unique(np.column_stack([t.workers, t.hosts, t.local_batch]), axis=0)
     coords = np.column_stack([np.log2(keys[:, 0]), np.minimum(keys[:, 1], 2), np.log2(keys[:, 2])])
     small = np.flatnonzero(keys[:, 0] == keys[:, 0].min())
-    chosen = [int(small[np.argmin(np.abs(coords[small, 2] - np.median(coords[:, 2])))])]
-    dist = np.linalg.norm(coords - coords[chosen[0]], axis=1)
-    while len(chosen) < k and dist.max() > 0:
-        j = int(np.argmax(dist))
-        chosen.append(j)
-        dist = np.minimum(dist, np.linalg.norm(coords - coords[j], axis=1))
-    return keys[chosen]
+    start = int(small[np.argmin(np.abs(coords[small, 2] - np.median(coords[:, 2])))])
+    return keys[farthest_points(coords, start=start, k=k)]
 
 
 def few_probe_samples(traces: list[Trace], ks: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[tuple[str, int, float, float, float]]:
@@ -668,10 +668,8 @@ def calibrate_few_probe_kappa(samples: list[tuple[str, int, float, float, float]
     from cotune.models._step_time import growth_for_coverage, z_for
 
     def kappa(rows: list) -> float:
-        names = [r[0] for r in rows]
-        count = {n: names.count(n) for n in set(names)}
         e, sg, d = (np.array([r[i] for r in rows]) for i in (2, 3, 4))
-        return growth_for_coverage(e, sg, d, level=level, weights=np.array([1.0 / count[n] for n in names]))
+        return growth_for_coverage(e, sg, d, level=level, weights=_cluster_weights(rows))
 
     out: dict[str, float] = {}
     ks = sorted({r[1] for r in samples})

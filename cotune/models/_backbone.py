@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SYNC_CONSTANT_RATIO", "SYNC_GROWTH_RATIO", "BackboneParams", "predict_log_step", "fit_backbone"]
+__all__ = ["ONE_BATCH_CONSTANT_SHARE", "SYNC_CONSTANT_RATIO", "SYNC_GROWTH_RATIO", "BackboneParams", "predict_log_step", "fit_backbone"]
 
 _TINY = 1e-9
 # ρ in β_r = ρ · α_r: sync growth per doubling of workers as a share of the sync constant,
@@ -55,6 +55,10 @@ SYNC_GROWTH_RATIO = 0.37
 # with one left out): python -m benchmarks.public_step_time --calibrate. Before, α_r was pinned
 # at 0.001 of it — perfect scaling, the optimistic extreme.
 SYNC_CONSTANT_RATIO = 0.104
+# With one local batch probed, the share of its step time taken as constant (the rest is
+# per-sample compute): the even split, the median on public one-worker pairs being 0.49.
+# StepTimeModel's σ_split is the spread of this guess.
+ONE_BATCH_CONSTANT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -147,11 +151,11 @@ def fit_backbone(
         free[6] = False
         pinned[6] = 1.0
     if np.unique(local_batch).size < 2:
-        # One batch size cannot split constant from per-sample compute: split evenly (the
-        # median share on public one-worker pairs is 0.49; StepTimeModel adds the spread).
+        # One batch size cannot split constant from per-sample compute: ONE_BATCH_CONSTANT_SHARE.
         free[0:2] = False
         b0 = float(local_batch[0])
-        pinned[0], pinned[1] = base / 2, base / 2 / max(b0, 1.0)
+        c = ONE_BATCH_CONSTANT_SHARE
+        pinned[0], pinned[1] = base * c, base * (1.0 - c) / max(b0, 1.0)
 
     def expand(x: np.ndarray) -> np.ndarray:
         full = pinned.copy()

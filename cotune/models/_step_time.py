@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cotune.errors import ModelError
-from cotune.models._backbone import SYNC_GROWTH_RATIO, BackboneParams, fit_backbone, predict_log_step
+from cotune.models._backbone import ONE_BATCH_CONSTANT_SHARE, SYNC_GROWTH_RATIO, BackboneParams, fit_backbone, predict_log_step
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
 
@@ -347,7 +347,7 @@ class StepTimeModel(EstimatorContract):
         """σ of log step time at local batch ``b`` from the unknown constant share when one
         batch ``b₀`` was probed: the step time there is ``t₀·(c + (1 − c)·r)``, ``r = b/b₀``,
         for a share ``c`` in :attr:`share_range` (its 90 % range); the backbone predicts at
-        ``c = ½``. σ is the larger distance from that prediction to either end, over
+        ``c = ONE_BATCH_CONSTANT_SHARE``. σ is the larger distance from that prediction to either end, over
         ``z₀.₉₅`` (the range's own level whatever ``interval`` is): the range is skewed in
         log and the larger side is the one that covers (92.7 % of the one-worker pairs of
         twelve public clusters, each weighing one; the mean half-width covered 76.9 %)."""
@@ -356,7 +356,8 @@ class StepTimeModel(EstimatorContract):
         r = np.maximum(b, 1e-9) / self.local_batch_range_[0]
         lo, hi = self.share_range  # type: ignore[misc]
         ends = np.log(np.stack([lo + (1 - lo) * r, hi + (1 - hi) * r]))
-        mid = np.log(0.5 + 0.5 * r)
+        c = ONE_BATCH_CONSTANT_SHARE
+        mid = np.log(c + (1 - c) * r)
         return np.max(np.abs(ends - mid), axis=0) / z_for(0.9)
 
     def _few_spread(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:

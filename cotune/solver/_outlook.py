@@ -60,8 +60,8 @@ class JobOutlook:
     probability of reaching the target at all; ``done_epochs``: the hand-over epoch;
     ``shift``: ``δ`` (0 when the job's curve said nothing); ``forecast``: the job's own
     :class:`~cotune.models._curve.CurveForecast` at its batch, or None; ``carry``: the
-    share ``λ·w`` of ``δ`` each option's belief takes (:func:`shift_carry`; 1 on the
-    running configuration, None before the job starts).
+    share ``1 − λ·(1 − w)`` of ``δ`` each option's belief takes (:func:`shift_carry`; 1 on
+    the running configuration, None before the job starts).
     """
 
     epochs: np.ndarray
@@ -137,7 +137,8 @@ def job_outlook(
         return JobOutlook(epochs=e_model, log_sigma=s_model, p_reach=p_model, done_epochs=np.zeros(n), shift=0.0)
 
     assert running_batch is not None
-    base = float(np.asarray(models.predict_epochs(np.array([float(running_batch)]), target).epochs_if_reached, float)[0])
+    at_running = models.predict_epochs(np.array([float(running_batch)]), target)
+    base = float(np.asarray(at_running.epochs_if_reached, float)[0])
     if level is not None:
         d_model = np.asarray(models.predict_epochs(ub, level).epochs_if_reached, float)[inv]
         d_model = np.where(np.isfinite(d_model), d_model, 0.0)
@@ -159,7 +160,8 @@ def job_outlook(
     if forecast is not None and math.isfinite(forecast.epochs_if_reached) and forecast.epochs_if_reached > 0:
         raw = math.log(forecast.epochs_if_reached / base) if math.isfinite(base) and base > 0 else 0.0
         shift = float(np.clip(raw, -math.log(MAX_SHIFT), math.log(MAX_SHIFT)))
-        carry = carry_for(models, global_batch=gb, running_batch=float(running_batch), target=target)
+        carry = carry_for(models, global_batch=gb, running_batch=float(running_batch), target=target,
+                          log_sigma_at_running=float(np.asarray(at_running.log_sigma, float)[0]))
         e_hat = e_model * np.exp(carry * shift)
         done = d_model * np.exp(carry * shift)
         p_hat = np.where(gb >= running_batch, np.minimum(p_model, forecast.p_reach), p_model)
@@ -170,15 +172,20 @@ def job_outlook(
                       carry=carry)
 
 
-def carry_for(models: Any, *, global_batch: np.ndarray, running_batch: float, target: float) -> np.ndarray:
+def carry_for(
+    models: Any, *, global_batch: np.ndarray, running_batch: float, target: float, log_sigma_at_running: float | None = None
+) -> np.ndarray:
     """:func:`shift_carry` with the fitted accuracy model's anchors at ``target`` and
     ``λ = 1 − s²/σ_M(B₀)²`` from its run-to-run scatter ``s`` and its spread at the
-    running batch (an accuracy model without anchors or scatter: the whole shift carries)."""
+    running batch (``log_sigma_at_running`` when the caller has it; an accuracy model
+    without anchors or scatter: the whole shift carries)."""
     gb = np.asarray(global_batch, float)
     acc = getattr(models, "accuracy", None)
     if acc is None or not hasattr(acc, "anchor_batches") or not hasattr(acc, "scatter_at"):
         return np.ones(gb.shape)
-    sigma = float(np.asarray(models.predict_epochs(np.array([running_batch]), target).log_sigma, float)[0])
+    sigma = log_sigma_at_running
+    if sigma is None:
+        sigma = float(np.asarray(models.predict_epochs(np.array([running_batch]), target).log_sigma, float)[0])
     scatter = float(acc.scatter_at(target))
     share = 1.0 - scatter**2 / sigma**2 if math.isfinite(sigma) and sigma > 0 else 0.0
     return shift_carry(gb, running_batch=running_batch, anchors=acc.anchor_batches(target), share=min(max(share, 0.0), 1.0))
