@@ -108,9 +108,17 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
         return repr(float(value))
     if isinstance(value, (str, bytes)):
         text = value if isinstance(value, str) else value.decode("utf-8", "replace")
-        if len(text) <= limit:
-            return f"'{_escaped(text)}'"
-        return f"'{_escaped(text[:limit])}...' ({len(text)} characters)"
+        # The limit is on what is shown: an escaped control character takes up to 10.
+        shown, width = [], 0
+        for c in text[: limit + 1]:
+            e = _escaped(c)
+            if width + len(e) > limit:
+                break
+            shown.append(e)
+            width += len(e)
+        if len(shown) == len(text):
+            return f"'{''.join(shown)}'"
+        return f"'{''.join(shown)}...' ({len(text)} characters)"
     if isinstance(value, (list, tuple)):
         return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
