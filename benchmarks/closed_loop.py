@@ -10,9 +10,10 @@ type and/or batch), or give up. Every switch pays a restart: ``RESTART_S`` secon
 the new configuration's workers (checkpoint, start-up, rendezvous, data loader).
 
 Truth at any global batch ``B`` extends the oracle's: the epochs ``E(B, m)`` to reach
-a best-so-far level ``m`` are log-log interpolated between the measured neighbours
-(unreached if either is), so the true curve at ``B`` is the inverse ``m(e)``, and the run
-ends where the measured recipes end (``E_max``, interpolated alike): a target not
+a best-so-far level ``m`` follow the oracle's rule (:func:`benchmarks.replay.epochs_at`:
+log-log between the measured neighbours where both reach ``m``; where one does, the
+log-B blend of their curves), so the true curve at ``B`` is the inverse ``m(e)``, and the
+run ends where the measured recipes end (``E_max``, log-log interpolated): a target not
 reached by then is missed. A batch change hands the run over at the same level: at the
 new batch it continues from the epoch ``E(B', m)`` at which that batch reaches the level
 it had (the scale-invariant progress of AdaScale/Pollux, read off the metric).
@@ -34,7 +35,7 @@ import numpy as np
 
 from benchmarks._registry import policy
 from benchmarks.policies import Plan, run_policy, subset, _fit_time, _models, _probe_arrays
-from benchmarks.replay import curve_epochs_to_target, price_matrix
+from benchmarks.replay import epochs_at, price_matrix
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, one_curve
 from benchmarks.regret import Outcome
@@ -123,35 +124,23 @@ class TrueRun:
         metrics = np.concatenate([w.curves[b].metric for b in w.batches])
         scores = np.unique(self.sign * metrics[np.isfinite(metrics)])
         self.levels = scores  # ascending best-so-far scores: every measured metric value
-        # E(B_i, level) for every measured batch and level: (batches × levels)
-        self._e = np.array(
-            [[curve_epochs_to_target(w.curves[b], self.sign * s, w.goal) for s in self.levels] for b in w.batches]
-        )
         self._end = np.array([float(np.nanmax(w.curves[b].epochs)) for b in w.batches])
         self._cache: dict[int, tuple[np.ndarray, float]] = {}
         self._exact: dict[tuple[int, float], float] = {}
 
-    def _interp(self, gb: float, values: np.ndarray) -> np.ndarray:
+    def _end_at(self, gb: float) -> float:
         lb = np.log(self.batches)
         x = math.log(gb)
         j = int(np.clip(np.searchsorted(lb, x), 1, len(lb) - 1))
-        i = j - 1
-        if abs(x - lb[i]) < 1e-12:
-            return values[i]
-        if abs(x - lb[j]) < 1e-12:
-            return values[j]
-        f = (x - lb[i]) / (lb[j] - lb[i])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.exp(np.log(values[i]) + f * (np.log(values[j]) - np.log(values[i])))
-        return np.where(np.isfinite(values[i]) & np.isfinite(values[j]), out, np.inf)
+        f = min(max((x - lb[j - 1]) / (lb[j] - lb[j - 1]), 0.0), 1.0)
+        return float(np.exp(np.log(self._end[j - 1]) + f * (np.log(self._end[j]) - np.log(self._end[j - 1]))))
 
     def curve(self, gb: int) -> tuple[np.ndarray, float]:
         """(epochs to reach each level, last epoch of the recipe) at global batch ``gb``."""
         if gb not in self._cache:
-            e = self._interp(float(gb), self._e)
-            end = float(self._interp(float(gb), self._end[:, None])[0])
-            # Monotone in level by construction at measured batches; interpolation keeps it.
-            self._cache[gb] = (np.maximum.accumulate(np.where(np.isfinite(e), e, np.inf)), end)
+            e = epochs_at(self.w, float(gb), self.sign * self.levels)
+            # Monotone in level at measured batches and by epochs_at's floor between them.
+            self._cache[gb] = (np.maximum.accumulate(np.where(np.isfinite(e), e, np.inf)), self._end_at(float(gb)))
         return self._cache[gb]
 
     def epochs_to(self, gb: int, score: float) -> float:
@@ -159,9 +148,7 @@ class TrueRun:
         exactly for ``score`` as the oracle does (not read off the level grid)."""
         key = (gb, float(score))
         if key not in self._exact:
-            w = self.w
-            e = np.array([curve_epochs_to_target(w.curves[b], self.sign * score, w.goal) for b in w.batches])
-            v = float(self._interp(float(gb), e[:, None])[0])
+            v = float(epochs_at(self.w, float(gb), np.array([self.sign * score]))[0])
             _, end = self.curve(gb)
             self._exact[key] = v if v <= end + 1e-9 else math.inf
         return self._exact[key]

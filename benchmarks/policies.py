@@ -27,6 +27,7 @@ probed configuration that meets the deadline by that estimate — CherryPick's r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Mapping
@@ -36,7 +37,7 @@ import numpy as np
 from benchmarks._registry import POLICIES, PolicySpec, load, policy
 from benchmarks.reliability import epochs_coverage_reached, plan_reliability
 from benchmarks.peers import IsotonicAccuracy, IsotonicStepTime, PolluxAccuracy, PolluxStepTime
-from benchmarks.replay import ReplayLauncher, _interp_log, curve_epochs_to_target, price_matrix
+from benchmarks.replay import ReplayLauncher, curve_epochs_to_target, price_matrix, true_epochs
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, recipe_batch
 from cotune.models import FittedModels, StepTimeModel, fit_models
@@ -444,12 +445,12 @@ _model_entry(
 
 # -- black-box search ----------------------------------------------------------------------
 def visible_epochs(scn: Scenario, global_batch: np.ndarray, evidence: Evidence | None = None) -> np.ndarray:
-    """Epochs to target read off the setting's curves (log-log between them; no model)."""
+    """Epochs to target read off the setting's curves (between them by the replay's own rule,
+    :func:`benchmarks.replay.epochs_at`, on those curves alone; no model)."""
     w = scn.workload
     curves = (evidence or scn.evidence()).curves
-    vb = np.array(curves, float)
-    measured = np.array([curve_epochs_to_target(w.curves[int(b)], scn.target, w.goal) for b in curves])
-    out = _interp_log(np.asarray(global_batch, float), vb, measured)
+    seen = dataclasses.replace(w, curves={int(b): w.curves[int(b)] for b in curves})
+    out = true_epochs(seen, np.asarray(global_batch, float), scn.target)
     return np.where(np.isnan(out), np.inf, out)
 
 

@@ -9,7 +9,13 @@ Ground truth, for candidate ``c = (gpu, n, h, b)`` with global batch ``B = n·b`
 
     E*(B)     = first epoch where the best-so-far metric of the curve at B reaches the
                 target (linear between evaluations); between measured batches
-                log E* is linear in log B (Pollux's simulator interpolates likewise)
+                log E* is linear in log B where both neighbours reach the target
+                (Pollux's simulator interpolates likewise). Where only one does, B
+                reaches it iff the plateau interpolated in log B does: at the first
+                epoch where the log-B blend of the two best-so-far curves reaches it,
+                and no earlier than B reaches the highest level both neighbours reach
+                (:func:`epochs_at`). A batch next to a measured one behaves like it: one
+                run's seed noise at the far neighbour no longer makes it unreachable.
     time*(c)  = E*(B) × N / B × step_time*(gpu, n, h, b)
     cost*(c)  = n × price(gpu) × time*(c) / 3600
 
@@ -23,6 +29,7 @@ workers and costs ``n × price × (setup_s + probe_steps × step_time*) / 3600``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +43,8 @@ __all__ = [
     "PROBE_SETUP_S",
     "PROBE_STEPS",
     "curve_epochs_to_target",
+    "curve_epochs_to_targets",
+    "epochs_at",
     "true_epochs",
     "build_candidates",
     "visible_batches",
@@ -48,48 +57,106 @@ PROBE_SETUP_S = 60.0  # container start, torchrun rendezvous, data loader and CU
 PROBE_STEPS = 50  # 10 warm-up + 40 timed steps
 
 
-def curve_epochs_to_target(curve: Curve, target: float, goal: str) -> float:
-    """Epochs until the curve's best-so-far metric first reaches ``target`` (inf if never)."""
+def _best_so_far(curve: Curve, goal: str) -> tuple[np.ndarray, np.ndarray]:
+    """(epochs, best-so-far score) of a curve; score is the metric, negated for ``goal="min"``."""
     sign = 1.0 if goal == "max" else -1.0
     score = np.where(np.isfinite(curve.metric), sign * curve.metric, -np.inf)
-    best = np.maximum.accumulate(score)
-    t = sign * target
-    hit = np.flatnonzero(best >= t)
-    if hit.size == 0:
-        return float("inf")
-    i = int(hit[0])
-    if i == 0:
-        return float(curve.epochs[0])
-    e0, e1, s0, s1 = curve.epochs[i - 1], curve.epochs[i], best[i - 1], best[i]
-    frac = 0.0 if s1 == s0 else (t - s0) / (s1 - s0)
-    return float(e0 + frac * (e1 - e0))
+    return np.asarray(curve.epochs, float), np.maximum.accumulate(score)
 
 
-def _interp_log(q: np.ndarray, batches: np.ndarray, epochs: np.ndarray) -> np.ndarray:
-    """log-log interpolation of epochs between measured batches; inf if a neighbour is unreached."""
-    q = np.asarray(q, float)
-    out = np.full(q.shape, np.nan)
-    inside = (q >= batches[0]) & (q <= batches[-1])
-    if not np.any(inside):
-        return out
-    qi = q[inside]
-    idx = np.clip(np.searchsorted(batches, qi), 1, len(batches) - 1)
-    lo, hi = idx - 1, idx
-    exact_lo, exact_hi = qi == batches[lo], qi == batches[hi]
+def _first_crossing(epochs: np.ndarray, best: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """First epoch where the non-decreasing ``best`` reaches each score (linear between points)."""
+    scores = np.asarray(scores, float)
+    idx = np.searchsorted(best, scores, side="left")  # first point with best >= score
+    out = np.full(scores.shape, np.inf)
+    hit = idx < best.size
+    first = hit & (idx == 0)
+    out[first] = epochs[0]
+    mid = hit & (idx > 0)
+    if np.any(mid):
+        i = idx[mid]
+        e0, e1, s0, s1 = epochs[i - 1], epochs[i], best[i - 1], best[i]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            frac = np.where(s1 > s0, (scores[mid] - s0) / (s1 - s0), 0.0)
+        frac = np.where(np.isfinite(frac), frac, 1.0)  # from "no value yet" (-inf): at the evaluation that reaches it
+        out[mid] = e0 + frac * (e1 - e0)
+    return out
+
+
+def curve_epochs_to_targets(curve: Curve, targets: np.ndarray, goal: str) -> np.ndarray:
+    """Epochs until the curve's best-so-far metric first reaches each target (inf if never)."""
+    sign = 1.0 if goal == "max" else -1.0
+    epochs, best = _best_so_far(curve, goal)
+    return _first_crossing(epochs, best, sign * np.asarray(targets, float))
+
+
+def curve_epochs_to_target(curve: Curve, target: float, goal: str) -> float:
+    """Epochs until the curve's best-so-far metric first reaches ``target`` (inf if never)."""
+    return float(curve_epochs_to_targets(curve, np.array([target], float), goal)[0])
+
+
+def _loglog(frac: float, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        frac = (np.log(qi) - np.log(batches[lo])) / (np.log(batches[hi]) - np.log(batches[lo]))
-        val = np.exp(np.log(epochs[lo]) + frac * (np.log(epochs[hi]) - np.log(epochs[lo])))
-    val = np.where(np.isfinite(epochs[lo]) & np.isfinite(epochs[hi]), val, np.inf)
-    val = np.where(exact_lo, epochs[lo], np.where(exact_hi, epochs[hi], val))
-    out[inside] = val
+        val = np.exp(np.log(lo) + frac * (np.log(hi) - np.log(lo)))
+    return np.where(np.isfinite(lo) & np.isfinite(hi), val, np.inf)
+
+
+def _blend_crossing(lo: Curve, hi: Curve, frac: float, goal: str, scores: np.ndarray, end: float) -> np.ndarray:
+    """First epoch (≤ ``end``) where ``(1 − frac)·best_lo + frac·best_hi`` reaches each score.
+
+    Both best-so-far curves are linear between their evaluations and held at their last
+    value; a value before a curve's first finite evaluation is its lowest finite one.
+    """
+    parts = []
+    for c in (lo, hi):
+        e, s = _best_so_far(c, goal)
+        finite = np.isfinite(s)
+        s = np.where(finite, s, np.min(s[finite]) if np.any(finite) else 0.0)
+        parts.append((e, s))
+    grid = np.union1d(parts[0][0], parts[1][0])
+    grid = np.append(grid[grid < end], end)
+    blend = (1.0 - frac) * np.interp(grid, *parts[0]) + frac * np.interp(grid, *parts[1])
+    return _first_crossing(grid, np.maximum.accumulate(blend), scores)
+
+
+def epochs_at(workload: Workload, global_batch: float, targets: np.ndarray) -> np.ndarray:
+    """E*(B, t) at one global batch for many targets (raw metric): inf where unreached, NaN
+    where ``B`` lies outside the measured batches. See the module docstring for the rule."""
+    targets = np.asarray(targets, float)
+    batches = np.array(workload.batches, float)
+    gb = float(global_batch)
+    if not batches[0] <= gb <= batches[-1]:
+        return np.full(targets.shape, np.nan)
+    goal = workload.goal
+    j = int(np.clip(np.searchsorted(batches, gb), 1, len(batches) - 1))
+    i = j - 1
+    for k in (i, j):
+        if gb == batches[k]:
+            return curve_epochs_to_targets(workload.curves[workload.batches[k]], targets, goal)
+    lo, hi = workload.curves[workload.batches[i]], workload.curves[workload.batches[j]]
+    frac = (math.log(gb) - math.log(batches[i])) / (math.log(batches[j]) - math.log(batches[i]))
+    e_lo, e_hi = curve_epochs_to_targets(lo, targets, goal), curve_epochs_to_targets(hi, targets, goal)
+    out = _loglog(frac, e_lo, e_hi)
+    one = np.isfinite(e_lo) ^ np.isfinite(e_hi)
+    if np.any(one):
+        sign = 1.0 if goal == "max" else -1.0
+        end = float(_loglog(frac, np.array([np.nanmax(lo.epochs)]), np.array([np.nanmax(hi.epochs)]))[0])
+        blend = _blend_crossing(lo, hi, frac, goal, sign * targets[one], end)
+        # No earlier than the highest level both neighbours reach (the lower of their bests),
+        # so a higher target is never reached sooner than a lower one.
+        both = min(_best_so_far(lo, goal)[1][-1], _best_so_far(hi, goal)[1][-1]) * sign
+        floor = _loglog(frac, curve_epochs_to_targets(lo, np.array([both]), goal),
+                        curve_epochs_to_targets(hi, np.array([both]), goal))[0]
+        out[one] = np.where(np.isfinite(blend), np.maximum(blend, floor), np.inf)
     return out
 
 
 def true_epochs(workload: Workload, global_batch: np.ndarray, target: float) -> np.ndarray:
     """E*(B): true epochs to target (inf: unreached; NaN: B outside the measured batches)."""
-    batches = np.array(workload.batches, float)
-    measured = np.array([curve_epochs_to_target(workload.curves[b], target, workload.goal) for b in workload.batches])
-    return _interp_log(np.asarray(global_batch, float), batches, measured)
+    gb = np.asarray(global_batch, float)
+    uniq, inv = np.unique(gb, return_inverse=True)
+    vals = np.array([epochs_at(workload, float(b), np.array([target]))[0] for b in uniq])
+    return vals[inv.ravel()].reshape(gb.shape)
 
 
 def build_candidates(workload: Workload, *, max_workers: int | None = None) -> Candidates:
