@@ -122,7 +122,8 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                 price, _ = _short_run(scn, b, want)
                 shorts.append((b, price, 1.0))
             options = standard_options(est, unprobed=~probed, step_price=step_price, short_runs=shorts)
-            decision = plan_next_probe(est, options, feasible=ok, deadline_s=scn.deadline_s, interval=0.9)
+            decision = plan_next_probe(est, options, feasible=ok, deadline_s=scn.deadline_s, interval=0.9,
+                                       confidence=spec.confidence)
             if decision.option is None:
                 stopped = True
             else:

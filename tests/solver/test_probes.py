@@ -87,3 +87,55 @@ def test_short_runs_touch_every_candidate_of_their_batch() -> None:
     assert [(o.kind, o.touches) for o in opts] == [("short_run", (1, 2))]
     g = option_gains(est, opts, feasible=np.ones(3, bool)).gains[0]
     assert math.isfinite(g) and g > 0
+
+
+# -- nothing feasible: evidence is worth the chance it makes a plan ------------------------------
+def _infeasible(cost, *, sig_step, sig_e, time_s, p_reach):
+    est = _estimates(cost, sig_step=sig_step, sig_e=sig_e, time_s=time_s)
+    from dataclasses import replace
+
+    return replace(est, p_reach=np.asarray(p_reach, float), time_if_reached_s=np.asarray(time_s, float))
+
+
+@settings(max_examples=20, deadline=None)
+@given(log_ratio=st.floats(-0.6, 0.6), s=st.floats(0.05, 0.6), rest=st.floats(0.0, 0.5), p=st.floats(0.55, 1.0))
+def test_the_chance_of_becoming_feasible_matches_a_seeded_preposterior_simulation(log_ratio, s, rest, p) -> None:
+    from cotune.models._normal import norm_cdf
+    from cotune.solver._probes import _feasible_after
+
+    q, deadline = 0.5, 1000.0
+    log_t = math.log(deadline) + log_ratio
+    z = np.random.default_rng(1).standard_normal(100_000)
+    revealed = log_t - s * s / 2 + s * z  # the median after the measurement
+    after = p * (norm_cdf((math.log(deadline) - revealed) / rest) if rest > 0 else (revealed <= math.log(deadline)))
+    want = float(np.mean(after >= q))
+    got = float(_feasible_after(np.array([p]), log_t=np.array([log_t]), s=np.array([s]), rest=np.array([rest]), q=q,
+                                deadline_s=deadline)[0])
+    assert got == pytest.approx(want, abs=0.01)
+
+
+def test_with_nothing_feasible_a_measurement_is_worth_at_most_the_cheapest_plan() -> None:
+    # Two candidates just over the deadline; the second costs 100 times the first.
+    est = _infeasible([1.0, 100.0], sig_step=0.3, sig_e=0.3, time_s=[1200.0, 1200.0], p_reach=[0.9, 0.9])
+    opts = [ProbeOption("step", (0,), 0.0), ProbeOption("step", (1,), 0.0)]
+    g = option_gains(est, opts, feasible=np.zeros(2, bool), deadline_s=1000.0).gains
+    assert 0.0 < g[0] <= 1.0 and 0.0 < g[1] <= 1.0
+    assert g[0] == pytest.approx(g[1])  # the same chance of a plan is worth the same, whatever the candidate costs
+
+
+def test_a_step_probe_cannot_make_a_candidate_that_rarely_reaches_the_target_feasible() -> None:
+    est = _infeasible([1.0], sig_step=0.3, sig_e=0.3, time_s=[500.0], p_reach=[0.4])
+    step = option_gains(est, [ProbeOption("step", (0,), 0.0)], feasible=np.zeros(1, bool), deadline_s=1000.0).gains[0]
+    run = option_gains(est, [ProbeOption("short_run", (0,), 0.0, share=1.0)], feasible=np.zeros(1, bool),
+                       deadline_s=1000.0).gains[0]
+    assert step == 0.0
+    assert 0.0 < run <= 0.4  # it confirms the target with probability 0.4, and then the deadline is easy
+
+
+def test_the_nothing_feasible_gain_uses_the_confidence_asked_for() -> None:
+    # Some epochs spread stays after the probe, so the confidence asked for still matters.
+    est = _infeasible([1.0], sig_step=0.3, sig_e=0.1, time_s=[1100.0], p_reach=[1.0])
+    opt = [ProbeOption("step", (0,), 0.0)]
+    at_half = option_gains(est, opt, feasible=np.zeros(1, bool), deadline_s=1000.0).gains[0]
+    at_90 = option_gains(est, opt, feasible=np.zeros(1, bool), deadline_s=1000.0, confidence=0.9).gains[0]
+    assert at_half > at_90 > 0.0
