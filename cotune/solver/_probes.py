@@ -17,8 +17,12 @@ the :class:`~cotune.solver.Estimates` intervals::
     σ_step = Estimates.step_log_sigma        (else max(σ_T² − σ_E², 0)^½ from the time interval)
 
 A measurement reveals part of that spread: the candidate's predicted cost after it is
-``C · exp(s·Z − s²/2)`` with ``s²`` the removed variance (``σ_step²`` for a probe,
-``ρ·σ_E²`` for the accuracy evidence) — a preposterior that keeps the mean. Its
+``C · exp(s·Z)`` with ``s²`` the removed variance (``σ_step²`` for a probe, ``ρ·σ_E²``
+for the accuracy evidence). ``C`` is a median (``ln C_true ~ N(ln C, σ²)``), so the
+preposterior keeps the log-mean: the new median moves symmetrically in log space, and
+its mean ``C·e^{s²/2}`` is what keeps the expected true cost ``C·e^{σ²/2}`` (before
+2026-12-02 it was ``C · exp(s·Z − s²/2)``, which let a challenger look cheaper after a
+probe on average than the model says it is). Its
 expected gain for the decision is the knowledge gradient of the best candidate it
 touches (a short run shifts all candidates at ``B`` together, so only the best of them
 can change the decision):
@@ -39,10 +43,10 @@ candidate could have if it reaches the target (the job, run once), so the gain o
 measurement is ``V · max_i P_i`` over the candidates ``i`` it touches, with ``P_i`` the
 preposterior probability that ``i`` clears the confidence ``q`` once the measurement has
 revealed ``s_i`` of its log-spread. ``i`` is feasible when
-``p · Φ((ln D − ln T_i')/σ_i') ≥ q`` with ``ln T_i' ~ N(ln T_i − s_i²/2, s_i²)`` and
+``p · Φ((ln D − ln T_i')/σ_i') ≥ q`` with ``ln T_i' ~ N(ln T_i, s_i²)`` and
 ``σ_i'² = σ_i² − s_i²``, so::
 
-    P_i(p) = Φ((ln D − σ_i' Φ⁻¹(q/p) − ln T_i + s_i²/2) / s_i)     (0 when q ≥ p)
+    P_i(p) = Φ((ln D − σ_i' Φ⁻¹(q/p) − ln T_i) / s_i)     (0 when q ≥ p)
 
 (without a deadline: 1 when ``p ≥ q``, else 0). A step probe leaves ``p`` alone:
 ``P_i = P_i(p_reach)``. A short run of share ``ρ`` confirms the target is reached with
@@ -217,10 +221,12 @@ def option_gains(
             cc = t[chall & ok[t]]
             # The cheapest challenger it touches: a common shift moves the group together.
             m = int(np.argmin(cost[cc]))
-            best = float(_put(cost[cc][m : m + 1], float(cost[j]), s[chall & ok[t]][m : m + 1])[0])
+            sm = s[chall & ok[t]][m : m + 1]
+            # _put/_call take the post-measurement mean; the median C moves to C·exp(sZ), mean C·e^{s²/2}.
+            best = float(_put(cost[cc][m : m + 1] * np.exp(sm**2 / 2), float(cost[j]), sm)[0])
         if np.any(t == j):
             sj = float(s[t == j][0])
-            keep = _call(float(cost[j]), runner, sj) if math.isfinite(runner) else 0.0
+            keep = _call(float(cost[j]) * math.exp(sj * sj / 2), runner, sj) if math.isfinite(runner) else 0.0
             risk = float(cost[j]) * p_miss * (sj**2 / sig_tot[j] ** 2 if sig_tot[j] > 0 else 0.0)
             best = max(best, keep + risk)
         gains[n] = best
@@ -240,7 +246,7 @@ def _feasible_after(
     with np.errstate(divide="ignore", invalid="ignore"):
         need = norm_ppf(np.clip(np.where(can, q / np.maximum(p, 1e-300), 0.5), 1e-12, 1 - 1e-12))
         bound = math.log(max(deadline_s, 1e-300)) - rest * need
-        moved = (bound - log_t + s**2 / 2) / np.maximum(s, 1e-12)
+        moved = (bound - log_t) / np.maximum(s, 1e-12)
     revealed = np.where(s > 1e-12, _cdf(moved), (bound >= log_t).astype(float))
     return np.where(can, revealed, 0.0)
 

@@ -98,7 +98,8 @@ def _infeasible(cost, *, sig_step, sig_e, time_s, p_reach):
 
 
 @settings(max_examples=20, deadline=None)
-@given(log_ratio=st.floats(-0.6, 0.6), s=st.floats(0.05, 0.6), rest=st.floats(0.0, 0.5), p=st.floats(0.55, 1.0))
+@given(log_ratio=st.floats(-0.6, 0.6), s=st.floats(0.05, 0.6), rest=st.one_of(st.just(0.0), st.floats(0.01, 0.5)),
+       p=st.floats(0.55, 1.0))
 def test_the_chance_of_becoming_feasible_matches_a_seeded_preposterior_simulation(log_ratio, s, rest, p) -> None:
     from cotune.models._normal import norm_cdf
     from cotune.solver._probes import _feasible_after
@@ -106,7 +107,7 @@ def test_the_chance_of_becoming_feasible_matches_a_seeded_preposterior_simulatio
     q, deadline = 0.5, 1000.0
     log_t = math.log(deadline) + log_ratio
     z = np.random.default_rng(1).standard_normal(100_000)
-    revealed = log_t - s * s / 2 + s * z  # the median after the measurement
+    revealed = log_t + s * z  # the median after the measurement: symmetric in log space
     after = p * (norm_cdf((math.log(deadline) - revealed) / rest) if rest > 0 else (revealed <= math.log(deadline)))
     want = float(np.mean(after >= q))
     got = float(_feasible_after(np.array([p]), log_t=np.array([log_t]), s=np.array([s]), rest=np.array([rest]), q=q,
@@ -139,3 +140,15 @@ def test_the_nothing_feasible_gain_uses_the_confidence_asked_for() -> None:
     at_half = option_gains(est, opt, feasible=np.zeros(1, bool), deadline_s=1000.0).gains[0]
     at_90 = option_gains(est, opt, feasible=np.zeros(1, bool), deadline_s=1000.0, confidence=0.9).gains[0]
     assert at_half > at_90 > 0.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(ratio=st.floats(1.0, 1.6), s=st.floats(0.05, 0.6))  # candidate 0 stays the choice
+def test_a_probed_challengers_median_moves_symmetrically_in_log_space(ratio: float, s: float) -> None:
+    # The estimates' cost is a median: after the probe the challenger's cost is C·exp(sZ), so
+    # the gain is the seeded simulation's E[max(0, C_choice − C·exp(sZ))].
+    est = _estimates([1.0, ratio], sig_step=[0.0, s], sig_e=0.0)
+    got = option_gains(est, [ProbeOption("step", (1,), 0.0)], feasible=np.ones(2, bool)).gains[0]
+    z = np.random.default_rng(2).standard_normal(200_000)
+    want = float(np.mean(np.maximum(1.0 - ratio * np.exp(s * z), 0.0)))
+    assert got == pytest.approx(want, abs=3e-3)
