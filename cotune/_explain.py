@@ -62,17 +62,24 @@ def baselines(
     return baselines, settings
 
 
+# A chance under half a point reads "<1%" in the tables: no real chance. Among such
+# candidates "the cheaper of equal chances" would put the slowest first (one worker,
+# hours over a minutes deadline); the fastest are nearer.
+MIN_SHOWN_CHANCE = 0.005
+
+
 def _best_chances(est: Estimates, mask: np.ndarray, fallback: np.ndarray, limit: int = 3) -> np.ndarray:
     """The nearest candidates when the deadline is missed: the best chances of success
-    first (highest ``P(success)``, the cheaper of equal chances) — what a job that will be
-    watched and re-planned should start on — then the fastest."""
+    first (highest ``P(success)`` to the point, the cheaper of equal chances) — what a job
+    that will be watched and re-planned should start on — then the fastest. Chances under
+    :data:`MIN_SHOWN_CHANCE` count as none."""
     if est.p_success is None:
         return fallback
     p = np.where(mask & np.isfinite(est.cost), np.asarray(est.p_success, float), 0.0)
-    if not np.any(p > 0.0):
+    if not np.any(p >= MIN_SHOWN_CHANCE):
         return fallback
     order = np.lexsort((est.cost, -np.round(p, 2)))
-    best = [int(i) for i in order[:limit] if p[i] > 0.0]
+    best = [int(i) for i in order[:limit] if p[i] >= MIN_SHOWN_CHANCE]
     rest = [int(i) for i in fallback if int(i) not in best]
     return np.array((best + rest)[:limit], dtype=int)
 

@@ -203,6 +203,16 @@ def test_result_is_frozen_and_json_ready(cifar_models):
         assert key in doc["recommendation"]
 
 
+def test_with_no_real_chance_anywhere_the_nearest_are_the_fastest_not_the_cheapest(cifar_models):
+    # A deadline far under the fastest plan: every chance is ~0, and one worker (hours) is not "near".
+    fast = recommend("cifar10-resnet18", models=cifar_models, target=0.94, max_workers=16, objective="time")
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=0.6 * fast.chosen.time_s,
+                    max_workers=16)
+    assert rec.chosen is None and rec.nearest
+    assert all(c.p_success < 0.005 for c in rec.nearest)
+    assert rec.nearest[0].time_s == pytest.approx(fast.chosen.time_s)
+
+
 def test_infeasible_deadline_names_the_best_chance_first(cifar_models):
     # A deadline a little short of the fastest plan: some candidates still have a chance.
     fast = recommend("cifar10-resnet18", models=cifar_models, target=0.94, max_workers=16, objective="time")
