@@ -53,8 +53,8 @@ revealed ``s_i`` of its log-spread. ``i`` is feasible when
 probability ``ρ·p_reach`` and says nothing about it with probability ``1 − ρ``:
 ``P_i = ρ·p_reach·P_i(1) + (1 − ρ)·P_i(p_reach)``. (Before 2026-12-02 this branch took
 half the *dearest* touched candidate's cost times the share of its variance removed: on
-the replay its expected gains summed to 203 % of the optimum's cost a plan where 1.5 %
-was realised, and to 65,000 % at q = 0.9.)
+the replay its expected gains summed to 203 % of the optimum's cost per plan against
+−1.5 % realised, and to 65,000 % against −10 % at q = 0.9.)
 
 Everything is a pure function of arrays: no fitting, no I/O.
 """
@@ -180,8 +180,7 @@ def option_gains(
         # Nothing feasible yet: evidence is worth the chance it makes a plan (module doc).
         q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
         t_reach = np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float)
-        rate = np.where(np.asarray(est.time_s, float) > 0, cost / np.asarray(est.time_s, float), np.nan)
-        rate = np.where(np.isfinite(rate), rate, np.asarray(est.price_per_hour, float) * est.candidates.workers / 3600.0)
+        rate = np.asarray(est.price_per_hour, float) * est.candidates.workers / 3600.0  # as in estimate()
         worth = rate * t_reach
         worth = worth[np.isfinite(worth) & (worth > 0)]
         if worth.size == 0:
