@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from cotune.models import FittedModels
-from cotune.solver import Choice, Estimates, Feasibility, SearchSpace, best_index, choice_at, ranked
+from cotune.solver import MIN_CHANCE, Choice, Estimates, Feasibility, SearchSpace, best_index, choice_at, ranked
 from cotune.units import format_duration, format_money
 
 __all__ = ["baselines", "relax"]
@@ -62,24 +62,19 @@ def baselines(
     return baselines, settings
 
 
-# A chance under half a point reads "<1%" in the tables: no real chance. Among such
-# candidates "the cheaper of equal chances" would put the slowest first (one worker,
-# hours over a minutes deadline); the fastest are nearer.
-MIN_SHOWN_CHANCE = 0.005
-
-
 def _best_chances(est: Estimates, mask: np.ndarray, fallback: np.ndarray, limit: int = 3) -> np.ndarray:
     """The nearest candidates when the deadline is missed: the best chances of success
     first (highest ``P(success)`` to the point, the cheaper of equal chances) — what a job
     that will be watched and re-planned should start on — then the fastest. Chances under
-    :data:`MIN_SHOWN_CHANCE` count as none."""
+    :data:`cotune.solver.MIN_CHANCE` count as none: among them "the cheaper of equal chances"
+    would put the slowest first (one worker, hours over a minutes deadline)."""
     if est.p_success is None:
         return fallback
     p = np.where(mask & np.isfinite(est.cost), np.asarray(est.p_success, float), 0.0)
-    if not np.any(p >= MIN_SHOWN_CHANCE):
+    if not np.any(p >= MIN_CHANCE):
         return fallback
     order = np.lexsort((est.cost, -np.round(p, 2)))
-    best = [int(i) for i in order[:limit] if p[i] >= MIN_SHOWN_CHANCE]
+    best = [int(i) for i in order[:limit] if p[i] >= MIN_CHANCE]
     rest = [int(i) for i in fallback if int(i) not in best]
     return np.array((best + rest)[:limit], dtype=int)
 

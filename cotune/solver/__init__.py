@@ -2,7 +2,7 @@
 
 from cotune.solver._choice import choice_at
 from cotune.solver._decide import CHANGES, ReplanDecision, ReplanOption, changes_between, decide_replan, lr_scale
-from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, estimate, success_probability
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, MIN_CHANCE, Estimates, estimate, success_probability
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
@@ -31,6 +31,7 @@ __all__ = [
     "RESULT_SCHEMA_VERSION",
     "Candidates",
     "DEFAULT_CONFIDENCE",
+    "MIN_CHANCE",
     "Choice",
     "Estimates",
     "Feasibility",

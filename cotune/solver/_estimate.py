@@ -31,10 +31,13 @@ import numpy as np
 from cotune.models import FittedModels, z_for
 from cotune.solver._space import Candidates
 
-__all__ = ["DEFAULT_CONFIDENCE", "Estimates", "estimate", "success_probability"]
+__all__ = ["DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "estimate", "success_probability"]
 
 # The confidence a plan is made at when none is asked for: P(success) ≥ ½, the median.
 DEFAULT_CONFIDENCE = 0.5
+# Below this P(success) a "best chance" is no chance (every door: the nearest candidates of
+# `recommend` and of `replan` are then the ones that miss by the least, not the cheapest).
+MIN_CHANCE = 0.01
 
 
 @dataclass(frozen=True)

@@ -70,12 +70,10 @@ import numpy as np
 
 from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest, request_from_call
 from cotune.errors import InputError
+from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
 
-# Below this P(success) the "best chance" is no chance: the nearest is then the option
-# that misses the remaining deadline (or budget) by the least.
-MIN_CHANCE = 0.01
 
 
 @dataclass(frozen=True)
