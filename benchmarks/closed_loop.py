@@ -35,7 +35,7 @@ import numpy as np
 
 from benchmarks._registry import policy
 from benchmarks.policies import Plan, run_policy, subset, _fit_time, _models, _probe_arrays
-from benchmarks.replay import epochs_at, price_matrix
+from benchmarks.replay import epochs_at, price_matrix, recipe_end_at
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, one_curve
 from benchmarks.regret import Outcome
@@ -120,27 +120,18 @@ class TrueRun:
         w = scn.workload
         self.w = w
         self.sign = 1.0 if w.goal == "max" else -1.0
-        self.batches = np.array(w.batches, float)
         metrics = np.concatenate([w.curves[b].metric for b in w.batches])
         scores = np.unique(self.sign * metrics[np.isfinite(metrics)])
         self.levels = scores  # ascending best-so-far scores: every measured metric value
-        self._end = np.array([float(np.nanmax(w.curves[b].epochs)) for b in w.batches])
         self._cache: dict[int, tuple[np.ndarray, float]] = {}
         self._exact: dict[tuple[int, float], float] = {}
-
-    def _end_at(self, gb: float) -> float:
-        lb = np.log(self.batches)
-        x = math.log(gb)
-        j = int(np.clip(np.searchsorted(lb, x), 1, len(lb) - 1))
-        f = min(max((x - lb[j - 1]) / (lb[j] - lb[j - 1]), 0.0), 1.0)
-        return float(np.exp(np.log(self._end[j - 1]) + f * (np.log(self._end[j]) - np.log(self._end[j - 1]))))
 
     def curve(self, gb: int) -> tuple[np.ndarray, float]:
         """(epochs to reach each level, last epoch of the recipe) at global batch ``gb``."""
         if gb not in self._cache:
             e = epochs_at(self.w, float(gb), self.sign * self.levels)
             # Monotone in level at measured batches and by epochs_at's floor between them.
-            self._cache[gb] = (np.maximum.accumulate(np.where(np.isfinite(e), e, np.inf)), self._end_at(float(gb)))
+            self._cache[gb] = (np.maximum.accumulate(np.where(np.isfinite(e), e, np.inf)), recipe_end_at(self.w, float(gb)))
         return self._cache[gb]
 
     def epochs_to(self, gb: int, score: float) -> float:

@@ -45,6 +45,7 @@ __all__ = [
     "curve_epochs_to_target",
     "curve_epochs_to_targets",
     "epochs_at",
+    "recipe_end_at",
     "true_epochs",
     "build_candidates",
     "visible_batches",
@@ -119,6 +120,25 @@ def _blend_crossing(lo: Curve, hi: Curve, frac: float, goal: str, scores: np.nda
     return _first_crossing(grid, np.maximum.accumulate(blend), scores)
 
 
+def _neighbours(workload: Workload, gb: float) -> tuple[int, int, float]:
+    """(lower, upper) indices of the measured batches around ``gb`` and its log-B weight on the upper."""
+    batches = np.array(workload.batches, float)
+    j = int(np.clip(np.searchsorted(batches, gb), 1, len(batches) - 1))
+    i = j - 1
+    if batches[j] == batches[i]:  # a single measured batch
+        return i, j, 0.0
+    frac = (math.log(gb) - math.log(batches[i])) / (math.log(batches[j]) - math.log(batches[i]))
+    return i, j, min(max(frac, 0.0), 1.0)
+
+
+def recipe_end_at(workload: Workload, global_batch: float) -> float:
+    """The last epoch a run at ``global_batch`` trains for: the measured recipes' ends,
+    log-log interpolated between the neighbouring measured batches."""
+    i, j, frac = _neighbours(workload, float(global_batch))
+    ends = [float(np.nanmax(workload.curves[workload.batches[k]].epochs)) for k in (i, j)]
+    return float(_loglog(frac, np.array([ends[0]]), np.array([ends[1]]))[0])
+
+
 def epochs_at(workload: Workload, global_batch: float, targets: np.ndarray) -> np.ndarray:
     """E*(B, t) at one global batch for many targets (raw metric): inf where unreached, NaN
     where ``B`` lies outside the measured batches. See the module docstring for the rule."""
@@ -128,20 +148,17 @@ def epochs_at(workload: Workload, global_batch: float, targets: np.ndarray) -> n
     if not batches[0] <= gb <= batches[-1]:
         return np.full(targets.shape, np.nan)
     goal = workload.goal
-    j = int(np.clip(np.searchsorted(batches, gb), 1, len(batches) - 1))
-    i = j - 1
+    i, j, frac = _neighbours(workload, gb)
     for k in (i, j):
         if gb == batches[k]:
             return curve_epochs_to_targets(workload.curves[workload.batches[k]], targets, goal)
     lo, hi = workload.curves[workload.batches[i]], workload.curves[workload.batches[j]]
-    frac = (math.log(gb) - math.log(batches[i])) / (math.log(batches[j]) - math.log(batches[i]))
     e_lo, e_hi = curve_epochs_to_targets(lo, targets, goal), curve_epochs_to_targets(hi, targets, goal)
     out = _loglog(frac, e_lo, e_hi)
     one = np.isfinite(e_lo) ^ np.isfinite(e_hi)
     if np.any(one):
         sign = 1.0 if goal == "max" else -1.0
-        end = float(_loglog(frac, np.array([np.nanmax(lo.epochs)]), np.array([np.nanmax(hi.epochs)]))[0])
-        blend = _blend_crossing(lo, hi, frac, goal, sign * targets[one], end)
+        blend = _blend_crossing(lo, hi, frac, goal, sign * targets[one], recipe_end_at(workload, gb))
         # No earlier than the highest level both neighbours reach (the lower of their bests),
         # so a higher target is never reached sooner than a lower one.
         both = min(_best_so_far(lo, goal)[1][-1], _best_so_far(hi, goal)[1][-1]) * sign
