@@ -86,11 +86,50 @@ def test_not_reaching_for_longer_lowers_the_reach_probability(med, sig, p, d1, d
     assert b.p_reach[0] <= a.p_reach[0] + 1e-12
 
 
-def test_a_schedule_that_ends_before_the_target_leaves_no_chance():
-    open_end = _one(done_epochs=[10.0], p_reach=[1.0])
-    short = _one(done_epochs=[10.0], p_reach=[1.0], max_epochs=np.array([12.0]))
-    assert open_end.p_success[0] == pytest.approx(1.0)
-    assert short.p_success[0] < 0.05
+def _truncated_truth(seed: int, *, p: float, med: float, sig: float, done: float, end: float, n: int = 400_000):
+    """Seeded synthetic truth with a schedule: reach by ``end`` ~ Bernoulli(p); given reached,
+    epochs ~ log-normal(med, sig) truncated at ``end`` (drawn by rejection); ``alive``: not
+    reached by the hand-over epoch ``done``."""
+    rng = np.random.default_rng(seed)
+    reached = rng.random(n) < p
+    e = med * np.exp(sig * rng.standard_normal(4 * n))
+    e = e[e <= end][:n]
+    assert e.size == n
+    return reached, e, ~(reached & (e <= done))
+
+
+def test_a_schedule_end_truncates_the_epochs_given_reached():
+    # p is the chance of reaching by the schedule's end, the horizon of the runs it came from.
+    p, med, sig, done, end, tau, left_s = 0.7, 30.0, 0.5, 20.0, 35.0, 5.0, 40.0
+    reached, e, alive = _truncated_truth(5, p=p, med=med, sig=sig, done=done, end=end)
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+             remaining_s=left_s, max_epochs=np.array([end]))
+    assert r.p_reach[0] == pytest.approx(np.mean(reached[alive]), abs=0.01)
+    assert r.p_success[0] == pytest.approx(np.mean((reached & (e <= done + left_s / tau))[alive]), abs=0.01)
+    assert r.time_s[0] == pytest.approx(float(np.median((e[alive & reached] - done) * tau)), rel=0.03)
+
+
+def test_time_at_confidence_respects_the_schedule_end():
+    p, med, sig, done, end, tau = 0.9, 30.0, 0.5, 20.0, 35.0, 5.0
+    reached, e, alive = _truncated_truth(9, p=p, med=med, sig=sig, done=done, end=end)
+    need = np.where(reached, np.maximum(e - done, 0.0) * tau, np.inf)[alive]
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+             max_epochs=np.array([end]), confidence=0.6)
+    assert r.time_at_confidence_s[0] == pytest.approx(np.quantile(need, 0.6), rel=0.02)
+    assert r.time_at_confidence_s[0] <= (end - done) * tau + 1e-9
+
+
+def test_a_job_past_its_schedule_end_has_no_chance():
+    r = _one(done_epochs=[40.0], p_reach=[0.9], max_epochs=np.array([35.0]), remaining_s=1e6)
+    assert r.p_success[0] == 0.0 and math.isfinite(r.time_s[0])
+
+
+def test_a_schedule_end_far_beyond_the_epochs_changes_nothing():
+    open_end = _one(done_epochs=[10.0], remaining_s=150.0, confidence=0.5)
+    far = _one(done_epochs=[10.0], remaining_s=150.0, confidence=0.5, max_epochs=np.array([1e6]))
+    for a, b in ((open_end.p_success, far.p_success), (open_end.time_s, far.time_s),
+                 (open_end.time_at_confidence_s, far.time_at_confidence_s)):
+        assert b[0] == pytest.approx(a[0], rel=1e-9)
 
 
 def test_time_at_confidence_is_the_quantile_of_a_monte_carlo_of_the_conditioned_truth():
