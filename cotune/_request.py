@@ -397,8 +397,10 @@ class Progress:
     """What a running job has done: on ``gpu``/``market`` with ``workers × local_batch``
     at the start, ``epochs_done`` epochs in ``elapsed_s`` seconds, ``spent`` money (USD, or
     worker-hours without prices) so far; since then it lost ``workers_lost`` and gained
-    ``workers_added`` workers. A profile with the job's tracked records can tell all but
-    ``spent`` (:func:`cotune.track.progress_from_records`)."""
+    ``workers_added`` workers. ``schedule_epochs``: where its learning-rate schedule ends
+    (its configured epochs; None: not given) — a target not reached by then is missed, and
+    a batch change keeps the epoch count. A profile with the job's tracked records can tell
+    all but ``spent`` and ``schedule_epochs`` (:func:`cotune.track.progress_from_records`)."""
 
     epochs_done: float
     elapsed_s: float
@@ -409,10 +411,14 @@ class Progress:
     workers_lost: int = 0
     workers_added: int = 0
     spent: float = 0.0
+    schedule_epochs: float | None = None
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         put("epochs_done", number(self.epochs_done, where="/progress/epochs_done", ge=0.0))
+        if self.schedule_epochs is not None:
+            put("schedule_epochs", number(self.schedule_epochs, where="/progress/schedule_epochs", gt=0.0,
+                                          what="a number of epochs"))
         put("spent", number(self.spent, where="/progress/spent", ge=0.0))
         put("elapsed_s", _seconds(self.elapsed_s, "/progress/elapsed_s", ge=0.0))
         put("gpu", _name(self.gpu, "/progress/gpu"))

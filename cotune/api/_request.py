@@ -45,6 +45,7 @@ REPLAN_FIELDS = (
 )
 _PROGRESS_FIELDS = (
     "epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent",
+    "schedule_epochs",
 )
 _PROFILE_KEYS = ("example", "records", "path")
 _MISSING = object()

@@ -89,7 +89,8 @@ def cli_error(exc: Exception) -> Exception:
     if head == "progress":
         head, _, rest = rest.partition("/")
         option = {"epochs_done": "--epochs-done", "elapsed_s": "--elapsed", "workers_lost": "--workers-lost",
-                  "workers_added": "--workers-added", "spent": "--spent"}.get(head, "--current")
+                  "workers_added": "--workers-added", "spent": "--spent",
+                  "schedule_epochs": "--schedule-epochs"}.get(head, "--current")
         return InputError(f"{option}: {exc.detail}")
     option = CLI_OPTIONS.get(head, head)
     return InputError(f"{option}{' ' + rest if rest else ''}: {exc.detail}")

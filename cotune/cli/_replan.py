@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="epochs trained so far (default: its last tracked evaluation)")
     g.add_argument("--current", type=_current, default=None, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
                    help="the configuration the job runs at, e.g. t4:spot:8:128 (default: its last tracked step record)")
+    g.add_argument("--schedule-epochs", type=_args.finite_float, default=None, metavar="E",
+                   help="where the job's learning-rate schedule ends (its configured epochs): a target not reached "
+                   "by then is missed (default: no known end)")
     g.add_argument("--spent", type=_args.finite_float, default=None, metavar="X",
                    help="money spent so far (USD, or worker-hours without prices; default 0)")
     g.add_argument("--job", default=None, metavar="NAME", help="which tracked job in the profile (default: the latest)")
@@ -111,7 +114,7 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
         caps = [(None, DEFAULT_REPLAN_MAX_WORKERS)] + list(caps)
     question = request_from_args(args, max_workers={("*" if g is None else g): n for g, n in caps}, prices=None)
     given = dict(epochs_done=args.epochs_done, elapsed_s=args.elapsed, workers_lost=args.workers_lost,
-                 workers_added=args.workers_added, spent=args.spent)
+                 workers_added=args.workers_added, spent=args.spent, schedule_epochs=args.schedule_epochs)
     if args.current is not None:
         given.update(zip(("gpu", "market", "workers", "local_batch"), args.current))
     try:

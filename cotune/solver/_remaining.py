@@ -4,19 +4,20 @@ A job has run ``d`` epochs-equivalent of its work and has not reached its target
 For each option ``k`` (stay, or switch to another configuration and resume there at the
 hand-over epoch ``d_k``) the total epochs to the target are log-normal with median
 ``Ê_k`` and log-spread ``σ_k`` given the target is reached, and the target is reached
-with probability ``p_k``. Where the option's learning-rate schedule ends at ``M_k``
-(``max_epochs``), ``p_k`` is the chance of reaching the target *by then* — the horizon
-of the runs it was estimated from — so given it is reached the epochs are that
-log-normal truncated at ``M_k`` (no end: ``M_k = ∞``, ``F(M_k) = 1``). Not having
-reached the target by ``d_k`` is evidence, so every belief is conditioned on
-``E_k > d_k``::
+with probability ``p_k`` *by the end ``H_k`` of the runs it was estimated from*
+(``horizon_epochs``; by default the job's own schedule end ``M_k``, ``max_epochs``):
+given it is reached, the epochs are that log-normal truncated at ``H_k`` (no end:
+``H_k = ∞``, ``F(H_k) = 1``). A target not reached by the job's schedule end ``M_k``
+is missed. Not having reached the target by ``d_k`` is evidence, so every belief is
+conditioned on ``E_k > d_k``::
 
     F(x)   = Φ((ln x − ln Ê_k) / σ_k)                 CDF of the untruncated epochs
-    G_k    = F(M_k) − F(d_k)                          mass left between hand-over and end
-    s_k    = G_k / F(M_k)                             P(not reached by d_k | reached)
+    G_k    = F(H_k) − F(d_k)                          mass between hand-over and horizon
+    s_k    = G_k / F(H_k)                             P(not reached by d_k | reached)
     p_k'   = p_k · s_k / (p_k · s_k + 1 − p_k)        reached, given not yet (Bayes)
-    P_k    = p_k' · (F(min(d_k + (R − ρ_k)/τ_k, M_k)) − F(d_k)) / G_k
-    t_k    = (x_k − d_k) · τ_k + ρ_k,  1 − F(x_k) = (1 − F(d_k) + 1 − F(M_k)) / 2
+    b_k    = min(d_k + (R − ρ_k)/τ_k, M_k, H_k)       epochs the deadline and schedule allow
+    P_k    = p_k' · (F(b_k) − F(d_k)) / G_k
+    t_k    = (x_k − d_k) · τ_k + ρ_k,  1 − F(x_k) = (1 − F(d_k) + 1 − F(H_k)) / 2
     cost_k = rate_k · t_k
 
 with ``R`` the remaining deadline (∞: no deadline, ``P_k = p_k'``), ``ρ_k`` the
@@ -26,7 +27,9 @@ remaining time. ``σ_k`` carries both the epochs and the step-time spread
 
 Why truncate rather than multiply by ``F(M_k)``: the reach probabilities of the curve
 forecaster and of the accuracy model are both "reached within the run" (their runs end
-where their schedules end), so ``p_k · P(E ≤ M_k)`` counts the schedule's end twice.
+where their schedules end), so where the job's schedule is the one they learnt from
+(``H_k = M_k``), ``p_k · P(E ≤ M_k)`` counts the schedule's end twice. A schedule
+shorter than those runs (``M_k < H_k``) still cuts the chance, by ``F(M_k)/F(H_k)``.
 Scored against published curves with the run's end as the schedule
 (``python -m benchmarks.public_curves --pollux``, truncated at 10–90 % of each run), the
 chance of reaching the target by the end given not yet has a Brier score of 0.117 this
@@ -81,15 +84,18 @@ def remaining_work(
     remaining_s: float | None,
     max_epochs: np.ndarray | None = None,
     confidence: float | None = None,
+    horizon_epochs: np.ndarray | None = None,
 ) -> RemainingWork:
     """P(success), time and cost of the remaining work of every option (module doc).
 
     ``epochs`` is the median total epochs given the target is reached (∞ or NaN: no
     estimate, chance 0); ``done_epochs`` the hand-over epoch at each option;
     ``remaining_s`` the time left to the deadline (None: no deadline); ``max_epochs``
-    where an option's schedule ends (its learning-rate schedule: ``p_reach`` is the
-    chance of reaching the target by then, and the epochs given reached are truncated
-    there; None or ∞: no end); ``confidence`` q: also the time by which each
+    where an option's schedule ends (its learning-rate schedule: a target not reached
+    by then is missed; None or ∞: no end); ``horizon_epochs`` where the runs behind
+    ``p_reach`` ended (``p_reach`` is the chance of reaching the target by then, and the
+    epochs given reached are truncated there; None: ``max_epochs``, the job's own
+    schedule); ``confidence`` q: also the time by which each
     option has succeeded with probability q, ``ρ + τ·(x_q − d)`` where
     ``1 − F(x_q) = 1 − F(d) − (q/p')·G`` (∞ when ``q ≥ p'``; the deadline does not cap
     it: it is the time the option *needs*).
@@ -102,8 +108,11 @@ def remaining_work(
     done = np.maximum(np.nan_to_num(np.asarray(done_epochs, float), nan=0.0, posinf=0.0), 0.0)
     tau = np.asarray(epoch_time_s, float)
     restart = np.asarray(restart_s, float)
-    end = np.full(e.shape, np.inf) if max_epochs is None else np.broadcast_to(
-        np.nan_to_num(np.asarray(max_epochs, float), nan=np.inf), e.shape)
+    def _epochs_or_inf(v: np.ndarray | None) -> np.ndarray:
+        return np.full(e.shape, np.inf) if v is None else np.broadcast_to(np.nan_to_num(np.asarray(v, float), nan=np.inf), e.shape)
+
+    schedule = _epochs_or_inf(max_epochs)
+    end = schedule if horizon_epochs is None else _epochs_or_inf(horizon_epochs)  # the truncation point H
     ok = np.isfinite(e) & (e > 0) & np.isfinite(tau) & (tau > 0)
     e_safe = np.where(ok, e, 1.0)
     tau_safe = np.where(ok, tau, 1.0)
@@ -137,7 +146,7 @@ def remaining_work(
         budget = np.full(e.shape, np.inf) if remaining_s is None else (
             done + np.maximum(float(remaining_s) - restart, 0.0) / tau_safe
         )
-        budget = np.minimum(budget, end)
+        budget = np.minimum(np.minimum(budget, end), schedule)
         surv_budget = np.where(np.isfinite(budget), norm_cdf(-(np.log(np.maximum(budget, 1e-300)) - log_e) / sigma), 0.0)
         on_time = np.where(past_end, 0.0, np.clip((surv - surv_budget) / gap, 0.0, 1.0))
         at_q = None

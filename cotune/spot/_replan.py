@@ -42,6 +42,14 @@ probability form (the rule the closed-loop benchmark replays):
 Models are fitted on every step record (the job's step windows included) but only on
 offline curves.
 
+Schedule. With ``progress.schedule_epochs`` ``M`` (the job's configured epochs: where its
+learning-rate schedule ends, kept when the batch changes) a target not reached by then
+is missed. Reach probabilities mean "within the runs they came from", so every option's
+epochs given reached are truncated at ``H = max(M, the accuracy model's longest run)``
+and cut at ``M`` (:func:`cotune.solver.remaining_work`'s ``horizon_epochs`` and
+``max_epochs``): a job whose schedule is shorter than the runs the model learnt from,
+or near its end without the target, has less chance left; one past it none by staying.
+
 Money. ``progress.spent`` is what the job has cost so far; with a ``budget`` (the whole
 job's), options must fit ``budget − spent``. Without a cluster file only on-demand
 servers at the request's prices are considered (a restart costs the request's
@@ -162,18 +170,29 @@ def _best_level(metric, goal: str) -> float | None:
     return float(m.max() if goal == "max" else m.min())
 
 
-def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confidence: float, interval: float):
+def _schedule(n: int, schedule: tuple[float, float] | None) -> dict[str, np.ndarray | None]:
+    """``remaining_work``'s schedule keywords for ``n`` options: ``schedule`` is ``(M, H)``, the
+    job's schedule end and the horizon of the runs behind its reach probabilities (None: no
+    known end)."""
+    if schedule is None:
+        return {"max_epochs": None, "horizon_epochs": None}
+    return {"max_epochs": np.full(n, float(schedule[0])), "horizon_epochs": np.full(n, float(schedule[1]))}
+
+
+def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confidence: float, interval: float,
+                         schedule: tuple[float, float] | None = None):
     """Estimates of the *remaining* work of every option, on-demand (``raw``: the whole job's,
     no start-up): epochs, time and cost are the conditional median given the target is reached
     (:func:`cotune.solver.remaining_work` on the outlook ``o``), the interval its central
-    ``interval`` quantiles, the time at confidence the time by which ``P(success)`` reaches it."""
+    ``interval`` quantiles, the time at confidence the time by which ``P(success)`` reaches it.
+    ``schedule``: ``(M, H)`` of :func:`_schedule`, at every batch (None: no known end)."""
     from cotune.solver import remaining_work
 
     n = len(raw.candidates)
     sigma = np.sqrt(np.asarray(o.log_sigma, float) ** 2 + np.asarray(raw.step_log_sigma, float) ** 2)
     rate = raw.candidates.workers * raw.price_per_hour / 3600.0
     common = dict(log_sigma=sigma, done_epochs=o.done_epochs, epoch_time_s=raw.epoch_time_s,
-                  restart_s=np.full(n, float(startup_s)), rate_per_s=rate)
+                  restart_s=np.full(n, float(startup_s)), rate_per_s=rate, **_schedule(n, schedule))
     rw = remaining_work(epochs=o.epochs, p_reach=o.p_reach, remaining_s=remaining_s, confidence=confidence, **common)
     # Given reached (p = 1), no deadline: the central interval of the remaining time.
     lo_q, hi_q = (1.0 - interval) / 2.0, (1.0 + interval) / 2.0
@@ -191,7 +210,7 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     )
 
 
-def _spot_success(est, o, *, startup_s: float, remaining_s: float):
+def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tuple[float, float] | None = None):
     """``P(success)`` after the spot stage: on spot and mixed rows the revocation-aware time
     stretches the epoch time (``τ' = τ · (T_spot − ρ)/(T − ρ)``) and the revocation-count
     variance adds to the spread; on-demand rows keep theirs."""
@@ -213,6 +232,7 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float):
     rw = remaining_work(
         epochs=o.epochs, log_sigma=sigma, p_reach=o.p_reach, done_epochs=o.done_epochs, epoch_time_s=tau * stretch,
         restart_s=np.full(n, float(startup_s)), rate_per_s=np.zeros(n), remaining_s=remaining_s,
+        **_schedule(n, schedule),
     )
     return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
 
@@ -340,6 +360,16 @@ def replan(
         notes.append(f"the job's own curve at global batch {progress.global_batch} gives no finite forecast "
                      f"({'; '.join(forecast.notes) if forecast is not None and forecast.notes else 'it does not reach the target'}): "
                      "the accuracy model's epochs are used")
+    schedule = None
+    if progress.schedule_epochs is not None:
+        # The reach probabilities are "within the runs they came from": the accuracy model's
+        # longest measured run, or the job's own schedule if that is longer.
+        runs = np.asarray(getattr(models.accuracy, "max_epochs_", []), float)
+        schedule = (progress.schedule_epochs, max([progress.schedule_epochs, *runs[np.isfinite(runs)].tolist()]))
+        left_e = progress.schedule_epochs - progress.epochs_done
+        notes.append(f"the job's learning-rate schedule ends at epoch {progress.schedule_epochs:g} "
+                     + (f"({left_e:.3g} epochs left)" if left_e > 0 else "and it has passed it: staying cannot reach the target")
+                     + "; a target not reached by then is missed, at every batch")
     on_line = min(progress.elapsed_s / deadline_s, 1.0)
     ahead = done >= on_line
     ck = cl.checkpoint
@@ -367,11 +397,13 @@ def replan(
         # remaining_work, the closed-loop replay's belief), then the spot stage on it.
         raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
         o = outlook(cands, running=running, forecast=forecast)
-        rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval)
+        rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval,
+                                   schedule=schedule)
         adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
         # The spot stage may drop mixed rows: the outlook of the rows it kept (no refit).
         kept = outlook(adj.candidates, running=running, forecast=forecast)
-        return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s), details
+        return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s,
+                             schedule=schedule), details
 
     new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
     est, _details = evaluate(new_cands, restart_s, running=False)

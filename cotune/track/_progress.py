@@ -114,7 +114,8 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
     )
 
 
-_PROGRESS_KEYS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent")
+_PROGRESS_KEYS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent",
+                  "schedule_epochs")
 
 
 def progress_from_records(profile: Profile, *, job: str | None = None, **given: object):  # -> cotune.Progress
@@ -124,7 +125,8 @@ def progress_from_records(profile: Profile, *, job: str | None = None, **given: 
     ``epochs_done``: the furthest evaluated epoch; ``elapsed_s``: the job's wall time at its
     last evaluation (give the real elapsed time when re-planning later); ``gpu``,
     ``market``, ``workers``, ``local_batch``: its latest step record. ``spent`` defaults
-    to 0. A field neither given nor in the records is an error naming it.
+    to 0 and ``schedule_epochs`` to None (no known end). A field neither given nor in the
+    records is an error naming it.
     """
     from cotune._checks import BadValue
     from cotune._request import Progress

@@ -119,6 +119,18 @@ def test_time_at_confidence_respects_the_schedule_end():
     assert r.time_at_confidence_s[0] <= (end - done) * tau + 1e-9
 
 
+def test_a_schedule_shorter_than_the_runs_behind_the_chance_cuts_it():
+    # p is the chance of reaching by H, the end of the runs it came from; this job's schedule
+    # ends sooner, at M: reaching between M and H is a miss too.
+    p, med, sig, done, horizon, end, tau = 0.8, 30.0, 0.5, 20.0, 60.0, 32.0, 5.0
+    reached, e, alive = _truncated_truth(13, p=p, med=med, sig=sig, done=done, end=horizon)
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+             max_epochs=np.array([end]), horizon_epochs=np.array([horizon]))
+    assert r.p_reach[0] == pytest.approx(np.mean(reached[alive]), abs=0.01)
+    assert r.p_success[0] == pytest.approx(np.mean((reached & (e <= end))[alive]), abs=0.01)
+    assert r.time_s[0] == pytest.approx(float(np.median((e[alive & reached] - done) * tau)), rel=0.03)
+
+
 def test_a_job_past_its_schedule_end_has_no_chance():
     r = _one(done_epochs=[40.0], p_reach=[0.9], max_epochs=np.array([35.0]), remaining_s=1e6)
     assert r.p_success[0] == 0.0 and math.isfinite(r.time_s[0])

@@ -179,3 +179,37 @@ def test_a_revocation_on_spot_feeds_the_same_decision(job_path: Path, cifar_mode
                       progress={"market": "spot", "workers_lost": 2})
     assert r.stay is not None and r.stay.workers == 2 and r.stay.market == "spot"
     assert r.forecast is not None and r.forecast.source == "curve+prior" and r.decision in ("stay", "switch")
+
+
+def test_a_schedule_that_ends_soon_lowers_the_chance_of_staying(job_path: Path, cifar_models) -> None:
+    open_end = _replan(job_path, cifar_models)
+    last = open_end.epochs_done
+    soon = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 1.0})
+    later = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 40.0})
+    assert soon.stay.p_success < later.stay.p_success <= open_end.stay.p_success + 1e-9
+    # The job needs tens of epochs more; one is left in its schedule.
+    assert soon.stay.epochs > 5.0 and soon.stay.p_success < 0.05
+    assert any("schedule ends at epoch" in n for n in soon.notes)
+
+
+def test_a_job_past_its_schedule_end_cannot_succeed_by_staying(job_path: Path, cifar_models) -> None:
+    r = _replan(job_path, cifar_models)
+    past = _replan(job_path, cifar_models, progress={"schedule_epochs": 0.5 * r.epochs_done})
+    assert past.stay.p_success == 0.0 and past.decision != "stay"
+
+
+def test_a_schedule_end_that_is_not_a_positive_number_is_refused_at_every_door(job_path: Path, capsys) -> None:
+    from cotune.api import RequestError, replan_request
+    from cotune.cli import main
+    from cotune.errors import InputError
+
+    with pytest.raises(InputError, match="schedule_epochs"):
+        cotune.replan(job_path, target=TARGET, deadline_s=10800, progress={"schedule_epochs": 0})
+    rc = main(["replan", str(job_path), "--target", "0.94", "--deadline", "3h", "--schedule-epochs", "-3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--schedule-epochs" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    records = [json.loads(line) for line in job_path.read_text().splitlines() if line.strip()]
+    body = {"profile": {"records": records}, "target": TARGET, "deadline_s": 10800, "progress": {"schedule_epochs": "ten"}}
+    with pytest.raises(RequestError) as info:
+        replan_request(body)
+    assert 400 <= info.value.status < 500 and "/progress/schedule_epochs" in str(info.value)
