@@ -496,6 +496,9 @@ class SuccessController:
     p_margin: float = 0.05
     interval: float = 0.9
     miss_cost: float = 0.0  # what a miss wastes beyond the money spent (the planned job, redone)
+    # The job's configured epochs before it starts (its recipe's, from the reference run): the
+    # same schedule end the controller reads from the running job afterwards.
+    schedule_epochs: float = math.inf
 
     def assess(self, p: Progress | None, *, target: float, deadline_s: float | None):
         """``(usable, here, P(success), expected remaining cost, remaining time)`` of every
@@ -526,7 +529,7 @@ class SuccessController:
         elapsed = 0.0 if p is None else p.elapsed_s
         # The job's schedule length in epochs applies at every batch (a recipe keeps its
         # epoch count when the batch changes; the truth's recipes differ a little).
-        schedule = np.full(len(sub), np.inf if p is None else p.schedule_epochs)
+        schedule = np.full(len(sub), self.schedule_epochs if p is None else p.schedule_epochs)
         rw = remaining_work(
             epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
             done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=restart,
@@ -693,9 +696,11 @@ def _success_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidenc
             cache[key] = fit_models(dataclasses.replace(base, steps=base.steps + tuple(steps)), n_bootstrap=0)
         return cache[key]
 
+    ref = evidence.curves[0] if evidence.curves else None
     return SuccessController(
         candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), models=models, goal=scn.workload.goal,
         confidence=confidence, miss_cost=plan.predicted_cost if math.isfinite(plan.predicted_cost) else 0.0,
+        schedule_epochs=math.inf if ref is None else float(scn.workload.curves[ref].epochs[-1]),
     )
 
 
