@@ -478,6 +478,7 @@ def replan(
             + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                f"local batch {nearest.local_batch} (P(success) {nearest.p_success:.2f})")
             + ": relax the deadline, the budget or the confidence, or allow more workers"
+            + ("" if progress.schedule_epochs is None else ", or lengthen the learning-rate schedule")
         )
     elif d.decision == "switch" and not ahead and progress.market == "spot" and stay is not None:
         best = d.chosen
