@@ -191,8 +191,9 @@ class EvalRecord:
     ``grad_var`` are optional gradient statistics (Pollux/AdaScale, measured at
     ``grad_batch`` samples, by default the record's own global batch).
     ``job`` names the running job that wrote the record (set by :class:`cotune.track.Tracker`;
-    probes leave it unset); for such records ``epoch`` counts from the job's start and
-    ``elapsed_s`` is the job's wall time at the evaluation.
+    probes leave it unset); for such records ``epoch`` counts from the job's start,
+    ``elapsed_s`` is the job's wall time at the evaluation and ``schedule_epochs``, when the
+    tracker was told, where the job's learning-rate schedule ends (its configured epochs).
     """
 
     global_batch: int
@@ -204,6 +205,7 @@ class EvalRecord:
     grad_batch: int | None = None
     job: str | None = None
     elapsed_s: float | None = None
+    schedule_epochs: float | None = None
 
     kind: ClassVar[str] = "eval"
 
@@ -230,6 +232,7 @@ class EvalRecord:
             grad_batch=_Field.integer(data, "grad_batch", required=False),
             job=_Field.text(data, "job", required=False),
             elapsed_s=_Field.number(data, "elapsed_s", required=False, minimum=0.0),
+            schedule_epochs=_Field.number(data, "schedule_epochs", required=False, minimum=0.0, strict_minimum=True),
         )
 
 

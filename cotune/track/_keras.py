@@ -10,6 +10,7 @@ Importing this module imports Keras; ``cotune`` and ``cotune.track`` never do.
 
 Each training batch is timed from ``on_train_batch_begin`` to ``on_train_batch_end``;
 at each epoch end the ``monitor`` entry of the epoch logs becomes an ``eval`` record.
+A tracker without ``schedule_epochs`` takes ``fit(epochs=)``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ class TrackerCallback(_keras.callbacks.Callback):
         self.monitor = monitor
         self.close_at_end = close_at_end
         self._began = 0.0
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        # fit(epochs=) is where the schedule ends; a tracker told otherwise keeps its own.
+        epochs = (self.params or {}).get("epochs")
+        if self.tracker.schedule_epochs is None and isinstance(epochs, int) and epochs > 0:
+            self.tracker.schedule_epochs = epochs
 
     def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
         self._began = time.perf_counter()

@@ -13,6 +13,7 @@ Each optimizer step is timed from the start of its first micro-batch to the end 
 last (``accumulate_grad_batches``), data loading between batches left out, as the
 profiler times steps. After each validation (not the sanity check) the logged
 ``monitor`` value is written as an ``eval`` record at the epochs the tracker counted.
+A tracker without ``schedule_epochs`` takes the trainer's ``max_epochs`` (when set).
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ class TrackerCallback(_Callback):
         self.monitor = monitor
         self.close_at_end = close_at_end
         self._began: float | None = None
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        # The trainer knows where the schedule ends; a tracker told otherwise keeps its own.
+        max_epochs = getattr(trainer, "max_epochs", None)
+        if self.tracker.schedule_epochs is None and isinstance(max_epochs, int) and max_epochs > 0:
+            self.tracker.schedule_epochs = max_epochs
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         if self._began is None:

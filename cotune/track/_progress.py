@@ -26,7 +26,8 @@ class JobProgress:
     ``elapsed_s`` the wall time at that evaluation when the tracker recorded it;
     ``curve_epochs``/``curve_metric`` the job's evaluations at ``global_batch``; and
     ``step_time_s`` the median of its step windows at the latest configuration,
-    weighted by their step counts.
+    weighted by their step counts; ``schedule_epochs`` where its learning-rate schedule
+    ends, from its latest evaluation that says (None when none does).
     """
 
     job: str
@@ -42,6 +43,7 @@ class JobProgress:
     local_batch: int | None = None
     step_time_s: float | None = None
     step_windows: int = 0
+    schedule_epochs: float | None = None
 
 
 def offline_profile(profile: Profile) -> Profile:
@@ -92,6 +94,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
     curve = [(e.epoch, e.metric) for e in evals if e.global_batch == batch]
     done = max((e.epoch for e in evals), default=0.0)
     elapsed = next((e.elapsed_s for e in reversed(evals) if e.elapsed_s is not None), None)
+    schedule = next((e.schedule_epochs for e in reversed(evals) if e.schedule_epochs is not None), None)
     step_time = None
     windows = 0
     if last_step is not None:
@@ -110,7 +113,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         gpu=None if last_step is None else last_step.gpu, market=None if last_step is None else last_step.market,
         workers=None if last_step is None else last_step.workers, hosts=None if last_step is None else last_step.hosts,
         local_batch=None if last_step is None else last_step.local_batch * last_step.accum_steps,
-        step_time_s=step_time, step_windows=windows,
+        step_time_s=step_time, step_windows=windows, schedule_epochs=schedule,
     )
 
 
@@ -124,9 +127,11 @@ def progress_from_records(profile: Profile, *, job: str | None = None, **given: 
 
     ``epochs_done``: the furthest evaluated epoch; ``elapsed_s``: the job's wall time at its
     last evaluation (give the real elapsed time when re-planning later); ``gpu``,
-    ``market``, ``workers``, ``local_batch``: its latest step record. ``spent`` defaults
-    to 0 and ``schedule_epochs`` to None (no known end). A field neither given nor in the
-    records is an error naming it.
+    ``market``, ``workers``, ``local_batch``: its latest step record; ``schedule_epochs``:
+    its latest evaluation that tells it (None: no known end). ``spent`` defaults to 0. A
+    required field neither given nor in the records is an error naming it. A progress
+    given in full (every required field) is taken as given, as the CLI and HTTP doors
+    take it: the records are not read, so its schedule end is the one given or none.
     """
     from cotune._checks import BadValue
     from cotune._request import Progress
@@ -138,6 +143,8 @@ def progress_from_records(profile: Profile, *, job: str | None = None, **given: 
     needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
     if needed:
         jp = job_progress(profile, job=job)
+        if "schedule_epochs" not in fields and jp is not None and jp.schedule_epochs is not None:
+            fields["schedule_epochs"] = jp.schedule_epochs
         found = {} if jp is None else {
             "epochs_done": jp.epochs_done if jp.curve_epochs or jp.epochs_done else None, "elapsed_s": jp.elapsed_s,
             "gpu": jp.gpu, "market": jp.market, "workers": jp.workers, "local_batch": jp.local_batch,

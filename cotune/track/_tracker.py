@@ -100,6 +100,11 @@ class Tracker:
         of not-yet-aggregated timing).
     warmup_steps : steps ignored after the start and after each reconfiguration.
     epochs_done : epochs already trained when the tracker starts (a resumed job).
+    schedule_epochs : where the job's learning-rate schedule ends, in epochs from its start
+        (its configured epochs; None: not known). Written with every evaluation, so
+        ``cotune replan`` counts a target not reached by then as missed. The Lightning and
+        Keras callbacks fill it from the trainer's ``max_epochs`` / ``fit(epochs=)`` when
+        it is left out.
     rank : process rank; every rank but 0 records nothing.
     fsync : every record is written and flushed to the operating system before the call
         returns, so it survives a kill of the process at any moment. ``"background"``
@@ -127,6 +132,7 @@ class Tracker:
         flush_every_s: float = 60.0,
         warmup_steps: int = 5,
         epochs_done: float = 0.0,
+        schedule_epochs: float | None = None,
         rank: int = 0,
         fsync: Literal["background", "each", "none"] = "background",
         clock=time.monotonic,
@@ -139,6 +145,7 @@ class Tracker:
         integer(warmup_steps, where="warmup_steps", ge=0)
         self._flush_every_s = _positive("flush_every_s", flush_every_s)
         epochs_done = number(epochs_done, where="epochs_done", ge=0.0)
+        self.schedule_epochs = schedule_epochs
         self.path = Path(profile_path)
         self.window = window
         self.warmup_steps = warmup_steps
@@ -191,6 +198,16 @@ class Tracker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def schedule_epochs(self) -> float | None:
+        """Where the job's learning-rate schedule ends (epochs from its start), or None."""
+        return self._schedule_epochs
+
+    @schedule_epochs.setter
+    def schedule_epochs(self, value: float | None) -> None:
+        self._schedule_epochs = None if value is None else number(
+            value, where="schedule_epochs", gt=0.0, what="a number of epochs")
+
     # -- what the loop calls -----------------------------------------------------------
     @property
     def epoch(self) -> float:
@@ -242,7 +259,7 @@ class Tracker:
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0)
         rec = EvalRecord(
             global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
-            grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3),
+            grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3), schedule_epochs=self._schedule_epochs,
         )
         self._write(rec)
         return rec

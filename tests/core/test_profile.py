@@ -47,6 +47,7 @@ def test_the_three_documented_lines_are_valid_input():
         ('{"record": "step", "gpu": "t4", "workers": 2.5, "local_batch": 8, "step_time_s": 1}', "whole number"),
         ('{"record": "eval", "global_batch": 64, "epoch": -1, "metric": 0.5}', "epoch"),
         ('{"record": "eval", "global_batch": 64, "epoch": 1, "metric": "high"}', "metric"),
+        ('{"record": "eval", "global_batch": 64, "epoch": 1, "metric": 0.5, "schedule_epochs": 0}', "schedule_epochs"),
         ('{"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 8, "failure": "boom"}', "oom"),
         ('{"record": "banana"}', "unknown record type"),
         ('[1, 2]', "JSON object"),
@@ -161,6 +162,7 @@ _eval = st.builds(
     epoch=st.floats(min_value=0, max_value=1e3),
     metric=st.floats(min_value=-1e3, max_value=1e3),
     seed=st.integers(0, 10),
+    schedule_epochs=st.none() | st.floats(min_value=0.5, max_value=1e3),
 )
 _fail = st.builds(FailureRecord, gpu=_name, workers=st.integers(1, 8), local_batch=st.integers(1, 1024), failure=st.sampled_from(["oom", "crash", "timeout"]))
 

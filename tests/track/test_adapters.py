@@ -60,6 +60,7 @@ def test_lightning_callback_writes_steps_and_one_eval_per_validation(tmp_path: P
     assert all(0.0 <= e.metric <= 1.0 and e.global_batch == 32 and e.job == "tiny" for e in p.evals)
     assert sum(s.timed_steps for s in p.steps) == 3 * 8 - 1  # every step after the warm-up one
     assert all(s.step_time_s > 0 for s in p.steps)
+    assert all(e.schedule_epochs == 3 for e in p.evals)  # the trainer's max_epochs: where the schedule ends
 
 
 @pytest.mark.slow
@@ -81,6 +82,7 @@ def test_keras_callback_writes_steps_and_one_eval_per_epoch(tmp_path: Path) -> N
     p = read_profile(path)
     assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])
     assert all(0.0 <= e.metric <= 1.0 for e in p.evals)
+    assert all(e.schedule_epochs == 2 for e in p.evals)  # fit(epochs=2): where the schedule ends
     assert sum(s.timed_steps for s in p.steps) == 2 * 8 - 1
 
 

@@ -213,3 +213,21 @@ def test_a_schedule_end_that_is_not_a_positive_number_is_refused_at_every_door(j
     with pytest.raises(RequestError) as info:
         replan_request(body)
     assert 400 <= info.value.status < 500 and "/progress/schedule_epochs" in str(info.value)
+
+
+def test_a_tracked_schedule_end_reaches_replan_from_the_records(tmp_path: Path, cifar_models) -> None:
+    path = _job_profile(tmp_path / "sched.jsonl")
+    last = max(e.epoch for e in read_profile(path).evals if e.job == "run1")
+    append_records(path, [EvalRecord(global_batch=512, epoch=last + 0.5, metric=0.5, job="run1", elapsed_s=100.0,
+                                     schedule_epochs=last + 1.5)])
+    from cotune.track import job_progress, progress_from_records
+
+    assert job_progress(read_profile(path)).schedule_epochs == pytest.approx(last + 1.5)
+    told = _replan(path, cifar_models)
+    assert any("schedule ends at epoch" in n for n in told.notes)
+    by_hand = _replan(path, cifar_models, progress={"schedule_epochs": last + 1.5})
+    assert told.stay.p_success == pytest.approx(by_hand.stay.p_success)
+    # A progress given in full is taken as given: the records are not read for it.
+    full = progress_from_records(read_profile(path), epochs_done=10, elapsed_s=60, gpu="t4", market="on_demand",
+                                 workers=4, local_batch=128)
+    assert full.schedule_epochs is None

@@ -239,3 +239,21 @@ def test_hostile_configuration_is_an_input_error(tmp_path: Path, name: str, valu
     kw = {"gpu": "t4", "workers": 2, "local_batch": 32, "workload": WORKLOAD, name: value}
     with pytest.raises(InputError):
         Tracker(tmp_path / "p.jsonl", **kw)
+
+
+def test_the_schedule_end_is_written_with_every_evaluation(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, schedule_epochs=90) as tr:
+        tr.eval(metric=0.5, epoch=1.0)
+        tr.schedule_epochs = 120  # a schedule lengthened while the job runs
+        tr.eval(metric=0.6, epoch=2.0)
+    assert [e.schedule_epochs for e in read_profile(path).evals] == [90, 120]
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8) as tr:
+        tr.eval(metric=0.7, epoch=3.0)
+    assert read_profile(path).evals[-1].schedule_epochs is None and "schedule_epochs" not in _lines(path)[-1]
+
+
+@pytest.mark.parametrize("value", [0, -5, float("nan"), float("inf"), "90", True])
+def test_a_schedule_end_that_is_not_a_positive_number_is_an_input_error(tmp_path: Path, value: object) -> None:
+    with pytest.raises(InputError, match="schedule_epochs: must be"):
+        Tracker(tmp_path / "x.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, schedule_epochs=value)
