@@ -57,6 +57,11 @@ __all__ = ["RemainingWork", "remaining_work"]
 _FAR_TAIL = 1e-12
 
 
+def _epochs_or_inf(v: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    """Epochs per option (None or NaN: no end, ∞)."""
+    return np.full(shape, np.inf) if v is None else np.broadcast_to(np.nan_to_num(np.asarray(v, float), nan=np.inf), shape)
+
+
 @dataclass(frozen=True)
 class RemainingWork:
     """Per option: ``p_success``, ``p_reach`` (given not reached yet), ``time_s`` (conditional
@@ -108,18 +113,14 @@ def remaining_work(
     done = np.maximum(np.nan_to_num(np.asarray(done_epochs, float), nan=0.0, posinf=0.0), 0.0)
     tau = np.asarray(epoch_time_s, float)
     restart = np.asarray(restart_s, float)
-    def _epochs_or_inf(v: np.ndarray | None) -> np.ndarray:
-        return np.full(e.shape, np.inf) if v is None else np.broadcast_to(np.nan_to_num(np.asarray(v, float), nan=np.inf), e.shape)
-
-    schedule = _epochs_or_inf(max_epochs)
-    end = schedule if horizon_epochs is None else _epochs_or_inf(horizon_epochs)  # the truncation point H
+    schedule = _epochs_or_inf(max_epochs, e.shape)
+    end = schedule if horizon_epochs is None else _epochs_or_inf(horizon_epochs, e.shape)  # the truncation point H
     ok = np.isfinite(e) & (e > 0) & np.isfinite(tau) & (tau > 0)
     e_safe = np.where(ok, e, 1.0)
     tau_safe = np.where(ok, tau, 1.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_e = np.log(e_safe)
         z_done = np.where(done > 0, (np.log(np.maximum(done, 1e-300)) - log_e) / sigma, -np.inf)
-        f_done = norm_cdf(z_done)
         # Upper tails directly: 1 − F loses every digit far behind the model.
         surv = np.maximum(norm_cdf(-z_done), 1e-300)
         z_end = np.where(np.isfinite(end), (np.log(np.maximum(end, 1e-300)) - log_e) / sigma, np.inf)
