@@ -141,7 +141,7 @@ def _prior(model, batch: int, target: float) -> EpochsPrior | None:
         return None
 
 
-def collect(with_prior: bool = True) -> list[Item]:
+def collect(with_prior: bool = True, truncations: tuple[float, ...] = TRUNCATIONS) -> list[Item]:
     items: list[Item] = []
     for name in WORKLOADS:
         w = load_pollux(name)
@@ -152,7 +152,7 @@ def collect(with_prior: bool = True) -> list[Item]:
             first, final = float(best_full[0]), float(best_full[-1])
             model = _prior_model(w, batch) if with_prior else None
             model_ref = _prior_model(w, batch, reference_only=True) if with_prior else None
-            for frac in TRUNCATIONS:
+            for frac in truncations:
                 keep = c.epochs <= frac * float(e_full[-1])
                 e, best = best_so_far(c.epochs[keep], c.metric[keep], goal=w.goal)
                 if e.size == 0:

@@ -137,15 +137,10 @@ def collect(curves: list[PublicCurve], truncations: tuple[float, ...] = TRUNCATI
 def collect_pollux(truncations: tuple[float, ...] = TRUNCATIONS) -> list[tuple[Item, str, float]]:
     """curve_calibration's Pollux items at ``truncations``, each with the one-curve prior
     (None at the reference batch itself), and the run's last epoch."""
-    import benchmarks.curve_calibration as cc
+    from benchmarks.curve_calibration import collect as collect_calibration
     from benchmarks.traces import load_pollux
 
-    saved = cc.TRUNCATIONS
-    cc.TRUNCATIONS = truncations  # collect() reads the module's ladder
-    try:
-        items = cc.collect(with_prior=True)
-    finally:
-        cc.TRUNCATIONS = saved
+    items = collect_calibration(with_prior=True, truncations=truncations)
     ends: dict[tuple[str, int], float] = {}
     out = []
     for it in items:

@@ -56,3 +56,13 @@ def test_every_rule_gives_a_probability(rule):
         f = it.forecast(0.835, (2.0, 10.0), False)
         if math.isfinite(f.epochs_if_reached):
             assert 0.0 <= RULES[rule](f, it.seen, end) <= 1.0
+
+
+@pytest.mark.slow
+def test_on_the_pollux_curves_with_the_one_curve_prior_the_schedule_rule_scores_better_too():
+    from benchmarks.public_curves import collect_pollux
+
+    pairs = collect_pollux(truncations=(0.3,))
+    assert pairs and all(it.prior_ref is not None and end >= it.seen for it, _, end in pairs)
+    r = score(pairs, prior="ref")
+    assert r["brier"]["by_end"] < r["brier"]["by_end_multiplied"] and r["brier"]["by_end"] < r["brier_base_rate"]
