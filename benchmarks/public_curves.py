@@ -28,11 +28,11 @@ one-curve prior: the reference batch's curve and its gradient noise) the same wa
 
 These curves are schedule-driven (one-cycle, piecewise-linear, step decays that end at
 a fixed epoch), unlike most Pollux curves: a saturating family fitted to the first part
-of a one-cycle run sees the rise that the learning-rate decay produces only at the end.
-So this is a hard, honest test of the forecaster, not a tuning set.
+of a one-cycle run cannot see the rise that the learning-rate decay produces only at the
+end. So this is a hard, honest test of the forecaster, not a tuning set.
 
-    python -m benchmarks.public_curves              # ~30 s on 2 cores
-    python -m benchmarks.public_curves --pollux     # also the Pollux curves (~2 min)
+    python -m benchmarks.public_curves              # ~20 s on 2 cores
+    python -m benchmarks.public_curves --pollux     # also the Pollux curves (~50 s)
     python -m benchmarks.public_curves --json out.json
 """
 
