@@ -155,13 +155,18 @@ def test_post_v1_replan_reads_progress_from_the_records_and_refuses_a_bad_rule(j
     records = [json.loads(line) for line in job_path.read_text().splitlines() if line.strip()]
     body = {"profile": {"records": records}, "target": TARGET, "deadline_s": 10800, "prices": {"t4": 0.526},
             "max_workers": 16, "progress": {"elapsed_s": 300}}
+    scheduled = body | {"progress": {"elapsed_s": 300, "schedule_epochs": 200}}
     with running_server() as url:
         ok = httpx.post(url + "/v1/replan", json=body, timeout=120)
         bad = httpx.post(url + "/v1/replan", json=body | {"lr_rule": "cubic"}, timeout=120)
+        sched = httpx.post(url + "/v1/replan", json=scheduled, timeout=120)
+        bad_sched = httpx.post(url + "/v1/replan", json=body | {"progress": {"schedule_epochs": -1}}, timeout=120)
     assert ok.status_code == 200, ok.text
     doc = ok.json()
     assert doc["decision"] in ("stay", "switch") and doc["job"] == "run1" and doc["forecast"]["source"] == "curve+prior"
     assert 400 <= bad.status_code < 500 and "lr_rule" in bad.text
+    assert sched.status_code == 200 and any("schedule ends at epoch 200" in n for n in sched.json()["notes"])
+    assert 400 <= bad_sched.status_code < 500 and "schedule_epochs" in bad_sched.text
 
 
 def test_a_service_reads_tracked_records_by_path_only_inside_its_profile_dir(job_path: Path) -> None:
