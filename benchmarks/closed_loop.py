@@ -700,7 +700,7 @@ def _success_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidenc
     return SuccessController(
         candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), models=models, goal=scn.workload.goal,
         confidence=confidence, miss_cost=plan.predicted_cost if math.isfinite(plan.predicted_cost) else 0.0,
-        schedule_epochs=math.inf if ref is None else float(scn.workload.curves[ref].epochs[-1]),
+        schedule_epochs=math.inf if ref is None else recipe_end_at(scn.workload, float(ref)),
     )
 
 

@@ -141,6 +141,18 @@ def _prior(model, batch: int, target: float) -> EpochsPrior | None:
         return None
 
 
+def truncated_fits(epochs: np.ndarray, metric: np.ndarray, goal: str, end: float,
+                   truncations: tuple[float, ...] = TRUNCATIONS):
+    """For each truncation ``frac`` of a run that ends at ``end``: ``(frac, e, best, fits, lo,
+    rise, epoch_fit)`` — the best-so-far curve up to ``frac·end`` and the families fitted to
+    it (truncations that keep no evaluation are left out)."""
+    for frac in truncations:
+        keep = epochs <= frac * end
+        e, best = best_so_far(epochs[keep], metric[keep], goal=goal)
+        if e.size:
+            yield (frac, e, best, *fit_curve_families(e, best))
+
+
 def collect(with_prior: bool = True, truncations: tuple[float, ...] = TRUNCATIONS) -> list[Item]:
     items: list[Item] = []
     for name in WORKLOADS:
@@ -152,12 +164,8 @@ def collect(with_prior: bool = True, truncations: tuple[float, ...] = TRUNCATION
             first, final = float(best_full[0]), float(best_full[-1])
             model = _prior_model(w, batch) if with_prior else None
             model_ref = _prior_model(w, batch, reference_only=True) if with_prior else None
-            for frac in truncations:
-                keep = c.epochs <= frac * float(e_full[-1])
-                e, best = best_so_far(c.epochs[keep], c.metric[keep], goal=w.goal)
-                if e.size == 0:
-                    continue
-                fits, lo, rise, epoch_fit = fit_curve_families(e, best)
+            for frac, e, best, fits, lo, rise, epoch_fit in truncated_fits(
+                    c.epochs, c.metric, w.goal, float(e_full[-1]), truncations):
                 for level in LEVELS:
                     t = first + level * (final - first)  # score units
                     if best[-1] >= t:

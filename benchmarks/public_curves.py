@@ -46,19 +46,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
 from benchmarks.traces import data_root
-from benchmarks.curve_calibration import INTERVAL, LEVELS, Item, _crossing
-from cotune.models._curve import (
-    CURVE_KAPPA,
-    CURVE_MARGIN_OFFSET,
-    CURVE_MARGIN_SCALE,
-    best_so_far,
-    fit_curve_families,
-)
+from benchmarks.curve_calibration import INTERVAL, LEVELS, Item, _crossing, truncated_fits
+from cotune.models._curve import CURVE_KAPPA, CURVE_MARGIN_OFFSET, CURVE_MARGIN_SCALE, best_so_far
+from cotune.models._normal import norm_cdf
 
 __all__ = ["DATASETS", "TRUNCATIONS", "PublicCurve", "load_dawnbench", "collect", "collect_pollux", "by_horizon",
            "score", "main"]
@@ -119,12 +113,8 @@ def collect(curves: list[PublicCurve], truncations: tuple[float, ...] = TRUNCATI
         targets = [(f"{lv:g}", first + lv * (final - first)) for lv in LEVELS]
         if c.target > first:
             targets.append((TARGET_LEVEL, c.target))
-        for frac in truncations:
-            keep = c.epochs <= frac * float(e_full[-1])
-            e, best = best_so_far(c.epochs[keep], c.metric[keep], goal="max")
-            if e.size == 0:
-                continue
-            fits, lo, rise, epoch_fit = fit_curve_families(e, best)
+        for frac, e, best, fits, lo, rise, epoch_fit in truncated_fits(
+                c.epochs, c.metric, "max", float(e_full[-1]), truncations):
             for label, t in targets:
                 if best[-1] >= t:
                     continue  # already reached at the truncation: nothing to forecast
@@ -142,17 +132,11 @@ def collect_pollux(truncations: tuple[float, ...] = TRUNCATIONS) -> list[tuple[I
 
     items = collect_calibration(with_prior=True, truncations=truncations)
     ends: dict[tuple[str, int], float] = {}
-    out = []
-    for it in items:
-        if it.prior_ref is None:
-            continue
-        key = (it.workload, it.batch)
-        if key not in ends:
-            w = load_pollux(it.workload)
-            c = w.curves[it.batch]
-            ends[key] = float(best_so_far(c.epochs, c.metric, goal=w.goal)[0][-1])
-        out.append((it, f"{it.level:g}", ends[key]))
-    return out
+    for name in dict.fromkeys(it.workload for it in items):
+        w = load_pollux(name)
+        for b, c in w.curves.items():
+            ends[(name, b)] = float(best_so_far(c.epochs, c.metric, goal=w.goal)[0][-1])
+    return [(it, f"{it.level:g}", ends[(it.workload, it.batch)]) for it in items if it.prior_ref is not None]
 
 
 def by_horizon(forecast, *, seen: float, horizon: float) -> float:
@@ -172,12 +156,11 @@ def by_horizon(forecast, *, seen: float, horizon: float) -> float:
 def _multiplied(forecast, *, seen: float, horizon: float) -> float:
     """The rule before 2026-12-02, for comparison only: ``p`` updated on ``E > seen`` with the
     untruncated log-normal, times ``P(seen < E ≤ horizon | E > seen)``."""
-    nd = NormalDist()
     mu, sig = math.log(forecast.epochs_if_reached), max(forecast.log_sigma, 1e-6)
-    surv = max(1.0 - nd.cdf((math.log(seen) - mu) / sig), 1e-300) if seen > 0 else 1.0
+    surv = max(1.0 - float(norm_cdf((math.log(seen) - mu) / sig)), 1e-300) if seen > 0 else 1.0
     p = forecast.p_reach
     p_cond = p * surv / max(p * surv + 1.0 - p, 1e-300)
-    f_end = nd.cdf((math.log(horizon) - mu) / sig)
+    f_end = float(norm_cdf((math.log(horizon) - mu) / sig))
     return p_cond * min(max((f_end - (1.0 - surv)) / surv, 0.0), 1.0)
 
 
