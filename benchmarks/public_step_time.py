@@ -686,6 +686,92 @@ def calibrate_few_probe_kappa(samples: list[tuple[str, int, float, float, float]
     return out
 
 
+# Distance bins (doublings, see cotune.solver.config_doublings) of the pairwise error correlations.
+CORRELATION_BINS = ((0.0, 0.6), (0.6, 1.1), (1.1, 2.1), (2.1, 3.1), (3.1, 4.1), (4.1, 8.1))
+
+
+def per_configuration(t: Trace) -> Trace:
+    """``t`` with one row per (workers, hosts, local batch): the median of its measurements
+    (the step time a plan runs at; placements of the same shape differ by noise)."""
+    keys, inverse = np.unique(np.column_stack([t.workers, t.hosts, t.local_batch]), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    step = np.array([float(np.median(t.step_time_s[inverse == k])) for k in range(len(keys))])
+    return Trace(t.dataset, t.model, keys[:, 0], keys[:, 1], keys[:, 2], step, t.source)
+
+
+def error_correlation_samples(traces: list[Trace]) -> list[tuple[str, float, float, int]]:
+    """``(cluster, mean distance, correlation, pairs)`` of the step-time model's errors at
+    pairs of predicted configurations, by distance bin (:data:`CORRELATION_BINS`).
+
+    Each trace (one row per configuration, :func:`per_configuration`) is fitted on what a
+    user would have probed — ≤ 2 and ≤ 4 workers, one
+    host, and 3 and 5 farthest-point probes — and every other row is predicted; ``u`` is
+    its log error over the predicted σ. A bin's correlation is ``Σ u_i u_k / Σ ½(u_i² + u_k²)``
+    over the pairs of every fit of the cluster (each fit weighing by its pairs).
+    """
+    from cotune.models import StepTimeModel
+    from cotune.solver import config_doublings
+
+    sums: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    for t in traces:
+        t = per_configuration(t)
+        designs = [_probed(t, cut) for _, cut in CUTS]
+        for k in (3, 5):
+            train = np.zeros(t.workers.size, bool)
+            for w, h, b in few_probe_design(t, k):
+                train |= (t.workers == w) & (t.hosts == h) & (t.local_batch == b)
+            designs.append(train)
+        for train in designs:
+            test = ~train
+            if np.count_nonzero(train) < 2 or np.count_nonzero(test) < 2 or np.unique(t.workers[train]).size < 2:
+                continue
+            m = StepTimeModel(n_bootstrap=0).fit(t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train])
+            p = m.predict(t.workers[test], t.hosts[test], t.local_batch[test])
+            u = np.log(t.step_time_s[test] / p.step_time_s) / np.maximum(p.log_sigma, 1e-6)
+            w, h, b = (np.asarray(a, float) for a in (t.workers[test], t.hosts[test], t.local_batch[test]))
+            d = config_doublings(w[:, None], h[:, None], b[:, None], w[None, :], h[None, :], b[None, :])
+            iu = np.triu_indices(u.size, 1)
+            dd, prod, sq = d[iu], u[iu[0]] * u[iu[1]], 0.5 * (u[iu[0]] ** 2 + u[iu[1]] ** 2)
+            for n, (lo, hi) in enumerate(CORRELATION_BINS):
+                sel = (dd > lo) & (dd <= hi)
+                if np.any(sel):
+                    acc = sums[(t.dataset, n)]
+                    acc[0] += float(prod[sel].sum())
+                    acc[1] += float(sq[sel].sum())
+                    acc[2] += float(dd[sel].sum())
+                    acc[3] += float(sel.sum())
+    return [(c, acc[2] / acc[3], acc[0] / acc[1], int(acc[3])) for (c, _), acc in sorted(sums.items()) if acc[1] > 0]
+
+
+def calibrate_correlation_length(samples: list[tuple[str, float, float, int]]) -> dict[str, float]:
+    """``STEP_CORRELATION_DOUBLINGS``: the length ``ℓ`` of ``ρ(d) = exp(−d/ℓ)`` fitted by least
+    squares to every (cluster, bin) correlation, each cluster weighing one in total; then
+    ``ℓ`` with each cluster left out, and each bin's median correlation over the clusters."""
+    from scipy.optimize import minimize_scalar
+
+    def length(rows: list) -> float:
+        counts: dict[str, int] = defaultdict(int)
+        for r in rows:
+            counts[r[0]] += 1
+        d = np.array([r[1] for r in rows])
+        rho = np.array([r[2] for r in rows])
+        wt = np.array([1.0 / counts[r[0]] for r in rows])
+        return float(minimize_scalar(lambda ell: float(np.sum(wt * (rho - np.exp(-d / ell)) ** 2)),
+                                     bounds=(0.1, 20.0), method="bounded").x)
+
+    out = {"STEP_CORRELATION_DOUBLINGS": length(samples)}
+    for n, (lo, hi) in enumerate(CORRELATION_BINS):
+        rows = [r for r in samples if lo < r[1] <= hi]
+        if rows:
+            out[f"bin {lo:g}-{hi:g}: median correlation"] = float(np.median([r[2] for r in rows]))
+            out[f"bin {lo:g}-{hi:g}: exp(-d/l) at its mean distance"] = math.exp(
+                -float(np.mean([r[1] for r in rows])) / out["STEP_CORRELATION_DOUBLINGS"])
+    clusters = sorted({r[0] for r in samples})
+    for c in clusters if len(clusters) > 1 else ():
+        out[f"{c}: length without it"] = length([r for r in samples if r[0] != c])
+    return out
+
+
 def _fmt(s: dict) -> str:
     return f"{s['coverage_90']:.1%} / {s['median_abs_log_error']:.3f} ({s['n']})"
 
@@ -698,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
     parser.add_argument(
-        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows) and FEW_PROBE_KAPPA (1-5 probes) from every cluster, Pollux T4 included, and exit"
+        "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows), FEW_PROBE_KAPPA (1-5 probes) and STEP_CORRELATION_DOUBLINGS (pairs of predicted rows) from every cluster, Pollux T4 included, and exit"
     )
     args = parser.parse_args(argv)
     try:
@@ -714,7 +800,8 @@ def main(argv: list[str] | None = None) -> int:
             for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every)),
                         calibrate_sync_constant(sync_constant_samples(every)),
                         calibrate_constant_share(constant_share_samples(every)),
-                        calibrate_few_probe_kappa(few_probe_samples(every))):
+                        calibrate_few_probe_kappa(few_probe_samples(every)),
+                        calibrate_correlation_length(error_correlation_samples(every))):
                 for name, value in got.items():
                     print(f"{name:34s} {value:.4f}")
             return 0

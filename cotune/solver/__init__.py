@@ -6,7 +6,17 @@ from cotune.solver._estimate import DEFAULT_CONFIDENCE, MIN_CHANCE, Estimates, e
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
-from cotune.solver._probes import ProbeDecision, ProbeGains, ProbeOption, option_gains, plan_next_probe, standard_options
+from cotune.solver._probes import (
+    STEP_CORRELATION_DOUBLINGS,
+    ProbeDecision,
+    ProbeGains,
+    ProbeOption,
+    config_doublings,
+    option_gains,
+    plan_next_probe,
+    standard_options,
+    step_correlation,
+)
 from cotune.solver._outlook import MAX_SHIFT, JobOutlook, carry_for, job_outlook, shift_carry
 from cotune.solver._remaining import RemainingWork, remaining_work
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
@@ -15,6 +25,9 @@ from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_can
 
 __all__ = [
     "CHANGES",
+    "STEP_CORRELATION_DOUBLINGS",
+    "config_doublings",
+    "step_correlation",
     "MARKETS",
     "ReplanDecision",
     "ReplanOption",

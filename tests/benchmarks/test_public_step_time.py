@@ -217,3 +217,35 @@ def test_sync_constant_is_the_median_over_clusters_of_the_two_worker_slowdown() 
     got = calibrate_sync_constant(samples)
     assert got["SYNC_CONSTANT_RATIO"] == pytest.approx(0.2)  # a's five traces count once
     assert got["without b"] == pytest.approx(0.175)
+
+
+def test_the_correlation_length_recovers_a_known_kernel_weighing_each_cluster_once() -> None:
+    from benchmarks.public_step_time import calibrate_correlation_length
+
+    d = np.array([0.5, 1.0, 2.0, 3.0, 5.0])
+    # Cluster "a" follows ℓ = 1.5 in five traces' worth of rows, "b" ℓ = 3: a weighs as much as b.
+    rows = [("a", float(x), math.exp(-x / 1.5), 10) for x in d] * 5 + [("b", float(x), math.exp(-x / 3.0), 10) for x in d]
+    both = calibrate_correlation_length(rows)["STEP_CORRELATION_DOUBLINGS"]
+    assert 1.5 < both < 3.0
+    alone = calibrate_correlation_length([r for r in rows if r[0] == "a"])["STEP_CORRELATION_DOUBLINGS"]
+    assert alone == pytest.approx(1.5, rel=1e-3)
+    assert calibrate_correlation_length(rows)["a: length without it"] == pytest.approx(3.0, rel=1e-3)
+
+
+def test_step_time_errors_of_nearby_configurations_correlate_more_than_far_ones() -> None:
+    from benchmarks.public_step_time import error_correlation_samples
+
+    # The Gavel clusters (K80, P100, V100: 1–8 GPUs, one or several servers).
+    samples = error_correlation_samples(load_gavel(DATA, Skipped()))
+    for cluster in {r[0] for r in samples}:
+        rho = [r[2] for r in sorted(samples) if r[0] == cluster]
+        assert rho[0] > 0.5 and rho[-1] < 0.3 and rho[-1] < rho[0], (cluster, rho)
+
+
+def test_repeated_measurements_of_a_configuration_become_their_median() -> None:
+    from benchmarks.public_step_time import Trace, per_configuration
+
+    t = Trace("c", "m", workers=np.array([2.0, 1.0, 2.0, 2.0]), hosts=np.ones(4), local_batch=np.full(4, 32.0),
+              step_time_s=np.array([0.2, 0.1, 0.4, 0.3]), source="synthetic")
+    got = per_configuration(t)
+    assert got.workers.tolist() == [1.0, 2.0] and got.step_time_s.tolist() == [0.1, 0.3]

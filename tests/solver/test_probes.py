@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -9,8 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cotune.solver import Candidates, Estimates, ProbeOption, option_gains, plan_next_probe, standard_options
-from cotune.solver._probes import _call, _put
+from cotune.solver import (
+    STEP_CORRELATION_DOUBLINGS,
+    Candidates,
+    Estimates,
+    ProbeOption,
+    option_gains,
+    plan_next_probe,
+    standard_options,
+    step_correlation,
+)
 
 Z90 = 1.6448536269514722
 
@@ -38,15 +47,6 @@ def _estimates(cost, *, sig_step, sig_e, time_s=None, global_batch=None) -> Esti
     )
 
 
-@settings(max_examples=25, deadline=None)
-@given(c=st.floats(0.5, 2.0), k=st.floats(0.5, 2.0), s=st.floats(0.05, 0.8))
-def test_put_and_call_match_a_seeded_monte_carlo(c: float, k: float, s: float) -> None:
-    z = np.random.default_rng(0).standard_normal(200_000)
-    draw = c * np.exp(s * z - s * s / 2)
-    assert _put(np.array([c]), k, np.array([s]))[0] == pytest.approx(np.mean(np.maximum(k - draw, 0)), abs=3e-3 * max(c, k))
-    assert _call(c, k, s) == pytest.approx(np.mean(np.maximum(draw - k, 0)), abs=3e-3 * max(c, k))
-
-
 def test_a_candidate_whose_step_time_is_known_is_worth_no_step_probe() -> None:
     est = _estimates([1.0, 1.1], sig_step=[0.0, 0.0], sig_e=0.1)
     g = option_gains(est, [ProbeOption("step", (1,), 0.0)], feasible=np.ones(2, bool))
@@ -62,11 +62,68 @@ def test_more_uncertainty_about_a_close_challenger_is_worth_more() -> None:
 
 
 def test_a_short_run_touching_the_choice_also_removes_deadline_risk() -> None:
-    est = _estimates([1.0, 3.0], sig_step=0.0, sig_e=[0.4, 0.0], time_s=[1000.0, 1000.0])
+    # The choice meets the deadline with probability ½; the runner-up, 30 % dearer, surely does.
+    est = _estimates([1.0, 1.3], sig_step=0.0, sig_e=[0.4, 0.0], time_s=[1000.0, 1000.0])
     opt = [ProbeOption("short_run", (0,), 0.0, share=1.0)]
     loose = option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=10_000.0).gains[0]
     tight = option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=1000.0).gains[0]
     assert tight > loose > 0
+
+
+def test_a_sure_miss_avoided_is_not_worth_more_than_the_dearer_plan_costs_extra() -> None:
+    # Leaving a ½-chance plan costing 1 for a sure one costing 3 loses money when a miss
+    # wastes one planned run (expected loss 1 + ½·1 < 3): knowing which half it is buys nothing.
+    est = _estimates([1.0, 3.0], sig_step=0.0, sig_e=[0.4, 0.0], time_s=[1000.0, 1000.0])
+    opt = [ProbeOption("short_run", (0,), 0.0, share=1.0)]
+    assert option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=1000.0).gains[0] == pytest.approx(0.0, abs=1e-3)
+
+
+def _same_gpu_estimates(cost, sig_step, workers) -> Estimates:
+    """Two or more candidates on one GPU type differing only in workers (for the correlation)."""
+    est = _estimates(cost, sig_step=sig_step, sig_e=0.0, global_batch=[64] * len(cost))
+    c = est.candidates
+    cands = Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu, market=c.market,
+                       workers=np.asarray(workers, np.int64), hosts=c.hosts, local_batch=c.local_batch)
+    return dataclasses.replace(est, candidates=cands)
+
+
+@settings(max_examples=12, deadline=None)
+@given(ratio=st.floats(1.0, 1.5), s=st.floats(0.05, 0.5), doublings=st.integers(0, 4))
+def test_a_step_probes_gain_matches_a_seeded_simulation_of_correlated_errors(ratio: float, s: float, doublings: int) -> None:
+    # Choice 0 and challenger 1 have equal step-time spreads and errors correlated by
+    # ρ = exp(−d/ℓ). Probing the challenger reveals its error e₁ = s·Z; the choice's median
+    # then moves by E[e₀ | e₁] = ρ·s·Z, the rest of its variance s²(1 − ρ²). Simulated: draw
+    # Z, move both, take the lower mean; the gain is the lower mean before less its average.
+    est = _same_gpu_estimates([1.0, ratio], [s, s], [1, 2**doublings])
+    got = option_gains(est, [ProbeOption("step", (1,), 0.0)], feasible=np.ones(2, bool)).gains[0]
+    rho = math.exp(-doublings / STEP_CORRELATION_DOUBLINGS)
+    z = np.random.default_rng(3).standard_normal(400_000)
+    mean0 = np.exp(rho * s * z + s * s * (1 - rho**2) / 2)
+    mean1 = ratio * np.exp(s * z)
+    before = min(math.exp(s * s / 2), ratio * math.exp(s * s / 2))
+    want = max(before - float(np.mean(np.minimum(mean0, mean1))), 0.0)
+    assert got == pytest.approx(want, abs=2e-3)
+
+
+def test_probing_a_close_neighbour_of_the_choice_is_worth_less_than_probing_a_far_one() -> None:
+    # The model errs alike at neighbouring configurations: a probe next to the choice moves
+    # both together and rarely changes the decision; one four doublings away moves alone.
+    near = _same_gpu_estimates([1.0, 1.05], [0.2, 0.2], [8, 16])
+    far = _same_gpu_estimates([1.0, 1.05], [0.2, 0.2], [8, 128])
+    opt = [ProbeOption("step", (1,), 0.0)]
+    g_near = option_gains(near, opt, feasible=np.ones(2, bool)).gains[0]
+    g_far = option_gains(far, opt, feasible=np.ones(2, bool)).gains[0]
+    assert 0 < g_near < 0.6 * g_far
+
+
+def test_step_errors_correlate_by_configuration_distance_on_one_gpu_only() -> None:
+    cands = Candidates(gpus=("t4", "v100"), markets=("on_demand",), gpu=np.array([0, 0, 0, 1], np.int32),
+                       market=np.zeros(4, np.int32), workers=np.array([4, 8, 64, 4], np.int64),
+                       hosts=np.array([1, 1, 4, 1], np.int64), local_batch=np.full(4, 32, np.int64))
+    rho = step_correlation(cands, 0)
+    assert rho[0] == 1.0 and rho[3] == 0.0
+    assert rho[1] == pytest.approx(math.exp(-1 / STEP_CORRELATION_DOUBLINGS))
+    assert rho[2] == pytest.approx(math.exp(-(4 + 2) / STEP_CORRELATION_DOUBLINGS))  # 4 doublings of workers, 2 of hosts
 
 
 def test_planning_stops_when_no_gain_covers_its_price() -> None:
@@ -145,8 +202,8 @@ def test_the_nothing_feasible_gain_uses_the_confidence_asked_for() -> None:
 @settings(max_examples=15, deadline=None)
 @given(ratio=st.floats(1.0, 1.6), s=st.floats(0.05, 0.6))  # candidate 0 stays the choice
 def test_a_probed_challengers_median_moves_symmetrically_in_log_space(ratio: float, s: float) -> None:
-    # The estimates' cost is a median: after the probe the challenger's cost is C·exp(sZ), so
-    # the gain is the seeded simulation's E[max(0, C_choice − C·exp(sZ))].
+    # The estimates' cost is a median: after the probe the challenger's cost is C·exp(sZ) and
+    # known, so against a choice whose cost is known the gain is E[max(0, C_choice − C·exp(sZ))].
     est = _estimates([1.0, ratio], sig_step=[0.0, s], sig_e=0.0)
     got = option_gains(est, [ProbeOption("step", (1,), 0.0)], feasible=np.ones(2, bool)).gains[0]
     z = np.random.default_rng(2).standard_normal(200_000)
