@@ -37,7 +37,7 @@ import numpy as np
 from benchmarks.settings import Evidence, evals_of, visible_batches
 from benchmarks.traces import Curve, Workload
 from cotune.profile import EvalRecord, Profile, StepRecord, WorkloadRecord
-from cotune.solver import Candidates
+from cotune.solver import DEFAULT_PROBE_SETUP_S, DEFAULT_PROBE_STEPS, Candidates
 
 __all__ = [
     "PROBE_SETUP_S",
@@ -54,8 +54,9 @@ __all__ = [
     "ReplayLauncher",
 ]
 
-PROBE_SETUP_S = 60.0  # container start, torchrun rendezvous, data loader and CUDA warm-up
-PROBE_STEPS = 50  # 10 warm-up + 40 timed steps
+# A replayed probe costs what cotune prices one at (cotune.solver.DEFAULT_PROBE_SETUP_S / _STEPS).
+PROBE_SETUP_S = DEFAULT_PROBE_SETUP_S  # container start, torchrun rendezvous, data loader and CUDA warm-up
+PROBE_STEPS = DEFAULT_PROBE_STEPS  # 10 warm-up + 40 timed steps
 
 
 def _best_so_far(curve: Curve, goal: str) -> tuple[np.ndarray, np.ndarray]:

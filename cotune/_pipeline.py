@@ -35,6 +35,7 @@ from cotune.solver import (
     enumerate_candidates,
     estimate,
     feasibility,
+    next_measurement,
     pareto_indices,
     plan_for,
     prefer_safer,
@@ -151,7 +152,33 @@ def recommend(
     if tie_note:
         notes.append(tie_note)
     rec = _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
+    rec = dataclasses.replace(rec, next_measurement=_next_measurement(est, feas, order, request, models, prof, priced=priced))
     return rec if search == "exhaustive" else dataclasses.replace(rec, search=search)
+
+
+def _next_measurement(est: Estimates, feas: Feasibility, order: np.ndarray, request: RecommendRequest,
+                      models: FittedModels, prof: Profile | None, *, priced: bool):
+    """The measurement worth most before the run (cotune.solver.next_measurement); None
+    without the profile (its probes are unknown) or with nothing left to measure."""
+    if prof is None:
+        return None
+    cands = est.candidates
+    # A candidate is probed when its (gpu, workers, hosts, local batch) has a step record.
+    recs = [(cands.gpus.index(s.gpu), s.workers, s.hosts, s.local_batch) for s in prof.steps if s.gpu in cands.gpus]
+    cols = [cands.gpu, cands.workers, cands.hosts, cands.local_batch]
+    done = np.array(recs, dtype=np.int64).reshape(-1, 4)
+    key_c = np.zeros(len(cands), dtype=np.int64)
+    key_d = np.zeros(len(done), dtype=np.int64)
+    for k, col in enumerate(cols):
+        span = int(max(col.max(initial=0), done[:, k].max(initial=0))) + 1
+        key_c = key_c * span + col.astype(np.int64)
+        key_d = key_d * span + done[:, k]
+    probed = np.isin(key_c, key_d)
+    return next_measurement(
+        est, feasible=feas.all, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
+        deadline_s=request.deadline_s, confidence=request.confidence, interval=request.interval,
+        ranking=order if order.size else None, unit="USD" if priced else "worker-hours",
+    )
 
 
 def _sampled(space, market, models, request, table) -> tuple[Any, int]:

@@ -114,6 +114,9 @@ def render_recommendation(rec: Recommendation) -> str:
         out.append(
             table(["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "TIME", "COST"], rows, right=[False, False, False, True, True, True, True])
         )
+    if rec.next_measurement is not None:
+        m = rec.next_measurement
+        out += ["", f"Next measurement: {m.reason}."]
     if rec.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in rec.notes]
     return "\n".join(out)

@@ -7,7 +7,12 @@ from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candid
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
 from cotune.solver._probes import (
+    DEFAULT_PROBE_SETUP_S,
+    DEFAULT_PROBE_STEPS,
+    MAX_MEASUREMENT_OPTIONS,
     STEP_CORRELATION_DOUBLINGS,
+    NextMeasurement,
+    next_measurement,
     ProbeDecision,
     ProbeGains,
     ProbeOption,
@@ -26,6 +31,11 @@ from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_can
 __all__ = [
     "CHANGES",
     "STEP_CORRELATION_DOUBLINGS",
+    "DEFAULT_PROBE_SETUP_S",
+    "DEFAULT_PROBE_STEPS",
+    "MAX_MEASUREMENT_OPTIONS",
+    "NextMeasurement",
+    "next_measurement",
     "config_doublings",
     "step_correlation",
     "MARKETS",

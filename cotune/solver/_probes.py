@@ -89,7 +89,12 @@ from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates
 from cotune.solver._space import Candidates
 
 __all__ = [
+    "DEFAULT_PROBE_SETUP_S",
+    "DEFAULT_PROBE_STEPS",
+    "MAX_MEASUREMENT_OPTIONS",
+    "NextMeasurement",
     "STEP_CORRELATION_DOUBLINGS",
+    "next_measurement",
     "ProbeOption",
     "ProbeDecision",
     "ProbeGains",
@@ -117,7 +122,18 @@ STEP_CORRELATION_DOUBLINGS = 1.41
 # (a kink in the integrand): within 2e-4 of a 2·10⁶-draw simulation for the put-like gains.
 _N_NODES = 64
 _NODES = np.array([_N.inv_cdf((k + 0.5) / _N_NODES) for k in range(_N_NODES)])
+_NODES /= np.sqrt(np.mean(_NODES**2))  # unit variance: the midpoints alone fall 2 % short of it
 _WEIGHTS = np.full(_N_NODES, 1.0 / _N_NODES)
+# What a step-time probe costs: set-up (container start, rendezvous, data loader, warm-up)
+# and the steps it runs, on the probed configuration's workers at its price. The benchmark
+# replays probes at the same price (benchmarks/replay.py).
+DEFAULT_PROBE_SETUP_S = 60.0
+DEFAULT_PROBE_STEPS = 50  # 10 warm-up + 40 timed
+# Measurements weighed per question: step probes at the best-ranked unprobed candidates
+# and short runs at their unmeasured batches (bounded time on any search space).
+MAX_MEASUREMENT_OPTIONS = 32
+# The preposterior sum runs over at most this many of the cheapest candidates feasible now.
+_MAX_POOL = 512
 # Candidates whose log cost is further than this many σ of the moves from the choice's
 # cannot change places with it within the nodes (|Z| < 2.8): left out of the sum.
 _REACH_Z = 3.0
@@ -243,6 +259,8 @@ def option_gains(
         # Only candidates that can change places with the choice at some outcome matter.
         near = log_gap <= _REACH_Z * (a[feasible_idx] + a[j])
         pool = feasible_idx[near | (feasible_idx == j)]
+        if pool.size > _MAX_POOL:
+            pool = np.union1d(pool[np.argsort(cost[pool], kind="stable")[:_MAX_POOL]], [j])
         gains[n] = _preposterior_gain(
             cost[pool], sig_tot[pool], a[pool], p_reach[pool], t_reach[pool], choice=int(np.flatnonzero(pool == j)[0]),
             q=q, deadline_s=deadline_s,
@@ -292,18 +310,22 @@ def _preposterior_gain(
     rest = np.sqrt(np.maximum(sigma**2 - a**2, 0.0))
     post_median = median * np.exp(a * z)
     post_mean = post_median * np.exp(rest**2 / 2.0)
+    mean_now = median * np.exp(sigma**2 / 2.0)
     if deadline_s is None:
         p_success = np.broadcast_to(p_reach, post_median.shape)
+        p_now = p_reach
     else:
         from cotune.models._normal import norm_cdf
 
         with np.errstate(divide="ignore", invalid="ignore"):
-            slack = math.log(max(deadline_s, 1e-300)) - (np.log(t_reach) + a * z)
+            slack_now = math.log(max(deadline_s, 1e-300)) - np.log(t_reach)
+            slack = slack_now - a * z
             p_success = p_reach * np.where(rest > 1e-12, norm_cdf(slack / np.maximum(rest, 1e-12)), (slack >= 0).astype(float))
-    value = float(np.sum(_WEIGHTS * post_mean[:, choice]))  # what a miss wastes: the planned run, redone
+            p_now = p_reach * np.where(sigma > 1e-12, norm_cdf(slack_now / np.maximum(sigma, 1e-12)), (slack_now >= 0).astype(float))
+    value = float(mean_now[choice])  # what a miss wastes: the planned run, redone
     loss = post_mean + (1.0 - p_success) * value
-    now = _WEIGHTS @ loss  # each candidate's expected loss before the measurement
-    before = float(np.min(now))
+    # Before the measurement, in closed form: E_Z of the means and of P' are today's.
+    before = float(np.min(mean_now + (1.0 - p_now) * value))
     keeps = p_success >= q - 1e-12
     best = np.min(np.where(keeps, loss, np.inf), axis=1)
     # No candidate keeps the confidence at this outcome: the best of them runs anyway.
@@ -392,3 +414,136 @@ def standard_options(
         if touch:
             opts.append(ProbeOption(kind="noise", touches=touch, price=float(noise_price), share=noise_share, label="gradient noise"))
     return opts
+
+
+@dataclass(frozen=True)
+class NextMeasurement:
+    """What to measure next for a question, what it is expected to save and what it costs.
+
+    ``kind`` is ``step`` (a step-time probe of the configuration) or ``short_run`` (a
+    learning curve at ``global_batch`` on the configuration, for ``epochs``); ``buy`` is
+    whether the expected gain beats the price. Money in the question's cost unit.
+    """
+
+    kind: str
+    gpu: str
+    market: str
+    workers: int
+    hosts: int
+    local_batch: int
+    global_batch: int
+    expected_gain: float
+    price: float
+    buy: bool
+    reason: str
+    epochs: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind, "gpu": self.gpu, "market": self.market, "workers": self.workers, "hosts": self.hosts,
+            "local_batch": self.local_batch, "global_batch": self.global_batch, "epochs": self.epochs,
+            "expected_gain": self.expected_gain, "price": self.price, "buy": self.buy, "reason": self.reason,
+        }
+
+
+def next_measurement(
+    est: Estimates,
+    *,
+    feasible: np.ndarray,
+    probed: np.ndarray,
+    measured_batches: Sequence[float] = (),
+    deadline_s: float | None = None,
+    confidence: float | None = None,
+    interval: float = 0.9,
+    ranking: np.ndarray | None = None,
+    setup_s: float = DEFAULT_PROBE_SETUP_S,
+    steps: int = DEFAULT_PROBE_STEPS,
+    limit: int = MAX_MEASUREMENT_OPTIONS,
+    unit: str = "USD",
+) -> NextMeasurement | None:
+    """The measurement worth most for this question (:func:`option_gains`): the largest
+    gain net of price, or — when no gain covers its price — the largest gain per price.
+
+    Options: a step probe at each of the ``limit`` best-ranked candidates whose
+    configuration is not ``probed`` (``ranking``: candidate indices best first; default
+    the feasible ones by cost, else all by P(success)), priced at ``setup_s`` plus
+    ``steps`` steps on its workers; and a short run at each of their global batches
+    that is not a measured one, on its cheapest configuration for the upper end of its
+    epochs interval (none where that end is unbounded). None when there is no option.
+    ``unit`` names the cost unit in the reason (``USD`` or ``worker-hours``).
+    """
+    cands = est.candidates
+    cost = np.asarray(est.cost, float)
+    ok = np.asarray(feasible, bool)
+    if ranking is None:
+        if np.any(ok):
+            idx = np.flatnonzero(ok)
+            ranking = idx[np.argsort(cost[idx], kind="stable")]
+        else:
+            p = np.nan_to_num(np.asarray(est.p_success if est.p_success is not None else est.p_reach, float), nan=0.0)
+            ranking = np.argsort(-p, kind="stable")
+    rate = np.asarray(est.price_per_hour, float) * cands.workers / 3600.0
+    step_price = rate * (setup_s + steps * np.asarray(est.step_time_s, float))
+    seen: set[tuple[int, int, int, int]] = set()
+    chosen_rows: list[int] = []
+    for i in np.asarray(ranking, int):
+        key = (int(cands.gpu[i]), int(cands.workers[i]), int(cands.hosts[i]), int(cands.local_batch[i]))
+        if probed[i] or key in seen or not np.isfinite(step_price[i]):
+            continue
+        seen.add(key)
+        chosen_rows.append(int(i))
+        if len(chosen_rows) >= limit:
+            break
+    unprobed = np.zeros(len(cands), bool)
+    unprobed[chosen_rows] = True
+    measured = np.asarray(measured_batches, float)
+    shorts: list[tuple[int, float, float]] = []
+    short_at: dict[int, tuple[int, float]] = {}
+    for b in sorted({int(cands.global_batch[i]) for i in np.asarray(ranking, int)[: 4 * limit]}):
+        if measured.size and np.any(np.isclose(measured, b)):
+            continue
+        at = np.flatnonzero(cands.global_batch == b)
+        run = np.asarray(est.epochs_upper, float)[at]
+        price = rate[at] * np.asarray(est.epoch_time_s, float)[at] * run
+        good = np.isfinite(price) & (price > 0)
+        if not np.any(good):
+            continue
+        k = int(at[good][np.argmin(price[good])])
+        short_at[b] = (k, float(np.asarray(est.epochs_upper, float)[k]))
+        shorts.append((b, float(np.min(price[good])), 1.0))
+    options = standard_options(est, unprobed=unprobed, step_price=step_price, short_runs=shorts)
+    if not options:
+        return None
+    g = option_gains(est, options, feasible=ok, deadline_s=deadline_s, interval=interval, confidence=confidence)
+    price = np.array([o.price for o in options], float)
+    net = g.gains - price
+    # The one to buy has the largest net gain; with none worth buying, the answer names the
+    # one closest to it (the largest gain per unit of price).
+    k = int(np.argmax(net)) if np.any(net > 0) else int(np.argmax(g.gains / np.maximum(price, 1e-300)))
+    opt, gain = options[k], float(g.gains[k])
+    row, epochs = (opt.touches[0], None) if opt.kind == "step" else short_at[int(cands.global_batch[opt.touches[0]])]
+    buy = gain > price[k]
+    what = (
+        f"a step-time probe of {int(cands.workers[row])} × {cands.gpus[int(cands.gpu[row])]} on {int(cands.hosts[row])} "
+        f"host{'s' if cands.hosts[row] > 1 else ''}, local batch {int(cands.local_batch[row])}"
+        if opt.kind == "step"
+        else f"a short run at global batch {int(cands.global_batch[row])} ({epochs:.3g} epochs on "
+        f"{int(cands.workers[row])} × {cands.gpus[int(cands.gpu[row])]})"
+    )
+    saves = "nothing measurable" if gain < 1e-3 * price[k] else _amount(gain, unit)
+    reason = (
+        f"{what} is expected to save {saves} for its price of {_amount(price[k], unit)}: worth measuring before the run"
+        if buy
+        else f"no measurement is worth its price: the closest, {what}, would save {saves} "
+        f"for {_amount(price[k], unit)}"
+    )
+    return NextMeasurement(
+        kind=opt.kind, gpu=cands.gpus[int(cands.gpu[row])], market=cands.markets[int(cands.market[row])],
+        workers=int(cands.workers[row]), hosts=int(cands.hosts[row]), local_batch=int(cands.local_batch[row]),
+        global_batch=int(cands.global_batch[row]), expected_gain=gain, price=float(price[k]), buy=bool(buy),
+        reason=reason, epochs=epochs,
+    )
+
+
+def _amount(x: float, unit: str) -> str:
+    return f"${x:,.3g}" if unit == "USD" else f"{x:,.3g} {unit}"

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from cotune.solver._estimate import Estimates
     from cotune.solver._plan import Plan
+    from cotune.solver._probes import NextMeasurement
     from cotune.solver._solve import Feasibility
 
 __all__ = ["Choice", "Recommendation", "RESULT_SCHEMA_VERSION"]
@@ -113,6 +114,9 @@ class Recommendation:
     # not serialised (to_dict stays the documented JSON), not compared.
     estimates: "Estimates | None" = field(default=None, compare=False, repr=False)
     feasibility: "Feasibility | None" = field(default=None, compare=False, repr=False)
+    # The measurement worth most before the run, and whether it is worth its price
+    # (cotune.solver.next_measurement); None without a profile or with nothing to measure.
+    next_measurement: "NextMeasurement | None" = None
     # How the space was searched: "exhaustive", or "optuna-tpe" when it was over the candidate limit.
     search: str = "exhaustive"
 
@@ -238,6 +242,7 @@ class Recommendation:
             "plan": None if self.plan is None else self.plan.to_dict(),
             "spot": None if self.spot is None else dict(self.spot),
             "cluster": None if self.cluster is None else dict(self.cluster),
+            "next_measurement": None if self.next_measurement is None else self.next_measurement.to_dict(),
         }
 
 

@@ -15,6 +15,7 @@ from cotune.solver import (
     Candidates,
     Estimates,
     ProbeOption,
+    next_measurement,
     option_gains,
     plan_next_probe,
     standard_options,
@@ -209,3 +210,35 @@ def test_a_probed_challengers_median_moves_symmetrically_in_log_space(ratio: flo
     z = np.random.default_rng(2).standard_normal(200_000)
     want = float(np.mean(np.maximum(1.0 - ratio * np.exp(s * z), 0.0)))
     assert got == pytest.approx(want, abs=3e-3)
+
+
+def test_next_measurement_buys_a_probe_of_a_cheap_uncertain_near_tie() -> None:
+    # Candidate 0 (the choice) is probed; candidate 1, 3 % dearer, is four doublings away
+    # (its error is its own) and uncertain: knowing it may halve the bill, and a probe is cheap.
+    est = _same_gpu_estimates([1.0, 1.03], [0.0, 0.4], [1, 16])
+    got = next_measurement(est, feasible=np.ones(2, bool), probed=np.array([True, False]), setup_s=1.0, steps=1)
+    assert got is not None and got.kind == "step" and got.workers == 16 and got.buy
+    assert got.expected_gain > got.price > 0
+    assert "worth measuring" in got.reason
+
+
+def test_next_measurement_prices_a_probe_as_setup_plus_steps_on_its_workers() -> None:
+    est = _same_gpu_estimates([1.0, 1.03], [0.0, 0.4], [1, 16])
+    got = next_measurement(est, feasible=np.ones(2, bool), probed=np.array([True, False]), setup_s=60.0, steps=50)
+    # _estimates: price 1 per worker-hour and a step time of 1 s on 16 workers.
+    assert got is not None and got.price == pytest.approx(16 * (60.0 + 50 * 1.0) / 3600.0)
+    assert got.buy == (got.expected_gain > got.price)
+
+
+def test_nothing_is_worth_measuring_when_every_configuration_and_batch_is_known() -> None:
+    est = _same_gpu_estimates([1.0, 1.03], [0.0, 0.4], [1, 16])
+    got = next_measurement(est, feasible=np.ones(2, bool), probed=np.ones(2, bool), measured_batches=[64.0, 1024.0])
+    assert got is None
+
+
+def test_a_dear_probe_is_not_bought_and_the_answer_says_so() -> None:
+    est = _same_gpu_estimates([1.0, 1.03], [0.0, 0.4], [1, 16])
+    got = next_measurement(est, feasible=np.ones(2, bool), probed=np.array([True, False]), measured_batches=[64.0],
+                           setup_s=1e6, unit="worker-hours")
+    assert got is not None and not got.buy and got.reason.startswith("no measurement is worth its price")
+    assert "worker-hours" in got.reason

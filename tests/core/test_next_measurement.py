@@ -1,0 +1,52 @@
+"""What to measure next, through the recommend door (Python, JSON, the terminal)."""
+
+from __future__ import annotations
+
+import jsonschema
+
+import cotune
+from _helpers import synthetic_records, write_jsonl
+from cotune.api import schema
+from cotune.cli import main
+
+
+def _profile(tmp_path, **kw):
+    return write_jsonl(tmp_path / "p.jsonl", synthetic_records(**kw))
+
+
+def test_recommend_names_an_unprobed_configuration_or_an_unmeasured_batch(tmp_path) -> None:
+    path = _profile(tmp_path, workers=(1, 2), batches=(32, 64))
+    rec = cotune.recommend(path, target=0.9, deadline_s=4 * 3600, max_workers=16, gpus_per_host=4, prices={"t4": 0.5})
+    m = rec.next_measurement
+    assert m is not None and m.price > 0 and m.expected_gain >= 0 and m.buy == (m.expected_gain > m.price)
+    probed = {(r["workers"], r["hosts"], r["local_batch"]) for r in synthetic_records(workers=(1, 2), batches=(32, 64))
+              if r["record"] == "step"}
+    if m.kind == "step":
+        assert (m.workers, m.hosts, m.local_batch) not in probed
+    else:
+        assert m.global_batch not in (64, 256, 1024) and m.epochs is not None and m.epochs > 0
+
+
+def test_the_json_answer_carries_it_and_validates(tmp_path) -> None:
+    path = _profile(tmp_path, workers=(1, 2), batches=(32, 64))
+    doc = cotune.recommend(path, target=0.9, deadline_s=4 * 3600, max_workers=16, gpus_per_host=4).to_dict()
+    jsonschema.Draft202012Validator(schema("recommend-response.v1")).validate(doc)
+    nm = doc["next_measurement"]
+    assert nm["kind"] in ("step", "short_run") and isinstance(nm["buy"], bool)
+    assert "worker-hours" in nm["reason"]  # no prices: the cost unit is worker-hours
+
+
+def test_models_given_without_a_profile_leave_it_out(tmp_path) -> None:
+    path = _profile(tmp_path)
+    models = cotune.fit_models(cotune.load_profile(path), n_bootstrap=0)
+    rec = cotune.recommend(target=0.9, deadline_s=4 * 3600, models=models, max_workers=8)
+    assert rec.next_measurement is None and rec.to_dict()["next_measurement"] is None
+
+
+def test_the_terminal_prints_one_line_about_it(tmp_path, capsys) -> None:
+    path = _profile(tmp_path, workers=(1, 2), batches=(32, 64))
+    code = main(["recommend", str(path), "--target", "0.9", "--deadline", "4h", "--max-workers", "16", "--gpus-per-host", "4"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = [ln for ln in out.splitlines() if ln.startswith("Next measurement:")]
+    assert len(lines) == 1 and ("worth measuring" in lines[0] or "no measurement is worth" in lines[0])
