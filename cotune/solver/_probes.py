@@ -73,6 +73,11 @@ half the *dearest* touched candidate's cost times the share of its variance remo
 the replay its expected gains summed to 203 % of the optimum's cost per plan against
 −1.5 % realised, and to 65,000 % against −10 % at q = 0.9.)
 
+:func:`next_measurement` is the question-level door (``cotune recommend`` answers with it):
+it builds the options for a candidate table — step probes of the best-ranked unprobed
+configurations at :data:`DEFAULT_PROBE_SETUP_S` plus :data:`DEFAULT_PROBE_STEPS` steps on
+their workers, short runs at their unmeasured global batches — and names the best.
+
 Everything is a pure function of arrays: no fitting, no I/O.
 """
 
@@ -135,7 +140,7 @@ MAX_MEASUREMENT_OPTIONS = 32
 # The preposterior sum runs over at most this many of the cheapest candidates feasible now.
 _MAX_POOL = 512
 # Candidates whose log cost is further than this many σ of the moves from the choice's
-# cannot change places with it within the nodes (|Z| < 2.8): left out of the sum.
+# cannot change places with it within the nodes (|Z| < 2.5): left out of the sum.
 _REACH_Z = 3.0
 # Where the epochs interval is unbounded above the spread is taken as this (a factor e):
 # large enough that evidence there is worth a lot, finite so the arithmetic stays finite.

@@ -37,6 +37,13 @@ def test_recommend_returns_the_api_document(client, response_validator):
     assert without_timing(r.json()) == without_timing(json.loads(json.dumps(recommend_request(copy.deepcopy(BASE_REQUEST)))))
 
 
+def test_the_http_answer_names_the_next_measurement(client, response_validator):
+    doc = client.post("/v1/recommend", json=BASE_REQUEST).json()
+    response_validator.validate(doc)
+    nm = doc["next_measurement"]
+    assert nm is not None and nm["kind"] in ("step", "short_run") and nm["buy"] == (nm["expected_gain"] > nm["price"])
+
+
 def test_infeasible_is_200_with_relax(client):
     r = client.post("/v1/recommend", json=dict(BASE_REQUEST, deadline_s=10))
     assert r.status_code == 200 and r.json()["status"] == "infeasible" and r.json()["relax"]
