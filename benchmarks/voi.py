@@ -40,7 +40,7 @@ from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, evals_of, noise_of
 from cotune.models import fit_models
 from cotune.profile import Profile
-from cotune.solver import estimate, plan_next_probe, standard_options
+from cotune.solver import estimate, plan_next_probe, probed_step_floor, standard_options
 
 __all__ = ["LOOP_BOOTSTRAP", "true_loss"]
 
@@ -123,7 +123,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                 shorts.append((b, price, 1.0))
             options = standard_options(est, unprobed=~probed, step_price=step_price, short_runs=shorts)
             decision = plan_next_probe(est, options, feasible=ok, deadline_s=scn.deadline_s, interval=0.9,
-                                       confidence=spec.confidence)
+                                       confidence=spec.confidence, step_floor=probed_step_floor(est, probed))
             if decision.option is None:
                 stopped = True
             else:

@@ -19,6 +19,7 @@ from cotune.solver._probes import (
     config_doublings,
     option_gains,
     plan_next_probe,
+    probed_step_floor,
     standard_options,
     step_correlation,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "pareto_indices",
     "plan_for",
     "plan_next_probe",
+    "probed_step_floor",
     "prefer_safer",
     "price_table",
     "ranked",

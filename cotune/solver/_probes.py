@@ -107,6 +107,7 @@ __all__ = [
     "log_spreads",
     "option_gains",
     "plan_next_probe",
+    "probed_step_floor",
     "standard_options",
     "step_correlation",
 ]
@@ -214,16 +215,21 @@ def option_gains(
     deadline_s: float | None = None,
     interval: float = 0.9,
     confidence: float | None = None,
+    step_floor: np.ndarray | float | None = None,
 ) -> ProbeGains:
     """Expected reduction of the decision's cost and risk from each option (see the module docstring).
 
     ``confidence`` is the one ``feasible`` was computed at (None: the solver's default, the
-    median); it matters only when nothing is feasible.
+    median); it matters only when nothing is feasible. ``step_floor``: the step-time
+    log-spread the model still states at a configuration once probed
+    (:func:`probed_step_floor`; None: 0); the solver's P(success) after a measurement is
+    judged with at least that much step-time spread.
     """
     cost = np.asarray(est.cost, float)
     ok = np.asarray(feasible, bool) & np.isfinite(cost) & (cost > 0)
     sig_step, sig_e = log_spreads(est, interval=interval)
     sig_tot = np.sqrt(sig_step**2 + sig_e**2)
+    floor = np.zeros(len(cost)) if step_floor is None else np.broadcast_to(np.asarray(step_floor, float), cost.shape)
     gains = np.zeros(len(options))
     if not np.any(ok):
         # Nothing feasible yet: evidence is worth the chance it makes a plan (module doc).
@@ -241,7 +247,7 @@ def option_gains(
             if t.size == 0:
                 continue
             s = _removed(opt, sig_step[t], sig_e[t])
-            rest = np.sqrt(np.maximum(sig_tot[t] ** 2 - s**2, 0.0))
+            rest = _stated_rest(opt, sig_step[t], sig_e[t], s, floor[t])
             args = dict(log_t=np.log(t_reach[t]), s=s, rest=rest, q=q, deadline_s=deadline_s)
             p = p_reach[t]
             if opt.kind == "step":
@@ -268,9 +274,25 @@ def option_gains(
             pool = np.union1d(pool[np.argsort(cost[pool], kind="stable")[:_MAX_POOL]], [j])
         gains[n] = _preposterior_gain(
             cost[pool], sig_tot[pool], a[pool], p_reach[pool], t_reach[pool], choice=int(np.flatnonzero(pool == j)[0]),
-            q=q, deadline_s=deadline_s,
+            q=q, deadline_s=deadline_s, stated=_stated_rest(opt, sig_step[pool], sig_e[pool], a[pool], floor[pool]),
         )
     return ProbeGains(options=tuple(options), gains=gains, choice=j)
+
+
+def probed_step_floor(est: Estimates, probed: np.ndarray) -> np.ndarray:
+    """The step-time log-spread the model states at a probed configuration, per candidate:
+    the median ``step_log_sigma`` of the probed candidates of its GPU type (0 where none
+    is). Its interval there is its cross-validated error, not zero: a probe moves a
+    prediction by its whole error but leaves the stated spread at this floor."""
+    c = est.candidates
+    sig = np.nan_to_num(np.asarray(est.step_log_sigma, float), nan=0.0, posinf=0.0)
+    probed = np.asarray(probed, bool)
+    out = np.zeros(len(c))
+    for gi in range(len(c.gpus)):
+        mine = c.gpu == gi
+        if np.any(mine & probed):
+            out[mine] = float(np.median(sig[mine & probed]))
+    return out
 
 
 def config_doublings(w1, h1, b1, w2, h2, b2) -> np.ndarray:
@@ -307,7 +329,7 @@ def _shifts(opt: ProbeOption, candidates: Candidates, sig_step: np.ndarray, sig_
 
 def _preposterior_gain(
     median: np.ndarray, sigma: np.ndarray, a: np.ndarray, p_reach: np.ndarray, t_reach: np.ndarray, *,
-    choice: int, q: float, deadline_s: float | None,
+    choice: int, q: float, deadline_s: float | None, stated: np.ndarray | None = None,
 ) -> float:
     """Expected drop of the least expected loss once a measurement moving log-medians by
     ``a·Z`` is seen (module doc); ``choice`` is the current plan, whose mean cost a miss wastes."""
@@ -325,7 +347,9 @@ def _preposterior_gain(
         with np.errstate(divide="ignore", invalid="ignore"):
             slack_now = math.log(max(deadline_s, 1e-300)) - np.log(t_reach)
             slack = slack_now - a * z
-            p_success = p_reach * np.where(rest > 1e-12, norm_cdf(slack / np.maximum(rest, 1e-12)), (slack >= 0).astype(float))
+            # The solver judges P' with the spread the model will state (its floor included).
+            sd = rest if stated is None else np.maximum(stated, rest)
+            p_success = p_reach * np.where(sd > 1e-12, norm_cdf(slack / np.maximum(sd, 1e-12)), (slack >= 0).astype(float))
             p_now = p_reach * np.where(sigma > 1e-12, norm_cdf(slack_now / np.maximum(sigma, 1e-12)), (slack_now >= 0).astype(float))
     value = float(mean_now[choice])  # what a miss wastes: the planned run, redone
     loss = post_mean + (1.0 - p_success) * value
@@ -356,6 +380,15 @@ def _feasible_after(
     return np.where(can, revealed, 0.0)
 
 
+def _stated_rest(opt: ProbeOption, sig_step: np.ndarray, sig_e: np.ndarray, moved: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """The log-spread the model will state after the measurement: what it leaves of the
+    epochs and step-time parts, the step-time part no less than ``floor``."""
+    if opt.kind == "step":
+        step_left = np.maximum(sig_step**2 - moved**2, floor**2)
+        return np.sqrt(sig_e**2 + step_left)
+    return np.sqrt(np.maximum(sig_e**2 - moved**2, 0.0) + np.maximum(sig_step**2, floor**2))
+
+
 def _removed(opt: ProbeOption, sig_step: np.ndarray, sig_e: np.ndarray) -> np.ndarray:
     if opt.kind == "step":
         return sig_step
@@ -370,11 +403,14 @@ def plan_next_probe(
     deadline_s: float | None = None,
     interval: float = 0.9,
     confidence: float | None = None,
+    step_floor: np.ndarray | float | None = None,
 ) -> ProbeDecision:
-    """The option with the largest expected gain net of its price, or none when no gain covers its price."""
+    """The option with the largest expected gain net of its price, or none when no gain covers
+    its price (``step_floor``: see :func:`option_gains`)."""
     if not options:
         return ProbeDecision(option=None, expected_gain=0.0, price=0.0, reason="no measurement left to buy")
-    g = option_gains(est, options, feasible=feasible, deadline_s=deadline_s, interval=interval, confidence=confidence)
+    g = option_gains(est, options, feasible=feasible, deadline_s=deadline_s, interval=interval, confidence=confidence,
+                     step_floor=step_floor)
     price = np.array([o.price for o in options], float)
     net = g.gains - price
     k = int(np.argmax(net))
@@ -519,7 +555,8 @@ def next_measurement(
     options = standard_options(est, unprobed=unprobed, step_price=step_price, short_runs=shorts)
     if not options:
         return None
-    g = option_gains(est, options, feasible=ok, deadline_s=deadline_s, interval=interval, confidence=confidence)
+    g = option_gains(est, options, feasible=ok, deadline_s=deadline_s, interval=interval, confidence=confidence,
+                     step_floor=probed_step_floor(est, probed))
     price = np.array([o.price for o in options], float)
     net = g.gains - price
     # The one to buy has the largest net gain; with none worth buying, the answer names the
