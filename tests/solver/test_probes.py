@@ -18,6 +18,7 @@ from cotune.solver import (
     next_measurement,
     option_gains,
     plan_next_probe,
+    probed_step_floor,
     standard_options,
     step_correlation,
 )
@@ -242,3 +243,23 @@ def test_a_dear_probe_is_not_bought_and_the_answer_says_so() -> None:
                            setup_s=1e6, unit="worker-hours")
     assert got is not None and not got.buy and got.reason.startswith("no measurement is worth its price")
     assert "worker-hours" in got.reason
+
+
+def test_the_floor_is_the_spread_the_model_states_at_its_probed_configurations() -> None:
+    est = _estimates([1.0, 1.1, 1.2, 1.3], sig_step=[0.05, 0.07, 0.3, 0.4], sig_e=0.0)
+    c = est.candidates
+    two_gpus = Candidates(gpus=("t4", "v100"), markets=c.markets, gpu=np.array([0, 0, 0, 1], np.int32), market=c.market,
+                          workers=c.workers, hosts=c.hosts, local_batch=c.local_batch)
+    est = dataclasses.replace(est, candidates=two_gpus)
+    floor = probed_step_floor(est, np.array([True, True, False, False]))
+    assert floor[:3] == pytest.approx([0.06] * 3) and floor[3] == 0.0  # no v100 probe: nothing is known to stay
+
+
+def test_a_floor_makes_a_probe_worth_less_when_the_deadline_is_what_it_could_clear() -> None:
+    # The challenger is a little cheaper but meets the deadline only half the time; a probe
+    # that could show it fast enough is worth less when the model will still state 0.3 there.
+    est = _estimates([1.0, 0.95], sig_step=[0.0, 0.4], sig_e=0.05, time_s=[900.0, 1000.0])
+    opt = [ProbeOption("step", (1,), 0.0)]
+    bare = option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=1000.0).gains[0]
+    floored = option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=1000.0, step_floor=0.3).gains[0]
+    assert floored < bare
