@@ -137,14 +137,12 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                     up = est.epochs_upper[at]
                     want = float(np.min(up)) if np.any(np.isfinite(up)) else float(np.nanmax(w.curves[b].epochs))
                     price, run = _short_run(scn, b, want)
-                    curve = w.curves[b]
                     extra_evals += [e for e in evals_of(w, (b,)) if e.epoch <= run + 1e-9]
                     extra_noise += [n for n in noise_of(w, b) if (n.epoch or 0.0) <= run + 1e-9]
                     launcher.probe_cost += price
                     accuracy_cost += price
                     accuracy_runs += 1
                     ran.add(b)
-                    del curve
                 profile = _profile(launcher, extra_evals, extra_noise)
                 _, usable2, est2, _, j2 = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
                 after = true_loss(scn, None if j2 is None else int(usable2[j2]), float(est2.cost[j2]) if j2 is not None else math.inf)
