@@ -262,16 +262,21 @@ def option_gains(
     t_reach = np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float)
     q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
     feasible_idx = np.flatnonzero(ok)
-    log_gap = np.log(cost[feasible_idx] / cost[j])
+    # Today's expected loss of every feasible candidate (closed form, as in _preposterior_gain):
+    # the least of them is what the measurement has to beat.
+    mean_now = cost[feasible_idx] * np.exp(sig_tot[feasible_idx] ** 2 / 2.0)
+    p_now = _p_success(p_reach[feasible_idx], t_reach[feasible_idx], sig_tot[feasible_idx], deadline_s)
+    loss_now = mean_now + (1.0 - p_now) * float(cost[j] * math.exp(sig_tot[j] ** 2 / 2.0))
+    best = int(feasible_idx[int(np.argmin(loss_now))])
     for n, opt in enumerate(options):
         a = _shifts(opt, est.candidates, sig_step, sig_e)
         if not np.any(a[feasible_idx] > 1e-12):
             continue
-        # Only candidates that can change places with the choice at some outcome matter.
-        near = log_gap <= _REACH_Z * (a[feasible_idx] + a[j])
-        pool = feasible_idx[near | (feasible_idx == j)]
+        # Only candidates whose mean cost can fall below the least loss at some outcome matter.
+        near = np.log(mean_now / float(np.min(loss_now))) <= _REACH_Z * (a[feasible_idx] + a[best])
+        pool = np.union1d(feasible_idx[near], [j, best])
         if pool.size > _MAX_POOL:
-            pool = np.union1d(pool[np.argsort(cost[pool], kind="stable")[:_MAX_POOL]], [j])
+            pool = np.union1d(pool[np.argsort(cost[pool], kind="stable")[:_MAX_POOL]], [j, best])
         gains[n] = _preposterior_gain(
             cost[pool], sig_tot[pool], a[pool], p_reach[pool], t_reach[pool], choice=int(np.flatnonzero(pool == j)[0]),
             q=q, deadline_s=deadline_s, stated=_stated_rest(opt, sig_step[pool], sig_e[pool], a[pool], floor[pool]),
@@ -338,19 +343,13 @@ def _preposterior_gain(
     post_median = median * np.exp(a * z)
     post_mean = post_median * np.exp(rest**2 / 2.0)
     mean_now = median * np.exp(sigma**2 / 2.0)
+    p_now = _p_success(p_reach, t_reach, sigma, deadline_s)
     if deadline_s is None:
         p_success = np.broadcast_to(p_reach, post_median.shape)
-        p_now = p_reach
     else:
-        from cotune.models._normal import norm_cdf
-
-        with np.errstate(divide="ignore", invalid="ignore"):
-            slack_now = math.log(max(deadline_s, 1e-300)) - np.log(t_reach)
-            slack = slack_now - a * z
-            # The solver judges P' with the spread the model will state (its floor included).
-            sd = rest if stated is None else np.maximum(stated, rest)
-            p_success = p_reach * np.where(sd > 1e-12, norm_cdf(slack / np.maximum(sd, 1e-12)), (slack >= 0).astype(float))
-            p_now = p_reach * np.where(sigma > 1e-12, norm_cdf(slack_now / np.maximum(sigma, 1e-12)), (slack_now >= 0).astype(float))
+        # The solver judges P' with the spread the model will state (its floor included).
+        sd = rest if stated is None else np.maximum(stated, rest)
+        p_success = _p_success(p_reach, t_reach * np.exp(a * z), sd, deadline_s)
     value = float(mean_now[choice])  # what a miss wastes: the planned run, redone
     loss = post_mean + (1.0 - p_success) * value
     # Before the measurement, in closed form: E_Z of the means and of P' are today's.
@@ -378,6 +377,17 @@ def _feasible_after(
         moved = (bound - log_t) / np.maximum(s, 1e-12)
     revealed = np.where(s > 1e-12, _cdf(moved), (bound >= log_t).astype(float))
     return np.where(can, revealed, 0.0)
+
+
+def _p_success(p_reach: np.ndarray, t_reach: np.ndarray, sigma: np.ndarray, deadline_s: float | None) -> np.ndarray:
+    """``p_reach · Φ((ln D − ln T)/σ)`` (no deadline: ``p_reach``)."""
+    if deadline_s is None:
+        return np.asarray(p_reach, float)
+    from cotune.models._normal import norm_cdf
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slack = math.log(max(deadline_s, 1e-300)) - np.log(t_reach)
+        return p_reach * np.where(sigma > 1e-12, norm_cdf(slack / np.maximum(sigma, 1e-12)), (slack >= 0).astype(float))
 
 
 def _stated_rest(opt: ProbeOption, sig_step: np.ndarray, sig_e: np.ndarray, moved: np.ndarray, floor: np.ndarray) -> np.ndarray:

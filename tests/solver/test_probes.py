@@ -263,3 +263,18 @@ def test_a_floor_makes_a_probe_worth_less_when_the_deadline_is_what_it_could_cle
     bare = option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=1000.0).gains[0]
     floored = option_gains(est, opt, feasible=np.ones(2, bool), deadline_s=1000.0, step_floor=0.3).gains[0]
     assert floored < bare
+
+
+def test_a_measurement_is_not_credited_with_a_switch_the_planner_could_make_without_it() -> None:
+    # Candidate 0 is the cheapest median but meets the deadline half the time; candidate 1,
+    # 4 % dearer, surely does — the least loss today. A probe of candidate 2 (far away, so
+    # it moves alone) is worth what it could save against candidate 1, with 0 there or not.
+    est = _estimates([1.0, 1.04, 1.3], sig_step=[0.0, 0.0, 0.3], sig_e=[0.3, 0.01, 0.0], time_s=[1000.0, 900.0, 1000.0])
+    c = est.candidates
+    est = dataclasses.replace(est, candidates=Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu, market=c.market,
+                                                         workers=np.array([1, 1, 256], np.int64), hosts=c.hosts,
+                                                         local_batch=c.local_batch))
+    opt = [ProbeOption("step", (2,), 0.0)]
+    with_half_chance = option_gains(est, opt, feasible=np.ones(3, bool), deadline_s=1020.0).gains[0]
+    without_it = option_gains(est, opt, feasible=np.array([False, True, True]), deadline_s=1020.0).gains[0]
+    assert with_half_chance == pytest.approx(without_it, rel=0.05)
