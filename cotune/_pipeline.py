@@ -151,8 +151,9 @@ def recommend(
     order = order[: request.top + 1]
     if tie_note:
         notes.append(tie_note)
-    rec = _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0)
-    rec = dataclasses.replace(rec, next_measurement=_next_measurement(est, feas, order, request, models, prof, priced=priced))
+    nxt = _next_measurement(est, feas, order, request, models, prof, priced=priced)
+    rec = _report(request, models, prof, market, space, est, details, feas, order, priced=priced, notes=notes, t0=t0,
+                  next_measurement=nxt)
     return rec if search == "exhaustive" else dataclasses.replace(rec, search=search)
 
 
@@ -204,7 +205,8 @@ def _sampled(space, market, models, request, table) -> tuple[Any, int]:
     return sample_candidates(space, evaluate, seed=0)
 
 
-def _report(request, models, prof, market, space, est, details, feas, order, *, priced, notes, t0) -> Recommendation:
+def _report(request, models, prof, market, space, est, details, feas, order, *, priced, notes, t0,
+            next_measurement=None) -> Recommendation:
     target = request.target
     ok = feas.all
     cands = est.candidates
@@ -250,10 +252,10 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
             f"{prof.probe_worker_hours / train_wh:.1%} of the chosen plan's {train_wh:.3g} worker-hours"
         )
     if chosen is not None and chosen.extrapolated:
-        notes.append(
-            f"the chosen candidate is extrapolated in {' and '.join(chosen.extrapolated)}: "
-            "probe it (cotune profile) to confirm before a long run"
-        )
+        # What to measure, if anything, is the next measurement's to say (value against price).
+        advice = ("probe it (cotune profile) to confirm before a long run" if next_measurement is None
+                  else "the next measurement says whether probing before the run is worth its price")
+        notes.append(f"the chosen candidate is extrapolated in {' and '.join(chosen.extrapolated)}: {advice}")
     return Recommendation(
         workload=models.workload_name,
         metric_name=models.metric_name,
@@ -281,4 +283,5 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         cluster=market.document,
         estimates=est,
         feasibility=feas,
+        next_measurement=next_measurement,
     )

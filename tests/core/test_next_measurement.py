@@ -50,3 +50,21 @@ def test_the_terminal_prints_one_line_about_it(tmp_path, capsys) -> None:
     assert code == 0
     lines = [ln for ln in out.splitlines() if ln.startswith("Next measurement:")]
     assert len(lines) == 1 and ("worth measuring" in lines[0] or "no measurement is worth" in lines[0])
+
+
+def test_an_extrapolated_plan_defers_to_the_next_measurement_instead_of_always_saying_probe() -> None:
+    # The bundled CIFAR-10 profile with its probes on up to 4 workers only: a 10-minute
+    # deadline needs more, so the plan's time is extrapolated.
+    import dataclasses
+
+    full = cotune.load_profile("cifar10-resnet18")
+    small = dataclasses.replace(full, steps=tuple(s for s in full.steps if s.workers <= 4))
+    rec = cotune.recommend(small, target=0.94, deadline_s=600, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
+    assert rec.chosen is not None and rec.chosen.extrapolated and rec.next_measurement is not None
+    note = [n for n in rec.notes if n.startswith("the chosen candidate is extrapolated")]
+    assert len(note) == 1 and "next measurement says whether" in note[0]
+    # Without the profile its probes are unknown: the note falls back to "probe it".
+    bare = cotune.recommend(target=0.94, deadline_s=600, max_workers=16, gpus_per_host=4, prices={"t4": 0.526},
+                            models=cotune.fit_models(small, n_bootstrap=0))
+    assert bare.next_measurement is None
+    assert any("probe it (cotune profile)" in n for n in bare.notes if n.startswith("the chosen candidate is extrapolated"))
