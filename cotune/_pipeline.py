@@ -37,6 +37,7 @@ from cotune.solver import (
     feasibility,
     next_measurement,
     pareto_indices,
+    probed_mask,
     plan_for,
     prefer_safer,
     ranked,
@@ -163,18 +164,7 @@ def _next_measurement(est: Estimates, feas: Feasibility, order: np.ndarray, requ
     without the profile (its probes are unknown) or with nothing left to measure."""
     if prof is None:
         return None
-    cands = est.candidates
-    # A candidate is probed when its (gpu, workers, hosts, local batch) has a step record.
-    recs = [(cands.gpus.index(s.gpu), s.workers, s.hosts, s.local_batch) for s in prof.steps if s.gpu in cands.gpus]
-    cols = [cands.gpu, cands.workers, cands.hosts, cands.local_batch]
-    done = np.array(recs, dtype=np.int64).reshape(-1, 4)
-    key_c = np.zeros(len(cands), dtype=np.int64)
-    key_d = np.zeros(len(done), dtype=np.int64)
-    for k, col in enumerate(cols):
-        span = int(max(col.max(initial=0), done[:, k].max(initial=0))) + 1
-        key_c = key_c * span + col.astype(np.int64)
-        key_d = key_d * span + done[:, k]
-    probed = np.isin(key_c, key_d)
+    probed = probed_mask(est.candidates, ((s.gpu, s.workers, s.hosts, s.local_batch) for s in prof.steps))
     return next_measurement(
         est, feasible=feas.all, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
         deadline_s=request.deadline_s, confidence=request.confidence, interval=request.interval,

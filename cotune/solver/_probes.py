@@ -86,7 +86,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
@@ -107,6 +107,7 @@ __all__ = [
     "log_spreads",
     "option_gains",
     "plan_next_probe",
+    "probed_mask",
     "probed_step_floor",
     "standard_options",
     "step_correlation",
@@ -262,11 +263,13 @@ def option_gains(
     t_reach = np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float)
     q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
     feasible_idx = np.flatnonzero(ok)
-    # Today's expected loss of every feasible candidate (closed form, as in _preposterior_gain):
-    # the least of them is what the measurement has to beat.
+    # Today's expected loss of every feasible candidate, in closed form (E_Z of the means and of
+    # P' are today's): mean cost plus what a miss wastes, the planned run redone. The least of
+    # them is what a measurement has to beat.
     mean_now = cost[feasible_idx] * np.exp(sig_tot[feasible_idx] ** 2 / 2.0)
     p_now = _p_success(p_reach[feasible_idx], t_reach[feasible_idx], sig_tot[feasible_idx], deadline_s)
-    loss_now = mean_now + (1.0 - p_now) * float(cost[j] * math.exp(sig_tot[j] ** 2 / 2.0))
+    value = float(cost[j] * math.exp(sig_tot[j] ** 2 / 2.0))
+    loss_now = mean_now + (1.0 - p_now) * value
     best = int(feasible_idx[int(np.argmin(loss_now))])
     for n, opt in enumerate(options):
         a = _shifts(opt, est.candidates, sig_step, sig_e)
@@ -278,10 +281,22 @@ def option_gains(
         if pool.size > _MAX_POOL:
             pool = np.union1d(pool[np.argsort(cost[pool], kind="stable")[:_MAX_POOL]], [j, best])
         gains[n] = _preposterior_gain(
-            cost[pool], sig_tot[pool], a[pool], p_reach[pool], t_reach[pool], choice=int(np.flatnonzero(pool == j)[0]),
-            q=q, deadline_s=deadline_s, stated=_stated_rest(opt, sig_step[pool], sig_e[pool], a[pool], floor[pool]),
+            cost[pool], sig_tot[pool], a[pool], p_reach[pool], t_reach[pool], before=float(np.min(loss_now)),
+            value=value, q=q, deadline_s=deadline_s,
+            stated=_stated_rest(opt, sig_step[pool], sig_e[pool], a[pool], floor[pool]),
         )
     return ProbeGains(options=tuple(options), gains=gains, choice=j)
+
+
+def probed_mask(candidates: Candidates, probes: Iterable[tuple[str, int, int, int]]) -> np.ndarray:
+    """Candidates whose ``(gpu, workers, hosts, local_batch)`` is among ``probes`` (any market)."""
+    from cotune.solver._estimate import _unique_inverse
+
+    c = candidates
+    rows = np.array([(c.gpus.index(g), w, h, b) for g, w, h, b in probes if g in c.gpus], dtype=np.int64).reshape(-1, 4)
+    cols = [np.concatenate([np.asarray(col, np.int64), rows[:, k]]) for k, col in enumerate((c.gpu, c.workers, c.hosts, c.local_batch))]
+    _, inverse = _unique_inverse(*cols)
+    return np.isin(inverse[: len(c)], inverse[len(c):])
 
 
 def probed_step_floor(est: Estimates, probed: np.ndarray) -> np.ndarray:
@@ -334,26 +349,21 @@ def _shifts(opt: ProbeOption, candidates: Candidates, sig_step: np.ndarray, sig_
 
 def _preposterior_gain(
     median: np.ndarray, sigma: np.ndarray, a: np.ndarray, p_reach: np.ndarray, t_reach: np.ndarray, *,
-    choice: int, q: float, deadline_s: float | None, stated: np.ndarray | None = None,
+    before: float, value: float, q: float, deadline_s: float | None, stated: np.ndarray | None = None,
 ) -> float:
-    """Expected drop of the least expected loss once a measurement moving log-medians by
-    ``a·Z`` is seen (module doc); ``choice`` is the current plan, whose mean cost a miss wastes."""
+    """Expected drop of the least expected loss (``before``, today's) once a measurement moving
+    log-medians by ``a·Z`` is seen (module doc); ``value`` is what a miss wastes."""
     z = _NODES[:, None]
     rest = np.sqrt(np.maximum(sigma**2 - a**2, 0.0))
     post_median = median * np.exp(a * z)
     post_mean = post_median * np.exp(rest**2 / 2.0)
-    mean_now = median * np.exp(sigma**2 / 2.0)
-    p_now = _p_success(p_reach, t_reach, sigma, deadline_s)
     if deadline_s is None:
         p_success = np.broadcast_to(p_reach, post_median.shape)
     else:
         # The solver judges P' with the spread the model will state (its floor included).
         sd = rest if stated is None else np.maximum(stated, rest)
         p_success = _p_success(p_reach, t_reach * np.exp(a * z), sd, deadline_s)
-    value = float(mean_now[choice])  # what a miss wastes: the planned run, redone
     loss = post_mean + (1.0 - p_success) * value
-    # Before the measurement, in closed form: E_Z of the means and of P' are today's.
-    before = float(np.min(mean_now + (1.0 - p_now) * value))
     keeps = p_success >= q - 1e-12
     best = np.min(np.where(keeps, loss, np.inf), axis=1)
     # No candidate keeps the confidence at this outcome: the best of them runs anyway.

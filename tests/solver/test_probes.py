@@ -18,6 +18,7 @@ from cotune.solver import (
     next_measurement,
     option_gains,
     plan_next_probe,
+    probed_mask,
     probed_step_floor,
     standard_options,
     step_correlation,
@@ -278,3 +279,12 @@ def test_a_measurement_is_not_credited_with_a_switch_the_planner_could_make_with
     with_half_chance = option_gains(est, opt, feasible=np.ones(3, bool), deadline_s=1020.0).gains[0]
     without_it = option_gains(est, opt, feasible=np.array([False, True, True]), deadline_s=1020.0).gains[0]
     assert with_half_chance == pytest.approx(without_it, rel=0.05)
+
+
+def test_a_probed_configuration_is_probed_on_every_market_and_other_gpus_are_ignored() -> None:
+    cands = Candidates(gpus=("t4",), markets=("on_demand", "spot"), gpu=np.zeros(4, np.int32),
+                       market=np.array([0, 1, 0, 1], np.int32), workers=np.array([2, 2, 4, 4], np.int64),
+                       hosts=np.ones(4, np.int64), local_batch=np.full(4, 64, np.int64))
+    got = probed_mask(cands, [("t4", 2, 1, 64), ("v100", 4, 1, 64), ("t4", 4, 1, 32)])
+    assert got.tolist() == [True, True, False, False]
+    assert not probed_mask(cands, []).any()
