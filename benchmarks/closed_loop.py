@@ -41,6 +41,7 @@ from benchmarks.settings import Evidence, one_curve
 from benchmarks.regret import Outcome
 from benchmarks._registry import setting
 from cotune.models import FittedModels, fit_models
+from cotune.models._shape import EPOCHS_ERROR_SHAPE, STEP_ERROR_SHAPE
 from cotune.profile import EvalRecord, Profile, StepRecord
 from cotune.solver import Candidates, estimate, feasibility
 
@@ -532,6 +533,9 @@ class SuccessController:
         schedule = np.full(len(sub), self.schedule_epochs if p is None else p.schedule_epochs)
         rw = remaining_work(
             epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
+            # Before the job has run, the belief is the models' alone: their error shapes,
+            # as `recommend` uses; with progress, the job's own forecast (normal).
+            step_log_sigma=est.step_log_sigma, shapes=(STEP_ERROR_SHAPE, EPOCHS_ERROR_SHAPE) if p is None else None,
             done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=restart,
             rate_per_s=sub.workers * est.price_per_hour / 3600.0,
             remaining_s=None if deadline_s is None else deadline_s - elapsed, max_epochs=schedule,

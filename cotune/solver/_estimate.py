@@ -8,16 +8,20 @@ For candidate ``c = (gpu, market, n, h, b)`` with global batch ``B = n·b``::
 
 With no prices, ``price_per_hour = 1`` and cost is worker-hours (the paper's resource
 cost). Uncertainty combines in log space, treating step-time and epoch errors as
-independent: given the target is reached, ``log T_train ~ N(log T, σ_T²)`` with
-``σ_T² = σ_step² + σ_E²``. The target is reached at all with probability ``p_reach``,
-so the probability of success — reaching the target by the deadline ``D`` — is::
+independent: given the target is reached, ``ln T_train = ln T + σ_step·u_step + σ_E·u_E``
+with each standardised error ``u`` a scale mixture of normals measured on public data
+(:mod:`cotune.models._shape`; ``±1.645 σ`` still covers 90 %, the mixture says how the
+rest spreads), and ``G`` the law of that sum. The target is reached at all with
+probability ``p_reach``, so the probability of success — reaching the target by the
+deadline ``D`` — is::
 
-    P(success) = p_reach · Φ((log(D − startup_s) − log T) / σ_T)
+    P(success) = p_reach · G(ln(D − startup_s) − ln T)
 
 and the time at confidence ``q`` (the ``q``-quantile of the time to success, infinite
-when ``q ≥ p_reach``) is ``startup_s + exp(log T + σ_T · Φ⁻¹(q / p_reach))``, so that
-``time_q ≤ D ⇔ P(success) ≥ q``. Without a confidence the solver plans at
-``DEFAULT_CONFIDENCE = 0.5``: the median.
+when ``q ≥ p_reach``) is ``startup_s + exp(ln T + G⁻¹(q / p_reach))``, so that
+``time_q ≤ D ⇔ P(success) ≥ q``; the interval is ``exp(ln T + G⁻¹((1 ± level)/2))``.
+``log_sigma_time`` stays ``√(σ_step² + σ_E²)``. Without a confidence the solver plans
+at ``DEFAULT_CONFIDENCE = 0.5``: the median.
 
 Models are evaluated once per distinct (gpu, n, h, b) and once per distinct ``B``
 and broadcast back, so markets and repeated batches cost nothing extra.
@@ -28,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 
-from cotune.models import FittedModels, z_for
+from cotune.models import FittedModels
+from cotune.models._shape import time_error_cdf, time_error_ppf
 from cotune.solver._space import Candidates
 
 __all__ = ["DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "estimate", "success_probability"]
@@ -103,6 +108,9 @@ def estimate(
     step = np.empty(n)
     step_sigma = np.empty(n)
     t_extrap = np.zeros(n, dtype=bool)
+    # Each distinct (gpu, n, h, b) — hence global batch — once: `rows` of them, `row` maps back.
+    row = np.zeros(n, dtype=np.int64)
+    rows: list[np.ndarray] = []
     for gi, gpu in enumerate(candidates.gpus):
         sel = np.flatnonzero(candidates.gpu == gi)
         if sel.size == 0:
@@ -113,6 +121,8 @@ def estimate(
         step[sel] = pred.step_time_s[inv]
         step_sigma[sel] = pred.log_sigma[inv]
         t_extrap[sel] = pred.extrapolated[inv]
+        row[sel] = inv + sum(r.size for r in rows)
+        rows.append(pick)
 
     ub, binv = np.unique(gb, return_inverse=True)
     ep = models.predict_epochs(ub, target)
@@ -124,14 +134,19 @@ def estimate(
     epoch_time = models.dataset_size / gb * step
     train = epochs * epoch_time
     train_if_reached = ep.epochs_if_reached[binv] * epoch_time
-    z = z_for(models.accuracy.interval)
     sig_t = np.sqrt(step_sigma**2 + sig_e**2)
     q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
+    level = float(models.accuracy.interval)
+    first = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # Quantiles of the log-time error (a scale mixture, cotune.models._shape) per distinct row.
+        probs = np.stack([np.full(first.size, (1.0 - level) / 2.0), np.full(first.size, (1.0 + level) / 2.0),
+                          np.minimum(q / p_reach[first], 1.0)])
+        quant = time_error_ppf(probs, sigma_step=step_sigma[first], sigma_epochs=sig_e[first])[:, row]
         log_train = np.log(train)
-        lower = startup_s + np.exp(log_train - z * sig_t)
-        upper = startup_s + np.exp(log_train + z * sig_t)
-        at_conf = startup_s + np.exp(log_train + sig_t * _ndtri(np.minimum(q / p_reach, 1.0)))
+        lower = startup_s + np.exp(log_train + quant[0])
+        upper = startup_s + np.exp(log_train + quant[1])
+        at_conf = startup_s + np.exp(log_train + quant[2])
         at_conf = np.where(q < p_reach, at_conf, np.inf)
     reached = np.isfinite(epochs)
     time_s = np.where(reached, startup_s + train, np.inf)
@@ -166,30 +181,36 @@ def estimate(
     )
 
 
-def _ndtri(p: np.ndarray) -> np.ndarray:
-    from cotune.models._normal import norm_ppf
-
-    return norm_ppf(p)
-
-
 def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> np.ndarray:
     """``P(success)`` of every candidate: the target reached, by the deadline if one is set.
 
-    ``P(success) = p_reach · Φ((log(D − startup_s) − log T_reached) / σ)`` with
+    ``P(success) = p_reach · G(log(D − startup_s) − log T_reached)`` (module doc) with
     ``T_reached`` the median time to success given the target is reached
     (``time_if_reached_s``; it stays finite where ``p_reach < ½``, so a candidate that
     reaches the target with probability 0.45 has a probability of success, not 0) and
-    ``σ`` the spread of its log (``log_sigma_success`` where a spot stage added the
-    revocation-count variance, else ``log_sigma_time``). Uses the estimates as they
+    ``G`` the law of its log error (:func:`_time_spreads`: the step-time and epochs parts,
+    plus the normal revocation-count variance where a spot stage added it in
+    ``log_sigma_success``). Uses the estimates as they
     stand: after a spot stage the times are the revocation-aware expectations.
     """
-    from cotune.models._normal import norm_cdf as ndtr
-
     t = est.time_s if est.time_if_reached_s is None else np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
-    sigma = est.log_sigma_time if est.log_sigma_success is None else est.log_sigma_success
     if deadline_s is None:
         return np.where(np.isfinite(t), est.p_reach, 0.0)
+    sig_step, sig_e, extra = _time_spreads(est)
     with np.errstate(divide="ignore", invalid="ignore"):
         slack = np.log(max(deadline_s - startup_s, 0.0)) - np.log(t - startup_s)
-        z = slack / np.maximum(sigma, 1e-9)
-    return np.where(np.isfinite(t), est.p_reach * ndtr(z), 0.0)
+        on_time = time_error_cdf(np.nan_to_num(slack, nan=-np.inf), sigma_step=sig_step, sigma_epochs=sig_e, extra_var=extra)
+    return np.where(np.isfinite(t), est.p_reach * on_time, 0.0)
+
+
+def _time_spreads(est: Estimates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(σ_step, σ_E, σ_x²)`` of every candidate's log time: the step-time and epochs parts
+    of ``log_sigma_time`` and the variance a later stage added in ``log_sigma_success``
+    (spot: the revocation count), which is normal."""
+    sig_t = np.nan_to_num(np.asarray(est.log_sigma_time, float), nan=0.0)
+    sig_step = np.minimum(np.maximum(np.nan_to_num(np.asarray(est.step_log_sigma, float), nan=0.0), 0.0), sig_t)
+    sig_e = np.sqrt(np.maximum(sig_t**2 - sig_step**2, 0.0))
+    if est.log_sigma_success is None:
+        return sig_step, sig_e, np.zeros_like(sig_t)
+    extra = np.maximum(np.nan_to_num(np.asarray(est.log_sigma_success, float), nan=0.0) ** 2 - sig_t**2, 0.0)
+    return sig_step, sig_e, extra

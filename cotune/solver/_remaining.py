@@ -46,8 +46,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from cotune.models._shape import ErrorShape
 
 __all__ = ["RemainingWork", "remaining_work"]
 
@@ -90,6 +94,8 @@ def remaining_work(
     max_epochs: np.ndarray | None = None,
     confidence: float | None = None,
     horizon_epochs: np.ndarray | None = None,
+    step_log_sigma: np.ndarray | None = None,
+    shapes: tuple[ErrorShape, ErrorShape] | None = None,
 ) -> RemainingWork:
     """P(success), time and cost of the remaining work of every option (module doc).
 
@@ -106,9 +112,33 @@ def remaining_work(
     it: it is the time the option *needs*).
     """
     from cotune.models._normal import norm_cdf, norm_ppf
+    from cotune.models._shape import time_error_cdf, time_error_ppf
 
     e = np.asarray(epochs, float)
     sigma = np.maximum(np.asarray(log_sigma, float), 1e-6)
+    if shapes is None:
+        def upper(x: np.ndarray) -> np.ndarray:  # P(ln E − ln Ê > x): the upper tail, summed directly
+            return norm_cdf(-x / sigma)
+
+        def upper_quantile(u: np.ndarray) -> np.ndarray:  # x with P(ln E − ln Ê > x) = u
+            return sigma * -norm_ppf(u)
+
+        sigma_tail = sigma
+    else:
+        step_shape, epochs_shape = shapes
+        sig_step = np.zeros_like(sigma) if step_log_sigma is None else np.minimum(
+            np.maximum(np.nan_to_num(np.asarray(step_log_sigma, float), nan=0.0), 0.0), sigma)
+        sig_e = np.sqrt(np.maximum(sigma**2 - sig_step**2, 0.0))
+        kw = dict(sigma_step=sig_step, sigma_epochs=sig_e, step=step_shape, epochs=epochs_shape)
+
+        def upper(x: np.ndarray) -> np.ndarray:
+            return time_error_cdf(-x, **kw)
+
+        def upper_quantile(u: np.ndarray) -> np.ndarray:
+            return -time_error_ppf(u, **kw)
+
+        # The widest component rules the far tail (the exponential approximation below).
+        sigma_tail = np.sqrt((max(step_shape.scales) * sig_step) ** 2 + (max(epochs_shape.scales) * sig_e) ** 2)
     p = np.clip(np.nan_to_num(np.asarray(p_reach, float), nan=0.0), 0.0, 1.0)
     done = np.maximum(np.nan_to_num(np.asarray(done_epochs, float), nan=0.0, posinf=0.0), 0.0)
     tau = np.asarray(epoch_time_s, float)
@@ -120,11 +150,12 @@ def remaining_work(
     tau_safe = np.where(ok, tau, 1.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_e = np.log(e_safe)
-        z_done = np.where(done > 0, (np.log(np.maximum(done, 1e-300)) - log_e) / sigma, -np.inf)
+        x_done = np.where(done > 0, np.log(np.maximum(done, 1e-300)) - log_e, -np.inf)
+        z_done = x_done / sigma_tail
         # Upper tails directly: 1 − F loses every digit far behind the model.
-        surv = np.maximum(norm_cdf(-z_done), 1e-300)
-        z_end = np.where(np.isfinite(end), (np.log(np.maximum(end, 1e-300)) - log_e) / sigma, np.inf)
-        surv_end = norm_cdf(-z_end)
+        surv = np.maximum(upper(x_done), 1e-300)
+        x_end = np.where(np.isfinite(end), np.log(np.maximum(end, 1e-300)) - log_e, np.inf)
+        surv_end = upper(x_end)
         # The mass between the hand-over and the schedule's end; none left (the job is past
         # its end): the untruncated tail keeps the time finite and the chance is 0 below.
         gap = surv - surv_end
@@ -134,13 +165,13 @@ def remaining_work(
         s_k = gap / np.maximum(f_end, 1e-300)
         p_cond = np.where(p >= 1.0, 1.0, p * s_k / np.maximum(p * s_k + (1.0 - p), 1e-300))
         upper_mid = np.where(past_end, surv / 2.0, (surv + surv_end) / 2.0)
-        log_median = log_e + sigma * -norm_ppf(upper_mid)
+        log_median = log_e + upper_quantile(upper_mid)
         # Far in the tail the excess of ln E over ln d is about exponential with mean σ/z
         # (Mills ratio): its median, σ·ln 2 / z, keeps the remaining work positive where
         # 1 − F(d) underflows. Nearer, the exact quantile is the right one (the approximation
         # overstates it for z ≲ 2 and knows nothing of the schedule's end).
         far = (done > 0) & (surv < _FAR_TAIL)
-        tail = np.log(np.maximum(done, 1e-300)) + sigma * math.log(2.0) / np.maximum(z_done, 1.0)
+        tail = np.log(np.maximum(done, 1e-300)) + sigma_tail * math.log(2.0) / np.maximum(z_done, 1.0)
         median = np.exp(np.where(far, np.maximum(log_median, tail), log_median))
         median = np.where(past_end, median, np.minimum(median, end))
         time_s = np.maximum(median - done, 0.0) * tau_safe + restart
@@ -148,14 +179,14 @@ def remaining_work(
             done + np.maximum(float(remaining_s) - restart, 0.0) / tau_safe
         )
         budget = np.minimum(np.minimum(budget, end), schedule)
-        surv_budget = np.where(np.isfinite(budget), norm_cdf(-(np.log(np.maximum(budget, 1e-300)) - log_e) / sigma), 0.0)
+        surv_budget = np.where(np.isfinite(budget), upper(np.log(np.maximum(budget, 1e-300)) - log_e), 0.0)
         on_time = np.where(past_end, 0.0, np.clip((surv - surv_budget) / gap, 0.0, 1.0))
         at_q = None
         if confidence is not None:
             r = np.clip(float(confidence) / np.maximum(p_cond, 1e-300), 0.0, 1.0)
-            log_q = log_e + sigma * -norm_ppf(np.maximum(surv - r * gap, 1e-300))
+            log_q = log_e + upper_quantile(np.maximum(surv - r * gap, 1e-300))
             # The same exponential tail as the median (r = ½ gives it back without an end).
-            tail_q = np.log(np.maximum(done, 1e-300)) + sigma * -np.log1p(-np.minimum(r, 1 - 1e-12)) / np.maximum(z_done, 1.0)
+            tail_q = np.log(np.maximum(done, 1e-300)) + sigma_tail * -np.log1p(-np.minimum(r, 1 - 1e-12)) / np.maximum(z_done, 1.0)
             x_q = np.exp(np.where(far, np.maximum(log_q, tail_q), log_q))
             x_q = np.where(past_end, x_q, np.minimum(x_q, end))
             at_q = np.where(r < 1.0, np.maximum(x_q - done, 0.0) * tau_safe + restart, np.inf)

@@ -224,6 +224,9 @@ def revocation_estimate(
     )
 
 
+_NORMAL_COUNT_ABOVE = 1e6
+
+
 def revocation_quantile(mean: np.ndarray, variance: np.ndarray, q: float) -> np.ndarray:
     """``q``-quantile of the revocation count: negative binomial matched to (mean, variance);
     Poisson when the variance does not exceed the mean (``λL → 0``)."""
@@ -233,6 +236,16 @@ def revocation_quantile(mean: np.ndarray, variance: np.ndarray, q: float) -> np.
     variance = np.asarray(variance, float)
     out = np.zeros(mean.shape)
     pos = np.isfinite(mean) & (mean > 0)
+    # Beyond a million expected revocations the count is normal to far better than one in a
+    # thousand (central limit), and SciPy's discrete search does not return for means near
+    # 1e60 (a training time at a far quantile of a wide spread): the normal quantile there.
+    huge = pos & (mean > _NORMAL_COUNT_ABOVE)
+    if huge.any():
+        from statistics import NormalDist
+
+        sd = np.sqrt(np.maximum(variance[huge], mean[huge]))
+        out[huge] = np.ceil(mean[huge] + NormalDist().inv_cdf(q) * sd)
+    pos &= ~huge
     over = pos & (variance > mean * (1.0 + 1e-9))
     pois = pos & ~over
     if pois.any():

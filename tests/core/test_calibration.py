@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from cotune.models._accuracy import PLATEAU_WALK_NODES, reach_probability
 from cotune.models._normal import norm_cdf
+from cotune.models._shape import EPOCHS_ERROR_SHAPE
 from cotune.solver import Candidates, Estimates, success_probability
 
 
@@ -69,14 +70,18 @@ def _estimates(p_reach: np.ndarray, time_if_reached_s: np.ndarray, sigma: float)
 
 
 def test_success_probability_is_continuous_across_reach_one_half() -> None:
-    # Seeded truth: reach with probability p, then a log-normal time around 1000 s.
+    # Seeded truth: reach with probability p, then a time around 1000 s whose log error is
+    # 0.2 × the epochs error shape (all the spread is epochs': step_log_sigma is 0), drawn
+    # component by component.
     p = np.array([0.30, 0.45, 0.49, 0.51, 0.55, 0.9])
     est = _estimates(p, np.full(p.size, 1000.0), 0.2)
     got = success_probability(est, deadline_s=1100.0)
     rng = np.random.default_rng(1)
     runs = 200_000
+    shape = EPOCHS_ERROR_SHAPE
     for i, pi in enumerate(p):
-        t = 1000.0 * np.exp(0.2 * rng.standard_normal(runs))
+        scale = np.array(shape.scales)[rng.choice(len(shape.weights), size=runs, p=shape.weights)]
+        t = 1000.0 * np.exp(0.2 * scale * rng.standard_normal(runs))
         truth = np.mean((rng.uniform(size=runs) < pi) & (t <= 1100.0))
         assert got[i] == pytest.approx(truth, abs=0.005)
     # no cliff at ½: 0.49 and 0.51 differ by about the reach difference, not by everything

@@ -163,3 +163,30 @@ def test_time_at_confidence_is_infinite_when_the_chance_never_gets_there():
 def test_remaining_epochs_are_the_conditional_median_left():
     r = _one(done_epochs=[0.0])
     assert r.epochs[0] == pytest.approx(20.0) and r.time_s[0] == pytest.approx(r.epochs[0] * 10.0)
+
+
+def test_with_the_models_error_shapes_the_chance_is_that_of_their_law():
+    # Seeded truth before the job runs: ln E = ln med + σ_step·u_step + σ_E·u_E, each part drawn
+    # from its own shape; the normal of the same total σ says something else.
+    from cotune.models._shape import EPOCHS_ERROR_SHAPE, STEP_ERROR_SHAPE
+
+    rng = np.random.default_rng(13)
+    n, med, s_step, s_e, tau, left_s = 400_000, 30.0, 0.5, 0.2, 5.0, 170.0
+
+    def draw(shape):
+        return np.array(shape.scales)[rng.choice(len(shape.weights), size=n, p=shape.weights)] * rng.standard_normal(n)
+
+    e = med * np.exp(s_step * draw(STEP_ERROR_SHAPE) + s_e * draw(EPOCHS_ERROR_SHAPE))
+    truth = np.mean(e <= left_s / tau)
+    sig = math.hypot(s_step, s_e)
+    shaped = _one(epochs=[med], log_sigma=[sig], p_reach=[1.0], epoch_time_s=[tau], remaining_s=left_s,
+                  step_log_sigma=[s_step], shapes=(STEP_ERROR_SHAPE, EPOCHS_ERROR_SHAPE))
+    normal = _one(epochs=[med], log_sigma=[sig], p_reach=[1.0], epoch_time_s=[tau], remaining_s=left_s)
+    assert shaped.p_success[0] == pytest.approx(truth, abs=0.005)
+    assert abs(normal.p_success[0] - truth) > 0.02
+    # the conditional median left, too: half of the runs not done by 20 epochs need more than it
+    done = 20.0
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[1.0], done_epochs=[done], epoch_time_s=[tau],
+             step_log_sigma=[s_step], shapes=(STEP_ERROR_SHAPE, EPOCHS_ERROR_SHAPE))
+    alive = e > done
+    assert np.mean(e[alive] - done <= r.epochs[0]) == pytest.approx(0.5, abs=0.005)

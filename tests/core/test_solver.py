@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from _helpers import synthetic_records
 from cotune import fit_models, parse_profile, recommend
 from cotune.errors import InputError
+from cotune.models._shape import EPOCHS_ERROR_SHAPE, STEP_ERROR_SHAPE
 
 _MODELS: dict[int, object] = {}
 
@@ -29,10 +30,7 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
     """The definition, one candidate at a time, with the models' own scalar predictions."""
     from statistics import NormalDist
 
-    from cotune.models import z_for
-
     best = None
-    z = z_for(models.accuracy.interval)
     for gpu in models.gpus:
         batches = sorted({int(v) for v in models.time_models[gpu].points_[:, 2]})
         for n in range(1, max_workers + 1):
@@ -44,16 +42,24 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
                 if not math.isfinite(e):
                     continue
                 t = e * models.dataset_size / (n * b) * float(st_.step_time_s[0])
-                # P(success) = p_reach · Φ((log D − log T) / σ_T), σ_T² = σ_step² + σ_E² (docs/models.md);
+                # P(success) = p_reach · P(log-time error ≤ log D − log T) (docs/models.md § 3);
                 # feasible when P(reach) >= q and, with a deadline, P(success) ≥ q (q = 0.5 unset).
                 q = 0.5 if confidence is None else confidence
                 p_reach = float(ep.p_reach[0])
                 if not p_reach >= q:
                     continue
-                s_t = math.sqrt(float(st_.log_sigma[0]) ** 2 + float(ep.log_sigma[0]) ** 2)
+                s_s, s_e = float(st_.log_sigma[0]), float(ep.log_sigma[0])
                 tq = t
                 if deadline_s is not None:
-                    p_success = p_reach * NormalDist().cdf((math.log(deadline_s) - math.log(t)) / s_t)
+                    # the log-time error is σ_step·u_step + σ_E·u_E, each a scale mixture
+                    # (docs/models.md § 3): one normal per pair of components
+                    slack = math.log(deadline_s) - math.log(t)
+                    on_time = sum(
+                        a * b * NormalDist(0.0, math.hypot(sa * s_s, sb * s_e)).cdf(slack)
+                        for a, sa in zip(STEP_ERROR_SHAPE.weights, STEP_ERROR_SHAPE.scales)
+                        for b, sb in zip(EPOCHS_ERROR_SHAPE.weights, EPOCHS_ERROR_SHAPE.scales)
+                    )
+                    p_success = p_reach * on_time
                     tq = t if p_success >= q * (1 + 1e-12) else math.inf
                 cost = n * prices[gpu] * t / 3600
                 if deadline_s is not None and tq > deadline_s:

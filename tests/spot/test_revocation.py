@@ -130,3 +130,20 @@ def test_hopeless_work_takes_forever_and_is_never_nan(work_s):
     r = revocation_estimate(work_s=work_s, rate_per_s=0.4 / 3600, checkpoint_write_s=20.0, restart_s=150.0)
     assert np.isinf(r.expected_time_s) and np.isinf(r.expected_revocations)
     assert np.isfinite(r.penalty_s) and np.isinf(time_at_confidence_s(r, 0.9))
+
+
+def test_the_revocation_count_quantile_is_normal_for_huge_counts_and_stays_exact_below():
+    # Far quantiles of a wide spread give training times whose expected revocation count
+    # is astronomically large; SciPy's discrete search never returns near 1e60.
+    from scipy import stats
+
+    from cotune.spot._revocation import revocation_quantile
+
+    mean = np.array([3.0, 5e5, 2e6, 1e60, 1e200])
+    var = 2.0 * mean
+    got = revocation_quantile(mean, var, 0.9)
+    p = mean[:3] / var[:3]
+    exact = stats.nbinom.ppf(0.9, mean[:3] * p / (1 - p), p)
+    assert got[:2] == pytest.approx(exact[:2], abs=0)  # below the switch: the negative binomial itself
+    assert got[2] == pytest.approx(exact[2], rel=1e-6)  # above it: the normal, within a count or two
+    assert np.all(np.isfinite(got)) and got[3] == pytest.approx(1e60, rel=1e-9)
