@@ -165,21 +165,31 @@ def time_error_ppf(
     extra_var: np.ndarray | float = 0.0,
     step: ErrorShape = STEP_ERROR_SHAPE,
     epochs: ErrorShape = EPOCHS_ERROR_SHAPE,
-    tabulated_start: bool = True,
+    exact: bool = False,
 ) -> np.ndarray:
     """The ``p``-quantile of ``ln T − ln T̂``: ``−∞`` at 0, ``+∞`` at 1, NaN outside [0, 1].
 
-    Newton's method on the exact CDF, started from a tabulated standardised quantile and
-    kept inside a bracket that every step narrows (bisection where Newton would leave
-    it), to 1e-10 of the total σ (``tabulated_start=False``: from the normal's quantile of
-    the same total σ — how the table is built). No spread: 0 (the median) for every
+    The quantile is ``σ_T · y(θ, z)`` with ``σ_T² = E[u_step²]σ_step² + E[u_E²]σ_E²`` and
+    ``z = Φ⁻¹(p)``: the standardised
+    quantile depends on the two spreads only through their angle ``θ = atan2(σ_step, σ_E)``
+    (in which it is smooth; the share ``σ_E/√(σ_step² + σ_E²)`` has a square-root kink at
+    1). ``y`` is tabulated once per pair of shapes (Newton's method on the exact CDF) and
+    read by cubic interpolation in ``z`` and linear in ``θ``, to about 1e-5 of ``σ_T``
+    (tests check it). ``exact=True``, extra variance or ``|z| > 8.5``: Newton's
+    method on the exact CDF itself, kept inside the bracket of the narrowest and widest
+    component's quantiles, to 1e-10 of ``σ_T``. No spread: 0 (the median) for every
     ``0 < p < 1``."""
     p = np.asarray(p, float)
-    w, sd = _components(sigma_step, sigma_epochs, extra_var, step, epochs)
-    shape = np.broadcast_shapes(p.shape, sd.shape[1:])
-    p = np.broadcast_to(p, shape)
-    sd = np.broadcast_to(sd.reshape((w.size,) + (1,) * (len(shape) - sd.ndim + 1) + sd.shape[1:]), (w.size,) + shape)
-    total = np.sqrt(np.tensordot(w, sd**2, axes=1))
+    p_scalar = p.ndim == 0
+    ss = np.maximum(np.asarray(sigma_step, float), 0.0)
+    se = np.maximum(np.asarray(sigma_epochs, float), 0.0)
+    xv = np.maximum(np.asarray(extra_var, float), 0.0)
+    shape = np.broadcast_shapes(p.shape, ss.shape, se.shape, xv.shape)
+    p, ss, se, xv = (np.broadcast_to(v, shape) for v in (p, ss, se, xv))
+    m_step = float(np.dot(step.weights, np.square(step.scales)))
+    m_e = float(np.dot(epochs.weights, np.square(epochs.scales)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = np.sqrt(m_step * ss**2 + m_e * se**2 + xv)
     inner = (p > 0) & (p < 1) & (total > 1e-12) & np.isfinite(total)
     # No spread: the median itself; an unbounded one: either end (the median at ½).
     out = np.where(p <= 0, -np.inf, np.where(p >= 1, np.inf, 0.0))
@@ -188,25 +198,44 @@ def time_error_ppf(
     out = np.where(np.isnan(p) | (p < 0) | (p > 1), np.nan, out)
     if not np.any(inner):
         return out
-    pi, sdi, ti = p[inner], sd[:, inner], total[inner]
-    zq = norm_ppf(pi)
+    out = np.array(out, copy=True)
+    zq = np.zeros(shape)
+    if p_scalar:  # one probability for every row (an interval's end): its quantile once
+        z0 = float(norm_ppf(float(p.flat[0]))) if 0.0 < float(p.flat[0]) < 1.0 else 0.0
+        zq[inner] = z0
+    else:
+        # Many rows, few probabilities (one per global batch in `estimate`): Φ⁻¹ once each.
+        values, back = np.unique(p[inner], return_inverse=True)
+        zq[inner] = norm_ppf(values)[back.ravel()]
+    fast = inner & (np.abs(zq) <= _TABLE_Z[-1]) & (xv == 0.0) & (not exact)
+    if np.any(fast):
+        angle = np.arctan2(ss[fast], se[fast]) / (0.5 * math.pi)
+        out[fast] = total[fast] * _tabulated(np.array(z0) if p_scalar else zq[fast], angle, step, epochs)
+    slow = inner & ~fast
+    if np.any(slow):
+        out[slow] = _newton(p[slow], zq[slow], ss[slow], se[slow], xv[slow], step, epochs)
+    return out
+
+
+def _newton(p: np.ndarray, zq: np.ndarray, ss: np.ndarray, se: np.ndarray, xv: np.ndarray,
+            step: ErrorShape, epochs: ErrorShape, upper_p: np.ndarray | None = None) -> np.ndarray:
+    """The exact quantile of 1-D arrays (every ``0 < p < 1``, finite positive total spread;
+    ``upper_p``: ``1 − p`` where the caller has it more accurately than ``p`` does)."""
+    w, sd = _components(ss, se, xv, step, epochs)
+    total = np.sqrt(w @ sd**2)
     # Bracket: the mixture's quantile lies between its components' (the CDF at x is their
     # weighted mean), so the narrowest and the widest component bound it.
-    lo = np.minimum(zq * sdi.max(axis=0), zq * sdi.min(axis=0))
-    hi = np.maximum(zq * sdi.max(axis=0), zq * sdi.min(axis=0))
-    # Start from the tabulated standardised quantile (exact at the nodes, bilinear between):
-    # Newton then needs two or three steps instead of eight from the normal's.
-    share = np.broadcast_to(np.asarray(sigma_epochs, float), shape)[inner]
-    start = _start if tabulated_start else (lambda z, *_: z)
-    x = np.clip(ti * start(zq, np.clip(np.nan_to_num(share / ti), 0.0, 1.0), step, epochs), lo, hi)
+    lo = np.minimum(zq * sd.max(axis=0), zq * sd.min(axis=0))
+    hi = np.maximum(zq * sd.max(axis=0), zq * sd.min(axis=0))
+    x = np.clip(total * zq, lo, hi)
     # Newton on the log of the nearer tail, ln F (p < ½) or ln(1 − F) (p ≥ ½): nearly
     # linear far out, where Newton on F itself crawls. Both tails are summed directly.
-    upper = pi >= 0.5
+    upper = p >= 0.5
     sign = np.where(upper, -1.0, 1.0)
-    goal = np.log(np.where(upper, 1.0 - pi, pi))
-    active = np.arange(pi.size)
-    for _ in range(60):  # a cap; the bracket halves at least every step Newton would leave it
-        xa, sa, la, ha, sg = x[active], sdi[:, active], lo[active], hi[active], sign[active]
+    goal = np.log(np.where(upper, 1.0 - p if upper_p is None else upper_p, p))
+    active = np.arange(p.size)
+    for _ in range(80):  # a cap; the bracket halves at least every step Newton would leave it
+        xa, sa, la, ha, sg = x[active], sd[:, active], lo[active], hi[active], sign[active]
         z = xa / sa
         tail = np.maximum(w @ norm_cdf(sg * z), 1e-300)
         dens = w @ (np.exp(-0.5 * z * z) / (sa * _SQRT_2PI))
@@ -221,35 +250,57 @@ def time_error_ppf(
         x[active], lo[active], hi[active] = new, la, ha
         # A Newton step this small leaves an error of its square (quadratic convergence).
         move = np.abs(new - xa)
-        moving = np.where(bad, move > 1e-12 * ti[active], move > 1e-6 * ti[active])
+        moving = np.where(bad, move > 1e-12 * total[active], move > 1e-6 * total[active])
         active = active[moving]
         if active.size == 0:
             break
-    out = np.array(out, copy=True)
-    out[inner] = x
-    return out
+    return x
 
 
-_TABLE_Z = np.linspace(-9.0, 9.0, 361)
-_TABLE_SHARE = np.linspace(0.0, 1.0, 33)
+_TABLE_Z = np.linspace(-8.5, 8.5, 851)  # step 0.02 in the normal quantile
+_TABLE_ANGLE = np.linspace(0.0, 1.0, 65)  # θ / (π/2): 0 all epochs, 1 all step time
 
 
 @lru_cache(maxsize=8)
 def _table(step: ErrorShape, epochs: ErrorShape) -> np.ndarray:
-    """Standardised quantiles ``x/σ_T`` at the nodes (share of σ_E in σ_T × normal z)."""
-    c = _TABLE_SHARE[:, None]
-    p = np.broadcast_to(norm_cdf(_TABLE_Z)[None, :], (c.size, _TABLE_Z.size))
-    x = time_error_ppf(p, sigma_step=np.sqrt(1.0 - c**2), sigma_epochs=c, step=step, epochs=epochs, tabulated_start=False)
-    return x
+    """Standardised quantiles ``y = x/σ_T`` at the nodes: rows the angle, columns ``z``."""
+    theta = np.repeat(_TABLE_ANGLE, _TABLE_Z.size) * (0.5 * math.pi)
+    z = np.tile(_TABLE_Z, _TABLE_ANGLE.size)
+    ss, se = np.sin(theta), np.cos(theta)
+    x = _newton(norm_cdf(z), z, ss, se, np.zeros_like(z), step, epochs, upper_p=norm_cdf(-z))
+    total = np.sqrt(float(np.dot(step.weights, np.square(step.scales))) * ss**2
+                    + float(np.dot(epochs.weights, np.square(epochs.scales))) * se**2)
+    return (x / total).reshape(_TABLE_ANGLE.size, _TABLE_Z.size)
 
 
-def _start(z: np.ndarray, share: np.ndarray, step: ErrorShape, epochs: ErrorShape) -> np.ndarray:
-    """Bilinear interpolation of :func:`_table` at normal quantile ``z`` and epochs share ``share``."""
+def _catmull_rom(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Weights of the four nodes around ``t ∈ [0, 1)`` (Catmull–Rom: cubic, exact on cubics' nodes)."""
+    t2, t3 = t * t, t * t * t
+    return -0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1.0, -1.5 * t3 + 2.0 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2
+
+
+def _nodes(f: np.ndarray, size: int, *, mirror: bool) -> tuple[list[np.ndarray], tuple[np.ndarray, ...]]:
+    """The four node indices around fractional index ``f`` and their weights. At the ends the
+    outer node is the mirror image (``mirror``: the tabulated function is even about both
+    ends, as ``y`` is in the angle — the spreads enter squared) or the end node itself."""
+    f = np.clip(f, 0.0, size - 1.000001)
+    i = f.astype(np.int64)
+    w = _catmull_rom(f - i)
+    before = np.abs(i - 1) if mirror else np.maximum(i - 1, 0)
+    after = np.where(i + 2 > size - 1, 2 * (size - 1) - (i + 2), i + 2) if mirror else np.minimum(i + 2, size - 1)
+    return [before, i, i + 1, after], w
+
+
+def _tabulated(z: np.ndarray, angle: np.ndarray, step: ErrorShape, epochs: ErrorShape) -> np.ndarray:
+    """:func:`_table` read at ``(angle, z)``: Catmull–Rom cubic in both (``z`` may be one
+    value for every row: its nodes and weights are then computed once)."""
     tab = _table(step, epochs)
-    fz = np.clip((z - _TABLE_Z[0]) / (_TABLE_Z[1] - _TABLE_Z[0]), 0.0, _TABLE_Z.size - 1.000001)
-    fs = np.clip(share * (_TABLE_SHARE.size - 1), 0.0, _TABLE_SHARE.size - 1.000001)
-    iz, js = fz.astype(int), fs.astype(int)
-    tz, ts = fz - iz, fs - js
-    a = tab[js, iz] * (1 - tz) + tab[js, iz + 1] * tz
-    b = tab[js + 1, iz] * (1 - tz) + tab[js + 1, iz + 1] * tz
-    return a * (1 - ts) + b * ts
+    iz, wz = _nodes((np.asarray(z, float) - _TABLE_Z[0]) / (_TABLE_Z[1] - _TABLE_Z[0]), _TABLE_Z.size, mirror=False)
+    ia, wa = _nodes(angle * (_TABLE_ANGLE.size - 1), _TABLE_ANGLE.size, mirror=True)
+    if np.ndim(z) == 0:  # one column of the table, then the angle alone
+        column = sum(float(wk) * tab[:, int(col)] for wk, col in zip(wz, iz))
+        return sum(weight * column[row] for row, weight in zip(ia, wa))
+    out = np.zeros(np.shape(angle))
+    for row, weight in zip(ia, wa):
+        out += weight * sum(wk * tab[row, col] for wk, col in zip(wz, iz))
+    return out

@@ -139,10 +139,11 @@ def estimate(
     level = float(models.accuracy.interval)
     first = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # Quantiles of the log-time error (a scale mixture, cotune.models._shape) per distinct row.
-        probs = np.stack([np.full(first.size, (1.0 - level) / 2.0), np.full(first.size, (1.0 + level) / 2.0),
-                          np.minimum(q / p_reach[first], 1.0)])
-        quant = time_error_ppf(probs, sigma_step=step_sigma[first], sigma_epochs=sig_e[first])[:, row]
+        # Quantiles of the log-time error (a scale mixture, cotune.models._shape) per distinct
+        # row; the interval's ends are one probability for every row (the cheap case).
+        spreads = dict(sigma_step=step_sigma[first], sigma_epochs=sig_e[first])
+        quant = np.stack([time_error_ppf((1.0 - level) / 2.0, **spreads), time_error_ppf((1.0 + level) / 2.0, **spreads),
+                          time_error_ppf(np.minimum(q / p_reach[first], 1.0), **spreads)])[:, row]
         log_train = np.log(train)
         lower = startup_s + np.exp(log_train + quant[0])
         upper = startup_s + np.exp(log_train + quant[1])

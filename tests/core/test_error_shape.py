@@ -106,9 +106,9 @@ def test_extra_normal_variance_widens_the_law() -> None:
     s_e=st.one_of(st.just(0.0), st.floats(1e-6, 3.0)),
     extra=st.one_of(st.just(0.0), st.floats(1e-12, 1.0)),
 )
-def test_the_quantile_inverts_the_cdf_down_to_far_tails(p, s_step, s_e, extra) -> None:
+def test_the_exact_quantile_inverts_the_cdf_down_to_far_tails(p, s_step, s_e, extra) -> None:
     kw = dict(sigma_step=s_step, sigma_epochs=s_e, extra_var=extra)
-    x = float(time_error_ppf(p, **kw))
+    x = float(time_error_ppf(p, **kw, exact=True))
     if s_step == 0.0 and s_e == 0.0 and extra == 0.0:
         assert x == 0.0
         return
@@ -150,9 +150,17 @@ def test_the_quantile_broadcasts_one_probability_over_many_spreads() -> None:
     assert both.shape == (2, 3) and np.all(both[0] < 0) and np.all(both[1] > 0)
 
 
-def test_the_tabulated_start_changes_only_the_speed() -> None:
+def test_the_tabulated_quantile_is_the_exact_one_to_a_few_parts_in_a_hundred_thousand_of_sigma() -> None:
+    from cotune.models._normal import norm_cdf
+
     rng = np.random.default_rng(6)
-    p, s, e = rng.uniform(1e-6, 1 - 1e-6, 2000), rng.uniform(0.0, 1.0, 2000), rng.uniform(0.0, 2.0, 2000)
+    n = 20_000
+    s, e = rng.uniform(0.0, 1.0, n), rng.uniform(0.0, 2.0, n)
+    s[:500], e[500:1000] = 0.0, 0.0  # all epochs, all step time: the table's two ends
+    p = norm_cdf(rng.uniform(-8.0, 8.0, n))  # (Φ(8.4) rounds to 1)
     fast = time_error_ppf(p, sigma_step=s, sigma_epochs=e)
-    slow = time_error_ppf(p, sigma_step=s, sigma_epochs=e, tabulated_start=False)
-    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-9 * float(np.max(np.hypot(s, e))))
+    exact = time_error_ppf(p, sigma_step=s, sigma_epochs=e, exact=True)
+    assert np.max(np.abs(fast - exact) / np.hypot(s, e)) < 5e-5
+    # one probability for every row (an interval's end) reads the same table
+    one = time_error_ppf(0.95, sigma_step=s, sigma_epochs=e)
+    assert np.max(np.abs(one - time_error_ppf(0.95, sigma_step=s, sigma_epochs=e, exact=True)) / np.hypot(s, e)) < 5e-5
