@@ -13,6 +13,7 @@ from cotune.models._shape import (
     EPOCHS_ERROR_SHAPE,
     NORMAL_SHAPE,
     STEP_ERROR_SHAPE,
+    TABLE_FROM_ROWS,
     ErrorShape,
     fit_error_shape,
     time_error_cdf,
@@ -154,13 +155,21 @@ def test_the_tabulated_quantile_is_the_exact_one_to_a_few_parts_in_a_hundred_tho
     from cotune.models._normal import norm_cdf
 
     rng = np.random.default_rng(6)
-    n = 20_000
+    n = TABLE_FROM_ROWS  # the table serves calls this large
     s, e = rng.uniform(0.0, 1.0, n), rng.uniform(0.0, 2.0, n)
     s[:500], e[500:1000] = 0.0, 0.0  # all epochs, all step time: the table's two ends
     p = norm_cdf(rng.uniform(-8.0, 8.0, n))  # (Φ(8.4) rounds to 1)
     fast = time_error_ppf(p, sigma_step=s, sigma_epochs=e)
     exact = time_error_ppf(p, sigma_step=s, sigma_epochs=e, exact=True)
-    assert np.max(np.abs(fast - exact) / np.hypot(s, e)) < 5e-5
+    err = np.abs(fast - exact) / np.hypot(s, e)
+    assert 0.0 < np.max(err) < 5e-5  # not zero: the table was read
     # one probability for every row (an interval's end) reads the same table
     one = time_error_ppf(0.95, sigma_step=s, sigma_epochs=e)
     assert np.max(np.abs(one - time_error_ppf(0.95, sigma_step=s, sigma_epochs=e, exact=True)) / np.hypot(s, e)) < 5e-5
+
+
+def test_a_small_call_takes_the_exact_quantile() -> None:
+    rng = np.random.default_rng(7)
+    s, e, p = rng.uniform(0.0, 1.0, 300), rng.uniform(0.0, 2.0, 300), rng.uniform(0.01, 0.99, 300)
+    np.testing.assert_array_equal(time_error_ppf(p, sigma_step=s, sigma_epochs=e),
+                                  time_error_ppf(p, sigma_step=s, sigma_epochs=e, exact=True))
