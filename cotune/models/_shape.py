@@ -5,7 +5,7 @@ Every spread in cotune is a log-σ calibrated for one thing: ``±z₀.₉₅·σ
 epochs σ on the Pollux curves (``KAPPA_*`` in :mod:`._step_time` and :mod:`._accuracy`).
 That fixes the 90 % interval. It does not fix how the probability spreads inside and
 outside it, and the standardised errors ``u = ln(truth / median) / σ`` are far from
-normal there: half the epochs errors are within 0.22 σ (a normal: 0.67 σ), and the
+normal there: half the epochs errors are within 0.23 σ (a normal: 0.67 σ), and the
 step-time errors of a cluster-weighted pool are within 0.43 σ half the time, 3.9 σ
 99 % of the time (normal: 0.67 and 2.58). Errors are small where the model's law holds
 (most workloads, most clusters) and large where it does not (a recipe retuned per
@@ -27,8 +27,8 @@ pair of components::
     P(ln T − ln T̂ ≤ x) = Σ_i Σ_j a_i b_j · Φ(x / √((s_i σ_step)² + (r_j σ_E)² + σ_x²))
 
 (``σ_x²``: extra normal variance, e.g. from the spot revocation count). Its quantile
-has no closed form: :func:`time_error_ppf` starts from the normal quantile of the same
-total σ and takes safeguarded Newton steps on the exact CDF.
+has no closed form: :func:`time_error_ppf` takes safeguarded Newton steps on the exact
+CDF, or, for large calls, reads a table of the standardised quantile built that way.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ conditioned on ``E_k > d_k``::
 with ``R`` the remaining deadline (∞: no deadline, ``P_k = p_k'``), ``ρ_k`` the
 restart (0 for staying), ``τ_k`` the epoch time and ``t_k`` the conditional median
 remaining time. ``σ_k`` carries both the epochs and the step-time spread
-(``σ_k² = σ_E,k² + σ_step,k²``).
+(``σ_k² = σ_E,k² + σ_step,k²``). With ``shapes`` (beliefs from the models alone, before the
+job has a curve) ``F`` is the law of ``σ_step·u_step + σ_E·u_E`` with each ``u`` of its
+measured error shape (:mod:`cotune.models._shape`) instead of the normal.
 
 Why truncate rather than multiply by ``F(M_k)``: the reach probabilities of the curve
 forecaster and of the accuracy model are both "reached within the run" (their runs end
