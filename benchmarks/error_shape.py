@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cotune.models._shape import EPOCHS_ERROR_SHAPE, STEP_ERROR_SHAPE, ErrorShape, fit_error_shape
+from cotune.models._shape import EPOCHS_ERROR_SHAPE, NORMAL_SHAPE, STEP_ERROR_SHAPE, ErrorShape, fit_error_shape
 
 __all__ = ["epochs_errors", "step_errors", "log_likelihood", "left_out", "main"]
 
@@ -101,7 +101,7 @@ def left_out(u: np.ndarray, group: np.ndarray) -> dict[str, dict[str, float]]:
         rest = group != g
         shape = fit_error_shape(u[rest], weights=_group_weights(group[rest]))
         out[str(g)] = {"n": int(np.sum(~rest)), "mixture": log_likelihood(u[~rest], shape),
-                       "normal": log_likelihood(u[~rest], ErrorShape((1.0,), (1.0,)))}
+                       "normal": log_likelihood(u[~rest], NORMAL_SHAPE)}
     return out
 
 

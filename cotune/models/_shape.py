@@ -48,6 +48,7 @@ __all__ = [
     "STEP_ERROR_SHAPE",
     "ErrorShape",
     "fit_error_shape",
+    "split_log_sigma",
     "time_error_cdf",
     "time_error_ppf",
 ]
@@ -72,10 +73,10 @@ class ErrorShape:
         if not (np.all(np.isfinite(s)) and np.all(s > 0)):
             raise ValueError(f"error-shape scales must be positive and finite, got {self.scales}")
 
-    def cdf(self, x: np.ndarray | float) -> np.ndarray:
-        """``P(u ≤ x)``."""
-        x = np.asarray(x, float)
-        return sum(w * norm_cdf(x / s) for w, s in zip(self.weights, self.scales))
+    @property
+    def second_moment(self) -> float:
+        """``E[u²] = Σ w_k s_k²``."""
+        return float(np.dot(self.weights, np.square(self.scales)))
 
     def coverage(self, z: float) -> float:
         """``P(|u| ≤ z)``."""
@@ -122,6 +123,15 @@ def fit_error_shape(u: np.ndarray, *, weights: np.ndarray | None = None, compone
         lo, hi = (mid, hi) if cover > 0.9 else (lo, mid)
     c = math.exp(0.5 * (lo + hi))
     return ErrorShape(shape.weights, tuple(s * c for s in shape.scales))
+
+
+def split_log_sigma(total: np.ndarray, step: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(σ_step, σ_E)`` of a log-time spread ``total = √(σ_step² + σ_E²)`` whose step-time
+    part is ``step`` (None or NaN: 0; never more than ``total``)."""
+    total = np.nan_to_num(np.asarray(total, float), nan=0.0)
+    sig_step = np.zeros_like(total) if step is None else np.minimum(
+        np.maximum(np.nan_to_num(np.asarray(step, float), nan=0.0), 0.0), total)
+    return sig_step, np.sqrt(np.maximum(total**2 - sig_step**2, 0.0))
 
 
 def _components(
@@ -188,10 +198,8 @@ def time_error_ppf(
     xv = np.maximum(np.asarray(extra_var, float), 0.0)
     shape = np.broadcast_shapes(p.shape, ss.shape, se.shape, xv.shape)
     p, ss, se, xv = (np.broadcast_to(v, shape) for v in (p, ss, se, xv))
-    m_step = float(np.dot(step.weights, np.square(step.scales)))
-    m_e = float(np.dot(epochs.weights, np.square(epochs.scales)))
     with np.errstate(invalid="ignore", over="ignore"):
-        total = np.sqrt(m_step * ss**2 + m_e * se**2 + xv)
+        total = np.sqrt(step.second_moment * ss**2 + epochs.second_moment * se**2 + xv)
     inner = (p > 0) & (p < 1) & (total > 1e-12) & np.isfinite(total)
     # No spread: the median itself; an unbounded one: either end (the median at ½).
     out = np.where(p <= 0, -np.inf, np.where(p >= 1, np.inf, 0.0))
@@ -275,8 +283,7 @@ def _table(step: ErrorShape, epochs: ErrorShape) -> np.ndarray:
     z = np.tile(_TABLE_Z, _TABLE_ANGLE.size)
     ss, se = np.sin(theta), np.cos(theta)
     x = _newton(norm_cdf(z), z, ss, se, np.zeros_like(z), step, epochs, upper_p=norm_cdf(-z))
-    total = np.sqrt(float(np.dot(step.weights, np.square(step.scales))) * ss**2
-                    + float(np.dot(epochs.weights, np.square(epochs.scales))) * se**2)
+    total = np.sqrt(step.second_moment * ss**2 + epochs.second_moment * se**2)
     return (x / total).reshape(_TABLE_ANGLE.size, _TABLE_Z.size)
 
 

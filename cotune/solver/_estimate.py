@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cotune.models import FittedModels
-from cotune.models._shape import time_error_cdf, time_error_ppf
+from cotune.models._shape import split_log_sigma, time_error_cdf, time_error_ppf
 from cotune.solver._space import Candidates
 
 __all__ = ["DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "estimate", "success_probability"]
@@ -209,8 +209,7 @@ def _time_spreads(est: Estimates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     of ``log_sigma_time`` and the variance a later stage added in ``log_sigma_success``
     (spot: the revocation count), which is normal."""
     sig_t = np.nan_to_num(np.asarray(est.log_sigma_time, float), nan=0.0)
-    sig_step = np.minimum(np.maximum(np.nan_to_num(np.asarray(est.step_log_sigma, float), nan=0.0), 0.0), sig_t)
-    sig_e = np.sqrt(np.maximum(sig_t**2 - sig_step**2, 0.0))
+    sig_step, sig_e = split_log_sigma(sig_t, est.step_log_sigma)
     if est.log_sigma_success is None:
         return sig_step, sig_e, np.zeros_like(sig_t)
     extra = np.maximum(np.nan_to_num(np.asarray(est.log_sigma_success, float), nan=0.0) ** 2 - sig_t**2, 0.0)

@@ -114,7 +114,7 @@ def remaining_work(
     it: it is the time the option *needs*).
     """
     from cotune.models._normal import norm_cdf, norm_ppf
-    from cotune.models._shape import time_error_cdf, time_error_ppf
+    from cotune.models._shape import split_log_sigma, time_error_cdf, time_error_ppf
 
     e = np.asarray(epochs, float)
     sigma = np.maximum(np.asarray(log_sigma, float), 1e-6)
@@ -128,9 +128,7 @@ def remaining_work(
         sigma_tail = sigma
     else:
         step_shape, epochs_shape = shapes
-        sig_step = np.zeros_like(sigma) if step_log_sigma is None else np.minimum(
-            np.maximum(np.nan_to_num(np.asarray(step_log_sigma, float), nan=0.0), 0.0), sigma)
-        sig_e = np.sqrt(np.maximum(sigma**2 - sig_step**2, 0.0))
+        sig_step, sig_e = split_log_sigma(sigma, step_log_sigma)
         kw = dict(sigma_step=sig_step, sigma_epochs=sig_e, step=step_shape, epochs=epochs_shape)
 
         def upper(x: np.ndarray) -> np.ndarray:
