@@ -1,7 +1,15 @@
 """Enumerate → estimate → solve: the cheapest candidate meeting target and deadline."""
 
 from cotune.solver._choice import choice_at
-from cotune.solver._decide import CHANGES, ReplanDecision, ReplanOption, changes_between, decide_replan, lr_scale
+from cotune.solver._decide import (
+    CHANGES,
+    ReplanDecision,
+    ReplanOption,
+    changes_between,
+    decide_replan,
+    entry_threshold,
+    lr_scale,
+)
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, MIN_CHANCE, Estimates, estimate, success_probability
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
@@ -24,7 +32,7 @@ from cotune.solver._probes import (
     standard_options,
     step_correlation,
 )
-from cotune.solver._outlook import MAX_SHIFT, JobOutlook, carry_for, job_outlook, shift_carry
+from cotune.solver._outlook import MAX_SHIFT, JobOutlook, carry_for, carry_reach, job_outlook, shift_carry
 from cotune.solver._remaining import RemainingWork, remaining_work
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
@@ -49,9 +57,11 @@ __all__ = [
     "job_outlook",
     "shift_carry",
     "carry_for",
+    "carry_reach",
     "remaining_work",
     "changes_between",
     "decide_replan",
+    "entry_threshold",
     "lr_scale",
     "RESULT_SCHEMA_VERSION",
     "Candidates",

@@ -27,10 +27,16 @@ fits the budget left). Options are compared by their *risk-adjusted* cost,
 so trading a sure finish for a cheaper gamble pays only when the saving beats the
 risk it adds (``miss_cost = 0``: plain cost), and the margin is a share of the whole
 job's cost (``spent`` plus the remaining), so a job nearly done does not restart to save
-a few percent of its last few minutes. When none is feasible, ``nearest`` is the
-option with the best chance, and the decision moves there only when that chance beats
-staying by more than ``p_margin`` (a switch costs a restart; a chance that is only a
-little better is noise).
+a few percent of its last few minutes. An option is *kept* while its chance holds
+``q`` but *entered* only at :func:`entry_threshold`, ``min(q + p_margin, (1 + q)/2)``: a
+cheaper alternative must hold that to replace a feasible configuration, and when the
+current one falls below ``q`` the cheapest that holds it is preferred (the cheapest at
+``q`` when none does). Measured in the closed-loop replay (budgets 12, 14 and 16, with
+the reach carry of :func:`cotune.solver.carry_reach`), switches that landed just above
+``q`` fell below it at the next checkpoint and paid a second restart. When none is
+feasible, ``nearest`` is the option with the best chance, and the decision moves there
+only when that chance beats staying by more than ``p_margin`` (a switch costs a
+restart; a chance that is only a little better is noise).
 
 A switch is described by what changes (:data:`CHANGES`): workers added or removed, the
 batch (global batch), the GPU type, the market.
@@ -44,7 +50,7 @@ from typing import Any, Literal, Protocol, Sequence
 
 from cotune.errors import InputError
 
-__all__ = ["CHANGES", "ReplanDecision", "ReplanOption", "changes_between", "decide_replan", "lr_scale"]
+__all__ = ["CHANGES", "ReplanDecision", "ReplanOption", "changes_between", "decide_replan", "entry_threshold", "lr_scale"]
 
 CHANGES = ("add_workers", "remove_workers", "change_batch", "change_gpu", "change_market")
 
@@ -205,6 +211,13 @@ def decide_replan(
     )
 
 
+def entry_threshold(confidence: float, p_margin: float) -> float:
+    """The chance an option needs to be *switched to* under the probability rule:
+    ``min(q + p_margin, (1 + q)/2)`` — above the ``q`` it needs to be *kept*, and below 1
+    whatever the margin."""
+    return min(confidence + p_margin, (1.0 + confidence) / 2.0)
+
+
 def _p(o: Any) -> float:
     v = float(getattr(o, "p_success", math.nan))
     if math.isnan(v):
@@ -236,9 +249,16 @@ def _decide_by_success(
         return _p(o) >= confidence and math.isfinite(key(o)) and affordable(o)
 
     ok = [o for o in alternatives if feasible(o)]
+    # Hysteresis on the probability itself (a Schmitt trigger): a configuration is kept
+    # while it holds q, but one is entered only with a margin above it, so a switch does
+    # not land on a chance that the next checkpoint's noise takes below q again.
+    firm = [o for o in ok if _p(o) >= entry_threshold(confidence, p_margin)]
+    stay_ok = stay is not None and feasible(stay)
+    if stay_ok or firm:
+        ok = firm
     best = min(ok, key=key) if ok else None
     q = f"P(success) {confidence:g}"
-    if stay is not None and feasible(stay):
+    if stay_ok:
         gain = None if best is None else key(stay) - key(best)
         whole = key(stay) + (max(spent, 0.0) if objective == "cost" else 0.0)
         if best is not None and gain > margin * whole:

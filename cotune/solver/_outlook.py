@@ -21,10 +21,14 @@ batch ``B₀`` (configuration ``c₀``) and reached the best metric ``m`` knows 
   (``python -m benchmarks.shift_carry``: one reference curve, the true error at one
   batch carried to the others) this leaves a smaller error at the other batches than
   carrying the whole shift or none (numbers in benchmarks/README.md);
-* **reach** ``p(B) = p_M(B)``, but no higher than ``p₀`` for ``B ≥ B₀`` (a larger batch
-  does not reach a level the job's batch plateaus below);
-* **the hand-over epoch** ``d(B)`` where a switch resumes: ``e`` on the running
-  configuration; elsewhere the epoch where ``B`` reaches the level ``m`` already reached,
+* **reach** ``p(B) = min(p_M(B), p₀)`` for ``B ≥ B₀`` (a larger batch does not reach a
+  level the job's batch plateaus below); for ``B < B₀`` the job's chance carries in the
+  same share as its shift, ``logit p(B) = (1 − c(B))·logit p_M(B) + c(B)·logit p₀``
+  (:func:`carry_reach`);
+* **the same batch on other hardware** (any option whose global batch is ``B₀``) is the
+  same training trajectory: the job's own belief ``(Ê₀, σ₀, p₀)`` and its own epoch ``e``;
+* **the hand-over epoch** ``d(B)`` where a switch resumes: ``e`` at the running batch;
+  elsewhere the epoch where ``B`` reaches the level ``m`` already reached,
   ``E_M(B, m)·e^δ``; without a level (no curve at ``B₀``), the same share of the work,
   ``(e / E_M(B₀))·E_M(B)``.
 
@@ -43,7 +47,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-__all__ = ["MAX_SHIFT", "JobOutlook", "carry_for", "job_outlook", "shift_carry"]
+__all__ = ["MAX_SHIFT", "JobOutlook", "carry_for", "carry_reach", "job_outlook", "shift_carry"]
 
 # The job's shift from the model is believed up to this factor either way: a few early
 # evaluations far off the model say more about a noisy start than about the whole run.
@@ -155,6 +159,9 @@ def job_outlook(
         except (OverflowError, ValueError):  # a curve the families cannot fit: the model answers
             forecast = None
     e_hat, s_hat, p_hat, done = e_model.copy(), s_model.copy(), p_model.copy(), d_model.copy()
+    # Every option at the running global batch is the same training trajectory on other
+    # hardware: it resumes at the job's own epoch with the job's own belief.
+    same = here | np.isclose(gb, float(running_batch))
     shift = 0.0
     carry = np.zeros(n)
     if forecast is not None and math.isfinite(forecast.epochs_if_reached) and forecast.epochs_if_reached > 0:
@@ -164,12 +171,35 @@ def job_outlook(
                           log_sigma_at_running=float(np.asarray(at_running.log_sigma, float)[0]))
         e_hat = e_model * np.exp(carry * shift)
         done = d_model * np.exp(carry * shift)
-        p_hat = np.where(gb >= running_batch, np.minimum(p_model, forecast.p_reach), p_model)
-        e_hat[here], s_hat[here], p_hat[here] = forecast.epochs_if_reached, forecast.log_sigma, forecast.p_reach
-    done[here] = epochs_done
-    carry[here] = 1.0
+        p_hat = carry_reach(p_model, p_running=float(forecast.p_reach), carry=carry, larger=gb >= running_batch)
+        e_hat[same], s_hat[same], p_hat[same] = forecast.epochs_if_reached, forecast.log_sigma, forecast.p_reach
+    done[same] = epochs_done
+    carry[same] = 1.0
     return JobOutlook(epochs=e_hat, log_sigma=s_hat, p_reach=p_hat, done_epochs=done, shift=shift, forecast=forecast,
                       carry=carry)
+
+
+def carry_reach(p_model: np.ndarray, *, p_running: float, carry: np.ndarray, larger: np.ndarray) -> np.ndarray:
+    """The chance of reaching the target at each option, the job's own chance ``p₀`` carried.
+
+    At a larger batch, ``min(p_M, p₀)`` (it does not reach a level the job's batch plateaus
+    below). At a smaller one, the job's evidence carries in the same share ``c`` as its
+    epochs shift: ``logit p = (1 − c)·logit p_M + c·logit p₀`` — a job that stalls below
+    its target is believed to stall at a batch a few percent smaller too (``c ≈ 1``),
+    while a batch pinned by a measured run keeps the model's chance (``c ≈ 0``). Without
+    it a neighbouring batch keeps the model's untested optimism and looks better than
+    the running one only because it has not been tried: measured in the closed-loop
+    replay, that optimism made restarts near the deadline that missed it.
+    """
+    lo = 1e-9
+    pm = np.clip(np.nan_to_num(np.asarray(p_model, float), nan=0.0), lo, 1.0 - lo)
+    p0 = min(max(float(p_running), lo), 1.0 - lo)
+    c = np.clip(np.asarray(carry, float), 0.0, 1.0)
+    logit = (1.0 - c) * np.log(pm / (1.0 - pm)) + c * math.log(p0 / (1.0 - p0))
+    blended = 1.0 / (1.0 + np.exp(-logit))
+    out = np.where(np.asarray(larger, bool), np.minimum(p_model, p_running), blended)
+    # The model's exact 0 and 1 stay exact where nothing is carried.
+    return np.where(c > 0.0, out, np.where(np.asarray(larger, bool), out, p_model))
 
 
 def carry_for(

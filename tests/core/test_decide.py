@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from cotune.errors import InputError
-from cotune.solver import ReplanOption, changes_between, decide_replan, lr_scale
+from cotune.solver import ReplanOption, changes_between, decide_replan, entry_threshold, lr_scale
 
 STAY = ReplanOption(gpu="t4", market="on_demand", workers=4, local_batch=64, time_s=1000.0, cost=10.0)
 
@@ -125,6 +125,32 @@ def test_by_success_moves_to_the_best_chance_only_when_it_is_clearly_better():
     stay = _p(0.38)
     d = decide_replan(stay=stay, alternatives=[better], remaining_s=2000, confidence=0.5, p_margin=0.05)
     assert d.nearest is stay
+
+
+def test_by_success_a_cheaper_option_must_clear_the_entry_threshold_to_replace_a_feasible_one():
+    # Kept at q = 0.5, entered only at q + p_margin: a chance just above q is not worth a restart.
+    marginal = _p(0.52, cost=5.0, workers=8)
+    d = decide_replan(stay=_p(0.8), alternatives=[marginal], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.decision == "stay"
+    firm = _p(0.6, cost=5.0, workers=8)
+    d = decide_replan(stay=_p(0.8), alternatives=[marginal, firm], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.decision == "switch" and d.chosen is firm
+
+
+def test_by_success_leaving_a_failing_job_prefers_an_option_above_the_entry_threshold():
+    marginal = _p(0.52, cost=5.0, workers=8)
+    firm = _p(0.7, cost=6.0, workers=16)
+    d = decide_replan(stay=_p(0.4), alternatives=[marginal, firm], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.decision == "switch" and d.chosen is firm
+    # With nothing above it, the cheapest that holds q still beats staying below q.
+    d = decide_replan(stay=_p(0.4), alternatives=[marginal], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.decision == "switch" and d.chosen is marginal
+
+
+@given(q=st.floats(0.01, 0.99), m=st.floats(0.0, 0.99))
+def test_entry_threshold_lies_between_the_confidence_and_one(q: float, m: float) -> None:
+    t = entry_threshold(q, m)
+    assert q <= t < 1.0 and (t == pytest.approx(q + m) or t == pytest.approx((1 + q) / 2))
 
 
 def test_by_success_needs_a_probability_on_every_option():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cotune import load_profile
-from cotune.solver import MAX_SHIFT, job_outlook, shift_carry
+from cotune.solver import MAX_SHIFT, carry_reach, job_outlook, shift_carry
 
 TARGET = 0.94
 BATCHES = np.array([256, 512, 1024, 2048])
@@ -63,7 +63,38 @@ def test_larger_batches_reach_no_more_often_than_the_running_one(cifar_models) -
                     epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
     p_model = np.asarray(cifar_models.predict_epochs(BATCHES.astype(float), TARGET).p_reach, float)
     assert np.all(o.p_reach[BATCHES > 512] <= o.forecast.p_reach + 1e-12)
-    assert np.allclose(o.p_reach[BATCHES < 512], p_model[BATCHES < 512])
+    # A smaller batch lies between the model's chance and the job's.
+    lo = np.minimum(p_model, o.forecast.p_reach)[BATCHES < 512]
+    hi = np.maximum(p_model, o.forecast.p_reach)[BATCHES < 512]
+    assert np.all((o.p_reach[BATCHES < 512] >= lo - 1e-12) & (o.p_reach[BATCHES < 512] <= hi + 1e-12))
+
+
+def test_the_same_batch_on_other_hardware_shares_the_jobs_belief(cifar_models) -> None:
+    ep, mt = _model_curve(1.6, 90.0)
+    gb = np.array([256, 384, 384, 1024])
+    running = np.array([False, True, False, False])  # the same global batch on other hardware: row 2
+    o = job_outlook(cifar_models, global_batch=gb, target=TARGET, goal="max", running=running,
+                    epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    for v in (o.epochs, o.log_sigma, o.p_reach, o.done_epochs):
+        assert v[2] == v[1]
+    assert o.done_epochs[2] == ep[-1] and o.epochs[2] == pytest.approx(o.forecast.epochs_if_reached)
+
+
+@pytest.mark.parametrize("p_model", [0.05, 0.5, 0.99])
+@pytest.mark.parametrize("p_job", [0.1, 0.6, 0.97])
+def test_carry_reach_moves_from_the_model_to_the_job_as_the_carry_grows(p_model: float, p_job: float) -> None:
+    c = np.linspace(0.0, 1.0, 11)
+    p = carry_reach(np.full(c.shape, p_model), p_running=p_job, carry=c, larger=np.zeros(c.shape, bool))
+    assert p[0] == pytest.approx(p_model) and p[-1] == pytest.approx(p_job)
+    step = np.diff(p) * np.sign(p_job - p_model)
+    assert np.all(step >= -1e-12)  # monotone from one to the other
+    larger = carry_reach(np.full(c.shape, p_model), p_running=p_job, carry=c, larger=np.ones(c.shape, bool))
+    assert np.allclose(larger, min(p_model, p_job))
+
+
+def test_carry_reach_keeps_the_models_certainty_where_nothing_carries() -> None:
+    p = carry_reach(np.array([0.0, 1.0]), p_running=0.3, carry=np.zeros(2), larger=np.zeros(2, bool))
+    assert list(p) == [0.0, 1.0]
 
 
 def test_without_a_level_a_switch_resumes_at_the_same_share_of_the_work(cifar_models) -> None:
