@@ -252,24 +252,27 @@ def _decide_by_success(
     # Hysteresis on the probability itself (a Schmitt trigger): a configuration is kept
     # while it holds q, but one is entered only with a margin above it, so a switch does
     # not land on a chance that the next checkpoint's noise takes below q again.
-    firm = [o for o in ok if _p(o) >= entry_threshold(confidence, p_margin)]
+    enter = entry_threshold(confidence, p_margin)
+    firm = [o for o in ok if _p(o) >= enter]
     stay_ok = stay is not None and feasible(stay)
     if stay_ok or firm:
         ok = firm
     best = min(ok, key=key) if ok else None
     q = f"P(success) {confidence:g}"
+    q_in = f"P(success) {enter:g}"
     if stay_ok:
         gain = None if best is None else key(stay) - key(best)
         whole = key(stay) + (max(spent, 0.0) if objective == "cost" else 0.0)
         if best is not None and gain > margin * whole:
             return ReplanDecision(
-                "switch", f"an alternative that keeps {q} saves {gain / whole:.1%} of the job's {objective} after its "
-                f"restart, more than the {margin:.0%} margin", best, None, changes_between(stay, best), gain, True,
+                "switch", f"an alternative with {q_in} (the entry threshold) saves {gain / whole:.1%} of the job's "
+                f"{objective} after its restart, more than the {margin:.0%} margin", best, None,
+                changes_between(stay, best), gain, True,
             )
         pct = 0.0 if gain is None or whole <= 0 else gain / whole
-        why = f"no alternative keeps {q}" if best is None else (
-            f"the best alternative that keeps {q} would save only {pct:.1%} of the job's {objective}" if pct > 0
-            else f"the best alternative that keeps {q} would cost {-pct:.1%} of the job's {objective} more, risk counted"
+        why = f"no alternative reaches the entry threshold {q_in}" if best is None else (
+            f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}" if pct > 0
+            else f"the best alternative with {q_in} would cost {-pct:.1%} of the job's {objective} more, risk counted"
         )
         return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
     if best is not None:

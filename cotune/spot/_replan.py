@@ -31,13 +31,15 @@ remaining deadline, and the decision is :func:`cotune.solver.decide_replan` in i
 probability form (the rule the closed-loop benchmark replays):
 
 * staying keeps ``P(success) ≥ q`` (``confidence``, 0.5 without one): stay, unless the
-  best alternative that keeps it is cheaper by more than ``margin`` of the whole job's
-  cost (money spent plus the remaining) — a job nearly done does not restart to save a
-  few percent of its last minutes;
+  best alternative at the entry threshold (``min(q + 0.05, (1 + q)/2)``,
+  :func:`cotune.solver.entry_threshold`) is cheaper by more than ``margin`` of the whole
+  job's cost (money spent plus the remaining) — a job nearly done does not restart to
+  save a few percent of its last minutes, nor for a chance just above ``q``;
 * alternatives are compared by risk-adjusted cost ``cost + (1 − P(success)) · L``, ``L``
   what a miss wastes (the money spent plus staying's remaining cost): a sure finish is
   not traded for a cheaper gamble;
-* staying falls below ``q``: switch to the best alternative that keeps it.
+* staying falls below ``q``: switch to the best alternative at the entry threshold (the
+  best that keeps ``q`` when none is).
 
 Models are fitted on every step record (the job's step windows included) but only on
 offline curves.
