@@ -191,6 +191,8 @@ def carry_reach(p_model: np.ndarray, *, p_running: float, carry: np.ndarray, lar
     the running one only because it has not been tried: measured in the closed-loop
     replay, that optimism made restarts near the deadline that missed it.
     """
+    if not math.isfinite(p_running):  # the job's forecast says nothing about reaching: the model's
+        return np.asarray(p_model, float).copy()
     lo = 1e-9
     pm = np.clip(np.nan_to_num(np.asarray(p_model, float), nan=0.0), lo, 1.0 - lo)
     p0 = min(max(float(p_running), lo), 1.0 - lo)

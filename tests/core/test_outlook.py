@@ -97,6 +97,11 @@ def test_carry_reach_keeps_the_models_certainty_where_nothing_carries() -> None:
     assert list(p) == [0.0, 1.0]
 
 
+def test_carry_reach_without_the_jobs_chance_is_the_models() -> None:
+    p = carry_reach(np.array([0.2, 0.9]), p_running=math.nan, carry=np.ones(2), larger=np.array([False, True]))
+    assert list(p) == [0.2, 0.9]
+
+
 def test_without_a_level_a_switch_resumes_at_the_same_share_of_the_work(cifar_models) -> None:
     o = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=np.zeros(4, bool),
                     running_batch=512.0, epochs_done=10.0)
