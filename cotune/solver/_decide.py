@@ -215,6 +215,10 @@ def entry_threshold(confidence: float, p_margin: float) -> float:
     """The chance an option needs to be *switched to* under the probability rule:
     ``min(q + p_margin, (1 + q)/2)`` — above the ``q`` it needs to be *kept*, and below 1
     whatever the margin."""
+    if not (0.0 < confidence < 1.0):
+        raise InputError(f"confidence must be in (0, 1), e.g. 0.9; got {confidence!r}")
+    if not (0.0 <= p_margin < 1.0):
+        raise InputError(f"p_margin must be in [0, 1), e.g. 0.05; got {p_margin!r}")
     return min(confidence + p_margin, (1.0 + confidence) / 2.0)
 
 

@@ -153,6 +153,27 @@ def test_entry_threshold_lies_between_the_confidence_and_one(q: float, m: float)
     assert q <= t < 1.0 and (t == pytest.approx(q + m) or t == pytest.approx((1 + q) / 2))
 
 
+@given(
+    p_stay=st.floats(0.0, 1.0),
+    alts=st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.1, 50.0)), min_size=1, max_size=6),
+    q=st.sampled_from([0.5, 0.8, 0.9]),
+)
+def test_by_success_never_switches_onto_a_chance_below_the_entry_threshold_while_one_above_exists(p_stay, alts, q):
+    options = [_p(p, cost=c, workers=8 + k) for k, (p, c) in enumerate(alts)]
+    d = decide_replan(stay=_p(p_stay), alternatives=options, remaining_s=2000, confidence=q, p_margin=0.05)
+    enter = entry_threshold(q, 0.05)
+    if d.decision == "switch":
+        assert d.chosen.p_success >= q
+        if d.stay_feasible or any(o.p_success >= enter for o in options):
+            assert d.chosen.p_success >= enter
+
+
+@pytest.mark.parametrize("q, m", [(0.0, 0.05), (1.0, 0.05), (0.5, -0.1), (0.5, 1.0), (float("nan"), 0.05)])
+def test_entry_threshold_rejects_values_outside_its_ranges(q: float, m: float) -> None:
+    with pytest.raises(InputError):
+        entry_threshold(q, m)
+
+
 def test_by_success_needs_a_probability_on_every_option():
     with pytest.raises(InputError, match="p_success"):
         decide_replan(stay=STAY, alternatives=[], remaining_s=2000, confidence=0.5)
