@@ -263,7 +263,7 @@ def _decide_by_success(
         ok = firm
     best = min(ok, key=key) if ok else None
     q = f"P(success) {confidence:g}"
-    q_in = f"P(success) {enter:g}"
+    q_in = f"P(success) ≥ {enter:g}"
     if stay_ok:
         gain = None if best is None else key(stay) - key(best)
         whole = key(stay) + (max(spent, 0.0) if objective == "cost" else 0.0)
@@ -274,7 +274,7 @@ def _decide_by_success(
                 changes_between(stay, best), gain, True,
             )
         pct = 0.0 if gain is None or whole <= 0 else gain / whole
-        why = f"no alternative reaches the entry threshold {q_in}" if best is None else (
+        why = f"no alternative has {q_in} (the entry threshold)" if best is None else (
             f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}" if pct > 0
             else f"the best alternative with {q_in} would cost {-pct:.1%} of the job's {objective} more, risk counted"
         )
