@@ -197,11 +197,11 @@ def carry_reach(p_model: np.ndarray, *, p_running: float, carry: np.ndarray, lar
     pm = np.clip(np.nan_to_num(np.asarray(p_model, float), nan=0.0), lo, 1.0 - lo)
     p0 = min(max(float(p_running), lo), 1.0 - lo)
     c = np.clip(np.asarray(carry, float), 0.0, 1.0)
-    logit = (1.0 - c) * np.log(pm / (1.0 - pm)) + c * math.log(p0 / (1.0 - p0))
-    blended = 1.0 / (1.0 + np.exp(-logit))
-    out = np.where(np.asarray(larger, bool), np.minimum(p_model, p_running), blended)
+    big = np.asarray(larger, bool)
+    blended = 1.0 / (1.0 + np.exp(-((1.0 - c) * np.log(pm / (1.0 - pm)) + c * math.log(p0 / (1.0 - p0)))))
+    out = np.where(big, np.minimum(p_model, p_running), blended)
     # The model's exact 0 and 1 stay exact where nothing is carried.
-    return np.where(c > 0.0, out, np.where(np.asarray(larger, bool), out, p_model))
+    return np.where(big | (c > 0.0), out, p_model)
 
 
 def carry_for(
