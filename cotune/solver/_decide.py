@@ -276,7 +276,7 @@ def _decide_by_success(
         pct = 0.0 if gain is None or whole <= 0 else gain / whole
         why = f"no alternative has {q_in} (the entry threshold)" if best is None else (
             f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}" if pct > 0
-            else f"the best alternative with {q_in} would cost {-pct:.1%} of the job's {objective} more, risk counted"
+            else f"the best alternative with {q_in} would add {-pct:.1%} to the job's {objective}, risk counted"
         )
         return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
     if best is not None:

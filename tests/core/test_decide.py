@@ -97,6 +97,12 @@ def test_by_success_stays_while_the_job_keeps_the_confidence():
     assert d.decision == "stay"
 
 
+def test_by_success_a_stay_against_a_dearer_alternative_says_how_much_it_would_add():
+    d = decide_replan(stay=_p(0.9), alternatives=[_p(0.95, cost=12.0, workers=8)], remaining_s=2000, confidence=0.5)
+    assert d.decision == "stay" and d.gain == pytest.approx(-2.0)
+    assert "would add 20.0% to the job's cost" in d.reason
+
+
 def test_by_success_switches_when_the_job_falls_below_the_confidence():
     alt = _p(0.8, cost=14.0, workers=8)
     d = decide_replan(stay=_p(0.3), alternatives=[alt], remaining_s=2000, confidence=0.5)
