@@ -29,7 +29,8 @@ Uncertainty, in log space, has five parts (and a sixth with few probes)::
   probe already crossed hosts).
   ``κ_t`` is the profile's own: fit on the smaller half of the probed worker counts,
   predict the larger, and ``κ_own`` is the smallest growth at which the 90 % interval
-  ``z₀.₉₅ · √(σ_cv² + κ² d²)`` covers 90 % of those errors (:func:`growth_for_coverage`);
+  ``z₀.₉₅ · √(σ_cv² + κ² max(d, 1)²)`` covers 90 % of those errors (:func:`growth_for_coverage`;
+  an error less than a doubling past the half's box counts as one doubling away);
   pooled with the prior ``KAPPA_STEP`` (two pseudo-observations) measured the same way
   on the Pollux traces, from fits on ≤ 2 and ≤ 4 workers (``python -m
   benchmarks.accuracy_priors`` prints it, and its value with each workload left out).
@@ -311,7 +312,12 @@ class StepTimeModel(EstimatorContract):
                 # A crossing of hosts the half never probed has its own spread (κ_h), on top.
                 base = np.sqrt(self.cv_sigma_**2 + (self.kappa_hosts * m._unprobed_crossing(points[~train, 1])) ** 2)
                 ok = d > 0
-                own = list(zip(np.abs(mean_log[~train][ok] - pred[ok]), base[ok], d[ok]))
+                # An error a fraction of a doubling past the half's box is mostly the fit's
+                # local error, not growth: divided by that fraction it would become a steep
+                # growth that multiplies every far extrapolation (one noisy probe at 6 workers,
+                # 0.35 off at 0.26 doublings, made σ 2.7 at 64 workers where the error was
+                # 0.48). Each error counts as at least one doubling away.
+                own = list(zip(np.abs(mean_log[~train][ok] - pred[ok]), base[ok], np.maximum(d[ok], 1.0)))
         if own:
             e, base, d = (np.array(v) for v in zip(*own))
             kappa_own = growth_for_coverage(e, base, d, level=self.interval)
