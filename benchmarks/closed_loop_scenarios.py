@@ -79,7 +79,8 @@ def summary_line(policy: str, runs: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks._registry import POLICIES, TRACES, load
+    from benchmarks._common import workload_names
+    from benchmarks._registry import POLICIES, load
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.closed_loop_scenarios", description=__doc__.split("\n")[0])
     ap.add_argument("policies", help="comma-separated closed-loop policies, each optionally @BUDGET")
@@ -95,10 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             known = ", ".join(sorted(k for k, v in POLICIES.items() if v.closed_loop))
             print(f"error: {p!r} is not a closed-loop policy; choose from {known}", file=sys.stderr)
             return 2
-    names = args.workloads.split(",") if args.workloads else list(TRACES)
-    unknown = [n for n in names if n not in TRACES]
-    if unknown:
-        print(f"error: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(TRACES)}", file=sys.stderr)
+    names = workload_names(args.workloads)
+    if names is None:
         return 2
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:
         runs = [r for chunk in ex.map(run_workload, names, [policies] * len(names)) for r in chunk]

@@ -58,7 +58,8 @@ def summary(rows: list[dict], confidence: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks._registry import POLICIES, SETTINGS, TRACES, load
+    from benchmarks._common import workload_names
+    from benchmarks._registry import POLICIES, SETTINGS, load
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.no_plan", description=__doc__.split("\n")[0])
     ap.add_argument("--policy", default="cotune_q90", help="an open-loop policy with a confidence (default cotune_q90)")
@@ -76,11 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(k for k, v in SETTINGS.items() if not v.closed_loop)
         print(f"error: unknown setting {args.setting!r}; choose from {known}", file=sys.stderr)
         return 2
-    names = tuple(args.workloads.split(",")) if args.workloads else None
-    unknown = [n for n in names or () if n not in TRACES]
-    if unknown:
-        print(f"error: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(TRACES)}", file=sys.stderr)
+    listed = workload_names(args.workloads)
+    if listed is None:
         return 2
+    names = tuple(listed) if args.workloads else None
     rows = no_plan_rows(args.policy, args.setting, args.budget, names)
     for r in rows:
         print(f"{r['scenario']:40s} best P(success) {r['p_success']:.3f} = P(reach) {r['p_reach']:.3f} "

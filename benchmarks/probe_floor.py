@@ -17,9 +17,7 @@ Nothing is fitted: the shares come from the replay's measured step times and pri
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections import defaultdict
 
 import numpy as np
@@ -61,16 +59,10 @@ def summary(rows: list[dict], aim: float = AIM) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks._registry import TRACES, load
+    from benchmarks._common import workloads_only_cli
 
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.probe_floor", description=__doc__.split("\n")[0])
-    ap.add_argument("--workloads", help="comma-separated workloads (default: every trace)")
-    args = ap.parse_args(argv)
-    load()
-    names = args.workloads.split(",") if args.workloads else list(TRACES)
-    unknown = [n for n in names if n not in TRACES]
-    if unknown:
-        print(f"error: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(TRACES)}", file=sys.stderr)
+    names = workloads_only_cli(argv, prog="python -m benchmarks.probe_floor", description=__doc__.split("\n")[0])
+    if names is None:
         return 2
     rows = [r for n in names for r in floor_rows(n)]
     by: dict[str, list[dict]] = defaultdict(list)

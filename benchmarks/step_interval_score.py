@@ -19,8 +19,6 @@ Each workload weighs one in the overall means::
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections import defaultdict
 
 import numpy as np
@@ -72,16 +70,10 @@ def score_rows(workload: str, budget: int = 16) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks._registry import TRACES, load
+    from benchmarks._common import workloads_only_cli
 
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.step_interval_score", description=__doc__.split("\n")[0])
-    ap.add_argument("--workloads", help="comma-separated workloads (default: every trace)")
-    args = ap.parse_args(argv)
-    load()
-    names = args.workloads.split(",") if args.workloads else list(TRACES)
-    unknown = [n for n in names if n not in TRACES]
-    if unknown:
-        print(f"error: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(TRACES)}", file=sys.stderr)
+    names = workloads_only_cli(argv, prog="python -m benchmarks.step_interval_score", description=__doc__.split("\n")[0])
+    if names is None:
         return 2
     by: dict[str, list[dict]] = defaultdict(list)
     for n in names:
