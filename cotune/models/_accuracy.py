@@ -111,7 +111,7 @@ KAPPA_INSIDE = 0.039
 # KAPPA_BEYOND at the target's level along the anchor's curve, f = (t − first) /
 # (best − first), calibrated per level on the same samples (90 % coverage in each bin,
 # made non-increasing in f), linear between the nodes and flat beyond them.
-KAPPA_BEYOND_SHAPE = ((0.5, 1.096), (0.6, 1.096), (0.7, 1.006), (0.8, 0.889), (0.9, 0.694), (1.0, 0.641))
+KAPPA_BEYOND_SHAPE = ((0.5, 1.097), (0.6, 1.097), (0.7, 1.006), (0.8, 0.889), (0.9, 0.640), (1.0, 0.638))
 # σ of a rerun's log epochs-to-target about the law fitted through the measured batches
 # (one run per batch, outliers set aside): the median over the Pollux workloads of each
 # one's median over six target levels, fitted on all its batches with no prior. Between
