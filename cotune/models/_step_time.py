@@ -31,9 +31,10 @@ Uncertainty, in log space, has five parts (and a sixth with few probes)::
   predict the larger, and ``κ_own`` is the smallest growth at which the 90 % interval
   ``z₀.₉₅ · √(σ_cv² + κ² max(d, 1)²)`` covers 90 % of those errors (:func:`growth_for_coverage`;
   an error less than a doubling past the half's box counts as one doubling away);
-  pooled with the prior ``KAPPA_STEP`` (two pseudo-observations) measured the same way
-  on the Pollux traces, from fits on ≤ 2 and ≤ 4 workers (``python -m
-  benchmarks.accuracy_priors`` prints it, and its value with each workload left out).
+  pooled with the prior ``KAPPA_STEP`` (two pseudo-observations) first measured the same
+  way on the Pollux traces, from fits on ≤ 2 and ≤ 4 workers (``python -m
+  benchmarks.accuracy_priors`` prints today's value, 0.050, and its value with each
+  workload left out; why 0.069 is kept is beside the constant).
 * ``κ_h · x`` — ``x = 1`` for a configuration on several hosts when *every* probe ran on
   one host. The inter-host terms are then Pollux's prior (1.1 × the intra-host ones),
   never measured, and the truth on public clusters ranges from 0.7× to 1.7× of that
