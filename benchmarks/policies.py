@@ -52,6 +52,7 @@ __all__ = [
     "farthest_points",
     "available_policies",
     "subset",
+    "unprobed_step_predictions",
     "visible_epochs",
     "coverage_counts",
     "choose",
@@ -268,6 +269,17 @@ def choose(est, *, deadline_s: float | None, confidence: float | None, limit: in
     return est, ok, order[:limit]
 
 
+def unprobed_step_predictions(scn: Scenario, models: FittedModels, probed: tuple[int, ...]):
+    """``(prediction, true step time)`` per probed GPU type, over its unprobed candidates."""
+    c = scn.candidates
+    for gpu in models.time_models:
+        gi = c.gpus.index(gpu)
+        idx = np.flatnonzero((c.gpu == gi) & ~np.isin(np.arange(len(c)), probed))
+        if idx.size:
+            yield (models.predict_step(gpu, c.workers[idx].astype(float), c.hosts[idx].astype(float),
+                                       c.local_batch[idx].astype(float)), scn.oracle.step_time_s[idx])
+
+
 def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, probed: tuple[int, ...]) -> tuple[int, int, int, int]:
     """(step hits, step n, epochs hits, epochs n) of the models' central intervals against the truth.
 
@@ -276,17 +288,10 @@ def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, pro
     the scenario's target from its full curve in ``[lower, upper]`` (an unreached
     target is covered by an unbounded upper end).
     """
-    c = scn.candidates
     step_hits = step_n = 0
-    for gpu in models.time_models:
-        gi = c.gpus.index(gpu)
-        idx = np.flatnonzero((c.gpu == gi) & ~np.isin(np.arange(len(c)), probed))
-        if idx.size == 0:
-            continue
-        pred = models.predict_step(gpu, c.workers[idx].astype(float), c.hosts[idx].astype(float), c.local_batch[idx].astype(float))
-        true = scn.oracle.step_time_s[idx]
+    for pred, true in unprobed_step_predictions(scn, models, probed):
         step_hits += int(np.sum((pred.lower_s <= true) & (true <= pred.upper_s)))
-        step_n += int(idx.size)
+        step_n += int(true.size)
     w = scn.workload
     held = np.array(evidence.held_out, float)
     e_hits = e_n = 0

@@ -30,14 +30,14 @@ AIM = 0.05  # the closed-loop aim: median regret ≤ 5 % with every cost counted
 def floor_rows(workload: str) -> list[dict]:
     """One row per scenario of ``workload``: the oracle's cost and the cheapest probe's, and
     the probe at the oracle's configuration, as shares of the oracle's cost."""
-    from benchmarks.replay import PROBE_SETUP_S, PROBE_STEPS
+    from benchmarks.replay import probe_price
     from benchmarks.scenarios import scenarios, workloads
 
     rows = []
     for scn in scenarios(workloads(names=(workload,))):
         o = scn.oracle
         c = o.candidates
-        probe = c.workers * o.price_per_hour * (PROBE_SETUP_S + PROBE_STEPS * o.step_time_s) / 3600.0
+        probe = probe_price(c.workers, o.price_per_hour, o.step_time_s)
         sol = o.solve(scn.target, scn.deadline_s)
         if sol.index is None or not sol.cost > 0:
             continue

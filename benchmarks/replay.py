@@ -42,6 +42,7 @@ from cotune.solver import DEFAULT_PROBE_SETUP_S, DEFAULT_PROBE_STEPS, Candidates
 __all__ = [
     "PROBE_SETUP_S",
     "PROBE_STEPS",
+    "probe_price",
     "curve_epochs_to_target",
     "curve_epochs_to_targets",
     "epochs_at",
@@ -57,6 +58,11 @@ __all__ = [
 # A replayed probe costs what cotune prices one at (cotune.solver.DEFAULT_PROBE_SETUP_S / _STEPS).
 PROBE_SETUP_S = DEFAULT_PROBE_SETUP_S  # container start, torchrun rendezvous, data loader and CUDA warm-up
 PROBE_STEPS = DEFAULT_PROBE_STEPS  # 10 warm-up + 40 timed steps
+
+
+def probe_price(workers, price_per_hour, step_time_s, *, setup_s: float = PROBE_SETUP_S, probe_steps: int = PROBE_STEPS):
+    """USD of a probe (arrays or scalars): ``setup_s`` plus ``probe_steps`` steps on every worker."""
+    return workers * price_per_hour * (setup_s + probe_steps * step_time_s) / 3600.0
 
 
 def _best_so_far(curve: Curve, goal: str) -> tuple[np.ndarray, np.ndarray]:
@@ -290,9 +296,9 @@ class ReplayLauncher:
         step = float(self.oracle.step_time_s[index])
         if index in self.probed:
             return step
-        duration = self.setup_s + self.probe_steps * step
-        self.probe_cost += float(self.oracle.candidates.workers[index] * self.oracle.price_per_hour[index] * duration / 3600)
-        self.probe_time_s += duration
+        self.probe_cost += float(probe_price(self.oracle.candidates.workers[index], self.oracle.price_per_hour[index], step,
+                                             setup_s=self.setup_s, probe_steps=self.probe_steps))
+        self.probe_time_s += self.setup_s + self.probe_steps * step
         self.probed.append(int(index))
         return step
 

@@ -42,7 +42,7 @@ def log_score(y: np.ndarray, mean: np.ndarray, sigma: np.ndarray) -> np.ndarray:
 
 def score_rows(workload: str, budget: int = 16) -> list[dict]:
     """One row per unprobed candidate of each distinct probe set cotune buys for ``workload``."""
-    from benchmarks.policies import library_models, run_policy
+    from benchmarks.policies import library_models, run_policy, unprobed_step_predictions
     from benchmarks.scenarios import scenarios, workloads
 
     rows: list[dict] = []
@@ -53,14 +53,8 @@ def score_rows(workload: str, budget: int = 16) -> list[dict]:
             continue
         seen.add(plan.probed)
         models = library_models(scn, scn.evidence("one-curve"), plan.probed)
-        c = scn.candidates
-        for gpu in models.time_models:
-            gi = c.gpus.index(gpu)
-            idx = np.flatnonzero((c.gpu == gi) & ~np.isin(np.arange(len(c)), plan.probed))
-            if idx.size == 0:
-                continue
-            p = models.predict_step(gpu, c.workers[idx].astype(float), c.hosts[idx].astype(float), c.local_batch[idx].astype(float))
-            y = np.log(scn.oracle.step_time_s[idx])
+        for p, true in unprobed_step_predictions(scn, models, plan.probed):
+            y = np.log(true)
             lo, hi = np.log(p.lower_s), np.log(p.upper_s)
             wink = interval_score(y, lo, hi)
             ls = log_score(y, np.log(p.step_time_s), np.asarray(p.log_sigma, float))

@@ -35,7 +35,7 @@ from benchmarks.policies import (
     seed_design,
     subset,
 )
-from benchmarks.replay import PROBE_SETUP_S, PROBE_STEPS, price_matrix
+from benchmarks.replay import price_matrix, probe_price
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, evals_of, noise_of
 from cotune.models import fit_models
@@ -109,9 +109,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
             profile = _profile(launcher, extra_evals, extra_noise)
             _, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
             probed = np.isin(usable, launcher.probed)
-            step_price = (
-                c.workers[usable] * scn.oracle.price_per_hour[usable] / 3600.0 * (PROBE_SETUP_S + PROBE_STEPS * est.step_time_s)
-            )
+            step_price = probe_price(c.workers[usable], scn.oracle.price_per_hour[usable], est.step_time_s)
             shorts = []
             for b in held:
                 if b in ran:
