@@ -161,7 +161,11 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
         f"Accuracy model: {a.n_eval} eval records, {a.n_runs} runs ({a.n_diverged} with a diverged evaluation), "
         f"epochs {a.epochs_range[0]:.3g}–{a.epochs_range[1]:.3g}, residual σ {a.residual_sigma:.3g}"
     )
-    out.append(f"Leave-one-batch-out epochs to the reference target {a.reference_target:.4g} (interpolated batches only):")
+    from cotune.models._validate import MAX_HELD_OUT_BATCHES
+
+    spread = (f"; {MAX_HELD_OUT_BATCHES} of the {len(a.batches)} batches held out, evenly spread"
+              if len(a.batches) > MAX_HELD_OUT_BATCHES else "")
+    out.append(f"Leave-one-batch-out epochs to the reference target {a.reference_target:.4g} (interpolated batches only{spread}):")
     rows = [
         [str(b), f"{m:.1f}" if math.isfinite(m) else "—", "—" if p is None else f"{p:.1f}",
          "—" if p is None or not math.isfinite(m) else f"{abs(p / m - 1):.1%}"]

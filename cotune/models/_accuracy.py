@@ -215,17 +215,29 @@ class BatchEvidence:
 def runs_from_evals(global_batch: np.ndarray, epoch: np.ndarray, score: np.ndarray, seed: np.ndarray) -> list[Run]:
     """Best-so-far curves, one per (global batch, seed), in score space."""
     runs = []
-    keep = epoch > 0
-    for run_b, run_s in sorted(set(zip(global_batch[keep].tolist(), seed[keep].tolist()))):
-        sel = keep & (global_batch == run_b) & (seed == run_s)
-        order = np.argsort(epoch[sel], kind="stable")
-        e, s = epoch[sel][order], score[sel][order]
+    keep = np.flatnonzero(epoch > 0)
+    # One sort by (batch, seed, epoch), then contiguous slices: linear in the records
+    # whatever the number of runs (a profile may pool thousands).
+    order = keep[np.lexsort((epoch[keep], seed[keep], global_batch[keep]))]
+    b_sorted, s_sorted = global_batch[order], seed[order]
+    cut = np.flatnonzero((np.diff(b_sorted) != 0) | (np.diff(s_sorted) != 0)) + 1
+    for sel in np.split(order, cut) if order.size else []:
+        e, s = epoch[sel], score[sel]
         diverged = not bool(np.all(np.isfinite(s)))
         best = np.maximum.accumulate(np.where(np.isfinite(s), s, -np.inf))
         ok = np.isfinite(best)
         if np.any(ok):
-            runs.append(Run(float(run_b), int(run_s), e[ok], best[ok], diverged))
+            runs.append(Run(float(global_batch[sel[0]]), int(seed[sel[0]]), e[ok], best[ok], diverged))
     return runs
+
+
+def runs_by_batch(runs: list[Run]) -> tuple[np.ndarray, list[list[Run]]]:
+    """The sorted distinct batches and, for each, its runs (one pass over ``runs``)."""
+    groups: dict[float, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(r.global_batch, []).append(r)
+    batches = sorted(groups)
+    return np.array(batches), [groups[b] for b in batches]
 
 
 def crossing_epoch(epochs: np.ndarray, best: np.ndarray, threshold: float) -> float:
@@ -271,7 +283,7 @@ def _slope_log_epochs(run: Run, at: float) -> float:
 # -- step 2: evidence per batch -------------------------------------------------------------
 def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plateau_floor: float) -> BatchEvidence:
     """Epochs to ``threshold`` and the chance of reaching it, at every measured batch."""
-    batches = np.array(sorted({r.global_batch for r in runs}))
+    batches, grouped = runs_by_batch(runs)
     n = len(batches)
     epochs = np.full(n, np.nan)
     sigma = np.full(n, np.nan)
@@ -281,8 +293,7 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     n_reached = np.zeros(n, int)
     horizon = np.zeros(n)
     margin = np.zeros(n)
-    for i, b in enumerate(batches):
-        rs = [r for r in runs if r.global_batch == b]
+    for i, rs in enumerate(grouped):
         cross = np.array([crossing_epoch(r.epochs, r.best, threshold) for r in rs])
         reached = np.isfinite(cross)
         last = np.array([float(r.epochs[-1]) for r in rs])
@@ -551,14 +562,12 @@ class AccuracyModel(EstimatorContract):
             raise ModelError("no run has a finite metric: every learning curve diverged")
         self.runs_ = runs
         self.n_runs_ = len(runs)
-        groups = set(zip(global_batch[keep].tolist(), seed[keep].tolist()))
-        self.n_diverged_ = sum(
-            not np.all(np.isfinite(score[keep & (global_batch == b) & (seed == s)])) for b, s in groups
-        )
-        self.batches_ = np.array(sorted({r.global_batch for r in runs}))
-        self.max_epochs_ = np.array([max(float(r.epochs[-1]) for r in runs if r.global_batch == b) for b in self.batches_])
-        self.curve_start_ = np.array([np.median([r.best[0] for r in runs if r.global_batch == b]) for b in self.batches_])
-        self.curve_plateau_ = np.array([np.median([r.best[-1] for r in runs if r.global_batch == b]) for b in self.batches_])
+        _, group = np.unique(np.column_stack([global_batch[keep], seed[keep]]), axis=0, return_inverse=True)
+        self.n_diverged_ = int(np.count_nonzero(np.bincount(group.ravel(), weights=~np.isfinite(score[keep]))))
+        self.batches_, self._by_batch = runs_by_batch(runs)
+        self.max_epochs_ = np.array([max(float(r.epochs[-1]) for r in rs) for rs in self._by_batch])
+        self.curve_start_ = np.array([np.median([r.best[0] for r in rs]) for rs in self._by_batch])
+        self.curve_plateau_ = np.array([np.median([r.best[-1] for r in rs]) for rs in self._by_batch])
         self.eval_noise_ = _eval_noise(global_batch, epoch, score, seed)
         rises = [float(r.best[-1] - r.best[0]) for r in runs]
         self.metric_range_ = max(float(np.median(rises)), 1e-12)
@@ -578,9 +587,9 @@ class AccuracyModel(EstimatorContract):
         hi = max(float(r.epochs[-1]) for r in self.runs_)
         grid = np.geomspace(lo, hi, self.grid_size) if hi > lo else np.array([lo])
         surface = np.full((len(self.batches_), grid.size), np.nan)
-        for i, b in enumerate(self.batches_):
+        for i, runs in enumerate(self._by_batch):
             rows = []
-            for r in (r for r in self.runs_ if r.global_batch == b):
+            for r in runs:
                 row = np.full(grid.shape, np.nan)
                 inside = (grid >= r.epochs[0] - 1e-9) & (grid <= r.epochs[-1] + 1e-9)
                 row[inside] = np.interp(grid[inside], r.epochs, r.best)
@@ -607,8 +616,8 @@ class AccuracyModel(EstimatorContract):
 
     def _fit_law_ladder(self) -> None:
         """``B_noise`` of the law at a ladder of score levels, fitted once here."""
-        finals = np.array([max(float(r.best[-1]) for r in self.runs_ if r.global_batch == b) for b in self.batches_])
-        firsts = np.array([min(float(r.best[0]) for r in self.runs_ if r.global_batch == b) for b in self.batches_])
+        finals = np.array([max(float(r.best[-1]) for r in rs) for rs in self._by_batch])
+        firsts = np.array([min(float(r.best[0]) for r in rs) for rs in self._by_batch])
         levels, log_bn = [], []
         if len(self.batches_) >= 3:
             top = float(np.sort(finals)[-3])  # the highest level three batches reach
@@ -667,7 +676,8 @@ class AccuracyModel(EstimatorContract):
                                  / float(self._shape_at(level, np.array([b[near]]))[0]))
         long_b = [b for b, h in zip(self.batches_, self.max_epochs_) if h >= 0.5 * float(self.max_epochs_.max())]
         if len(long_b) >= 2:
-            fin = {b: float(np.median([r.best[-1] for r in self.runs_ if r.global_batch == b])) for b in long_b}
+            plateau = dict(zip(self.batches_.tolist(), self.curve_plateau_.tolist()))
+            fin = {b: float(plateau[float(b)]) for b in long_b}
             bs = sorted(fin)
             for a, c in zip(bs[:-1], bs[1:]):
                 walk.append(abs(fin[c] - fin[a]) / self.metric_range_ / math.log2(c / a))

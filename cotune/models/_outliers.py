@@ -162,6 +162,11 @@ def find_step_outliers(
 
 SPIKE_Z = 10.0
 _METRIC_IQR_FENCE = 20.0
+# A pessimistic value beyond the fence is an outlier only when a gap this many times the
+# distance from its neighbour to the median separates it from the rest: a learning curve's
+# own start (a loss falling from 7 to a long plateau near 1) is a chain of steps each
+# smaller than the way still to go; a unit error (-1e6 for an accuracy) is one leap.
+_PESSIMISTIC_GAP = 100.0
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,26 @@ class EvalOutliers:
     @property
     def count(self) -> int:
         return int(np.count_nonzero(self.mask))
+
+
+def _pessimistic_leap(m: np.ndarray, finite: np.ndarray, direction: float, fence: float, iqr: float) -> np.ndarray:
+    """Values beyond ``fence`` on the pessimistic side (``direction`` −1: low, +1: high) cut off
+    from the rest by a leap: sorted from the median outwards, the first step larger than
+    ``_PESSIMISTIC_GAP`` × the distance already covered (at least the IQR) and everything past it."""
+    out = np.zeros(m.shape, dtype=bool)
+    vals = direction * m[finite]  # larger = more pessimistic
+    med = float(np.median(vals))
+    tail = np.sort(vals[vals > med])
+    if tail.size == 0 or direction * fence >= tail[-1]:
+        return out
+    inner = np.concatenate([[med], tail[:-1]])
+    leap = (tail - inner) > _PESSIMISTIC_GAP * np.maximum(inner - med, iqr)
+    leap &= tail > direction * fence
+    if not leap.any():
+        return out
+    cut = tail[int(np.argmax(leap))]  # the first leap: it and every value beyond it
+    out[finite] = vals >= cut
+    return out
 
 
 def find_eval_outliers(
@@ -215,7 +240,10 @@ def find_eval_outliers(
         q1, q3 = np.percentile(vals, [25, 75])
         iqr = max(q3 - q1, 1e-12 * max(1.0, abs(q3)))
         lo, hi = q1 - _METRIC_IQR_FENCE * iqr, q3 + _METRIC_IQR_FENCE * iqr
-        outside = finite & ((m < lo) | (m > hi))
+        # The optimistic side (what could make a batch look able to reach the target) by the
+        # fence alone; the pessimistic side only across a leap (see _PESSIMISTIC_GAP).
+        optimistic = (m > hi) if sign > 0 else (m < lo)
+        outside = finite & (optimistic | _pessimistic_leap(m, finite, -sign, lo if sign > 0 else hi, iqr))
         inside = m[finite & ~outside]
         for i in np.flatnonzero(outside):
             score[i] = max(score[i], abs(m[i] - np.clip(m[i], lo, hi)) / iqr)

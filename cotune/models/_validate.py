@@ -4,7 +4,10 @@
   scaling split — fit on the smaller half of worker counts, predict the larger half —
   for extrapolation error. Errors are mean absolute percentage errors (MAPE).
 * Accuracy: leave one measured global batch out, refit, and compare predicted with
-  measured epochs-to-target for a reference target every batch reaches.
+  measured epochs-to-target for a reference target every batch reaches. At most
+  :data:`MAX_HELD_OUT_BATCHES` batches are held out, evenly spread over the sorted
+  batches with both ends kept: each hold-out is a whole refit, and a profile may pool
+  runs at hundreds of batches (the time stays bounded; the rest read "—").
 """
 
 from __future__ import annotations
@@ -21,7 +24,17 @@ from cotune.profile import Profile
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile"]
+__all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile", "MAX_HELD_OUT_BATCHES"]
+
+MAX_HELD_OUT_BATCHES = 24
+
+
+def held_out_batches(n: int, *, limit: int = MAX_HELD_OUT_BATCHES) -> np.ndarray:
+    """Indices of the sorted batches to hold out: all of them up to ``limit``, else
+    ``limit`` spread evenly with both ends kept (the ends test extrapolation)."""
+    if n <= limit:
+        return np.arange(n)
+    return np.unique(np.round(np.linspace(0, n - 1, limit)).astype(int))
 
 
 @dataclass(frozen=True)
@@ -179,7 +192,12 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
     loo: list[float | None] = []
     errs = []
     extrapolated: list[float | None] = []
+    chosen = set(held_out_batches(len(full.batches_)).tolist())
     for i, b in enumerate(full.batches_):
+        if i not in chosen:
+            loo.append(None)
+            extrapolated.append(None)
+            continue
         tick()
         keep = e["global_batch"] != b
         end = i in (0, len(full.batches_) - 1)
@@ -229,7 +247,7 @@ def validate_profile(
 
     from cotune.models._fitted import clean_arrays
 
-    total = len(profile.gpus) * (folds + 1) + len({e.global_batch for e in profile.evals})
+    total = len(profile.gpus) * (folds + 1) + min(len({e.global_batch for e in profile.evals}), MAX_HELD_OUT_BATCHES)
     done = [0]
 
     def tick() -> None:

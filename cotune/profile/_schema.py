@@ -41,6 +41,12 @@ GOALS = ("max", "min")
 FAILURE_KINDS = ("oom", "crash", "timeout")
 
 
+def _missing(data: Mapping[str, Any], key: str) -> str:
+    kind = data.get("record")
+    what = f"a {kind!r} record" if isinstance(kind, str) else "this record"
+    return f"missing field {key!r}: {what} needs it (docs/profile-format.md lists every field and its unit)"
+
+
 class _Field:
     """Validators shared by the record types; each raises ProfileError with the fix."""
 
@@ -48,7 +54,7 @@ class _Field:
     def text(data: Mapping[str, Any], key: str, *, required: bool = True, default: str | None = None) -> str | None:
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(f"missing field {key!r}")
+                raise ProfileError(_missing(data, key))
             return default
         value = data[key]
         if not isinstance(value, str) or not value.strip():
@@ -67,7 +73,7 @@ class _Field:
     ) -> float | None:
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(f"missing field {key!r}")
+                raise ProfileError(_missing(data, key))
             return default
         bounds = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
         try:
@@ -81,7 +87,7 @@ class _Field:
     ) -> int | None:
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(f"missing field {key!r}")
+                raise ProfileError(_missing(data, key))
             return default
         try:
             return _integer(data[key], where=f"field {key!r}", ge=minimum)
@@ -308,6 +314,8 @@ def record_from_dict(data: Mapping[str, Any]) -> Record | None:
         if data.get("optional") is True:
             return None
         known = ", ".join(sorted(_TYPES))
+        if "record" not in data:
+            raise ProfileError(f"no \"record\" field: each line names its type, \"record\": one of {known}")
         raise ProfileError(f"unknown record type {excerpt(kind)}: use one of {known} (or mark it \"optional\": true)")
     return cls.from_dict(data)
 

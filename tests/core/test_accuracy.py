@@ -120,3 +120,20 @@ def test_metric_at_is_monotone_in_epochs():
     v = m.metric_at(np.full_like(e, 300.0), e)
     fin = v[np.isfinite(v)]
     assert np.all(np.diff(fin) >= -1e-9)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, database=None)
+@given(st.integers(0, 2**16))
+def test_the_fit_does_not_depend_on_the_order_of_the_records(seed):
+    # Runs are read by one sort, whatever order (and interleaving) the records come in.
+    rng = np.random.default_rng(seed)
+    gb, ep, me, sd = _curves(rng, batches=(64, 128, 256, 512, 1024), seeds=2)
+    me[(gb == 128) & (sd == 1) & (ep > ep.max() * 0.2)] = np.nan  # one diverged run
+    perm = rng.permutation(gb.size)
+    a = AccuracyModel().fit(gb, ep, me, sd)
+    b = AccuracyModel().fit(gb[perm], ep[perm], me[perm], sd[perm])
+    assert a.n_runs_ == b.n_runs_ == 10 and a.n_diverged_ == b.n_diverged_ == 1
+    q = np.array([96.0, 300.0, 2048.0])
+    ea, eb = a.epochs_to_target(q, 0.9), b.epochs_to_target(q, 0.9)
+    np.testing.assert_allclose(ea.epochs, eb.epochs)
+    np.testing.assert_allclose(ea.upper, eb.upper)

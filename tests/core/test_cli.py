@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+
 import pytest
 
 from _helpers import synthetic_records, write_jsonl
@@ -149,3 +151,23 @@ def test_console_script_runs_without_traceback_and_help_is_fast():
     code = "import sys; from cotune.cli import main; main(['--help'])\nprint(sorted(m for m in ('numpy', 'scipy', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip().endswith("[]")  # --help imports no numerical library
+
+
+def test_fit_holds_out_at_most_its_limit_of_batches_with_both_ends(capsys, tmp_path):
+    # Each held-out batch is a whole refit: a profile pooling runs at many batches must
+    # not make `cotune fit` take one refit per batch.
+    from _helpers import synthetic_records
+    from cotune.models._validate import MAX_HELD_OUT_BATCHES
+
+    batches = tuple(int(b) for b in np.unique(np.geomspace(32, 8192, MAX_HELD_OUT_BATCHES + 8).round()))
+    recs = synthetic_records(seed=1, global_batches=batches, noise=0.005)
+    path = tmp_path / "many.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    code, out, _ = run(capsys, "fit", str(path), "--json")
+    acc = json.loads(out)["accuracy"]
+    assert code == 0 and len(acc["batches"]) == len(batches) > MAX_HELD_OUT_BATCHES
+    predicted = [i for i, (a, b) in enumerate(zip(acc["loo_epochs"], acc["extrapolated_epochs"])) if a is not None or b is not None]
+    assert 0 < len(predicted) <= MAX_HELD_OUT_BATCHES
+    assert acc["extrapolated_epochs"][0] is not None and acc["extrapolated_epochs"][-1] is not None
+    code, out, _ = run(capsys, "fit", str(path))
+    assert code == 0 and f"{MAX_HELD_OUT_BATCHES} of the {len(batches)} batches held out, evenly spread" in out

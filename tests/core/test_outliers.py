@@ -183,3 +183,27 @@ def test_one_absurd_eval_record_leaves_the_plan_unchanged_and_is_reported(tmp_pa
     assert (dirty.chosen.workers, dirty.chosen.local_batch) == (clean.chosen.workers, clean.chosen.local_batch)
     assert dirty.chosen.time_s == pytest.approx(clean.chosen.time_s, rel=1e-6)
     assert any(n.startswith("eval: 1 of 601 record left out as an outlier") for n in dirty.notes), dirty.notes
+
+
+@pytest.mark.parametrize(
+    ("goal", "curve"),
+    [
+        ("min", lambda e: 1.0 + 6.0 * np.exp(-e / 4.0)),  # a loss from 7 to a long plateau near 1
+        ("max", lambda e: 0.95 * (1.0 - np.exp(-e / 3.0))),  # an accuracy saturating early
+    ],
+)
+def test_the_start_of_a_curve_with_a_long_plateau_is_not_an_outlier(goal, curve):
+    # Evaluated every epoch for 100 epochs: the metric's IQR is the plateau's, and the
+    # curve's own first values lie far outside any fence built on it.
+    e = np.arange(1.0, 101.0)
+    found = _find_eval({"global_batch": np.full(e.size, 256.0), "epoch": e, "metric": curve(e),
+                        "seed": np.zeros(e.size)}, goal=goal)
+    assert found.count == 0, found.reasons
+
+
+def test_an_absurd_pessimistic_value_beyond_a_long_plateau_is_still_flagged():
+    e = np.arange(1.0, 101.0)
+    m = 1.0 + 6.0 * np.exp(-e / 4.0)
+    m[40] = 1e6  # a loss written in the wrong unit
+    found = _find_eval({"global_batch": np.full(e.size, 256.0), "epoch": e, "metric": m, "seed": np.zeros(e.size)}, goal="min")
+    assert found.count == 1 and found.mask[40] and "far outside every other" in found.reasons[0]
