@@ -115,6 +115,7 @@ def recommend(
         assert prof is not None
         models = fit_models(prof, interval=request.interval)
 
+    request.check_cap_names(models.gpus)
     t0 = time.perf_counter()
     market = market_for(request, models)
     space, notes = market.space(request, models)

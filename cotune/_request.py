@@ -354,6 +354,19 @@ class RecommendRequest:
     def caps(self, gpus: Sequence[str]) -> dict[str, int]:
         return {g: self.cap_for(g) for g in gpus}
 
+    def check_cap_names(self, profiled: Sequence[str]) -> None:
+        """A per-GPU cap must name a profiled GPU type: a typo would otherwise leave
+        that type at the default cap without a word (as prices do, it is an error)."""
+        if not isinstance(self.max_workers, Mapping):
+            return
+        unknown = sorted(k for k in self.max_workers if k != "*" and k not in profiled)
+        if unknown:
+            raise BadValue(
+                f"names gpu {', '.join(unknown)}, which has no timing probes in this profile (profiled: "
+                f"{', '.join(profiled)}): check the name, or use \"*\" for every type",
+                where=f"/max_workers/{unknown[0]}",
+            )
+
     def replace(self, **changes: Any) -> "RecommendRequest":
         """A copy with some fields changed, validated again."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -220,11 +220,15 @@ def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
 
 
 def _solve(fn: Any) -> Any:
-    """Run a solve; the search-space limit becomes the service's LimitError."""
+    """Run a solve; the search-space limit becomes the service's LimitError, and a field
+    judged against the profile (a cap for an unprofiled gpu) a RequestError at its pointer."""
+    from cotune._checks import BadValue
     from cotune.solver import SearchSpaceTooLarge
 
     try:
         return fn()
+    except BadValue as exc:
+        raise RequestError(exc.detail, path=exc.where) from None
     except SearchSpaceTooLarge as exc:
         raise LimitError(
             f"the search space has {exc.count:,} candidates, over this service's limit of {exc.limit:,}: "

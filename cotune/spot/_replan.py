@@ -312,6 +312,7 @@ def replan(
     job = None if loaded is None else job_progress(loaded, job=rr.job)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
+    req.check_cap_names(models.gpus)
     if req.cluster is None:
         cl = _on_demand_cluster(models, req, rr.prices)
         if restart_s is None:  # no cluster file to read checkpoint costs from: the request's start-up

@@ -155,11 +155,15 @@ def test_partial_max_workers_behaves_the_same_at_every_door(capsys, two_gpu_prof
         assert any("names no cap for v100" in n for n in doc["notes"])
 
 
-def test_partial_max_workers_with_a_cluster_is_not_a_key_error(cifar_models, tmp_path):
+def test_per_gpu_max_workers_with_a_cluster_is_not_a_key_error(cifar_models, tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('version = 1\n[gpu.t4]\non_demand = 16\non_demand_price_per_hour = 0.5\n')
-    rec = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, cluster=str(path), max_workers={"v100": 2})
-    assert rec.feasible and rec.chosen.workers <= DEFAULT_MAX_WORKERS
+    rec = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, cluster=str(path), max_workers={"t4": 8})
+    assert rec.feasible and rec.chosen.workers <= 8
+    # A cap for a gpu the profile never probed is a typo until shown otherwise: refused, at its pointer.
+    with pytest.raises(InputError, match="names gpu v100, which has no timing probes") as info:
+        cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, cluster=str(path), max_workers={"v100": 2})
+    assert info.value.where == "/max_workers/v100"
 
 
 # --- the candidate limit: the same for every door, checked before any candidate exists --------

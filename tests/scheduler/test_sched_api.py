@@ -73,6 +73,7 @@ def test_elastic_range_is_feasible_at_both_ends(cifar_models):
         ({"confidence": 1.0}, "/confidence", "< 1, got 1.0"),
         ({"max_workers": 0}, "/max_workers", ">= 1"),
         ({"max_workers": {"t4": 2.5}}, "/max_workers/t4", "whole number"),
+        ({"max_workers": {"a100": 4}}, "/max_workers/a100", "no timing probes in this profile (profiled: t4)"),
         ({"prices": {"t4": -1}}, "/prices/t4", ">= 0"),
         ({"workers": []}, "/workers", "must not be empty"),
         ({"local_batches": [64, "x"]}, "/local_batches/1", "whole number"),

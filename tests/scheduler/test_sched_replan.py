@@ -76,6 +76,13 @@ def test_replan_request_answers_the_replan_document():
     assert doc["stay"]["gpu"] == "t4" and doc["stay"]["market"] == "spot"
 
 
+def test_a_cap_for_an_unprofiled_gpu_is_refused_at_its_pointer():
+    # A typo in a per-gpu cap would otherwise leave the real gpu at the default cap.
+    with pytest.raises(RequestError) as info:
+        replan_request(dict(copy.deepcopy(REPLAN_REQUEST), max_workers={"t4": 8, "a100": 4}))
+    assert info.value.path == "/max_workers/a100" and info.value.status == 422 and "profiled: t4" in info.value.detail
+
+
 @pytest.mark.slow
 def test_replan_is_the_same_at_every_door(capsys, cluster_file):
     http = replan_request(copy.deepcopy(REPLAN_REQUEST))
