@@ -3,7 +3,8 @@
 A process killed while appending can leave a torn last line (no trailing newline, not
 valid JSON). Readers skip such a tail and report it in :attr:`Profile.warnings`;
 :func:`append_records` cuts it off before writing, so a resumed run never glues a new
-record onto half of an old one. Every other malformed line is an error that names it.
+record onto half of an old one (a last line that is a whole record without its newline
+is kept, and given one). Every other malformed line is an error that names it.
 
 Reading is bounded whatever the file holds (``/dev/zero``, a 10 GB line, a log pasted
 by mistake): at most :data:`MAX_LINE_CHARS` characters a line and
@@ -321,7 +322,10 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
 
 
 def _repair_tail(fh: IO[bytes]) -> None:
-    """Cut a torn last line (no trailing newline) so appends start on a fresh line."""
+    """End the file on a fresh line before appending: a last line without its newline is
+    cut when it is a torn record (not a JSON object), and given its newline when it is a
+    whole one — a file saved by an editor that omits the final newline, or a write that
+    stopped just before it, loses nothing (readers take such a line as a record too)."""
     fh.seek(0, os.SEEK_END)
     size = fh.tell()
     if size == 0:
@@ -329,19 +333,51 @@ def _repair_tail(fh: IO[bytes]) -> None:
     fh.seek(size - 1)
     if fh.read(1) == b"\n":
         return
-    # Walk back to the previous newline; everything after it is a partial record.
+    # Walk back to the previous newline (at most one line's length: a longer tail is torn).
     pos = size - 1
     block = 4096
-    while pos > 0:
+    cut = 0
+    while pos > 0 and size - pos <= 4 * MAX_LINE_CHARS + 1:
         start = max(0, pos - block)
         fh.seek(start)
         chunk = fh.read(pos - start)
         idx = chunk.rfind(b"\n")
         if idx >= 0:
-            fh.truncate(start + idx + 1)
-            return
+            cut = start + idx + 1
+            break
         pos = start
-    fh.truncate(0)
+    else:
+        cut = 0 if pos == 0 else -1
+    if cut >= 0 and _is_record(fh, cut, size):
+        fh.write(b"\n")  # "a+b": appends at the end
+        return
+    if cut < 0:  # a tail longer than any record: find its start without reading it whole
+        cut = _last_newline(fh, pos)
+    fh.truncate(cut)
+
+
+def _is_record(fh: IO[bytes], start: int, end: int) -> bool:
+    """Whether bytes ``start:end`` hold one whole JSON object (a record line without its newline)."""
+    if end - start > 4 * MAX_LINE_CHARS:  # UTF-8: at most 4 bytes a character
+        return False
+    fh.seek(start)
+    try:
+        return isinstance(json.loads(fh.read(end - start).decode("utf-8")), dict)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+
+
+def _last_newline(fh: IO[bytes], pos: int) -> int:
+    """Offset just after the last newline before ``pos`` (0 if none)."""
+    block = 1 << 16
+    while pos > 0:
+        start = max(0, pos - block)
+        fh.seek(start)
+        idx = fh.read(pos - start).rfind(b"\n")
+        if idx >= 0:
+            return start + idx + 1
+        pos = start
+    return 0
 
 
 def _lock_holder(fd: int) -> int | None:

@@ -109,6 +109,21 @@ def test_writer_repairs_a_torn_tail_before_appending(tmp_path):
     assert path.read_text().endswith("\n")
 
 
+@pytest.mark.parametrize("lines", [1, 3])
+def test_a_whole_last_record_without_its_newline_is_kept_by_the_writer(tmp_path, lines):
+    # A profile saved by an editor that omits the final newline (or a write that stopped
+    # just before it): the last line is a whole record, which readers take, and an append
+    # must not cut it (with one line, that cut the workload record and broke the file).
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(ISSUE_LINES[:lines]).rstrip("\n"))
+    before = read_profile(path)
+    append_records(path, [StepRecord(gpu="t4", workers=2, local_batch=64, step_time_s=0.1)])
+    after = read_profile(path)
+    assert after.workload == before.workload and after.evals == before.evals
+    assert after.steps == before.steps + (StepRecord(gpu="t4", workers=2, local_batch=64, step_time_s=0.1),)
+    assert not after.warnings and path.read_text().endswith("\n")
+
+
 def test_records_written_before_a_crash_survive(tmp_path):
     path = tmp_path / "p.jsonl"
     with pytest.raises(RuntimeError):
