@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     )
     verb = "appended to" if args.append else "wrote"
     n = len(profile.evals) + len(profile.steps) + len(profile.noise)
-    emit(f"{verb} {args.out}: workload {profile.workload.name!r}, {n} records")
+    emit(f"{verb} {args.out}: workload {profile.workload.name!r}, {n} record{'' if n == 1 else 's'}")
     for note in profile.warnings:
         emit(f"  {note}")
     return 0
