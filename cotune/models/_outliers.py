@@ -279,10 +279,17 @@ def find_eval_outliers(
         for idx in runs:
             b = gb[idx[0]]
             vals = sign * m[idx]
+            eps = ep[idx]
             for k in range(idx.size - 1):  # never the last point
                 after = vals[k + 1 : k + 3]
                 before = vals[max(0, k - 2) : k]
-                excess = vals[k] - max(after.max(), before.max() if before.size else -np.inf)
+                ref = max(after.max(), before.max() if before.size else -np.inf)
+                if k == 0 and idx.size >= 3 and eps[2] > eps[1]:
+                    # The first point has no neighbour before it: judge it against the trend of
+                    # the next two carried back to its epoch, so a curve that peaks at its first
+                    # evaluation (a fine-tuning run that then overfits) keeps that evaluation.
+                    ref = max(ref, vals[1] + (vals[1] - vals[2]) * (eps[1] - eps[0]) / (eps[2] - eps[1]))
+                excess = vals[k] - ref
                 if excess > z * sigma:
                     i = int(idx[k])
                     score[i] = max(score[i], excess / sigma)

@@ -207,3 +207,12 @@ def test_an_absurd_pessimistic_value_beyond_a_long_plateau_is_still_flagged():
     m[40] = 1e6  # a loss written in the wrong unit
     found = _find_eval({"global_batch": np.full(e.size, 256.0), "epoch": e, "metric": m, "seed": np.zeros(e.size)}, goal="min")
     assert found.count == 1 and found.mask[40] and "far outside every other" in found.reasons[0]
+
+
+def test_a_curve_that_peaks_at_its_first_evaluation_keeps_it():
+    # A fine-tuning run best after its first epoch, then declining: its first evaluation is
+    # the measurement that the target was reached, not a spike.
+    e = np.arange(1.0, 21.0)
+    m = 0.98 - 0.02 * (e - 1.0)
+    found = _find_eval({"global_batch": np.full(e.size, 256.0), "epoch": e, "metric": m, "seed": np.zeros(e.size)})
+    assert found.count == 0, found.reasons
