@@ -157,6 +157,10 @@ class SpotMarket:
         left_out = [g for g in profiled_gpus if g not in cl.gpus and not gpus]
         if left_out:
             notes.append(f"profiled gpu {', '.join(left_out)} not in {cl.source}: not considered")
+        unprobed = [g for g in cl.gpus if g not in profiled_gpus]
+        if unprobed and not gpus:
+            notes.append(f"{cl.source} offers {', '.join(unprobed)}, which the profile has no timing probes for: "
+                         "not searched; probe it (cotune profile) to weigh it too")
         if not chosen:
             raise InputError(
                 f"{cl.source} offers {', '.join(cl.gpus)} but the profile has timing probes for "

@@ -106,3 +106,14 @@ def test_spot_details_are_structured_in_the_json_and_match_the_schema(cifar_mode
                                  prices={"t4": 0.526}).to_dict()
     jsonschema.validate(on_demand, schema)
     assert on_demand["spot"] is None
+
+
+def test_a_cluster_gpu_without_probes_is_named_as_not_searched(make_cluster):
+    # The cluster's inventory may be wider than the profile: say what was not weighed.
+    text = PACKED.format(rate=0.5) + '\n[gpu.v100]\non_demand = 8\non_demand_price_per_hour = 2.48\n'
+    plan = SpotMarket.create(make_cluster(text=text), profiled_gpus=("t4",), gpus=None, max_workers=16, gpus_per_host=4)
+    assert plan.gpus == ("t4",)
+    assert any("offers v100, which the profile has no timing probes for: not searched" in n for n in plan.notes), plan.notes
+    only = SpotMarket.create(make_cluster(text=PACKED.format(rate=0.5)), profiled_gpus=("t4",), gpus=None,
+                             max_workers=16, gpus_per_host=4)
+    assert not any("no timing probes" in n for n in only.notes)
