@@ -230,11 +230,23 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         )
         nearest = tuple(choice_at(est, int(i), target) for i in near_idx)
     top_batch = float(models.accuracy.batches_[-1])
-    if models.accuracy.b_noise is None and np.any((cands.global_batch > top_batch) & ~np.isfinite(est.epochs)):
+    no_scale = models.accuracy.b_noise is None
+    if no_scale and np.any((cands.global_batch > top_batch) & ~np.isfinite(est.epochs)):
         notes.append(
             f"global batches above {int(top_batch)} were left out: no learning curve reaches that far and the profile "
             "has no gradient-noise scale to extrapolate with; record a curve at a larger batch (cotune profile --curves) "
             "or a noise record"
+        )
+    elif no_scale and models.accuracy.noise_levels_.size == 0 and np.any(
+        (cands.global_batch > top_batch) & np.isfinite(est.epochs)
+    ):
+        # Without B_noise (and too few batches to fit the law) the epochs beyond the largest
+        # curve are the law's no-benefit bound: say so, as it makes larger batches look dear.
+        notes.append(
+            f"above global batch {int(top_batch)} (the largest with a learning curve) epochs are taken to grow in "
+            "proportion to the batch, the critical-batch law's no-benefit bound, as the profile has no gradient-noise "
+            "scale: larger batches may need fewer epochs than shown; add gradient statistics (grad_sqr, grad_var) to "
+            "the eval records, a noise record, or a curve at a larger batch"
         )
     if prof is not None and prof.n_probes and chosen is not None:
         train_wh = chosen.workers * chosen.time_s / 3600
