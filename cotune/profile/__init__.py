@@ -3,6 +3,7 @@
 from cotune.errors import ProfileLockedError, StorageError
 from cotune.profile._profile import (
     MAX_LINE_CHARS,
+    MAX_PROFILE_CHARS,
     MAX_PROFILE_LINES,
     Profile,
     ProfileWriter,
@@ -31,6 +32,7 @@ __all__ = [
     "GOALS",
     "FAILURE_KINDS",
     "MAX_LINE_CHARS",
+    "MAX_PROFILE_CHARS",
     "MAX_PROFILE_LINES",
     "Profile",
     "ProfileWriter",

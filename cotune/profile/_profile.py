@@ -47,12 +47,17 @@ __all__ = [
     "ProfileWriter",
     "MAX_LINE_CHARS",
     "MAX_PROFILE_LINES",
+    "MAX_PROFILE_CHARS",
 ]
 
 #: Longest line of a profile: a record is one short JSON object (~200 characters).
 MAX_LINE_CHARS = 64 * 1024
 #: Most lines in a profile (a day of probes is a few thousand records).
 MAX_PROFILE_LINES = 1_000_000
+#: Most characters in a profile: a million ordinary records are ~250 MB; without this cap a
+#: million lines just under MAX_LINE_CHARS (records padded with unknown fields) would take
+#: an hour to parse.
+MAX_PROFILE_CHARS = 2**30
 
 
 @dataclass(frozen=True)
@@ -245,10 +250,19 @@ def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str,
     """``(number, line, is_last)`` for each line, refusing overlong lines and files."""
     prev: str | None = None
     number = 0
+    total = 0
     for raw in lines:
         if prev is not None:
             yield number, prev, False
         number += 1
+        total += len(raw)
+        if total > MAX_PROFILE_CHARS:
+            raise ProfileError(
+                f"more than {MAX_PROFILE_CHARS:,} characters: a profile holds short records; split it, or drop the "
+                "fields cotune does not read",
+                path=path,
+                line=number,
+            )
         if len(raw) > MAX_LINE_CHARS:
             raise ProfileError(
                 f"line longer than {MAX_LINE_CHARS:,} characters: a record is one short JSON object; "

@@ -302,6 +302,16 @@ def test_more_lines_than_the_cap_is_an_error_naming_the_line():
         parse_profile(lines, path="p.jsonl")
 
 
+def test_more_characters_than_the_cap_is_an_error_before_they_are_parsed():
+    # Lines just under the line cap, a million of them, would take an hour to parse.
+    from cotune.profile import MAX_PROFILE_CHARS
+
+    line = " " * 60_000 + "\n"
+    lines = itertools.chain([_HEAD], itertools.repeat(line, MAX_PROFILE_CHARS // len(line) + 2))
+    with pytest.raises(ProfileError, match=f"more than {MAX_PROFILE_CHARS:,} characters"):
+        parse_profile(lines, path="p.jsonl")
+
+
 def test_torn_last_line_is_still_skipped_when_reading_line_by_line(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text(_HEAD + '{"record": "step", "gpu": "t4", "wor')
