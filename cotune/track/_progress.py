@@ -153,6 +153,7 @@ def progress_from_records(profile: Profile, *, job: str | None = None, **given: 
             if found.get(k) is None:
                 why = ("the profile has no tracked records of a running job" if jp is None
                        else f"the records of job {jp.job!r} do not tell it")
-                raise BadValue(f"missing: {why}; give it (or track the job with cotune.track.Tracker)", where=f"/progress/{k}")
+                raise BadValue(f"'{k}' is not given, and {why}: give it (or track the job with cotune.track.Tracker)",
+                               where=f"/progress/{k}")
             fields[k] = found[k]
     return Progress(**fields)  # type: ignore[arg-type]
