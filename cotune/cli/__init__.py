@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from contextvars import ContextVar
 from typing import Sequence
 
 from cotune.errors import EXIT_INPUT, CotuneError
@@ -19,12 +20,25 @@ __all__ = ["main", "build_parser"]
 _COMMANDS = ("recommend", "fit", "import", "examples", "profile", "replan", "k8s", "serve")
 
 
+# The arguments being parsed, for error hints (argparse does not say which token it refused).
+_ARGV: ContextVar[list[str]] = ContextVar("cotune_argv", default=[])
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``cotune: …``) and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        import re
+
         from cotune.cli._output import error
 
+        m = re.fullmatch(r"argument (--[\w-]+).*: expected one argument", message)
+        if m:
+            # argparse reads a value starting with '-' ("--deadline -30m") as the next option.
+            argv = _ARGV.get()
+            given = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == m.group(1)), None)
+            if given is not None and given.startswith("-") and given[1:2].isdigit():
+                message += f", got {given!r}: write {m.group(1)}={given} for a value that starts with '-'"
         error(f"{message} (see '{self.prog} --help')")
         raise SystemExit(EXIT_INPUT)
 
@@ -57,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return forward(args_list[1:])
     parser = build_parser()
+    _ARGV.set(args_list)
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # --help / --version / usage errors

@@ -119,6 +119,7 @@ def test_bad_profiles_exit_2_with_one_line(capsys, tmp_path, case):
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "0"], ">= 1"),
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "a100=4"], "--max-workers a100: names gpu a100"),
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--frobnicate"], "unrecognized arguments"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--deadline", "-30m"], "write --deadline=-30m for a value"),
         (["recommend", "cifar10-resnet18"], "--target"),
         (["explode"], "invalid choice"),
     ],
