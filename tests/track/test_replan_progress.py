@@ -236,3 +236,14 @@ def test_a_tracked_schedule_end_reaches_replan_from_the_records(tmp_path: Path, 
     full = progress_from_records(read_profile(path), epochs_done=10, elapsed_s=60, gpu="t4", market="on_demand",
                                  workers=4, local_batch=128)
     assert full.schedule_epochs is None
+
+
+def test_several_tracked_jobs_without_a_choice_say_which_was_replanned(tmp_path: Path, cifar_models) -> None:
+    path = _job_profile(tmp_path / "two.jsonl")
+    append_records(path, [StepRecord(gpu="t4", workers=8, hosts=2, local_batch=128, step_time_s=0.3, job="run2", timed_steps=50),
+                          EvalRecord(global_batch=1024, epoch=1.0, metric=0.4, job="run2", elapsed_s=60.0)])
+    r = _replan(path, cifar_models)
+    assert r.job == "run2"
+    assert any("jobs 'run1', 'run2': re-planned 'run2', the last tracked" in n for n in r.notes), r.notes
+    chosen = _replan(path, cifar_models, job="run1")
+    assert chosen.job == "run1" and not any("the last tracked" in n for n in chosen.notes)
