@@ -86,7 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("ignore", RuntimeWarning)
             return int(args.run(args))
     except CotuneError as exc:
-        error(str(exc))
+        from cotune.cli._question import cli_error
+
+        # A request field judged later, against the profile (a cap for an unprofiled gpu),
+        # reads with its option name too (/max_workers/a100 -> --max-workers a100).
+        error(str(cli_error(exc)))
         return exc.exit_code
     except KeyboardInterrupt:
         error("interrupted")

@@ -142,9 +142,4 @@ def recommend_from_args(args: argparse.Namespace) -> Any:
     request = request_from_args(args)
     profile = load_profile(request.profile)
     models = fitted_models(profile, args, interval=request.interval)
-    from cotune._checks import BadValue
-
-    try:
-        return recommend(request.replace(profile=profile), models=models)
-    except BadValue as exc:  # a field judged against the profile (e.g. a cap for an unprofiled gpu)
-        raise cli_error(exc) from None
+    return recommend(request.replace(profile=profile), models=models)

@@ -138,12 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
     from cotune.spot import replan
 
-    from cotune._checks import BadValue
-
-    try:
-        result = replan(request_from_replan_args(args))
-    except BadValue as exc:  # a field judged against the profile (e.g. a cap for an unprofiled gpu)
-        raise cli_error(exc) from None
+    result = replan(request_from_replan_args(args))
     if args.json:
         emit_json(result.to_dict())
     else:

@@ -674,13 +674,10 @@ class AccuracyModel(EstimatorContract):
                     pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
                     k_out.append(per_doubling(abs(math.log(pred / e[j])), 1.0, d)
                                  / float(self._shape_at(level, np.array([b[near]]))[0]))
-        long_b = [b for b, h in zip(self.batches_, self.max_epochs_) if h >= 0.5 * float(self.max_epochs_.max())]
-        if len(long_b) >= 2:
-            plateau = dict(zip(self.batches_.tolist(), self.curve_plateau_.tolist()))
-            fin = {b: float(plateau[float(b)]) for b in long_b}
-            bs = sorted(fin)
-            for a, c in zip(bs[:-1], bs[1:]):
-                walk.append(abs(fin[c] - fin[a]) / self.metric_range_ / math.log2(c / a))
+        long = self.max_epochs_ >= 0.5 * float(self.max_epochs_.max())
+        bs, fin = self.batches_[long], self.curve_plateau_[long]  # batches_ is sorted
+        for i in range(1, bs.size):
+            walk.append(abs(float(fin[i] - fin[i - 1])) / self.metric_range_ / math.log2(bs[i] / bs[i - 1]))
         z = z_for(0.9)
 
         def pooled(prior: float, own: list[float], calibrate: bool) -> float:

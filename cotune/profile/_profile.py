@@ -347,26 +347,10 @@ def _repair_tail(fh: IO[bytes]) -> None:
     fh.seek(size - 1)
     if fh.read(1) == b"\n":
         return
-    # Walk back to the previous newline (at most one line's length: a longer tail is torn).
-    pos = size - 1
-    block = 4096
-    cut = 0
-    while pos > 0 and size - pos <= 4 * MAX_LINE_CHARS + 1:
-        start = max(0, pos - block)
-        fh.seek(start)
-        chunk = fh.read(pos - start)
-        idx = chunk.rfind(b"\n")
-        if idx >= 0:
-            cut = start + idx + 1
-            break
-        pos = start
-    else:
-        cut = 0 if pos == 0 else -1
-    if cut >= 0 and _is_record(fh, cut, size):
+    cut = _last_newline(fh, size)
+    if _is_record(fh, cut, size):
         fh.write(b"\n")  # "a+b": appends at the end
         return
-    if cut < 0:  # a tail longer than any record: find its start without reading it whole
-        cut = _last_newline(fh, pos)
     fh.truncate(cut)
 
 

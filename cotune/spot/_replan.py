@@ -329,11 +329,9 @@ def replan(
     cl.offer(progress.gpu)
 
     notes: list[str] = []
-    if job is not None and rr.job is None and loaded is not None:
-        names = list(dict.fromkeys(r.job for r in (*loaded.evals, *loaded.steps) if r.job is not None))
-        if len(names) > 1:  # the default pick (the last tracked job) is a guess: say which
-            notes.append(f"the profile holds the records of jobs {', '.join(map(repr, names))}: re-planned {job.job!r}, "
-                         "the last tracked; pass --job (job=) to choose")
+    if job is not None and rr.job is None and len(job.jobs) > 1:  # the default pick (the last tracked) is a guess
+        notes.append(f"the profile holds the records of jobs {', '.join(map(repr, job.jobs))}: re-planned {job.job!r}, "
+                     "the last tracked; pass --job (job=) to choose")
     goal = models.accuracy.goal if loaded is None else loaded.workload.goal
     # The job's own curve counts when it is at the batch the job runs now (epochs after a
     # batch change count from the job's start: cotune.models.curve_columns).

@@ -44,6 +44,7 @@ class JobProgress:
     step_time_s: float | None = None
     step_windows: int = 0
     schedule_epochs: float | None = None
+    jobs: tuple[str, ...] = ()  # every tracked job in the profile, in first-seen order
 
 
 def offline_profile(profile: Profile) -> Profile:
@@ -113,7 +114,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         gpu=None if last_step is None else last_step.gpu, market=None if last_step is None else last_step.market,
         workers=None if last_step is None else last_step.workers, hosts=None if last_step is None else last_step.hosts,
         local_batch=None if last_step is None else last_step.local_batch * last_step.accum_steps,
-        step_time_s=step_time, step_windows=windows, schedule_epochs=schedule,
+        step_time_s=step_time, step_windows=windows, schedule_epochs=schedule, jobs=tuple(names),
     )
 
 

@@ -155,6 +155,7 @@ def test_console_script_runs_without_traceback_and_help_is_fast():
     assert out.stdout.strip().endswith("[]")  # --help imports no numerical library
 
 
+@pytest.mark.slow
 def test_fit_holds_out_at_most_its_limit_of_batches_with_both_ends(capsys, tmp_path):
     # Each held-out batch is a whole refit: a profile pooling runs at many batches must
     # not make `cotune fit` take one refit per batch.
