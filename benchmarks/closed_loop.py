@@ -759,10 +759,10 @@ PROBE_SHARE_CAP = 0.1  # cotune_closed_lean: probes may cost at most this share 
 
 
 def _lean_run(scn: Scenario, evidence: Evidence, budget: int, *, confidence: float | None = None,
-              name: str = "cotune_closed_lean") -> ClosedLoopRun:
+              name: str = "cotune_closed_lean", cap: float = PROBE_SHARE_CAP) -> ClosedLoopRun:
     """cotune's probe sequence, stopped before the probe that would take the probes'
-    total past ``PROBE_SHARE_CAP`` of the current plan's expected cost; the running job
-    then measures the rest (its own step times, its own curve)."""
+    total past ``cap`` of the current plan's expected cost; the running job then
+    measures the rest (its own step times, its own curve). ``cap=inf`` is cotune_closed."""
     from benchmarks.policies import _probe_loop, choose, fitted_estimates
 
     seq = _probe_loop(scn, scn.evidence("one-curve"), "cotune", "cotune", "all", tuple(range(1, budget + 1)))
@@ -779,7 +779,7 @@ def _lean_run(scn: Scenario, evidence: Evidence, budget: int, *, confidence: flo
         controller = _success_controller(scn, evidence, plan, confidence)
         start = _start_anyway(scn, plan, controller)
         nxt = seq[k][2] if k < len(seq) else math.inf
-        if k == len(seq) or not (math.isfinite(start.predicted_cost) and nxt <= PROBE_SHARE_CAP * start.predicted_cost):
+        if k == len(seq) or not (math.isfinite(start.predicted_cost) and nxt <= cap * start.predicted_cost):
             return _run(name, scn, evidence, budget, start, controller)
     raise AssertionError("unreachable: the loop returns at its last budget")
 
