@@ -766,6 +766,9 @@ def _lean_run(scn: Scenario, evidence: Evidence, budget: int, *, confidence: flo
     from benchmarks.policies import _probe_loop, choose, fitted_estimates
 
     seq = _probe_loop(scn, scn.evidence("one-curve"), "cotune", "cotune", "all", tuple(range(1, budget + 1)))
+    # Before any probe: the step time the reference curve's own run logged (free) may do.
+    if scn.launcher(scn.evidence("one-curve")).known:
+        seq = [(0, (), 0.0), *seq]
     for k, (_, probed, probe_cost) in enumerate(seq, start=1):
         usable, est = fitted_estimates(scn, probed, policy="cotune", setting="one-curve")
         est, _, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=1)

@@ -193,7 +193,7 @@ def seed_design(candidates: Candidates, mask: np.ndarray, *, per_gpu: int, max_h
 
 def _probe_arrays(launcher: ReplayLauncher) -> dict[str, dict[str, np.ndarray]]:
     c = launcher.oracle.candidates
-    idx = np.array(launcher.probed, dtype=int)
+    idx = np.array(launcher.measured, dtype=int)
     out = {}
     for gi, gpu in enumerate(c.gpus):
         sel = idx[c.gpu[idx] == gi]
@@ -269,9 +269,12 @@ def choose(est, *, deadline_s: float | None, confidence: float | None, limit: in
     return est, ok, order[:limit]
 
 
-def unprobed_step_predictions(scn: Scenario, models: FittedModels, probed: tuple[int, ...]):
-    """``(prediction, true step time)`` per probed GPU type, over its unprobed candidates."""
+def unprobed_step_predictions(scn: Scenario, models: FittedModels, probed: tuple[int, ...], evidence: Evidence | None = None):
+    """``(prediction, true step time)`` per probed GPU type, over its unmeasured candidates
+    (neither ``probed`` nor logged by the runs of ``evidence``'s curves)."""
     c = scn.candidates
+    if evidence is not None:
+        probed = tuple(probed) + scn.launcher(evidence).known
     for gpu in models.time_models:
         gi = c.gpus.index(gpu)
         idx = np.flatnonzero((c.gpu == gi) & ~np.isin(np.arange(len(c)), probed))
@@ -289,7 +292,7 @@ def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, pro
     target is covered by an unbounded upper end).
     """
     step_hits = step_n = 0
-    for pred, true in unprobed_step_predictions(scn, models, probed):
+    for pred, true in unprobed_step_predictions(scn, models, probed, evidence):
         step_hits += int(np.sum((pred.lower_s <= true) & (true <= pred.upper_s)))
         step_n += int(true.size)
     w = scn.workload
@@ -322,11 +325,11 @@ def _probe_loop(
     out = []
     for k in range(1, max(budgets) + 1):
         if len(launcher.probed) < n_seed:
-            pick = next(i for i in design if i not in launcher.probed)
+            pick = next(i for i in design if i not in launcher.measured)
         else:
             _, usable, top = _solve(scn, launcher, evidence, time_kind, acc_kind, mask)
-            fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.probed]
-            rest = [i for i in design if i not in launcher.probed]
+            fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.measured]
+            rest = [i for i in design if i not in launcher.measured]
             if fresh:
                 pick = fresh[0]
             elif rest:
@@ -334,7 +337,7 @@ def _probe_loop(
             else:
                 # Design exhausted: the smallest unprobed configuration; None when the
                 # whole (sub)space has been probed.
-                unprobed = np.flatnonzero(mask & ~np.isin(np.arange(len(scn.candidates)), launcher.probed))
+                unprobed = np.flatnonzero(mask & ~np.isin(np.arange(len(scn.candidates)), launcher.measured))
                 pick = int(unprobed[0]) if unprobed.size else None
         if pick is not None:
             launcher.probe(pick)
@@ -502,7 +505,7 @@ def _black_box_policy(name: str, scn: Scenario, evidence: Evidence, budgets: tup
         while len(launcher.probed) < min(k, len(c)) and trials < max_trials:
             study.optimize(objective, n_trials=1)
             trials += 1
-        probed = np.array(launcher.probed, dtype=int)
+        probed = np.array(launcher.measured, dtype=int)
         ok = probed[np.isfinite(est_cost[probed]) & ((est_time[probed] <= scn.deadline_s) if scn.deadline_s else True)]
         i = int(ok[np.argmin(est_cost[ok])]) if ok.size else None
         plans.append(

@@ -25,6 +25,12 @@ and oracle share one space and every choice has a true cost.
 
 A probe at ``c`` runs ``setup_s`` of start-up plus ``probe_steps`` steps on all ``n``
 workers and costs ``n × price × (setup_s + probe_steps × step_time*) / 3600``.
+
+Every learning curve a setting hands over came from a run, and that run logged its step
+time: the launcher knows it from the start, free (its price is in the curve's cost), at the
+configuration the curve is billed at (:func:`curve_run_index`, as
+:func:`benchmarks.settings.curve_cost` bills it: the cheapest packed candidate of that
+global batch). Probing it again costs nothing.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ __all__ = [
     "Oracle",
     "OracleSolution",
     "ReplayLauncher",
+    "curve_run_index",
 ]
 
 # A replayed probe costs what cotune prices one at (cotune.solver.DEFAULT_PROBE_SETUP_S / _STEPS).
@@ -284,17 +291,30 @@ class ReplayLauncher:
     evidence: "Evidence"
     setup_s: float = PROBE_SETUP_S
     probe_steps: int = PROBE_STEPS
-    probed: list[int] = field(default_factory=list)
+    probed: list[int] = field(default_factory=list)  # paid probes, in order
     probe_cost: float = 0.0
     probe_time_s: float = 0.0
+    known: tuple[int, ...] = ()  # candidates whose step time the curves' own runs logged (free)
+
+    def __post_init__(self) -> None:
+        if not self.known:
+            c = self.oracle.candidates
+            runs = (curve_run_index(c, self.oracle.step_time_s, self.oracle.price_per_hour, b) for b in self.evidence.curves)
+            self.known = tuple(dict.fromkeys(i for i in runs if i is not None))
+
+    @property
+    def measured(self) -> tuple[int, ...]:
+        """Every candidate whose step time the planner knows: the curves' runs, then the probes."""
+        return tuple(dict.fromkeys((*self.known, *self.probed)))
 
     def probe(self, index: int) -> float:
         """Run (replay) a probe at candidate ``index``; returns its measured step time.
 
-        A configuration already probed is answered from the log at no charge.
+        A configuration already measured (probed, or a curve's own run) is answered from
+        the log at no charge.
         """
         step = float(self.oracle.step_time_s[index])
-        if index in self.probed:
+        if index in self.probed or index in self.known:
             return step
         self.probe_cost += float(probe_price(self.oracle.candidates.workers[index], self.oracle.price_per_hour[index], step,
                                              setup_s=self.setup_s, probe_steps=self.probe_steps))
@@ -303,7 +323,8 @@ class ReplayLauncher:
         return step
 
     def profile(self) -> Profile:
-        """What the planner knows: probed step times and the setting's curves and noise records."""
+        """What the planner knows: the measured step times (the curves' runs and the probes)
+        and the setting's curves and noise records."""
         c = self.oracle.candidates
         steps = tuple(
             StepRecord(
@@ -313,7 +334,7 @@ class ReplayLauncher:
                 local_batch=int(c.local_batch[i]),
                 step_time_s=float(self.oracle.step_time_s[i]),
             )
-            for i in self.probed
+            for i in self.measured
         )
         return Profile(workload=self.workload_record(), steps=steps, evals=self.evidence.evals, noise=self.evidence.noise)
 
@@ -324,6 +345,17 @@ class ReplayLauncher:
     def workload_record(self) -> WorkloadRecord:
         w = self.workload
         return WorkloadRecord(name=w.name, dataset_size=w.dataset_size, metric=w.metric, goal=w.goal, source=w.source)  # type: ignore[arg-type]
+
+
+def curve_run_index(candidates: Candidates, step_time_s: np.ndarray, price_per_hour: np.ndarray, global_batch: int) -> int | None:
+    """The candidate a curve at ``global_batch`` was recorded on: the cheapest per epoch
+    (``n × price × step_time / B``) among the packed candidates of exactly that global
+    batch (None when the space has none)."""
+    idx = np.flatnonzero(candidates.global_batch == int(global_batch))
+    if idx.size == 0:
+        return None
+    per_epoch = candidates.workers[idx] * price_per_hour[idx] * step_time_s[idx]
+    return int(idx[np.argmin(per_epoch)])
 
 
 def visible_evals(workload: Workload, visible: tuple[int, ...]) -> tuple[EvalRecord, ...]:

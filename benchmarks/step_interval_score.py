@@ -53,7 +53,7 @@ def score_rows(workload: str, budget: int = 16) -> list[dict]:
             continue
         seen.add(plan.probed)
         models = library_models(scn, scn.evidence("one-curve"), plan.probed)
-        for p, true in unprobed_step_predictions(scn, models, plan.probed):
+        for p, true in unprobed_step_predictions(scn, models, plan.probed, scn.evidence("one-curve")):
             y = np.log(true)
             lo, hi = np.log(p.lower_s), np.log(p.upper_s)
             wink = interval_score(y, lo, hi)

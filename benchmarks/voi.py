@@ -104,11 +104,11 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
     held = [b for b in evidence.held_out if np.any(c.global_batch == b)]
     for k in range(1, max(budgets) + 1):
         if len(launcher.probed) < n_seed:
-            launcher.probe(next(i for i in design if i not in launcher.probed))
+            launcher.probe(next(i for i in design if i not in launcher.measured))
         elif not stopped:
             profile = _profile(launcher, extra_evals, extra_noise)
             _, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
-            probed = np.isin(usable, launcher.probed)
+            probed = np.isin(usable, launcher.measured)
             step_price = probe_price(c.workers[usable], scn.oracle.price_per_hour[usable], est.step_time_s)
             shorts = []
             for b in held:

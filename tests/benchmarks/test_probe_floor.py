@@ -24,13 +24,16 @@ def test_the_cheapest_share_is_the_least_the_launcher_bills_for_one_probe() -> N
         launcher.probe(i)
         bills.append(launcher.probe_cost)
     sol = scn.oracle.solve(scn.target, scn.deadline_s)
-    assert rows[scn.key]["cheapest_share"] == pytest.approx(min(bills) / sol.cost)
+    # The reference run's own configuration is known for free; the cheapest probe is a paid one.
+    assert sum(b == 0 for b in bills) == 1
+    assert rows[scn.key]["cheapest_share"] == pytest.approx(min(b for b in bills if b > 0) / sol.cost)
     assert rows[scn.key]["at_optimum_share"] == pytest.approx(bills[sol.index] / sol.cost)
 
 
 def test_confirming_the_optimum_never_costs_less_than_the_cheapest_probe() -> None:
     rows = floor_rows("ncf-t4")
     assert rows
+    # ncf's optimum (1 × 32768) is not the reference run's configuration (4 × 64): a paid probe.
     assert all(r["at_optimum_share"] >= r["cheapest_share"] > 0 for r in rows)
 
 

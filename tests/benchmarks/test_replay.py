@@ -116,12 +116,32 @@ def test_true_epochs_match_the_measured_curves_at_measured_batches() -> None:
 def test_launcher_charges_each_new_probe_once_and_shows_only_what_was_probed() -> None:
     scn = next(scenarios(workloads(names=("cifar10-hetero",)), target_labels=("all",), deadline_factors=(None,)))
     launcher = scn.launcher()
-    launcher.probe(0)
+    paid = [i for i in range(len(scn.candidates)) if i not in launcher.known][:2]
+    launcher.probe(paid[0])
     first = launcher.probe_cost
-    launcher.probe(0)
+    launcher.probe(paid[0])
     assert launcher.probe_cost == first > 0
-    launcher.probe(5)
+    launcher.probe(paid[1])
     prof = launcher.profile()
-    assert len(prof.steps) == 2
+    assert len(prof.steps) == 2 + len(launcher.known)
     assert sorted({e.global_batch for e in prof.evals}) == list(visible_batches(scn.workload))
     assert set(visible_batches(scn.workload)) < set(scn.workload.batches)  # some curves are held out
+
+
+def test_the_curves_own_runs_step_times_are_known_free_at_the_configuration_billed() -> None:
+    from benchmarks.settings import curve_cost
+
+    scn = next(scenarios(workloads(names=("cifar10-t4",)), target_labels=("all",), deadline_factors=(None,)))
+    launcher = scn.launcher("one-curve")
+    (i,) = launcher.known
+    c, w = scn.candidates, scn.workload
+    assert int(c.global_batch[i]) == scn.evidence("one-curve").curves[0]
+    # The curve is billed at this configuration: its whole run costs what curve_cost says.
+    epochs = float(np.nanmax(w.curves[int(c.global_batch[i])].epochs))
+    run = c.workers[i] * scn.oracle.price_per_hour[i] * epochs * w.dataset_size / c.global_batch[i] * scn.oracle.step_time_s[i] / 3600
+    assert run == pytest.approx(curve_cost(w, int(c.global_batch[i])))
+    launcher.probe(i)
+    assert launcher.probe_cost == 0.0 and launcher.probed == []
+    (step,) = launcher.profile().steps
+    assert (step.workers, step.local_batch) == (int(c.workers[i]), int(c.local_batch[i]))
+    assert step.step_time_s == scn.oracle.step_time_s[i]
