@@ -26,11 +26,13 @@ and oracle share one space and every choice has a true cost.
 A probe at ``c`` runs ``setup_s`` of start-up plus ``probe_steps`` steps on all ``n``
 workers and costs ``n × price × (setup_s + probe_steps × step_time*) / 3600``.
 
-Every learning curve a setting hands over came from a run, and that run logged its step
-time: the launcher knows it from the start, free (its price is in the curve's cost), at the
+The reference curve came from a previous run, and that run logged its step time: the
+launcher knows it from the start, free (its price is in the curve's cost), at the
 configuration the curve is billed at (:func:`curve_run_index`, as
 :func:`benchmarks.settings.curve_cost` bills it: the cheapest packed candidate of that
-global batch). Probing it again costs nothing.
+global batch; ``Evidence.step_runs``). Every setting gets this one run's step time — the
+free curves of the upper-bound setting come without theirs, so the settings differ in
+curves only. Probing it again costs nothing.
 """
 
 from __future__ import annotations
@@ -294,12 +296,12 @@ class ReplayLauncher:
     probed: list[int] = field(default_factory=list)  # paid probes, in order
     probe_cost: float = 0.0
     probe_time_s: float = 0.0
-    known: tuple[int, ...] = ()  # candidates whose step time the curves' own runs logged (free)
+    known: tuple[int, ...] = ()  # candidates whose step time the reference run logged (free)
 
     def __post_init__(self) -> None:
         if not self.known:
             c = self.oracle.candidates
-            runs = (curve_run_index(c, self.oracle.step_time_s, self.oracle.price_per_hour, b) for b in self.evidence.curves)
+            runs = (curve_run_index(c, self.oracle.step_time_s, self.oracle.price_per_hour, b) for b in self.evidence.step_runs)
             self.known = tuple(dict.fromkeys(i for i in runs if i is not None))
 
     @property
@@ -310,7 +312,7 @@ class ReplayLauncher:
     def probe(self, index: int) -> float:
         """Run (replay) a probe at candidate ``index``; returns its measured step time.
 
-        A configuration already measured (probed, or a curve's own run) is answered from
+        A configuration already measured (probed, or the reference run) is answered from
         the log at no charge.
         """
         step = float(self.oracle.step_time_s[index])

@@ -43,6 +43,9 @@ class Evidence:
     noise: tuple[NoiseRecord, ...] = ()
     curve_costs: Mapping[int, float] = field(default_factory=dict)  # USD to produce each seen curve
     held_out: tuple[int, ...] = ()  # measured batches whose curves exist only in the truth
+    # Global batches whose runs' step times the planner knows (free: paid for in the curve's
+    # cost): the reference run's, in every setting, so the settings differ in curves only.
+    step_runs: tuple[int, ...] = ()
 
     @property
     def curve_cost(self) -> float:
@@ -122,6 +125,7 @@ def _evidence(name: str, workload: Workload, curves: tuple[int, ...], noise: tup
         noise=noise,
         curve_costs={b: curve_cost(workload, b) for b in curves},
         held_out=tuple(b for b in workload.batches if b not in curves),
+        step_runs=tuple(b for b in (recipe_batch(workload),) if b in curves),
     )
 
 
