@@ -758,14 +758,38 @@ _register_closed("cotune_closed_voi", planner="cotune_voi", make=lambda s, e, p:
 PROBE_SHARE_CAP = 0.1  # cotune_closed_lean: probes may cost at most this share of the plan's expected cost
 
 
+def _confirm_loop(scn: Scenario, budget: int, confidence: float | None) -> list[tuple[int, tuple[int, ...], float]]:
+    """Probes that confirm the choice: from the reference run's step time alone, fit →
+    solve → probe the best of the top three not yet measured, until the top three are all
+    measured or ``budget`` probes are bought (no space-filling seed design first).
+    Same shape as :func:`benchmarks.policies._probe_loop`'s answer."""
+    from benchmarks.policies import choose, fitted_estimates
+
+    launcher = scn.launcher(scn.evidence("one-curve"))
+    out: list[tuple[int, tuple[int, ...], float]] = []
+    for k in range(1, budget + 1):
+        usable, est = fitted_estimates(scn, tuple(launcher.probed), policy="cotune", setting="one-curve")
+        est, _, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=3)
+        fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.measured]
+        if not fresh:
+            break
+        launcher.probe(fresh[0])
+        out.append((k, tuple(launcher.probed), launcher.probe_cost))
+    return out
+
+
 def _lean_run(scn: Scenario, evidence: Evidence, budget: int, *, confidence: float | None = None,
-              name: str = "cotune_closed_lean", cap: float = PROBE_SHARE_CAP) -> ClosedLoopRun:
+              name: str = "cotune_closed_lean", cap: float = PROBE_SHARE_CAP, sequence: str = "design") -> ClosedLoopRun:
     """cotune's probe sequence, stopped before the probe that would take the probes'
     total past ``cap`` of the current plan's expected cost; the running job then
-    measures the rest (its own step times, its own curve). ``cap=inf`` is cotune_closed."""
+    measures the rest (its own step times, its own curve). ``cap=inf`` is cotune_closed.
+    ``sequence="confirm"`` buys :func:`_confirm_loop`'s probes instead of the anytime loop's."""
     from benchmarks.policies import _probe_loop, choose, fitted_estimates
 
-    seq = _probe_loop(scn, scn.evidence("one-curve"), "cotune", "cotune", "all", tuple(range(1, budget + 1)))
+    if sequence == "confirm":
+        seq = _confirm_loop(scn, budget, confidence)
+    else:
+        seq = _probe_loop(scn, scn.evidence("one-curve"), "cotune", "cotune", "all", tuple(range(1, budget + 1)))
     # Before any probe: the step time the reference curve's own run logged (free) may do.
     if scn.launcher(scn.evidence("one-curve")).known:
         seq = [(0, (), 0.0), *seq]

@@ -32,7 +32,8 @@ __all__ = ["DEFAULT_CAPS", "run_workload", "frontier", "main"]
 DEFAULT_CAPS = (0.01, 0.03, 0.1, 0.3, 1.0, math.inf)
 
 
-def run_workload(workload: str, caps: tuple[float, ...], budget: int = 16, confidence: float | None = None) -> list[dict]:
+def run_workload(workload: str, caps: tuple[float, ...], budget: int = 16, confidence: float | None = None,
+                 sequence: str = "design") -> list[dict]:
     """Every closed-loop scenario of ``workload`` at every probe-share cap: one dict per run."""
     from benchmarks._registry import load
     from benchmarks.closed_loop import _lean_run
@@ -44,7 +45,7 @@ def run_workload(workload: str, caps: tuple[float, ...], budget: int = 16, confi
         ev = scn.evidence("closed-loop")
         oracle = scn.oracle.solve(scn.target, scn.deadline_s).cost
         for cap in caps:
-            run = _lean_run(scn, ev, budget, confidence=confidence, name=f"cap={cap:g}", cap=cap)
+            run = _lean_run(scn, ev, budget, confidence=confidence, name=f"cap={cap:g}", cap=cap, sequence=sequence)
             o = run.outcome(scn, ev, oracle)
             out.append(dict(
                 scenario=scn.key, cap=cap, miss=o.miss, regret=o.regret, probes=run.probes,
@@ -83,24 +84,37 @@ def _line(row: dict) -> str:
             f"probe share {row['median_probe_share']:7.1%}  probes {row['median_probes']:.0f}")
 
 
+def _caps(text: str) -> tuple[float, ...]:
+    try:
+        caps = tuple(float(c) for c in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"caps must be comma-separated numbers or inf, got {text!r}") from None
+    if not caps or any(not c > 0 for c in caps):
+        raise argparse.ArgumentTypeError(f"caps must be positive shares (0.1 = 10 %), got {text!r}")
+    return caps
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks._registry import TRACES, load
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.probe_tradeoff", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--caps", default=",".join(f"{c:g}" for c in DEFAULT_CAPS), help="probe-share caps, comma-separated (inf: the whole budget)")
+    ap.add_argument("--caps", type=_caps, default=DEFAULT_CAPS, help="probe-share caps, comma-separated (inf: the whole budget)")
     ap.add_argument("--workloads", default=None, help="comma-separated trace names (default: all)")
     ap.add_argument("--budget", type=int, default=16)
     ap.add_argument("--q90", action="store_true", help="plan and re-plan at confidence 0.9")
+    ap.add_argument("--sequence", choices=("design", "confirm"), default="design",
+                    help="the probes bought: the anytime loop's (seed design first) or confirm-the-choice ones")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", default=None, help="write every run and the frontier here")
     args = ap.parse_args(argv)
     load()
-    caps = tuple(float(c) for c in args.caps.split(","))
+    caps = args.caps
     names = args.workloads.split(",") if args.workloads else list(TRACES)
     conf = 0.9 if args.q90 else None
     runs: list[dict] = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        for name, rs in zip(names, ex.map(run_workload, names, [caps] * len(names), [args.budget] * len(names), [conf] * len(names))):
+        for name, rs in zip(names, ex.map(run_workload, names, [caps] * len(names), [args.budget] * len(names), [conf] * len(names),
+                                            [args.sequence] * len(names))):
             print(f"{name}: {len(rs)} runs", file=sys.stderr)
             runs += rs
     rows = frontier(runs)
