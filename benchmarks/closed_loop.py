@@ -761,19 +761,29 @@ PROBE_SHARE_CAP = 0.1  # cotune_closed_lean: probes may cost at most this share 
 def _confirm_loop(scn: Scenario, budget: int, confidence: float | None) -> list[tuple[int, tuple[int, ...], float]]:
     """Probes that confirm the choice: from the reference run's step time alone, fit →
     solve → probe the best of the top three not yet measured, until the top three are all
-    measured or ``budget`` probes are bought (no space-filling seed design first).
+    measured or ``budget`` probes are bought (no space-filling seed design first; its
+    points only while nothing is feasible).
     Same shape as :func:`benchmarks.policies._probe_loop`'s answer."""
-    from benchmarks.policies import choose, fitted_estimates
+    from benchmarks.policies import SEED_PER_GPU, choose, fitted_estimates, policy_mask, seed_design
 
     launcher = scn.launcher(scn.evidence("one-curve"))
     out: list[tuple[int, tuple[int, ...], float]] = []
     for k in range(1, budget + 1):
-        usable, est = fitted_estimates(scn, tuple(launcher.probed), policy="cotune", setting="one-curve")
-        est, _, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=3)
-        fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.measured]
-        if not fresh:
-            break
-        launcher.probe(fresh[0])
+        design = [i for i in seed_design(scn.candidates, policy_mask(scn, "all"), per_gpu=SEED_PER_GPU)
+                  if i not in launcher.measured]
+        if not launcher.measured:
+            pick = design[0]  # no reference run in this space (imagenet-hetero): the design's first point
+        else:
+            usable, est = fitted_estimates(scn, tuple(launcher.probed), policy="cotune", setting="one-curve")
+            est, _, top = choose(est, deadline_s=scn.deadline_s, confidence=confidence, limit=3)
+            fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.measured]
+            if top.size and not fresh:
+                break  # the choice and its two runners-up are measured
+            # Nothing feasible yet: the design's next point, as the anytime loop does.
+            pick = fresh[0] if fresh else (design[0] if design else None)
+            if pick is None:
+                break
+        launcher.probe(pick)
         out.append((k, tuple(launcher.probed), launcher.probe_cost))
     return out
 
