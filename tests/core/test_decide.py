@@ -153,6 +153,36 @@ def test_by_success_leaving_a_failing_job_prefers_an_option_above_the_entry_thre
     assert d.decision == "switch" and d.chosen is marginal
 
 
+def test_by_success_a_job_just_below_the_confidence_stays_rather_than_restart_for_a_chance_just_above():
+    stay = _p(0.498)
+    just_above = _p(0.513, cost=9.0, workers=8)
+    d = decide_replan(stay=stay, alternatives=[just_above], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.decision == "stay" and d.chosen is stay and not d.stay_feasible
+    assert "0.498" in d.reason and "0.513" in d.reason and "margin" in d.reason
+    # The same option, clearly better than the failing job, is worth the restart.
+    d = decide_replan(stay=_p(0.44), alternatives=[just_above], remaining_s=2000, confidence=0.5, p_margin=0.05)
+    assert d.decision == "switch" and d.chosen is just_above
+    # A job that no longer fits the budget left is not kept for the margin's sake.
+    d = decide_replan(stay=_p(0.498, cost=30.0), alternatives=[just_above], remaining_s=2000, confidence=0.5,
+                      p_margin=0.05, budget_left=20.0)
+    assert d.decision == "switch" and d.chosen is just_above
+
+
+@given(
+    p_stay=st.floats(0.0, 1.0),
+    alts=st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.1, 50.0)), min_size=1, max_size=6),
+    q=st.sampled_from([0.5, 0.8, 0.9]),
+    m=st.sampled_from([0.0, 0.05, 0.1]),
+)
+def test_by_success_a_switch_from_below_the_confidence_is_firm_or_clearly_better(p_stay, alts, q, m):
+    options = [_p(p, cost=c, workers=8 + k) for k, (p, c) in enumerate(alts)]
+    d = decide_replan(stay=_p(p_stay), alternatives=options, remaining_s=2000, confidence=q, p_margin=m)
+    if d.decision == "switch" and p_stay < q:
+        assert d.chosen.p_success >= entry_threshold(q, m) or d.chosen.p_success > p_stay + m
+    if d.decision == "infeasible" and d.nearest is not None and d.nearest.p_success != p_stay:
+        assert d.nearest.p_success > p_stay + m
+
+
 @given(q=st.floats(0.01, 0.99), m=st.floats(0.0, 0.99))
 def test_entry_threshold_lies_between_the_confidence_and_one(q: float, m: float) -> None:
     t = entry_threshold(q, m)
