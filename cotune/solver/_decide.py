@@ -265,21 +265,20 @@ def _decide_by_success(
     p_stay = _p(stay) if stay is not None else 0.0
     if stay_ok or firm:
         ok = firm
-    else:
+    elif stay is not None and affordable(stay):
         # Leaving a job just below q for an option just above it is a restart bought with
         # noise: the next checkpoint's estimates put the two the other way round and the
         # job ping-pongs (measured: 61 restarts in one replayed run, 2 with this). Below the entry
         # threshold an option must beat staying by the margin, as the best chance must.
-        near = ok
-        if stay is not None and affordable(stay):
-            ok = [o for o in ok if _p(o) > p_stay + p_margin]
-        if near and not ok and stay is not None:
-            top = max(near, key=_p)
+        clear = [o for o in ok if _p(o) > p_stay + p_margin]
+        if ok and not clear:
+            top = max(ok, key=_p)
             return ReplanDecision(
                 "stay", f"the current configuration's chance {_p(stay):.3f} is below P(success) {confidence:g}, but "
                 f"the best alternative's {_p(top):.3f} beats it by less than the {p_margin:g} margin: a restart does "
                 "not pay for so little", stay, None, (), None, False,
             )
+        ok = clear
     best = min(ok, key=key) if ok else None
     q = f"P(success) {confidence:g}"
     q_in = f"P(success) ≥ {enter:g}"
