@@ -66,6 +66,9 @@ RESTART_S = 120.0  # save a checkpoint, start the new workers, rendezvous, reloa
 CHECKPOINT_FRACTION = 0.1  # act every 10 % of the planned training time
 EVALS_PER_CHECKPOINT = 2
 MAX_CHECKPOINTS = 60  # after this many the controller is no longer asked (runs far over plan)
+# Steps after every start at which the controller also looks (0: only every CHECKPOINT_FRACTION);
+# the churn check sets it (python -m benchmarks.probe_tradeoff --first-steps 50).
+FIRST_STEPS = 0
 MAX_SEGMENTS = 100_000  # a spot run revoked faster than it checkpoints never ends: stop it there
 
 
@@ -77,11 +80,14 @@ class Progress:
     checkpoint: int
     index: int  # current candidate
     global_batch: int
-    epochs_done: float  # at the current batch (after a batch change: the equivalent epoch)
+    # The job's own count, as a tracker records it: epochs run since its start, across every
+    # change of batch (the controller places them at its batch: cotune.solver.job_frame).
+    # The truth's own hand-over epoch is not shown: no real job knows it.
+    epochs_done: float
     level: float  # best metric so far (raw, the metric's own direction)
     elapsed_s: float  # wall-clock since the job started, restarts included
     spent: float  # USD on training and restarts so far
-    evals: tuple[EvalRecord, ...]  # the job's own curve so far, every configuration it ran
+    evals: tuple[EvalRecord, ...]  # the job's own curve so far, every configuration it ran (epochs: its own count)
     steps: tuple[StepRecord, ...]  # the job's own measured step times, one per configuration run
     target: float
     deadline_s: float | None
@@ -238,6 +244,7 @@ def simulate(
     truth: TrueRun | None = None,
     restart_s: float = RESTART_S,
     spot: "SpotReplay | None" = None,
+    first_steps: int = 0,
 ) -> dict:
     """Run candidate ``index`` on the truth, asking ``controller`` at every checkpoint.
 
@@ -245,6 +252,11 @@ def simulate(
     its candidates (every configuration on each market): a spot row's segments run
     through ``spot.advance`` (revocations: lost work, replacement, restart), it is billed
     at its market's price, and a revocation asks the controller at once.
+
+    ``first_steps`` > 0 also asks the controller after the first ``first_steps`` steps of
+    every start (on-demand rows), before any evaluation there: a scheduler that calls
+    ``cotune replan`` at every restart as well as at evaluations (the churn check of
+    benchmarks/README.md § Closed loop).
 
     Returns the run's record: reached, gave_up, time_s, train_cost, restart_cost,
     restarts, final index, the actions taken and the revocations suffered.
@@ -256,13 +268,15 @@ def simulate(
     target_score = sign * scn.target
     dt = CHECKPOINT_FRACTION * planned_time_s if math.isfinite(planned_time_s) and planned_time_s > 0 else math.inf
     i, gb = index, int(c.global_batch[base(index)])
-    e = 0.0
+    e = 0.0  # the truth's epoch at the current batch
+    gap = 0.0  # e − the job's own count (epochs run since its start): the truth's hand-overs
     elapsed = train = restart_cost = 0.0
     restarts = revocations = 0
     evals: list[EvalRecord] = []
     steps: dict[int, StepRecord] = {}
     actions: list[str] = []
     k = 0
+    fresh = True  # no segment run since the last start
 
     def rate(j: int) -> float:
         if spot is not None:
@@ -282,6 +296,11 @@ def simulate(
         _, end = truth.curve(gb)
         horizon = min(e_target, end)
         span = dt if k < MAX_CHECKPOINTS else math.inf
+        # A first look right after every start, before any evaluation there (first_steps > 0).
+        early = first_steps > 0 and fresh and k < MAX_CHECKPOINTS and spot is None
+        if early:
+            span = min(span, first_steps * float(oracle.step_time_s[base(i)]))
+        fresh = False
         revoked = False
         if spot is not None and spot.revocable(i):
             left_s = max(horizon - e, 0.0) * epoch_time(i)
@@ -295,8 +314,9 @@ def simulate(
             reached_e = e + seg.work_s / epoch_time(i)
             for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT):
                 ee = e + f * (reached_e - e)
-                if ee > max((r.epoch for r in evals if r.global_batch == gb), default=-1.0):
-                    evals.append(EvalRecord(global_batch=gb, epoch=float(ee), metric=float(sign * truth.score_at(gb, ee)), seed=1))
+                if ee - gap > max((r.epoch for r in evals if r.global_batch == gb), default=-1.0):
+                    evals.append(EvalRecord(global_batch=gb, epoch=float(ee - gap), metric=float(sign * truth.score_at(gb, ee)),
+                                            seed=1))
             e = max(reached_e - seg.lost_s / epoch_time(i), 0.0)
             revoked = seg.revoked
             revocations += int(revoked)
@@ -309,10 +329,11 @@ def simulate(
                 elapsed += t
                 train += t * rate(i)
                 return record(math.isfinite(e_target) and e_target <= end)
-            # observe this segment: evaluations and the step time
-            for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT):
+            # observe this segment: evaluations (none in a first look) and the step time
+            for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT) if not early else ():
                 ee = e + f * step_epochs
-                evals.append(EvalRecord(global_batch=gb, epoch=float(ee), metric=float(sign * truth.score_at(gb, ee)), seed=1))
+                evals.append(EvalRecord(global_batch=gb, epoch=float(ee - gap), metric=float(sign * truth.score_at(gb, ee)),
+                                        seed=1))
             e += step_epochs
             elapsed += span
             train += span * rate(i)
@@ -325,7 +346,7 @@ def simulate(
         level = truth.score_at(gb, e)
         act = controller(
             Progress(
-                checkpoint=k, index=i, global_batch=gb, epochs_done=e, level=float(sign * level), elapsed_s=elapsed,
+                checkpoint=k, index=i, global_batch=gb, epochs_done=e - gap, level=float(sign * level), elapsed_s=elapsed,
                 spent=train + restart_cost, evals=tuple(evals), steps=tuple(steps.values()), target=scn.target,
                 deadline_s=scn.deadline_s, restart_s=restart_s, schedule_epochs=end,
                 market="on_demand" if spot is None else spot.market(i), revoked=revoked, revocations=revocations,
@@ -343,12 +364,15 @@ def simulate(
             if new_gb != gb:
                 # Hand over at the same level (capped at what the new batch ever reaches).
                 lv = min(level, truth.max_score(new_gb))
-                e = truth.epochs_to(new_gb, lv)
-                e = 0.0 if not math.isfinite(e) else e
+                e_new = truth.epochs_to(new_gb, lv)
+                e_new = 0.0 if not math.isfinite(e_new) else e_new
+                gap += e_new - e
+                e = e_new
             if spot is not None:
                 spot.restarted()  # a switch writes a checkpoint: nothing is at risk on the new servers
             actions.append(f"{k}:switch:{i}->{j}")
             i, gb = j, new_gb
+            fresh = True
     # A spot run that never finishes (revoked faster than it checkpoints): report it, do not hide it.
     elapsed = math.inf
     return record(False)
@@ -399,7 +423,11 @@ class RemainingWorkController:
         if self.correct_pace and here is not None and math.isfinite(e_level[here]) and e_level[here] > 0:
             # Early on the pace is a noisy ratio of small numbers: trust it as much as the
             # share of the predicted work already done.
-            raw = float(np.clip(p.epochs_done / e_level[here], 0.25, 4.0))
+            from cotune.solver import job_frame
+
+            done_here = job_frame(m, evals=p.evals, global_batch=float(p.global_batch), epochs_done=p.epochs_done,
+                                  target=p.target, goal=m.accuracy.goal).epochs_done
+            raw = float(np.clip(done_here / e_level[here], 0.25, 4.0))
             done = float(np.clip(e_level[here] / est_t.epochs[here], 0.0, 1.0)) if math.isfinite(est_t.epochs[here]) else 1.0
             pace = raw**done
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -504,7 +532,7 @@ class SuccessController:
     def assess(self, p: Progress | None, *, target: float, deadline_s: float | None):
         """``(usable, here, P(success), expected remaining cost, remaining time)`` of every
         candidate of a probed GPU type; ``p`` None: before the job starts (nothing done)."""
-        from cotune.solver import job_outlook, remaining_work
+        from cotune.solver import frame_outlook, job_outlook, remaining_work
 
         m = self.models(p)
         c = self.candidates
@@ -515,14 +543,13 @@ class SuccessController:
         running = np.zeros(len(sub), dtype=bool)
         if here is not None:
             running[here] = True
-        own = [] if p is None else [e for e in p.evals if e.global_batch == p.global_batch]
-        o = job_outlook(
-            m, global_batch=sub.global_batch, target=target, goal=self.goal,  # type: ignore[arg-type]
-            running=running, running_batch=None if p is None else float(p.global_batch),
-            epochs_done=0.0 if p is None else p.epochs_done, level=None if p is None else p.level,
-            curve_epochs=[e.epoch for e in own] if here is not None else (),
-            curve_metric=[e.metric for e in own] if here is not None else (), interval=self.interval,
-        )
+        if p is None:  # before the job starts: the models alone
+            o = job_outlook(m, global_batch=sub.global_batch, target=target, goal=self.goal)  # type: ignore[arg-type]
+        else:
+            # The level is the job's own best evaluation (none before its first: then a switch
+            # resumes at the same share of the work), as for a tracked job in `cotune replan`.
+            o = frame_outlook(m, self.frame(m, p, target=target), global_batch=sub.global_batch, running=running,
+                              target=target, goal=self.goal, interval=self.interval)  # type: ignore[arg-type]
         e_hat, s_hat, p_hat, done = o.epochs, o.log_sigma, o.p_reach, o.done_epochs
         restart = np.full(len(sub), 0.0 if p is None else p.restart_s)
         if here is not None:
@@ -542,6 +569,15 @@ class SuccessController:
         )
         p_succ, cost, rem_time = rw.p_success, rw.cost, rw.time_s
         return usable, here, p_succ, cost, rem_time
+
+    def frame(self, m: FittedModels, p: Progress, *, target: float):
+        """The job's progress at its batch (:func:`cotune.solver.job_frame`: its own count of
+        epochs placed at the batch it runs now, each change of batch handed over by the rule
+        the switch was judged by)."""
+        from cotune.solver import job_frame
+
+        return job_frame(m, evals=p.evals, global_batch=float(p.global_batch), epochs_done=p.epochs_done, target=target,
+                         goal=self.goal, interval=self.interval)  # type: ignore[arg-type]
 
     def best_chance(self, *, target: float, deadline_s: float | None, tolerance: float = 0.02) -> int | None:
         """Where to start when no plan reaches the confidence: the highest chance of
@@ -629,7 +665,7 @@ def _run(name: str, scn: Scenario, evidence: Evidence, budget: int, plan: Plan, 
                    final_index=None, actions=())
     else:
         rec = simulate(scn, index=plan.index, planned_time_s=plan.predicted_time_s,
-                       controller=controller or (lambda p: CONTINUE), truth=_truth(scn))
+                       controller=controller or (lambda p: CONTINUE), truth=_truth(scn), first_steps=FIRST_STEPS)
     return ClosedLoopRun(
         policy=name, budget=budget, probes=plan.probes, probe_cost=plan.probe_cost, initial_index=plan.index,
         predicted_cost=plan.predicted_cost, predicted_time_s=plan.predicted_time_s, confidence=plan.confidence,

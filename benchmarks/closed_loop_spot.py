@@ -372,7 +372,8 @@ class SpotSuccessController(SuccessController):
         step = next((s.step_time_s for s in p.steps if (s.gpu, s.workers, s.hosts, s.local_batch) == key), None)
         if step is None or self.dataset_size <= 0:
             return math.nan
-        return float(p.epochs_done * self.dataset_size / p.global_batch * step)
+        done = self.frame(self.models(p), p, target=p.target).epochs_done  # at its batch, not its own count
+        return float(done * self.dataset_size / p.global_batch * step)
 
 
 def spot_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence: float | None, space: SpotSpace) -> SpotSuccessController:

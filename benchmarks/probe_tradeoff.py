@@ -14,7 +14,13 @@ is the whole budget) — over the 72 closed-loop scenarios and prints the fronti
 
 Each row: miss rate (by cause), median regret with every cost (misses count ∞, the
 summary rows' nearest-rank median), median training regret over the runs that met
-(training + restarts, no probes), median probes bought and median probe share.
+(training + restarts, no probes), median probes bought, median probe share, and the
+mean and largest number of restarts of a run.
+
+``--first-steps 50`` also asks the controller after the first 50 steps of every start,
+before any evaluation there — a scheduler that calls ``cotune replan`` at restarts too.
+It checks the hand-over rule (``cotune.solver.job_frame``): a job must not switch back
+for want of its own history (benchmarks/README.md § Closed loop).
 """
 
 from __future__ import annotations
@@ -33,10 +39,14 @@ DEFAULT_CAPS = (0.01, 0.03, 0.1, 0.3, 1.0, math.inf)
 
 
 def run_workload(workload: str, caps: tuple[float, ...], budget: int = 16, confidence: float | None = None,
-                 sequence: str = "design") -> list[dict]:
-    """Every closed-loop scenario of ``workload`` at every probe-share cap: one dict per run."""
+                 sequence: str = "design", first_steps: int = 0) -> list[dict]:
+    """Every closed-loop scenario of ``workload`` at every probe-share cap: one dict per run
+    (``first_steps`` > 0: the controller also looks after that many steps of every start)."""
+    from benchmarks import closed_loop
     from benchmarks._registry import load
     from benchmarks.closed_loop import _lean_run
+
+    closed_loop.FIRST_STEPS = first_steps  # this worker process's replays
     from benchmarks.scenarios import scenarios, workloads
 
     load()
@@ -49,10 +59,17 @@ def run_workload(workload: str, caps: tuple[float, ...], budget: int = 16, confi
             o = run.outcome(scn, ev, oracle)
             out.append(dict(
                 scenario=scn.key, cap=cap, miss=o.miss, regret=o.regret, probes=run.probes,
-                probe_share=o.probe_share, restarts=run.restarts,
+                probe_share=o.probe_share, restarts=run.restarts, batch_changes=_batch_changes(scn, run.actions),
                 training_regret=(run.train_cost + run.restart_cost) / oracle - 1.0,
             ))
     return out
+
+
+def _batch_changes(scn, actions: tuple[str, ...]) -> int:
+    """Switches among ``actions`` (``"k:switch:i->j"``) that change the global batch."""
+    gb = scn.candidates.global_batch
+    moves = [a.split(":")[2].split("->") for a in actions if a.split(":")[1] == "switch"]
+    return sum(1 for i, j in moves if gb[int(i)] != gb[int(j)])
 
 
 def frontier(runs: list[dict]) -> list[dict]:
@@ -74,6 +91,8 @@ def frontier(runs: list[dict]) -> list[dict]:
             median_training_regret=float(np.median([r["training_regret"] for r in met])) if met else math.nan,
             median_probe_share=float(np.median([r["probe_share"] for r in met])) if met else math.nan,
             median_probes=float(np.median([r["probes"] for r in rs])),
+            mean_restarts=float(np.mean([r["restarts"] for r in rs])),
+            max_restarts=int(max(r["restarts"] for r in rs)),
         ))
     return rows
 
@@ -81,7 +100,8 @@ def frontier(runs: list[dict]) -> list[dict]:
 def _line(row: dict) -> str:
     return (f"cap {row['cap']:>5g}  miss rate {row['miss_rate']:6.1%} {row['misses']}  median regret "
             f"{row['median_regret']:8.1%}  training regret {row['median_training_regret']:6.1%}  "
-            f"probe share {row['median_probe_share']:7.1%}  probes {row['median_probes']:.0f}")
+            f"probe share {row['median_probe_share']:7.1%}  probes {row['median_probes']:.0f}  restarts "
+            f"{row['mean_restarts']:.2f} (max {row['max_restarts']})")
 
 
 def _caps(text: str) -> tuple[float, ...]:
@@ -104,9 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--q90", action="store_true", help="plan and re-plan at confidence 0.9")
     ap.add_argument("--sequence", choices=("design", "confirm"), default="design",
                     help="the probes bought: the anytime loop's (seed design first) or confirm-the-choice ones")
+    ap.add_argument("--first-steps", type=int, default=0, metavar="N",
+                    help="the controller also looks after the first N steps of every start, before any evaluation "
+                    "there (a scheduler calling replan at restarts: the churn check)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", default=None, help="write every run and the frontier here")
     args = ap.parse_args(argv)
+    if args.first_steps < 0:
+        ap.error(f"--first-steps must be >= 0, got {args.first_steps}")
     load()
     caps = args.caps
     names = args.workloads.split(",") if args.workloads else list(TRACES)
@@ -114,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         for name, rs in zip(names, ex.map(run_workload, names, [caps] * len(names), [args.budget] * len(names), [conf] * len(names),
-                                            [args.sequence] * len(names))):
+                                            [args.sequence] * len(names), [args.first_steps] * len(names))):
             print(f"{name}: {len(rs)} runs", file=sys.stderr)
             runs += rs
     rows = frontier(runs)

@@ -32,7 +32,9 @@ from cotune.solver._probes import (
     standard_options,
     step_correlation,
 )
-from cotune.solver._outlook import MAX_SHIFT, JobOutlook, carry_for, carry_reach, job_outlook, shift_carry
+from cotune.solver._outlook import (
+    MAX_SHIFT, HandOver, JobFrame, JobOutlook, carry_for, carry_reach, frame_outlook, job_frame, job_outlook, shift_carry,
+)
 from cotune.solver._remaining import RemainingWork, remaining_work
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
@@ -55,6 +57,10 @@ __all__ = [
     "MAX_SHIFT",
     "RemainingWork",
     "job_outlook",
+    "job_frame",
+    "frame_outlook",
+    "JobFrame",
+    "HandOver",
     "shift_carry",
     "carry_for",
     "carry_reach",

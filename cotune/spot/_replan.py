@@ -18,6 +18,12 @@ pair of functions the closed-loop replay (``benchmarks/closed_loop.py``) decides
   the job's shift from the model (``Ê_job / E_model(B_old)``, at most ``MAX_SHIFT`` either
   way) scales the model at every batch, and a switch resumes where the new batch reaches
   the best metric already reached.
+* After a change of batch the tracked epochs still count from the job's start; they are
+  placed at the new batch by the same hand-over (:func:`cotune.solver.job_frame`): the
+  job resumed there at the epoch the switch was judged by, and its curve there is pooled
+  with the belief that option had as an alternative (the old batch's evidence, carried),
+  not with the bare model — so an option reads the same just before and just after the
+  switch, and a job does not switch back for want of its own history.
 
 Spot and mixed options go through the spot stage on their remaining work; their
 revocation-aware time stretches the epoch time and the revocation-count variance adds
@@ -163,15 +169,6 @@ def remaining_fraction(models, *, global_batch: int, epochs_done: float, target:
     return float(min(max(1.0 - epochs_done / need, 0.0), 1.0))
 
 
-def _best_level(metric, goal: str) -> float | None:
-    """The best metric so far (the metric's own direction); None without a finite one."""
-    m = np.asarray(metric, float)
-    m = m[np.isfinite(m)]
-    if not m.size:
-        return None
-    return float(m.max() if goal == "max" else m.min())
-
-
 def _schedule(n: int, schedule: tuple[float, float] | None) -> dict[str, np.ndarray | None]:
     """``remaining_work``'s schedule keywords for ``n`` options: ``schedule`` is ``(M, H)``, the
     job's schedule end and the horizon of the runs behind its reach probabilities (None: no
@@ -295,8 +292,8 @@ def replan(
     """
     from cotune.models import fit_models
     from cotune.solver import (
-        DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, job_outlook, lr_scale,
-        ranked,
+        DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, frame_outlook, job_frame,
+        job_outlook, lr_scale, ranked,
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
@@ -333,32 +330,53 @@ def replan(
         notes.append(f"the profile holds the records of jobs {', '.join(map(repr, job.jobs))}: re-planned {job.job!r}, "
                      "the last tracked; pass --job (job=) to choose")
     goal = models.accuracy.goal if loaded is None else loaded.workload.goal
-    # The job's own curve counts when it is at the batch the job runs now (epochs after a
-    # batch change count from the job's start: cotune.models.curve_columns).
-    own = job is not None and job.global_batch == progress.global_batch and bool(job.curve_epochs)
-    curve = (job.curve_epochs, job.curve_metric) if own else ((), ())
-    level = _best_level(curve[1], goal) if own else None
+    # The job counts its epochs from its start, across changes of batch; at the batch it runs
+    # now they are placed by the hand-over rule a switch is judged by (cotune.solver.job_frame),
+    # and its curve there is pooled with the belief handed over from the batch before.
+    tracked = [] if job is None or loaded is None else [e for e in loaded.evals if e.job == job.job]
+    frame = None if not tracked else job_frame(
+        models, evals=tracked, global_batch=float(progress.global_batch), epochs_done=progress.epochs_done,
+        target=target, goal=goal, interval=req.interval,
+    )
+    own = frame is not None and bool(frame.curve_epochs)
+    curve = (frame.curve_epochs, frame.curve_metric) if (frame is not None and own) else ((), ())
+    level = None if frame is None else frame.level
+    epochs_here = progress.epochs_done if frame is None else frame.epochs_done
+    for h in () if frame is None else frame.handovers:
+        notes.append(f"the job changed global batch {h.from_batch:g} -> {h.to_batch:g} at its epoch {h.at_epoch:.3g}: "
+                     f"at {h.to_batch:g} it resumed at epoch {h.epoch:.3g}, where that batch reaches the level already "
+                     "reached (its epochs there count on from it)")
 
     def outlook(cands, *, running: bool, forecast=None):
         # The running configuration resumes where it is; after lost or added workers its
         # batch differs, and it resumes like any switch, at the level already reached.
         gb = np.asarray(cands.global_batch)
+        if frame is not None:
+            return frame_outlook(models, frame, global_batch=gb, running=(gb == progress.global_batch) & running,
+                                 target=target, goal=goal, interval=req.interval, forecast=forecast)
         return job_outlook(
             models, global_batch=gb, target=target, goal=goal,
             running=(gb == progress.global_batch) & running, running_batch=float(progress.global_batch),
-            epochs_done=progress.epochs_done, level=level, curve_epochs=curve[0], curve_metric=curve[1],
+            epochs_done=epochs_here, level=level, curve_epochs=curve[0], curve_metric=curve[1],
             interval=req.interval, forecast=forecast,
         )
 
     here = outlook(SimpleNamespace(global_batch=np.array([progress.global_batch])), running=True)
-    forecast = here.forecast  # the job's curve is fitted once; every later outlook reuses it
+    # The job's curve is fitted once; every later outlook reuses it. Not evaluated at its new
+    # batch yet: the options are judged from the previous batch's curve, not a forecast here.
+    waiting = frame is not None and frame.source is not None
+    forecast = None if waiting else here.forecast
+    if waiting:
+        assert frame is not None and frame.source is not None
+        notes.append(f"no evaluation at global batch {progress.global_batch} yet: every option is judged as just before "
+                     f"the change, from the job's curve at {frame.source.global_batch:g}")
     total_here = float(here.epochs[0])
     if not (math.isfinite(total_here) and total_here > 0):
         raise InputError(
             f"the accuracy model predicts that global batch {progress.global_batch} never reaches the target {target:g}, "
             "so progress toward it is undefined: check --current and --target"
         )
-    done = float(min(max(progress.epochs_done / total_here, 0.0), 1.0))
+    done = float(min(max(epochs_here / total_here, 0.0), 1.0))
     left = 1.0 - done
     if forecast is not None and math.isfinite(forecast.epochs_if_reached):
         notes.append(_forecast_note(forecast, math.exp(here.shift)))

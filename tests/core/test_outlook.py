@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cotune import load_profile
-from cotune.solver import MAX_SHIFT, carry_reach, job_outlook, shift_carry
+from cotune.solver import MAX_SHIFT, carry_reach, job_frame, job_outlook, shift_carry
 
 TARGET = 0.94
 BATCHES = np.array([256, 512, 1024, 2048])
@@ -159,3 +159,69 @@ def test_a_job_far_from_the_anchor_shifts_batches_near_the_anchor_less(one_curve
     assert factor[0] < factor[1] < 1.0
     assert factor[3] == pytest.approx(1.0)
     assert np.allclose(factor[~running], o.carry[~running])
+
+
+# -- the job's epochs at the batch it runs now (job_frame) ------------------------------------------
+def _evals(batch: int, epochs, metric):
+    from cotune.profile import EvalRecord
+
+    return [EvalRecord(global_batch=batch, epoch=float(e), metric=float(m), seed=1) for e, m in zip(epochs, metric)]
+
+
+def test_without_a_change_of_batch_the_frame_is_the_jobs_own_count(cifar_models) -> None:
+    ep, mt = _model_curve(1.3, 40.0)
+    fr = job_frame(cifar_models, evals=_evals(512, ep, mt), global_batch=512, epochs_done=ep[-1] + 0.5, target=TARGET,
+                   goal="max")
+    assert fr.curve_epochs == tuple(ep) and fr.curve_metric == tuple(mt)
+    assert fr.epochs_done == pytest.approx(ep[-1] + 0.5)
+    assert fr.prior is None and fr.handovers == () and fr.level == max(mt)
+
+
+def test_a_change_of_batch_resumes_where_the_switch_was_judged_to(cifar_models) -> None:
+    # Just before the switch, the option at 1024 was judged with the outlook's hand-over
+    # epoch and belief; just after it (no evaluation at 1024 yet) the running job reads the same.
+    ep, mt = _model_curve(1.6, 60.0)
+    before = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=BATCHES == 512,
+                         epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    k = int(np.flatnonzero(BATCHES == 1024)[0])
+    fr = job_frame(cifar_models, evals=_evals(512, ep, mt), global_batch=1024, epochs_done=ep[-1], target=TARGET, goal="max")
+    assert fr.epochs_done == pytest.approx(before.done_epochs[k])
+    assert fr.handovers[0].from_batch == 512 and fr.handovers[0].to_batch == 1024 and fr.handovers[0].at_epoch == ep[-1]
+    assert fr.curve_epochs == () and fr.level == max(mt)
+    after = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=BATCHES == 1024,
+                        epochs_done=fr.epochs_done, level=fr.level, prior=fr.prior)
+    assert after.epochs[k] == pytest.approx(before.epochs[k])
+    assert after.log_sigma[k] == pytest.approx(before.log_sigma[k], abs=1e-9)
+    assert after.p_reach[k] == pytest.approx(before.p_reach[k])
+    assert after.done_epochs[k] == pytest.approx(before.done_epochs[k])
+
+
+def test_the_bare_model_after_a_switch_forgets_the_jobs_shift(cifar_models) -> None:
+    # What the hand-over prior is for: without it a slow job that moves reads as the model.
+    ep, mt = _model_curve(1.6, 60.0)
+    fr = job_frame(cifar_models, evals=_evals(512, ep, mt), global_batch=1024, epochs_done=ep[-1], target=TARGET, goal="max")
+    k = int(np.flatnonzero(BATCHES == 1024)[0])
+    bare = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=BATCHES == 1024,
+                       epochs_done=fr.epochs_done, level=fr.level)
+    kept = job_outlook(cifar_models, global_batch=BATCHES, target=TARGET, goal="max", running=BATCHES == 1024,
+                       epochs_done=fr.epochs_done, level=fr.level, prior=fr.prior)
+    assert bare.epochs[k] == pytest.approx(_model(cifar_models, [1024])[0])
+    assert kept.epochs[k] > bare.epochs[k] and kept.shift > 0
+
+
+def test_evaluations_after_a_change_count_on_from_the_hand_over(cifar_models) -> None:
+    ep, mt = _model_curve(1.0, 30.0)
+    at = ep[-1]
+    later = _evals(1024, [at + 1.0, at + 2.5], [max(mt) + 0.002, max(mt) + 0.004])
+    fr = job_frame(cifar_models, evals=_evals(512, ep, mt) + later, global_batch=1024, epochs_done=at + 3.0, target=TARGET,
+                   goal="max")
+    d = fr.handovers[0].epoch
+    assert d > 0
+    assert fr.curve_epochs == pytest.approx((d + 1.0, d + 2.5))
+    assert fr.epochs_done == pytest.approx(d + 3.0)
+    assert fr.level == pytest.approx(max(mt) + 0.004)
+    # Back to the first batch: a second hand-over, from what the job showed at 1024.
+    back = job_frame(cifar_models, evals=_evals(512, ep, mt) + later, global_batch=512, epochs_done=at + 3.0,
+                     target=TARGET, goal="max")
+    assert [h.to_batch for h in back.handovers] == [1024, 512] and back.handovers[1].at_epoch == at + 2.5
+

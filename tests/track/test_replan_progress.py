@@ -247,3 +247,29 @@ def test_several_tracked_jobs_without_a_choice_say_which_was_replanned(tmp_path:
     assert any("jobs 'run1', 'run2': re-planned 'run2', the last tracked" in n for n in r.notes), r.notes
     chosen = _replan(path, cifar_models, job="run1")
     assert chosen.job == "run1" and not any("the last tracked" in n for n in chosen.notes)
+
+
+def test_after_a_change_of_batch_the_tracked_epochs_are_placed_at_the_new_batch(tmp_path: Path, cifar_models) -> None:
+    # The tracker counts epochs from the job's start across the change (512 -> 1024 at epoch
+    # 15); replan reads them at 1024 from where the hand-over put the job, not from 15.
+    from cotune.solver import job_frame
+
+    path = _job_profile(tmp_path / "moved.jsonl")
+    p = read_profile(path)
+    step = next(s for s in p.steps if (s.workers, s.hosts, s.local_batch) == (8, 2, 129))
+    last = max(e.metric for e in p.evals if e.job == "run1")
+    append_records(path, [
+        StepRecord(gpu="t4", workers=8, hosts=2, local_batch=128, step_time_s=step.step_time_s, job="run1", timed_steps=100),
+        EvalRecord(global_batch=1024, epoch=16.0, metric=last + 0.001, job="run1"),
+        EvalRecord(global_batch=1024, epoch=17.0, metric=last + 0.002, job="run1"),
+    ])
+    r = _replan(path, cifar_models)
+    frame = job_frame(cifar_models, evals=[e for e in read_profile(path).evals if e.job == "run1"], global_batch=1024,
+                      epochs_done=17.0, target=TARGET, goal="max")
+    d, at = frame.handovers[0].epoch, frame.handovers[0].at_epoch  # at: the last evaluation at 512
+    assert at == max(e.epoch for e in p.evals if e.job == "run1")
+    assert d != pytest.approx(at)  # epochs at 1024 are not epochs at 512
+    assert r.epochs_done == pytest.approx(17.0)  # the job's own count, as tracked
+    assert r.forecast is not None and r.forecast.epochs_seen == pytest.approx(d + 17.0 - at)
+    assert r.progress_fraction == pytest.approx(min((d + 17.0 - at) / r.forecast.epochs_if_reached, 1.0))
+    assert any(f"changed global batch 512 -> 1024 at its epoch {at:.3g}" in n for n in r.notes)
