@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cotune import load_profile
 from cotune.solver import MAX_SHIFT, carry_reach, job_frame, job_outlook, shift_carry
@@ -225,3 +227,24 @@ def test_evaluations_after_a_change_count_on_from_the_hand_over(cifar_models) ->
                      target=TARGET, goal="max")
     assert [h.to_batch for h in back.handovers] == [1024, 512] and back.handovers[1].at_epoch == at + 2.5
 
+
+
+@settings(max_examples=20, deadline=None)
+@given(stretch=st.floats(0.6, 2.5), up_to=st.floats(8.0, 80.0), to=st.sampled_from([256, 1024, 2048, 768, 3000]))
+def test_every_option_reads_the_same_just_before_and_just_after_a_switch(cifar_models, stretch, up_to, to) -> None:
+    # The law job_frame exists for: until the job evaluates at its new batch, every option's
+    # belief and hand-over are what they were when the switch was judged.
+    from cotune.solver import frame_outlook
+
+    ep, mt = _model_curve(stretch, up_to)
+    if len(ep) < 2:
+        return
+    grid = np.array([256, 512, 768, 1024, 2048, 3000, 4096])
+    before = job_outlook(cifar_models, global_batch=grid, target=TARGET, goal="max", running=grid == 512,
+                         epochs_done=ep[-1], level=max(mt), curve_epochs=ep, curve_metric=mt)
+    fr = job_frame(cifar_models, evals=_evals(512, ep, mt), global_batch=to, epochs_done=ep[-1], target=TARGET, goal="max")
+    after = frame_outlook(cifar_models, fr, global_batch=grid, running=grid == to, target=TARGET, goal="max")
+    assert np.allclose(after.epochs, before.epochs, equal_nan=True)
+    assert np.allclose(after.p_reach, before.p_reach, equal_nan=True)
+    assert np.allclose(after.log_sigma, before.log_sigma, equal_nan=True)
+    assert np.allclose(after.done_epochs, before.done_epochs, equal_nan=True)
