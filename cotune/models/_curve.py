@@ -229,6 +229,7 @@ _FAMILIES: dict[str, tuple[Callable, Callable]] = {
     "loglin": (_loglin, _loglin_inv),
 }
 _SATURATING = ("pow3", "exp3", "mmf")
+_FLAT = 1e-9  # scaled score (the rise seen is 1): a spread this small is no rise
 
 # Bounds in scaled coordinates (rise seen = 1, last seen epoch = 1) and starting points.
 _A_MAX = 20.0
@@ -337,7 +338,13 @@ def fit_curve_families(epochs: np.ndarray, best: np.ndarray) -> tuple[list[Curve
         half = u >= u[0] + 0.5 * (u[-1] - u[0])
         if np.count_nonzero(half) < 2:
             half = np.arange(n) >= n - 2
-        beta, alpha = np.polyfit(np.log(u[half]), yn[half], 1)
+        if np.ptp(yn[half]) <= _FLAT:
+            # A flat recent half has no trend: exactly 0, not the least-squares slope's
+            # rounding noise, whose sign flipped a stalled job's forecast between "never"
+            # and "some day" from one evaluation to the next.
+            beta, alpha = 0.0, float(yn[half][-1])
+        else:
+            beta, alpha = np.polyfit(np.log(u[half]), yn[half], 1)
         fits.append(CurveFit(family="loglin", params=(float(alpha), float(beta)), asymptote=math.inf, aicc=math.inf))
     return fits, lo, rise, seen
 

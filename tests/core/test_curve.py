@@ -146,3 +146,22 @@ def test_prior_from_a_deterministic_prediction_reads_the_spread_off_its_interval
     prior = prior_from_model(Model(), global_batch=64, target=0.9, interval=0.9)
     assert prior.median_epochs == 10.0 and prior.p_reach == 1.0
     assert prior.log_sigma == pytest.approx(math.log(4.0) / (2 * 1.6448536), rel=1e-4)
+
+
+def test_a_stalled_curve_reads_the_same_at_every_further_flat_evaluation() -> None:
+    # One step up, then the same best value at every evaluation (a job stalled below its
+    # target, as a replayed BERT job was): each further flat point adds no evidence of a
+    # trend, so the forecast must not flip between "never" and "some day" with the
+    # least-squares slope's rounding noise.
+    prior = EpochsPrior(median_epochs=1.686, log_sigma=0.31, p_reach=0.998)
+    reads = []
+    for n in range(6, 24):
+        epochs = 1.071 + 0.0407 * np.arange(n)
+        metric = np.r_[86.7094, np.full(n - 1, 86.9089)]
+        f = extrapolate_curve(epochs, metric, target=87.5, prior=prior)
+        reads.append((f.source, round(f.p_reach, 2)))
+    sources = {s for s, _ in reads}
+    ps = [p for _, p in reads]
+    assert sources == {"prior"}, reads  # the curve cannot say when; its reach pools with the prior's
+    assert max(ps) - min(ps) <= 0.02, reads
+    assert max(ps) < 0.9, reads  # the stalled curve's doubt is heard
