@@ -41,6 +41,7 @@ from cotune.solver import (
     plan_for,
     prefer_safer,
     ranked,
+    thin_frontier,
     with_success,
 )
 
@@ -210,10 +211,8 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
     # Where to place the chosen job and how far a scheduler may resize it (cotune.solver._plan).
     plan = plan_for(est, ok, int(order[0]), gpus_per_host=space.gpus_per_host) if order.size else None
 
-    front = pareto_indices(est, feas.reaches)
-    if front.size > request.pareto_limit:
-        keep = np.unique(np.round(np.linspace(0, front.size - 1, request.pareto_limit)).astype(int))
-        front = front[keep]
+    front = thin_frontier(pareto_indices(est, feas.reaches), limit=request.pareto_limit,
+                          keep=int(order[0]) if order.size else None)
     pareto = tuple(choice_at(est, int(i), target) for i in front)
 
     baselines, settings = _baselines(

@@ -37,7 +37,7 @@ from cotune.solver._outlook import (
 )
 from cotune.solver._remaining import RemainingWork, remaining_work
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
-from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, with_success
+from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, thin_frontier, with_success
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
 
 __all__ = [
@@ -97,6 +97,7 @@ __all__ = [
     "geometric_batches",
     "option_gains",
     "pareto_indices",
+    "thin_frontier",
     "plan_for",
     "plan_next_probe",
     "probed_mask",

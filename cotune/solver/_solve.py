@@ -23,7 +23,7 @@ import numpy as np
 
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, success_probability
 
-__all__ = ["Feasibility", "feasibility", "best_index", "ranked", "pareto_indices", "prefer_safer", "with_success"]
+__all__ = ["Feasibility", "feasibility", "best_index", "ranked", "pareto_indices", "thin_frontier", "prefer_safer", "with_success"]
 
 # Near-tie: within half the chosen candidate's own log-σ of time, and never more than 5 %.
 NEAR_TIE_SIGMAS = 0.5
@@ -102,6 +102,27 @@ def pareto_indices(est: Estimates, mask: np.ndarray) -> np.ndarray:
     keep = np.ones(order.size, dtype=bool)
     keep[1:] = costs[1:] < running[:-1]
     return order[keep]
+
+
+def thin_frontier(front: np.ndarray, *, limit: int, keep: int | None = None) -> np.ndarray:
+    """At most ``limit`` points of ``front`` (candidate indices, fastest first), evenly
+    spread along it, always with both ends — and with ``keep`` (the chosen candidate)
+    when it lies on the frontier, so the point a report marks as chosen is shown.
+
+    ``limit`` must be >= 1; with ``limit`` 1 and ``keep`` on the frontier, ``keep`` alone.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1 (frontier points to show); got {limit!r}")
+    front = np.asarray(front)
+    if front.size <= limit:
+        return front
+    pos = np.unique(np.round(np.linspace(0, front.size - 1, limit)).astype(int))
+    at = np.flatnonzero(front == keep) if keep is not None else np.array([], dtype=int)
+    if at.size and at[0] not in pos:
+        # Replace the spread point nearest the chosen one (never an end unless limit < 3).
+        inner = pos[1:-1] if pos.size > 2 else pos
+        pos = np.sort(np.append(np.setdiff1d(pos, inner[np.argmin(np.abs(inner - at[0]))]), at[0]))
+    return front[pos]
 
 
 def _risk_key(est: Estimates, i: int) -> tuple[float, ...]:

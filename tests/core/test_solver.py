@@ -229,3 +229,30 @@ def test_infeasible_deadline_names_the_best_chance_first(cifar_models):
     assert rec.chosen is None and rec.nearest
     chances = [c.p_success for c in rec.nearest]
     assert chances[0] > 0 and chances[0] == max(chances)
+
+
+@given(n=st.integers(1, 60), limit=st.integers(1, 20), chosen=st.integers(0, 80))
+def test_a_thinned_frontier_keeps_its_order_its_ends_and_the_chosen_point(n, limit, chosen):
+    from cotune.solver import thin_frontier
+
+    front = np.arange(100, 100 + n)  # candidate indices along a frontier, fastest first
+    keep = 100 + chosen
+    out = thin_frontier(front, limit=limit, keep=keep)
+    assert out.size == min(n, limit)
+    assert np.all(np.diff(out) > 0) and set(out) <= set(front)
+    if keep in front:
+        assert keep in out
+    if limit >= 3 or n <= limit:
+        assert out[0] == front[0] and out[-1] == front[-1]
+
+
+def test_the_chosen_point_stays_on_the_reported_frontier_when_it_is_thinned(cifar_models):
+    # 30 min: the cheapest feasible plan is an interior frontier point that an even
+    # spread of 12 points skipped, so the report's frontier had no chosen mark.
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.53})
+    full = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.53},
+                     pareto_limit=1000)
+    on_front = [(c.workers, c.local_batch) for c in full.pareto]
+    key = (rec.chosen.workers, rec.chosen.local_batch)
+    assert key in on_front and len(full.pareto) > len(rec.pareto)
+    assert key in [(c.workers, c.local_batch) for c in rec.pareto]
