@@ -101,6 +101,9 @@ class Progress:
     market: str = "on_demand"
     revoked: bool = False
     revocations: int = 0
+    # The configuration the job started at (its plan; a tracker's first step record): what a
+    # miss redoes (cotune.solver.miss_cost). -1: the current one.
+    started_index: int = -1
 
 
 @dataclass(frozen=True)
@@ -350,6 +353,7 @@ def simulate(
                 spent=train + restart_cost, evals=tuple(evals), steps=tuple(steps.values()), target=scn.target,
                 deadline_s=scn.deadline_s, restart_s=restart_s, schedule_epochs=end,
                 market="on_demand" if spot is None else spot.market(i), revoked=revoked, revocations=revocations,
+                started_index=index,
             )
         )
         if act.kind == "give_up":
@@ -510,7 +514,9 @@ class SuccessController:
 
     The decision is :func:`cotune.solver.decide_replan` in its probability form at
     ``confidence`` (0.5 when None), on risk-adjusted costs ``cost_k + (1 − P_k)·L`` with
-    ``L`` what a miss wastes — the money spent so far plus the planned job, redone: stay
+    ``L`` what a miss wastes (:func:`cotune.solver.miss_cost`: the money spent so far plus
+    the whole job redone, the models' cost of it at the configuration it started at —
+    the one definition ``cotune replan`` uses too): stay
     while the job keeps that chance unless an alternative saves more than ``margin``;
     otherwise the cheapest that keeps it; when none does, the best chance if it beats
     staying by more than ``p_margin``.
@@ -524,7 +530,6 @@ class SuccessController:
     margin: float = 0.05
     p_margin: float = 0.05
     interval: float = 0.9
-    miss_cost: float = 0.0  # what a miss wastes beyond the money spent (the planned job, redone)
     # The job's configured epochs before it starts (its recipe's, from the reference run): the
     # same schedule end the controller reads from the running job afterwards.
     schedule_epochs: float = math.inf
@@ -586,8 +591,23 @@ class SuccessController:
         k = _best_chance_row(p_succ, cost, tolerance)
         return None if k is None else int(usable[k])
 
+    def job_cost(self, p: Progress) -> float:
+        """The models' cost of the whole job at the configuration it started at — the cost
+        ``recommend`` states for it — the redo of :func:`cotune.solver.miss_cost`, as
+        ``cotune replan`` reads it from a tracked job's first step record (∞ off the
+        profiled GPU types). The controller used to take the open-loop plan's cost,
+        which is none when the job starts at its best chance: such jobs ran with a miss
+        costing only the money spent."""
+        m = self.models(p)
+        c = self.candidates
+        j = p.index if p.started_index < 0 else p.started_index
+        if c.gpus[int(c.gpu[j])] not in m.time_models:
+            return math.inf
+        est = estimate(subset(c, np.array([j])), m, target=p.target, price_per_hour=self.price_per_hour)
+        return float(est.cost[0])
+
     def __call__(self, p: Progress) -> Action:
-        from cotune.solver import ReplanOption, decide_replan
+        from cotune.solver import ReplanOption, decide_replan, miss_cost
 
         if p.deadline_s is not None and p.elapsed_s >= p.deadline_s:
             return Action("continue", reason="the deadline has passed: finish where the job is")
@@ -609,7 +629,7 @@ class SuccessController:
             stay=stay, alternatives=[o for k, o in opts.items() if k != here],
             remaining_s=math.inf if p.deadline_s is None else p.deadline_s - p.elapsed_s, margin=self.margin,
             confidence=0.5 if self.confidence is None else self.confidence, p_margin=self.p_margin,
-            miss_cost=p.spent + self.miss_cost, spent=p.spent,
+            miss_cost=miss_cost(spent=p.spent, job_cost=self.job_cost(p)), spent=p.spent,
         )
         index_of = {id(o): k for k, o in opts.items()}
         to = d.chosen if d.decision != "infeasible" else d.nearest
@@ -739,7 +759,7 @@ def _success_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidenc
     ref = evidence.curves[0] if evidence.curves else None
     return SuccessController(
         candidates=scn.candidates, price_per_hour=price_matrix(scn.workload), models=models, goal=scn.workload.goal,
-        confidence=confidence, miss_cost=plan.predicted_cost if math.isfinite(plan.predicted_cost) else 0.0,
+        confidence=confidence,
         schedule_epochs=math.inf if ref is None else recipe_end_at(scn.workload, float(ref)),
     )
 

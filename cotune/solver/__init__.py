@@ -9,6 +9,7 @@ from cotune.solver._decide import (
     decide_replan,
     entry_threshold,
     lr_scale,
+    miss_cost,
 )
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, MIN_CHANCE, Estimates, estimate, success_probability
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
@@ -69,6 +70,7 @@ __all__ = [
     "decide_replan",
     "entry_threshold",
     "lr_scale",
+    "miss_cost",
     "RESULT_SCHEMA_VERSION",
     "Candidates",
     "DEFAULT_CONFIDENCE",

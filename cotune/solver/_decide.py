@@ -53,7 +53,9 @@ from typing import Any, Literal, Protocol, Sequence
 
 from cotune.errors import InputError
 
-__all__ = ["CHANGES", "ReplanDecision", "ReplanOption", "changes_between", "decide_replan", "entry_threshold", "lr_scale"]
+__all__ = [
+    "CHANGES", "ReplanDecision", "ReplanOption", "changes_between", "decide_replan", "entry_threshold", "lr_scale", "miss_cost",
+]
 
 CHANGES = ("add_workers", "remove_workers", "change_batch", "change_gpu", "change_market")
 
@@ -212,6 +214,21 @@ def decide_replan(
         "infeasible", f"the target is not reachable within {where} at any configuration considered{miss}",
         None, nearest, (), None, False,
     )
+
+
+def miss_cost(*, spent: float, job_cost: float) -> float:
+    """What a miss wastes, the ``L`` of the risk-adjusted cost ``cost + (1 − P)·L``: the
+    money already spent plus the whole job redone — ``job_cost``, the models' predicted
+    cost of the job from its start at the configuration it runs (not its remaining
+    cost: a miss late in a job wastes more than one early, and the redo starts from
+    nothing). The one definition ``cotune replan`` and the closed-loop replay use.
+    A ``job_cost`` that is not finite (no prediction there) counts as 0.
+    """
+    if not (math.isfinite(spent) and spent >= 0.0):
+        raise InputError(f"spent must be finite and >= 0 (money spent so far); got {spent!r}")
+    if math.isnan(job_cost) or job_cost < 0.0:
+        raise InputError(f"job_cost must be >= 0 (the whole job's predicted cost); got {job_cost!r}")
+    return spent + (job_cost if math.isfinite(job_cost) else 0.0)
 
 
 def entry_threshold(confidence: float, p_margin: float) -> float:

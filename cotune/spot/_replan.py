@@ -237,16 +237,38 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
 
 
 def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: int):
+    return _config_candidates(space_gpus, gpu=progress.gpu, workers=progress.workers_now, local_batch=progress.local_batch,
+                              gpus_per_host=gpus_per_host)
+
+
+def _config_candidates(space_gpus: tuple[str, ...], *, gpu: str, workers: int, local_batch: int, gpus_per_host: int):
+    """One configuration on both markets (rows on_demand, spot), packed on the fewest hosts."""
     from cotune.solver import Candidates
 
-    gi = space_gpus.index(progress.gpu)
-    n = progress.workers_now
-    h = -(-n // gpus_per_host)
+    gi = space_gpus.index(gpu)
+    h = -(-workers // gpus_per_host)
     one = lambda v: np.array([v, v], dtype=np.int64)  # noqa: E731
     return Candidates(
         gpus=space_gpus, markets=("on_demand", "spot"), gpu=np.array([gi, gi], dtype=np.int32),
-        market=np.array([0, 1], dtype=np.int32), workers=one(n), hosts=one(h), local_batch=one(progress.local_batch),
+        market=np.array([0, 1], dtype=np.int32), workers=one(workers), hosts=one(h), local_batch=one(local_batch),
     )
+
+
+def _job_cost(models, *, space_gpus, gpus_per_host: int, table, target: float, start: Any, progress: Progress) -> float:
+    """The models' cost of the whole job at the configuration it started at (``start``, a
+    step record; None: the one it runs), on its market; ∞ off the profiled GPU types."""
+    from cotune.solver import estimate
+
+    gpu, workers, local_batch, market = (
+        (progress.gpu, progress.workers_now, progress.local_batch, progress.market) if start is None
+        else (start.gpu, start.workers, start.local_batch * start.accum_steps, start.market)
+    )
+    if gpu not in space_gpus or gpu not in models.time_models or workers < 1:
+        return math.inf
+    cands = _config_candidates(space_gpus, gpu=gpu, workers=workers, local_batch=local_batch, gpus_per_host=gpus_per_host)
+    est = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0)
+    cost = float(est.cost[0 if market == "on_demand" else 1])  # mixed starts on spot, at its price
+    return cost if math.isfinite(cost) else math.inf  # unpriced market: no redo counted
 
 
 def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) -> ReplanRequest:
@@ -293,7 +315,7 @@ def replan(
     from cotune.models import fit_models
     from cotune.solver import (
         DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, frame_outlook, job_frame,
-        job_outlook, lr_scale, ranked,
+        job_outlook, lr_scale, miss_cost, ranked,
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
@@ -447,8 +469,8 @@ def replan(
 
     stay = None
     if progress.market in ("on_demand", "spot", "mixed"):
-        s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0,
-                            running=True)
+        stay_cands = plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True)
+        s_est, _ = evaluate(stay_cands, 0.0, running=True)
         rows = np.flatnonzero(s_est.candidates.in_market(progress.market))
         if rows.size:
             i = int(rows[0])
@@ -459,8 +481,12 @@ def replan(
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
                          f"available in the cluster file (or, for mixed, no longer needed): staying is not an option")
 
-    # What a miss wastes: the money spent and the job redone, about what it costs in all.
-    whole = progress.spent + (stay.cost if stay is not None and math.isfinite(stay.cost) else 0.0)
+    # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
+    # at the configuration it started at (a tracked job's first step record; else the one
+    # it runs), priced as `recommend` prices it — the closed-loop replay's rule.
+    whole = miss_cost(spent=progress.spent, job_cost=_job_cost(
+        models, space_gpus=space.gpus, gpus_per_host=plan.gpus_per_host, table=table, target=target,
+        start=None if job is None else job.first_step, progress=progress))
     with np.errstate(invalid="ignore"):
         risk = np.where(np.isfinite(est.cost), est.cost + (1.0 - np.asarray(est.p_success, float)) * whole, np.inf)
     contenders = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from cotune.errors import InputError
-from cotune.profile import Profile
+from cotune.profile import Profile, StepRecord
 
 __all__ = ["JobProgress", "job_progress", "offline_profile", "planning_profile", "progress_from_records"]
 
@@ -27,7 +27,9 @@ class JobProgress:
     ``curve_epochs``/``curve_metric`` the job's evaluations at ``global_batch``; and
     ``step_time_s`` the median of its step windows at the latest configuration,
     weighted by their step counts; ``schedule_epochs`` where its learning-rate schedule
-    ends, from its latest evaluation that says (None when none does).
+    ends, from its latest evaluation that says (None when none does); ``first_step`` its
+    first step record — the configuration it started at (what a miss redoes,
+    :func:`cotune.solver.miss_cost`).
     """
 
     job: str
@@ -45,6 +47,7 @@ class JobProgress:
     step_windows: int = 0
     schedule_epochs: float | None = None
     jobs: tuple[str, ...] = ()  # every tracked job in the profile, in first-seen order
+    first_step: StepRecord | None = None
 
 
 def offline_profile(profile: Profile) -> Profile:
@@ -115,6 +118,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         workers=None if last_step is None else last_step.workers, hosts=None if last_step is None else last_step.hosts,
         local_batch=None if last_step is None else last_step.local_batch * last_step.accum_steps,
         step_time_s=step_time, step_windows=windows, schedule_epochs=schedule, jobs=tuple(names),
+        first_step=steps[0] if steps else None,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -215,3 +217,23 @@ def test_entry_threshold_rejects_values_outside_its_ranges(q: float, m: float) -
 def test_by_success_needs_a_probability_on_every_option():
     with pytest.raises(InputError, match="p_success"):
         decide_replan(stay=STAY, alternatives=[], remaining_s=2000, confidence=0.5)
+
+
+def test_miss_cost_is_the_money_spent_plus_the_whole_job_redone():
+    from cotune.solver import miss_cost
+
+    assert miss_cost(spent=3.0, job_cost=10.0) == 13.0
+    assert miss_cost(spent=3.0, job_cost=math.inf) == 3.0  # no prediction there: nothing redone is counted
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(spent=-1.0, job_cost=1.0), "spent must be finite and >= 0"),
+    (dict(spent=math.nan, job_cost=1.0), "spent must be finite and >= 0"),
+    (dict(spent=1.0, job_cost=math.nan), "job_cost must be >= 0"),
+    (dict(spent=1.0, job_cost=-2.0), "job_cost must be >= 0"),
+])
+def test_miss_cost_rejects_what_is_not_money(kwargs, match):
+    from cotune.solver import miss_cost
+
+    with pytest.raises(InputError, match=match):
+        miss_cost(**kwargs)

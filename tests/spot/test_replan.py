@@ -98,3 +98,25 @@ def test_every_option_carries_its_chance_of_finishing_in_time(cifar_models, clus
     assert 0.0 <= r.stay.p_success <= 1.0
     tight = _run(cifar_models, cluster, progress=p, deadline_s=900)
     assert tight.stay.p_success < r.stay.p_success
+
+
+def test_a_miss_is_priced_as_the_whole_job_at_the_configuration_it_started_at(cifar_models):
+    # cotune.solver.miss_cost's job_cost, as `cotune replan` reads it: the cost `recommend`
+    # states for the configuration the job started at (a tracked job's first step record),
+    # not the remaining cost where it runs now.
+    import numpy as np
+
+    from cotune import recommend
+    from cotune.profile import StepRecord
+    from cotune.spot._replan import _job_cost
+
+    table = np.array([[0.5, 0.2, 0.2]])  # t4: on-demand, spot, mixed
+    now = Progress(epochs_done=30, elapsed_s=900, gpu="t4", market="on_demand", workers=4, local_batch=129)
+    common = dict(space_gpus=("t4",), gpus_per_host=4, table=table, target=0.94, progress=now)
+    started = _job_cost(cifar_models, start=StepRecord(gpu="t4", workers=2, local_batch=129, step_time_s=0.2), **common)
+    running = _job_cost(cifar_models, start=None, **common)
+    ask = dict(models=cifar_models, target=0.94, local_batches=(129,), prices={"t4": 0.5})
+    assert started == pytest.approx(recommend("cifar10-resnet18", workers=(2,), **ask).chosen.cost)
+    assert running == pytest.approx(recommend("cifar10-resnet18", workers=(4,), **ask).chosen.cost)
+    on_spot = _job_cost(cifar_models, start=StepRecord(gpu="t4", workers=2, local_batch=129, step_time_s=0.2, market="spot"), **common)
+    assert on_spot == pytest.approx(started * 0.2 / 0.5)

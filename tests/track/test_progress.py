@@ -50,3 +50,9 @@ def test_a_profile_without_job_records_has_no_progress(tmp_path: Path) -> None:
 def test_an_unknown_job_name_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="has 'job-a': pick one"):
         job_progress(_profile(tmp_path), job="job-b")
+
+
+def test_progress_keeps_the_configuration_the_job_started_at(tmp_path: Path) -> None:
+    p = job_progress(_profile(tmp_path))
+    assert p.first_step is not None and p.first_step.job == "job-a"
+    assert (p.first_step.workers, p.first_step.local_batch) == (2, 32)  # before the reconfigure to 4 workers
