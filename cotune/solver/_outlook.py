@@ -38,7 +38,8 @@ After a change of batch the job's own count of epochs (data passes since its sta
 not an epoch count at the new batch: :func:`job_frame` places it there by the hand-over
 above, and :func:`frame_outlook` judges every option as it was just before the change
 until the job has evaluated at the new batch (the belief the new batch had as an
-alternative is its prior; each batch the job ran keeps what its own curve said there).
+alternative is its prior; each batch the job ran keeps what its own curve said there,
+and a job that returns to such a batch resumes with that belief).
 
 Without a usable curve (too short, no finite forecast) the model answers alone
 (``δ = 0``) and only the hand-over epochs carry the progress. :func:`job_outlook` is the
@@ -378,7 +379,14 @@ def job_frame(
                                 level=level, prior=prior, handovers=tuple(handovers))
             d = float(o.done_epochs[0])
             d = d if math.isfinite(d) and d > 0 else 0.0
-            prior = as_prior(_Belief(float(o.epochs[0]), float(o.log_sigma[0]), float(o.p_reach[0])))
+            # A batch the job ran before is judged by what its own curve said there when it
+            # left (frame_outlook keeps it), so the job resumes there with that belief, not
+            # with the shift carried from the batch it leaves: the option that won the switch
+            # must read the same once it runs (a BERT job judged 0.78 as an alternative
+            # read 0.22 a checkpoint after moving back, and moved again).
+            kept = next((v for b, v in beliefs.items() if math.isclose(b, batch)), None)
+            prior = kept if kept is not None else as_prior(
+                _Belief(float(o.epochs[0]), float(o.log_sigma[0]), float(o.p_reach[0])))
             handovers.append(HandOver(from_batch=prev_batch, to_batch=batch, at_epoch=at, epoch=d))
             offset, start = d, at
         for _, m in points:
@@ -434,5 +442,7 @@ def frame_outlook(
     if src is not frame:
         now = np.isclose(gb, frame.global_batch)
         done[now] = frame.epochs_done
+        if frame.prior is not None:  # the belief it was switched on (a batch run before: what it said there)
+            epochs[now], sigma[now], p_reach[now] = frame.prior.median_epochs, frame.prior.log_sigma, frame.prior.p_reach
     return JobOutlook(epochs=epochs, log_sigma=sigma, p_reach=p_reach, done_epochs=done, shift=o.shift,
                       forecast=o.forecast, carry=carry)

@@ -248,3 +248,35 @@ def test_every_option_reads_the_same_just_before_and_just_after_a_switch(cifar_m
     assert np.allclose(after.p_reach, before.p_reach, equal_nan=True)
     assert np.allclose(after.log_sigma, before.log_sigma, equal_nan=True)
     assert np.allclose(after.done_epochs, before.done_epochs, equal_nan=True)
+
+
+def test_a_batch_the_job_returns_to_reads_as_it_was_judged_before_the_return(cifar_models) -> None:
+    # 512 -> 1024 -> back to 512: just before the return, 512 was judged by what the job's
+    # own curve said there when it left (kept); just after it — before any evaluation at
+    # 512 again, and at the first one — the job resumes with that belief, not with the
+    # shift carried back from 1024 (which read a replayed BERT job 0.78 as an
+    # alternative and 0.22 a checkpoint after it moved).
+    from cotune.solver import frame_outlook
+
+    ep, mt = _model_curve(1.6, 40.0)  # slow at 512
+    at = ep[-1]
+    # At 1024 it learns fast (eight rising evaluations): the shift carried back from there
+    # differs from what 512's own curve said.
+    gain = np.linspace(0.01, 0.03, 8)
+    there = _evals(1024, at + np.linspace(0.5, 4.0, 8), max(mt) + gain)
+    grid = np.array([256, 512, 1024, 2048])
+    k = int(np.flatnonzero(grid == 512)[0])
+    on_b = job_frame(cifar_models, evals=_evals(512, ep, mt) + there, global_batch=1024, epochs_done=at + 4.0,
+                     target=TARGET, goal="max")
+    before = frame_outlook(cifar_models, on_b, global_batch=grid, running=grid == 1024, target=TARGET, goal="max")
+    back = job_frame(cifar_models, evals=_evals(512, ep, mt) + there, global_batch=512, epochs_done=at + 4.0,
+                     target=TARGET, goal="max")
+    after = frame_outlook(cifar_models, back, global_batch=grid, running=grid == 512, target=TARGET, goal="max")
+    for name in ("epochs", "log_sigma", "p_reach"):
+        assert getattr(after, name)[k] == pytest.approx(getattr(before, name)[k]), name
+    assert back.prior.median_epochs == pytest.approx(before.epochs[k])
+    assert back.prior.p_reach == pytest.approx(before.p_reach[k])
+    # Its first evaluation back at 512 is pooled with that same belief.
+    again = job_frame(cifar_models, evals=_evals(512, ep, mt) + there + _evals(512, [at + 4.5], [max(mt) + 0.031]),
+                      global_batch=512, epochs_done=at + 4.5, target=TARGET, goal="max")
+    assert again.prior == back.prior and again.curve_epochs
