@@ -310,6 +310,8 @@ def _decide_by_success(
             )
         pct = 0.0 if gain is None or whole <= 0 else gain / whole
         why = f"no alternative has {q_in} (the entry threshold)" if best is None else (
+            f"the best alternative with {q_in} would change the job's {objective} by less than 0.1%, risk counted"
+            if abs(pct) < 0.0005 else
             f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}" if pct > 0
             else f"the best alternative with {q_in} would add {-pct:.1%} to the job's {objective}, risk counted"
         )

@@ -332,6 +332,9 @@ def replan(
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
     req.check_cap_names(models.gpus)
+    if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
+        raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
+                         f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on")
     if req.cluster is None:
         cl = _on_demand_cluster(models, req, rr.prices)
         if restart_s is None:  # no cluster file to read checkpoint costs from: the request's start-up

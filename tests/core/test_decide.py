@@ -237,3 +237,10 @@ def test_miss_cost_rejects_what_is_not_money(kwargs, match):
 
     with pytest.raises(InputError, match=match):
         miss_cost(**kwargs)
+
+
+def test_by_success_a_negligible_difference_is_said_as_such_not_as_minus_zero():
+    # A job that has spent far more than is left: the alternative's difference rounds to 0 % of the whole.
+    d = decide_replan(stay=_p(0.9), alternatives=[_p(0.9, cost=10.0 + 1e-9, workers=8)], remaining_s=2000,
+                      confidence=0.5, spent=1e14)
+    assert d.decision == "stay" and "less than 0.1%" in d.reason and "-0.0%" not in d.reason

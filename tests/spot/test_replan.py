@@ -120,3 +120,13 @@ def test_a_miss_is_priced_as_the_whole_job_at_the_configuration_it_started_at(ci
     assert running == pytest.approx(recommend("cifar10-resnet18", workers=(4,), **ask).chosen.cost)
     on_spot = _job_cost(cifar_models, start=StepRecord(gpu="t4", workers=2, local_batch=129, step_time_s=0.2, market="spot"), **common)
     assert on_spot == pytest.approx(started * 0.2 / 0.5)
+
+
+@pytest.mark.parametrize("with_cluster", [False, True])
+def test_a_running_gpu_the_profile_never_probed_is_named_as_such(cifar_models, cluster, with_cluster):
+    # Without a cluster file the on-demand cluster is built from the profile's gpus, and the
+    # error used to be the cluster's ("not in the cluster file ... add a [gpu.v100] table").
+    p = Progress(epochs_done=10, elapsed_s=100, gpu="v100", market="on_demand", workers=4, local_batch=129)
+    kw = dict(cluster=cluster) if with_cluster else {}
+    with pytest.raises(InputError, match="current gpu 'v100' has no timing probes in this profile: profiled gpus are t4"):
+        replan(None, progress=p, target=0.94, deadline_s=1800, models=cifar_models, **kw)
