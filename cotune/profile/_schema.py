@@ -47,6 +47,11 @@ def _missing(data: Mapping[str, Any], key: str) -> str:
     return f"missing field {key!r}: {what} needs it (docs/profile-format.md lists every field and its unit)"
 
 
+# No optimizer step of a real training job takes under a microsecond (a kernel launch alone
+# takes several): a smaller step time is a timer in the wrong unit or a denormal, and it
+# planned a job of 0.0 s at a cost of 6e-323.
+MIN_STEP_TIME_S = 1e-6
+
 class _Field:
     """Validators shared by the record types; each raises ProfileError with the fix."""
 
@@ -165,7 +170,7 @@ class StepRecord:
         hosts = _Field.integer(data, "hosts", required=False, default=1)
         if hosts > workers:
             raise ProfileError(f"'hosts' ({hosts}) cannot exceed 'workers' ({workers}): each host runs at least one worker")
-        step = _Field.number(data, "step_time_s", minimum=0.0, strict_minimum=True)
+        step = _Field.number(data, "step_time_s", minimum=MIN_STEP_TIME_S)
         sync = _Field.number(data, "sync_time_s", required=False, minimum=0.0)
         if sync is not None and sync > step:
             raise ProfileError(f"'sync_time_s' ({sync:g}) exceeds 'step_time_s' ({step:g}): sync time is part of the step")

@@ -35,6 +35,7 @@ from typing import Literal
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
+from cotune.profile._schema import MIN_STEP_TIME_S
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
 
@@ -224,7 +225,7 @@ class Tracker:
         """Record one optimizer step of ``step_time_s`` seconds (written per window)."""
         if not self.enabled:
             return
-        step_time_s = number(step_time_s, where="step_time_s", gt=0.0)
+        step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
         self._samples += self.config.global_batch
         if self._skip > 0:
             self._skip -= 1

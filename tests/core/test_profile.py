@@ -41,6 +41,8 @@ def test_the_three_documented_lines_are_valid_input():
     [
         ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8, "step_time_s": -1}', "step_time_s"),
         ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8, "step_time_s": NaN}', "finite"),
+        # a denormal (or a timer in the wrong unit) planned a 0.0 s job
+        ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8, "step_time_s": 5e-324}', ">= 1e-06"),
         ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8}', "missing field 'step_time_s'"),
         ('{"record": "step", "gpu": "t4", "workers": 1, "hosts": 2, "local_batch": 8, "step_time_s": 1}', "hosts"),
         ('{"record": "step", "gpu": "t4", "workers": 0, "local_batch": 8, "step_time_s": 1}', "workers"),

@@ -148,6 +148,13 @@ def test_non_positive_step_time_is_rejected(tmp_path: Path) -> None:
             tr.step(step_time_s=0.0)
 
 
+def test_a_step_time_the_profile_would_refuse_is_refused_when_tracked(tmp_path: Path) -> None:
+    # The tracker's floor is the profile reader's: it never writes a record that cannot be read back.
+    with Tracker(tmp_path / "x.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0) as tr:
+        with pytest.raises(InputError, match=">= 1e-06"):
+            tr.step(step_time_s=1e-9)
+
+
 @given(st.lists(st.floats(min_value=1e-6, max_value=1e3), min_size=1, max_size=60))
 def test_window_median_lies_within_the_window_and_spread_is_non_negative(times: list[float]) -> None:
     median, spread = window_summary(times)
