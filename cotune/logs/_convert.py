@@ -151,7 +151,7 @@ def _noise_records(log: LogData, global_batch: int, to_epoch) -> list[NoiseRecor
 
 def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], list[str]]:
     """Profile records of one run, and notes for the user (what was found, what was not)."""
-    notes: list[str] = []
+    notes: list[str] = list(log.notes)
     if opts.dataset_size is None:
         raise InputError("logs do not state the number of training samples per epoch: pass --dataset-size N")
     dataset_size = int(opts.dataset_size)

@@ -48,6 +48,7 @@ class LogData:
     series: Mapping[str, Series]
     summary: Mapping[str, float] = field(default_factory=dict)
     facts: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what the reader left out, and why (shown by `cotune import`)
 
 
 def _series(name: str, rows: list[tuple[float, float, float | None, float | None]]) -> Series:
@@ -113,8 +114,10 @@ def read_hf_trainer(path: Path) -> LogData:
         raise InputError(f"{path}: no 'log_history' list: this is not a Hugging Face trainer_state.json")
     rows: dict[str, list] = {}
     summary: dict[str, float] = {}
+    skipped = 0
     for entry in history:
         if not isinstance(entry, dict):
+            skipped += 1
             continue
         step, epoch = _number(entry.get("step")), _number(entry.get("epoch"))
         # The closing summary entry (train_runtime, train_steps_per_second, …) is one number per run.
@@ -122,6 +125,7 @@ def read_hf_trainer(path: Path) -> LogData:
             summary.update({k: v for k, v in ((k, _number(v)) for k, v in entry.items()) if v is not None})
             continue
         if step is None:
+            skipped += 1
             continue
         for key, raw in entry.items():
             value = _number(raw)
@@ -137,7 +141,14 @@ def read_hf_trainer(path: Path) -> LogData:
         series={k: _series(k, v) for k, v in rows.items()},
         summary=summary,
         facts=facts,
+        notes=_skipped_note(skipped, "log_history entry", "'step'"),
     )
+
+
+def _skipped_note(n: int, what: str, column: str) -> tuple[str, ...]:
+    if not n:
+        return ()
+    return (f"skipped {n} {what}{'' if n == 1 else 's'} without a number in {column}: check the log if that is unexpected",)
 
 
 # --- tables: Lightning CSVLogger metrics.csv and plain CSV ---------------------------
@@ -160,12 +171,15 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
 def _table_series(
     header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
     epoch_is_passes: bool,
-) -> dict[str, Series]:
+) -> tuple[dict[str, Series], int]:
+    """The series of every column, and how many rows had no usable x (step, or epoch as passes)."""
     out: dict[str, list] = {}
+    skipped = 0
     for row in rows:
         step = _number(row.get(step_col)) if step_col else None
         epoch = _number(row.get(epoch_col)) if epoch_col else None
         if step is None and (epoch is None or not epoch_is_passes):
+            skipped += 1
             continue
         for key in header:
             if key in (step_col, epoch_col):
@@ -175,7 +189,7 @@ def _table_series(
                 continue
             s = (step + step_offset) if step is not None else math.nan
             out.setdefault(key, []).append((s, value, epoch if epoch_is_passes else None, None))
-    return {k: _series(k, v) for k, v in out.items()}
+    return {k: _series(k, v) for k, v in out.items()}, skipped
 
 
 def read_lightning_csv(path: Path) -> LogData:
@@ -190,10 +204,11 @@ def read_lightning_csv(path: Path) -> LogData:
         raise InputError(f"{path}: no 'step' column: this is not a Lightning CSVLogger metrics.csv (use format csv)")
     # CSVLogger's 'step' is the 0-based index of the step just taken; its 'epoch' is the
     # 0-based epoch index, not passes over the data, so epochs come from steps instead.
-    series = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
-                           step_offset=1.0, epoch_is_passes=False)
+    series, skipped = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
+                                    step_offset=1.0, epoch_is_passes=False)
     run = path.parent.parent.name if path.parent.name.startswith("version_") else path.parent.name
-    return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series)
+    return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series,
+                   notes=_skipped_note(skipped, "row", "'step'"))
 
 
 def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
@@ -208,8 +223,10 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
             f"{path}: no 'step' or 'epoch' column (columns: {', '.join(header)}): name the x axis with --epoch-column NAME "
             "(passes over the data) or --step-column NAME (optimizer steps done)"
         )
-    series = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0, epoch_is_passes=True)
-    return LogData(format="csv", source=str(path), run_name=path.stem, series=series)
+    series, skipped = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0,
+                                    epoch_is_passes=True)
+    x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
+    return LogData(format="csv", source=str(path), run_name=path.stem, series=series, notes=_skipped_note(skipped, "row", x))
 
 
 # --- TensorBoard event files -------------------------------------------------------

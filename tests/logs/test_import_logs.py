@@ -232,3 +232,22 @@ def test_deeply_nested_trainer_state_is_a_one_line_error(capsys, tmp_path):
     rc, out, err = _cli(capsys, "import", "hf-trainer", str(deep), "--out", str(tmp_path / "p.jsonl"),
                         "--global-batch", "8", "--dataset-size", "100")
     assert rc == 2 and "nested deeper" in err and "Traceback" not in err
+
+
+def test_rows_without_a_number_on_the_x_axis_are_counted_in_a_note(capsys, tmp_path):
+    # They used to vanish: "3 points" with no word that a fourth row was left out.
+    path = tmp_path / "gappy.csv"
+    path.write_text("epoch,val_acc\n1,0.5\n2,0.6\n,0.7\nthree,0.8\n4,0.9\n")
+    code, out, _ = _cli(capsys, "import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "8",
+                        "--dataset-size", "80", "--metric", "val_acc")
+    assert code == 0
+    assert "skipped 2 rows without a number in 'epoch'" in out and "3 points of 'val_acc'" in out
+    assert [e.epoch for e in read_profile(tmp_path / "p.jsonl").evals] == [1.0, 2.0, 4.0]
+
+
+@pytest.mark.parametrize("fmt, path", [("hf-trainer", HF), ("lightning-csv", LIGHTNING), ("csv", CSV)])
+def test_logs_written_by_the_real_libraries_skip_nothing(fmt, path):
+    from cotune.logs._readers import read_log
+
+    log = read_log(fmt, path)
+    assert log.series and log.notes == ()
