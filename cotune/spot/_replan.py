@@ -487,9 +487,15 @@ def replan(
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one
     # it runs), priced as `recommend` prices it — the closed-loop replay's rule.
-    whole = miss_cost(spent=progress.spent, job_cost=_job_cost(
-        models, space_gpus=space.gpus, gpus_per_host=plan.gpus_per_host, table=table, target=target,
-        start=None if job is None else job.first_step, progress=progress))
+    start = None if job is None else job.first_step
+    job_cost = _job_cost(models, space_gpus=space.gpus, gpus_per_host=plan.gpus_per_host, table=table, target=target,
+                         start=start, progress=progress)
+    whole = miss_cost(spent=progress.spent, job_cost=job_cost)
+    if math.isfinite(job_cost) and objective == "cost":
+        where = "it runs" if start is None else (
+            f"it started at ({start.workers} x {start.gpu} {start.market}, local batch {start.local_batch * start.accum_steps})")
+        notes.append(f"a miss is counted as wasting {whole:.4g} in the risk-adjusted costs: {progress.spent:.4g} spent plus "
+                     f"{job_cost:.4g}, the whole job redone at the configuration {where}")
     with np.errstate(invalid="ignore"):
         risk = np.where(np.isfinite(est.cost), est.cost + (1.0 - np.asarray(est.p_success, float)) * whole, np.inf)
     contenders = []

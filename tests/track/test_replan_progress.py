@@ -273,3 +273,19 @@ def test_after_a_change_of_batch_the_tracked_epochs_are_placed_at_the_new_batch(
     assert r.forecast is not None and r.forecast.epochs_seen == pytest.approx(d + 17.0 - at)
     assert r.progress_fraction == pytest.approx(min((d + 17.0 - at) / r.forecast.epochs_if_reached, 1.0))
     assert any(f"changed global batch 512 -> 1024 at its epoch {at:.3g}" in n for n in r.notes)
+
+
+def test_a_tracked_job_that_moved_counts_a_miss_as_the_job_redone_where_it_started(tmp_path: Path, cifar_models) -> None:
+    # cotune.solver.miss_cost: spent plus the whole job at the configuration of the job's
+    # first step record (4 x 128 here), not at the one it runs after it added workers.
+    path = _job_profile(tmp_path / "moved.jsonl")
+    append_records(path, [StepRecord(gpu="t4", workers=8, hosts=2, local_batch=128, step_time_s=0.3, job="run1",
+                                     timed_steps=50)])
+    told = _replan(path, cifar_models, progress={"spent": 1.5})
+    note = next(n for n in told.notes if n.startswith("a miss is counted as wasting"))
+    assert "it started at (4 x t4 on_demand, local batch 128)" in note
+    from cotune import recommend
+
+    whole = recommend("cifar10-resnet18", models=cifar_models, target=TARGET, workers=(4,), local_batches=(128,),
+                      prices={"t4": 0.526}).chosen.cost
+    assert f"wasting {1.5 + whole:.4g}" in note and f"plus {whole:.4g}, the whole job" in note
