@@ -52,6 +52,7 @@ def _missing(data: Mapping[str, Any], key: str) -> str:
 # planned a job of 0.0 s at a cost of 6e-323.
 MIN_STEP_TIME_S = 1e-6
 
+
 class _Field:
     """Validators shared by the record types; each raises ProfileError with the fix."""
 

@@ -472,8 +472,8 @@ def replan(
 
     stay = None
     if progress.market in ("on_demand", "spot", "mixed"):
-        stay_cands = plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True)
-        s_est, _ = evaluate(stay_cands, 0.0, running=True)
+        s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0,
+                            running=True)
         rows = np.flatnonzero(s_est.candidates.in_market(progress.market))
         if rows.size:
             i = int(rows[0])

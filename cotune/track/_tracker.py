@@ -34,8 +34,9 @@ from typing import Literal
 
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
-from cotune.profile import EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile
-from cotune.profile._schema import MIN_STEP_TIME_S
+from cotune.profile import (
+    MIN_STEP_TIME_S, EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile,
+)
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
 
