@@ -258,20 +258,41 @@ def _depth_ok(value: Any, max_depth: int) -> bool:
     return True
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            # json.loads keeps the last silently: a request naming a field twice (two
+            # merged documents, a templating slip) would be answered for one of them.
+            raise _DuplicateKey(f"field {excerpt(key)} appears twice in one object: send each field once")
+        out[key] = value
+    return out
+
+
 def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> Any:
-    """Parse JSON text refusing NaN/Infinity, nesting beyond ``max_depth``, huge integers and bad bytes.
+    """Parse JSON text refusing NaN/Infinity, nesting beyond ``max_depth``, huge integers,
+    a field named twice in one object, and bad bytes.
 
     Raises :class:`BadValue` (one line) instead of ``JSONDecodeError``, ``RecursionError``
     or ``UnicodeDecodeError``.
     """
     try:
-        value = json.loads(data, parse_constant=_reject_constant)
+        value = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise BadValue(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
     except RecursionError:
         raise BadValue(f"not valid JSON here: nested deeper than {max_depth} levels", where=where) from None
+    except _DuplicateKey as exc:
+        raise BadValue(str(exc), where=where) from None
     except (ValueError, TypeError) as exc:  # NaN/Infinity, a >4300-digit integer, bad encoding
-        raise BadValue(f"not valid JSON: {' '.join(str(exc).split())[:200]}", where=where) from None
+        text = " ".join(str(exc).split())
+        if "integer string conversion" in text:  # Python's advice (set_int_max_str_digits) is the server's, not the sender's
+            text = "a number with thousands of digits: send numbers of ordinary size"
+        raise BadValue(f"not valid JSON: {text[:200]}", where=where) from None
     if not _depth_ok(value, max_depth):
         raise BadValue(f"nested deeper than {max_depth} levels: send a flat object of fields", where=where)
     return value

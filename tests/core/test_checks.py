@@ -109,5 +109,18 @@ def test_load_json_refuses_nan_infinity_deep_nesting_huge_ints_and_bad_bytes():
         assert "\n" not in str(info.value)
 
 
+def test_load_json_refuses_a_field_named_twice_in_one_object():
+    for bad in ('{"target": 0.9, "target": 0.5}', '{"a": {"x": 1, "x": 2}}'):
+        with pytest.raises(BadValue, match="appears twice in one object: send each field once"):
+            load_json(bad, where="/")
+    assert load_json('[{"x": 1}, {"x": 2}]') == [{"x": 1}, {"x": 2}]  # the same name in two objects is fine
+
+
+def test_load_json_says_a_huge_integer_is_the_senders_to_fix():
+    with pytest.raises(BadValue) as info:
+        load_json('{"target": ' + "9" * 5000 + "}")
+    assert "ordinary size" in str(info.value) and "set_int_max_str_digits" not in str(info.value)
+
+
 def test_load_json_reads_ordinary_json():
     assert load_json('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}

@@ -57,6 +57,7 @@ def test_infeasible_is_200_with_relax(client):
         (b'{"profile": "cifar10-resnet18", "target": NaN}', {}, 400, "invalid_json"),
         (b"\xff\xfe\x00garbage", {}, 400, "invalid_json"),
         (b"[" * 50_000, {}, 400, "invalid_json"),
+        (b'{"profile": "cifar10-resnet18", "target": 0.9, "target": 0.5}', {}, 400, "invalid_json"),
         (b"[]", {}, 422, "invalid_request"),
         (b'{"profile": "nope", "target": 1}', {}, 422, "unknown_profile"),
         (b'{"profile": {"path": "/etc/passwd"}, "target": 1}', {}, 403, "paths_disabled"),
