@@ -43,7 +43,7 @@ from benchmarks._registry import setting
 from cotune.models import FittedModels, fit_models
 from cotune.models._shape import EPOCHS_ERROR_SHAPE, STEP_ERROR_SHAPE
 from cotune.profile import EvalRecord, Profile, StepRecord
-from cotune.solver import Candidates, estimate, feasibility
+from cotune.solver import P_MARGIN, Candidates, count_returns, estimate, feasibility
 
 if TYPE_CHECKING:
     from benchmarks.closed_loop_spot import SpotReplay
@@ -104,6 +104,9 @@ class Progress:
     # The configuration the job started at (its plan; a tracker's first step record): what a
     # miss redoes (cotune.solver.miss_cost). -1: the current one.
     started_index: int = -1
+    # Moves back to a configuration the job had left (cotune.solver.count_returns over the
+    # configurations it ran, as `cotune replan` counts them from its step records).
+    returns: int = 0
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,7 @@ def simulate(
     evals: list[EvalRecord] = []
     steps: dict[int, StepRecord] = {}
     actions: list[str] = []
+    ran = [index]  # the configurations run, in order
     k = 0
     fresh = True  # no segment run since the last start
 
@@ -353,7 +357,7 @@ def simulate(
                 spent=train + restart_cost, evals=tuple(evals), steps=tuple(steps.values()), target=scn.target,
                 deadline_s=scn.deadline_s, restart_s=restart_s, schedule_epochs=end,
                 market="on_demand" if spot is None else spot.market(i), revoked=revoked, revocations=revocations,
-                started_index=index,
+                started_index=index, returns=count_returns(ran),
             )
         )
         if act.kind == "give_up":
@@ -375,6 +379,7 @@ def simulate(
             if spot is not None:
                 spot.restarted()  # a switch writes a checkpoint: nothing is at risk on the new servers
             actions.append(f"{k}:switch:{i}->{j}")
+            ran.append(j)
             i, gb = j, new_gb
             fresh = True
     # A spot run that never finishes (revoked faster than it checkpoints): report it, do not hide it.
@@ -528,7 +533,7 @@ class SuccessController:
     goal: str
     confidence: float | None = None
     margin: float = 0.05
-    p_margin: float = 0.05
+    p_margin: float = P_MARGIN
     interval: float = 0.9
     # The job's configured epochs before it starts (its recipe's, from the reference run): the
     # same schedule end the controller reads from the running job afterwards.
@@ -607,7 +612,7 @@ class SuccessController:
         return float(est.cost[0])
 
     def __call__(self, p: Progress) -> Action:
-        from cotune.solver import ReplanOption, decide_replan, miss_cost
+        from cotune.solver import ReplanOption, backoff_margin, decide_replan, miss_cost
 
         if p.deadline_s is not None and p.elapsed_s >= p.deadline_s:
             return Action("continue", reason="the deadline has passed: finish where the job is")
@@ -627,8 +632,10 @@ class SuccessController:
         stay = opts.get(here) if here is not None else None
         d = decide_replan(
             stay=stay, alternatives=[o for k, o in opts.items() if k != here],
-            remaining_s=math.inf if p.deadline_s is None else p.deadline_s - p.elapsed_s, margin=self.margin,
-            confidence=0.5 if self.confidence is None else self.confidence, p_margin=self.p_margin,
+            remaining_s=math.inf if p.deadline_s is None else p.deadline_s - p.elapsed_s,
+            margin=backoff_margin(self.margin, returns=p.returns),
+            confidence=0.5 if self.confidence is None else self.confidence,
+            p_margin=backoff_margin(self.p_margin, returns=p.returns),
             miss_cost=miss_cost(spent=p.spent, job_cost=self.job_cost(p)), spent=p.spent,
         )
         index_of = {id(o): k for k, o in opts.items()}

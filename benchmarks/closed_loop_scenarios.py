@@ -51,16 +51,17 @@ def run_workload(workload: str, policies: list[str]) -> list[dict]:
 
 
 def _returns(actions: list[str]) -> int:
-    """Switches to a configuration the run had already left (``k:switch:i->j``)."""
-    left: set[str] = set()
-    n = 0
+    """Switches to a configuration the run had already left (``k:switch:i->j``), counted
+    as the controller counts them (:func:`cotune.solver.count_returns`)."""
+    from cotune.solver import count_returns
+
+    ran: list[str] = []
     for a in actions:
         parts = a.split(":")
         if len(parts) == 3 and parts[1] == "switch":
             i, j = parts[2].split("->")
-            left.add(i)
-            n += j in left
-    return n
+            ran.extend([i, j] if not ran else [j])
+    return count_returns(ran)
 
 
 def summary_line(policy: str, runs: list[dict]) -> str:

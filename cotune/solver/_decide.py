@@ -41,6 +41,14 @@ feasible, ``nearest`` is the option with the best chance, and the decision moves
 only when that chance beats staying by more than ``p_margin`` (a switch costs a
 restart; a chance that is only a little better is noise).
 
+**Back-off.** A job that moved back to a configuration it had left has learnt that a
+promise of the models did not hold for it (the option looked better until it ran
+there): every margin above doubles with each such return (:func:`backoff_margin`, at
+most :data:`MAX_BACKOFF_MARGIN`), so a job whose options all over-promise settles
+instead of touring them. Measured in the closed-loop replay: a YOLOv3 job with an
+unreachable target and no deadline restarted 14 times, each untried batch judged at the
+model's chance until the job ran there (benchmarks/README.md § Closed loop).
+
 A switch is described by what changes (:data:`CHANGES`): workers added or removed, the
 batch (global batch), the GPU type, the market.
 """
@@ -49,15 +57,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Hashable, Literal, Protocol, Sequence
 
 from cotune.errors import InputError
 
 __all__ = [
-    "CHANGES", "ReplanDecision", "ReplanOption", "changes_between", "decide_replan", "entry_threshold", "lr_scale", "miss_cost",
+    "CHANGES", "MAX_BACKOFF_MARGIN", "P_MARGIN", "ReplanDecision", "ReplanOption", "backoff_margin", "changes_between", "count_returns",
+    "decide_replan", "entry_threshold", "lr_scale", "miss_cost",
 ]
 
 CHANGES = ("add_workers", "remove_workers", "change_batch", "change_gpu", "change_market")
+P_MARGIN = 0.05  # how much better a chance must be to be worth a restart (the probability rule)
 
 
 class _Option(Protocol):
@@ -143,7 +153,7 @@ def decide_replan(
     margin: float = 0.05,
     use_confidence: bool = False,
     confidence: float | None = None,
-    p_margin: float = 0.05,
+    p_margin: float = P_MARGIN,
     miss_cost: float = 0.0,
     spent: float = 0.0,
 ) -> ReplanDecision:
@@ -229,6 +239,34 @@ def miss_cost(*, spent: float, job_cost: float) -> float:
     if math.isnan(job_cost) or job_cost < 0.0:
         raise InputError(f"job_cost must be >= 0 (the whole job's predicted cost); got {job_cost!r}")
     return spent + (job_cost if math.isfinite(job_cost) else 0.0)
+
+
+MAX_BACKOFF_MARGIN = 0.5  # a backed-off margin never asks more than half of the cost (or of the chance)
+
+
+def count_returns(configurations: Sequence[Hashable]) -> int:
+    """How many times a job moved back to a configuration it had left: ``configurations``
+    in the order the job ran them (repeats of the running one are collapsed)."""
+    seen: set[Hashable] = set()
+    previous: Hashable = object()
+    n = 0
+    for c in configurations:
+        if c == previous:
+            continue
+        n += c in seen
+        seen.add(c)
+        previous = c
+    return n
+
+
+def backoff_margin(margin: float, *, returns: int) -> float:
+    """The switching margin of a job that has moved back ``returns`` times:
+    ``margin · 2^returns``, at most :data:`MAX_BACKOFF_MARGIN` (never below ``margin``)."""
+    if not (0.0 <= margin < 1.0):
+        raise InputError(f"margin must be a fraction in [0, 1), e.g. 0.05; got {margin!r}")
+    if isinstance(returns, bool) or not isinstance(returns, int) or returns < 0:
+        raise InputError(f"returns must be a whole number >= 0 (moves back to a configuration left); got {returns!r}")
+    return max(margin, min(margin * 2.0 ** min(returns, 60), MAX_BACKOFF_MARGIN))
 
 
 def entry_threshold(confidence: float, p_margin: float) -> float:

@@ -42,10 +42,14 @@ probability form (the rule the closed-loop benchmark replays):
   job's cost (money spent plus the remaining) — a job nearly done does not restart to
   save a few percent of its last minutes, nor for a chance just above ``q``;
 * alternatives are compared by risk-adjusted cost ``cost + (1 − P(success)) · L``, ``L``
-  what a miss wastes (the money spent plus staying's remaining cost): a sure finish is
-  not traded for a cheaper gamble;
+  what a miss wastes (:func:`cotune.solver.miss_cost`: the money spent plus the whole job
+  redone at the configuration it started at): a sure finish is not traded for a cheaper
+  gamble;
 * staying falls below ``q``: switch to the best alternative at the entry threshold (the
-  best that keeps ``q`` when none is).
+  best that keeps ``q`` when none is);
+* a tracked job whose step records move back to a configuration it had left: both
+  margins double with each such return (:func:`cotune.solver.backoff_margin`), so a job
+  the models keep over-promising to settles instead of touring its options.
 
 Models are fitted on every step record (the job's step windows included) but only on
 offline curves.
@@ -314,7 +318,7 @@ def replan(
     """
     from cotune.models import fit_models
     from cotune.solver import (
-        DEFAULT_CONFIDENCE, build_space, changes_between, choice_at, enumerate_candidates, estimate, frame_outlook, job_frame,
+        DEFAULT_CONFIDENCE, MAX_BACKOFF_MARGIN, P_MARGIN, backoff_margin, build_space, changes_between, choice_at, enumerate_candidates, estimate, frame_outlook, job_frame,
         job_outlook, lr_scale, miss_cost, ranked,
     )
     from cotune.spot._market import SpotMarket, cluster_of
@@ -351,6 +355,14 @@ def replan(
     cl.offer(progress.gpu)
 
     notes: list[str] = []
+    returns = 0 if job is None else job.returns
+    p_margin = backoff_margin(P_MARGIN, returns=returns)
+    if returns:
+        backed = backoff_margin(margin, returns=returns)
+        notes.append(f"the job has moved back to a configuration it had left {returns} time(s): a switch must save more "
+                     f"than {backed:.0%} (the {margin:.0%} margin doubled each time, at most {MAX_BACKOFF_MARGIN:.0%}) "
+                     f"and a better chance must beat staying's by {p_margin:.2f}")
+        margin = backed
     if job is not None and rr.job is None and len(job.jobs) > 1:  # the default pick (the last tracked) is a guess
         notes.append(f"the profile holds the records of jobs {', '.join(map(repr, job.jobs))}: re-planned {job.job!r}, "
                      "the last tracked; pass --job (job=) to choose")
@@ -513,7 +525,7 @@ def replan(
 
     d = decide_replan(
         stay=stay, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
-        objective=objective, margin=margin, confidence=q, miss_cost=whole, spent=progress.spent,
+        objective=objective, margin=margin, confidence=q, p_margin=p_margin, miss_cost=whole, spent=progress.spent,
     )
     within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({budget_left:.4g})")
     nearest = None

@@ -29,7 +29,9 @@ class JobProgress:
     weighted by their step counts; ``schedule_epochs`` where its learning-rate schedule
     ends, from its latest evaluation that says (None when none does); ``first_step`` its
     first step record — the configuration it started at (what a miss redoes,
-    :func:`cotune.solver.miss_cost`).
+    :func:`cotune.solver.miss_cost`); ``returns`` how many times its step records move
+    back to a configuration it had left (:func:`cotune.solver.count_returns`: the
+    switching margin backs off with them).
     """
 
     job: str
@@ -48,6 +50,7 @@ class JobProgress:
     schedule_epochs: float | None = None
     jobs: tuple[str, ...] = ()  # every tracked job in the profile, in first-seen order
     first_step: StepRecord | None = None
+    returns: int = 0
 
 
 def offline_profile(profile: Profile) -> Profile:
@@ -76,6 +79,8 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
 
     ``job`` picks one job by name; by default the job of the last tagged record.
     """
+    from cotune.solver._decide import count_returns  # here: the tracker itself stays free of the solver
+
     tagged = [r for r in (*profile.steps, *profile.evals) if r.job is not None]
     if not tagged:
         if job is not None:
@@ -119,6 +124,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         local_batch=None if last_step is None else last_step.local_batch * last_step.accum_steps,
         step_time_s=step_time, step_windows=windows, schedule_epochs=schedule, jobs=tuple(names),
         first_step=steps[0] if steps else None,
+        returns=count_returns([(s.gpu, s.market, s.workers, s.hosts, s.local_batch * s.accum_steps) for s in steps]),
     )
 
 

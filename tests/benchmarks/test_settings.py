@@ -109,6 +109,22 @@ def test_an_untouched_run_costs_what_the_oracle_says_and_a_switch_pays_a_restart
     assert gave_up["gave_up"] and not gave_up["reached"] and gave_up["train_cost"] < cost[i]
 
 
+def test_the_controller_is_told_how_many_times_the_run_moved_back() -> None:
+    scn = _scenario(deadline=None)
+    _, time_s, _ = scn.oracle.evaluate(scn.target)
+    i = int(scn.oracle.solve(scn.target, None).index)
+    other = int(np.argmax(scn.candidates.workers))
+    plan = {1: other, 2: i, 3: other}  # i -> other -> i -> other: two returns
+    seen: dict[int, int] = {}
+
+    def controller(p):
+        seen[p.checkpoint] = p.returns
+        return Action("switch", plan[p.checkpoint]) if p.checkpoint in plan else CONTINUE
+
+    simulate(scn, index=i, planned_time_s=float(time_s[i]), controller=controller)
+    assert [seen[k] for k in (1, 2, 3, 4)] == [0, 0, 1, 2]
+
+
 @pytest.mark.slow
 def test_summary_has_one_row_per_setting_policy_and_budget_with_fractions_in_range() -> None:
     scn = _scenario()

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from cotune.errors import InputError
-from cotune.solver import ReplanOption, changes_between, decide_replan, entry_threshold, lr_scale
+from cotune.solver import (
+    MAX_BACKOFF_MARGIN, ReplanOption, backoff_margin, changes_between, count_returns, decide_replan, entry_threshold, lr_scale,
+)
 
 STAY = ReplanOption(gpu="t4", market="on_demand", workers=4, local_batch=64, time_s=1000.0, cost=10.0)
 
@@ -244,3 +246,33 @@ def test_by_success_a_negligible_difference_is_said_as_such_not_as_minus_zero():
     d = decide_replan(stay=_p(0.9), alternatives=[_p(0.9, cost=10.0 + 1e-9, workers=8)], remaining_s=2000,
                       confidence=0.5, spent=1e14)
     assert d.decision == "stay" and "less than 0.1%" in d.reason and "-0.0%" not in d.reason
+
+
+# -- back-off after returns --------------------------------------------------------------------
+def test_count_returns_counts_moves_back_to_a_configuration_left() -> None:
+    assert count_returns([]) == 0
+    assert count_returns(["a", "a", "b", "b", "c"]) == 0  # repeats of the running one are no move
+    assert count_returns(["a", "b", "a"]) == 1
+    assert count_returns(["a", "b", "a", "b", "c", "a"]) == 3
+
+
+def test_backoff_margin_doubles_with_each_return_up_to_its_cap() -> None:
+    assert [backoff_margin(0.05, returns=r) for r in range(5)] == pytest.approx([0.05, 0.1, 0.2, 0.4, MAX_BACKOFF_MARGIN])
+    assert backoff_margin(0.05, returns=10**6) == MAX_BACKOFF_MARGIN  # no overflow
+    assert backoff_margin(0.7, returns=3) == 0.7  # a margin set above the cap is never lowered
+    assert backoff_margin(0.0, returns=3) == 0.0
+
+
+@pytest.mark.parametrize(("margin", "returns", "match"), [(1.0, 0, "margin must be"), (0.05, -1, "returns must be"),
+                                                          (0.05, 1.5, "returns must be"), (0.05, True, "returns must be")])
+def test_backoff_margin_rejects_what_is_not_a_margin_or_a_count(margin, returns, match) -> None:
+    with pytest.raises(InputError, match=match):
+        backoff_margin(margin, returns=returns)
+
+
+def test_by_success_a_job_that_moved_back_needs_a_larger_saving_to_move_again() -> None:
+    cheaper = _p(0.9, cost=9.2, workers=8)  # saves 8 % of the job
+    ask = dict(stay=_p(0.9), alternatives=[cheaper], remaining_s=2000, confidence=0.5)
+    assert decide_replan(**ask, margin=backoff_margin(0.05, returns=0)).decision == "switch"
+    d = decide_replan(**ask, margin=backoff_margin(0.05, returns=1))
+    assert d.decision == "stay" and "10% margin" in d.reason

@@ -56,3 +56,15 @@ def test_progress_keeps_the_configuration_the_job_started_at(tmp_path: Path) -> 
     p = job_progress(_profile(tmp_path))
     assert p.first_step is not None and p.first_step.job == "job-a"
     assert (p.first_step.workers, p.first_step.local_batch) == (2, 32)  # before the reconfigure to 4 workers
+
+
+def test_progress_counts_the_moves_back_to_a_configuration_the_job_had_left(tmp_path: Path) -> None:
+    assert job_progress(_profile(tmp_path)).returns == 0  # 2 -> 4 workers: no return
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="cpu", workers=4, local_batch=32, window=4, warmup_steps=0) as tr:
+        for workers in (2, 4, 2):  # 2 -> 4 -> 2 -> 4 -> 2 in all: three returns
+            tr.reconfigure(workers=workers)
+            for _ in range(8):
+                tr.step(step_time_s=0.03)
+        tr.eval(metric=0.9)
+    assert job_progress(read_profile(path)).returns == 3

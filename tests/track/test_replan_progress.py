@@ -289,3 +289,19 @@ def test_a_tracked_job_that_moved_counts_a_miss_as_the_job_redone_where_it_start
     whole = recommend("cifar10-resnet18", models=cifar_models, target=TARGET, workers=(4,), local_batches=(128,),
                       prices={"t4": 0.526}).chosen.cost
     assert f"wasting {1.5 + whole:.4g}" in note and f"plus {whole:.4g}, the whole job" in note
+
+
+def test_a_tracked_job_that_moved_back_switches_only_for_a_backed_off_margin(tmp_path: Path, cifar_models) -> None:
+    # cotune.solver.backoff_margin: 4 x 128 -> 8 x 128 -> 4 x 128 is one return, so the 5 %
+    # margin is 10 % and a better chance must beat staying's by 0.10.
+    path = _job_profile(tmp_path / "back.jsonl")
+    for workers, hosts in ((8, 2), (4, 1)):
+        append_records(path, [StepRecord(gpu="t4", workers=workers, hosts=hosts, local_batch=128, step_time_s=0.3,
+                                         job="run1", timed_steps=50)])
+    r = _replan(path, cifar_models)
+    assert r.margin == pytest.approx(0.10)
+    note = next(n for n in r.notes if n.startswith("the job has moved back"))
+    assert "1 time(s): a switch must save more than 10% (the 5% margin doubled each time, at most 50%)" in note
+    assert "beat staying's by 0.10" in note
+    plain = _replan(_job_profile(tmp_path / "plain.jsonl"), cifar_models)
+    assert plain.margin == pytest.approx(0.05) and not any(n.startswith("the job has moved back") for n in plain.notes)
