@@ -45,9 +45,9 @@ restart; a chance that is only a little better is noise).
 promise of the models did not hold for it (the option looked better until it ran
 there): every margin above doubles with each such return (:func:`backoff_margin`, at
 most :data:`MAX_BACKOFF_MARGIN`), so a job whose options all over-promise settles
-instead of touring them. Measured in the closed-loop replay: a YOLOv3 job with an
-unreachable target and no deadline restarted 14 times, each untried batch judged at the
-model's chance until the job ran there (benchmarks/README.md § Closed loop).
+instead of touring them. Measured in the closed-loop replay: a YOLOv3 job with no
+deadline restarted 14 times, each untried batch judged at the models' chance until the
+job ran there; 3 with the back-off (benchmarks/README.md § Closed loop).
 
 A switch is described by what changes (:data:`CHANGES`): workers added or removed, the
 batch (global batch), the GPU type, the market.

@@ -318,8 +318,8 @@ def replan(
     """
     from cotune.models import fit_models
     from cotune.solver import (
-        DEFAULT_CONFIDENCE, MAX_BACKOFF_MARGIN, P_MARGIN, backoff_margin, build_space, changes_between, choice_at, enumerate_candidates, estimate, frame_outlook, job_frame,
-        job_outlook, lr_scale, miss_cost, ranked,
+        DEFAULT_CONFIDENCE, MAX_BACKOFF_MARGIN, P_MARGIN, backoff_margin, build_space, changes_between, choice_at,
+        enumerate_candidates, estimate, frame_outlook, job_frame, job_outlook, lr_scale, miss_cost, ranked,
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
