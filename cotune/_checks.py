@@ -15,7 +15,8 @@ refused the same way everywhere, with the same one-line message. The API is smal
     ``"1e400"`` and 400-digit integers are refused.
 ``load_json(data, *, where="", max_depth=MAX_DEPTH)``
     ``json.loads`` that refuses ``NaN``/``Infinity`` literals, nesting deeper than
-    ``max_depth`` (never a ``RecursionError``), huge integers, and bad encodings.
+    ``max_depth`` (never a ``RecursionError``), huge integers, a field named twice in one
+    object (``unique_keys``, the hook the profile reader uses too), and bad encodings.
 ``excerpt(value, *, limit=40)`` → ``str``
     a short, escaped, truncated quote of an offending value for a message: control
     characters escaped (no terminal escapes), long strings cut, containers and huge
@@ -258,17 +259,19 @@ def _depth_ok(value: Any, max_depth: int) -> bool:
     return True
 
 
-class _DuplicateKey(ValueError):
-    pass
+class DuplicateKey(ValueError):
+    """A JSON object names one field twice (raised by :func:`unique_keys`)."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` that refuses a field named twice in one
+    object (:class:`DuplicateKey`): ``json.loads`` keeps the last silently, so a request or
+    record naming a field twice (two merged documents, a templating slip, a hand edit)
+    would be read as one of them."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            # json.loads keeps the last silently: a request naming a field twice (two
-            # merged documents, a templating slip) would be answered for one of them.
-            raise _DuplicateKey(f"field {excerpt(key)} appears twice in one object: send each field once")
+            raise DuplicateKey(f"field {excerpt(key)} appears twice in one object")
         out[key] = value
     return out
 
@@ -281,13 +284,13 @@ def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH)
     or ``UnicodeDecodeError``.
     """
     try:
-        value = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        value = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise BadValue(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
     except RecursionError:
         raise BadValue(f"not valid JSON here: nested deeper than {max_depth} levels", where=where) from None
-    except _DuplicateKey as exc:
-        raise BadValue(str(exc), where=where) from None
+    except DuplicateKey as exc:
+        raise BadValue(f"{exc}: send each field once", where=where) from None
     except (ValueError, TypeError) as exc:  # NaN/Infinity, a >4300-digit integer, bad encoding
         text = " ".join(str(exc).split())
         if "integer string conversion" in text:  # Python's advice (set_int_max_str_digits) is the server's, not the sender's

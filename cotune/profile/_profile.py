@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from cotune._checks import excerpt
+from cotune._checks import DuplicateKey, excerpt, unique_keys
 from cotune.errors import ProfileError, ProfileLockedError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
@@ -222,12 +222,14 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
         if not text:
             continue
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             if last and not raw.endswith("\n"):
                 warnings.append(f"line {number}: skipped a torn last line (an interrupted write)")
                 continue
             raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
+        except DuplicateKey as exc:
+            raise ProfileError(f"{exc}: keep one of them", path=path, line=number) from None
         except RecursionError:
             raise ProfileError("not a record: JSON nested too deeply; a record is one flat object", path=path, line=number) from None
         except ValueError as exc:  # an integer of more than 4300 digits

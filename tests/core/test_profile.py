@@ -93,6 +93,12 @@ def test_nan_metric_is_kept_for_a_diverged_run():
     assert math.isnan(p.evals[0].metric)
 
 
+def test_a_field_named_twice_in_a_record_is_an_error_naming_the_line():
+    line = '{"record": "step", "gpu": "t4", "workers": 1, "local_batch": 8, "step_time_s": 1, "step_time_s": 2}\n'
+    with pytest.raises(ProfileError, match=r"p.jsonl:2: field 'step_time_s' appears twice in one object: keep one"):
+        parse_profile([ISSUE_LINES[0], line], path="p.jsonl")
+
+
 def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text("".join(ISSUE_LINES) + '{"record": "step", "gpu": "t4", "wor')
