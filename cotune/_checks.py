@@ -276,15 +276,18 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> Any:
+def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH, nonfinite: bool = False) -> Any:
     """Parse JSON text refusing NaN/Infinity, nesting beyond ``max_depth``, huge integers,
     a field named twice in one object, and bad bytes.
 
+    ``nonfinite=True`` reads ``NaN``/``Infinity`` as floats instead: a file written by
+    Python's ``json`` (a training log) has them wherever a loss diverged.
     Raises :class:`BadValue` (one line) instead of ``JSONDecodeError``, ``RecursionError``
     or ``UnicodeDecodeError``.
     """
     try:
-        value = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=unique_keys)
+        constants = {} if nonfinite else {"parse_constant": _reject_constant}
+        value = json.loads(data, object_pairs_hook=unique_keys, **constants)
     except json.JSONDecodeError as exc:
         raise BadValue(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
     except RecursionError:

@@ -15,9 +15,9 @@ from typing import Literal
 
 import numpy as np
 
-from cotune.errors import InputError
+from cotune.errors import InputError, ProfileError
 from cotune.logs._readers import LogData, Series
-from cotune.profile import EvalRecord, NoiseRecord, Record, StepRecord, WorkloadRecord
+from cotune.profile import EvalRecord, NoiseRecord, Record, StepRecord, WorkloadRecord, record_from_dict, record_to_dict
 
 __all__ = ["ImportOptions", "log_to_records"]
 
@@ -149,6 +149,20 @@ def _noise_records(log: LogData, global_batch: int, to_epoch) -> list[NoiseRecor
     return out
 
 
+def _readable(records) -> tuple[list, list[str]]:
+    """The records the profile reader accepts (its own rule, :func:`record_from_dict`),
+    and why each other one is not: what ``cotune import`` writes, every door reads."""
+    kept, why = [], []
+    for rec in records:
+        try:
+            record_from_dict(record_to_dict(rec))
+        except ProfileError as exc:
+            why.append(str(exc))
+            continue
+        kept.append(rec)
+    return kept, why
+
+
 def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], list[str]]:
     """Profile records of one run, and notes for the user (what was found, what was not)."""
     notes: list[str] = list(log.notes)
@@ -176,13 +190,17 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
                 )
     else:
         epochs = np.array([to_epoch(s) if to_epoch(s) is not None else math.nan for s in metric.step])
-    evals = [
+    evals, dropped = _readable(
         EvalRecord(global_batch=global_batch, epoch=float(e), metric=float(v), seed=opts.seed)
         for e, v in zip(epochs, metric.value)
-        if math.isfinite(e) and e >= 0
-    ]
+        if not math.isnan(e)  # no x at all: counted by the reader's note
+    )
+    if dropped:
+        notes.append(f"left out {len(dropped)} point(s) of {metric.name!r} a profile cannot hold ({dropped[0]}): "
+                     "check the log if that is unexpected")
     if not evals:
-        raise InputError(f"{log.source}: the series {metric.name!r} has no point with a step or epoch: nothing to import")
+        why = f"none a profile can hold ({dropped[0]})" if dropped else "no point with a step or epoch"
+        raise InputError(f"{log.source}: the series {metric.name!r} has {why}: nothing to import")
     name = opts.name or log.run_name
     records: list[Record] = [
         WorkloadRecord(name=name, dataset_size=dataset_size, metric=metric.name, goal=goal, source=f"{log.format} log {log.source}")
@@ -211,7 +229,9 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
                        hosts=opts.hosts, accum_steps=opts.accum_steps, step_time_spread_s=spread, timed_steps=count)
         )
         notes.append(f"step time {step_s:.4g} s on {opts.workers} x {opts.gpu.lower()} from {where}")
-    noise = _noise_records(log, global_batch, to_epoch)
+    noise, dropped = _readable(_noise_records(log, global_batch, to_epoch))
+    if dropped:
+        notes.append(f"left out {len(dropped)} gradient-noise measurement(s) a profile cannot hold ({dropped[0]})")
     records.extend(noise)
     if noise:
         notes.append(f"{len(noise)} gradient-noise-scale measurements")

@@ -106,7 +106,9 @@ def read_hf_trainer(path: Path) -> LogData:
     from cotune._checks import BadValue, load_json
 
     try:
-        state = load_json(path.read_bytes())
+        # Trainer writes its state with Python's json, which writes NaN and Infinity (a
+        # diverged eval_loss, an fp16 overflow's grad_norm): a real log has them.
+        state = load_json(path.read_bytes(), nonfinite=True)
     except BadValue as exc:
         raise InputError(f"{path}: {exc}: give the trainer_state.json of a checkpoint") from None
     history = state.get("log_history") if isinstance(state, dict) else None

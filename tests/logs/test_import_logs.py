@@ -251,3 +251,36 @@ def test_logs_written_by_the_real_libraries_skip_nothing(fmt, path):
 
     log = read_log(fmt, path)
     assert log.series and log.notes == ()
+
+
+def test_a_trainer_state_with_nan_and_infinity_imports_the_diverged_point(tmp_path):
+    # Trainer writes its state with Python's json: a diverged eval and an fp16 overflow's
+    # grad_norm come out as the literals NaN and Infinity, which strict JSON refuses.
+    state = json.loads(HF.read_text())
+    evals = [e for e in state["log_history"] if "eval_accuracy" in e]
+    evals[-1]["eval_accuracy"] = math.nan
+    next(e for e in state["log_history"] if "grad_norm" in e)["grad_norm"] = math.inf
+    src = tmp_path / "trainer_state.json"
+    src.write_text(json.dumps(state))  # Python's json writes NaN / Infinity
+    assert "NaN" in src.read_text() and "Infinity" in src.read_text()
+    profile = import_log("hf-trainer", src, out=tmp_path / "p.jsonl", metric="eval_accuracy", global_batch=B, dataset_size=N)
+    assert len(profile.evals) == len(evals) and math.isnan(profile.evals[-1].metric)
+    assert math.isnan(read_profile(tmp_path / "p.jsonl").evals[-1].metric)
+
+
+def test_a_point_a_profile_cannot_hold_is_left_out_with_a_note(capsys, tmp_path):
+    state = json.loads(HF.read_text())
+    state["log_history"].insert(0, {"epoch": -1.0, "eval_accuracy": 0.5, "step": 1})
+    src = tmp_path / "trainer_state.json"
+    src.write_text(json.dumps(state))
+    code, out, _ = _cli(capsys, "import", "hf-trainer", str(src), "--out", str(tmp_path / "p.jsonl"), "--metric",
+                        "eval_accuracy", "--global-batch", str(B), "--dataset-size", str(N))
+    assert code == 0 and "left out 1 point(s) of 'eval_accuracy' a profile cannot hold (field 'epoch'" in out
+    assert all(e.epoch >= 0 for e in read_profile(tmp_path / "p.jsonl").evals)
+    only_bad = tmp_path / "bad" / "trainer_state.json"
+    only_bad.parent.mkdir()
+    only_bad.write_text(json.dumps({"log_history": [{"epoch": 1e300, "eval_accuracy": 0.5, "step": 1}]}))
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(only_bad), "--out", str(tmp_path / "q.jsonl"),
+                        "--global-batch", str(B), "--dataset-size", str(N))
+    assert code == 2 and err.count("\n") == 1 and "has none a profile can hold (field 'epoch'" in err
+    assert not (tmp_path / "q.jsonl").exists()
