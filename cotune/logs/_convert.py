@@ -224,11 +224,15 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
                 f"{opts.accum_steps}: pass --local-batch b (and --accum-steps k) that multiply to it"
             )
         step_s, spread, count, where = timing
-        records.append(
+        step, refused = _readable([
             StepRecord(gpu=opts.gpu.lower(), workers=opts.workers, local_batch=int(local), step_time_s=step_s,
                        hosts=opts.hosts, accum_steps=opts.accum_steps, step_time_spread_s=spread, timed_steps=count)
-        )
-        notes.append(f"step time {step_s:.4g} s on {opts.workers} x {opts.gpu.lower()} from {where}")
+        ])
+        if refused:
+            notes.append(f"step time {step_s:.4g} s from {where} not written, a profile cannot hold it ({refused[0]})")
+        else:
+            records.extend(step)
+            notes.append(f"step time {step_s:.4g} s on {opts.workers} x {opts.gpu.lower()} from {where}")
     noise, dropped = _readable(_noise_records(log, global_batch, to_epoch))
     if dropped:
         notes.append(f"left out {len(dropped)} gradient-noise measurement(s) a profile cannot hold ({dropped[0]})")

@@ -284,3 +284,12 @@ def test_a_point_a_profile_cannot_hold_is_left_out_with_a_note(capsys, tmp_path)
                         "--global-batch", str(B), "--dataset-size", str(N))
     assert code == 2 and err.count("\n") == 1 and "has none a profile can hold (field 'epoch'" in err
     assert not (tmp_path / "q.jsonl").exists()
+
+
+def test_a_step_time_a_profile_cannot_hold_is_not_written(capsys, tmp_path):
+    src = tmp_path / "fast.csv"
+    src.write_text("epoch,val_top1,samples_per_second\n1,0.5,1e15\n2,0.6,1e15\n")
+    code, out, _ = _cli(capsys, "import", "csv", str(src), "--out", str(tmp_path / "p.jsonl"), "--global-batch", str(B),
+                        "--dataset-size", str(N), "--gpu", "cpu", "--workers", "1")
+    assert code == 0 and "not written, a profile cannot hold it (field 'step_time_s'" in out
+    assert read_profile(tmp_path / "p.jsonl").steps == ()
