@@ -306,7 +306,8 @@ def _read_yaml(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_bounded_loader(yaml))  # noqa: S506 (a SafeLoader subclass)
     except _TooManyNodes as exc:
-        raise InputError(f"{source}: {exc}; a cluster file is a few flat tables: write the values out") from None
+        fix = "" if "appears twice" in str(exc) else "; a cluster file is a few flat tables: write the values out"
+        raise InputError(f"{source}: {exc}{fix}") from None
     except yaml.YAMLError as exc:
         first = " ".join(str(exc).split())[:200]
         raise InputError(f"{source}: not valid YAML ({first}); fix the syntax (see docs/spot.md)") from None
@@ -361,6 +362,19 @@ def _bounded_loader(yaml: Any) -> type:
             if self._nodes > MAX_YAML_NODES:
                 raise _TooManyNodes(f"its aliases expand to more than {MAX_YAML_NODES:,} YAML values")
             return node
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # PyYAML keeps the last of two equal keys silently (TOML refuses them): a
+            # cluster file saying `on_demand: 16` and later `on_demand: 8` would be read as
+            # 8 with no word. Merge keys (<<) may be overridden: they are not counted.
+            seen: set[str] = set()
+            for key, _ in node.value if isinstance(node, yaml.MappingNode) else ():
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in seen:
+                        raise _TooManyNodes(f"line {key.start_mark.line + 1}: key {excerpt(key.value)} appears twice in one "
+                                            "table; keep one of them")
+                    seen.add(key.value)
+            return super().construct_mapping(node, deep=deep)
 
     return BoundedSafeLoader
 

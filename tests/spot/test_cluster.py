@@ -145,6 +145,14 @@ def test_yaml_aliases_of_a_real_file_still_work(tmp_path):
     assert cluster.gpus["v100"].on_demand == 4 and cluster.gpus["v100"].on_demand_price_per_hour == 2.5
 
 
+def test_a_yaml_key_given_twice_in_one_table_is_refused_naming_its_line(tmp_path):
+    # PyYAML keeps the last silently; TOML refuses it: both doors now agree.
+    path = tmp_path / "c.yaml"
+    path.write_text("version: 1\ngpu:\n  t4:\n    on_demand: 16\n    on_demand: 8\n    on_demand_price_per_hour: 0.5\n")
+    with pytest.raises(InputError, match=r"c.yaml: line 5: key 'on_demand' appears twice in one table; keep one of them$"):
+        load_cluster(path)
+
+
 @pytest.mark.parametrize(
     ("name", "content", "expect"),
     [
