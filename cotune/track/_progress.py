@@ -31,7 +31,8 @@ class JobProgress:
     first step record — the configuration it started at (what a miss redoes,
     :func:`cotune.solver.miss_cost`); ``returns`` how many times its step records move
     back to a configuration it had left (:func:`cotune.solver.count_returns`: the
-    switching margin backs off with them).
+    switching margin backs off with them; the records do not say why a configuration
+    changed, so workers revoked and then replaced count as a return too).
     """
 
     job: str
