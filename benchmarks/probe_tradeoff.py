@@ -2,10 +2,10 @@
 
 Issue 10 asks the closed loop for two things at once: miss rate ≤ 5 % and median regret
 ≤ 5 % with every cost counted (probes, training, restarts). They pull apart: probes buy
-the plan its accuracy (cotune_closed, 16 probes: 4.2 % misses) and cost about as much as
-the training on short jobs (median regret 91.4 %); a job that starts after a probe or two
-is cheap but misses more (cotune_closed_lean, probes ≤ 10 % of the plan: 18.1 %,
-30.7 %). This sweeps the one knob between them — the share of the plan's expected cost
+the plan its accuracy (cotune_closed, 16 probes: 6.9 % misses in /tmp/full37) and cost
+about as much as the training on short jobs (median regret 115 %); a job that starts
+after a probe or two is cheap but misses more (cotune_closed_lean, probes ≤ 10 % of the
+plan: 15.3 %, 30.1 %). This sweeps the one knob between them — the share of the plan's expected cost
 the probes may take before the job starts (``closed_loop._lean_run``'s ``cap``; ``inf``
 is the whole budget) — over the 72 closed-loop scenarios and prints the frontier::
 
