@@ -39,6 +39,7 @@ This module imports only :mod:`cotune.errors` so that anything may use it.
 from __future__ import annotations
 
 import json
+import os
 import math
 import numbers
 from typing import Any
@@ -237,6 +238,28 @@ def parse_number(
 
 
 _integer = integer  # parse_number's keyword ``integer`` shadows the function inside it
+
+
+# --- files -------------------------------------------------------------------------------
+
+
+def file_problem(path: "str | os.PathLike[str]") -> str | None:
+    """Why ``path`` cannot be read as a file, or None: ``"is a directory"`` or ``"is not
+    a regular file (a device, a pipe or a socket)"``. A FIFO without a writer blocks its
+    reader forever and ``/dev/zero`` never ends, so every door that reads a user's file
+    asks this before opening it. A missing or unreadable path is None: the open that
+    follows says so in its own words."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError, TypeError):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a device, a pipe or a socket)"
+    return None
 
 
 # --- JSON ----------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cotune.errors import InputError
-from cotune.profile import EvalRecord, FailureRecord, StepRecord, WorkloadRecord, read_profile
+from cotune.profile import (
+    MAX_LINE_CHARS, EvalRecord, FailureRecord, StepRecord, WorkloadRecord, check_profile_path, read_profile,
+)
 
 __all__ = ["ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
 
@@ -120,9 +122,10 @@ def read_state(path: Path) -> ProfileState:
     state = ProfileState()
     if not path.exists():
         return state
+    check_profile_path(path)  # a device or a pipe: refused before anything reads it
     with path.open("rb") as fh:
-        body = fh.read()
-    if b"\n" not in body:
+        head = fh.read(4 * MAX_LINE_CHARS + 1)  # UTF-8: at most 4 bytes a character
+    if b"\n" not in head and len(head) <= 4 * MAX_LINE_CHARS:
         return state  # empty, or only a torn first line: nothing was recorded yet
     profile = read_profile(path)
     for rec in profile.records():

@@ -95,8 +95,12 @@ def run(args: argparse.Namespace) -> int:
 
 def read_token(path: str) -> str:
     """The bearer token in ``path``: its text without surrounding whitespace."""
+    from cotune._checks import file_problem
     from cotune.errors import InputError
 
+    problem = file_problem(path)
+    if problem is not None:
+        raise InputError(f"--token-file {excerpt(path)} {problem}: give a readable file holding the token")
     try:
         with open(path, "rb") as fh:
             raw = fh.read(4097)

@@ -83,10 +83,11 @@ MAX_LOG_BYTES = 256 * 2**20
 def _need_file(path: Path, what: str, fmt: str) -> Path:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give the path of the {what}")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory: give the {what} itself (format {fmt})")
-    if not path.is_file():
-        raise InputError(f"{path} is not a regular file (a device or a pipe): give the {what} itself (format {fmt})")
+    from cotune._checks import file_problem
+
+    problem = file_problem(path)
+    if problem is not None:
+        raise InputError(f"{path} {problem}: give the {what} itself (format {fmt})")
     size = path.stat().st_size
     if size > MAX_LOG_BYTES:
         raise InputError(

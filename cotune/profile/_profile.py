@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from cotune._checks import DuplicateKey, excerpt, unique_keys
+from cotune._checks import DuplicateKey, excerpt, file_problem, unique_keys
 from cotune.errors import ProfileError, ProfileLockedError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
@@ -290,6 +290,17 @@ def _lines_of(fh: IO[str]) -> Iterator[str]:
         yield line
 
 
+def check_profile_path(path: Path, *, shown: str | None = None) -> None:
+    """Refuse a path that exists and is not a regular file (:func:`cotune._checks.file_problem`:
+    a directory, or a device, pipe or socket — a FIFO without a writer would block a
+    reader forever, ``/dev/zero`` never ends). A path that does not exist passes."""
+    problem = file_problem(path)
+    if problem == "is a directory":
+        raise ProfileError("is a directory, not a profile file: give a file path", path=str(path) if shown is None else shown)
+    if problem is not None:
+        raise ProfileError(f"{problem}: give the path of a profile file", path=str(path) if shown is None else shown)
+
+
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read a profile file (JSON Lines). Raises :class:`ProfileError` with the line at fault."""
     if not isinstance(path, (str, os.PathLike)):
@@ -298,8 +309,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     text = str(p)
     shown = text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)
     try:
-        if p.is_dir():
-            raise ProfileError("is a directory, not a profile file", path=shown)
+        check_profile_path(p, shown=shown)
         with p.open("r", encoding="utf-8", newline="") as fh:
             return parse_profile(_lines_of(fh), path=shown)
     except FileNotFoundError:
@@ -453,8 +463,7 @@ class ProfileWriter:
     def open(self) -> None:
         if self._fh is not None:
             return
-        if self.path.is_dir():
-            raise ProfileError("is a directory, not a profile file: give a file path", path=str(self.path))
+        check_profile_path(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Unbuffered: every write goes to the kernel at once, so a failed write never

@@ -35,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from cotune._checks import BadValue, excerpt, integer, number
+from cotune._checks import BadValue, excerpt, file_problem, integer, number
 from cotune.errors import InputError
 
 __all__ = [
@@ -390,13 +390,14 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
     suffix = p.suffix.lower()
     if suffix not in (".toml", ".yaml", ".yml"):
         raise InputError(f"{source}: unknown cluster file type {excerpt(suffix or '(none)')}: name it .toml, .yaml or .yml")
+    problem = file_problem(p)
+    if problem is not None:
+        raise InputError(f"cluster file {source} {problem}: give the path of a .toml or .yaml file")
     try:
         with p.open("rb") as fh:
             raw = fh.read(MAX_CLUSTER_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"cluster file {source} does not exist: give the path of a .toml or .yaml file (see examples/cluster.toml)") from None
-    except IsADirectoryError:
-        raise InputError(f"cluster file {source} is a directory: give the path of a .toml or .yaml file") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise InputError(f"cannot read cluster file {source}: {getattr(exc, 'strerror', None) or exc}") from None
     if len(raw) > MAX_CLUSTER_FILE_BYTES:

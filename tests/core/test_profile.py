@@ -299,7 +299,27 @@ def test_recommend_dev_zero_is_exit_2_at_once(capsys):
 
     assert main(["recommend", "/dev/zero", "--target", "0.9"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("cotune: /dev/zero:1: line longer than") and err.count("\n") == 1
+    assert err == "cotune: /dev/zero: is not a regular file (a device, a pipe or a socket): give the path of a profile file\n"
+
+
+def test_a_file_with_an_endless_first_line_is_refused_after_reading_past_the_cap(tmp_path):
+    from cotune.profile import MAX_LINE_CHARS
+
+    path = tmp_path / "p.jsonl"
+    path.write_text("x" * (MAX_LINE_CHARS * 3))
+    with pytest.raises(ProfileError, match=f"p.jsonl:1: line longer than {MAX_LINE_CHARS:,} characters"):
+        read_profile(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_a_pipe_without_a_writer_is_refused_not_waited_on(tmp_path):
+    # Opening a FIFO blocks until a writer comes: the reader would hang forever.
+    fifo = tmp_path / "p.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ProfileError, match="is not a regular file .* give the path of a profile file"):
+        read_profile(fifo)
+    with pytest.raises(ProfileError, match="is not a regular file"):
+        ProfileWriter(fifo).open()
 
 
 def test_more_lines_than_the_cap_is_an_error_naming_the_line():

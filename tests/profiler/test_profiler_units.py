@@ -85,3 +85,31 @@ def test_torchrun_command_single_and_multi_host():
         multi.command(_request(3))
     with pytest.raises(ValueError, match="rdzv_endpoint"):
         TorchrunLauncher(nnodes=2)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs mkfifo")
+def test_a_pipe_as_the_output_profile_is_refused_before_anything_reads_it(tmp_path: Path) -> None:
+    # read_state used to read the whole --out file at once: /dev/full or /dev/zero filled
+    # memory until the kernel killed the run, a FIFO blocked it for ever. A daemon thread
+    # and a deadline: this test must not hang if the guard goes.
+    import os
+    import threading
+
+    from cotune.errors import ProfileError
+    from profiler._state import read_state
+
+    fifo = tmp_path / "p.jsonl"
+    os.mkfifo(fifo)
+    got: list[BaseException] = []
+    t = threading.Thread(target=lambda: _capture(got, lambda: read_state(fifo)), daemon=True)
+    t.start()
+    t.join(timeout=120)
+    assert not t.is_alive(), "read_state blocked on a pipe"
+    assert len(got) == 1 and isinstance(got[0], ProfileError) and "is not a regular file" in str(got[0])
+
+
+def _capture(into: list[BaseException], call) -> None:
+    try:
+        call()
+    except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        into.append(exc)

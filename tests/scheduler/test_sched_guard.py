@@ -4,6 +4,7 @@ request and idle timeouts, and the warning when it is exposed without a token.""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -176,6 +177,15 @@ def test_read_token_strips_the_newline(tmp_path):
     assert read_token(str(tmp_path / "t")) == TOKEN
     with pytest.raises(InputError, match="cannot read"):
         read_token(str(tmp_path / "missing"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_read_token_refuses_a_pipe_instead_of_waiting_for_a_writer(tmp_path):
+    from cotune.cli._serve import read_token
+
+    os.mkfifo(tmp_path / "t")
+    with pytest.raises(InputError, match="is not a regular file"):
+        read_token(str(tmp_path / "t"))
 
 
 # --- a real server on loopback: slow clients are cut off, /health keeps answering -----------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -143,6 +144,13 @@ def test_yaml_aliases_of_a_real_file_still_work(tmp_path):
     )
     cluster = load_cluster(path)
     assert cluster.gpus["v100"].on_demand == 4 and cluster.gpus["v100"].on_demand_price_per_hour == 2.5
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_a_pipe_is_refused_instead_of_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "c.toml")
+    with pytest.raises(InputError, match=r"c.toml is not a regular file \(a device, a pipe or a socket\)"):
+        load_cluster(tmp_path / "c.toml")
 
 
 def test_a_yaml_key_given_twice_in_one_table_is_refused_naming_its_line(tmp_path):
