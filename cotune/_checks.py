@@ -17,6 +17,9 @@ refused the same way everywhere, with the same one-line message. The API is smal
     ``json.loads`` that refuses ``NaN``/``Infinity`` literals, nesting deeper than
     ``max_depth`` (never a ``RecursionError``), huge integers, a field named twice in one
     object (``unique_keys``, the hook the profile reader uses too), and bad encodings.
+``file_problem(path)`` → ``str | None``
+    why a user's path cannot be read as a file (a directory; a device, pipe or socket,
+    which may never end or never answer), or None.
 ``excerpt(value, *, limit=40)`` → ``str``
     a short, escaped, truncated quote of an offending value for a message: control
     characters escaped (no terminal escapes), long strings cut, containers and huge
@@ -39,9 +42,9 @@ This module imports only :mod:`cotune.errors` so that anything may use it.
 from __future__ import annotations
 
 import json
-import os
 import math
 import numbers
+import os
 from typing import Any
 
 from cotune.errors import InputError

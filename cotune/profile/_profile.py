@@ -295,10 +295,11 @@ def check_profile_path(path: Path, *, shown: str | None = None) -> None:
     a directory, or a device, pipe or socket — a FIFO without a writer would block a
     reader forever, ``/dev/zero`` never ends). A path that does not exist passes."""
     problem = file_problem(path)
+    where = str(path) if shown is None else shown
     if problem == "is a directory":
-        raise ProfileError("is a directory, not a profile file: give a file path", path=str(path) if shown is None else shown)
+        raise ProfileError("is a directory, not a profile file: give a file path", path=where)
     if problem is not None:
-        raise ProfileError(f"{problem}: give the path of a profile file", path=str(path) if shown is None else shown)
+        raise ProfileError(f"{problem}: give the path of a profile file", path=where)
 
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:

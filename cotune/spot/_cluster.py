@@ -306,8 +306,9 @@ def _read_yaml(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_bounded_loader(yaml))  # noqa: S506 (a SafeLoader subclass)
     except _TooManyNodes as exc:
-        fix = "" if "appears twice" in str(exc) else "; a cluster file is a few flat tables: write the values out"
-        raise InputError(f"{source}: {exc}{fix}") from None
+        raise InputError(f"{source}: {exc}; a cluster file is a few flat tables: write the values out") from None
+    except _RepeatedKey as exc:
+        raise InputError(f"{source}: {exc}") from None
     except yaml.YAMLError as exc:
         first = " ".join(str(exc).split())[:200]
         raise InputError(f"{source}: not valid YAML ({first}); fix the syntax (see docs/spot.md)") from None
@@ -316,6 +317,10 @@ def _read_yaml(text: str, source: str) -> Any:
 
 
 class _TooManyNodes(Exception):
+    pass
+
+
+class _RepeatedKey(Exception):
     pass
 
 
@@ -371,8 +376,8 @@ def _bounded_loader(yaml: Any) -> type:
             for key, _ in node.value if isinstance(node, yaml.MappingNode) else ():
                 if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                     if key.value in seen:
-                        raise _TooManyNodes(f"line {key.start_mark.line + 1}: key {excerpt(key.value)} appears twice in one "
-                                            "table; keep one of them")
+                        raise _RepeatedKey(f"line {key.start_mark.line + 1}: key {excerpt(key.value)} appears twice in one "
+                                           "table; keep one of them")
                     seen.add(key.value)
             return super().construct_mapping(node, deep=deep)
 
