@@ -26,6 +26,7 @@ __all__ = [
     "FORMAT_VERSION",
     "GOALS",
     "FAILURE_KINDS",
+    "MOVE_CAUSES",
     "WorkloadRecord",
     "StepRecord",
     "EvalRecord",
@@ -39,6 +40,11 @@ __all__ = [
 FORMAT_VERSION = 1
 GOALS = ("max", "min")
 FAILURE_KINDS = ("oom", "crash", "timeout")
+# Why a running job arrived at a configuration: "replan" (chosen: by cotune replan or a
+# person) or "revocation" (forced: the provider took workers or the market). The back-off
+# after returns (cotune.solver.count_returns) counts only moves back to a configuration
+# the job had left by choice: a return after a revocation is recovery, not dithering.
+MOVE_CAUSES = ("replan", "revocation")
 
 
 def _missing(data: Mapping[str, Any], key: str) -> str:
@@ -66,6 +72,13 @@ class _Field:
         if not isinstance(value, str) or not value.strip():
             raise ProfileError(f"field {key!r} must be a non-empty string, got {excerpt(value)}")
         return value.strip()
+
+    @staticmethod
+    def choice(data: Mapping[str, Any], key: str, options: tuple[str, ...], *, required: bool = True) -> str | None:
+        value = _Field.text(data, key, required=required)
+        if value is not None and value not in options:
+            raise ProfileError(f"field {key!r} must be one of {', '.join(options)}, got {excerpt(value)}")
+        return value
 
     @staticmethod
     def number(
@@ -146,7 +159,9 @@ class StepRecord:
     it spent in all-reduce, when the probe measured it. ``accum_steps`` micro-batches
     of ``local_batch`` samples make one step (global batch = workers × local_batch ×
     accum_steps). ``job`` names the running job that wrote the record (the tracker's
-    median of a window of its steps); probes leave it unset.
+    median of a window of its steps); probes leave it unset. ``cause`` is set on the
+    job's first record after it moved to this configuration: why it moved (one of
+    :data:`MOVE_CAUSES`).
     """
 
     gpu: str
@@ -162,6 +177,7 @@ class StepRecord:
     timed_steps: int | None = None
     placement: str | None = None
     job: str | None = None
+    cause: str | None = None
 
     kind: ClassVar[str] = "step"
 
@@ -191,6 +207,7 @@ class StepRecord:
             timed_steps=timed,
             placement=None if placement is None else str(placement),
             job=_Field.text(data, "job", required=False),
+            cause=_Field.choice(data, "cause", MOVE_CAUSES, required=False),
         )
 
 
@@ -267,9 +284,7 @@ class FailureRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "FailureRecord":
-        failure = _Field.text(data, "failure")
-        if failure not in FAILURE_KINDS:
-            raise ProfileError(f"field 'failure' must be one of {', '.join(FAILURE_KINDS)}, got {excerpt(failure)}")
+        failure = _Field.choice(data, "failure", FAILURE_KINDS)
         return cls(
             gpu=_Field.text(data, "gpu").lower(),
             workers=_Field.integer(data, "workers"),

@@ -244,19 +244,30 @@ def miss_cost(*, spent: float, job_cost: float) -> float:
 MAX_BACKOFF_MARGIN = 0.5  # a backed-off margin never asks more than half of the cost (or of the chance)
 
 
-def count_returns(configurations: Sequence[Hashable]) -> int:
-    """How many times a job moved back to a configuration it had left: ``configurations``
-    in the order the job ran them (repeats of the running one are collapsed)."""
+def count_returns(configurations: Sequence[Hashable], *, forced: Sequence[bool] | None = None) -> int:
+    """How many times a job moved back to a configuration it had left by choice:
+    ``configurations`` in the order the job ran them (repeats of the running one are
+    collapsed). ``forced[k]`` says the job arrived at ``configurations[k]`` by force (a
+    revocation took its workers): a later return to the configuration it left then is
+    recovery, not a reversal of the planner's, and does not count."""
+    if forced is not None and len(forced) != len(configurations):
+        raise InputError(f"forced must give one flag per configuration ({len(configurations)}); got {len(forced)}")
     seen: set[Hashable] = set()
-    previous: Hashable = object()
+    left_by_force: dict[Hashable, bool] = {}
+    previous: Hashable = _NOTHING
     n = 0
-    for c in configurations:
+    for k, c in enumerate(configurations):
         if c == previous:
             continue
-        n += c in seen
+        if previous is not _NOTHING:
+            left_by_force[previous] = bool(forced[k]) if forced is not None else False
+        n += c in seen and not left_by_force.get(c, False)
         seen.add(c)
         previous = c
     return n
+
+
+_NOTHING: Hashable = object()
 
 
 def backoff_margin(margin: float, *, returns: int) -> float:

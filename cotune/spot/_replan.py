@@ -359,7 +359,7 @@ def replan(
     p_margin = backoff_margin(P_MARGIN, returns=returns)
     if returns:
         backed = backoff_margin(margin, returns=returns)
-        notes.append(f"the job has moved back to a configuration it had left {returns} time(s): a switch must save more "
+        notes.append(f"the job has moved back to a configuration it had left by choice {returns} time(s): a switch must save more "
                      f"than {backed:.0%} (the {margin:.0%} margin doubled each time, at most {MAX_BACKOFF_MARGIN:.0%}) "
                      f"and a better chance must beat staying's by {p_margin:.2f}")
         margin = backed

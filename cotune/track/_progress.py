@@ -30,9 +30,9 @@ class JobProgress:
     ends, from its latest evaluation that says (None when none does); ``first_step`` its
     first step record — the configuration it started at (what a miss redoes,
     :func:`cotune.solver.miss_cost`); ``returns`` how many times its step records move
-    back to a configuration it had left (:func:`cotune.solver.count_returns`: the
-    switching margin backs off with them; the records do not say why a configuration
-    changed, so workers revoked and then replaced count as a return too).
+    back to a configuration it had left by choice (:func:`cotune.solver.count_returns`:
+    the switching margin backs off with them; a move whose first record says
+    ``cause: "revocation"`` was forced, and coming back from it is not counted).
     """
 
     job: str
@@ -125,7 +125,8 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         local_batch=None if last_step is None else last_step.local_batch * last_step.accum_steps,
         step_time_s=step_time, step_windows=windows, schedule_epochs=schedule, jobs=tuple(names),
         first_step=steps[0] if steps else None,
-        returns=count_returns([(s.gpu, s.market, s.workers, s.hosts, s.local_batch * s.accum_steps) for s in steps]),
+        returns=count_returns([(s.gpu, s.market, s.workers, s.hosts, s.local_batch * s.accum_steps) for s in steps],
+                              forced=[s.cause == "revocation" for s in steps]),
     )
 
 

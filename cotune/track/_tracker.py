@@ -35,7 +35,7 @@ from typing import Literal
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
-    MIN_STEP_TIME_S, EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile,
+    MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile,
 )
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
@@ -85,6 +85,12 @@ def _positive(name: str, value: object) -> float:
     return number(value, where=name, gt=0.0)
 
 
+def _move_cause(cause: object) -> str:
+    if cause not in MOVE_CAUSES:
+        raise InputError(f"cause must be one of {', '.join(map(repr, MOVE_CAUSES))} (why the job moved); got {cause!r}")
+    return str(cause)
+
+
 class Tracker:
     """Append a running job's step, eval and noise records to its profile.
 
@@ -102,6 +108,10 @@ class Tracker:
         of not-yet-aggregated timing).
     warmup_steps : steps ignored after the start and after each reconfiguration.
     epochs_done : epochs already trained when the tracker starts (a resumed job).
+    cause : why a resumed job runs at this configuration now, when it differs from the
+        one it ran at before: ``"revocation"`` (the provider took workers) or
+        ``"replan"`` (chosen). Written on the first step record, like
+        :meth:`reconfigure`'s.
     schedule_epochs : where the job's learning-rate schedule ends, in epochs from its start
         (its configured epochs; None: not known). Written with every evaluation, so
         ``cotune replan`` counts a target not reached by then as missed. The Lightning and
@@ -135,6 +145,7 @@ class Tracker:
         warmup_steps: int = 5,
         epochs_done: float = 0.0,
         schedule_epochs: float | None = None,
+        cause: Literal["replan", "revocation"] | None = None,
         rank: int = 0,
         fsync: Literal["background", "each", "none"] = "background",
         clock=time.monotonic,
@@ -157,6 +168,7 @@ class Tracker:
         self._window: list[float] = []
         self._window_began = self._started
         self._skip = warmup_steps
+        self._cause = None if cause is None else _move_cause(cause)
         self._samples = 0.0
         self._epochs_at_start = float(epochs_done)
         self.records_written = 0
@@ -278,11 +290,20 @@ class Tracker:
         return rec
 
     def reconfigure(self, *, gpu: str | None = None, workers: int | None = None, local_batch: int | None = None,
-                    hosts: int | None = None, accum_steps: int | None = None, market: str | None = None) -> None:
+                    hosts: int | None = None, accum_steps: int | None = None, market: str | None = None,
+                    cause: Literal["replan", "revocation"] = "replan") -> None:
         """The job now runs at another configuration (after a restart or a revocation).
 
         The window so far is written at the old configuration; warm-up is skipped again.
+        ``cause`` says why it moved — ``"replan"`` (chosen) or ``"revocation"`` (the
+        provider took workers) — and is written on the first step record at the new
+        configuration: ``cotune replan`` backs its margins off after the job moves back
+        to a configuration it left by choice, not after it recovers from a revocation
+        (:func:`cotune.solver.count_returns`). Moved twice with no record between, a
+        revocation among the moves is what is written (the job left its last recorded
+        configuration by force).
         """
+        cause = _move_cause(cause)
         self.flush()
         c = self.config
         self.config = TrackedConfig(
@@ -292,6 +313,7 @@ class Tracker:
             market=c.market if market is None else market,
         )
         self._skip = self.warmup_steps
+        self._cause = "revocation" if "revocation" in (cause, self._cause) else cause
 
     def flush(self) -> StepRecord | None:
         """Write the current window as one step record (nothing if it is empty)."""
@@ -302,8 +324,9 @@ class Tracker:
         rec = StepRecord(
             gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, step_time_s=median, hosts=c.hosts,
             accum_steps=c.accum_steps, market=c.market, step_time_spread_s=spread, timed_steps=len(self._window),
-            job=self.job,
+            job=self.job, cause=self._cause,
         )
+        self._cause = None
         self._window = []
         self._window_began = self._clock()
         self._write(rec)

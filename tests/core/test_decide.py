@@ -256,6 +256,21 @@ def test_count_returns_counts_moves_back_to_a_configuration_left() -> None:
     assert count_returns(["a", "b", "a", "b", "c", "a"]) == 3
 
 
+def test_count_returns_skips_a_return_to_a_configuration_left_by_force() -> None:
+    # 8 workers, 2 revoked -> 6, replaced -> 8: recovery, not a reversal
+    assert count_returns([8, 6, 8], forced=[False, True, False]) == 0
+    # ... then the planner moves back to 6 (left by choice) and to 8 again (now left by choice): both count
+    assert count_returns([8, 6, 8, 6, 8], forced=[False, True, False, False, False]) == 2
+    # a forced move is a property of the departure: 6 was left by choice, so returning to it counts
+    assert count_returns([8, 6, 8, 6], forced=[False, True, False, False]) == 1
+    assert count_returns([8, 6, 8], forced=[False, False, False]) == count_returns([8, 6, 8]) == 1
+
+
+def test_count_returns_needs_one_forced_flag_per_configuration() -> None:
+    with pytest.raises(InputError, match="one flag per configuration"):
+        count_returns([8, 6, 8], forced=[True])
+
+
 def test_backoff_margin_doubles_with_each_return_up_to_its_cap() -> None:
     assert [backoff_margin(0.05, returns=r) for r in range(5)] == pytest.approx([0.05, 0.1, 0.2, 0.4, MAX_BACKOFF_MARGIN])
     assert backoff_margin(0.05, returns=10**6) == MAX_BACKOFF_MARGIN  # no overflow

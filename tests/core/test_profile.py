@@ -51,6 +51,8 @@ def test_the_three_documented_lines_are_valid_input():
         ('{"record": "eval", "global_batch": 64, "epoch": 1, "metric": "high"}', "metric"),
         ('{"record": "eval", "global_batch": 64, "epoch": 1, "metric": 0.5, "schedule_epochs": 0}', "schedule_epochs"),
         ('{"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 8, "failure": "boom"}', "oom"),
+        ('{"record": "step", "gpu": "t4", "workers": 2, "local_batch": 8, "step_time_s": 1, "cause": "preempted"}',
+         "field 'cause' must be one of replan, revocation"),
         ('{"record": "banana"}', "unknown record type"),
         ('{"kind": "step", "gpu": "t4"}', 'no "record" field'),
         ('{"record": "noise", "global_batch": 64, "epoch": 1}', "a 'noise' record needs it (docs/profile-format.md"),

@@ -68,3 +68,51 @@ def test_progress_counts_the_moves_back_to_a_configuration_the_job_had_left(tmp_
                 tr.step(step_time_s=0.03)
         tr.eval(metric=0.9)
     assert job_progress(read_profile(path)).returns == 3
+
+
+def test_a_return_after_a_revocation_is_recovery_and_not_counted(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="cpu", workers=8, local_batch=32, window=4, warmup_steps=0, market="spot", workload=WL) as tr:
+        for workers, cause in ((8, None), (6, "revocation"), (8, "replan"), (6, "replan"), (8, "replan")):
+            if cause is not None:
+                tr.reconfigure(workers=workers, cause=cause)
+            for _ in range(8):
+                tr.step(step_time_s=0.03)
+        tr.eval(metric=0.9)
+    profile = read_profile(path)
+    # the cause is written once, on the first window at the new configuration
+    assert [(s.workers, s.cause) for s in profile.steps] == [
+        (8, None), (8, None), (6, "revocation"), (6, None), (8, "replan"), (8, None), (6, "replan"), (6, None),
+        (8, "replan"), (8, None)]
+    # 8 -> 6 (revoked) -> 8 is recovery; back to 6 and to 8 by choice afterwards are two returns
+    assert job_progress(profile).returns == 2
+
+
+def test_two_moves_without_a_record_between_keep_the_revocation(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="cpu", workers=8, local_batch=32, window=4, warmup_steps=0, workload=WL) as tr:
+        for _ in range(4):
+            tr.step(step_time_s=0.03)
+        tr.reconfigure(workers=6, cause="revocation")  # revoked, and no step ran before ...
+        tr.reconfigure(workers=7)  # ... the planner moved on to 7
+        for _ in range(4):
+            tr.step(step_time_s=0.03)
+    assert [(s.workers, s.cause) for s in read_profile(path).steps] == [(8, None), (7, "revocation")]
+
+
+def test_a_resumed_tracker_writes_the_cause_it_was_given(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="cpu", workers=8, local_batch=32, window=4, warmup_steps=0, workload=WL) as tr:
+        for _ in range(4):
+            tr.step(step_time_s=0.03)
+    with Tracker(path, gpu="cpu", workers=6, local_batch=32, window=4, warmup_steps=0, cause="revocation") as tr:
+        for _ in range(8):
+            tr.step(step_time_s=0.03)
+    assert [(s.workers, s.cause) for s in read_profile(path).steps] == [(8, None), (6, "revocation"), (6, None)]
+
+
+@pytest.mark.parametrize("cause", ["revoked", "", None, 3])
+def test_a_move_cause_outside_the_known_ones_is_refused(tmp_path: Path, cause) -> None:
+    with Tracker(tmp_path / "p.jsonl", gpu="cpu", workers=8, local_batch=32, workload=WL) as tr:
+        with pytest.raises(InputError, match="cause must be one of 'replan', 'revocation'"):
+            tr.reconfigure(workers=6, cause=cause)

@@ -301,7 +301,17 @@ def test_a_tracked_job_that_moved_back_switches_only_for_a_backed_off_margin(tmp
     r = _replan(path, cifar_models)
     assert r.margin == pytest.approx(0.10)
     note = next(n for n in r.notes if n.startswith("the job has moved back"))
-    assert "1 time(s): a switch must save more than 10% (the 5% margin doubled each time, at most 50%)" in note
+    assert "by choice 1 time(s): a switch must save more than 10% (the 5% margin doubled each time, at most 50%)" in note
     assert "beat staying's by 0.10" in note
     plain = _replan(_job_profile(tmp_path / "plain.jsonl"), cifar_models)
     assert plain.margin == pytest.approx(0.05) and not any(n.startswith("the job has moved back") for n in plain.notes)
+
+
+def test_a_tracked_job_back_from_a_revocation_keeps_the_plain_margin(tmp_path: Path, cifar_models) -> None:
+    # 4 x 128 -> 2 x 128 (two workers revoked) -> 4 x 128 (replaced): recovery, not a return.
+    path = _job_profile(tmp_path / "revoked.jsonl")
+    for workers, cause in ((2, "revocation"), (4, "replan")):
+        append_records(path, [StepRecord(gpu="t4", workers=workers, hosts=1, local_batch=128, step_time_s=0.3,
+                                         job="run1", timed_steps=50, cause=cause)])
+    r = _replan(path, cifar_models)
+    assert r.margin == pytest.approx(0.05) and not any(n.startswith("the job has moved back") for n in r.notes)
