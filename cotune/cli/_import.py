@@ -8,7 +8,8 @@ from cotune.cli import _args
 
 __all__ = ["add_parser", "run"]
 
-_FORMATS = ("hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv")
+# cotune.logs.FORMATS, spelt out so that building the parser imports no reader (a test keeps them equal)
+_FORMATS = ("hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv", "keras-csv")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the run's global batch), the step time where the log has one, gradient-noise scales where it logged "
         "gradient statistics. Give what the log does not say as flags. Formats: hf-trainer (trainer_state.json), "
         "lightning-csv (CSVLogger metrics.csv), tensorboard (event files; needs cotune[logs]), mlflow (a run of "
-        "the local file store or a SQLite store, mlflow.db), csv (named columns). Docs: docs/logs.md",
+        "the local file store or a SQLite store, mlflow.db), csv (named columns), keras-csv (keras.callbacks.CSVLogger: "
+        "its epoch column counts from 0). Docs: docs/logs.md",
         epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add).",
     )
     p.add_argument("format", choices=_FORMATS, metavar="FORMAT", help=f"log format: {', '.join(_FORMATS)}")

@@ -2,8 +2,8 @@
 
 Formats: ``hf-trainer`` (Hugging Face ``trainer_state.json``), ``lightning-csv``
 (Lightning ``CSVLogger`` ``metrics.csv``), ``tensorboard`` (event files, read with the
-``tensorboard`` package), ``mlflow`` (a run of the local file store) and ``csv``
-(named columns). Only TensorBoard needs a package (``pip install 'cotune[logs]'``),
+``tensorboard`` package), ``mlflow`` (a run of the local file store), ``csv`` (named
+columns) and ``keras-csv`` (Keras ``CSVLogger``, whose epoch column counts from 0). Only TensorBoard needs a package (``pip install 'cotune[logs]'``),
 imported when such a log is read. See ``docs/logs.md``.
 """
 
@@ -70,6 +70,14 @@ def import_log(
             opts = replace(opts, name=existing.workload.name)
     records, notes = log_to_records(log, opts)
     workload = records[0]
+    if existing is not None and seed is None:
+        batch = records[1].global_batch if isinstance(records[1], EvalRecord) else None
+        taken = {e.seed for e in existing.evals if e.global_batch == batch}
+        if opts.seed in taken:
+            # the next free seed, and the records (and their notes) made again with it
+            fresh = max(taken) + 1
+            records, notes = log_to_records(log, replace(opts, seed=fresh))
+            notes.append(f"seed {fresh}: global batch {batch} already has runs with seeds {', '.join(map(str, sorted(taken)))}")
     assert isinstance(workload, WorkloadRecord)
     if existing is not None:
         old = existing.workload
@@ -81,13 +89,6 @@ def import_log(
         if old.metric != workload.metric:
             # Tools name one metric differently (val/accuracy, val_accuracy): the profile keeps its name.
             notes.append(f"metric {workload.metric!r} recorded as the profile's {old.metric!r}")
-        if seed is None:
-            batch = records[1].global_batch if isinstance(records[1], EvalRecord) else None
-            taken = {e.seed for e in existing.evals if e.global_batch == batch}
-            if opts.seed in taken:
-                fresh = max(taken) + 1
-                records = [replace(r, seed=fresh) if isinstance(r, EvalRecord) else r for r in records]
-                notes.append(f"seed {fresh}: global batch {batch} already has runs with seeds {', '.join(map(str, sorted(taken)))}")
         records = [old] + records[1:]
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
     if out is not None:

@@ -44,26 +44,42 @@ _NOT_METRICS = re.compile(r"(runtime|per_sec|per_second|samples_per|steps_per|st
                           r"|grad_norm|grad_sqr|grad_var|noise_scale|b_noise|total_flos|^epoch$|^step$)")
 _MIN_TOKENS = {"loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse", "nll"}
 _MAX_TOKENS = {"acc", "accuracy", "top1", "top5", "f1", "precision", "recall", "auc", "auroc", "map", "bleu", "rouge",
-               "iou", "miou", "dice", "r2", "exact", "match", "em", "score"}
+               "iou", "miou", "dice", "r2", "exact", "match", "em", "score", "matthews", "mcc", "pearson", "spearman",
+               "correlation", "meteor", "ndcg", "mrr", "chrf", "sacrebleu"}
 
 
 def _tokens(name: str) -> set[str]:
-    return {t for t in re.split(r"[^a-z0-9]+", name.lower()) if t}
+    """Lower-case words of a series name: split at punctuation, at a lower-to-upper case
+    change (``ValAcc``) and between letters and digits (``rouge1``, ``top1`` kept whole too)."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    out: set[str] = set()
+    for w in words:
+        out.add(w.lower())
+        out.update(p.lower() for p in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", w))
+    return out
 
 
 def _is_eval(name: str) -> bool:
     return bool(_tokens(name) & _EVAL_TOKENS) and not _NOT_METRICS.search(name.lower())
 
 
-def _choose_metric(log: LogData, wanted: str | None) -> Series:
+def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series:
     names = list(log.series)
     if wanted is not None:
-        if wanted in log.series:
-            return log.series[wanted]
         # 'accuracy' finds 'eval_accuracy' or 'val/accuracy' when that is the only match.
-        near = [n for n in names if n.lower().endswith(wanted.lower()) and _is_eval(n)]
+        near = [n for n in names if n != wanted and n.lower().endswith(wanted.lower()) and _is_eval(n)]
+        if wanted in log.series:
+            if near and not _is_eval(wanted):
+                # Trainer's 'loss' is the training loss; a plan wants the validation curve.
+                notes.append(f"{wanted!r} is a training series; the log's validation series {', '.join(map(repr, near))} "
+                             f"{'is' if len(near) == 1 else 'are'} what a target is usually measured on: pass --metric "
+                             f"{near[0]} for it")
+            return log.series[wanted]
         if len(near) == 1:
             return log.series[near[0]]
+        if near:
+            raise InputError(f"{log.source}: --metric {wanted!r} matches several validation series ({', '.join(near)}): "
+                             "pass the full name of one")
         raise InputError(f"{log.source}: no series {wanted!r} (--metric); the log has {', '.join(names)}")
     candidates = [n for n in names if _is_eval(n)]
     if len(candidates) == 1:
@@ -170,7 +186,7 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
         raise InputError("logs do not state the number of training samples per epoch: pass --dataset-size N")
     dataset_size = int(opts.dataset_size)
     global_batch = _global_batch(log, opts)
-    metric = _choose_metric(log, opts.metric)
+    metric = _choose_metric(log, opts.metric, notes)
     goal = _goal(metric.name, opts.goal)
     # A partial last batch is still a step, so an epoch is ⌈N/B⌉ steps.
     steps_per_epoch = math.ceil(dataset_size / global_batch)
@@ -178,18 +194,35 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     def to_epoch(step: float) -> float | None:
         return None if not math.isfinite(step) else float(step) / steps_per_epoch
 
+    def check(implied: float) -> None:
+        if abs(implied - steps_per_epoch) > max(1.0, 0.1 * steps_per_epoch):
+            notes.append(
+                f"the log implies {implied:.4g} steps per epoch, but --dataset-size {dataset_size} / global batch "
+                f"{global_batch} gives {steps_per_epoch}: check both"
+            )
+
+    from_steps = np.array([to_epoch(s) if to_epoch(s) is not None else math.nan for s in metric.step])
     if metric.epoch is not None:
         epochs = metric.epoch
         finite = np.isfinite(metric.step) & (metric.epoch > 0)
         if np.any(finite):
-            implied = float(np.median(metric.step[finite] / metric.epoch[finite]))
-            if abs(implied - steps_per_epoch) > max(1.0, 0.1 * steps_per_epoch):
-                notes.append(
-                    f"the log implies {implied:.4g} steps per epoch, but --dataset-size {dataset_size} / global batch "
-                    f"{global_batch} gives {steps_per_epoch}: check both"
-                )
+            check(float(np.median(metric.step[finite] / metric.epoch[finite])))
+            # Older Trainers wrote epoch rounded to 2 decimals (0.03 for step 100 of 3137 a
+            # pass: 6 % off). Where every epoch is a multiple of 0.01 and the steps, at the
+            # flags' steps per epoch, agree with each to within that unit (a real log of
+            # 3,137 steps a pass strays 0.0051 from step / 3137), the steps give them.
+            rounded = np.all(np.abs(epochs * 100.0 - np.round(epochs * 100.0)) <= 1e-6)
+            if rounded and np.all(np.isfinite(from_steps)) and np.all(np.abs(from_steps - epochs) <= 0.01 + 1e-9):
+                epochs = from_steps
     else:
-        epochs = np.array([to_epoch(s) if to_epoch(s) is not None else math.nan for s in metric.step])
+        epochs = from_steps
+        if "steps_per_epoch" in log.facts:
+            check(float(log.facts["steps_per_epoch"]))
+    finite_x = epochs[~np.isnan(epochs)]
+    if finite_x.size and np.all(finite_x == 0.0):
+        raise InputError(f"{log.source}: every point of {metric.name!r} is at epoch 0 (before any training, or logged "
+                         "without a step): log it with its step (mlflow.log_metric(key, value, step=...)) or import a "
+                         "log of the run's evaluations")
     evals, dropped = _readable(
         EvalRecord(global_batch=global_batch, epoch=float(e), metric=float(v), seed=opts.seed)
         for e, v in zip(epochs, metric.value)
@@ -206,7 +239,8 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
         WorkloadRecord(name=name, dataset_size=dataset_size, metric=metric.name, goal=goal, source=f"{log.format} log {log.source}")
     ]
     records.extend(evals)
-    notes.append(f"{len(evals)} points of {metric.name!r} ({goal}) at global batch {global_batch}, seed {opts.seed}")
+    notes.append(f"{len(evals)} point{'' if len(evals) == 1 else 's'} of {metric.name!r} ({goal}) at global batch "
+                 f"{global_batch}, seed {opts.seed}")
 
     timing = _median_step_time(log, global_batch)
     if timing is None:

@@ -3,7 +3,8 @@
 Each reader knows one tool's file layout and nothing about profiles. Steps are
 normalised to *optimizer steps completed* (Lightning's CSVLogger writes the 0-based
 index of the step just taken, so it adds one); epochs are kept only where the log
-states real passes over the data (Hugging Face's fractional ``epoch``).
+states real passes over the data (Hugging Face's fractional ``epoch``; Keras
+CSVLogger's 0-based epoch index plus one).
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
 
 def _table_series(
     header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
-    epoch_is_passes: bool,
+    epoch_is_passes: bool, epoch_offset: float = 0.0,
 ) -> tuple[dict[str, Series], int]:
     """The series of every column, and how many rows had no usable x (step, or epoch as passes)."""
     out: dict[str, list] = {}
@@ -191,7 +192,8 @@ def _table_series(
             if value is None:
                 continue
             s = (step + step_offset) if step is not None else math.nan
-            out.setdefault(key, []).append((s, value, epoch if epoch_is_passes else None, None))
+            e = epoch + epoch_offset if epoch_is_passes and epoch is not None else None
+            out.setdefault(key, []).append((s, value, e, None))
     return {k: _series(k, v) for k, v in out.items()}, skipped
 
 
@@ -210,8 +212,48 @@ def read_lightning_csv(path: Path) -> LogData:
     series, skipped = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
                                     step_offset=1.0, epoch_is_passes=False)
     run = path.parent.parent.name if path.parent.name.startswith("version_") else path.parent.name
-    return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series,
+    facts = {}
+    if "epoch" in header:
+        implied = _steps_per_epoch_of_index(rows)
+        if implied is not None:
+            facts["steps_per_epoch"] = implied
+    return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series, facts=facts,
                    notes=_skipped_note(skipped, "row", "'step'"))
+
+
+def _steps_per_epoch_of_index(rows: list[dict[str, str]]) -> float | None:
+    """Steps per epoch a CSVLogger log implies: the median gap between the last steps
+    logged in consecutive epoch indices (None with fewer than two whole epochs)."""
+    last: dict[int, float] = {}
+    for row in rows:
+        step, epoch = _number(row.get("step")), _number(row.get("epoch"))
+        if step is not None and epoch is not None and epoch == int(epoch):
+            last[int(epoch)] = max(last.get(int(epoch), -math.inf), step)
+    gaps = [last[e + 1] - last[e] for e in sorted(last) if e + 1 in last]
+    gaps = [g for g in gaps if g > 0]
+    return float(np.median(gaps)) if gaps else None
+
+
+def read_keras_csv(path: Path) -> LogData:
+    """Keras ``CSVLogger``: one row per epoch, ``epoch`` the 0-based index of the epoch just
+    finished (row ``k`` is measured after ``k + 1`` passes over the data)."""
+    header, rows = _read_table(path, "keras-csv", "training log that keras.callbacks.CSVLogger writes")
+    if "epoch" not in header:
+        raise InputError(f"{path}: no 'epoch' column: this is not a Keras CSVLogger log (use format csv and --epoch-column)")
+    series, skipped = _table_series(header, rows, step_col=None, epoch_col="epoch", step_offset=0.0, epoch_is_passes=True,
+                                    epoch_offset=1.0)
+    return LogData(format="keras-csv", source=str(path), run_name=path.stem, series=series,
+                   notes=_skipped_note(skipped, "row", "'epoch'"))
+
+
+def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, ...]:
+    # An epoch column 0, 1, 2, ... is an index (Keras CSVLogger writes the index of the
+    # epoch just finished), not passes done: read as passes, every point is one epoch early.
+    epochs = [e for e in (_number(r.get(epoch_col)) for r in rows) if e is not None]
+    if len(epochs) >= 2 and epochs[0] == 0.0 and epochs == [float(k) for k in range(len(epochs))]:
+        return (f"column {epoch_col!r} counts 0, 1, 2, ...: if it is the index of the epoch just finished (Keras "
+                "CSVLogger writes that), import the log as format keras-csv, or every point is one epoch early",)
+    return ()
 
 
 def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
@@ -229,7 +271,9 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
     series, skipped = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0,
                                     epoch_is_passes=True)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
-    return LogData(format="csv", source=str(path), run_name=path.stem, series=series, notes=_skipped_note(skipped, "row", x))
+    hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
+    return LogData(format="csv", source=str(path), run_name=path.stem, series=series,
+                   notes=_skipped_note(skipped, "row", x) + hint)
 
 
 # --- TensorBoard event files -------------------------------------------------------
@@ -369,6 +413,7 @@ _READERS: dict[str, Callable[..., LogData]] = {
     "tensorboard": read_tensorboard,
     "mlflow": read_mlflow,
     "csv": read_csv,
+    "keras-csv": read_keras_csv,
 }
 FORMATS = tuple(_READERS)
 

@@ -3,10 +3,10 @@
 Each function trains the same tiny classifier on CPU and lets one tool log it the way
 a user's run would: Hugging Face ``Trainer`` (``trainer_state.json``), Lightning's
 ``CSVLogger`` with its ``ThroughputMonitor`` (``metrics.csv``), PyTorch's TensorBoard
-``SummaryWriter`` (event files) and MLflow's local file store. ``cotune import`` reads
+``SummaryWriter`` (event files), MLflow's local file store and Keras's ``CSVLogger``. ``cotune import`` reads
 them (docs/logs.md); the tests call these functions to write fresh logs as well.
 
-    pip install torch transformers accelerate lightning tensorboard mlflow-skinny
+    pip install torch transformers accelerate lightning tensorboard mlflow-skinny tensorflow-cpu
     python examples/logs/make_logs.py examples/logs
 
 Every run: 96 training samples, global batch 16 (6 steps per epoch), 4 epochs.
@@ -237,12 +237,30 @@ def write_csv(out: Path) -> Path:
     return path
 
 
+def write_keras_csv(out: Path) -> Path:
+    """``out/keras/training_log.csv`` from a real Keras ``fit`` with ``CSVLogger`` (one
+    row per epoch; its ``epoch`` column is the 0-based index of the epoch just finished)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+
+    (x, y), (vx, vy) = _data()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=["accuracy"],
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    path = out / "keras" / "training_log.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.fit(x.numpy(), y.numpy(), batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
+              validation_data=(vx.numpy(), vy.numpy()), callbacks=[keras.callbacks.CSVLogger(str(path))])
+    return path
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "examples/logs")
     target.mkdir(parents=True, exist_ok=True)
     import shutil
 
-    for old in ("hf-trainer", "lightning", "tensorboard", "mlruns"):
+    for old in ("hf-trainer", "lightning", "tensorboard", "mlruns", "keras"):
         shutil.rmtree(target / old, ignore_errors=True)
-    for fn in (write_hf_trainer, write_lightning_csv, write_tensorboard, write_mlflow, write_csv):
+    for fn in (write_hf_trainer, write_lightning_csv, write_tensorboard, write_mlflow, write_csv, write_keras_csv):
         print(fn.__name__, fn(target) if fn is not write_tensorboard else fn(target)[0])

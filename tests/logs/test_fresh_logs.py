@@ -80,3 +80,13 @@ def test_fresh_mlflow_sqlite_store_needs_and_takes_a_run(tmp_path):
 
 def make_logs_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "examples" / "logs"
+
+
+def test_fresh_keras_csv_logger(tmp_path):
+    pytest.importorskip("keras")
+    path = make_logs.write_keras_csv(tmp_path)
+    logged = pd.read_csv(path)
+    assert logged["epoch"].tolist() == [0, 1, 2, 3]  # CSVLogger's 0-based index of the epoch just finished
+    profile = import_log("keras-csv", path, metric="val_accuracy", global_batch=B, dataset_size=N)
+    assert [(e.epoch, e.metric) for e in profile.evals] == list(zip([1.0, 2.0, 3.0, 4.0], logged["val_accuracy"]))
+    assert profile.workload.goal == "max"

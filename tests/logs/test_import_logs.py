@@ -293,3 +293,105 @@ def test_a_step_time_a_profile_cannot_hold_is_not_written(capsys, tmp_path):
                         "--dataset-size", str(N), "--gpu", "cpu", "--workers", "1")
     assert code == 0 and "not written, a profile cannot hold it (field 'step_time_s'" in out
     assert read_profile(tmp_path / "p.jsonl").steps == ()
+
+
+# -- logs as other tools write them (found on public repositories, 2026-12-04) -----------------------
+def test_keras_csv_epoch_index_becomes_passes_done(tmp_path):
+    # keras.callbacks.CSVLogger writes the 0-based index of the epoch just finished.
+    path = tmp_path / "training_log.csv"
+    path.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n0,0.41,1.7,0.539,1.2\n1,0.62,1.1,0.655,0.98\n"
+                    "2,0.70,0.9,0.701,0.85\n")
+    profile = import_log("keras-csv", path, global_batch=32, dataset_size=8000, metric="val_accuracy")
+    assert [(e.epoch, e.metric) for e in profile.evals] == [(1.0, 0.539), (2.0, 0.655), (3.0, 0.701)]
+
+
+def test_a_csv_epoch_column_counting_from_zero_points_to_keras_csv(tmp_path):
+    path = tmp_path / "training_log.csv"
+    path.write_text("epoch,val_accuracy\n0,0.539\n1,0.655\n2,0.701\n")
+    profile = import_log("csv", path, global_batch=32, dataset_size=8000)
+    assert any("import the log as format keras-csv" in n for n in profile.warnings)
+    counted = tmp_path / "passes.csv"
+    counted.write_text("epoch,val_accuracy\n1,0.539\n2,0.655\n3,0.701\n")
+    assert not any("keras-csv" in n for n in import_log("csv", counted, global_batch=32, dataset_size=8000).warnings)
+
+
+def _trainer_state(tmp_path, history) -> Path:
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history, "train_batch_size": 16}))
+    return path
+
+
+def test_a_training_series_picked_by_name_beside_a_validation_one_is_flagged(tmp_path):
+    path = _trainer_state(tmp_path, [{"loss": 0.9, "step": 50, "epoch": 0.5}, {"loss": 0.6, "step": 100, "epoch": 1.0},
+                                     {"eval_loss": 0.7, "step": 100, "epoch": 1.0}])
+    profile = import_log("hf-trainer", path, global_batch=16, dataset_size=1600, metric="loss")
+    assert [e.metric for e in profile.evals] == [0.9, 0.6]  # what was asked for ...
+    assert any("'loss' is a training series" in n and "--metric eval_loss" in n for n in profile.warnings)  # ... said
+    assert [e.metric for e in import_log("hf-trainer", path, global_batch=16, dataset_size=1600,
+                                         metric="eval_loss").evals] == [0.7]
+
+
+def test_a_metric_name_matching_several_validation_series_asks_for_one(tmp_path):
+    path = _trainer_state(tmp_path, [{"eval_g0_accuracy": 0.5, "eval_g1_accuracy": 0.6, "step": 100, "epoch": 1.0}])
+    with pytest.raises(InputError, match="matches several validation series \\(eval_g0_accuracy, eval_g1_accuracy\\)"):
+        import_log("hf-trainer", path, global_batch=16, dataset_size=1600, metric="accuracy")
+
+
+@pytest.mark.parametrize("name", ["eval_rouge1", "eval_rougeL", "ValAcc", "eval_matthews_correlation", "val_mcc",
+                                  "eval_sacrebleu", "valAccuracy"])
+def test_common_higher_is_better_metrics_need_no_goal(tmp_path, name):
+    path = tmp_path / "run.csv"
+    path.write_text(f"epoch,{name}\n1,0.3\n2,0.4\n")
+    assert import_log("csv", path, global_batch=8, dataset_size=80, metric=name).workload.goal == "max"
+
+
+def test_rounded_trainer_epochs_are_recomputed_from_the_steps(tmp_path):
+    # Older Trainers wrote round(epoch, 2): step 100 of 3137 a pass read 0.03 (6 % off).
+    path = _trainer_state(tmp_path, [{"eval_loss": 2.0, "step": 100, "epoch": 0.03},
+                                     {"eval_loss": 1.5, "step": 3137, "epoch": 1.0},
+                                     {"eval_loss": 1.2, "step": 7748, "epoch": 2.47}])
+    profile = import_log("hf-trainer", path, global_batch=16, dataset_size=50_190)
+    assert [e.epoch for e in profile.evals] == pytest.approx([100 / 3137, 1.0, 7748 / 3137], rel=1e-9)
+
+
+def test_exact_trainer_epochs_are_kept_as_logged(tmp_path):
+    # epochs that do not agree with the steps to the 2-decimal rounding are the log's own
+    path = _trainer_state(tmp_path, [{"eval_loss": 2.0, "step": 100, "epoch": 0.0123},
+                                     {"eval_loss": 1.5, "step": 3137, "epoch": 1.0}])
+    assert [e.epoch for e in import_log("hf-trainer", path, global_batch=16, dataset_size=50_190).evals] == [0.0123, 1.0]
+
+
+def test_lightning_epoch_index_that_disagrees_with_the_flags_is_flagged(tmp_path):
+    # 750 steps an epoch in the log; --dataset-size 48000 / batch 128 says 375
+    rows = ["epoch,step,train_loss,val_acc"]
+    for epoch in range(3):
+        rows += [f"{epoch},{epoch * 750 + 49},0.5,", f"{epoch},{epoch * 750 + 749},,0.{7 + epoch}"]
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    wrong = import_log("lightning-csv", path, global_batch=128, dataset_size=48_000, metric="val_acc")
+    assert any("the log implies 750 steps per epoch" in n and "gives 375: check both" in n for n in wrong.warnings)
+    right = import_log("lightning-csv", path, global_batch=64, dataset_size=48_000, metric="val_acc")
+    assert [e.epoch for e in right.evals] == [1.0, 2.0, 3.0] and not any("check both" in n for n in right.warnings)
+
+
+def test_a_metric_logged_without_a_step_is_refused(tmp_path):
+    run = tmp_path / "mlruns" / "1" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (run / "metrics" / "val_accuracy").write_text("1700000000000 0.8912 0\n")
+    with pytest.raises(InputError, match="every point of 'val_accuracy' is at epoch 0.*step="):
+        import_log("mlflow", run, global_batch=32, dataset_size=5000)
+
+
+def test_append_names_the_seed_it_wrote_in_every_note(tmp_path):
+    out = tmp_path / "p.jsonl"
+    import_log("csv", CSV, out=out, global_batch=B, dataset_size=N)
+    again = import_log("csv", CSV, out=out, append=True, global_batch=B, dataset_size=N)
+    assert {e.seed for e in again.evals} == {1}
+    assert not any("seed 0" in n for n in again.warnings) and any(", seed 1" in n for n in again.warnings)
+
+
+def test_the_cli_offers_every_log_format():
+    from cotune.cli._import import _FORMATS
+    from cotune.logs import FORMATS
+
+    assert _FORMATS == FORMATS

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from cotune.cli import main
+from cotune.logs import FORMATS
 from cotune.profile import read_profile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ def _in_copy(tmp_path, monkeypatch) -> None:
 def test_every_format_has_a_worked_command_that_runs(tmp_path, monkeypatch, capsys):
     _in_copy(tmp_path, monkeypatch)
     commands = [line[2:] for line in PAGE.splitlines() if line.startswith("$ cotune import ")]
-    assert {shlex.split(c)[2] for c in commands} == {"hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv"}
+    assert {shlex.split(c)[2] for c in commands} == set(FORMATS)
     for command in commands:
         argv = shlex.split(command)[1:]
         assert main(argv) == 0, (command, capsys.readouterr().err)
