@@ -116,7 +116,10 @@ def _global_batch(log: LogData, opts: ImportOptions) -> int:
 
 def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | None, int | None, str] | None:
     """(seconds per step, spread, how many measurements, where from) or None."""
-    train = {n: s for n, s in log.series.items() if not (_tokens(n) & _EVAL_TOKENS) and s.value.size}
+    # A rate logged once is a run summary (Trainer's train_steps_per_second through
+    # TensorBoard: evaluation pauses included); series over training come first.
+    every = {n: s for n, s in log.series.items() if not (_tokens(n) & _EVAL_TOKENS) and s.value.size}
+    train = {n: s for n, s in every.items() if s.value.size > 1}
     for name, s in train.items():
         if re.search(r"step_time(_s)?$", name.lower()) and np.all(s.value > 0):
             return _summarise(s.value, f"series {name!r}")
@@ -138,6 +141,9 @@ def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | N
     steps_per_s = log.summary.get("train_steps_per_second")
     if steps_per_s and steps_per_s > 0:
         return 1.0 / steps_per_s, None, None, "train_steps_per_second of the run summary (includes evaluation pauses)"
+    for name, s in every.items():
+        if s.value.size == 1 and re.search(r"steps_per_sec(ond)?$", name.lower()) and s.value[0] > 0:
+            return 1.0 / float(s.value[0]), None, None, f"series {name!r}, logged once (a run summary: includes evaluation pauses)"
     return None
 
 

@@ -395,3 +395,21 @@ def test_the_cli_offers_every_log_format():
     from cotune.logs import FORMATS
 
     assert _FORMATS == FORMATS
+
+
+def test_a_rate_logged_once_yields_to_the_wall_clock_of_the_steps(tmp_path):
+    # Trainer through TensorBoard: train/train_steps_per_second is the run summary, pauses included.
+    path = tmp_path / "run.csv"
+    path.write_text("step,train_loss,train_steps_per_second,val_loss\n1,1.0,,\n2,0.9,,\n3,0.8,,0.85\n4,0.7,,\n5,0.6,0.5,0.65\n")
+    assert import_log("csv", path, global_batch=8, dataset_size=24, gpu="cpu", workers=1).steps[0].step_time_s == 2.0
+    from cotune.logs import ImportOptions, LogData, Series, log_to_records
+
+    walls = np.array([0.0, 0.25, 0.5, 3.0, 3.25])  # an evaluation pause between steps 3 and 4
+    log = LogData(format="tensorboard", source="t", run_name="r", series={
+        "train/loss": Series("train/loss", np.arange(1.0, 6.0), np.linspace(1, 0.6, 5), wall_time_s=walls),
+        "train/train_steps_per_second": Series("train/train_steps_per_second", np.array([5.0]), np.array([0.5])),
+        "eval/loss": Series("eval/loss", np.array([3.0, 5.0]), np.array([0.85, 0.65])),
+    })
+    records, notes = log_to_records(log, ImportOptions(global_batch=8, dataset_size=24, gpu="cpu", workers=1))
+    (step,) = [r for r in records if r.kind == "step"]
+    assert step.step_time_s == 0.25 and any("wall-clock times of 'train/loss'" in n for n in notes)
