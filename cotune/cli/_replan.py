@@ -73,7 +73,7 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         p = getattr(c, "p_success", None)
         rows.append([
             label, c.gpu, c.market, str(c.workers), str(c.local_batch), f"{c.epochs:.1f}",
-            format_duration(c.time_at_confidence_s if result.confidence else c.time_s), format_money(c.cost, priced=True),
+            format_duration(c.time_at_confidence_s if result.confidence else c.time_s), format_money(c.cost, priced=result.priced),
             "—" if p is None else f"{p:.2f}",
         ])
     # P(SUCCESS): of the remaining work, within the remaining deadline (restart included).
@@ -96,10 +96,10 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         t = c.time_at_confidence_s if result.confidence else c.time_s
         p = getattr(c, "p_success", None)
         out.append(f"Nearest: {c.workers} x {c.gpu} {c.market}, local batch {c.local_batch}: {format_duration(t)} left "
-                   f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=True)}"
+                   f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=result.priced)}"
                    + ("" if p is None else f", P(success) {p:.2f}"))
     if result.budget_left is not None:
-        out.append(f"Budget left: {format_money(result.budget_left, priced=True)} (spent {format_money(result.spent, priced=True)})")
+        out.append(f"Budget left: {format_money(result.budget_left, priced=result.priced)} (spent {format_money(result.spent, priced=result.priced)})")
     if result.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in result.notes]
     return "\n".join(out)

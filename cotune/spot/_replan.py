@@ -122,6 +122,7 @@ class ReplanResult:
     spent: float = 0.0
     budget_left: float | None = None
     job: str | None = None
+    priced: bool = True  # costs in USD; False: worker-hours (no prices, no cluster file)
 
     @property
     def ahead(self) -> bool:
@@ -157,6 +158,7 @@ class ReplanResult:
             "spent": float(self.spent),
             "budget_left": num(self.budget_left),
             "job": self.job,
+            "cost_unit": "USD" if self.priced else "worker_hours",
         }
 
 
@@ -339,8 +341,9 @@ def replan(
     if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
         raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
                          f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on")
+    priced = True  # a cluster file states its prices
     if req.cluster is None:
-        cl = _on_demand_cluster(models, req, rr.prices)
+        cl, priced = _on_demand_cluster(models, req, rr.prices)
         if restart_s is None:  # no cluster file to read checkpoint costs from: the request's start-up
             restart_s = req.startup_s
     else:
@@ -579,22 +582,25 @@ def replan(
         remaining_deadline_s=remaining_s, restart_s=float(restart_s), margin=margin, objective=objective,
         confidence=confidence, gain=gain, notes=tuple(notes), changes=changes, nearest=nearest, lr_rule=rr.lr_rule,
         lr_scale=scale_lr, forecast=forecast, epochs_done=progress.epochs_done, spent=progress.spent,
-        budget_left=budget_left, job=None if job is None else job.job,
+        budget_left=budget_left, job=None if job is None else job.job, priced=priced,
     )
 
 
 def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[str, float] | None):
     """A cluster of on-demand servers only, at the request's prices: replan without a cluster
-    file. A GPU type without a price costs 1 per worker-hour, so cost reads as worker-hours
-    (as ``recommend`` without prices)."""
+    file; and whether it is priced. Without prices each GPU costs 1 per worker-hour, so
+    cost reads as worker-hours (as ``recommend`` without prices)."""
+    from cotune.solver._inputs import price_table
     from cotune.spot._cluster import parse_cluster
 
-    prices = {k.lower().split(":")[0]: v for k, v in {**(req.prices or {}), **(new_prices or {})}.items()
-              if not k.lower().endswith(":spot")}
-    gpus = {}
-    for g in req.gpus or models.gpus:
-        gpus[g.lower()] = {"on_demand": req.cap_for(g.lower()), "on_demand_price_per_hour": float(prices.get(g.lower(), 1.0))}
-    return parse_cluster({"version": 1, "gpus_per_host": req.gpus_per_host, "gpu": gpus}, source="(on-demand servers at --price)")
+    names = [g.lower() for g in (req.gpus or models.gpus)]
+    # recommend's own rule (price_table): every gpu priced or none (worker-hours), and a spot
+    # price refused without a cluster file's revocation rates
+    given = {k.lower(): v for k, v in {**(req.prices or {}), **(new_prices or {})}.items()}
+    table, priced = price_table(given or None, names, ("on_demand",))
+    gpus = {g: {"on_demand": req.cap_for(g), "on_demand_price_per_hour": float(table[i, 0])} for i, g in enumerate(names)}
+    cluster = parse_cluster({"version": 1, "gpus_per_host": req.gpus_per_host, "gpu": gpus}, source="(on-demand servers at --price)")
+    return cluster, priced
 
 
 def _forecast_note(forecast: Any, factor: float) -> str:

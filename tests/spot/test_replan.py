@@ -82,6 +82,31 @@ def test_cli_replan(cluster, capsys):
     assert "has passed" in capsys.readouterr().err
 
 
+_NO_CLUSTER = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m", "--epochs-done",
+               "30", "--current", "t4:on_demand:4:129"]
+
+
+def test_cli_replan_without_prices_counts_worker_hours_not_dollars(capsys):
+    assert main(_NO_CLUSTER) == 0
+    stay = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("STAY"))
+    assert "w·h" in stay and "$" not in stay
+    assert main(_NO_CLUSTER + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_unit"] == "worker_hours"
+    assert main(_NO_CLUSTER + ["--price", "t4=0.5", "--json"]) == 0
+    priced = json.loads(capsys.readouterr().out)
+    assert priced["cost_unit"] == "USD"
+
+
+def test_cli_replan_with_a_cluster_file_counts_dollars(cluster, capsys):
+    assert main(["replan", "cifar10-resnet18", "--cluster", str(cluster), *_NO_CLUSTER[2:-1], "t4:spot:4:129", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_unit"] == "USD"
+
+
+def test_cli_replan_refuses_a_spot_price_without_a_cluster_file(capsys):
+    assert main(_NO_CLUSTER + ["--price", "t4:spot=5"]) == 2
+    assert "give them in a cluster file (--cluster FILE" in capsys.readouterr().err
+
+
 def test_the_margin_counts_the_money_already_spent(cifar_models, cluster):
     # Cheap spot makes switching pay on the remaining work alone; a job that has already
     # spent far more than that gain is nearly done in money terms and stays.
