@@ -28,7 +28,7 @@ _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
 
 def check_name(value: str, *, what: str = "name", limit: int = JOB_NAME_MAX) -> str:
     """``value`` if it is a DNS-1035 label of at most ``limit`` characters, else :class:`InputError`."""
-    if not isinstance(value, str) or not (len(value) <= limit and _DNS_1035.match(value)):
+    if not isinstance(value, str) or not (len(value) <= limit and _DNS_1035.fullmatch(value)):
         fixed = derive_name(value if isinstance(value, str) else "", limit=limit)
         raise InputError(
             f"{what} {excerpt(value)} is not a valid Kubernetes name (DNS-1035): use at most {limit} lower-case letters, "
@@ -43,14 +43,14 @@ def derive_name(text: str, *, limit: int = JOB_NAME_MAX, default: str = "cotune-
     if name and not name[0].isalpha():
         name = "job-" + name
     name = name[:limit].rstrip("-")
-    return name if name and _DNS_1035.match(name) else default
+    return name if name and _DNS_1035.fullmatch(name) else default
 
 
 def check_label_key(key: str, *, what: str) -> str:
     prefix, slash, name = key.rpartition("/")
     ok = (
-        bool(name) and len(name) <= 63 and _LABEL_NAME.match(name) is not None
-        and (not slash or (0 < len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix) is not None))
+        bool(name) and len(name) <= 63 and _LABEL_NAME.fullmatch(name) is not None
+        and (not slash or (0 < len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix) is not None))
     )
     if not ok:
         raise InputError(
@@ -61,7 +61,7 @@ def check_label_key(key: str, *, what: str) -> str:
 
 
 def check_label_value(value: str, *, what: str) -> str:
-    if not (len(value) <= 63 and _LABEL_VALUE.match(value)):
+    if not (len(value) <= 63 and _LABEL_VALUE.fullmatch(value)):
         raise InputError(
             f"{what} value {excerpt(value)} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit (e.g. Tesla-T4)"
@@ -70,7 +70,7 @@ def check_label_value(value: str, *, what: str) -> str:
 
 
 def check_image(value: str) -> str:
-    if not (isinstance(value, str) and 0 < len(value) <= 500 and _IMAGE.match(value)):
+    if not (isinstance(value, str) and 0 < len(value) <= 500 and _IMAGE.fullmatch(value)):
         raise InputError(
             f"image {excerpt(value)} is not a container image reference (no spaces or control characters, at most "
             "500 characters): e.g. ghcr.io/me/train:1.0"

@@ -80,7 +80,7 @@ class JobOptions:
 
     def __post_init__(self) -> None:
         check_name(self.name, what="name", limit=JOB_NAME_MAX)
-        if not (isinstance(self.namespace, str) and len(self.namespace) <= 63 and _DNS_LABEL.match(self.namespace)):
+        if not (isinstance(self.namespace, str) and len(self.namespace) <= 63 and _DNS_LABEL.fullmatch(self.namespace)):
             raise InputError(
                 f"namespace {annotation_text(str(self.namespace), limit=40)!r} is not a valid Kubernetes name: use at most 63 "
                 "lower-case letters, digits and '-', starting and ending with a letter or digit"
@@ -89,7 +89,7 @@ class JobOptions:
             raise InputError(f"kind must be one of {', '.join(KINDS)}, got {annotation_text(str(self.kind), limit=40)!r}")
         if self.gang not in GANGS:
             raise InputError(f"gang must be one of {', '.join(GANGS)}, got {annotation_text(str(self.gang), limit=40)!r}")
-        if not (isinstance(self.queue, str) and len(self.queue) <= 63 and _DNS_LABEL.match(self.queue)):
+        if not (isinstance(self.queue, str) and len(self.queue) <= 63 and _DNS_LABEL.fullmatch(self.queue)):
             raise InputError(f"queue {annotation_text(str(self.queue), limit=40)!r} is not a valid Kubernetes name (lower-case letters, digits, '-')")
         if self.image is not None:
             check_image(self.image)

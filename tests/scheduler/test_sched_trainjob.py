@@ -120,7 +120,7 @@ def test_without_image_and_command_the_cli_warns_loudly():
     _check(job)
 
 
-@pytest.mark.parametrize("name", ["1job", "Job", "-x", "a" * 51, "a_b", "job-", "x\ny"])
+@pytest.mark.parametrize("name", ["1job", "Job", "-x", "a" * 51, "a_b", "job-", "x\ny", "job\n"])
 def test_names_kubernetes_refuses_are_clear_errors(name):
     with pytest.raises(InputError, match="DNS-1035"):
         JobOptions(name=name)
@@ -156,6 +156,13 @@ def test_a_huge_or_hostile_workload_name_is_not_put_raw_into_annotations():
         ({"node_selector": {"a" * 64: "x"}}, "label key"),
         ({"gpu_resource": "nvidia.com/"}, "label key"),
         ({"kind": "mpijob"}, "kind"),
+        # a trailing newline: '$' matches before it, so each check matches the whole value
+        ({"image": "img:1\n"}, "container image"),
+        ({"namespace": "ns\n"}, "namespace"),
+        ({"queue": "q\n"}, "queue"),
+        ({"gpu_resource": "nvidia.com/gpu\n"}, "label key"),
+        ({"node_selector": {"zone\n": "a"}}, "label key"),
+        ({"node_selector": {"zone": "a\n"}}, "label value"),
     ],
 )
 def test_bad_manifest_values_are_refused(options, words):
