@@ -47,18 +47,24 @@ def baselines(
     b0 = local_batch or _nearest_batch(space.local_batches[g0], float(models.accuracy.batches_[0]))
     n0 = workers or min(space.gpus_per_host, space.max_workers[g0])
     b_mask = np.zeros(len(cands), dtype=bool)
+    used: dict[str, int] = {}
     for gi, g in enumerate(space.gpus):
-        bg = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
-        b_mask |= (cands.gpu == gi) & (cands.local_batch == bg)
+        used[g] = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
+        b_mask |= (cands.gpu == gi) & (cands.local_batch == used[g])
     w_mask = (cands.gpu == gi0) & (cands.workers == n0) & (cands.hosts == -(-n0 // space.gpus_per_host))
     baselines: dict[str, Choice | None] = {}
     for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
         i = best_index(est, mask & ok, objective)
         baselines[name] = None if i is None else choice_at(est, i, target)
+    # The batch the baseline ran at (a requested batch no candidate has is moved to the
+    # nearest one there is, per GPU type): the report names that one and the request.
+    ran = baselines["resource_only"].local_batch if baselines["resource_only"] is not None else used[g0]
     settings: dict[str, dict[str, object]] = {
-        "resource_only": {"local_batch": int(b0), "tunes": "gpu, workers"},
+        "resource_only": {"local_batch": int(ran), "tunes": "gpu, workers"},
         "batch_only": {"gpu": g0, "workers": int(n0), "tunes": "local_batch"},
     }
+    if local_batch is not None and any(b != local_batch for b in used.values()):
+        settings["resource_only"]["requested_local_batch"] = int(local_batch)
     return baselines, settings
 
 

@@ -219,6 +219,10 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         est, ok, models, space, objective=request.objective, target=target, chosen=chosen,
         local_batch=request.baseline_local_batch, workers=request.baseline_workers,
     )
+    wanted = settings["resource_only"].get("requested_local_batch")
+    if wanted is not None:
+        notes.append(f"baseline local batch {wanted} is not a candidate: the resource-only baseline keeps the nearest "
+                     f"probed one ({settings['resource_only']['local_batch']}); pass one of the profile's local batches")
 
     relax: list[str] = []
     nearest: tuple[Choice, ...] = ()

@@ -149,6 +149,18 @@ def test_baselines_are_never_cheaper_than_the_co_tuned_choice(cifar_models):
         assert 0 <= rec.savings()[name] < 1
 
 
+def test_a_baseline_batch_no_candidate_has_is_reported_as_the_one_used(cifar_models):
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16,
+                    baseline_local_batch=7)
+    settings = rec.to_dict()["baselines"]["resource_only"]["settings"]
+    assert settings["local_batch"] == rec.baselines["resource_only"].local_batch != 7
+    assert settings["requested_local_batch"] == 7
+    assert any("baseline local batch 7 is not a candidate" in n for n in rec.notes)
+    exact = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16,
+                      baseline_local_batch=settings["local_batch"])
+    assert "requested_local_batch" not in exact.to_dict()["baselines"]["resource_only"]["settings"]
+
+
 def test_infeasible_deadline_names_the_constraint_to_relax(cifar_models):
     rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=60, max_workers=16)
     assert rec.chosen is None
