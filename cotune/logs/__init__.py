@@ -17,7 +17,9 @@ from typing import Literal
 from cotune.errors import InputError
 from cotune.logs._convert import ImportOptions, log_to_records
 from cotune.logs._readers import FORMATS, LogData, Series, read_log
-from cotune.profile import EvalRecord, Profile, WorkloadRecord, append_records, read_profile, write_profile
+from cotune.profile import (
+    MAX_PROFILE_LINES, EvalRecord, Profile, WorkloadRecord, append_records, read_profile, write_profile,
+)
 from cotune.profile._profile import _build
 
 __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "log_to_records", "read_log"]
@@ -90,6 +92,14 @@ def import_log(
             # Tools name one metric differently (val/accuracy, val_accuracy): the profile keeps its name.
             notes.append(f"metric {workload.metric!r} recorded as the profile's {old.metric!r}")
         records = [old] + records[1:]
+    lines = len(records) if existing is None else _lines(out) + len(records) - 1  # appending adds no workload line
+    if lines > MAX_PROFILE_LINES:
+        # every door refuses a profile past the reader's cap: do not write one
+        raise InputError(
+            f"the profile would have {lines:,} lines ({len(records) - 1:,} records from this log), more than the "
+            f"{MAX_PROFILE_LINES:,} a profile may hold: import a validation metric (one point per evaluation, not per "
+            "step) or thin the log"
+        )
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
     if out is not None:
         if existing is not None:
@@ -97,3 +107,8 @@ def import_log(
         else:
             write_profile(profile, out)
     return profile
+
+
+def _lines(path: str | os.PathLike[str]) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for _ in fh)

@@ -229,6 +229,13 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
         raise InputError(f"{log.source}: every point of {metric.name!r} is at epoch 0 (before any training, or logged "
                          "without a step): log it with its step (mlflow.log_metric(key, value, step=...)) or import a "
                          "log of the run's evaluations")
+    if metric.unreadable:
+        notes.append(f"left out {len(metric.unreadable)} cell(s) of {metric.name!r} that are not numbers "
+                     f"({', '.join(map(repr, metric.unreadable[:3]))}): check the log if that is unexpected")
+    back = int(np.count_nonzero(np.diff(epochs[~np.isnan(epochs)]) < 0))
+    if back:
+        notes.append(f"the epochs of {metric.name!r} go back {back} time(s): a log of several runs (or a restart that "
+                     "counted from 0 again) is read as one curve; split it and import each run with --append")
     evals, dropped = _readable(
         EvalRecord(global_batch=global_batch, epoch=float(e), metric=float(v), seed=opts.seed)
         for e, v in zip(epochs, metric.value)

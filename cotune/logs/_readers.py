@@ -14,7 +14,7 @@ import json
 import math
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -36,6 +36,7 @@ class Series:
     value: np.ndarray
     epoch: np.ndarray | None = None
     wall_time_s: np.ndarray | None = None
+    unreadable: tuple[str, ...] = ()  # cells of a table's column that are not numbers (left out)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def _number(text: object) -> float | None:
         return None
     if isinstance(text, (int, float)):
         return float(text)
-    if isinstance(text, str) and text.strip():
+    # float() reads '1_0' as 10 (Python literal syntax), which no logger writes
+    if isinstance(text, str) and text.strip() and "_" not in text:
         try:
             return float(text)
         except ValueError:
@@ -161,7 +163,8 @@ def _skipped_note(n: int, what: str, column: str) -> tuple[str, ...]:
 def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[str, str]]]:
     _need_file(path, what, fmt)
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
+        # utf-8-sig: spreadsheet programs start a CSV file with a byte-order mark
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             rows = list(reader)
             header = list(reader.fieldnames or [])
@@ -169,6 +172,11 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
         raise InputError(f"{path}: not a readable CSV file ({exc}): give a comma-separated file with a header row") from None
     if not header or not rows:
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        # DictReader keeps the last of two equal names: the other column would vanish
+        raise InputError(f"{path}: column {twice[0]!r} appears {header.count(twice[0])} times in the header: "
+                         "give each column its own name")
     return header, rows
 
 
@@ -176,8 +184,10 @@ def _table_series(
     header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
     epoch_is_passes: bool, epoch_offset: float = 0.0,
 ) -> tuple[dict[str, Series], int]:
-    """The series of every column, and how many rows had no usable x (step, or epoch as passes)."""
+    """The series of every column (with the cells in it that are not numbers), and how many
+    rows had no usable x (step, or epoch as passes)."""
     out: dict[str, list] = {}
+    unreadable: dict[str, list[str]] = {}
     skipped = 0
     for row in rows:
         step = _number(row.get(step_col)) if step_col else None
@@ -190,11 +200,18 @@ def _table_series(
                 continue
             value = _number(row.get(key))
             if value is None:
+                cell = row.get(key)
+                if isinstance(cell, str) and cell.strip():
+                    unreadable.setdefault(key, []).append(cell.strip())
                 continue
             s = (step + step_offset) if step is not None else math.nan
             e = epoch + epoch_offset if epoch_is_passes and epoch is not None else None
             out.setdefault(key, []).append((s, value, e, None))
-    return {k: _series(k, v) for k, v in out.items()}, skipped
+    series = {k: _series(k, v) for k, v in out.items()}
+    for k, cells in unreadable.items():
+        if k in series:
+            series[k] = replace(series[k], unreadable=tuple(cells))
+    return series, skipped
 
 
 def read_lightning_csv(path: Path) -> LogData:

@@ -413,3 +413,51 @@ def test_a_rate_logged_once_yields_to_the_wall_clock_of_the_steps(tmp_path):
     records, notes = log_to_records(log, ImportOptions(global_batch=8, dataset_size=24, gpu="cpu", workers=1))
     (step,) = [r for r in records if r.kind == "step"]
     assert step.step_time_s == 0.25 and any("wall-clock times of 'train/loss'" in n for n in notes)
+
+
+# -- tables as spreadsheets and hand-written loops leave them (fuzzing the door, 2026-12-04) ---------
+def test_a_csv_column_named_twice_is_refused(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("epoch,val_top1,val_top1\n1,0.1,0.5\n2,0.2,0.6\n")
+    with pytest.raises(InputError, match="column 'val_top1' appears 2 times in the header"):
+        import_log("csv", path, global_batch=16, dataset_size=96)
+
+
+def test_a_csv_with_a_byte_order_mark_reads_its_first_column(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffepoch,val_top1\n1,0.1\n2,0.2\n".encode("utf-8"))
+    assert [e.epoch for e in import_log("csv", path, global_batch=16, dataset_size=96).evals] == [1.0, 2.0]
+
+
+def test_a_cell_that_is_not_a_number_is_counted_in_a_note(tmp_path):
+    path = tmp_path / "cells.csv"
+    path.write_text("epoch,val_top1\n1,0.1\n2,oops\n3,0.3\n4_0,0.4\n")
+    profile = import_log("csv", path, global_batch=16, dataset_size=96)
+    assert [e.epoch for e in profile.evals] == [1.0, 3.0]  # '4_0' is no number a logger writes (float() reads 40)
+    assert any("left out 1 cell(s) of 'val_top1' that are not numbers ('oops')" in n for n in profile.warnings)
+    assert any("skipped 1 row without a number in 'epoch'" in n for n in profile.warnings)
+
+
+def test_epochs_that_go_back_are_flagged_as_several_runs(tmp_path):
+    path = tmp_path / "restarted.csv"
+    path.write_text("epoch,val_top1\n1,0.1\n2,0.2\n1,0.15\n2,0.25\n")
+    profile = import_log("csv", path, global_batch=16, dataset_size=96)
+    assert any("go back 1 time(s)" in n and "--append" in n for n in profile.warnings)
+
+
+def test_a_log_longer_than_a_profile_may_be_is_refused_before_writing(tmp_path, monkeypatch):
+    import cotune.logs as logs
+
+    monkeypatch.setattr(logs, "MAX_PROFILE_LINES", 5)  # the reader's cap, made small
+    path = tmp_path / "long.csv"
+    path.write_text("step,val_loss\n" + "".join(f"{k},{1 / k}\n" for k in range(1, 11)))
+    out = tmp_path / "p.jsonl"
+    with pytest.raises(InputError, match="would have 11 lines .*more than the 5 a profile may hold"):
+        import_log("csv", path, out=out, global_batch=16, dataset_size=96)
+    assert not out.exists()
+    short = tmp_path / "short.csv"
+    short.write_text("step,val_loss\n1,1.0\n2,0.5\n")
+    import_log("csv", short, out=out, global_batch=16, dataset_size=96)
+    with pytest.raises(InputError, match="would have 13 lines"):  # 3 lines there + 10 points
+        import_log("csv", path, out=out, append=True, global_batch=16, dataset_size=96)
+    assert len(read_profile(out).evals) == 2
