@@ -221,6 +221,7 @@ def _check_max_workers(value: Any) -> int | Mapping[str, int]:
         out = {}
         for k, v in value.items():
             key = "*" if k == "*" else _name(k, where)
+            _once(out, key, k, where)
             out[key] = integer(v, where=f"{where}/{pointer_key(str(k))}", ge=1)
         return FrozenMap(out)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -231,7 +232,20 @@ def _check_max_workers(value: Any) -> int | Mapping[str, int]:
 def _check_prices(value: Any) -> Mapping[str, float]:
     where = "/prices"
     obj = _mapping(value, where, "gpu (or gpu:market) → USD per worker-hour")
-    return FrozenMap({_name(k, where): number(v, where=f"{where}/{pointer_key(str(k))}", ge=0.0) for k, v in obj.items()})
+    out: dict[str, float] = {}
+    for k, v in obj.items():
+        key = _name(k, where)
+        _once(out, key, k, where)
+        out[key] = number(v, where=f"{where}/{pointer_key(str(k))}", ge=0.0)
+    return FrozenMap(out)
+
+
+def _once(seen: Mapping[str, Any], key: str, given: Any, where: str) -> None:
+    # GPU names are compared lower-case and stripped: 't4' and ' T4' are one gpu, and
+    # keeping the last of them would drop a value without a word.
+    if key in seen:
+        raise BadValue(f"names gpu {key!r} twice (as {excerpt(given)} after an earlier spelling): give each gpu once",
+                       where=f"{where}/{pointer_key(str(given))}")
 
 
 def _is_cluster(value: Any) -> bool:

@@ -19,6 +19,7 @@ __all__ = [
     "int_list",
     "int_range",
     "key_value",
+    "unique_pairs",
     "non_negative_int",
     "port",
     "positive_int",
@@ -86,6 +87,20 @@ def int_range(text: str) -> tuple[int, int]:
         raise InputError(f"expected MIN..MAX such as 256..4096, got {text[:40]!r}")
     lo, hi = (parse_number(p, where="", integer=True) for p in parts)
     return lo, hi
+
+
+def unique_pairs(pairs: list[tuple[Any, Any]] | None, option: str) -> dict[Any, Any] | None:
+    """The mapping of a repeatable ``KEY=VALUE`` option; a key given twice is an error
+    (as a JSON object's key given twice is), not the last one silently kept."""
+    if not pairs:
+        return None
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            name = "every gpu type" if key is None else repr(key)
+            raise InputError(f"{option} gives {name} twice ({out[key]!r} and {value!r}): give each once")
+        out[key] = value
+    return out
 
 
 @_wrap

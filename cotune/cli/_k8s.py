@@ -49,6 +49,7 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
     import shlex
 
     from cotune.errors import InputError
+    from cotune.cli._args import unique_pairs
     from cotune.k8s import JobOptions, derive_name
 
     try:
@@ -66,7 +67,7 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
             queue=args.queue,
             elastic=args.elastic,
             gpu_resource=args.gpu_resource,
-            node_selector=dict(args.node_selector or []),
+            node_selector=unique_pairs(args.node_selector, "--node-selector") or {},
             runtime=args.runtime,
         )
     except InputError as exc:

@@ -71,9 +71,10 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
 
 
 def _max_workers(values: list[tuple[str | None, int]] | None) -> Any:
-    if not values:
+    given = _args.unique_pairs(values, "--max-workers")
+    if given is None:
         return None
-    per = {("*" if gpu is None else gpu): n for gpu, n in values}
+    per = {("*" if gpu is None else gpu): n for gpu, n in given.items()}
     return per["*"] if list(per) == ["*"] else per
 
 
@@ -106,7 +107,7 @@ def request_from_args(args: argparse.Namespace, **overrides: Any) -> Any:
         deadline_s=args.deadline,
         max_workers=_max_workers(args.max_workers),
         gpus_per_host=args.gpus_per_host,
-        prices=dict(args.price) if args.price else None,
+        prices=_args.unique_pairs(args.price, "--price"),
         cluster=args.cluster,
         objective=args.objective,
         confidence=args.confidence,

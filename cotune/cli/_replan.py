@@ -128,7 +128,7 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
             progress = Progress(**{k: v for k, v in given.items() if v is not None})
         rule = {k: v for k, v in (("margin", args.margin), ("restart_s", args.restart), ("lr_rule", args.lr_rule),
                                   ("job", args.job)) if v is not None}
-        return ReplanRequest(request=question, progress=progress, prices=dict(args.price) if args.price else None, **rule)
+        return ReplanRequest(request=question, progress=progress, prices=_args.unique_pairs(args.price, "--price"), **rule)
     except Exception as exc:  # noqa: BLE001 - reworded for the CLI, re-raised as is otherwise
         raise cli_error(exc) from None
 

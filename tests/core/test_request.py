@@ -316,3 +316,26 @@ def test_request_doc_examples_run():
             exec(compile(block, "docs/request.md", "exec"), {})
     finally:
         os.chdir(here)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--max-workers", "t4=8", "--max-workers", "t4=4"], "--max-workers gives 't4' twice (8 and 4)"),
+        (["--max-workers", "8", "--max-workers", "4"], "--max-workers gives every gpu type twice"),
+        (["--price", "t4=2", "--price", "T4=1"], "--price gives 't4' twice"),
+    ],
+)
+def test_a_repeated_option_key_is_refused_not_overwritten(capsys, argv, words):
+    assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+def test_a_repeated_node_selector_or_replan_price_is_refused(capsys):
+    assert main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--node-selector", "zone=a",
+                 "--node-selector", "zone=b"]) == 2
+    assert "--node-selector gives 'zone' twice ('a' and 'b')" in capsys.readouterr().err
+    assert main(["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m",
+                 "--epochs-done", "30", "--current", "t4:on_demand:4:129", "--price", "t4=1", "--price", "t4=2"]) == 2
+    assert "--price gives 't4' twice" in capsys.readouterr().err

@@ -75,6 +75,9 @@ def test_elastic_range_is_feasible_at_both_ends(cifar_models):
         ({"max_workers": {"t4": 2.5}}, "/max_workers/t4", "whole number"),
         ({"max_workers": {"a100": 4}}, "/max_workers/a100", "no timing probes in this profile (profiled: t4)"),
         ({"prices": {"t4": -1}}, "/prices/t4", ">= 0"),
+        # one gpu under two spellings: the last would win without a word
+        ({"prices": {"t4": 1, "T4": 2}}, "/prices/T4", "names gpu 't4' twice"),
+        ({"max_workers": {"t4": 4, " t4": 8}}, "/max_workers/ t4", "names gpu 't4' twice"),
         ({"workers": []}, "/workers", "must not be empty"),
         ({"local_batches": [64, "x"]}, "/local_batches/1", "whole number"),
         ({"objective": "speed"}, "/objective", "'cost', 'time'"),
