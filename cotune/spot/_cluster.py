@@ -257,6 +257,15 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
         def opt_price(k: str) -> float | None:
             return None if k not in table else _number(source, at + k, table[k], fix=price_fix)
 
+        # A market's count left out while its price or risk is given reads as 0 servers:
+        # the market would vanish from the search without a word.
+        for count, fields in (("on_demand", ("on_demand_price_per_hour",)),
+                              ("spot", ("spot_price_per_hour", "revocation_rate_per_hour", "replacement_delay_s"))):
+            given = [f for f in fields if f in table]
+            if given and count not in table:
+                raise _fail(source, at + count, f"is missing but {given[0]} is given",
+                            f"add {count} = N (GPUs available on that market), or {count} = 0 to leave it out")
+
         offer = GpuOffer(
             name=key,
             on_demand=_count(source, at + "on_demand", table.get("on_demand", 0)),

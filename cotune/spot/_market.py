@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from cotune._request import DEFAULT_GPUS_PER_HOST
 from cotune.errors import InputError
 from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
 from cotune.spot._revocation import (
@@ -170,6 +171,11 @@ class SpotMarket:
         for g in chosen:
             o = cl.gpus[g]
             caps[g] = int(min(max(o.on_demand, o.spot), user_cap(g)))
+        if cl.gpus_per_host and gpus_per_host not in (DEFAULT_GPUS_PER_HOST, cl.gpus_per_host):
+            # as prices: the file says what its servers hold; a different value asked for
+            # alongside it is a contradiction, not a preference to drop without a word
+            raise InputError(f"gpus_per_host {gpus_per_host} contradicts {cl.source}'s gpus_per_host = {cl.gpus_per_host}: "
+                             "drop --gpus-per-host (gpus_per_host) or edit the cluster file")
         return cls(
             cluster=cl, gpus=chosen, max_workers=caps,
             gpus_per_host=cl.gpus_per_host or gpus_per_host, runs=runs, seed=seed, notes=tuple(notes),

@@ -75,6 +75,9 @@ def _with(path: str, value):
         ("version", 2, "version is 2, not supported"),
         ("gpus_per_host", 0, "gpus_per_host must be a whole number >= 1"),
         ("gpu", {}, "gpu has no GPU type"),
+        # a market's prices and risk given without its count would read as 0 servers, silently
+        ("gpu.t4.spot", KeyError, "gpu.t4.spot is missing but spot_price_per_hour is given"),
+        ("gpu.t4.on_demand", KeyError, "gpu.t4.on_demand is missing but on_demand_price_per_hour is given"),
     ],
 )
 def test_errors_name_the_field_and_the_fix(path, value, expect):

@@ -91,6 +91,17 @@ def test_cli_cluster(make_cluster, capsys):
     assert rc == 2 and "gpu 'v100' is not in the cluster file" in err
 
 
+def test_a_host_size_that_contradicts_the_cluster_file_is_refused(make_cluster, capsys):
+    path = str(make_cluster(rate=0.1))  # gpus_per_host = 1 in the file
+    rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path,
+               "--gpus-per-host", "8"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "gpus_per_host 8 contradicts" in err and "gpus_per_host = 1" in err and err.count("\n") == 1
+    assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path,
+                 "--gpus-per-host", "1", "--quiet"]) == 0  # the same value is no contradiction
+    capsys.readouterr()
+
+
 def test_spot_details_are_structured_in_the_json_and_match_the_schema(cifar_models, make_cluster, repo_root):
     import json
 
