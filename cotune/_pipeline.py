@@ -232,6 +232,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
             confidence=request.confidence, objective=request.objective, priced=priced, startup_s=request.startup_s,
         )
         nearest = tuple(choice_at(est, int(i), target) for i in near_idx)
+    notes.extend(_trivial_target(models, target))
     top_batch = float(models.accuracy.batches_[-1])
     no_scale = models.accuracy.b_noise is None
     if no_scale and np.any((cands.global_batch > top_batch) & ~np.isfinite(est.epochs)):
@@ -291,3 +292,18 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         feasibility=feas,
         next_measurement=next_measurement,
     )
+
+
+def _trivial_target(models: FittedModels, target: float) -> list[str]:
+    """A note when every measured curve already meets the target at its first evaluation:
+    the plan is then 'train one evaluation's worth', which is right for an easy target
+    and wrong for one in another unit (0.94 against a metric logged in percent)."""
+    acc = models.accuracy
+    sign = 1.0 if acc.goal == "max" else -1.0  # score = sign × metric (models.md § 2)
+    start = np.asarray(getattr(acc, "curve_start_", ()), float)
+    if start.size == 0 or not np.all(np.isfinite(start)) or sign * target > float(np.min(start)):
+        return []
+    lo, hi = sorted(sign * float(x) for x in (np.min(start), np.max(start)))
+    side = "below" if acc.goal == "max" else "above"
+    return [f"target {target:g} is {side} the first evaluation of every measured curve ({lo:g} to {hi:g}): any run "
+            "reaches it at once; check its unit (a fraction against a metric logged in percent?)"]

@@ -161,6 +161,15 @@ def test_a_baseline_batch_no_candidate_has_is_reported_as_the_one_used(cifar_mod
     assert "requested_local_batch" not in exact.to_dict()["baselines"]["resource_only"]["settings"]
 
 
+def test_a_target_every_curve_meets_at_its_first_evaluation_is_flagged(cifar_models):
+    # cifar10's first evaluations read 0.37-0.46: a target of 0.3 is met at once (a unit slip, e.g.
+    # a fraction asked of a metric logged in percent, looks just like this)
+    easy = recommend("cifar10-resnet18", models=cifar_models, target=0.3, deadline_s=1800)
+    assert any("target 0.3 is below the first evaluation of every measured curve" in n for n in easy.notes)
+    usual = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800)
+    assert not any("first evaluation of every measured curve" in n for n in usual.notes)
+
+
 def test_infeasible_deadline_names_the_constraint_to_relax(cifar_models):
     rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=60, max_workers=16)
     assert rec.chosen is None
