@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+from cotune._checks import excerpt
 from cotune.errors import InputError
 
 __all__ = ["parse_duration", "format_duration", "format_money"]
@@ -25,21 +26,28 @@ def parse_duration(text: str | float | int) -> float:
         raw = str(text).strip().lower().replace(" ", "")
         if not raw:
             raise InputError("empty duration: give seconds (3600) or a span such as 90m, 2h, 1h30m")
+        unreadable = InputError(
+            f"cannot read duration {excerpt(text)}: use seconds (3600) or a span such as 90m, 2h, 1h30m "
+            "(each unit once, largest first)"
+        )
         try:
+            if "_" in raw:  # float() reads Python's digit separators: '1_000' is no duration anyone writes
+                raise unreadable
             value = float(raw)
         except ValueError:
-            pos, value = 0, 0.0
+            pos, value, last, previous = 0, 0.0, math.inf, ""
             for match in _PART.finditer(raw):
-                if match.start() != pos:
-                    break
-                value += float(match.group(1)) * _UNIT_S[match.group(2)]
-                pos = match.end()
+                unit = _UNIT_S[match.group(2)]
+                # '1h1h', '30s1h' and '1.5h30m' are typos, not sums: units run largest first,
+                # each once, and only the last part may be fractional
+                if match.start() != pos or unit >= last or "." in previous:
+                    raise unreadable from None
+                value += float(match.group(1)) * unit
+                pos, last, previous = match.end(), unit, match.group(1)
             if pos != len(raw) or pos == 0:
-                raise InputError(
-                    f"cannot read duration {text!r}: use seconds (3600) or a span such as 90m, 2h, 1h30m"
-                ) from None
+                raise unreadable from None
     if not math.isfinite(value) or value <= 0:
-        raise InputError(f"duration must be positive and finite, got {text!r}")
+        raise InputError(f"duration must be positive and finite, got {excerpt(text)}")
     return value
 
 
