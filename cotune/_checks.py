@@ -180,7 +180,7 @@ def number(
         raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
     if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
         raise BadValue(f"must be {want} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)
-    return x
+    return x + 0.0  # -0.0 is 0 (and would print as '-0.0s')
 
 
 def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = None) -> int:

@@ -124,3 +124,9 @@ def test_load_json_says_a_huge_integer_is_the_senders_to_fix():
 
 def test_load_json_reads_ordinary_json():
     assert load_json('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
+
+
+def test_negative_zero_is_read_as_zero():
+    # a cluster file's write_s = -0.0 printed 'Young/Daly ... = -0.0s'
+    y = number(-0.0, where="/x", ge=0.0)
+    assert y == 0.0 and math.copysign(1.0, y) == 1.0
