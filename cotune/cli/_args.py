@@ -71,7 +71,8 @@ def finite_float(text: str) -> float:
 def _ints(text: str, example: str) -> list[int]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts or len(parts) > 10_000:
-        raise InputError(f"expected comma-separated whole numbers such as {example}, got {len(parts)}")
+        got = "none" if not parts else f"{len(parts):,} of them"
+        raise InputError(f"expected comma-separated whole numbers such as {example}, got {got}")
     return [parse_number(p, where="", integer=True) for p in parts]
 
 

@@ -94,6 +94,8 @@ def cli_error(exc: Exception) -> Exception:
                   "schedule_epochs": "--schedule-epochs"}.get(head, "--current")
         return InputError(f"{option}: {exc.detail}")
     option = CLI_OPTIONS.get(head, head)
+    if rest.isdigit():  # an element of a list-valued option (/gpus/0): which one, counted from 1
+        rest = f"(value {int(rest) + 1})"
     return InputError(f"{option}{' ' + rest if rest else ''}: {exc.detail}")
 
 

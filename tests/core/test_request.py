@@ -217,6 +217,10 @@ def test_huge_on_demand_spaces_are_searched_not_enumerated_at_the_cli(capsys, ex
         (["--workers", "9" * 400], "at most 100 characters"),
         (["--interval", "1.5"], "--interval: must be a probability"),
         (["--global-batch", "512..64"], "--global-batch"),
+        # an element of a list-valued option is counted from 1, not shown as a bare index ('--gpu 0')
+        (["--gpu", ""], "--gpu (value 1): must be a non-empty string, got ''"),
+        (["--global-batch", "1..0"], "--global-batch (value 2): must be a whole number >= 1, got 0"),
+        (["--local-batch", ""], "expected comma-separated whole numbers such as 32,64,128, got none"),
     ],
 )
 def test_cli_messages_name_the_option(capsys, argv, needle):
