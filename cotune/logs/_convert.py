@@ -80,7 +80,8 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
         if near:
             raise InputError(f"{log.source}: --metric {wanted!r} matches several validation series ({', '.join(near)}): "
                              "pass the full name of one")
-        raise InputError(f"{log.source}: no series {wanted!r} (--metric); the log has {', '.join(names)}")
+        has = f"the log has {', '.join(names)}" if names else "the log has no series with a step at all"
+        raise InputError(f"{log.source}: no series {wanted!r} (--metric); {has}")
     candidates = [n for n in names if _is_eval(n)]
     if len(candidates) == 1:
         return log.series[candidates[0]]

@@ -169,8 +169,10 @@ def _build(
     for rec in records:
         if isinstance(rec, WorkloadRecord):
             if workload is not None and rec != workload:
+                differs = next(f.name for f in fields(rec) if getattr(rec, f.name) != getattr(workload, f.name))
                 raise ProfileError(
-                    f"two different workload records ({excerpt(workload.name)} and {excerpt(rec.name)}): one profile holds one workload",
+                    f"two different workload records: {differs} is {excerpt(getattr(workload, differs))} in one and "
+                    f"{excerpt(getattr(rec, differs))} in the other; one profile holds one workload: keep one record",
                     path=path,
                 )
             workload = rec

@@ -417,7 +417,7 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
     if len(raw) > MAX_CLUSTER_FILE_BYTES:
         raise InputError(f"{source}: larger than {MAX_CLUSTER_FILE_BYTES // 1024} KiB: a cluster file lists a few GPU types (see examples/cluster.toml)")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is no TOML
     except UnicodeDecodeError as exc:
         raise InputError(f"{source}: not UTF-8 text (byte {exc.start}): save the file as UTF-8") from None
     if suffix == ".toml":

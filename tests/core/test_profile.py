@@ -364,3 +364,10 @@ def test_unusable_paths_are_one_line_errors(tmp_path, make):
     with pytest.raises(ProfileError) as info:
         load_profile(make(tmp_path))
     assert "\n" not in str(info.value) and "\x00" not in str(info.value) and len(str(info.value)) < 400
+
+
+def test_two_different_workload_records_name_the_field_that_differs():
+    lines = ['{"record": "workload", "name": "cifar", "dataset_size": 50000}\n',
+             '{"record": "workload", "name": "cifar", "dataset_size": 60000}\n']
+    with pytest.raises(ProfileError, match="dataset_size is 50000 in one and 60000 in the other"):
+        parse_profile(lines)

@@ -461,3 +461,9 @@ def test_a_log_longer_than_a_profile_may_be_is_refused_before_writing(tmp_path, 
     with pytest.raises(InputError, match="would have 13 lines"):  # 3 lines there + 10 points
         import_log("csv", path, out=out, append=True, global_batch=16, dataset_size=96)
     assert len(read_profile(out).evals) == 2
+
+
+def test_a_log_without_series_says_so_when_a_metric_is_named(tmp_path):
+    path = _trainer_state(tmp_path, [])
+    with pytest.raises(InputError, match="no series 'acc' \\(--metric\\); the log has no series with a step at all"):
+        import_log("hf-trainer", path, global_batch=8, dataset_size=80, metric="acc")

@@ -223,3 +223,10 @@ def test_cluster_errors_quote_control_characters_escaped(tmp_path):
 def test_values_that_would_stall_the_revocation_model_are_refused(path, value, expect):
     with pytest.raises(InputError, match=re.escape(expect)):
         parse_cluster(_with(path, value), source="c.toml")
+
+
+def test_a_cluster_file_with_a_byte_order_mark_reads(tmp_path, repo_root):
+    text = (repo_root / "examples" / "cluster.toml").read_text(encoding="utf-8")
+    path = tmp_path / "c.toml"
+    path.write_bytes("\ufeff".encode() + text.encode())  # as Windows editors save it
+    assert load_cluster(path).offer("t4").spot == 32
