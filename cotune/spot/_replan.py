@@ -496,8 +496,10 @@ def replan(
             if not ahead and progress.market == "spot":
                 stay = replace(stay, p_success=0.0)  # the uniform-progress rule: pure spot must move
         else:
+            scope = ("in the cluster file (or, for mixed, no longer needed)" if req.cluster is not None
+                     else "within the search space (max_workers, gpus_per_host, the profile's gpus)")
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
-                         f"available in the cluster file (or, for mixed, no longer needed): staying is not an option")
+                         f"available {scope}: staying is not an option")
 
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one
@@ -509,7 +511,7 @@ def replan(
     if math.isfinite(job_cost) and objective == "cost":
         where = "it runs" if start is None else (
             f"it started at ({start.workers} x {start.gpu} {start.market}, local batch {start.local_batch * start.accum_steps})")
-        notes.append(f"a miss is counted as wasting {whole:.4g} in the risk-adjusted costs: {progress.spent:.4g} spent plus "
+        notes.append(f"a miss is counted as wasting {whole:.4g} {'USD' if priced else 'worker-hours'} in the risk-adjusted costs: {progress.spent:.4g} spent plus "
                      f"{job_cost:.4g}, the whole job redone at the configuration {where}")
     with np.errstate(invalid="ignore"):
         risk = np.where(np.isfinite(est.cost), est.cost + (1.0 - np.asarray(est.p_success, float)) * whole, np.inf)

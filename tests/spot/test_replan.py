@@ -155,3 +155,12 @@ def test_a_running_gpu_the_profile_never_probed_is_named_as_such(cifar_models, c
     kw = dict(cluster=cluster) if with_cluster else {}
     with pytest.raises(InputError, match="current gpu 'v100' has no timing probes in this profile: profiled gpus are t4"):
         replan(None, progress=p, target=0.94, deadline_s=1800, models=cifar_models, **kw)
+
+
+def test_without_a_cluster_file_a_configuration_out_of_reach_blames_the_search_space(capsys):
+    argv = [*_NO_CLUSTER[:-1], "t4:on_demand:40:129", "--max-workers", "16", "--json"]
+    assert main(argv) in (0, 1)
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("is not available within the search space" in n for n in notes)
+    assert not any("cluster file" in n for n in notes)
+    assert any("wasting" in n and "worker-hours" in n for n in notes)
