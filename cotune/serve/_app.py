@@ -210,6 +210,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         wait_s=cfg.request_timeout_s,
     )
     app = FastAPI(
+        # '/v1/recommend/' is a 404 error document, not a bodiless 307 a client may not follow with its POST body
+        redirect_slashes=False,
         title="cotune",
         version=__version__,
         description="Cheapest configuration (workers, GPU type, market, batch size) of a training job that reaches "
@@ -233,7 +235,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         )
     }
 
-    @app.get("/health", summary="Liveness and versions")
+    @app.api_route("/health", methods=["GET", "HEAD"], summary="Liveness and versions")
     def health() -> dict[str, Any]:
         return {
             "status": "ok",
@@ -243,6 +245,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     @app.get("/v1/schema/{name}", summary="A published JSON Schema", responses={404: {"content": _ref("error.v1")}})
     def get_schema(name: str) -> Any:
+        name = name[: -len(".json")] if name.endswith(".json") else name  # as the schema's own $id spells it
         if name not in SCHEMA_NAMES:
             return _error(404, "not_found", f"no schema {excerpt(name)}: known are {', '.join(SCHEMA_NAMES)}")
         return schema(name)
@@ -273,6 +276,9 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
             return _error(415, "unsupported_media_type", f"content type {excerpt(ctype)}: send application/json")
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):  # the body is read as it comes: a compressed one would not be JSON
+            return _error(415, "unsupported_media_type", f"content encoding {excerpt(encoding)}: send the JSON uncompressed")
         try:
             with admission.request():
                 try:

@@ -62,6 +62,8 @@ def test_infeasible_is_200_with_relax(client):
         (b'{"profile": "nope", "target": 1}', {}, 422, "unknown_profile"),
         (b'{"profile": {"path": "/etc/passwd"}, "target": 1}', {}, 403, "paths_disabled"),
         (json.dumps(BASE_REQUEST).encode(), {"content-type": "text/plain"}, 415, "unsupported_media_type"),
+        # a body labelled compressed is not read as JSON (it was, when it happened to be plain)
+        (json.dumps(BASE_REQUEST).encode(), {"content-encoding": "gzip"}, 415, "unsupported_media_type"),
         (json.dumps(dict(BASE_REQUEST, max_workers=100_000)).encode(), {}, 422, "search_space_too_large"),
         (json.dumps(dict(BASE_REQUEST, prices={"v100": 1.0})).encode(), {}, 422, "invalid_request"),
         (b" " * 2_000_001, {}, 413, "request_too_large"),
@@ -97,6 +99,20 @@ def test_wrong_method_and_route(client, error_validator):
 
 def test_schemas_are_served(client):
     assert client.get("/v1/schema/recommend-request.v1").json()["title"].startswith("cotune recommend request")
+    # as the schema's own $id names it
+    assert client.get("/v1/schema/recommend-request.v1.json").json()["$id"].endswith("/recommend-request.v1.json")
+
+
+def test_a_trailing_slash_is_an_error_document_not_a_bodiless_redirect(client, error_validator):
+    for r in (client.post("/v1/recommend/", json=BASE_REQUEST, follow_redirects=False),
+              client.get("/health/", follow_redirects=False)):
+        assert r.status_code == 404
+        error_validator.validate(r.json())
+
+
+def test_health_answers_head(client):
+    r = client.head("/health")
+    assert r.status_code == 200 and r.content == b""
 
 
 def test_openapi_uses_the_published_schemas(client):
