@@ -121,9 +121,10 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
                 break
             shown.append(e)
             width += len(e)
+        kind = "" if isinstance(value, str) else "b"  # bytes where text belongs: say so, b'...'
         if len(shown) == len(text):
-            return f"'{''.join(shown)}'"
-        return f"'{''.join(shown)}...' ({len(text)} characters)"
+            return f"{kind}'{''.join(shown)}'"
+        return f"{kind}'{''.join(shown)}...' ({len(text)} characters)"
     if isinstance(value, (list, tuple)):
         return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):

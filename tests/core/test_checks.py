@@ -130,3 +130,8 @@ def test_negative_zero_is_read_as_zero():
     # a cluster file's write_s = -0.0 printed 'Young/Daly ... = -0.0s'
     y = number(-0.0, where="/x", ge=0.0)
     assert y == 0.0 and math.copysign(1.0, y) == 1.0
+
+
+def test_excerpt_marks_bytes_where_text_belongs():
+    # gpus=[b"t4"] was refused as "must be a non-empty string, got 't4'"
+    assert excerpt(b"t4") == "b't4'" and excerpt("t4") == "'t4'"
