@@ -327,11 +327,20 @@ def read_tensorboard(path: Path) -> LogData:
     tags = accumulator.Tags().get("scalars", [])
     if not tags:
         raise InputError(f"{path}: no scalar summaries in the event files: log the metric with add_scalar")
+    # Lightning's TensorBoardLogger (hparams.yaml beside the events, an 'epoch' series of
+    # whole epoch indices) writes the 0-based index of the step just taken, as its
+    # CSVLogger does: one is added, so both loggers give one run the same epochs.
+    lightning = (path / "hparams.yaml").is_file() and "epoch" in tags and all(
+        float(e.value).is_integer() for e in accumulator.Scalars("epoch"))
+    offset = 1.0 if lightning else 0.0
     series = {
-        tag: _series(tag, [(float(e.step), float(e.value), None, float(e.wall_time)) for e in accumulator.Scalars(tag)])
+        tag: _series(tag, [(float(e.step) + offset, float(e.value), None, float(e.wall_time)) for e in accumulator.Scalars(tag)])
         for tag in tags
     }
-    return LogData(format="tensorboard", source=str(path), run_name=path.name or "tensorboard-run", series=series)
+    notes = ("a Lightning TensorBoard log (hparams.yaml, an 'epoch' series): its steps count from 0, so one is added",) \
+        if lightning else ()
+    return LogData(format="tensorboard", source=str(path), run_name=path.name or "tensorboard-run", series=series,
+                   notes=notes)
 
 
 # --- MLflow local file store ---------------------------------------------------------

@@ -137,6 +137,25 @@ def write_lightning_csv(out: Path) -> Path:
     return Path(logger.log_dir) / "metrics.csv"
 
 
+def write_lightning_tensorboard(out: Path) -> Path:
+    """``out/lightning-tb/tiny/version_0`` (event files and hparams.yaml) from the same real
+    Lightning run with its TensorBoardLogger. Not kept in examples/ (the CSV log is)."""
+    _quiet_tensorboard()
+    import lightning as L
+    import torch
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    (xt, yt), (xv, yv) = _data()
+    torch.manual_seed(0)
+    train = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xt, yt), batch_size=GLOBAL_BATCH)
+    val = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xv, yv), batch_size=32)
+    logger = TensorBoardLogger(str(out / "lightning-tb"), name="tiny")
+    trainer = L.Trainer(max_epochs=EPOCHS, logger=logger, log_every_n_steps=2, accelerator="cpu", enable_progress_bar=False,
+                        enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(_lightning_module(), train, val)
+    return Path(logger.log_dir)
+
+
 def _train_loop(log_step, log_eval) -> None:
     """A plain PyTorch loop; ``log_step(step, loss)`` after each optimizer step and
     ``log_eval(step, accuracy)`` after each epoch."""

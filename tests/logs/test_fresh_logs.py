@@ -42,6 +42,16 @@ def test_fresh_lightning_csv(tmp_path):
     assert profile.steps and profile.steps[0].step_time_s > 0
 
 
+def test_fresh_lightning_tensorboard_gives_the_epochs_its_csv_log_gives(tmp_path):
+    pytest.importorskip("lightning")
+    pytest.importorskip("tensorboard")
+    run = make_logs.write_lightning_tensorboard(tmp_path)
+    assert (run / "hparams.yaml").is_file()
+    profile = import_log("tensorboard", run, metric="val_acc", global_batch=B, dataset_size=N)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]  # 0-based steps read as done: 0.83, 1.83, ...
+    assert any("a Lightning TensorBoard log" in n for n in profile.warnings)
+
+
 def test_fresh_tensorboard_step_time_matches_the_loop_clock(tmp_path):
     pytest.importorskip("tensorboard")
     run, gaps = make_logs.write_tensorboard(tmp_path)
