@@ -233,7 +233,15 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     if metric.unreadable:
         notes.append(f"left out {len(metric.unreadable)} cell(s) of {metric.name!r} that are not numbers "
                      f"({', '.join(map(repr, metric.unreadable[:3]))}): check the log if that is unexpected")
-    back = int(np.count_nonzero(np.diff(epochs[~np.isnan(epochs)]) < 0))
+    gaps = np.diff(finite_x)
+    # a point a sliver of the usual spacing after another: not training progress
+    close = np.flatnonzero((gaps >= 0) & (gaps < 0.05 * np.median(gaps))) if gaps.size >= 2 else np.array([], int)
+    if close.size:
+        k = int(close[-1])
+        notes.append(f"two points of {metric.name!r} at nearly one epoch ({finite_x[k]:.6g} and {finite_x[k + 1]:.6g}): the "
+                     "later may be a separate validation run (trainer.validate() after fit, often of the best checkpoint), "
+                     "not training progress; drop it from the log if so")
+    back = int(np.count_nonzero(gaps < 0))
     if back:
         notes.append(f"the epochs of {metric.name!r} go back {back} time(s): a log of several runs (or a restart that "
                      "counted from 0 again) is read as one curve; split it and import each run with --append")

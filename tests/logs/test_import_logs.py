@@ -467,3 +467,17 @@ def test_a_log_without_series_says_so_when_a_metric_is_named(tmp_path):
     path = _trainer_state(tmp_path, [])
     with pytest.raises(InputError, match="no series 'acc' \\(--metric\\); the log has no series with a step at all"):
         import_log("hf-trainer", path, global_batch=8, dataset_size=80, metric="acc")
+
+
+def test_a_point_right_after_another_is_flagged_as_a_separate_validation(tmp_path):
+    # Lightning: trainer.validate() after fit logs one more val row a step past the last epoch
+    rows = ["epoch,step,val_acc"] + [f"{e},{e * 100 + 99},0.{5 + e}" for e in range(5)] + ["5,500,0.99"]
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    profile = import_log("lightning-csv", path, global_batch=16, dataset_size=1600, metric="val_acc")
+    assert [e.epoch for e in profile.evals][-2:] == [5.0, 5.01]
+    assert any("at nearly one epoch (5 and 5.01)" in n and "trainer.validate()" in n for n in profile.warnings)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join(rows[:-1]) + "\n")
+    assert not any("nearly one epoch" in n for n in import_log("lightning-csv", plain, global_batch=16, dataset_size=1600,
+                                                               metric="val_acc").warnings)
