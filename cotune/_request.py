@@ -370,7 +370,12 @@ class RecommendRequest:
 
     def check_cap_names(self, profiled: Sequence[str]) -> None:
         """A per-GPU cap must name a profiled GPU type: a typo would otherwise leave
-        that type at the default cap without a word (as prices do, it is an error)."""
+        that type at the default cap without a word (as prices do, it is an error); and so
+        must every entry of ``gpus`` (the error points at it, ``/gpus/1``)."""
+        for k, g in enumerate(self.gpus or ()):
+            if g not in profiled:
+                raise BadValue(f"gpu {excerpt(g)} has no timing probes in this profile (profiled: {', '.join(profiled)}): "
+                               "check the name, or probe it (cotune profile)", where=f"/gpus/{k}")
         if not isinstance(self.max_workers, Mapping):
             return
         unknown = sorted(k for k in self.max_workers if k != "*" and k not in profiled)

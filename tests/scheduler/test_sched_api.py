@@ -74,6 +74,7 @@ def test_elastic_range_is_feasible_at_both_ends(cifar_models):
         ({"max_workers": 0}, "/max_workers", ">= 1"),
         ({"max_workers": {"t4": 2.5}}, "/max_workers/t4", "whole number"),
         ({"max_workers": {"a100": 4}}, "/max_workers/a100", "no timing probes in this profile (profiled: t4)"),
+        ({"gpus": ["t4", "A100"]}, "/gpus/1", "gpu 'a100' has no timing probes in this profile (profiled: t4)"),
         ({"prices": {"t4": -1}}, "/prices/t4", ">= 0"),
         # one gpu under two spellings: the last would win without a word
         ({"prices": {"t4": 1, "T4": 2}}, "/prices/T4", "names gpu 't4' twice"),
