@@ -19,10 +19,10 @@ __all__ = [
     "int_list",
     "int_range",
     "key_value",
-    "unique_pairs",
     "non_negative_int",
     "port",
     "positive_int",
+    "unique_pairs",
     "whole_number",
 ]
 

@@ -48,8 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
     import shlex
 
-    from cotune.errors import InputError
     from cotune.cli._args import unique_pairs
+    from cotune.errors import InputError
     from cotune.k8s import JobOptions, derive_name
 
     try:
