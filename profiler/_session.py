@@ -196,9 +196,11 @@ class Session:
         verdict = classify(outcome, results, timeout_s=timeout_s, log=log, workers=workers, option=option,
                            started=count_started(log.parent / "results"))
         if verdict.kind == "launcher":
+            kept = self._keep_log(log.parent, log.parent.name)  # the probe's folder goes when the run ends
             raise LauncherError(
-                f"probe {label} stopped: {verdict.message}: a fault of the launcher, not the workload, so nothing "
-                "was recorded for it: fix the launcher (see the log), then run the same command again")
+                f"probe {label} stopped: {verdict.message.replace(str(log), str(kept))}: a fault of the launcher, not "
+                "the workload, so nothing was recorded for it: fix the launcher (see the log), then run the same "
+                "command again")
         if verdict.kind == "storage":
             raise StorageError(
                 f"probe {label} stopped: {verdict.message}: the storage failed, not the workload, so nothing was "
@@ -244,7 +246,8 @@ class Session:
             shown = f"{verdict.result.step_time_s:.4g} s/step"
         else:
             kept = self._keep_log(folder, name)
-            message = verdict.message
+            # name the kept copy: the probe's own folder is removed below
+            message = verdict.message.replace(str(folder / "log.txt"), str(kept))
             if verdict.kind == "crash" and str(kept) not in message:
                 message = f"{message} (log: {kept})"
             self._write(failure_record(verdict.kind, message, **where))
@@ -333,7 +336,9 @@ class Session:
         else:
             reason = verdict.kind
             kept = self._keep_log(folder, key)
-            message = f"{message} (log: {kept})"
+            message = message.replace(str(folder / "log.txt"), str(kept))
+            if str(kept) not in message:
+                message = f"{message} (log: {kept})"
             if verdict.kind == "oom":  # an out-of-memory is a fact about this (workers, local batch)
                 self._write(failure_record("oom", message, gpu=self.gpu, workers=point.workers,
                                            hosts=self.launcher.hosts, local_batch=point.local_batch))

@@ -43,3 +43,18 @@ def test_two_nodes_meet_and_write_the_same_record(tmp_path):
     assert a["step_time_s"] > 0
     # every rank exchanged its measurements: both hosts recorded the same numbers
     assert a == b
+
+
+@pytest.mark.slow
+def test_a_second_host_that_never_joins_records_nothing_and_exits_3(tmp_path):
+    # the workload never ran: a timeout record would blame it, and a rerun would skip the point for good
+    out = tmp_path / "alone.jsonl"
+    cmd = [sys.executable, "-m", "cotune", "profile", "--workload", spec("tiny"), "--workers", "2", "--local-batch", "8",
+           "--no-curves", "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{_free_port()}", "--probe-timeout", "20s",
+           "--out", str(out), *FAST]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "no worker started within" in run.stderr and "nothing was recorded" in run.stderr
+    assert not out.exists() or (not of(out, "failure") and not of(out, "step"))
+    kept = run.stderr.split("log: ")[-1].split(")")[0]
+    assert (tmp_path / "alone.jsonl.cotune" / "logs").is_dir() and kept.startswith(str(tmp_path)), run.stderr

@@ -222,6 +222,16 @@ def test_a_failed_launch_with_no_worker_started_is_the_launchers_fault():
     assert classify(outcome, [], timeout_s=10, log=LOG, workers=1).kind == "crash"  # unknown: as before
 
 
+def test_a_timeout_with_no_worker_started_is_the_launchers_fault_not_the_workloads():
+    # a rendezvous endpoint nothing answers, a second host that never joins: torchrun waits until killed
+    hung = _outcome(-9, "", timed_out=True)
+    verdict = classify(hung, [], timeout_s=30, log=LOG, workers=1, started=0)
+    assert verdict.kind == "launcher" and "no worker started within 30s" in verdict.message and "--rdzv-endpoint" in verdict.message
+    # a worker that started and then hung (in a step, or importing the workload) is the workload's timeout
+    assert classify(hung, [], timeout_s=30, log=LOG, workers=1, started=1).kind == "timeout"
+    assert classify(hung, [], timeout_s=30, log=LOG, workers=1).kind == "timeout"  # unknown: as before
+
+
 @pytest.mark.slow
 def test_torchrun_refusing_its_arguments_stops_the_session_and_records_nothing(tmp_path):
     from cotune.profile import read_profile
