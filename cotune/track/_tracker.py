@@ -28,6 +28,7 @@ import os
 import statistics
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -35,7 +36,7 @@ from typing import Literal
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
-    MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile,
+    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile,
 )
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
@@ -85,6 +86,46 @@ def _positive(name: str, value: object) -> float:
     return number(value, where=name, gt=0.0)
 
 
+def _rank(rank: object) -> int:
+    # os.environ["RANK"] is a string: "0" is rank 0, not "some other rank" that records nothing
+    text = rank.strip() if isinstance(rank, str) else None
+    if text is not None and text.isdigit():
+        return int(text)
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or int(rank) < 0:
+        raise InputError(f"rank must be a whole number >= 0 (the process rank, e.g. os.environ['RANK']), got {excerpt(rank)}")
+    return int(rank)
+
+
+MAX_JOB_NAME = 200  # a job name is written into every record
+
+
+def _job_name(job: object) -> str:
+    if not isinstance(job, str) or not job.strip() or len(job) > MAX_JOB_NAME:
+        raise InputError(f"job must be a non-empty name of at most {MAX_JOB_NAME} characters, got {excerpt(job)}")
+    return job.strip()
+
+
+def _gpu_name(gpu: object) -> str:
+    if not isinstance(gpu, str) or not gpu.strip():
+        raise InputError(f"gpu must be a non-empty name such as 't4' or 'cpu', got {excerpt(gpu)}")
+    return gpu.strip().lower()
+
+
+def _has_records(path: Path) -> bool:
+    """Whether the profile holds a whole line: a file killed during its very first write
+    holds only a torn line (or blanks), which the writer cuts, and is started afresh."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(MAX_LINE_CHARS + 1)
+    return any(line.strip(b" \t\r\x00") for line in head.split(b"\n")[:-1])
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
 def _move_cause(cause: object) -> str:
     if cause not in MOVE_CAUSES:
         raise InputError(f"cause must be one of {', '.join(map(repr, MOVE_CAUSES))} (why the job moved); got {cause!r}")
@@ -117,12 +158,18 @@ class Tracker:
         ``cotune replan`` counts a target not reached by then as missed. The Lightning and
         Keras callbacks fill it from the trainer's ``max_epochs`` / ``fit(epochs=)`` when
         it is left out.
-    rank : process rank; every rank but 0 records nothing.
+    rank : process rank (an int, or the string ``os.environ["RANK"]`` holds); every rank but
+        0 records nothing.
     fsync : every record is written and flushed to the operating system before the call
         returns, so it survives a kill of the process at any moment. ``"background"``
         (default) then fsyncs it to the disk from a helper thread, so the training
         thread does not wait on the disk (a few milliseconds per record on a busy
         machine); ``"each"`` fsyncs on the calling thread; ``"none"`` never (tests).
+    errors : what a write the storage refuses (a full disk, a file-size limit) does.
+        ``"warn"`` (default): one ``RuntimeWarning``, tracking stops and training goes on —
+        the records written so far are intact; ``"raise"``: the ``StorageError`` reaches
+        the loop. The same warning stops tracking when the profile reaches the readers'
+        cap of lines (:data:`cotune.profile.MAX_PROFILE_LINES`).
     clock : seconds since an arbitrary origin (``time.monotonic``); injectable for tests.
 
     Use as a context manager, or call :meth:`close` (it writes the last partial window).
@@ -146,12 +193,13 @@ class Tracker:
         epochs_done: float = 0.0,
         schedule_epochs: float | None = None,
         cause: Literal["replan", "revocation"] | None = None,
-        rank: int = 0,
+        rank: int | str = 0,
         fsync: Literal["background", "each", "none"] = "background",
+        errors: Literal["warn", "raise"] = "warn",
         clock=time.monotonic,
     ) -> None:
         self.config = TrackedConfig(
-            gpu=str(gpu).strip().lower() if isinstance(gpu, str) else gpu, workers=workers, local_batch=local_batch,
+            gpu=_gpu_name(gpu), workers=workers, local_batch=local_batch,
             hosts=hosts, accum_steps=accum_steps, market=market,
         )
         integer(window, where="window", ge=1)
@@ -162,7 +210,7 @@ class Tracker:
         self.path = Path(profile_path)
         self.window = window
         self.warmup_steps = warmup_steps
-        self.enabled = rank == 0
+        self.enabled = _rank(rank) == 0
         self._clock = clock
         self._started = clock()
         self._window: list[float] = []
@@ -176,11 +224,20 @@ class Tracker:
         self._syncer: _BackgroundSync | None = None
         if fsync not in ("background", "each", "none"):
             raise InputError(f"fsync must be 'background', 'each' or 'none', got {fsync!r}")
+        if errors not in ("warn", "raise"):
+            raise InputError(f"errors must be 'warn' or 'raise', got {errors!r}")
+        self.errors = errors
+        if workload is not None and not isinstance(workload, WorkloadRecord):
+            raise InputError(f"workload must be a cotune.profile.WorkloadRecord (name=..., dataset_size=...), got "
+                             f"{excerpt(workload)}")
         self.dataset_size: int | None = None
-        self.job = job
+        # the profile reader's own rule for the field: a record it refuses would make the
+        # whole profile unreadable, probes included
+        self.job = None if job is None else _job_name(job)
+        self._lines = 0  # lines in the profile, kept under the reader's cap
         if not self.enabled:
             return
-        existing = self.path.exists() and self.path.stat().st_size > 0
+        existing = _has_records(self.path)
         if existing:
             # Read once: the workload must match, and its dataset size turns samples into epochs.
             profile = read_profile(self.path)
@@ -200,6 +257,7 @@ class Tracker:
             self.job = workload.name
         self._writer = ProfileWriter(self.path, fsync=fsync == "each")
         self._writer.open()
+        self._lines = _count_lines(self.path)
         if fsync == "background":
             self._syncer = _BackgroundSync(self.path)
         if not existing:
@@ -238,6 +296,8 @@ class Tracker:
         """Record one optimizer step of ``step_time_s`` seconds (written per window)."""
         if not self.enabled:
             return
+        if self._writer is None:
+            raise InputError("the tracker is closed: create a new Tracker to record more")
         step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
         self._samples += self.config.global_batch
         if self._skip > 0:
@@ -307,7 +367,7 @@ class Tracker:
         self.flush()
         c = self.config
         self.config = TrackedConfig(
-            gpu=(c.gpu if gpu is None else gpu.strip().lower()), workers=c.workers if workers is None else workers,
+            gpu=(c.gpu if gpu is None else _gpu_name(gpu)), workers=c.workers if workers is None else workers,
             local_batch=c.local_batch if local_batch is None else local_batch, hosts=c.hosts if hosts is None else hosts,
             accum_steps=c.accum_steps if accum_steps is None else accum_steps,
             market=c.market if market is None else market,
@@ -348,10 +408,31 @@ class Tracker:
     def _write(self, record) -> None:
         if self._writer is None:
             raise InputError("the tracker is closed: create a new Tracker to record more")
-        self._writer.write(record)
+        if self._lines >= MAX_PROFILE_LINES:
+            self._stop(f"{self.path} holds {MAX_PROFILE_LINES:,} lines, as many as a profile may (every reader refuses "
+                       "more): tracking stops; track into a new profile, or raise window= so fewer step records are written")
+            return
+        try:
+            self._writer.write(record)
+        except StorageError as exc:
+            if self.errors == "raise":
+                raise
+            self._stop(f"{exc}: tracking stops and training goes on; the records written so far are intact")
+            return
+        self._lines += 1
         self.records_written += 1
         if self._syncer is not None:
             self._syncer.request()
+
+    def _stop(self, why: str) -> None:
+        """Stop tracking for good, said once: the job's training must not die of its tracker."""
+        warnings.warn(f"cotune tracker: {why}", RuntimeWarning, stacklevel=3)
+        self.enabled = False
+        self._window = []
+        try:
+            self.close()
+        except StorageError:  # the last partial window cannot be written either: the handles still go
+            pass
 
 
 class _BackgroundSync:

@@ -264,3 +264,98 @@ def test_the_schedule_end_is_written_with_every_evaluation(tmp_path: Path) -> No
 def test_a_schedule_end_that_is_not_a_positive_number_is_an_input_error(tmp_path: Path, value: object) -> None:
     with pytest.raises(InputError, match="schedule_epochs: must be"):
         Tracker(tmp_path / "x.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, schedule_epochs=value)
+
+
+# -- fault injection (2026-12-04): what the tracker writes, every reader must read ----------------
+@pytest.mark.parametrize("job", [5, "", "   ", 1.5, ["l"], "x" * 100_000])
+def test_a_job_name_the_reader_would_refuse_is_refused_before_anything_is_written(tmp_path: Path, job: object) -> None:
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(InputError, match="job must be a non-empty name of at most 200 characters"):
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, job=job)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(("rank", "writes"), [("0", True), (" 0 ", True), ("1", False), (0, True), (3, False)])
+def test_a_rank_read_from_the_environment_as_text_counts(tmp_path: Path, rank: object, writes: bool) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, rank=rank, warmup_steps=0, window=2) as tr:
+        tr.step(step_time_s=0.1)
+        tr.step(step_time_s=0.1)
+    assert path.exists() == writes
+
+
+@pytest.mark.parametrize("rank", [None, -1, True, "one", 1.0])
+def test_a_rank_that_is_no_rank_is_an_input_error_not_silence(tmp_path: Path, rank: object) -> None:
+    with pytest.raises(InputError, match="rank must be a whole number >= 0"):
+        Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, rank=rank)
+
+
+def test_bad_names_and_workloads_are_input_errors_not_attribute_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="workload must be a cotune.profile.WorkloadRecord"):
+        Tracker(tmp_path / "a.jsonl", gpu="cpu", workers=1, local_batch=8, workload="notarecord")  # type: ignore[arg-type]
+    with Tracker(tmp_path / "b.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD) as tr:
+        with pytest.raises(InputError, match="gpu must be a non-empty name"):
+            tr.reconfigure(gpu=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("content", [b'{"record": "workl', b"\n\n", b"   ", b"\x00" * 64])
+def test_a_profile_killed_during_its_first_write_is_started_afresh(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(content)
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=2) as tr:
+        tr.step(step_time_s=0.1)
+        tr.step(step_time_s=0.1)
+    profile = read_profile(path)
+    assert profile.workload == WORKLOAD and len(profile.steps) == 1
+
+
+def test_a_full_disk_stops_tracking_with_a_warning_and_training_goes_on(tmp_path: Path, monkeypatch) -> None:
+    from cotune.errors import StorageError
+    from cotune.profile import ProfileWriter
+
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=2, fsync="none")
+    tr.step(step_time_s=0.1)
+    tr.step(step_time_s=0.1)  # one step record written
+
+    def full(self, record):  # noqa: ANN001
+        raise StorageError("cannot write job.jsonl: No space left on device (ENOSPC): free space")
+
+    monkeypatch.setattr(ProfileWriter, "write", full)
+    with pytest.warns(RuntimeWarning, match="No space left on device.*tracking stops and training goes on"):
+        for _ in range(4):
+            tr.step(step_time_s=0.1)
+    tr.eval(metric=0.5)  # after the stop: nothing, no error
+    assert not tr.enabled and tr._writer is None  # the handles are released
+    monkeypatch.undo()
+    assert len(read_profile(path).steps) == 1  # what was written is intact
+
+
+def test_errors_raise_hands_a_full_disk_to_the_loop(tmp_path: Path, monkeypatch) -> None:
+    from cotune.errors import StorageError
+    from cotune.profile import ProfileWriter
+
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0,
+                 window=1, fsync="none", errors="raise")
+    monkeypatch.setattr(ProfileWriter, "write", lambda self, record: (_ for _ in ()).throw(StorageError("disk full")))
+    with pytest.raises(StorageError, match="disk full"):
+        tr.step(step_time_s=0.1)
+
+
+def test_the_tracker_stops_at_the_readers_cap_of_lines(tmp_path: Path, monkeypatch) -> None:
+    import cotune.track._tracker as tracker_module
+
+    monkeypatch.setattr(tracker_module, "MAX_PROFILE_LINES", 5)
+    path = tmp_path / "job.jsonl"
+    with pytest.warns(RuntimeWarning, match="as many as a profile may"):
+        with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1) as tr:
+            for _ in range(10):
+                tr.step(step_time_s=0.1)
+    assert len(path.read_text().splitlines()) == 5  # the workload record and four steps: readable
+
+
+def test_a_step_after_close_is_an_error(tmp_path: Path) -> None:
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)
+    tr.close()
+    with pytest.raises(InputError, match="the tracker is closed"):
+        tr.step(step_time_s=0.1)
