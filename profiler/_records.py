@@ -16,6 +16,7 @@ from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, StepRecord, W
 from profiler._launcher import LaunchOutcome
 from profiler._protocol import EXIT_STORAGE, EpochLine, FailureResult, Result, TimingResult
 from profiler._stats import summarize
+from profiler._workload import WorkloadError
 
 __all__ = [
     "Verdict",
@@ -127,7 +128,12 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
 
 def workload_record(workload: Any, *, spec: str) -> WorkloadRecord:
     """The profile's workload record (torch or TensorFlow workload: same attributes)."""
-    return WorkloadRecord(name=workload.name, dataset_size=int(workload.count_samples()), metric=workload.metric,
+    try:
+        samples = int(workload.count_samples())
+    except Exception as exc:  # the user's train_data(): its failure is theirs to fix, in one line
+        raise WorkloadError(f"workload {workload.name!r}: counting the training samples with train_data() failed with "
+                            f"{type(exc).__name__}: {exc}: fix it, or give the Workload dataset_size=N") from exc
+    return WorkloadRecord(name=workload.name, dataset_size=samples, metric=workload.metric,
                           goal=workload.goal, source=f"cotune profile {spec}")
 
 

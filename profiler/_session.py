@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from cotune.errors import InputError, StorageError
-from cotune.profile import ProfileWriter
+from cotune.profile import ProfileWriter, WorkloadRecord
 from profiler._launcher import Launcher, LauncherError, LaunchOutcome, LaunchRequest, TorchrunLauncher
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingPoint
 from profiler._progress import Progress
@@ -121,8 +121,7 @@ class Session:
         if not isinstance(record, (ProbeCostRecord, CurveDoneRecord)):
             self.records_written += 1
 
-    def _check_or_write_workload(self) -> None:
-        mine = workload_record(self.workload, spec=self.spec)
+    def _check_or_write_workload(self, mine: WorkloadRecord) -> None:
         have = self.state.workload
         if have is None:
             self._write(mine)
@@ -422,12 +421,14 @@ class Session:
     def run(self) -> SessionSummary:
         began = time.monotonic()
         tally = _Tally()
+        # Before the profile is opened: a workload whose data cannot be counted leaves no file behind.
+        mine = workload_record(self.workload, spec=self.spec)
         with self.writer:  # the exclusive lock: a second run on this --out stops here
             try:
                 self.state = read_state(self.out)
                 self._remove_stale_runs()
                 self._check_storage()
-                self._check_or_write_workload()
+                self._check_or_write_workload(mine)
                 self._run_points(tally)
             finally:
                 shutil.rmtree(self.run_dir, ignore_errors=True)

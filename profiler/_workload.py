@@ -122,6 +122,9 @@ def load_workload(spec: str) -> Workload:
         raise WorkloadError(f"workload spec {spec!r}: after ':' give the name of a Workload object, e.g. ':workload'")
     if target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target)
+        if path.exists() and not path.is_file():
+            raise WorkloadError(f"workload file {target!r} is not a regular file (a directory or a device): give the "
+                                "Python file that defines the workload")
         if not path.is_file():
             raise WorkloadError(f"workload file {target!r} not found: check the path (relative to {Path.cwd()})")
         module = _import_file(path)
@@ -134,7 +137,11 @@ def load_workload(spec: str) -> Workload:
         raise WorkloadError(f"{target!r} has no attribute {attr!r}: define `{attr} = profiler.Workload(...)` there")
     obj = getattr(module, attr)
     if not isinstance(obj, Workload) and callable(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:  # the user's factory: one line naming it, not a traceback
+            raise WorkloadError(f"{spec!r}: calling {attr}() to build the workload failed with {type(exc).__name__}: "
+                                f"{exc}: a factory takes no arguments and returns a profiler.Workload") from exc
     if not isinstance(obj, Workload):
         raise WorkloadError(
             f"{spec!r} is a {type(obj).__name__}, not a profiler.Workload: build it with profiler.Workload(...)"

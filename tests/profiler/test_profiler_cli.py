@@ -61,3 +61,32 @@ def test_importing_profiler_does_not_import_torch():
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["False", "False"]
+
+
+_BAD_FACTORIES = {
+    "raises": "def workload():\n    raise RuntimeError('factory fails')\n",
+    "needs_an_argument": "def workload(x):\n    return x\n",
+    "data_fails": (
+        "import torch\nfrom torch import nn\nfrom profiler import Workload\n"
+        "def bad_data():\n    raise RuntimeError('dataset missing: /data/x')\n"
+        "workload = Workload(name='nods', model=lambda: nn.Linear(2, 2), train_data=bad_data, loss=nn.CrossEntropyLoss,\n"
+        "                    optimizer=lambda p, *, lr: torch.optim.SGD(p, lr=lr), base_lr=0.1, base_batch=8)\n"),
+}
+
+
+@pytest.mark.parametrize(("kind", "needle"), [("raises", "calling workload() to build the workload failed with RuntimeError"),
+                                              ("needs_an_argument", "a factory takes no arguments"),
+                                              ("data_fails", "counting the training samples with train_data() failed")])
+def test_a_workload_that_fails_to_build_is_one_line_and_exit_2(kind, needle, capsys, tmp_path):
+    # they were tracebacks with exit 1 ("nothing feasible")
+    path = tmp_path / f"{kind}.py"
+    path.write_text(_BAD_FACTORIES[kind])
+    code, err = run_cli(["--workload", f"{path}:workload", "--workers", "1", "--local-batch", "8", "--no-curves",
+                         "--out", str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and err.startswith("cotune: ") and err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_directory_given_as_the_workload_file_is_named_as_such(capsys, tmp_path):
+    code, err = run_cli(["--workload", f"{tmp_path}/:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and "is not a regular file" in err
