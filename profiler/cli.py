@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from cotune.errors import EXIT_INPUT, CotuneError, StorageError
@@ -130,6 +131,13 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
     return p
 
 
+def _check_endpoint(endpoint: str) -> None:
+    """HOST:PORT with a port torchrun can bind (it refuses others only at launch, as its own fault)."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise _ArgError(f"--rdzv-endpoint {endpoint[:80]!r}: give HOST:PORT with a port from 1 to 65535, e.g. head:29400")
+
+
 def _run(args: argparse.Namespace) -> int:
     from profiler._launcher import TorchrunLauncher
     from profiler._session import CurveSettings, ProbeSettings, run_session
@@ -137,6 +145,13 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.nnodes > 1 and not args.rdzv_endpoint:
         raise _ArgError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every host")
+    if args.rdzv_endpoint:
+        _check_endpoint(args.rdzv_endpoint)
+    out_dir = Path(args.out).parent
+    while not out_dir.exists() and out_dir != out_dir.parent:
+        out_dir = out_dir.parent
+    if not out_dir.is_dir():  # a file where --out's folder should be: bad input, not a storage fault
+        raise _ArgError(f"--out {args.out}: {out_dir} is a file, not a folder: give a path inside a folder")
     if args.curves is not None and args.no_curves:
         raise _ArgError("--curves and --no-curves contradict each other: keep one")
     if args.cpu_threads < 0:

@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--curves", "30",
           "--curve-workers", "4"], "multiple of --curve-workers"),
         (["--out", "x.jsonl"], "--workload"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--rdzv-endpoint", "127.0.0.1:99999"],
+         "a port from 1 to 65535"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--rdzv-endpoint", "head"], "HOST:PORT"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
@@ -90,3 +93,11 @@ def test_a_workload_that_fails_to_build_is_one_line_and_exit_2(kind, needle, cap
 def test_a_directory_given_as_the_workload_file_is_named_as_such(capsys, tmp_path):
     code, err = run_cli(["--workload", f"{tmp_path}/:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
     assert code == 2 and "is not a regular file" in err
+
+
+def test_an_out_inside_a_file_is_bad_input_not_a_storage_fault(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "ok.jsonl").write_text("")
+    code, err = run_cli(["--workload", "examples/digits_cnn.py:workload", "--out", str(tmp_path / "ok.jsonl" / "x.jsonl")],
+                        capsys)
+    assert code == 2 and "is a file, not a folder" in err  # it was 'File exists (EEXIST): fix the storage', exit 3
