@@ -357,7 +357,7 @@ def replan(
         cl = cl.with_offer(gpu, **{field_name: float(value)})
     cl.offer(progress.gpu)
 
-    notes: list[str] = []
+    notes: list[str] = [] if loaded is None else list(loaded.warnings)  # e.g. a torn last line a kill left, as recommend says
     returns = 0 if job is None else job.returns
     p_margin = backoff_margin(P_MARGIN, returns=returns)
     if returns:

@@ -164,3 +164,14 @@ def test_without_a_cluster_file_a_configuration_out_of_reach_blames_the_search_s
     assert any("is not available within the search space" in n for n in notes)
     assert not any("cluster file" in n for n in notes)
     assert any("wasting" in n and "worker-hours" in n for n in notes)
+
+
+def test_replan_says_it_skipped_a_torn_last_line_as_recommend_does(tmp_path, capsys):
+    from cotune.profile import load_profile, write_profile
+
+    path = tmp_path / "killed.jsonl"
+    write_profile(load_profile("cifar10-resnet18"), path)
+    with open(path, "a") as fh:
+        fh.write('{"record": "eval", "glob')  # a tracker killed mid-write
+    assert main(["replan", str(path), *_NO_CLUSTER[2:], "--json"]) == 0
+    assert any("skipped a torn last line" in n for n in json.loads(capsys.readouterr().out)["notes"])
