@@ -413,8 +413,8 @@ def _lock_holder(fd: int) -> int | None:
             pid = int(parts[4])
         except ValueError:
             continue
-        if key == want and pid > 0 and pid != os.getpid():
-            return pid
+        if key == want and pid > 0:
+            return pid  # this process's own pid: another writer opened here (a second Tracker, say)
     return None
 
 
@@ -481,8 +481,11 @@ class ProfileWriter:
             fh.close()
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise StorageError.from_os_error(exc, path=self.path, doing="lock it") from None
-            who = _describe_pid(holder) if holder is not None else "another process"
-            stop = f" (kill {holder})" if holder is not None else ""
+            if holder == os.getpid():
+                who, stop = f"another writer in this process (pid {holder})", " (close the first Tracker or ProfileWriter)"
+            else:
+                who = _describe_pid(holder) if holder is not None else "another process"
+                stop = f" (kill {holder})" if holder is not None else ""
             raise ProfileLockedError(
                 f"{self.path}: is being written by {who}: two writers would mix their records; wait for it "
                 f"to finish, stop it{stop}, or write to another file",

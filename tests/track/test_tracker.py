@@ -359,3 +359,12 @@ def test_a_step_after_close_is_an_error(tmp_path: Path) -> None:
     tr.close()
     with pytest.raises(InputError, match="the tracker is closed"):
         tr.step(step_time_s=0.1)
+
+
+def test_a_second_tracker_in_one_process_is_told_so(tmp_path: Path) -> None:
+    from cotune.profile import ProfileLockedError
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD):
+        with pytest.raises(ProfileLockedError, match="another writer in this process .*close the first Tracker"):
+            Tracker(path, gpu="cpu", workers=1, local_batch=8)
