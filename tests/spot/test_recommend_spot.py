@@ -88,7 +88,8 @@ def test_cli_cluster(make_cluster, capsys):
     assert rc == 2 and err.startswith("cotune: --price: prices come from the cluster file") and err.count("\n") == 1
     rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--cluster", path, "--gpu", "v100"])
     err = capsys.readouterr().err
-    assert rc == 2 and "gpu 'v100' is not in the cluster file" in err
+    # the profile has no probes of it either, and that is said first, pointing at the option
+    assert rc == 2 and "--gpu (value 1): gpu 'v100' has no timing probes in this profile" in err
 
 
 def test_a_host_size_that_contradicts_the_cluster_file_is_refused(make_cluster, capsys):
