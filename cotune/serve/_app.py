@@ -235,13 +235,16 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         )
     }
 
-    @app.api_route("/health", methods=["GET", "HEAD"], summary="Liveness and versions")
+    @app.get("/health", summary="Liveness and versions")
     def health() -> dict[str, Any]:
         return {
             "status": "ok",
             "cotune_version": __version__,
             "schema_versions": {"request": REQUEST_SCHEMA_VERSION, "response": RESULT_SCHEMA_VERSION, "error": ERROR_SCHEMA_VERSION},
         }
+
+    # HEAD as load balancers probe it; one route per method keeps OpenAPI's operation ids unique
+    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
 
     @app.get("/v1/schema/{name}", summary="A published JSON Schema", responses={404: {"content": _ref("error.v1")}})
     def get_schema(name: str) -> Any:

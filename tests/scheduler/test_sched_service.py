@@ -115,6 +115,12 @@ def test_health_answers_head(client):
     assert r.status_code == 200 and r.content == b""
 
 
+def test_openapi_operation_ids_are_unique(client):
+    # a GET-and-HEAD route gave both methods one operation id (FastAPI warned; OpenAPI requires them unique)
+    ids = [op["operationId"] for path in client.get("/openapi.json").json()["paths"].values() for op in path.values()]
+    assert len(ids) == len(set(ids))
+
+
 def test_openapi_uses_the_published_schemas(client):
     spec = client.get("/openapi.json").json()
     op = spec["paths"]["/v1/recommend"]["post"]
