@@ -141,6 +141,13 @@ def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | N
             return _summarise(d_t[ok] / d_step[ok], f"wall-clock times of {s.name!r}")
     steps_per_s = log.summary.get("train_steps_per_second")
     if steps_per_s and steps_per_s > 0:
+        runtime, paused = log.summary.get("train_runtime"), log.summary.get("eval_runtime_in_train_s", 0.0)
+        if runtime and 0.0 < paused < runtime:
+            # the summary's rate counts the evaluations' time as training: take it out
+            n = int(log.summary.get("evaluations_in_train", 0))
+            return (1.0 / steps_per_s) * (1.0 - paused / runtime), None, None, (
+                f"train_steps_per_second of the run summary less the {paused:.4g} s its {n} evaluation(s) took "
+                "(checkpoint saving still included)")
         return 1.0 / steps_per_s, None, None, "train_steps_per_second of the run summary (includes evaluation pauses)"
     for name, s in every.items():
         if s.value.size == 1 and re.search(r"steps_per_sec(ond)?$", name.lower()) and s.value[0] > 0:

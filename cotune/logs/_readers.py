@@ -121,6 +121,9 @@ def read_hf_trainer(path: Path) -> LogData:
     rows: dict[str, list] = {}
     summary: dict[str, float] = {}
     skipped = 0
+    # Evaluations inside train() (before its closing summary) are inside its train_runtime:
+    # their own *_runtime is time the summary's steps per second did not spend stepping.
+    paused_s, pauses = 0.0, 0
     for entry in history:
         if not isinstance(entry, dict):
             skipped += 1
@@ -129,7 +132,14 @@ def read_hf_trainer(path: Path) -> LogData:
         # The closing summary entry (train_runtime, train_steps_per_second, …) is one number per run.
         if "train_runtime" in entry:
             summary.update({k: v for k, v in ((k, _number(v)) for k, v in entry.items()) if v is not None})
+            if pauses:
+                summary.update(eval_runtime_in_train_s=paused_s, evaluations_in_train=float(pauses))
             continue
+        if not summary:
+            spent = [_number(v) for k, v in entry.items() if k.endswith("_runtime") and k.startswith("eval")]
+            if spent and all(x is not None and math.isfinite(x) and x >= 0 for x in spent):
+                paused_s += sum(spent)  # type: ignore[arg-type]
+                pauses += 1
         if step is None:
             skipped += 1
             continue

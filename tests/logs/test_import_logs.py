@@ -44,12 +44,27 @@ def test_hf_trainer_eval_points_are_the_logged_ones(tmp_path):
     assert read_profile(tmp_path / "p.jsonl").evals == profile.evals
 
 
-def test_hf_trainer_step_time_is_the_run_summary_inverse(tmp_path):
-    summary = [e for e in json.loads(HF.read_text())["log_history"] if "train_steps_per_second" in e][0]
+def test_hf_trainer_step_time_is_the_run_summary_inverse_less_its_evaluations(tmp_path):
+    history = json.loads(HF.read_text())["log_history"]
+    at = next(k for k, e in enumerate(history) if "train_steps_per_second" in e)
+    summary = history[at]
+    paused = sum(e["eval_runtime"] for e in history[:at] if "eval_runtime" in e)  # evaluations inside train()
     profile = import_log("hf-trainer", HF, metric="accuracy", global_batch=B, dataset_size=N, gpu="CPU", workers=1)
     (step,) = profile.steps
     assert (step.gpu, step.workers, step.local_batch) == ("cpu", 1, B)
-    assert step.step_time_s == pytest.approx(1.0 / summary["train_steps_per_second"])
+    assert 0 < paused < summary["train_runtime"]
+    assert step.step_time_s == pytest.approx(1.0 / summary["train_steps_per_second"] * (1 - paused / summary["train_runtime"]))
+
+
+def test_an_evaluation_after_train_is_not_taken_out_of_its_runtime(tmp_path):
+    path = _trainer_state(tmp_path, [
+        {"eval_loss": 1.0, "eval_runtime": 20.0, "step": 50, "epoch": 1.0},
+        {"train_runtime": 100.0, "train_steps_per_second": 1.0, "step": 100, "epoch": 2.0},
+        {"eval_loss": 0.9, "eval_runtime": 30.0, "step": 100, "epoch": 2.0},  # trainer.evaluate() after train()
+    ])
+    profile = import_log("hf-trainer", path, global_batch=16, dataset_size=800, gpu="cpu", workers=1)
+    assert profile.steps[0].step_time_s == pytest.approx(1.0 * (1 - 20.0 / 100.0))
+    assert any("less the 20 s its 1 evaluation(s) took" in n for n in profile.warnings)
 
 
 def test_several_metrics_without_metric_flag_is_a_one_line_error(capsys, tmp_path):
