@@ -598,7 +598,7 @@ def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[s
     names = [g.lower() for g in (req.gpus or models.gpus)]
     # recommend's own rule (price_table): every gpu priced or none (worker-hours), and a spot
     # price refused without a cluster file's revocation rates
-    given = {k.lower(): v for k, v in {**(req.prices or {}), **(new_prices or {})}.items()}
+    given = {**(req.prices or {}), **(new_prices or {})}  # keys already normalised by the request (_check_prices)
     table, priced = price_table(given or None, names, ("on_demand",))
     gpus = {g: {"on_demand": req.cap_for(g), "on_demand_price_per_hour": float(table[i, 0])} for i, g in enumerate(names)}
     cluster = parse_cluster({"version": 1, "gpus_per_host": req.gpus_per_host, "gpu": gpus}, source="(on-demand servers at --price)")

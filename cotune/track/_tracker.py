@@ -36,7 +36,8 @@ from typing import Literal
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
-    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord, WorkloadRecord, read_profile,
+    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord,
+    WorkloadRecord, read_profile,
 )
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
