@@ -107,8 +107,20 @@ def _import_file(path: Path) -> Any:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[mod_name]
-        raise WorkloadError(f"importing {path} failed with {type(exc).__name__}: {exc}: fix the workload file") from exc
+        raise WorkloadError(f"importing {path} failed with {type(exc).__name__}: {exc}: {_import_fix(exc)}") from exc
     return module
+
+
+def _import_fix(exc: BaseException) -> str:
+    """What to change when importing the workload file fails: the file is not always at fault."""
+    if isinstance(exc, MemoryError):
+        # torch alone maps over a gigabyte of address space: `ulimit -v` or a small container
+        # limit fails its import before the workload's own code runs.
+        return ("the process ran out of memory while importing (its imports, torch included, need more): raise the "
+                "memory limit (ulimit -v, the container's) and rerun")
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return f"module {exc.name!r} is not installed in this Python ({sys.executable}): install it there and rerun"
+    return "fix the workload file"
 
 
 def load_workload(spec: str) -> Workload:

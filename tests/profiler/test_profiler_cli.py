@@ -101,3 +101,18 @@ def test_an_out_inside_a_file_is_bad_input_not_a_storage_fault(capsys, tmp_path,
     code, err = run_cli(["--workload", "examples/digits_cnn.py:workload", "--out", str(tmp_path / "ok.jsonl" / "x.jsonl")],
                         capsys)
     assert code == 2 and "is a file, not a folder" in err  # it was 'File exists (EEXIST): fix the storage', exit 3
+
+
+@pytest.mark.parametrize(("body", "needles"), [
+    ("raise MemoryError()\n", ("failed with MemoryError", "raise the memory limit")),
+    ("import cotune_no_such_module_xyz\n", ("'cotune_no_such_module_xyz' is not installed", "install it there")),
+    ("raise ValueError('bad constant')\n", ("failed with ValueError: bad constant", "fix the workload file")),
+])
+def test_a_workload_file_that_fails_to_import_names_the_fix_for_its_cause(body, needles, capsys, tmp_path):
+    # a memory limit too small for torch's import used to be blamed on the workload file
+    path = tmp_path / "wl.py"
+    path.write_text(body)
+    code, err = run_cli(["--workload", f"{path}:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert all(n in err for n in needles), err
+    assert not (tmp_path / "x.jsonl").exists()
