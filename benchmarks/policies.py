@@ -90,6 +90,8 @@ class Plan:
     # value-of-information planner (benchmarks/voi.py): summed over the measurements bought
     expected_gain: float = 0.0
     realised_gain: float = 0.0
+    # the same, one (kind, expected, realised) per measurement bought, in order (USD)
+    measurements: tuple[tuple[str, float, float], ...] = ()
     accuracy_runs: int = 0
     accuracy_cost: float = 0.0
     # reliability counts of P(success) / P(reach) over every estimated candidate (benchmarks/reliability.py)

@@ -42,7 +42,7 @@ from cotune.models import fit_models
 from cotune.profile import Profile
 from cotune.solver import estimate, plan_next_probe, probed_step_floor, standard_options
 
-__all__ = ["LOOP_BOOTSTRAP", "true_loss"]
+__all__ = ["LOOP_BOOTSTRAP", "seed_count", "true_loss"]
 
 LOOP_BOOTSTRAP = 4  # bootstrap refits inside the loop (intervals matter to the gains; 16 is too slow here)
 
@@ -58,6 +58,11 @@ def true_loss(scn: Scenario, index: int | None, predicted_cost: float) -> float:
         return float(cost[index])
     spent = float(cost[index]) if math.isfinite(cost[index]) else predicted_cost
     return spent + sol.cost
+
+
+def seed_count(candidates, design: list[int]) -> int:
+    """Probes of the seed design the planner buys before it weighs any measurement."""
+    return min(SEED_PER_GPU * len({int(candidates.gpu[i]) for i in design}), len(design))
 
 
 def _short_run(scn: Scenario, batch: int, epochs: float) -> tuple[float, float]:
@@ -93,11 +98,12 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
     mask = policy_mask(scn, "all")
     launcher = scn.launcher(evidence)
     design = seed_design(c, mask, per_gpu=SEED_PER_GPU)
-    n_seed = min(SEED_PER_GPU * len({int(c.gpu[i]) for i in design}), len(design))
+    n_seed = seed_count(c, design)
     extra_evals: list = []
     extra_noise: list = []
     ran: set[int] = set()
     expected = realised = accuracy_cost = 0.0
+    bought: list[tuple[str, float, float]] = []
     accuracy_runs = 0
     stopped = False
     plans: list[Plan] = []
@@ -146,6 +152,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                 after = true_loss(scn, None if j2 is None else int(usable2[j2]), float(est2.cost[j2]) if j2 is not None else math.inf)
                 expected += decision.expected_gain
                 realised += before - after
+                bought.append((opt.kind, float(decision.expected_gain), float(before - after)))
         if k in budgets and stopped and plans and plans[-1].probes == len(launcher.probed) + accuracy_runs:
             # Nothing bought since the last budget: the same plan (no refit).
             plans.append(dataclasses.replace(plans[-1], budget=k))
@@ -175,6 +182,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                     epochs_reached_n=reached_counts[1],
                     expected_gain=expected,
                     realised_gain=realised,
+                    measurements=tuple(bought),
                     accuracy_runs=accuracy_runs,
                     accuracy_cost=accuracy_cost,
                 )
