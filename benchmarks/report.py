@@ -251,15 +251,7 @@ def markdown(data: dict) -> str:
     lines += reliability_markdown(data.get("reliability", []), families=families)
     voi = [r for r in reg["summary"] if r["family"] == "cotune_voi"]
     if voi:
-        lines += ["", "### Value-of-information probe planner: expected vs realised gain", "",
-                  "Summed over the measurements each plan bought, as shares of the oracle's cost (medians over scenarios); "
-                  "realised = the drop of the plan's true loss (see benchmarks/voi.py).", "",
-                  "| policy | budget | median probes used | mean short runs | expected gain | realised gain | miss rate | median regret |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in voi:
-            lines.append(f"| {r['policy']} | {r['probes']} | {r['median_probes']:.0f} | {r['mean_accuracy_runs']:.2f} | "
-                         f"{_pct(r['median_expected_gain_share'])} | {_pct(r['median_realised_gain_share'])} | "
-                         f"{_pct(r['miss_rate'])} | {_pct(r['median_regret'])} |")
+        lines += _voi_table(voi, reg.get("outcomes", []))
     errs = [(sc["scenario"], e) for sc in reg["scenarios"] for e in sc.get("errors", [])]
     if errs:
         lines += ["", f"**{len(errs)} policy runs raised** and are left out of the rows above:", ""]
@@ -314,6 +306,34 @@ def markdown(data: dict) -> str:
                      if o["optuna_trials"] else f"not within {_pct(o['tolerance'])} after {o['optuna_max_trials']} trials ({o['optuna_s']:.2f} s)")
                   + f"; the exhaustive solve took {o['exhaustive_s']:.3f} s and is exact."]
     return "\n".join(lines) + "\n"
+
+
+def _voi_table(rows: list[dict], outcomes: list[dict]) -> list[str]:
+    """The value-of-information rows: summed gains per plan, means with 90 % intervals from
+    resampling scenarios (a plan's realised gain is usually 0 and now and then most of a
+    job either way, so its median says nothing and its mean needs the interval)."""
+    from benchmarks.voi_calibration import scenario_bootstrap
+
+    def ci(x: float, lo_hi: list[float]) -> str:
+        return f"{_pct(x)} [{_pct(lo_hi[0])}, {_pct(lo_hi[1])}]"
+
+    out = ["", "### Value-of-information probe planner: expected vs realised gain", "",
+           "Summed over the measurements each plan bought, as shares of the oracle's cost: means over scenarios with "
+           "90 % intervals from resampling them; realised = the drop of the plan's true loss (see benchmarks/voi.py; "
+           "per measurement: `python -m benchmarks.voi_calibration`).", "",
+           "| setting | policy | budget | median probes used | mean short runs | expected gain | realised gain | "
+           "expected − realised | miss rate | median regret |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mine = [dict(scenario=o["scenario"], expected=o["expected_gain"] / o["oracle_cost"],
+                     realised=o["realised_gain"] / o["oracle_cost"])
+                for o in outcomes if (o["setting"], o["policy"], o["budget"]) == (r["setting"], r["policy"], r["probes"])]
+        s = scenario_bootstrap(mine)
+        gains = ("– | – | –" if not s.get("n") else
+                 f"{ci(s['expected'], s['expected_ci'])} | {ci(s['realised'], s['realised_ci'])} | {ci(s['gap'], s['gap_ci'])}")
+        out.append(f"| {r['setting']} | {r['policy']} | {r['probes']} | {r['median_probes']:.0f} | "
+                   f"{r['mean_accuracy_runs']:.2f} | {gains} | {_pct(r['miss_rate'])} | {_pct(r['median_regret'])} |")
+    return out
 
 
 def _plain_log_ticks(*axes) -> None:

@@ -61,3 +61,20 @@ def test_the_measurements_bought_add_up_to_the_plans_summed_gains() -> None:
         assert [r["order"] for r in mine] == list(range(len(mine)))
         assert math.fsum(r["expected"] for r in mine) * oracle == pytest.approx(plan.expected_gain, abs=1e-9)
         assert math.fsum(r["realised"] for r in mine) * oracle == pytest.approx(plan.realised_gain, abs=1e-9)
+
+
+def test_the_reports_value_of_information_table_gives_means_with_intervals_per_setting_and_budget() -> None:
+    from benchmarks.report import _voi_table
+
+    rows = [dict(setting="one-curve", policy="cotune_voi", probes=16, median_probes=5, mean_accuracy_runs=0.0,
+                 miss_rate=0.25, median_regret=0.1),
+            dict(setting="one-curve", policy="cotune_voi_q90", probes=16, median_probes=4, mean_accuracy_runs=0.0,
+                 miss_rate=0.5, median_regret=math.inf)]
+    outcomes = [dict(setting="one-curve", policy="cotune_voi", budget=16, scenario=k, oracle_cost=2.0,
+                     expected_gain=0.4, realised_gain=0.2) for k in "abc"]
+    outcomes.append(dict(setting="one-curve", policy="cotune_voi", budget=6, scenario="a", oracle_cost=1.0,
+                         expected_gain=9.0, realised_gain=9.0))  # another budget: not in the 16-probe row
+    lines = _voi_table(rows, outcomes)
+    voi, q90 = (next(ln for ln in lines if f"| {p} | 16 |" in ln) for p in ("cotune_voi", "cotune_voi_q90"))
+    assert "| 20.0 % [20.0 %, 20.0 %] | 10.0 % [10.0 %, 10.0 %] | 10.0 % [10.0 %, 10.0 %] |" in voi
+    assert "| – | – | – |" in q90  # no outcomes: no interval to state
