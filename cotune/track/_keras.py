@@ -8,8 +8,10 @@ Importing this module imports Keras; ``cotune`` and ``cotune.track`` never do.
     tracker = Tracker("job.jsonl", gpu="cpu", workers=1, local_batch=32)
     model.fit(x, y, validation_data=(xv, yv), callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
 
-Each training batch is timed from ``on_train_batch_begin`` to ``on_train_batch_end``;
-at each epoch end the ``monitor`` entry of the epoch logs becomes an ``eval`` record.
+Each optimizer step is timed from ``on_train_batch_begin`` of its first batch to
+``on_train_batch_end`` of its last (one batch; ``accum_steps`` batches when the tracker
+has them); at each epoch end with validation the ``monitor`` entry of the epoch logs
+becomes an ``eval`` record.
 A tracker without ``schedule_epochs`` takes ``fit(epochs=)``.
 """
 
@@ -20,6 +22,7 @@ import time
 from typing import Any
 
 from cotune.errors import InputError
+from cotune.track._adapt import CallbackGuard, StepTimer
 from cotune.track._tracker import Tracker
 
 try:
@@ -31,7 +34,14 @@ __all__ = ["TrackerCallback"]
 
 
 class TrackerCallback(_keras.callbacks.Callback):
-    """Keras callback: step times and the epoch-end ``monitor`` metric into ``tracker``."""
+    """Keras callback: step times and the epoch-end ``monitor`` metric into ``tracker``.
+
+    An epoch whose logs hold no validation values (``validation_freq``) writes no
+    evaluation. What the callback finds wrong mid-training — validation ran and does not
+    give ``monitor``, no validation ran at all, a tracker an earlier ``fit()`` closed —
+    follows the tracker's ``errors``: a ``RuntimeWarning`` and training goes on
+    (``"warn"``), or an error (``"raise"``).
+    """
 
     def __init__(self, tracker: Tracker, *, monitor: str, close_at_end: bool = True) -> None:
         super().__init__()
@@ -40,31 +50,53 @@ class TrackerCallback(_keras.callbacks.Callback):
         self.tracker = tracker
         self.monitor = monitor
         self.close_at_end = close_at_end
-        self._began = 0.0
+        self._timer = StepTimer()
+        self._guard = CallbackGuard(tracker, name="TrackerCallback")
 
     def on_train_begin(self, logs: Any = None) -> None:
+        self._guard.start()
         # fit(epochs=) is where the schedule ends; a tracker told otherwise keeps its own.
         epochs = (self.params or {}).get("epochs")
-        if self.tracker.schedule_epochs is None and isinstance(epochs, int) and epochs > 0:
+        if self._guard.tracking and self.tracker.schedule_epochs is None and isinstance(epochs, int) and epochs > 0:
             self.tracker.schedule_epochs = epochs
 
     def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        self._began = time.perf_counter()
+        self._timer.batch_start(time.perf_counter())
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        self.tracker.step(step_time_s=max(time.perf_counter() - self._began, 1e-9))
+        # A tracker with accum_steps > 1 (an optimizer's gradient_accumulation_steps) steps
+        # every accum_steps batches and at the epoch's last (params["steps"], when known).
+        steps = (self.params or {}).get("steps")
+        last = isinstance(steps, int) and batch + 1 >= steps
+        done = self._timer.batch_end(time.perf_counter(), accum=self.tracker.config.accum_steps, last_of_epoch=last)
+        self._record(done)
+
+    def _record(self, done: tuple[float, int] | None) -> None:
+        if done is not None and self._guard.tracking:
+            self.tracker.step(step_time_s=done[0], micro_batches=done[1])
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self._record(self._timer.epoch_end())
         logs = logs or {}
+        if not self._guard.evals:
+            return
         if self.monitor not in logs:
-            raise InputError(
-                f"TrackerCallback: no {self.monitor!r} in the epoch logs (have: {', '.join(sorted(logs)) or 'none'}): "
-                "pass validation_data to fit() and set monitor= to one of those"
+            if self.monitor.startswith("val_") and not any(k.startswith("val_") for k in logs):
+                return  # no validation this epoch (validation_freq)
+            self._guard.missing_monitor(
+                f"no {self.monitor!r} in the epoch logs (have: {', '.join(sorted(logs)) or 'none'}): set monitor= to "
+                "one of those; training goes on without evaluations"
             )
+            return
         metric = float(logs[self.monitor])
         self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
+        self._guard.written_evals += 1
 
     def on_train_end(self, logs: Any = None) -> None:
+        if not self._guard.tracking:
+            return
+        self._guard.never_evaluated(f"no epoch logged {self.monitor!r}: pass validation_data to fit() for a val_ "
+                                    "metric, or set monitor= to a value the logs hold")
         if self.close_at_end:
             self.tracker.close()
         else:

@@ -10,8 +10,9 @@ Importing this module imports Lightning (``lightning`` or, failing that, the old
     trainer = L.Trainer(callbacks=[TrackerCallback(tracker, monitor="val_acc")])
 
 Each optimizer step is timed from the start of its first micro-batch to the end of its
-last (``accumulate_grad_batches``), data loading between batches left out, as the
-profiler times steps. After each validation (not the sanity check) the logged
+last (``accumulate_grad_batches``; the epoch's last batch ends a partial step, counted
+with its own micro-batches), data loading between batches left out, as the profiler
+times steps. After each validation (not the sanity check) the logged
 ``monitor`` value is written as an ``eval`` record at the epochs the tracker counted.
 A tracker without ``schedule_epochs`` takes the trainer's ``max_epochs`` (when set).
 """
@@ -23,6 +24,7 @@ import time
 from typing import Any
 
 from cotune.errors import InputError
+from cotune.track._adapt import CallbackGuard, StepTimer
 from cotune.track._tracker import Tracker
 
 try:  # the unified package first; the standalone one is the same API
@@ -43,6 +45,9 @@ class TrackerCallback(_Callback):
 
     ``monitor`` names a value logged during validation (``self.log("val_acc", ...)``).
     ``close_at_end`` closes the tracker when training ends (writing the last window).
+    What the callback finds wrong mid-training — a ``monitor`` validation does not log, a
+    tracker an earlier ``fit()`` closed — follows the tracker's ``errors``: a
+    ``RuntimeWarning`` and training goes on (``"warn"``), or an error (``"raise"``).
     """
 
     def __init__(self, tracker: Tracker, *, monitor: str, close_at_end: bool = True) -> None:
@@ -52,40 +57,62 @@ class TrackerCallback(_Callback):
         self.tracker = tracker
         self.monitor = monitor
         self.close_at_end = close_at_end
-        self._began: float | None = None
+        self._timer = StepTimer()
+        self._guard = CallbackGuard(tracker, name="TrackerCallback")
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        self._guard.start()
         # The trainer knows where the schedule ends; a tracker told otherwise keeps its own.
         max_epochs = getattr(trainer, "max_epochs", None)
-        if self.tracker.schedule_epochs is None and isinstance(max_epochs, int) and max_epochs > 0:
+        if self._guard.tracking and self.tracker.schedule_epochs is None and isinstance(max_epochs, int) and max_epochs > 0:
             self.tracker.schedule_epochs = max_epochs
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        if self._began is None:
-            self._began = time.perf_counter()
+        self._timer.batch_start(time.perf_counter())
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        accum = max(int(getattr(trainer, "accumulate_grad_batches", 1) or 1), 1)
-        if (batch_idx + 1) % accum:
-            return  # the optimizer step is not over yet
-        if self._began is not None and trainer.is_global_zero:
-            self.tracker.step(step_time_s=max(time.perf_counter() - self._began, 1e-9))
-        self._began = None
+        # Lightning steps the optimizer every accumulate_grad_batches micro-batches and at
+        # the epoch's last batch (num_training_batches; inf for an iterable dataset).
+        n = getattr(trainer, "num_training_batches", math.inf)
+        last = isinstance(n, int) and batch_idx + 1 >= n
+        done = self._timer.batch_end(time.perf_counter(), accum=getattr(trainer, "accumulate_grad_batches", 1) or 1,
+                                     last_of_epoch=last)
+        self._record(trainer, done)
+
+    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+        # An iterable dataset's last partial step is over once validation starts at the
+        # epoch's end: count it before the evaluation is placed.
+        if not trainer.sanity_checking and not math.isfinite(getattr(trainer, "num_training_batches", math.inf)):
+            self._record(trainer, self._timer.epoch_end())
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        self._record(trainer, self._timer.epoch_end())
+
+    def _record(self, trainer: Any, done: tuple[float, int] | None) -> None:
+        if done is not None and self._guard.tracking and trainer.is_global_zero:
+            self.tracker.step(step_time_s=done[0], micro_batches=done[1])
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.sanity_checking or not trainer.is_global_zero:
+        if trainer.sanity_checking or not trainer.is_global_zero or not self._guard.evals:
             return
         value = trainer.callback_metrics.get(self.monitor)
         if value is None:
             logged = ", ".join(sorted(trainer.callback_metrics)) or "none"
-            raise InputError(
-                f"TrackerCallback: no logged value {self.monitor!r} after validation (logged: {logged}): "
-                "log it with self.log(...) in validation_step, or set monitor= to one of those"
+            self._guard.missing_monitor(
+                f"no logged value {self.monitor!r} after validation (logged: {logged}): log it with self.log(...) in "
+                "validation_step, or set monitor= to one of those; training goes on without evaluations"
             )
+            return
         metric = float(value.item() if hasattr(value, "item") else value)
         self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
+        self._guard.written_evals += 1
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if not self._guard.tracking:
+            return
+        if trainer.is_global_zero:
+            self._guard.never_evaluated(f"no validation logged {self.monitor!r}: give fit() validation data and log it "
+                                        "with self.log(...) in validation_step, or set monitor= to a value it logs")
         if self.close_at_end:
             self.tracker.close()
         else:

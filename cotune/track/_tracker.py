@@ -293,14 +293,28 @@ class Tracker:
     def elapsed_s(self) -> float:
         return self._clock() - self._started
 
-    def step(self, *, step_time_s: float) -> None:
-        """Record one optimizer step of ``step_time_s`` seconds (written per window)."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run (or tracking stopped): nothing more is recorded."""
+        return self._writer is None
+
+    def step(self, *, step_time_s: float, micro_batches: int | None = None) -> None:
+        """Record one optimizer step of ``step_time_s`` seconds (written per window).
+
+        ``micro_batches``: the micro-batches this step accumulated when it is not
+        ``accum_steps`` — the partial step a framework takes at the end of an epoch — so
+        the epochs counted stay the passes over the data.
+        """
         if not self.enabled:
             return
         if self._writer is None:
             raise InputError("the tracker is closed: create a new Tracker to record more")
         step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
-        self._samples += self.config.global_batch
+        c = self.config
+        if micro_batches is None:
+            self._samples += c.global_batch
+        else:
+            self._samples += c.workers * c.local_batch * integer(micro_batches, where="micro_batches", ge=1)
         if self._skip > 0:
             self._skip -= 1
             if self._skip == 0:

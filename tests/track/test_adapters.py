@@ -86,18 +86,155 @@ def test_keras_callback_writes_steps_and_one_eval_per_epoch(tmp_path: Path) -> N
     assert sum(s.timed_steps for s in p.steps) == 2 * 8 - 1
 
 
-@pytest.mark.slow
-def test_keras_callback_names_the_logged_values_when_monitor_is_missing(tmp_path: Path) -> None:
-    keras = pytest.importorskip("keras")
+def _keras_model(keras, metrics=()):
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=list(metrics))
+    return model
+
+
+def _xy(n=256):
     import numpy as np
 
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 4)).astype("float32")
+    return x, (x.sum(axis=1) > 0).astype("int64")
+
+
+@pytest.mark.slow
+def test_keras_callback_warns_and_trains_on_when_no_epoch_logs_the_monitor(tmp_path: Path) -> None:
+    keras = pytest.importorskip("keras")
+    from cotune.track.keras import TrackerCallback
+
+    x, y = _xy(32)
+    tracker = Tracker(tmp_path / "j.jsonl", gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, warmup_steps=0)
+    with pytest.warns(RuntimeWarning, match="no epoch logged 'val_accuracy': pass validation_data to fit"):
+        h = _keras_model(keras).fit(x, y, batch_size=32, epochs=2, verbose=0,
+                                    callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
+    assert len(h.history["loss"]) == 2  # it raised at the first epoch's end, killing training
+    p = read_profile(tmp_path / "j.jsonl")
+    assert not p.evals and sum(s.timed_steps for s in p.steps) == 2
+
+
+@pytest.mark.slow
+def test_keras_callback_with_errors_raise_names_the_logged_values_when_the_monitor_is_missing(tmp_path: Path) -> None:
+    keras = pytest.importorskip("keras")
     from cotune.errors import InputError
     from cotune.track.keras import TrackerCallback
 
-    x = np.zeros((32, 4), dtype="float32")
-    y = np.zeros(32, dtype="int64")
-    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
-    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    tracker = Tracker(tmp_path / "j.jsonl", gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD)
-    with pytest.raises(InputError, match="no 'val_accuracy' in the epoch logs \\(have: loss\\)"):
-        model.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
+    x, y = _xy(32)
+    tracker = Tracker(tmp_path / "j.jsonl", gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, errors="raise")
+    with pytest.raises(InputError, match="no 'val_nope' in the epoch logs \\(have: loss, val_loss\\)"):
+        _keras_model(keras).fit(x, y, batch_size=32, epochs=1, verbose=0, validation_data=(x, y),
+                                callbacks=[TrackerCallback(tracker, monitor="val_nope")])
+
+
+@pytest.mark.slow
+def test_keras_callback_skips_the_epochs_without_validation(tmp_path: Path) -> None:
+    keras = pytest.importorskip("keras")
+    from cotune.track.keras import TrackerCallback
+
+    x, y = _xy()
+    tracker = Tracker(tmp_path / "j.jsonl", gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4)
+    _keras_model(keras, ["accuracy"]).fit(x, y, batch_size=32, epochs=4, verbose=0, validation_data=(x, y),
+                                          validation_freq=2, callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
+    # it raised at the end of epoch 1 ("pass validation_data"), killing training
+    assert [e.epoch for e in read_profile(tmp_path / "j.jsonl").evals] == pytest.approx([2.0, 4.0])
+
+
+@pytest.mark.slow
+def test_a_second_fit_after_the_tracker_closed_trains_untracked_with_a_warning(tmp_path: Path) -> None:
+    keras = pytest.importorskip("keras")
+    from cotune.track.keras import TrackerCallback
+
+    x, y = _xy()
+    tracker = Tracker(tmp_path / "j.jsonl", gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4)
+    model = _keras_model(keras, ["accuracy"])
+    cb = TrackerCallback(tracker, monitor="val_accuracy")
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0, validation_data=(x, y), callbacks=[cb])
+    before = (tmp_path / "j.jsonl").read_bytes()
+    with pytest.warns(RuntimeWarning, match="closed when an earlier fit\\(\\) ended .* close_at_end=False"):
+        h = model.fit(x, y, batch_size=32, epochs=1, verbose=0, validation_data=(x, y), callbacks=[cb])
+    assert len(h.history["loss"]) == 1  # the second fit died at its first batch: "the tracker is closed"
+    assert (tmp_path / "j.jsonl").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    import lightning as L
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from cotune.track.lightning import TrackerCallback
+
+    torch.manual_seed(0)
+    x = torch.randn(256, 4)
+    y = (x.sum(dim=1) > 0).long()
+
+    class Tiny(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = torch.nn.Linear(4, 2)
+
+        def training_step(self, batch, batch_idx):
+            xb, yb = batch
+            return torch.nn.functional.cross_entropy(self.net(xb), yb)
+
+        def validation_step(self, batch, batch_idx):
+            xb, yb = batch
+            self.log("val_acc", (self.net(xb).argmax(1) == yb).float().mean())
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.5)
+
+    path = tmp_path / "job.jsonl"
+    # 8 batches of 32 an epoch, 3 accumulated a step: steps of 3, 3 and 2 micro-batches
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
+                      warmup_steps=0)
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        accumulate_grad_batches=3, callbacks=[TrackerCallback(tracker, monitor="val_acc")])
+    data = DataLoader(TensorDataset(x, y), batch_size=32)
+    trainer.fit(Tiny(), data, data)
+    p = read_profile(path)
+    assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])  # were 0.75 and 1.5
+    assert len(p.steps) == 2 * 3 and all(s.accum_steps == 3 for s in p.steps)
+
+
+@pytest.mark.slow
+def test_lightning_callback_warns_and_trains_on_when_validation_does_not_log_the_monitor(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    import lightning as L
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from cotune.track.lightning import TrackerCallback
+
+    x = torch.randn(64, 4)
+    y = (x.sum(dim=1) > 0).long()
+
+    class Tiny(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = torch.nn.Linear(4, 2)
+
+        def training_step(self, batch, batch_idx):
+            return torch.nn.functional.cross_entropy(self.net(batch[0]), batch[1])
+
+        def validation_step(self, batch, batch_idx):
+            self.log("val_acc", (self.net(batch[0]).argmax(1) == batch[1]).float().mean())
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.5)
+
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=1, warmup_steps=0)
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        callbacks=[TrackerCallback(tracker, monitor="val_nope")])
+    data = DataLoader(TensorDataset(x, y), batch_size=32)
+    with pytest.warns(RuntimeWarning, match="no logged value 'val_nope' after validation \\(logged: val_acc\\)"):
+        trainer.fit(Tiny(), data, data)
+    assert trainer.current_epoch == 2  # it raised after the first validation, killing training
+    p = read_profile(path)
+    assert not p.evals and len(p.steps) == 4

@@ -368,3 +368,46 @@ def test_a_second_tracker_in_one_process_is_told_so(tmp_path: Path) -> None:
     with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD):
         with pytest.raises(ProfileLockedError, match="another writer in this process .*close the first Tracker"):
             Tracker(path, gpu="cpu", workers=1, local_batch=8)
+
+
+def test_step_timer_closes_a_partial_accumulation_at_the_epochs_last_batch() -> None:
+    from cotune.track._adapt import StepTimer
+
+    timer, clock, steps = StepTimer(), 0.0, []
+    for epoch in range(2):
+        for b in range(8):  # 8 micro-batches, 3 a step: 3 + 3 + 2
+            timer.batch_start(clock)
+            clock += 1.0
+            done = timer.batch_end(clock, accum=3, last_of_epoch=b == 7)
+            if done:
+                steps.append(done)
+            clock += 0.5  # loading: between two steps it is left out, between micro-batches of one it counts
+        assert timer.epoch_end() is None  # nothing left open: the last batch closed it
+    assert [m for _, m in steps] == [3, 3, 2] * 2
+    assert [t for t, _ in steps] == pytest.approx([4.0, 4.0, 2.5] * 2)
+
+
+def test_step_timer_hands_over_the_open_step_at_the_epochs_end_when_its_length_is_unknown() -> None:
+    from cotune.track._adapt import StepTimer
+
+    timer = StepTimer()
+    out = []
+    for b in range(5):  # an iterable dataset: the last batch is not known as such
+        timer.batch_start(float(b))
+        out.append(timer.batch_end(b + 0.5, accum=3, last_of_epoch=False))
+    assert [o[1] for o in out if o] == [3]
+    assert timer.epoch_end() == pytest.approx((1.5, 2))  # batches 3 and 4: from 3.0 to 4.5
+    assert timer.epoch_end() is None
+
+
+def test_a_partial_step_counts_its_own_micro_batches_in_the_epochs(tmp_path) -> None:
+    t = Tracker(tmp_path / "j.jsonl", gpu="cpu", workers=2, local_batch=8, accum_steps=3, workload=WORKLOAD,
+                warmup_steps=0, fsync="none")
+    for _ in range(2):
+        t.step(step_time_s=0.1)
+    t.step(step_time_s=0.05, micro_batches=2)
+    assert t.epoch == pytest.approx((2 * 48 + 32) / WORKLOAD.dataset_size)
+    with pytest.raises(InputError, match="micro_batches"):
+        t.step(step_time_s=0.1, micro_batches=0)
+    t.close()
+    assert t.closed

@@ -1,0 +1,91 @@
+"""What the Lightning and Keras callbacks share (no framework import here).
+
+* :class:`StepTimer` turns micro-batch hooks into optimizer steps: a step is
+  ``accum_steps`` micro-batches, timed from the start of its first to the end of its
+  last; the epoch's last batch closes a partial step, because both frameworks step the
+  optimizer there (Lightning with ``accumulate_grad_batches``, Keras with an optimizer's
+  ``gradient_accumulation_steps``). Counting the partial step with its own micro-batches
+  keeps the epochs the tracker counts equal to the passes over the data.
+* :class:`CallbackGuard` applies the tracker's ``errors`` policy to what a callback
+  finds wrong mid-training — a ``monitor`` never logged, a tracker closed by an earlier
+  ``fit()`` — so that, by default, training goes on untracked (one ``RuntimeWarning``)
+  instead of dying of its tracker after an epoch's work; ``errors="raise"`` raises.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from cotune.errors import InputError
+from cotune.track._tracker import Tracker
+
+__all__ = ["StepTimer", "CallbackGuard"]
+
+
+class StepTimer:
+    """Optimizer steps from micro-batch hooks (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._began: float | None = None
+        self._micro = 0
+        self._last_end: float | None = None
+
+    def batch_start(self, now: float) -> None:
+        if self._began is None:
+            self._began = now
+
+    def batch_end(self, now: float, *, accum: int, last_of_epoch: bool) -> tuple[float, int] | None:
+        """``(step time, micro-batches)`` when this micro-batch ends an optimizer step, else None."""
+        self._micro += 1
+        self._last_end = now
+        if self._micro < max(int(accum), 1) and not last_of_epoch:
+            return None
+        return self._close(now)
+
+    def epoch_end(self) -> tuple[float, int] | None:
+        """The partial step left open when the epoch's length was not known (an iterable
+        dataset): the framework stepped the optimizer after its last batch."""
+        return None if self._micro == 0 else self._close(self._last_end)
+
+    def _close(self, now: float | None) -> tuple[float, int] | None:
+        began, micro = self._began, self._micro
+        self._began, self._micro = None, 0
+        if began is None or now is None:
+            return None
+        return max(now - began, 1e-9), micro
+
+
+class CallbackGuard:
+    """The tracker's ``errors`` policy for a callback's own findings (module docstring)."""
+
+    def __init__(self, tracker: Tracker, *, name: str) -> None:
+        self.tracker = tracker
+        self.name = name
+        self.tracking = True  # steps and evals this fit()
+        self.evals = True  # evals only (a monitor that is not logged)
+        self.written_evals = 0
+
+    def start(self) -> None:
+        """At the start of a fit(): a tracker an earlier fit() closed records nothing more."""
+        self.tracking = True
+        if self.tracker.enabled and self.tracker.closed:
+            self._refuse(f"{self.name}: the tracker was closed when an earlier fit() ended (close_at_end=True), so this "
+                         "fit() is not tracked: pass close_at_end=False to track several fit() calls with one tracker, "
+                         "or give this fit() a new Tracker", stop="tracking")
+
+    def missing_monitor(self, message: str) -> None:
+        """Validation ran and the monitor is not among its values: no evals from here on."""
+        self._refuse(f"{self.name}: {message}", stop="evals")
+
+    def never_evaluated(self, message: str) -> None:
+        """Training ended and no evaluation gave the monitor."""
+        if self.tracking and self.evals and self.written_evals == 0:
+            self._refuse(f"{self.name}: {message}", stop="evals")
+
+    def _refuse(self, message: str, *, stop: str) -> None:
+        if self.tracker.errors == "raise":
+            raise InputError(message)
+        warnings.warn(f"cotune tracker: {message}", RuntimeWarning, stacklevel=3)
+        if stop == "tracking":
+            self.tracking = False
+        self.evals = False
