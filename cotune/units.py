@@ -14,8 +14,10 @@ _UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([dhms])")
 
 
-def parse_duration(text: str | float | int) -> float:
+def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> float:
     """Return seconds for ``'90m'``, ``'2h'``, ``'1h30m'``, ``'45s'``, ``'3600'`` or a number.
+
+    Positive unless ``allow_zero`` (a time already spent: a job that has just started).
 
     >>> parse_duration("1h30m")
     5400.0
@@ -46,8 +48,8 @@ def parse_duration(text: str | float | int) -> float:
                 pos, last, previous = match.end(), unit, match.group(1)
             if pos != len(raw) or pos == 0:
                 raise unreadable from None
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"duration must be positive and finite, got {excerpt(text)}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise InputError(f"duration must be {'zero or more' if allow_zero else 'positive'} and finite, got {excerpt(text)}")
     return value
 
 

@@ -303,7 +303,6 @@ def replan_request(
     """Answer a replan request (``docs/schema/replan-request.v1.json``) with the re-plan
     document (``replan-response.v1.json``): stay, switch or infeasible, and why.
     ``profile_dir``, ``limits`` and ``admit`` as for :func:`recommend_request`."""
-    from cotune.solver import RESULT_SCHEMA_VERSION
     from cotune.spot import replan
 
     def load_ref(ref: Any) -> Any:  # the same confinement and limits as the solve's own read
@@ -317,4 +316,4 @@ def replan_request(
     rr = dataclasses.replace(rr, request=question)
     with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
         result = _solve(lambda: replan(rr, models=models))
-    return {"schema_version": RESULT_SCHEMA_VERSION, **result.to_dict()}
+    return result.to_dict()

@@ -44,6 +44,12 @@ def duration(text: str) -> float:
 
 
 @_wrap
+def spent_duration(text: str) -> float:
+    """A time already spent: 0 is allowed (the request's ``elapsed_s`` rule)."""
+    return parse_duration(text, allow_zero=True)
+
+
+@_wrap
 def whole_number(text: str) -> int:
     return parse_number(text, where="", integer=True)
 

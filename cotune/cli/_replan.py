@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_question_arguments(p, replan=True)
     g = p.add_argument_group("the running job", "read from the profile's tracked records (cotune.track.Tracker) when "
                              "left out; an option given wins over them")
-    g.add_argument("--elapsed", type=_args.duration, default=None, metavar="DURATION",
+    g.add_argument("--elapsed", type=_args.spent_duration, default=None, metavar="DURATION",
                    help="wall time used so far (default: the job's time at its last tracked evaluation)")
     g.add_argument("--epochs-done", type=_args.finite_float, default=None, metavar="E",
                    help="epochs trained so far (default: its last tracked evaluation)")

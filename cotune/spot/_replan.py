@@ -133,8 +133,12 @@ class ReplanResult:
         return self.best if self.decision == "switch" else self.stay if self.decision == "stay" else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The re-plan document (``docs/schema/replan-response.v1.json``), what every door answers."""
+        from cotune.solver import RESULT_SCHEMA_VERSION
+
         num = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
         return {
+            "schema_version": RESULT_SCHEMA_VERSION,
             "decision": self.decision,
             "reason": self.reason,
             "progress_fraction": num(self.progress_fraction),

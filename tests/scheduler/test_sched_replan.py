@@ -92,8 +92,20 @@ def test_replan_is_the_same_at_every_door(capsys, cluster_file):
                  "--epochs-done", "20", "--current", "t4:spot:4:129", "--json"])
     cli = json.loads(capsys.readouterr().out)
     assert code == 0
-    for doc in (py, cli):
-        assert doc["decision"] == http["decision"] and doc["best"] == http["best"] and doc["stay"] == http["stay"]
+    # the whole document, schema_version included (the CLI's and Python's lacked it)
+    assert py == http and cli == http
+    _validator("replan-response.v1").validate(cli)
+
+
+@pytest.mark.slow
+def test_a_job_that_has_just_started_is_elapsed_zero_at_every_door(capsys, cluster_file):
+    just = copy.deepcopy(REPLAN_REQUEST)
+    just["progress"].update(elapsed_s=0, epochs_done=0)
+    http = replan_request(just)
+    code = main(["replan", EXAMPLE, "--target", "0.94", "--deadline", "1h", "--cluster", str(cluster_file), "--elapsed", "0",
+                 "--epochs-done", "0", "--current", "t4:spot:4:129", "--json"])
+    assert code == 0, capsys.readouterr().err  # the CLI refused 0: 'duration must be positive'
+    assert json.loads(capsys.readouterr().out) == http
 
 
 @pytest.mark.parametrize(
