@@ -85,6 +85,61 @@ def _best_chances(est: Estimates, mask: np.ndarray, fallback: np.ndarray, limit:
     return np.array((best + rest)[:limit], dtype=int)
 
 
+def _round_easier(value: float, *, maximise: bool, digits: int = 4) -> float:
+    """``value`` to ``digits`` significant digits, rounded toward the easier target (down
+    when the metric is maximised): a hint printed rounded the other way asks for more."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(value))))
+    return (math.floor if maximise else math.ceil)(value * scale) / scale
+
+
+_TARGET_CHECKS = 8  # re-estimates a target hint may take (its two ends, then bisection)
+_TARGET_CHECK_ROWS = 256  # the fastest candidates a target hint is checked on
+
+
+def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, *, target: float, deadline_s: float,
+                   confidence: float | None, startup_s: float, maximise: bool) -> float | None:
+    """The hardest target easier than ``target`` that some candidate meets by the deadline
+    (checked by re-estimating the fastest candidates at it), or None.
+
+    ``reachable`` holds each candidate's metric at the epochs it trains by the deadline: the
+    best of them is the first guess; when the check finds no candidate meeting it (its chance
+    of reaching a target near a plateau, rounding), bisection between it and the easiest of
+    them finds the hardest that some candidate meets. Bounded: at most ``_TARGET_CHECKS`` estimates of
+    ``_TARGET_CHECK_ROWS`` candidates.
+    """
+    from cotune.solver import Candidates, estimate, feasibility
+
+    ok = np.isfinite(reachable) & ((reachable < target) if maximise else (reachable > target))
+    if not ok.any():
+        return None  # nothing the curves reach by the deadline is easier than the target asked for
+    hard = float(reachable[ok].max() if maximise else reachable[ok].min())
+    easy = float(reachable[ok].min() if maximise else reachable[ok].max())
+    c = est.candidates
+    rows = np.argsort(np.where(np.isfinite(est.time_s), est.time_s, np.inf), kind="stable")[:_TARGET_CHECK_ROWS]
+    sub = Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu[rows], market=c.market[rows], workers=c.workers[rows],
+                     hosts=c.hosts[rows], local_batch=c.local_batch[rows])
+    no_prices = np.zeros((len(c.gpus), len(c.markets)))  # the deadline decides here, not the money
+
+    def meets(t: float) -> bool:
+        e = estimate(sub, models, target=t, price_per_hour=no_prices, startup_s=startup_s, confidence=confidence)
+        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
+
+    if meets(_round_easier(hard, maximise=maximise)):
+        return _round_easier(hard, maximise=maximise)
+    if not meets(_round_easier(easy, maximise=maximise)):
+        return None
+    good, bad = easy, hard  # met / not met: bisect toward the hardest met
+    for _ in range(_TARGET_CHECKS - 2):
+        mid = (good + bad) / 2.0
+        if meets(_round_easier(mid, maximise=maximise)):
+            good = mid
+        else:
+            bad = mid
+    return _round_easier(good, maximise=maximise)
+
+
 def relax(
     est: Estimates,
     feas: Feasibility,
@@ -129,12 +184,19 @@ def relax(
             out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
             out.append(f"or allow more than {c.workers[i]} workers (--max-workers / max_workers): the fastest candidate uses them all")
-        afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s
+        # The epochs each candidate trains by the deadline at the confidence the plan is judged
+        # at (its median training time over its time at that confidence), and the metric the
+        # curves give there: a target no harder than that has the chance it needs.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at_conf = (est.time_s - startup_s) / (est.time_at_confidence_s - startup_s)
+            afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s * np.where(np.isfinite(at_conf), at_conf, 0.0)
         reachable = acc.metric_at(est.candidates.global_batch.astype(float), afford)
-        reachable = reachable[np.isfinite(reachable)]
-        if reachable.size:
-            best = float(reachable.max() if models.goal == "max" else reachable.min())
-            out.append(f"or {'lower' if models.goal == 'max' else 'raise'} the target (--target / target) to {best:.4g}, the best predicted by the deadline")
+        maximise = models.goal == "max"
+        easier = _easier_target(est, models, reachable, target=target, deadline_s=deadline_s, confidence=confidence,
+                                startup_s=startup_s, maximise=maximise)
+        if easier is not None:
+            out.append(f"or {'lower' if maximise else 'raise'} the target (--target / target) to {easier:.4g}, the best "
+                       "predicted by the deadline")
         if confidence is not None:
             out.append(f"or lower the confidence (--confidence / confidence, now {confidence:g})")
         return out, _best_chances(est, feas.reaches, fastest)
