@@ -121,6 +121,11 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     if "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail:
         # A worker killed by SIGKILL that we did not send: the kernel's OOM killer.
         return Verdict("oom", "a worker was killed by SIGKILL (the kernel's out-of-memory killer, most likely)")
+    if outcome.returncode is not None and outcome.returncode < 0:
+        # The launcher itself (torchrun, the TensorFlow spawner) was killed by a signal the
+        # profiler did not send, its workers with it: nothing the workload did says so.
+        return Verdict("launcher", f"the launcher was killed by signal {-outcome.returncode} before the workers reported "
+                                   f"(log: {log}); rerun to measure this point")
     if started == 0 and not results:
         return Verdict("launcher", f"the launcher failed before any worker started ({root_cause(outcome)}; log: {log})")
     return Verdict("crash", f"{root_cause(outcome)} (full log: {log})")

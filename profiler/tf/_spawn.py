@@ -8,6 +8,7 @@ non-zero one (0 when all succeed). Started by :class:`profiler.tf.TFConfigLaunch
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -16,6 +17,15 @@ import time
 
 from profiler._launcher import free_port
 from profiler._entry import die_with_parent
+
+STOP_GRACE_S = 10.0  # after the first failure, the seconds the other workers get to stop on SIGTERM
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"Signals.{signal.Signals(number).name}"  # as torchrun's log says it
+    except ValueError:
+        return f"signal {number}"
 
 
 def main(argv: list[str]) -> int:
@@ -35,16 +45,28 @@ def main(argv: list[str]) -> int:
         env["RANK"], env["WORLD_SIZE"] = str(index), str(workers)
         children.append(subprocess.Popen([sys.executable, "-m", *argv[1:]], env=env))
     code = 0
+    stopped_at: float | None = None
+    index_of = {id(c): i for i, c in enumerate(children)}
     while children:
         for child in list(children):
             rc = child.poll()
             if rc is None:
                 continue
             children.remove(child)
+            if rc < 0 and code == 0:
+                # Said as torchrun says it, so the profiler tells a worker killed by a signal
+                # it did not send (the kernel's out-of-memory killer) from a crash.
+                print(f"profiler.tf._spawn: worker {index_of[id(child)]} exited: {_signal_name(-rc)} "
+                      f"(exitcode  : {rc})", file=sys.stderr, flush=True)
             if rc != 0 and code == 0:
                 code = rc if rc > 0 else 128 - rc
+                stopped_at = time.monotonic()
                 for other in children:  # peers would wait in a collective forever
                     other.send_signal(signal.SIGTERM)
+        if stopped_at is not None and children and time.monotonic() - stopped_at > STOP_GRACE_S:
+            for other in children:  # a peer blocked in a collective may not heed SIGTERM
+                other.kill()
+            stopped_at = math.inf
         time.sleep(0.05)
     return code
 

@@ -243,3 +243,39 @@ def test_torchrun_refusing_its_arguments_stops_the_session_and_records_nothing(t
     with pytest.raises(LauncherError, match="the launcher failed before any worker started"):
         _session(out, launcher)
     assert read_profile(out).failures == () and not [r for r in out.read_text().splitlines() if "probe_cost" in r]
+
+
+def test_a_launcher_killed_by_a_signal_we_did_not_send_is_its_fault_not_the_workloads():
+    # kill -9 of torchrun or of the TensorFlow spawner mid-probe: its workers die with it
+    killed = _outcome(-9, "I0000 port.cc:153] oneDNN custom operations are on.\n")
+    verdict = classify(killed, [], timeout_s=60, log=LOG, workers=1, started=1)
+    assert verdict.kind == "launcher" and "killed by signal 9" in verdict.message  # was 'crash', recorded
+    # the launcher that exits on its own after a worker died is not killed: that stays the workload's
+    assert classify(_outcome(1, "boom\n"), [], timeout_s=60, log=LOG, workers=1, started=1).kind == "crash"
+
+
+def test_the_tensorflow_spawners_word_for_a_sigkilled_worker_reads_as_out_of_memory():
+    tail = "I0000 oneDNN ...\nprofiler.tf._spawn: worker 1 exited: Signals.SIGKILL (exitcode  : -9)\n"
+    assert classify(_outcome(137, tail), [], timeout_s=60, log=LOG, workers=2, started=2).kind == "oom"
+
+
+@pytest.mark.slow
+def test_the_tensorflow_spawner_names_a_sigkilled_worker_and_stops_a_peer_that_ignores_sigterm(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    mod = tmp_path / "fake_worker.py"
+    # rank 1 dies of SIGKILL (as the kernel's OOM killer kills); rank 0 ignores SIGTERM, as a
+    # worker blocked in a collective can
+    mod.write_text(
+        "import os, signal, time\n"
+        "if os.environ['RANK'] == '1':\n    time.sleep(0.5); os.kill(os.getpid(), signal.SIGKILL)\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)\n"
+    )
+    began = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "profiler.tf._spawn", "2", "fake_worker"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{Path(__file__).resolve().parents[2]}"})
+    assert res.returncode == 137
+    assert "worker 1 exited: Signals.SIGKILL" in res.stderr and "exitcode  : -9" in res.stderr
+    assert time.monotonic() - began < 300  # rank 0 was killed after the grace, not left for the probe's timeout
