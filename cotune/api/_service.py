@@ -165,10 +165,13 @@ def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tu
     profile = load()
     try:
         models = fit_models(profile, interval=interval)
+    except ModelError as exc:  # the profile's contents (no step records, too many GPU types): point at it
+        raise RequestError(str(exc), path="/profile", code="invalid_profile") from None
     except CotuneError:
         raise
     except (ValueError, ArithmeticError, IndexError, TypeError) as exc:  # degenerate data, not a server fault
-        raise ModelError(f"cannot fit models to this profile ({type(exc).__name__}: {exc}): probe more configurations") from None
+        raise RequestError(f"cannot fit models to this profile ({type(exc).__name__}: {exc}): probe more configurations",
+                           path="/profile", code="invalid_profile") from None
     if limits.cache_size:
         with _LOCK:
             _CACHE[full] = (profile, models)

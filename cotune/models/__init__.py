@@ -2,7 +2,7 @@
 
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._backbone import SYNC_CONSTANT_RATIO, SYNC_GROWTH_RATIO, BackboneParams, fit_backbone, predict_log_step
-from cotune.models._fitted import CleanArrays, FittedModels, clean_arrays, curve_columns, fit_models
+from cotune.models._fitted import MAX_GPU_TYPES, CleanArrays, FittedModels, clean_arrays, curve_columns, fit_models
 from cotune.models._isotonic import isotonic_grid, pava
 from cotune.models._step_time import FEW_PROBE_KAPPA, ONE_BATCH_SHARE_RANGE, StepTimeModel, StepTimePrediction, z_for
 
@@ -22,6 +22,7 @@ __all__ = [
     "curve_columns",
     "fit_backbone",
     "fit_models",
+    "MAX_GPU_TYPES",
     "isotonic_grid",
     "pava",
     "predict_log_step",

@@ -19,7 +19,7 @@ from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
 
-__all__ = ["FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays"]
+__all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,11 @@ class FittedModels:
         return self.accuracy.epochs_to_target(global_batch, target)
 
 
+# GPU types one profile may name (every cloud offers fewer): a step-time model each, fitted
+# in about half a second with its bootstrap refits, so a question's fit stays under ~20 s.
+MAX_GPU_TYPES = 32
+
+
 def fit_models(
     profile: Profile,
     *,
@@ -70,6 +75,13 @@ def fit_models(
     if not profile.steps:
         raise ModelError(
             f"profile {excerpt(profile.workload.name)} has no step records: run timing probes (cotune profile) first"
+        )
+    if len(profile.gpus) > MAX_GPU_TYPES:
+        # A step-time model a GPU type, each fitted with its bootstrap: the time a question
+        # takes grows with their number, which the record caps do not bound.
+        raise ModelError(
+            f"profile {excerpt(profile.workload.name)} names {len(profile.gpus)} GPU types; cotune fits at most "
+            f"{MAX_GPU_TYPES} per profile: keep the step records of the GPU types to plan on"
         )
     clean = clean_arrays(profile)
     time_models = {}
