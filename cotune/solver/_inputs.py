@@ -41,6 +41,13 @@ def _per_gpu(value: int | Mapping[str, int], gpus: Sequence[str], name: str) -> 
     return out
 
 
+def _market_spelling(market: str) -> str | None:
+    """The market a misspelt one means ('on-demand', 'On Demand', 'ondemand'), or None."""
+    squashed = market.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+    known = {"ondemand": "on_demand", "spot": "spot"}.get(squashed)
+    return known if known is not None and known != market else None
+
+
 def price_table(
     prices: Mapping[str, float] | None, gpus: Sequence[str], markets: Sequence[str]
 ) -> tuple[np.ndarray, bool]:
@@ -55,6 +62,16 @@ def price_table(
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise InputError(f"price for {key!r} must be a non-negative number, got {value!r}")
     off_market = sorted(k for k in prices if ":" in k and k.split(":", 1)[1] not in markets)
+    misspelt = {k: _market_spelling(k.split(":", 1)[1]) for k in off_market}
+    misspelt = {k: m for k, m in misspelt.items() if m is not None}
+    if misspelt:
+        k, m = next(iter(misspelt.items()))
+        raise InputError(f"price key {k!r}: the market is written {m!r} ({k.split(':', 1)[0]}:{m}); markets are "
+                         "on_demand and spot")
+    unknown_market = [k for k in off_market if k.split(":", 1)[1] not in ("on_demand", "spot")]
+    if unknown_market:
+        raise InputError(f"price key {unknown_market[0]!r} names no market cotune knows: markets are on_demand (a key "
+                         "without one means it) and spot")
     if off_market:
         raise InputError(
             f"price for {', '.join(off_market)} names a market that is not searched ({', '.join(markets)}): "

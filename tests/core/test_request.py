@@ -343,3 +343,15 @@ def test_a_repeated_node_selector_or_replan_price_is_refused(capsys):
     assert main(["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m",
                  "--epochs-done", "30", "--current", "t4:on_demand:4:129", "--price", "t4=1", "--price", "t4=2"]) == 2
     assert "--price gives 't4' twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("key", "needle"), [
+    ("t4:on-demand", "the market is written 'on_demand' (t4:on_demand)"),
+    ("t4:OnDemand", "the market is written 'on_demand' (t4:on_demand)"),
+    ("t4:reserved", "'t4:reserved' names no market cotune knows"),
+    ("t4:spot", "spot prices need revocation rates"),
+])
+def test_a_price_key_with_a_misspelt_or_unknown_market_names_the_spelling(key, needle) -> None:
+    # 't4:on-demand' was told that spot prices need a cluster file
+    with pytest.raises(InputError, match=re.escape(needle)):
+        cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800, prices={key: 0.5})
