@@ -5,6 +5,7 @@ anything is enumerated (so an absurd space fails fast instead of exhausting memo
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, Literal, Mapping, Sequence
 
 import numpy as np
@@ -179,11 +180,15 @@ def check_candidate_limit(space: SearchSpace | int, *, limit: int, rows_per_cand
     The one place every door's candidate limit is enforced (CLI, Python, HTTP): a search
     that handles larger spaces otherwise (sampling instead of enumerating) hooks in here.
     """
-    n = int((space if isinstance(space, int) else count_candidates(space)) * rows_per_candidate)
+    # Exact integers: a float product misprints counts past 2**53 (4,125,000,000,000,011,165,...).
+    count = space if isinstance(space, int) else count_candidates(space)
+    n = int(count * Fraction(rows_per_candidate).limit_denominator(1000))
+    packed = not isinstance(space, int) and space.hosts == "packed"
     if n > limit:
         raise SearchSpaceTooLarge(
             f"the search space has {n:,} candidates, over the limit of {limit:,}: lower max_workers (--max-workers), "
-            "list the worker counts or local batches to consider (--workers, --local-batch), or use hosts 'packed'",
+            "list the worker counts or local batches to consider (--workers, --local-batch)"
+            + ("" if packed else ", or use hosts 'packed'"),
             count=n,
             limit=limit,
         )

@@ -355,3 +355,13 @@ def test_a_price_key_with_a_misspelt_or_unknown_market_names_the_spelling(key, n
     # 't4:on-demand' was told that spot prices need a cluster file
     with pytest.raises(InputError, match=re.escape(needle)):
         cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800, prices={key: 0.5})
+
+
+def test_a_search_space_count_past_two_to_the_53_is_stated_exactly() -> None:
+    from cotune.solver._inputs import SearchSpaceTooLarge, check_candidate_limit
+
+    count = 4_125_000_000_000_000_000_000_000_000_000  # 2 ** 53 is about 9.0e15
+    with pytest.raises(SearchSpaceTooLarge) as info:
+        check_candidate_limit(count, limit=10**6, rows_per_candidate=1.5)
+    # the float product read 6,187,500,000,000,000,557,...
+    assert info.value.count == count * 3 // 2 and f"{count * 3 // 2:,} candidates" in str(info.value)
