@@ -45,6 +45,7 @@ import json
 import math
 import numbers
 import os
+from decimal import Decimal
 from typing import Any
 
 from cotune.errors import InputError
@@ -59,6 +60,7 @@ __all__ = [
     "load_json",
     "number",
     "parse_number",
+    "plain_number",
 ]
 
 #: Largest magnitude of any number a user may give (prices, targets, seconds...): far above
@@ -154,6 +156,17 @@ def _in_bounds(x: float, gt: Any, ge: Any, lt: Any, le: Any) -> bool:
     )
 
 
+def plain_number(value: Any) -> Any:
+    """A number a Python caller holds in another type, as a plain one: a 0-d array
+    (``np.array(0.94)``, what numpy reductions give) its item, a ``Decimal`` a float.
+    Anything else is returned as it is, for the checks to judge."""
+    if isinstance(value, Decimal):
+        return float(value) if value.is_finite() else math.nan
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
+        return value.item()
+    return value
+
+
 def number(
     value: Any,
     *,
@@ -170,6 +183,7 @@ def number(
     """
     bounds = _bounds_text(gt, ge, lt, le)
     want = f"{what}{' ' + bounds if bounds else ''}"
+    value = plain_number(value)
     if _is_bool(value) or not isinstance(value, numbers.Real):
         hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
         raise BadValue(f"must be {want}, got {excerpt(value)}{hint}", where=where)
@@ -191,6 +205,7 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
     """
     bounds = _bounds_text(None, ge, None, le)
     want = f"a whole number{' ' + bounds if bounds else ''}"
+    value = plain_number(value)
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
     if isinstance(value, numbers.Integral):

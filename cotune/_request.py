@@ -21,13 +21,14 @@ there is one, else :data:`DEFAULT_MAX_WORKERS` — the same at every door (the C
 
 from __future__ import annotations
 
+import datetime
 import numbers
 import os
 from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
-from cotune._checks import MAX_INTEGER, BadValue, excerpt, integer, number
+from cotune._checks import MAX_INTEGER, BadValue, excerpt, integer, number, plain_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.profile import Profile
@@ -140,6 +141,8 @@ def _name(value: Any, where: str) -> str:
 
 
 def _sequence(value: Any, where: str) -> Sequence[Any]:
+    if not isinstance(value, (str, bytes, Mapping)) and callable(getattr(value, "tolist", None)):
+        value = value.tolist()  # a numpy array or a pandas Series / Index, as Python callers hold them
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, range)):
         raise BadValue(f"must be an array (a list), got {excerpt(value)}", where=where)
     if len(value) == 0:
@@ -148,6 +151,8 @@ def _sequence(value: Any, where: str) -> Sequence[Any]:
 
 
 def _mapping(value: Any, where: str, what: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping) and callable(getattr(value, "to_dict", None)):
+        value = value.to_dict()  # a pandas Series keyed by gpu, as Python callers hold one
     if not isinstance(value, Mapping):
         raise BadValue(f"must be an object (a mapping) of {what}, got {excerpt(value)}", where=where)
     return value
@@ -163,6 +168,8 @@ def _int_tuple(value: Any, where: str, *, ge: int = 1) -> tuple[int, ...]:
 
 
 def _seconds(value: Any, where: str, *, gt: float | None = None, ge: float | None = None) -> float:
+    if isinstance(value, datetime.timedelta):  # pandas' Timedelta is one too
+        value = value.total_seconds()
     return number(value, where=where, gt=gt, ge=ge)  # bounded by MAX_MAGNITUDE like every number
 
 
@@ -215,6 +222,8 @@ def _check_profile(value: Any) -> Any:
 
 def _check_max_workers(value: Any) -> int | Mapping[str, int]:
     where = "/max_workers"
+    if not isinstance(value, Mapping) and callable(getattr(value, "to_dict", None)):
+        value = _mapping(value, where, "gpu → number")  # a pandas Series keyed by gpu
     if isinstance(value, Mapping):
         if not value:
             raise BadValue("must not be empty: give a number, or one entry per gpu type", where=where)
@@ -224,6 +233,7 @@ def _check_max_workers(value: Any) -> int | Mapping[str, int]:
             _once(out, key, k, where)
             out[key] = integer(v, where=f"{where}/{pointer_key(str(k))}", ge=1)
         return FrozenMap(out)
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise BadValue(f"must be a whole number >= 1 or an object of gpu → number, got {excerpt(value)}", where=where)
     return integer(value, where=where, ge=1)

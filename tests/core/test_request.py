@@ -4,10 +4,13 @@ from Python, the CLI and HTTP (issue 13 item 1; issue 11 items 3, 4 and 8)."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import re
 import time
+from decimal import Decimal
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -365,3 +368,32 @@ def test_a_search_space_count_past_two_to_the_53_is_stated_exactly() -> None:
         check_candidate_limit(count, limit=10**6, rows_per_candidate=1.5)
     # the float product read 6,187,500,000,000,000,557,...
     assert info.value.count == count * 3 // 2 and f"{count * 3 // 2:,} candidates" in str(info.value)
+
+
+def test_the_python_door_takes_the_types_python_callers_hold() -> None:
+    # numpy arrays, pandas Series and Timedelta, datetime.timedelta, 0-d arrays and Decimal
+    # were refused ('must be an array (a list), got a ndarray')
+    import datetime
+    from decimal import Decimal
+
+    import numpy as np
+    import pandas as pd
+
+    base = dict(target=0.94, deadline_s=1800, workers=[2, 3, 4], prices={"t4": 0.526}, max_workers=16)
+    want = cotune.recommend("cifar10-resnet18", **base).chosen
+    for change in (dict(workers=np.array([2, 3, 4])), dict(workers=pd.Series([2, 3, 4])),
+                   dict(deadline_s=datetime.timedelta(minutes=30)), dict(deadline_s=pd.Timedelta("30m")),
+                   dict(target=np.array(0.94)), dict(target=Decimal("0.94")), dict(prices=pd.Series({"t4": 0.526})),
+                   dict(max_workers=pd.Series({"t4": 16})), dict(max_workers=np.array(16))):
+        assert cotune.recommend("cifar10-resnet18", **{**base, **change}).chosen == want, change
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    (dict(workers=np.array([[2, 3]])), "/workers/0"),  # 2-d: its rows are not worker counts
+    (dict(target=Decimal("NaN")), "/target"),
+    (dict(deadline_s=datetime.timedelta(seconds=-5)), "/deadline_s"),
+    (dict(max_workers="lots"), "must be a whole number >= 1 or an object of gpu → number"),
+])
+def test_the_python_door_still_judges_what_those_types_hold(change, needle) -> None:
+    with pytest.raises(InputError, match=re.escape(needle)):
+        cotune.recommend("cifar10-resnet18", **{**dict(target=0.94, deadline_s=1800), **change})
