@@ -106,6 +106,8 @@ class StorageError(CotuneError, OSError):
             fix = "free space (or raise the quota), or choose a location on another filesystem, then rerun"
         elif code == e.EROFS:
             fix = "the filesystem is mounted read-only: choose a writable location or remount it read-write, then rerun"
+        elif code == e.EFBIG:
+            fix = "a file-size limit stops it (ulimit -f, a container's): raise the limit or choose another location, then rerun"
         elif code == e.EIO:
             fix = "the device reported an I/O error: check the disk (dmesg) or choose another location, then rerun"
         elif code in (e.EACCES, e.EPERM):

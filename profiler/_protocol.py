@@ -51,7 +51,8 @@ EXIT_CRASH = 4
 EXIT_STORAGE = 5  # writing (or reading) our own files failed: a fault of ours, not of the workload
 
 # errno values that mean "the storage failed", wherever they are raised.
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+# EFBIG: a file-size limit (ulimit -f, RLIMIT_FSIZE) the environment sets, not the workload.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
 
 
 def _fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -100,7 +100,7 @@ def test_storage_verdicts_never_become_failure_records():
         failure_record("storage", "m", gpu="cpu", workers=1, hosts=1, local_batch=4)
 
 
-@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT])
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT, errno.EFBIG])
 def test_storage_errnos_anywhere_in_a_worker_are_storage_not_crash(code):
     try:
         try:
