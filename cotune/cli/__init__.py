@@ -8,6 +8,7 @@ Exit codes: 0 success, 1 nothing feasible, 2 bad input (including usage errors),
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from contextvars import ContextVar
@@ -61,6 +62,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--deadline -5m`` as ``--deadline=-5m``: argparse reads a value that starts with '-'
+    and is no plain number as an option and answers "expected one argument", which names
+    neither the value nor what is wrong with it; attached, the option's own check does."""
+    out: list[str] = []
+    for i, tok in enumerate(argv):
+        prev = out[-1] if out else ""
+        if (re.match(r"^-\d", tok) and prev.startswith("--") and "=" not in prev and prev != "--"
+                and (i < 2 or argv[i - 2] != "--")):
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     from cotune.cli._output import error
@@ -71,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return forward(args_list[1:])
     parser = build_parser()
+    args_list = _attach_negative_values(args_list)
     _ARGV.set(args_list)
     try:
         args = parser.parse_args(args_list)

@@ -119,7 +119,7 @@ def test_bad_profiles_exit_2_with_one_line(capsys, tmp_path, case):
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "0"], ">= 1"),
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "a100=4"], "--max-workers a100: names gpu a100"),
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--frobnicate"], "unrecognized arguments"),
-        (["recommend", "cifar10-resnet18", "--target", "0.9", "--deadline", "-30m"], "write --deadline=-30m for a value"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--deadline", "-30m"], "--deadline: duration must be positive"),
         (["recommend", "cifar10-resnet18"], "--target"),
         (["explode"], "invalid choice"),
     ],
@@ -188,3 +188,14 @@ def test_epochs_beyond_one_curve_without_a_noise_scale_are_said_to_be_the_no_ben
     with_noise = recs + [{"record": "noise", "global_batch": 64, "epoch": 5.0, "b_noise": 512.0}]
     rec = cotune.recommend(write_jsonl(tmp_path / "noise.jsonl", with_noise), **kw)
     assert not any("no-benefit bound" in n for n in rec.notes), rec.notes
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "-5m"], "argument --deadline: duration must be positive, got '-5m'"),
+    (["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--budget", "-3"], "--budget: must be a finite number > 0"),
+])
+def test_a_negative_value_is_named_with_what_is_wrong_not_expected_one_argument(argv, needle, capsys) -> None:
+    # argparse read '-5m' as an option: 'argument --deadline: expected one argument'
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "expected one argument" not in err, err
