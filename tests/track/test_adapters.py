@@ -20,17 +20,15 @@ def test_importing_cotune_track_imports_no_framework() -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.slow
-def test_lightning_callback_writes_steps_and_one_eval_per_validation(tmp_path: Path) -> None:
+def _lightning_job(n: int = 256):
+    """A tiny Lightning module that logs val_acc, and a loader of ``n`` samples in batches of 32."""
     pytest.importorskip("lightning")
     import lightning as L
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    from cotune.track.lightning import TrackerCallback
-
     torch.manual_seed(0)
-    x = torch.randn(256, 4)
+    x = torch.randn(n, 4)
     y = (x.sum(dim=1) > 0).long()
 
     class Tiny(L.LightningModule):
@@ -49,12 +47,19 @@ def test_lightning_callback_writes_steps_and_one_eval_per_validation(tmp_path: P
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.5)
 
+    return L, Tiny(), DataLoader(TensorDataset(x, y), batch_size=32)
+
+
+@pytest.mark.slow
+def test_lightning_callback_writes_steps_and_one_eval_per_validation(tmp_path: Path) -> None:
+    L, module, data = _lightning_job()
+    from cotune.track.lightning import TrackerCallback
+
     path = tmp_path / "job.jsonl"
     tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
     trainer = L.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, callbacks=[TrackerCallback(tracker, monitor="val_acc")])
-    data = DataLoader(TensorDataset(x, y), batch_size=32)
-    trainer.fit(Tiny(), data, data)
+    trainer.fit(module, data, data)
     p = read_profile(path)
     assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0, 3.0])  # 8 steps x 32 = one epoch of 256
     assert all(0.0 <= e.metric <= 1.0 and e.global_batch == 32 and e.job == "tiny" for e in p.evals)
@@ -160,32 +165,8 @@ def test_a_second_fit_after_the_tracker_closed_trains_untracked_with_a_warning(t
 
 @pytest.mark.slow
 def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
-    import lightning as L
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
-
+    L, module, data = _lightning_job()
     from cotune.track.lightning import TrackerCallback
-
-    torch.manual_seed(0)
-    x = torch.randn(256, 4)
-    y = (x.sum(dim=1) > 0).long()
-
-    class Tiny(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = torch.nn.Linear(4, 2)
-
-        def training_step(self, batch, batch_idx):
-            xb, yb = batch
-            return torch.nn.functional.cross_entropy(self.net(xb), yb)
-
-        def validation_step(self, batch, batch_idx):
-            xb, yb = batch
-            self.log("val_acc", (self.net(xb).argmax(1) == yb).float().mean())
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.5)
 
     path = tmp_path / "job.jsonl"
     # 8 batches of 32 an epoch, 3 accumulated a step: steps of 3, 3 and 2 micro-batches
@@ -194,8 +175,7 @@ def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp
     trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                         accumulate_grad_batches=3, callbacks=[TrackerCallback(tracker, monitor="val_acc")])
-    data = DataLoader(TensorDataset(x, y), batch_size=32)
-    trainer.fit(Tiny(), data, data)
+    trainer.fit(module, data, data)
     p = read_profile(path)
     assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])  # were 0.75 and 1.5
     assert len(p.steps) == 2 * 3 and all(s.accum_steps == 3 for s in p.steps)
@@ -203,38 +183,16 @@ def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp
 
 @pytest.mark.slow
 def test_lightning_callback_warns_and_trains_on_when_validation_does_not_log_the_monitor(tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
-    import lightning as L
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
-
+    L, module, data = _lightning_job(64)
     from cotune.track.lightning import TrackerCallback
-
-    x = torch.randn(64, 4)
-    y = (x.sum(dim=1) > 0).long()
-
-    class Tiny(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = torch.nn.Linear(4, 2)
-
-        def training_step(self, batch, batch_idx):
-            return torch.nn.functional.cross_entropy(self.net(batch[0]), batch[1])
-
-        def validation_step(self, batch, batch_idx):
-            self.log("val_acc", (self.net(batch[0]).argmax(1) == batch[1]).float().mean())
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.5)
 
     path = tmp_path / "job.jsonl"
     tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=1, warmup_steps=0)
     trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                         callbacks=[TrackerCallback(tracker, monitor="val_nope")])
-    data = DataLoader(TensorDataset(x, y), batch_size=32)
     with pytest.warns(RuntimeWarning, match="no logged value 'val_nope' after validation \\(logged: val_acc\\)"):
-        trainer.fit(Tiny(), data, data)
+        trainer.fit(module, data, data)
     assert trainer.current_epoch == 2  # it raised after the first validation, killing training
     p = read_profile(path)
     assert not p.evals and len(p.steps) == 4
