@@ -106,8 +106,8 @@ def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, 
     ``reachable`` holds each candidate's metric at the epochs it trains by the deadline: the
     best of them is the first guess; when the check finds no candidate meeting it (its chance
     of reaching a target near a plateau, rounding), bisection between it and the easiest of
-    them finds the hardest that some candidate meets. Bounded: at most ``_TARGET_CHECKS`` estimates of
-    ``_TARGET_CHECK_ROWS`` candidates.
+    them finds the hardest that some candidate meets. Bounded: at most ``_TARGET_CHECKS``
+    estimates of ``_TARGET_CHECK_ROWS`` candidates.
     """
     from cotune.solver import Candidates, estimate, feasibility
 
