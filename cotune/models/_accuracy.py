@@ -602,6 +602,12 @@ class AccuracyModel(EstimatorContract):
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
                 med = np.nanmedian(np.where(valid, stack, np.nan), axis=0) if valid.any() else np.full(grid.shape, np.nan)
+            if not np.isfinite(med).any():
+                # Runs with one evaluation between two grid points (or all ending there)
+                # fall in no column: keep their best from the next column on, the same
+                # lower bound a run keeps past its end, so every batch has a row.
+                after = int(np.searchsorted(grid, self.max_epochs_[i] - 1e-9))
+                med[min(after, grid.size - 1)] = float(np.median([r.best[-1] for r in runs]))
             ok = np.isfinite(med)
             if np.any(ok):
                 cnt = np.sum(np.isfinite(stack[:, ok]), axis=0).astype(float)

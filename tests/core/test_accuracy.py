@@ -137,3 +137,17 @@ def test_the_fit_does_not_depend_on_the_order_of_the_records(seed):
     ea, eb = a.epochs_to_target(q, 0.9), b.epochs_to_target(q, 0.9)
     np.testing.assert_allclose(ea.epochs, eb.epochs)
     np.testing.assert_allclose(ea.upper, eb.upper)
+
+
+def test_a_batch_with_one_evaluation_between_grid_points_keeps_its_metric():
+    # A run evaluated once, at an epoch that falls between two columns of the epoch grid,
+    # used to leave its batch an all-NaN row: metric_at and the infeasibility hints then
+    # indexed an empty array (found by fuzzing valid profiles).
+    rng = np.random.default_rng(3)
+    gb, ep, me, sd = _curves(rng, batches=(64, 1024))
+    gb, ep, me, sd = (np.append(gb, 256.0), np.append(ep, 7.3), np.append(me, 0.81), np.append(sd, 0))
+    m = AccuracyModel().fit(gb, ep, me, sd)
+    row = m.surface_[list(m.batches_).index(256.0)]
+    assert np.isfinite(row).any()
+    later = m.metric_at(np.array([256.0]), np.array([m.epoch_grid_[-1]]))
+    assert later[0] == pytest.approx(0.81)
