@@ -120,10 +120,12 @@ def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, 
     rows = np.argsort(np.where(np.isfinite(est.time_s), est.time_s, np.inf), kind="stable")[:_TARGET_CHECK_ROWS]
     sub = Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu[rows], market=c.market[rows], workers=c.workers[rows],
                      hosts=c.hosts[rows], local_batch=c.local_batch[rows])
-    no_prices = np.zeros((len(c.gpus), len(c.markets)))  # the deadline decides here, not the money
+    # The deadline decides here, not the money: any positive price (a zero one makes 0 × ∞
+    # costs, NaN and a RuntimeWarning, for the candidates that never reach the target).
+    unit_prices = np.ones((len(c.gpus), len(c.markets)))
 
     def meets(t: float) -> bool:
-        e = estimate(sub, models, target=t, price_per_hour=no_prices, startup_s=startup_s, confidence=confidence)
+        e = estimate(sub, models, target=t, price_per_hour=unit_prices, startup_s=startup_s, confidence=confidence)
         return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
 
     if meets(_round_easier(hard, maximise=maximise)):

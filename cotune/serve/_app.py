@@ -279,6 +279,10 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
             return _error(415, "unsupported_media_type", f"content type {excerpt(ctype)}: send application/json")
+        if request.url.query:  # a field sent as ?confidence=0.9 would be silently dropped
+            names = sorted({k for k, _ in request.query_params.multi_items()} - {""})
+            what = ", ".join(excerpt(k) for k in names[:3]) or excerpt(request.url.query)
+            return _error(400, "invalid_request", f"query parameters are not read (got {what}): put every field in the JSON body")
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):  # the body is read as it comes: a compressed one would not be JSON
             return _error(415, "unsupported_media_type", f"content encoding {excerpt(encoding)}: send the JSON uncompressed")

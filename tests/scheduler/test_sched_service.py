@@ -153,3 +153,12 @@ def test_profile_dir_opt_in(tmp_path):
     assert ok.status_code == 200 and ok.json()["status"] == "ok"
     out = c.post("/v1/recommend", json=dict(BASE_REQUEST, profile={"path": "../job.jsonl"}))
     assert out.status_code == 422 and out.json()["error"]["path"] == "/profile/path"
+
+
+@pytest.mark.parametrize("route", ["/v1/recommend", "/v1/replan"])
+def test_a_field_sent_as_a_query_parameter_is_refused_not_dropped(client, error_validator, route):
+    # POST /v1/recommend?confidence=0.99 used to answer 200 at the default confidence.
+    r = client.post(f"{route}?confidence=0.99", json=BASE_REQUEST)
+    assert r.status_code == 400, r.text
+    error_validator.validate(r.json())
+    assert r.json()["error"]["code"] == "invalid_request" and "'confidence'" in r.json()["error"]["message"]
