@@ -167,9 +167,10 @@ def _seconds(source: str, where: str, value: Any, *, fix: str) -> float:
         from cotune.units import parse_duration
 
         try:
-            value = parse_duration(value)
-        except InputError:
-            raise _fail(source, where, f"cannot be read as a duration: {excerpt(value)}", fix) from None
+            value = parse_duration(value, allow_zero=True)  # "0s" is the number 0: a warm pool, no reload
+        except InputError as exc:
+            problem = "must be zero or more" if "zero or more" in str(exc) else "cannot be read as a duration"
+            raise _fail(source, where, f"{problem}: {excerpt(value)}", fix) from None
     # Seconds feed exponentials of the revocation model: keep them within a century.
     seconds = _number(source, where, value, fix=fix)
     if seconds > _MAX_SECONDS:

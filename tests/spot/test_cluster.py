@@ -68,6 +68,7 @@ def _with(path: str, value):
         ("gpu.t4.revocation_rate_per_hour", -1, "gpu.t4.revocation_rate_per_hour must be a finite number >= 0 and <= 100, got -1"),
         ("gpu.t4.revocation_rate_per_hour", KeyError, "revocation_rate_per_hour is missing"),
         ("gpu.t4.replacement_delay_s", "soon", "replacement_delay_s cannot be read as a duration"),
+        ("gpu.t4.replacement_delay_s", "-2m", "replacement_delay_s must be zero or more: '-2m'"),
         ("gpu.t4.spot", 1.5, "gpu.t4.spot must be a whole number"),
         ("gpu.t4.spto", 3, "gpu.t4.spto is not a known field"),
         ("checkpoint", KeyError, "[checkpoint] is missing"),
@@ -86,6 +87,12 @@ def test_errors_name_the_field_and_the_fix(path, value, expect):
     msg = str(info.value)
     assert msg.startswith("c.toml: ") and expect in msg and "\n" not in msg
     assert ";" in msg  # the fix follows the problem
+
+
+@pytest.mark.parametrize("path", ["gpu.t4.replacement_delay_s", "checkpoint.write_s"])
+def test_a_zero_span_reads_as_the_number_zero(path):
+    # "0s" was refused as unreadable while 0 was accepted.
+    assert parse_cluster(_with(path, "0s")) == parse_cluster(_with(path, 0))
 
 
 def test_file_errors(tmp_path):
