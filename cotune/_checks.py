@@ -59,8 +59,10 @@ __all__ = [
     "integer",
     "load_json",
     "number",
+    "parse_key_number",
     "parse_number",
     "plain_number",
+    "unique_pairs",
 ]
 
 #: Largest magnitude of any number a user may give (prices, targets, seconds...): far above
@@ -344,3 +346,25 @@ def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH,
     if not _depth_ok(value, max_depth):
         raise BadValue(f"nested deeper than {max_depth} levels: send a flat object of fields", where=where)
     return value
+
+
+def parse_key_number(text: str) -> tuple[str, float]:
+    """``KEY=NUMBER`` (a ``--price t4=0.53`` option): the key lower-cased, the number checked."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise InputError(f"expected KEY=NUMBER such as t4=0.53, got {text[:60]!r}")
+    return key.strip().lower(), parse_number(value, where="")
+
+
+def unique_pairs(pairs: list[tuple[Any, Any]] | None, option: str) -> dict[Any, Any] | None:
+    """The mapping of a repeatable ``KEY=VALUE`` option; a key given twice is an error
+    (as a JSON object's key given twice is), not the last one silently kept."""
+    if not pairs:
+        return None
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            name = "every gpu type" if key is None else repr(key)
+            raise InputError(f"{option} gives {name} twice ({out[key]!r} and {value!r}): give each once")
+        out[key] = value
+    return out

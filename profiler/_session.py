@@ -25,12 +25,13 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter, WorkloadRecord
 from profiler._launcher import Launcher, LauncherError, LaunchOutcome, LaunchRequest, TorchrunLauncher
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingPoint
+from profiler._value import PlanNote, ValuePlan
 from profiler._progress import Progress
 from profiler._protocol import (
     CurveResult,
@@ -66,7 +67,7 @@ class Session:
         *,
         workload_spec: str,
         out: Path,
-        plan: GridPlan | AutoPlan,
+        plan: GridPlan | AutoPlan | ValuePlan,
         probe: ProbeSettings,
         curve: CurveSettings,
         launcher: Launcher,
@@ -383,6 +384,9 @@ class Session:
     def _run_points(self, tally: "_Tally") -> None:
         seen: set[Point] = set()
         for point in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
+            if isinstance(point, PlanNote):  # the plan says why it stopped: in the summary, which main prints
+                tally.plan_note = point.text
+                continue
             if point in seen:
                 continue
             seen.add(point)
@@ -409,6 +413,8 @@ class Session:
                 self.progress.grow(-1)
                 continue
             self._check_storage()  # a probe that cannot write its files is not started
+            if self.progress.done >= self.progress.total:  # a plan that grows as it learns (the value plan)
+                self.progress.grow(1)
             self.progress.start(point.label, remaining_s=self._remaining_s())
             if isinstance(point, TimingPoint):
                 shown, ok = self.run_timing(point)
@@ -423,6 +429,8 @@ class Session:
         tally = _Tally()
         # Before the profile is opened: a workload whose data cannot be counted leaves no file behind.
         mine = workload_record(self.workload, spec=self.spec)
+        if isinstance(self.plan, ValuePlan):  # a question this machine cannot measure: refused before any file
+            self.plan.check(gpu=self.gpu, hosts=self.launcher.hosts)
         with self.writer:  # the exclusive lock: a second run on this --out stops here
             try:
                 self.state = read_state(self.out)
@@ -438,7 +446,7 @@ class Session:
             out=str(self.out), gpu=self.gpu, ran=tally.ran, failed=tally.failed, skipped_done=tally.skipped_done,
             skipped_oom=tally.skipped_oom, skipped_budget=tally.skipped_budget, records_written=self.records_written,
             session_wall_s=time.monotonic() - began, probe_wall_s=self.state.probe_wall_s,
-            probe_worker_s=self.state.probe_worker_s,
+            probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note,
         )
 
 
@@ -449,6 +457,7 @@ class _Tally:
     skipped_done: int = 0
     skipped_oom: int = 0
     skipped_budget: int = 0
+    plan_note: str | None = None
 
 
 def run_session(
@@ -470,6 +479,7 @@ def run_session(
     budget_s: float | None = None,
     stream: TextIO | None = None,
     quiet: bool = False,
+    question: Mapping[str, Any] | None = None,
     _workload: Any = None,
     _worker_module: str = "profiler._worker",
 ) -> SessionSummary:
@@ -478,6 +488,9 @@ def run_session(
     With ``workers`` and ``local_batches`` the timing grid is explicit; otherwise an
     automatic plan (see :mod:`profiler._plan`) is chosen, within ``budget_s`` seconds
     of probing when given. ``curves`` are global batch sizes for learning curves.
+    With ``question`` (:class:`cotune.RecommendRequest` fields: ``target``, ``deadline_s``,
+    ``prices``, …) the value plan runs instead (:mod:`profiler._value`): after a small seed,
+    the measurement cotune's answer to that question names, while it is worth its price.
     Running the same call again continues where an interrupted one stopped.
     """
     seeds = list(seeds or [0])
@@ -489,8 +502,15 @@ def run_session(
         if b % curve_workers:
             raise InputError(f"curve global batch {b} is not a multiple of --curve-workers {curve_workers}: "
                              "choose batches divisible by it")
-    plan: GridPlan | AutoPlan
-    if workers or local_batches:
+    plan: GridPlan | AutoPlan | ValuePlan
+    if question is not None:
+        if workers or local_batches or curves:
+            raise InputError("the value plan chooses its own probes and curves: leave out --workers, --local-batch "
+                             "and --curves, or drop --plan value")
+        plan = ValuePlan(question=question, max_workers=max_workers or _default_max_workers(probe.device),
+                         min_batch=min_batch, max_batch=max_batch, seed=seeds[0],
+                         with_curves=has_eval and curves is None)
+    elif workers or local_batches:
         if not (workers and local_batches):
             raise InputError("give both --workers and --local-batch for an explicit grid, or neither for an automatic plan")
         plan = GridPlan(workers=tuple(workers), local_batches=tuple(local_batches), curves=tuple(curves or ()),

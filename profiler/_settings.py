@@ -59,6 +59,7 @@ class SessionSummary:
     session_wall_s: float
     probe_wall_s: float
     probe_worker_s: float
+    plan_note: str | None = None  # why the plan stopped (the value plan says; the fixed plans run out)
 
     @property
     def probe_worker_hours(self) -> float:
@@ -77,7 +78,7 @@ class SessionSummary:
             f"probe cost so far: {self.probe_worker_hours:.4f} worker-hours "
             f"({format_duration(self.probe_wall_s)} of probing)"
         )
-        return "; ".join(parts) + "\n" + cost
+        return "; ".join(parts) + "\n" + cost + (f"\n{self.plan_note}" if self.plan_note else "")
 
 
 @dataclass

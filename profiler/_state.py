@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from cotune.errors import InputError
 from cotune.profile import (
-    MAX_LINE_CHARS, EvalRecord, FailureRecord, StepRecord, WorkloadRecord, check_profile_path, read_profile,
+    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path, read_profile,
 )
 
 __all__ = ["ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
@@ -74,6 +74,7 @@ class ProfileState:
     failures: dict[TimingKey, FailureRecord] = field(default_factory=dict)
     evals: dict[CurveKey, list[EvalRecord]] = field(default_factory=lambda: defaultdict(list))
     curves_done: dict[CurveKey, str] = field(default_factory=dict)
+    noise: list[NoiseRecord] = field(default_factory=list)
     probe_wall_s: float = 0.0
     probe_worker_s: float = 0.0
 
@@ -94,6 +95,8 @@ class ProfileState:
             self.failures[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
         elif isinstance(record, EvalRecord):
             self.evals[(record.global_batch, record.seed)].append(record)
+        elif isinstance(record, NoiseRecord):
+            self.noise.append(record)
         elif isinstance(record, CurveDoneRecord):
             self.curves_done[(record.global_batch, record.seed)] = record.reason
         elif isinstance(record, ProbeCostRecord):

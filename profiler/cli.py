@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from cotune._checks import parse_key_number, parse_number, unique_pairs
 from cotune.errors import EXIT_INPUT, CotuneError, StorageError
 from cotune.units import parse_duration
 
@@ -67,6 +68,20 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _price(text: str) -> tuple[str, float]:
+    try:
+        return parse_key_number(text)  # the same rule as cotune recommend's --price
+    except CotuneError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _number(text: str) -> float:
+    try:
+        return parse_number(text, where="")
+    except CotuneError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -105,6 +120,17 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
     g.add_argument("--min-batch", type=_positive_int, default=8, metavar="B", help="automatic plan: first local batch (8)")
     g.add_argument("--max-batch", type=_positive_int, default=1024, metavar="B",
                    help="automatic plan: largest local batch tried if no out-of-memory comes first (1024)")
+    q = p.add_argument_group("--plan value: probe what the question needs (docs/profiler.md)")
+    q.add_argument("--plan", choices=("auto", "value"), default="auto",
+                   help="auto (default: the fixed automatic plan, or the grid of --workers/--local-batch) or value: "
+                   "after a small seed, run the measurement cotune's answer to the question below names, while its "
+                   "expected saving beats its price")
+    q.add_argument("--deadline", type=_duration, metavar="DURATION", help="the job's deadline (30m, 2h)")
+    q.add_argument("--price", action="append", type=_price, default=None, metavar="GPU=USD",
+                   help="USD per worker-hour of this machine's accelerator, e.g. cpu=0.05 (default: worker-hours)")
+    q.add_argument("--confidence", type=_number, default=None, metavar="Q",
+                   help="the plan must meet the deadline with probability Q (e.g. 0.9)")
+    q.add_argument("--objective", choices=("cost", "time"), default="cost", help="minimise cost (default) or time")
     t = p.add_argument_group("how a timing probe measures")
     t.add_argument("--warmup-steps", type=_positive_int, default=5, metavar="N", help="untimed steps first (5)")
     t.add_argument("--min-steps", type=_positive_int, default=10, metavar="N", help="fewest timed steps (10)")
@@ -170,11 +196,19 @@ def _run(args: argparse.Namespace) -> int:
     except WorkloadError:
         workload = None  # maybe a TensorFlow workload; the adapter reports its own errors
     curves = [] if args.no_curves else args.curves
+    question = None
+    if args.plan == "value":
+        if args.target is None:
+            raise _ArgError("--plan value needs --target: the metric the job must reach")
+        question = {"target": args.target, "deadline_s": args.deadline, "confidence": args.confidence,
+                    "prices": unique_pairs(args.price, "--price"), "objective": args.objective}
+    elif args.deadline is not None or args.price or args.confidence is not None or args.objective != "cost":
+        raise _ArgError("--deadline, --price, --confidence and --objective ask the value plan's question: add --plan value")
     common = dict(
         out=args.out, workers=args.workers, local_batches=args.local_batch, curves=curves, seeds=args.seeds,
         curve_workers=args.curve_workers, max_workers=args.max_workers, min_batch=args.min_batch,
         max_batch=args.max_batch, probe=probe, curve=curve, gpu=args.gpu, budget_s=args.budget,
-        quiet=args.quiet,
+        quiet=args.quiet, question=question,
     )
     if workload is None:
         from profiler.tf import is_tf_workload_spec, run_tf_session

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from cotune._checks import parse_number
+from cotune._checks import parse_key_number, parse_number, unique_pairs
 from cotune.errors import InputError
 from cotune.units import parse_duration
 
@@ -96,26 +96,8 @@ def int_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
-def unique_pairs(pairs: list[tuple[Any, Any]] | None, option: str) -> dict[Any, Any] | None:
-    """The mapping of a repeatable ``KEY=VALUE`` option; a key given twice is an error
-    (as a JSON object's key given twice is), not the last one silently kept."""
-    if not pairs:
-        return None
-    out: dict[Any, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            name = "every gpu type" if key is None else repr(key)
-            raise InputError(f"{option} gives {name} twice ({out[key]!r} and {value!r}): give each once")
-        out[key] = value
-    return out
-
-
-@_wrap
-def key_value(text: str) -> tuple[str, float]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise InputError(f"expected KEY=NUMBER such as t4=0.53, got {text[:60]!r}")
-    return key.strip().lower(), parse_number(value, where="")
+# One definition of a KEY=NUMBER option (--price) for every command, the profiler's too.
+key_value = _wrap(parse_key_number)
 
 
 @_wrap

@@ -28,6 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--rdzv-endpoint", "127.0.0.1:99999"],
          "a port from 1 to 65535"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--rdzv-endpoint", "head"], "HOST:PORT"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--plan", "value"], "needs --target"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--deadline", "1h"], "add --plan value"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--plan", "value", "--target", "0.9",
+          "--price", "t4=0.5", "--device", "cpu"], "this machine probes 'cpu'"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--plan", "value", "--target", "0.9",
+          "--confidence", "2", "--device", "cpu"], "confidence"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--plan", "value", "--target", "0.9",
+          "--price", "cpu=0.5", "--price", "cpu=0.6"], "--price gives 'cpu' twice"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--plan", "value", "--target", "0.9",
+          "--workers", "1,2", "--local-batch", "8"], "chooses its own probes"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):

@@ -55,3 +55,18 @@ def test_curve_on_two_workers_records_evals_noise_and_stops_at_target(tmp_path, 
     done = of(out, "curve_done")
     assert len(done) == 1 and done[0]["reason"] == "target" and done[0]["workers"] == 2
     assert not list((tmp_path / "c.jsonl.cotune").glob("*.pt")), "checkpoint of a finished curve was left behind"
+
+
+@pytest.mark.slow
+def test_the_value_plan_runs_real_probes_then_says_why_it_stopped(tmp_path, capsys):
+    out = tmp_path / "v.jsonl"
+    code, err = run_cli(["--workload", spec("tiny"), "--plan", "value", "--target", "0.9", "--deadline", "30m",
+                         "--price", "cpu=0.05", "--max-workers", "2", "--min-batch", "8", "--max-batch", "16",
+                         "--max-epochs", "3", "--out", str(out), *[a for a in FAST if a != "--quiet"]], capsys)
+    assert code == 0, err
+    profile = read_profile(out)
+    # The seed: both ends of the batch ladder on one worker, the middle on two, one curve.
+    assert {(s.workers, s.local_batch) for s in profile.steps} >= {(1, 8), (1, 16), (2, 16)}
+    assert {e.global_batch for e in profile.evals} == {16}
+    notes = [ln for ln in err.splitlines() if ln.startswith("value plan:")]
+    assert len(notes) == 1 and ("done" in notes[0] or "stopped" in notes[0]), err

@@ -55,6 +55,8 @@ _COMMON = dict(
 )
 
 tiny = Workload(name="tiny", model=_model, **_COMMON)
+# The same job declared as 10 million samples: training takes hours, so probes are cheap beside it.
+big_data = Workload(name="big-data", model=_model, **{**_COMMON, "dataset_size": 10_000_000})
 oom_above_8 = Workload(name="tiny", model=_model, simulate_oom_above=8, **_COMMON)
 crashing = Workload(name="tiny", model=_crashing_model, **_COMMON)
 rank1_crashing = Workload(name="tiny", model=_rank1_crashing_model, **_COMMON)
