@@ -170,12 +170,26 @@ def _skipped_note(n: int, what: str, column: str) -> tuple[str, ...]:
 # --- tables: Lightning CSVLogger metrics.csv and plain CSV ---------------------------
 
 
+# Separators a header may use when it has no comma: spreadsheets in many locales write ';',
+# tab-separated exports write '\t'. One predictable rule instead of csv.Sniffer's guesses.
+_SEPARATORS = (";", "\t", "|")
+
+
+def _separator(first_line: str) -> str:
+    if "," in first_line:
+        return ","
+    return next((sep for sep in _SEPARATORS if sep in first_line), ",")
+
+
 def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[str, str]]]:
     _need_file(path, what, fmt)
     try:
         # utf-8-sig: spreadsheet programs start a CSV file with a byte-order mark
         with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
+            sep = _separator(fh.readline())
+            fh.seek(0)
+            # skipinitialspace: 'epoch, val_top1' names the column 'val_top1', not ' val_top1'
+            reader = csv.DictReader(fh, delimiter=sep, skipinitialspace=True)
             rows = list(reader)
             header = list(reader.fieldnames or [])
     except (UnicodeDecodeError, csv.Error) as exc:
@@ -285,8 +299,10 @@ def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, .
 
 def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
     header, rows = _read_table(path, "csv", "CSV file")
-    step_col = step_column or ("step" if "step" in header else None)
-    epoch_col = epoch_column or ("epoch" if "epoch" in header else None)
+    # The x axis by name, whatever its case ('Epoch', 'STEP'), when not named by an option.
+    by_name = {h.strip().lower(): h for h in reversed(header)}
+    step_col = step_column or by_name.get("step")
+    epoch_col = epoch_column or by_name.get("epoch")
     for flag, col in (("--step-column", step_column), ("--epoch-column", epoch_column)):
         if col is not None and col not in header:
             raise InputError(f"{path}: no column {col!r} ({flag}); columns are {', '.join(header)}")

@@ -157,6 +157,26 @@ def test_csv_without_an_x_axis_names_the_flags(tmp_path):
     assert profile.evals[0].epoch == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Epoch;val_top1\n1;0.5\n2;0.75\n",  # a spreadsheet in a locale whose separator is ';'
+        "epoch\tval_top1\n1\t0.5\n2\t0.75\n",  # tab-separated
+        "EPOCH, val_top1\n1, 0.5\n2, 0.75\n",  # spaces after the commas, the x axis in capitals
+    ],
+    ids=["semicolons", "tabs", "spaces"],
+)
+def test_a_csv_as_spreadsheets_write_it_reads_as_the_plain_one(tmp_path, text):
+    plain = tmp_path / "plain.csv"
+    plain.write_text("epoch,val_top1\n1,0.5\n2,0.75\n")
+    other = tmp_path / "other.csv"
+    other.write_text(text)
+    want = import_log("csv", plain, global_batch=8, dataset_size=80)
+    got = import_log("csv", other, global_batch=8, dataset_size=80)
+    assert [(e.epoch, e.metric) for e in got.evals] == [(e.epoch, e.metric) for e in want.evals] == [(1.0, 0.5), (2.0, 0.75)]
+    assert got.workload.metric == "val_top1"
+
+
 def test_unknown_direction_asks_for_goal(tmp_path):
     path = tmp_path / "odd.csv"
     path.write_text("epoch,val_widgets\n1,3\n")
