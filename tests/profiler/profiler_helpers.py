@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from profiler import LaunchOutcome, LaunchRequest
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads.py"
 
@@ -47,3 +50,46 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
 
     code = main(argv)
     return code, capsys.readouterr().err
+
+
+@dataclass
+class FormulaLauncher:
+    """A launcher that answers probes from formulas, with no processes: out of memory at
+    and above ``oom_at`` (local batch), step time and sync time from :meth:`step_time`,
+    learning curves (one evaluation per epoch) from :meth:`metric`. It also shows the seam
+    a Kubernetes launcher plugs into: start the workers of a request, let them write
+    ``rank<N>.json``."""
+
+    wall_s: float = 10.0
+    oom_at: int = 10**9
+    calls: list = field(default_factory=list)
+
+    @property
+    def hosts(self) -> int:
+        return 1
+
+    def step_time(self, local_batch: int, workers: int) -> tuple[float, float]:
+        raise NotImplementedError
+
+    def metric(self, epoch: int, global_batch: int) -> float:
+        raise NotImplementedError
+
+    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
+        task = json.loads(Path(request.args[0]).read_text())
+        results = Path(task["result_dir"])
+        b, w = task["local_batch"], request.workers
+        self.calls.append((task["kind"], w, b))
+        if b >= self.oom_at:
+            (results / "rank0.json").write_text(json.dumps({"rank": 0, "status": "oom", "message": "fake OOM"}))
+            return LaunchOutcome(returncode=3, timed_out=False, wall_s=self.wall_s)
+        if task["kind"] == "timing":
+            step, sync = self.step_time(b, w)
+            result = {"rank": 0, "status": "ok", "step_time_s": step, "step_time_spread_s": 0.0,
+                      "timed_steps": 10, "peak_memory_bytes": 1e6 * b, "sync_time_s": sync}
+        else:
+            with Path(task["progress_path"]).open("a") as fh:
+                for k in range(1, task["max_epochs"] + 1):
+                    fh.write(json.dumps({"epoch_index": k, "epoch": float(k), "metric": self.metric(k, b * w)}) + "\n")
+            result = {"rank": 0, "status": "ok", "reason": "max_epochs", "epochs": task["max_epochs"]}
+        (results / "rank0.json").write_text(json.dumps(result))
+        return LaunchOutcome(returncode=0, timed_out=False, wall_s=self.wall_s)

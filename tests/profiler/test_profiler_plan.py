@@ -7,49 +7,27 @@ start the workers of a request and let them write ``rank<N>.json``.
 from __future__ import annotations
 
 import io
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_helpers import of, spec
+from profiler_helpers import FormulaLauncher, of, spec
 
 import profiler
-from profiler import LaunchOutcome, LaunchRequest, ProbeSettings
+from profiler import ProbeSettings
 from profiler._plan import geometric_batches, worker_ladder
 
 
 @dataclass
-class FakeLauncher:
-    """Answers probes from a formula: step time grows with batch and workers; OOM above 64."""
+class FakeLauncher(FormulaLauncher):
+    """Step time grows with batch and workers; out of memory above 64."""
 
-    wall_s: float = 10.0
-    oom_above: int = 64
-    calls: list = field(default_factory=list)
+    oom_at: int = 65
 
-    @property
-    def hosts(self) -> int:
-        return 1
+    def step_time(self, local_batch: int, workers: int) -> tuple[float, float]:
+        return 0.001 * local_batch + 0.002 * (workers - 1), 0.002 * (workers - 1)
 
-    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
-        task = json.loads(Path(request.args[0]).read_text())
-        results = Path(task["result_dir"])
-        b, w = task["local_batch"], request.workers
-        self.calls.append((task["kind"], w, b))
-        if task["kind"] == "timing":
-            if b > self.oom_above:
-                (results / "rank0.json").write_text(json.dumps({"rank": 0, "status": "oom", "message": "fake OOM"}))
-                return LaunchOutcome(returncode=3, timed_out=False, wall_s=self.wall_s)
-            step = 0.001 * b + 0.002 * (w - 1)
-            result = {"rank": 0, "status": "ok", "step_time_s": step, "step_time_spread_s": 0.0,
-                      "timed_steps": 10, "peak_memory_bytes": 1e6 * b, "sync_time_s": 0.002 * (w - 1)}
-        else:
-            progress = Path(task["progress_path"])
-            with progress.open("a") as fh:
-                for k in range(1, task["max_epochs"] + 1):
-                    fh.write(json.dumps({"epoch_index": k, "epoch": float(k), "metric": 1 - 0.5 / k}) + "\n")
-            result = {"rank": 0, "status": "ok", "reason": "max_epochs", "epochs": task["max_epochs"]}
-        (results / "rank0.json").write_text(json.dumps(result))
-        return LaunchOutcome(returncode=0, timed_out=False, wall_s=self.wall_s)
+    def metric(self, epoch: int, global_batch: int) -> float:
+        return 1 - 0.5 / epoch
 
 
 def _profile(out: Path, launcher: FakeLauncher, **kwargs):
@@ -96,7 +74,7 @@ def test_budget_cuts_the_plan_and_holds_across_runs(tmp_path):
 
 
 def test_grid_skips_batches_above_an_oom_on_every_worker_count(tmp_path):
-    out, fake = tmp_path / "grid.jsonl", FakeLauncher(oom_above=16)
+    out, fake = tmp_path / "grid.jsonl", FakeLauncher(oom_at=17)
     summary = _profile(out, fake, workers=[1, 2], local_batches=[8, 32, 16, 64])
     assert [(w, b) for _, w, b in fake.calls] == [(1, 8), (1, 16), (1, 32), (2, 8), (2, 16)]
     assert summary.skipped_oom == 3  # (1, 64), (2, 32), (2, 64)

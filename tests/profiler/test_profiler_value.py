@@ -5,57 +5,34 @@ launcher that answers from a known law (no processes)."""
 from __future__ import annotations
 
 import io
-import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from profiler_helpers import of, spec
+from profiler_helpers import FormulaLauncher, of, spec
 
 import profiler
 from cotune.errors import InputError
-from profiler import LaunchOutcome, LaunchRequest, ProbeSettings
+from profiler import ProbeSettings
 from profiler._state import ProfileState
-from profiler._value import PlanNote, ValuePlan
+from profiler._value import ValuePlan
 
 
 @dataclass
-class LawLauncher:
+class LawLauncher(FormulaLauncher):
     """Step time ``√(compute² + sync²)`` with compute linear in the local batch and sync
-    growing with workers; out of memory at ``oom_at`` and above; learning curves that
-    saturate more slowly at larger global batches (critical-batch law, B_noise = 64)."""
+    growing with workers; learning curves that saturate more slowly at larger global
+    batches (critical-batch law, B_noise = 64)."""
 
-    oom_at: int = 10**9
     wall_s: float = 5.0
-    calls: list = field(default_factory=list)
 
-    @property
-    def hosts(self) -> int:
-        return 1
+    def step_time(self, local_batch: int, workers: int) -> tuple[float, float]:
+        sync = 0.0 if workers == 1 else 0.004 + 0.002 * math.log2(workers)
+        return math.hypot(0.01 + 0.0005 * local_batch, sync), sync
 
-    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
-        task = json.loads(Path(request.args[0]).read_text())
-        results = Path(task["result_dir"])
-        b, w = task["local_batch"], request.workers
-        self.calls.append((task["kind"], w, b))
-        if b >= self.oom_at:
-            (results / "rank0.json").write_text(json.dumps({"rank": 0, "status": "oom", "message": "fake OOM"}))
-            return LaunchOutcome(returncode=3, timed_out=False, wall_s=self.wall_s)
-        if task["kind"] == "timing":
-            sync = 0.0 if w == 1 else 0.004 + 0.002 * math.log2(w)
-            step = math.hypot(0.01 + 0.0005 * b, sync)
-            result = {"rank": 0, "status": "ok", "step_time_s": step, "step_time_spread_s": 0.0,
-                      "timed_steps": 10, "peak_memory_bytes": 1e6 * b, "sync_time_s": sync}
-        else:
-            scale = 3.0 * (1 + b * w / 64)
-            with Path(task["progress_path"]).open("a") as fh:
-                for k in range(1, task["max_epochs"] + 1):
-                    fh.write(json.dumps({"epoch_index": k, "epoch": float(k),
-                                         "metric": 0.95 * (1 - math.exp(-k / scale))}) + "\n")
-            result = {"rank": 0, "status": "ok", "reason": "max_epochs", "epochs": task["max_epochs"]}
-        (results / "rank0.json").write_text(json.dumps(result))
-        return LaunchOutcome(returncode=0, timed_out=False, wall_s=self.wall_s)
+    def metric(self, epoch: int, global_batch: int) -> float:
+        return 0.95 * (1 - math.exp(-epoch / (3.0 * (1 + global_batch / 64))))
 
 
 def _profile(out: Path, launcher: LawLauncher, stream: io.StringIO | None = None, **kwargs):
