@@ -51,3 +51,16 @@ def test_tensorflow_simulated_oom_is_a_failure_record(tmp_path, capsys, monkeypa
     assert code == 0, err
     (failure,) = read_profile(out).failures
     assert failure.failure == "oom" and "simulated out of memory" in failure.message
+
+
+def test_tensorflow_value_plan_seeds_then_stops_with_its_reason(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "tfv.jsonl"
+    code, err = run_cli(["--workload", "examples/digits_keras.py:workload", "--plan", "value", "--target", "0.9",
+                         "--deadline", "5m", "--max-workers", "2", "--max-batch", "32", "--max-epochs", "2",
+                         "--out", str(out), *[a for a in FAST if a != "--quiet"]], capsys)
+    assert code == 0, err
+    profile = read_profile(out)
+    assert {(s.workers, s.local_batch) for s in profile.steps} >= {(1, 8), (1, 32), (2, 16)}
+    assert {e.global_batch for e in profile.evals} == {16}
+    assert err.rstrip().splitlines()[-1].startswith("value plan: ")

@@ -125,3 +125,11 @@ def test_running_the_same_command_again_asks_again_and_buys_nothing_new(tmp_path
     again, stream = LawLauncher(), io.StringIO()
     summary = _big(out, again, stream)
     assert again.calls == [] and summary.ran == 0 and summary.plan_note.startswith("value plan: done")
+
+
+def test_without_a_curve_to_train_or_read_the_plan_stops_after_the_seed_and_says_how_to_go_on(tmp_path):
+    fake = LawLauncher()
+    summary = _profile(tmp_path / "v.jsonl", fake, question=QUESTION, curves=[], max_workers=2, min_batch=8,
+                       max_batch=32)
+    assert [kind for kind, _, _ in fake.calls] == ["timing"] * 3
+    assert "no learning curve" in summary.plan_note and "cotune import" in summary.plan_note
