@@ -68,6 +68,9 @@ class ValuePlan:
     max_measurements: int = DEFAULT_MAX_MEASUREMENTS
 
     def __post_init__(self) -> None:
+        if not isinstance(self.question, Mapping):
+            raise InputError(f"the value plan's question must be a mapping of request fields such as "
+                             f"{{'target': 0.9}}, got {type(self.question).__name__}")
         unknown = sorted(set(self.question) - set(QUESTION_FIELDS))
         if unknown:
             raise InputError(f"the value plan's question has no field {unknown[0]!r}: use {', '.join(QUESTION_FIELDS)}")

@@ -133,3 +133,16 @@ def test_without_a_curve_to_train_or_read_the_plan_stops_after_the_seed_and_says
                        max_batch=32)
     assert [kind for kind, _, _ in fake.calls] == ["timing"] * 3
     assert "no learning curve" in summary.plan_note and "cotune import" in summary.plan_note
+
+
+def test_a_job_that_runs_out_of_memory_at_every_batch_stops_with_a_reason(tmp_path):
+    fake = LawLauncher(oom_at=1)
+    summary = _profile(tmp_path / "v.jsonl", fake, question=QUESTION, max_workers=2, min_batch=8, max_batch=64)
+    assert fake.calls == [("timing", 1, 8)]
+    assert summary.plan_note.startswith("value plan: stopped:") and "step records" in summary.plan_note
+
+
+@pytest.mark.parametrize("question", [["target"], {"target": 0.9, "deadline": 60}])
+def test_a_question_that_is_not_request_fields_is_refused(question):
+    with pytest.raises(InputError, match="question"):
+        ValuePlan(question=question, max_workers=2)
