@@ -18,6 +18,7 @@ the records are built in :mod:`profiler._records`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -507,6 +508,9 @@ def run_session(
         if workers or local_batches or curves:
             raise InputError("the value plan chooses its own probes and curves: leave out --workers, --local-batch "
                              "and --curves, or drop --plan value")
+        # Its curves also record the gradient noise scale (a few extra gradient norms a step):
+        # the evidence the critical-batch law needs at batches beyond the curve's.
+        curve = dataclasses.replace(curve, noise=True)
         plan = ValuePlan(question=question, max_workers=max_workers or _default_max_workers(probe.device),
                          min_batch=min_batch, max_batch=max_batch, seed=seeds[0],
                          with_curves=has_eval and curves is None)

@@ -63,6 +63,7 @@ class FormulaLauncher:
     wall_s: float = 10.0
     oom_at: int = 10**9
     calls: list = field(default_factory=list)
+    tasks: list = field(default_factory=list)  # every task as the session wrote it
 
     @property
     def hosts(self) -> int:
@@ -79,6 +80,7 @@ class FormulaLauncher:
         results = Path(task["result_dir"])
         b, w = task["local_batch"], request.workers
         self.calls.append((task["kind"], w, b))
+        self.tasks.append(task)
         if b >= self.oom_at:
             (results / "rank0.json").write_text(json.dumps({"rank": 0, "status": "oom", "message": "fake OOM"}))
             return LaunchOutcome(returncode=3, timed_out=False, wall_s=self.wall_s)

@@ -68,5 +68,6 @@ def test_the_value_plan_runs_real_probes_then_says_why_it_stopped(tmp_path, caps
     # The seed: both ends of the batch ladder on one worker, the middle on two, one curve.
     assert {(s.workers, s.local_batch) for s in profile.steps} >= {(1, 8), (1, 16), (2, 16)}
     assert {e.global_batch for e in profile.evals} == {16}
+    assert profile.noise and all(n.global_batch == 16 and n.b_noise > 0 for n in profile.noise)
     notes = [ln for ln in err.splitlines() if ln.startswith("value plan:")]
     assert len(notes) == 1 and ("done" in notes[0] or "stopped" in notes[0]), err

@@ -47,6 +47,7 @@ def test_the_seed_comes_first_then_the_plan_stops_saying_why(tmp_path):
     out, fake, stream = tmp_path / "v.jsonl", LawLauncher(), io.StringIO()
     summary = _profile(out, fake, stream, question=QUESTION, max_workers=4, min_batch=8, max_batch=128)
     assert fake.calls[:4] == [("timing", 1, 8), ("timing", 1, 128), ("timing", 4, 32), ("curve", 1, 32)]
+    assert [t["noise"] for t in fake.tasks if t["kind"] == "curve"] == [True]  # its curve records the noise scale
     timing = [(w, b) for kind, w, b in fake.calls if kind == "timing"]
     assert len(timing) == len(set(timing))  # nothing measured twice
     assert all(1 <= w <= 4 and 8 <= b <= 128 for w, b in timing)
