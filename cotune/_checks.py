@@ -183,20 +183,22 @@ def number(
 
     ``what`` names the kind of value in the message (``"a probability"``).
     """
-    bounds = _bounds_text(gt, ge, lt, le)
-    want = f"{what}{' ' + bounds if bounds else ''}"
+    def want() -> str:  # built only for a message: readers check millions of valid numbers
+        bounds = _bounds_text(gt, ge, lt, le)
+        return f"{what}{' ' + bounds if bounds else ''}"
+
     value = plain_number(value)
     if _is_bool(value) or not isinstance(value, numbers.Real):
         hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
-        raise BadValue(f"must be {want}, got {excerpt(value)}{hint}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(value)}{hint}", where=where)
     try:
         x = float(value)
     except (OverflowError, ValueError):  # an int beyond float range
         x = math.inf
     if math.isfinite(x) and not _in_bounds(x, gt, ge, lt, le):
-        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
     if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
-        raise BadValue(f"must be {want} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)
     return x + 0.0  # -0.0 is 0 (and would print as '-0.0s')
 
 
@@ -205,11 +207,13 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
 
     Integral floats (``3.0``) are accepted; fractional ones (``16.7``) are refused, never truncated.
     """
-    bounds = _bounds_text(None, ge, None, le)
-    want = f"a whole number{' ' + bounds if bounds else ''}"
+    def want() -> str:
+        bounds = _bounds_text(None, ge, None, le)
+        return f"a whole number{' ' + bounds if bounds else ''}"
+
     value = plain_number(value)
     if _is_bool(value) or not isinstance(value, numbers.Real):
-        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
     if isinstance(value, numbers.Integral):
         n = int(value)
     else:
@@ -218,12 +222,12 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         except (OverflowError, ValueError):
             x = math.inf
         if not (math.isfinite(x) and x.is_integer()):
-            raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+            raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
         n = int(x)
     if not _in_bounds(n, None, ge, None, le):
-        raise BadValue(f"must be {want}, got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
     if abs(n) > MAX_INTEGER:
-        raise BadValue(f"must be {want} (at most {MAX_INTEGER:.0e} in magnitude), got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()} (at most {MAX_INTEGER:.0e} in magnitude), got {excerpt(value)}", where=where)
     return n
 
 
