@@ -156,8 +156,9 @@ class ValuePlan:
         if not state.evals:
             if not self.with_curves:
                 yield PlanNote("value plan: stopped after the seed probes: the profile has no learning curve and "
-                               "the workload has no eval_data; import a previous run's curve (cotune import) or "
-                               "give the workload an eval_data factory, then run the same command again")
+                               "this run trains none (--no-curves, or a workload without eval_data); import a "
+                               "previous run's curve (cotune import), or let the run train one, then run the same "
+                               "command again")
                 return
             ladder = self._ladder(state, gpu)
             middle = ladder[len(ladder) // 2]
