@@ -315,3 +315,20 @@ def test_a_tracked_job_back_from_a_revocation_keeps_the_plain_margin(tmp_path: P
                                          job="run1", timed_steps=50, cause=cause)])
     r = _replan(path, cifar_models)
     assert r.margin == pytest.approx(0.05) and not any(n.startswith("the job has moved back") for n in r.notes)
+
+
+def test_a_job_tracked_for_one_evaluation_at_a_new_batch_keeps_every_door_answering(tmp_path: Path, capsys) -> None:
+    # A just-started job: one evaluation, at a global batch no probe curve has and an epoch
+    # between two columns of the accuracy model's epoch grid. Its batch's surface row was
+    # all NaN, and 'cotune fit' and an infeasible 'recommend' (its hints) raised IndexError.
+    from cotune.cli import main
+
+    dst = tmp_path / "fresh.jsonl"
+    shutil.copy(example_path("cifar10-resnet18"), dst)
+    append_records(dst, [StepRecord(gpu="t4", workers=3, hosts=1, local_batch=100, step_time_s=0.2, job="run1",
+                                    timed_steps=100),
+                         EvalRecord(global_batch=300, epoch=1.37, metric=0.41, job="run1", elapsed_s=60.0)])
+    assert main(["fit", str(dst), "--no-cache"]) == 0
+    rc = main(["recommend", str(dst), "--target", "0.94", "--deadline", "1m", "--price", "t4=0.526", "--no-cache"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err  # infeasible, with its hints
