@@ -84,7 +84,9 @@ def norm_cdf(x: np.ndarray | float) -> np.ndarray:
     """Φ(x) for arrays (NaN stays NaN, ±∞ give 1 and 0)."""
     x = np.asarray(x, float)
     with np.errstate(invalid="ignore", over="ignore"):
-        out = 0.5 * _erfc(np.nan_to_num(-x / math.sqrt(2.0), nan=0.0, posinf=40.0, neginf=-40.0))
+        # Beyond ±40 erfc is 0 or 2 in doubles; clipping also keeps huge finite x (1e307,
+        # whose square overflows in the exp split) from turning into NaN.
+        out = 0.5 * _erfc(np.clip(np.nan_to_num(-x / math.sqrt(2.0), nan=0.0), -40.0, 40.0))
     return np.where(np.isnan(x), np.nan, out)
 
 

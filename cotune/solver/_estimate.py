@@ -200,7 +200,10 @@ def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: 
     sig_step, sig_e, extra = _time_spreads(est)
     with np.errstate(divide="ignore", invalid="ignore"):
         slack = np.log(max(deadline_s - startup_s, 0.0)) - np.log(t - startup_s)
-        on_time = time_error_cdf(np.nan_to_num(slack, nan=-np.inf), sigma_step=sig_step, sigma_epochs=sig_e, extra_var=extra)
+        # NaN slack (no time at all) is late; +∞ (a training time that vanishes beside the
+        # start-up) is on time: nan_to_num would make that +∞ the largest double instead.
+        on_time = time_error_cdf(np.where(np.isnan(slack), -np.inf, slack), sigma_step=sig_step, sigma_epochs=sig_e,
+                                 extra_var=extra)
     return np.where(np.isfinite(t), est.p_reach * on_time, 0.0)
 
 

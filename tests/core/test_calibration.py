@@ -87,3 +87,15 @@ def test_success_probability_is_continuous_across_reach_one_half() -> None:
     # no cliff at ½: 0.49 and 0.51 differ by about the reach difference, not by everything
     assert got[3] - got[2] < 0.02 and got[2] > 0.3
     assert np.all(np.diff(got) > 0)
+
+
+def test_a_start_up_that_dwarfs_the_training_leaves_p_success_at_p_reach() -> None:
+    # 5e14 s of start-up and a millisecond of training: (start-up + training) − start-up is
+    # 0 in doubles. The +∞ log slack became the largest double, Φ of it NaN (for spreads
+    # of 1 to 11 in log time), and the near-tie rule raised "cannot convert float NaN to
+    # integer" inside cotune.recommend (found by fuzzing valid profiles).
+    startup = 5e14
+    p = np.array([1.0, 0.8, 0.6])
+    est = _estimates(p, np.full(p.size, startup + 1e-3), 2.0)
+    got = success_probability(est, deadline_s=1e15, startup_s=startup)
+    assert np.array_equal(got, p)

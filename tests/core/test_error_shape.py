@@ -173,3 +173,12 @@ def test_a_small_call_takes_the_exact_quantile() -> None:
     s, e, p = rng.uniform(0.0, 1.0, 300), rng.uniform(0.0, 2.0, 300), rng.uniform(0.01, 0.99, 300)
     np.testing.assert_array_equal(time_error_ppf(p, sigma_step=s, sigma_epochs=e),
                                   time_error_ppf(p, sigma_step=s, sigma_epochs=e, exact=True))
+
+
+def test_the_normal_cdf_is_0_or_1_far_out_even_where_a_square_overflows() -> None:
+    from cotune.models._normal import norm_cdf
+
+    big = np.finfo(float).max
+    x = np.array([big, -big, big / 3, 1e200, -1e200, math.inf, -math.inf, 40.0, -40.0, math.nan])
+    assert np.array_equal(norm_cdf(x)[:-1], [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]) and math.isnan(norm_cdf(x)[-1])
+    assert float(time_error_cdf(big, sigma_step=2.0, sigma_epochs=1.0)) == 1.0

@@ -277,3 +277,4 @@ def test_the_chosen_point_stays_on_the_reported_frontier_when_it_is_thinned(cifa
     key = (rec.chosen.workers, rec.chosen.local_batch)
     assert key in on_front and len(full.pareto) > len(rec.pareto)
     assert key in [(c.workers, c.local_batch) for c in rec.pareto]
+
