@@ -65,7 +65,7 @@ _FAR_TAIL = 1e-12
 
 def _epochs_or_inf(v: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     """Epochs per option (None or NaN: no end, ∞)."""
-    return np.full(shape, np.inf) if v is None else np.broadcast_to(np.nan_to_num(np.asarray(v, float), nan=np.inf), shape)
+    return np.full(shape, np.inf) if v is None else np.broadcast_to(np.nan_to_num(np.asarray(v, float), nan=np.inf, posinf=np.inf), shape)
 
 
 @dataclass(frozen=True)
