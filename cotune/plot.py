@@ -102,7 +102,11 @@ def plot_recommendation(rec: "Recommendation", *, path: str | os.PathLike[str] |
     interval = f"bars: {rec.interval:.0%} intervals"
     ax.set_title(f"{rec.workload}: {rec.metric_name} {'≥' if rec.goal == 'max' else '≤'} {rec.target:g} — {interval}", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="best")
+    else:  # nothing to draw: say so on the picture (an empty legend is a matplotlib warning)
+        ax.text(0.5, 0.5, f"no candidate reaches {rec.metric_name} {rec.target:g}", transform=ax.transAxes,
+                ha="center", va="center", color="#555555")
     _save(fig, path)
     return fig
 

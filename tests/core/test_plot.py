@@ -26,6 +26,18 @@ def test_recommendation_plot_draws_every_target_reaching_candidate_and_the_deadl
     assert any(label.startswith("deadline 0.5 h") for label in labels)
 
 
+def test_a_plot_with_nothing_reaching_the_target_says_so_without_a_warning(tmp_path):
+    import warnings
+
+    rec = cotune.recommend("cifar10-resnet18", target=0.999)
+    assert rec.chosen is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "No artists with labels found" was printed to users
+        fig = rec.plot(tmp_path / "none.png")
+    assert (tmp_path / "none.png").read_bytes()[:8] == PNG
+    assert any("no candidate reaches top1 0.999" in t.get_text() for t in fig.axes[0].texts)
+
+
 @pytest.mark.slow
 def test_cli_recommend_and_fit_write_pngs(tmp_path, capsys):
     assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--plot", str(tmp_path / "r.png")]) == 0
