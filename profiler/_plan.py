@@ -42,11 +42,13 @@ class TimingPoint:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """Train a learning curve at ``global_batch`` on ``workers`` workers with ``seed``."""
+    """Train a learning curve at ``global_batch`` on ``workers`` workers with ``seed``, for
+    at most ``max_epochs`` (None: the session's ``--max-epochs``; never more than it)."""
 
     global_batch: int
     seed: int
     workers: int
+    max_epochs: int | None = None
 
     @property
     def local_batch(self) -> int:

@@ -141,12 +141,17 @@ class Session:
             return None
         return self.budget_s - self.state.probe_wall_s
 
+    def _epoch_limit(self, point: CurvePoint) -> int:
+        """The epochs a curve trains at most: the point's own limit (a short run bought at a
+        price), never more than ``--max-epochs``."""
+        return self.curve.max_epochs if point.max_epochs is None else max(1, min(point.max_epochs, self.curve.max_epochs))
+
     def _estimate(self, point: Point) -> float:
         if isinstance(point, TimingPoint):
             return self.estimator.timing_s()
         return self.estimator.curve_s(point, self.state, gpu=self.gpu, hosts=self.launcher.hosts,
                                       dataset_size=self.state.workload.dataset_size if self.state.workload else 1,
-                                      max_epochs=self.curve.max_epochs)
+                                      max_epochs=self._epoch_limit(point))
 
     def _remaining_s(self) -> float:
         left = max(0, self.progress.total - self.progress.done)
@@ -296,7 +301,8 @@ class Session:
         with storage_guard(progress, "remove the copied progress file"):
             progress.unlink(missing_ok=True)
         have = len(self.state.evals.get((point.global_batch, point.seed), []))
-        if self._target_reached(point) or have >= self.curve.max_epochs:
+        limit = self._epoch_limit(point)
+        if self._target_reached(point) or have >= limit:
             reason = "target" if self._target_reached(point) else "max_epochs"
             self._write(CurveDoneRecord(global_batch=point.global_batch, seed=point.seed, workers=point.workers,
                                         epochs=have, reason=reason))
@@ -308,7 +314,7 @@ class Session:
             timeout_s = max(1.0, budget_left_s)
         folder = self._task_dir(key)
         task = CurveTask(
-            **self._task_fields(folder, point), seed=point.seed, max_epochs=self.curve.max_epochs,
+            **self._task_fields(folder, point), seed=point.seed, max_epochs=limit,
             target=self.curve.target, noise=self.curve.noise, progress_path=str(progress),
             checkpoint_path=str(ckpt) if self.curve.checkpoint else None,
         )

@@ -27,6 +27,7 @@ would ask after profiling, asked at every step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -176,10 +177,7 @@ class ValuePlan:
             if not nm.buy:
                 yield PlanNote(f"value plan: done: {nm.reason}")
                 return
-            point: TimingPoint | CurvePoint = (
-                TimingPoint(workers=nm.workers, local_batch=nm.local_batch) if nm.kind == "step"
-                else CurvePoint(global_batch=nm.global_batch, seed=self.seed, workers=nm.workers)
-            )
+            point = self.point_of(nm)
             if point in tried:
                 yield PlanNote(f"value plan: stopped: the next measurement, {point.label}, was tried and gave "
                                "nothing new (out of memory, a failure, or over --budget)")
@@ -188,6 +186,15 @@ class ValuePlan:
             yield point
         yield PlanNote(f"value plan: stopped after {self.max_measurements} measurements (its limit); run the "
                        "same command again to ask for more")
+
+    def point_of(self, nm: Any) -> TimingPoint | CurvePoint:
+        """The probe that makes a :class:`cotune.solver.NextMeasurement`: a timing point, or a
+        short run that trains for the epochs it was priced at (the upper end of its epochs
+        interval), when the session's ``--max-epochs`` allows as many."""
+        if nm.kind == "step":
+            return TimingPoint(workers=nm.workers, local_batch=nm.local_batch)
+        epochs = None if nm.epochs is None or not math.isfinite(nm.epochs) else max(1, math.ceil(nm.epochs))
+        return CurvePoint(global_batch=nm.global_batch, seed=self.seed, workers=nm.workers, max_epochs=epochs)
 
     def size_hint(self) -> int:
         return 3 + int(self.with_curves)

@@ -147,3 +147,44 @@ def test_a_job_that_runs_out_of_memory_at_every_batch_stops_with_a_reason(tmp_pa
 def test_a_question_that_is_not_request_fields_is_refused(question):
     with pytest.raises(InputError, match="question"):
         ValuePlan(question=question, max_workers=2)
+
+
+def _measurement(kind: str, epochs: float | None):
+    from cotune.solver import NextMeasurement
+
+    return NextMeasurement(kind=kind, gpu="cpu", market="on_demand", workers=2, hosts=1, local_batch=16, global_batch=32,
+                           expected_gain=1.0, price=0.5, buy=True, reason="", epochs=epochs)
+
+
+def test_a_short_run_trains_for_the_epochs_it_was_priced_at():
+    plan = ValuePlan(question=QUESTION, max_workers=2)
+    assert plan.point_of(_measurement("short_run", 4.2)) == profiler._plan.CurvePoint(
+        global_batch=32, seed=0, workers=2, max_epochs=5)
+    assert plan.point_of(_measurement("short_run", None)).max_epochs is None
+    assert plan.point_of(_measurement("step", None)) == profiler._plan.TimingPoint(workers=2, local_batch=16)
+
+
+class _OneCurve:
+    """A plan of one curve point with its own epoch limit."""
+
+    def __init__(self, max_epochs: int | None) -> None:
+        self.point = profiler._plan.CurvePoint(global_batch=16, seed=0, workers=1, max_epochs=max_epochs)
+
+    def points(self, state, *, gpu, hosts):
+        yield self.point
+
+    def size_hint(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize(("limit", "trained"), [(4, 4), (None, 30), (99, 30)])
+def test_a_curve_point_s_own_epoch_limit_holds_below_max_epochs(tmp_path, limit, trained):
+    from profiler._session import Session
+    from profiler._workload import load_workload
+
+    fake = LawLauncher()
+    Session(workload_spec=spec("tiny"), out=tmp_path / "c.jsonl", plan=_OneCurve(limit), probe=ProbeSettings(device="cpu"),
+            curve=profiler.CurveSettings(max_epochs=30), launcher=fake, gpu="cpu", budget_s=None, stream=io.StringIO(),
+            quiet=True, workload=load_workload(spec("tiny"))).run()
+    assert [t["max_epochs"] for t in fake.tasks] == [trained]
+    assert len(of(tmp_path / "c.jsonl", "eval")) == trained
