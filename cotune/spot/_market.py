@@ -25,7 +25,8 @@ switch), so falling behind can always be recovered on on-demand; its numbers com
 from the seeded simulator (:mod:`cotune.spot._simulate`), run only for the
 configurations where the rule matters — on-demand meets the deadline at the
 requested confidence and spot alone does not. Elsewhere mixed is dominated (by spot,
-or is impossible) and is dropped.
+or is impossible) and is dropped — and so is a row whose run would take more than
+:data:`MAX_MIXED_ATTEMPTS` segments and revocations to simulate (bounded time).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from cotune.spot._revocation import (
 )
 from cotune.spot._simulate import simulate
 
-__all__ = ["SpotMarket", "SpotDetails", "PLAN_MARKETS", "cluster_of", "success_log_sigma", "take_estimates"]
+__all__ = ["MAX_MIXED_ATTEMPTS", "SpotMarket", "SpotDetails", "PLAN_MARKETS", "cluster_of", "success_log_sigma",
+           "take_estimates"]
 
 # Markets of the candidates the spot stage produces (the space itself holds the first two).
 PLAN_MARKETS = ("on_demand", "spot", "mixed")
@@ -116,6 +118,10 @@ def _cap_function(max_workers: int | Mapping[str, int] | Callable[[str], int]) -
 
         return cap
     return lambda g: int(max_workers)
+
+
+# Segments plus revocations a mixed row's simulated run may take (module doc, _mixed).
+MAX_MIXED_ATTEMPTS = 20_000
 
 
 @dataclass(frozen=True)
@@ -379,7 +385,13 @@ class SpotMarket:
         seg = np.where(np.isfinite(tau), tau, train[idx])
         margin = seg + row["write"][idx] + row["restart"][idx]
         schedule = deadline_s - startup_s - margin
-        ok = schedule >= plan_work[idx]
+        # The simulator takes one numpy step per segment or revocation of the longest run:
+        # a row needing more than MAX_MIXED_ATTEMPTS (a job of days checkpointed every
+        # minute under heavy revocation) is not simulated — left out like a row where the
+        # rule cannot matter — so an answer takes seconds, not minutes.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            attempts = plan_work[idx] / seg + 2.0 * np.nan_to_num(mean.expected_revocations, nan=np.inf)
+        ok = (schedule >= plan_work[idx]) & (attempts <= MAX_MIXED_ATTEMPTS)
         idx, tau, schedule = idx[ok], tau[ok], schedule[ok]
         if idx.size == 0:
             return {}

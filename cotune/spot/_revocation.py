@@ -103,8 +103,9 @@ def expected_time_for_segments(
     full = expected_segment_time_s(tau + checkpoint_write_s, rate_per_s, restart_s)
     last = expected_segment_time_s(tau, rate_per_s, restart_s)
     # One segment has no checkpointed ones: 0 of them, even when one would take forever
-    # (0·∞ would be NaN; the answer is the last segment's time, ∞ for hopeless work).
-    with np.errstate(invalid="ignore"):
+    # (0·∞ would be NaN; the answer is the last segment's time, ∞ for hopeless work). A
+    # product past the largest double is ∞ as well: hopeless, not a warning.
+    with np.errstate(invalid="ignore", over="ignore"):
         return np.where(k > 1.0, (k - 1.0) * full, 0.0) + last
 
 

@@ -76,6 +76,20 @@ def test_mixed_plan_is_chosen_when_spot_alone_is_too_risky(cifar_models, make_cl
     assert on_demand.chosen is not None and rec.chosen.cost < on_demand.chosen.cost
 
 
+def test_a_mixed_row_too_long_to_simulate_is_left_out_not_simulated(cifar_models, make_cluster, monkeypatch):
+    # A job of days checkpointed every minute under heavy revocation took a minute of numpy
+    # steps per answer (found by fuzzing); over MAX_MIXED_ATTEMPTS the row is dropped.
+    import cotune.spot._market as market
+
+    simulated = []
+    real = market.simulate
+    monkeypatch.setattr(market, "simulate", lambda **kw: simulated.append(kw["work_s"]) or real(**kw))
+    monkeypatch.setattr(market, "MAX_MIXED_ATTEMPTS", 1)
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=45 * 60, confidence=0.95, models=cifar_models,
+                           cluster=make_cluster(rate=2.0))
+    assert simulated == [] and rec.chosen is not None and rec.chosen.market != "mixed"
+
+
 @pytest.mark.slow
 def test_cli_cluster(make_cluster, capsys):
     path = str(make_cluster(rate=0.1))

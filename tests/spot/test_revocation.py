@@ -147,3 +147,14 @@ def test_the_revocation_count_quantile_is_normal_for_huge_counts_and_stays_exact
     assert got[:2] == pytest.approx(exact[:2], abs=0)  # below the switch: the negative binomial itself
     assert got[2] == pytest.approx(exact[2], rel=1e-6)  # above it: the normal, within a count or two
     assert np.all(np.isfinite(got)) and got[3] == pytest.approx(1e60, rel=1e-9)
+
+
+def test_a_hopeless_segment_count_is_infinite_time_without_an_overflow_warning():
+    import warnings
+
+    from cotune.spot._revocation import expected_time_for_segments
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = expected_time_for_segments(np.array([1e8]), np.array([1e5]), np.array([0.7]), np.array([0.0]), np.array([1.0]))
+    assert np.isinf(got).all()
