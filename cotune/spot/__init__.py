@@ -15,7 +15,7 @@ Formulas and the file format: ``docs/spot.md``.
 """
 
 from cotune.spot._cluster import CLUSTER_FILE_VERSION, Checkpoint, Cluster, GpuOffer, load_cluster, parse_cluster
-from cotune.spot._market import PLAN_MARKETS, SpotDetails, SpotMarket, take_estimates
+from cotune.spot._market import MAX_MIXED_ATTEMPTS, PLAN_MARKETS, SpotDetails, SpotMarket, take_estimates
 from cotune.spot._replan import Progress, ReplanResult, remaining_fraction, replan
 from cotune.spot._revocation import (
     RevocationEstimate,
@@ -31,6 +31,7 @@ from cotune.spot._simulate import SimulationResult, simulate
 
 __all__ = [
     "CLUSTER_FILE_VERSION",
+    "MAX_MIXED_ATTEMPTS",
     "PLAN_MARKETS",
     "Checkpoint",
     "Cluster",
