@@ -245,7 +245,10 @@ def revocation_quantile(mean: np.ndarray, variance: np.ndarray, q: float) -> np.
         from statistics import NormalDist
 
         sd = np.sqrt(np.maximum(variance[huge], mean[huge]))
-        out[huge] = np.ceil(mean[huge] + NormalDist().inv_cdf(q) * sd)
+        z = NormalDist().inv_cdf(q)
+        # The median is the mean whatever the spread (0·∞ would be NaN); a count is >= 0.
+        shift = np.zeros_like(sd) if z == 0.0 else z * sd
+        out[huge] = np.maximum(np.ceil(mean[huge] + shift), 0.0)
     pos &= ~huge
     over = pos & (variance > mean * (1.0 + 1e-9))
     pois = pos & ~over

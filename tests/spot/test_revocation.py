@@ -158,3 +158,11 @@ def test_a_hopeless_segment_count_is_infinite_time_without_an_overflow_warning()
         warnings.simplefilter("error")
         got = expected_time_for_segments(np.array([1e8]), np.array([1e5]), np.array([0.7]), np.array([0.0]), np.array([1.0]))
     assert np.isinf(got).all()
+
+
+def test_a_huge_revocation_count_of_unbounded_variance_has_a_median_not_nan():
+    from cotune.spot import revocation_quantile
+
+    mean, var = np.array([1e7, 1e7]), np.array([np.inf, 2e7])
+    assert revocation_quantile(mean, var, 0.5).tolist() == [1e7, 1e7]
+    assert revocation_quantile(mean, var, 0.9)[0] == np.inf and revocation_quantile(mean, var, 0.1)[0] == 0.0
