@@ -138,11 +138,10 @@ class ValuePlan:
         while True:
             ladder = self._ladder(state, gpu)
             top = TimingPoint(workers=1, local_batch=ladder[-1])
+            # Measured (or failed otherwise), or skipped by the session: the ladder stays, so stop.
             if len(ladder) == 1 or state.timing_done((gpu, 1, 1, top.local_batch)) or not fresh(top):
                 break
             yield top
-            if (gpu, 1, 1, top.local_batch) in state.steps:
-                break
         if self.max_workers > 1:
             ladder = self._ladder(state, gpu)
             if fresh(wide := TimingPoint(workers=self.max_workers, local_batch=ladder[len(ladder) // 2])):

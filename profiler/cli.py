@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from cotune._checks import parse_key_number, parse_number, unique_pairs
 from cotune.errors import EXIT_INPUT, CotuneError, StorageError
@@ -61,25 +61,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except CotuneError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse ``type=`` from one of cotune's parsers: its one-line error, verbatim."""
+    def inner(text: str) -> Any:
+        try:
+            return parse(text)
+        except CotuneError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return inner
 
 
-def _price(text: str) -> tuple[str, float]:
-    try:
-        return parse_key_number(text)  # the same rule as cotune recommend's --price
-    except CotuneError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _number(text: str) -> float:
-    try:
-        return parse_number(text, where="")
-    except CotuneError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_duration = _typed(parse_duration)
+_price = _typed(parse_key_number)  # the same rule as cotune recommend's --price
+_number = _typed(lambda text: parse_number(text, where=""))
 
 
 def _fraction(text: str) -> float:
