@@ -2,7 +2,7 @@
 curves with one evaluation or repeated epochs, flat, falling or noisy curves, runs at
 batches no probe has, step times spread over decades, noise records of any size. Fitting
 them and answering a question gives a result or a one-line :class:`cotune.CotuneError`
-(a model or input error that names the fix), never another exception; bounded time.
+(a model or input error that names the fix), never another exception; bounded memory.
 
 Found this way (2026-12-04): a batch evaluated once, between two columns of the epoch grid,
 left an all-NaN surface row and an IndexError in the infeasibility hints; a start-up that
@@ -14,7 +14,7 @@ import json
 import math
 
 import pytest
-from fuzz_helpers import FAST, HEAVY, memory_bound, one_line, time_bound
+from fuzz_helpers import FAST, HEAVY, memory_bound, one_line
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -57,7 +57,9 @@ def strange_profiles(draw) -> list[str]:
 
 def _fit_and_ask(lines: list[str], target: float, deadline_s: float | None, confidence: float | None,
                  startup_s: float, objective: str) -> None:
-    with time_bound(lines[:3]), memory_bound():
+    # No wall-clock bound here (CI may be loaded): the time a question takes is a benchmark's
+    # to measure (benchmarks/solver_latency.py); the address-space bound stays.
+    with memory_bound():
         try:
             profile = cotune.parse_profile(lines)
             models = cotune.fit_models(profile)
