@@ -75,6 +75,7 @@ _QUESTIONS = dict(target=st.sampled_from([0.1, 0.5, 0.9, 0.95]), deadline_s=st.s
                   objective=st.sampled_from(["cost", "time"]))
 
 
+@pytest.mark.slow  # each example fits the models: about 20 s for the 25
 @FAST
 @given(lines=strange_profiles(), **_QUESTIONS)
 def test_strange_valid_profiles_give_an_answer_or_a_one_line_error(lines, **question):

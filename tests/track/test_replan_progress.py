@@ -317,6 +317,7 @@ def test_a_tracked_job_back_from_a_revocation_keeps_the_plain_margin(tmp_path: P
     assert r.margin == pytest.approx(0.05) and not any(n.startswith("the job has moved back") for n in r.notes)
 
 
+@pytest.mark.slow  # cotune fit's cross-validation refits the models: several seconds
 def test_a_job_tracked_for_one_evaluation_at_a_new_batch_keeps_every_door_answering(tmp_path: Path, capsys) -> None:
     # A just-started job: one evaluation, at a global batch no probe curve has and an epoch
     # between two columns of the accuracy model's epoch grid. Its batch's surface row was
