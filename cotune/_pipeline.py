@@ -147,6 +147,7 @@ def recommend(
         cands, models, target=request.target, price_per_hour=table, startup_s=request.startup_s, confidence=request.confidence
     )
     est, details = market.adjust_for(est, request)
+    notes.extend(market.adjust_notes(details))
     est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
     feas = _feasibility(est, request)
     order = ranked(est, feas.all, request.objective, limit=max(request.top + 1, 32))

@@ -55,6 +55,10 @@ class MarketStage(Protocol):
         """Notes about candidate ``index`` and its market summary for the report (None: nothing to say)."""
         ...
 
+    def adjust_notes(self, details: Any) -> list[str]:
+        """Notes about what :meth:`adjust_for` left out of every answer (e.g. rows it could not simulate)."""
+        ...
+
 
 @dataclass(frozen=True)
 class OnDemandMarket:
@@ -83,3 +87,6 @@ class OnDemandMarket:
 
     def report(self, est: Estimates, details: Any, index: int) -> tuple[list[str], Mapping[str, Any] | None]:
         return [], None
+
+    def adjust_notes(self, details: Any) -> list[str]:
+        return []

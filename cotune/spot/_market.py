@@ -66,6 +66,17 @@ class SpotDetails:
     expected_revocations: np.ndarray
     on_demand_share: np.ndarray  # mixed: fraction of billed time on on-demand
     schedule_s: np.ndarray  # mixed: when the straight line reaches the end (from start)
+    #: Mixed rows that could matter (on-demand meets the deadline, spot alone does not) but
+    #: would need more than MAX_MIXED_ATTEMPTS simulated segments: left out, and said so.
+    mixed_not_simulated: int = 0
+
+    def rows(self, keep: np.ndarray) -> "SpotDetails":
+        """The details of the rows ``keep`` (indices or mask); the counts stay."""
+        arrays = {k: getattr(self, k)[keep] for k in _ROW_FIELDS}
+        return SpotDetails(**arrays, mixed_not_simulated=self.mixed_not_simulated)
+
+
+_ROW_FIELDS = ("checkpoint_interval_s", "job_revocations_per_hour", "expected_revocations", "on_demand_share", "schedule_s")
 
 
 def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset of rows)
@@ -238,6 +249,16 @@ class SpotMarket:
     def report(self, est, details: "SpotDetails", index: int) -> tuple[list[str], Mapping[str, Any] | None]:
         return self.describe(est, details, index), self.summary(est, details, index)
 
+    def adjust_notes(self, details: "SpotDetails") -> list[str]:
+        n = details.mixed_not_simulated
+        if not n:
+            return []
+        return [
+            f"{n} mixed plan{'s' if n > 1 else ''} (spot falling back to on-demand) left out to bound the answer's time: "
+            f"each would need more than {MAX_MIXED_ATTEMPTS:,} simulated checkpoint segments and revocations "
+            "(cotune.spot.MAX_MIXED_ATTEMPTS); the spot and on-demand plans of the same configurations are weighed as usual"
+        ]
+
     def price_table(self, gpus: Sequence[str]) -> np.ndarray:
         """USD per worker-hour, shape ``(len(gpus), 3)`` over :data:`PLAN_MARKETS`
         (mixed starts at the spot price; :meth:`adjust` replaces it by the mix).
@@ -330,10 +351,11 @@ class SpotMarket:
             ckpt_s[s], revs[s] = mean.checkpoint_interval_s, mean.expected_revocations
 
         m = np.flatnonzero(c.in_market("mixed"))
+        not_simulated = 0
         if m.size:
             keep[m] = False
             if deadline_s is not None:
-                chosen = self._mixed(est, m, row, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s,
+                chosen, not_simulated = self._mixed(est, m, row, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s,
                                      spot_at_conf=at_conf, od_at_conf=est.time_at_confidence_s)
                 for i, vals in chosen.items():
                     keep[i] = True
@@ -349,15 +371,16 @@ class SpotMarket:
         )
         details = SpotDetails(
             checkpoint_interval_s=ckpt_s, job_revocations_per_hour=np.where(~c.in_market("on_demand"), row["lam"] * 3600.0, np.nan),
-            expected_revocations=revs, on_demand_share=od_share, schedule_s=sched,
+            expected_revocations=revs, on_demand_share=od_share, schedule_s=sched, mixed_not_simulated=not_simulated,
         )
         if keep.all():
             return out, details
         idx = np.flatnonzero(keep)
-        return take_estimates(out, idx), SpotDetails(**{k: getattr(details, k)[idx] for k in SpotDetails.__dataclass_fields__})
+        return take_estimates(out, idx), details.rows(idx)
 
-    def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf) -> dict[int, dict[str, float]]:
-        """Simulate the uniform-progress rule for mixed rows where it can matter."""
+    def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf) -> tuple[dict[int, dict[str, float]], int]:
+        """Simulate the uniform-progress rule for mixed rows where it can matter; also the
+        count of such rows left out for needing more than MAX_MIXED_ATTEMPTS segments."""
         c = est.candidates
         # The spot and on-demand twins of each mixed row (same gpu, workers, hosts, batch).
         key = lambda i: (int(c.gpu[i]), int(c.workers[i]), int(c.hosts[i]), int(c.local_batch[i]))  # noqa: E731
@@ -376,7 +399,7 @@ class SpotMarket:
             if od_ok and not spot_ok and math.isfinite(train[i]):
                 todo.append(int(i))
         if not todo:
-            return {}
+            return {}, 0
         idx = np.array(todo)
         mean = revocation_estimate(
             work_s=train[idx], rate_per_s=row["lam"][idx], checkpoint_write_s=row["write"][idx], restart_s=row["restart"][idx]
@@ -391,10 +414,12 @@ class SpotMarket:
         # rule cannot matter — so an answer takes seconds, not minutes.
         with np.errstate(divide="ignore", invalid="ignore"):
             attempts = plan_work[idx] / seg + 2.0 * np.nan_to_num(mean.expected_revocations, nan=np.inf)
-        ok = (schedule >= plan_work[idx]) & (attempts <= MAX_MIXED_ATTEMPTS)
+        fits = schedule >= plan_work[idx]
+        ok = fits & (attempts <= MAX_MIXED_ATTEMPTS)
+        not_simulated = int(np.count_nonzero(fits & ~ok))
         idx, tau, schedule = idx[ok], tau[ok], schedule[ok]
         if idx.size == 0:
-            return {}
+            return {}, not_simulated
         common = dict(
             rate_per_s=row["lam"][idx], checkpoint_interval_s=tau, checkpoint_write_s=row["write"][idx],
             restart_s=row["restart"][idx], runs=self.runs, seed=self.seed, policy="mixed",
@@ -424,7 +449,7 @@ class SpotMarket:
                 ckpt=float(tau[j]), revs=float(sim.revocations[j].mean()), od_share=float(share[j]),
                 schedule=float(schedule[j]) + startup_s,
             )
-        return out
+        return out, not_simulated
 
     def summary(self, est, details: SpotDetails, i: int) -> dict[str, float | str | None] | None:
         """Candidate ``i``'s revocation details as plain data (None for on-demand)."""

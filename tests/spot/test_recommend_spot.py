@@ -88,6 +88,15 @@ def test_a_mixed_row_too_long_to_simulate_is_left_out_not_simulated(cifar_models
     rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=45 * 60, confidence=0.95, models=cifar_models,
                            cluster=make_cluster(rate=2.0))
     assert simulated == [] and rec.chosen is not None and rec.chosen.market != "mixed"
+    # ... and the answer says so: a plan the user might expect is not dropped without a word
+    left_out = [n for n in rec.notes if "mixed plan" in n and "left out" in n]
+    assert len(left_out) == 1 and "MAX_MIXED_ATTEMPTS" in left_out[0]
+
+
+def test_no_left_out_note_when_every_mixed_row_is_simulated(cifar_models, make_cluster):
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=45 * 60, confidence=0.95, models=cifar_models,
+                           cluster=make_cluster(rate=2.0))
+    assert rec.chosen.market == "mixed" and not any("left out to bound" in n for n in rec.notes)
 
 
 @pytest.mark.slow
