@@ -126,6 +126,10 @@ def _pct(x: float, digits: int) -> str:
     return "—" if not math.isfinite(x) else f"{x:.{digits}%}"
 
 
+#: Outlier batches listed by name in `cotune fit`'s terminal report (the rest are counted).
+_MAX_LISTED = 12
+
+
 def render_fit_report(report) -> str:  # FitReport; untyped to keep the import lazy
     out = [f"cotune fit · {report.workload}", ""]
     rows = []
@@ -166,12 +170,18 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
     spread = (f"; {MAX_HELD_OUT_BATCHES} of the {len(a.batches)} batches held out, evenly spread"
               if len(a.batches) > MAX_HELD_OUT_BATCHES else "")
     out.append(f"Leave-one-batch-out epochs to the reference target {a.reference_target:.4g} (interpolated batches only{spread}):")
+    # With more batches than are held out, the terminal shows the held-out ones only (a
+    # pooled profile of thousands of batches printed a row of dashes for each); --json has all.
+    shown = [(b, m, p) for b, m, p in zip(a.batches, a.measured_epochs, a.loo_epochs)
+             if p is not None or len(a.batches) <= MAX_HELD_OUT_BATCHES]
     rows = [
         [str(b), f"{m:.1f}" if math.isfinite(m) else "—", "—" if p is None else f"{p:.1f}",
          "—" if p is None or not math.isfinite(m) else f"{abs(p / m - 1):.1%}"]
-        for b, m, p in zip(a.batches, a.measured_epochs, a.loo_epochs)
+        for b, m, p in shown
     ]
     out.append(table(["GLOBAL_B", "MEASURED", "PREDICTED", "ERROR"], rows, right=[True, True, True, True]))
+    if len(shown) < len(a.batches):
+        out.append(f"({len(a.batches) - len(shown)} batches without a held-out prediction are not shown; --json lists every batch)")
     if a.loo_mape is not None:
         out.append(f"mean error {a.loo_mape:.1%}")
     if a.kappa_inside is not None:
@@ -180,9 +190,11 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
             f"{a.kappa_beyond:.3f} (beyond, before its factor by how far along the curve the target lies) in log-epochs"
         )
     if a.outlier_batches:
+        listed = ", ".join(str(b) for b in a.outlier_batches[:_MAX_LISTED])
+        more = len(a.outlier_batches) - _MAX_LISTED
         out.append(
-            "set aside as outliers (off the robust critical-batch law; they answer only for themselves): "
-            + ", ".join(str(b) for b in a.outlier_batches)
+            f"set aside as outliers (off the robust critical-batch law; they answer only for themselves): {listed}"
+            + (f" and {more} more (--json lists them)" if more > 0 else "")
         )
     out += ["", "Outside the probed ranges predictions come from the parametric backbone (time) and the",
             "critical-batch law (epochs); recommendations flag them as extrapolated."]

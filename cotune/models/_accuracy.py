@@ -65,6 +65,7 @@ for :meth:`AccuracyModel.metric_at`.
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 from dataclasses import dataclass
 
@@ -287,47 +288,55 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     n = len(batches)
     epochs = np.full(n, np.nan)
     sigma = np.full(n, np.nan)
-    p_reach = np.zeros(n)
+    p_reach = np.full(n, np.nan)  # filled after the loop where fewer than 3 runs: one Φ call
     p_sigma = np.zeros(n)
     n_runs = np.zeros(n, int)
     n_reached = np.zeros(n, int)
     horizon = np.zeros(n)
     margin = np.zeros(n)
+    # Python scalars and statistics.median inside the loop: a profile of thousands of
+    # distinct batches (pooled public runs) calls this per batch, per target level and per
+    # cross-validation fold, and numpy's per-call overhead on 1–3 values made `cotune fit`
+    # take minutes. The values are the same (a median of floats is one value or the mean of two).
     for i, rs in enumerate(grouped):
-        cross = np.array([crossing_epoch(r.epochs, r.best, threshold) for r in rs])
-        reached = np.isfinite(cross)
-        last = np.array([float(r.epochs[-1]) for r in rs])
-        n_runs[i], n_reached[i] = len(rs), int(reached.sum())
-        horizon[i] = float(last.max())
-        plateaus = np.array([float(r.best[-1]) for r in rs])
+        cross = [crossing_epoch(r.epochs, r.best, threshold) for r in rs]
+        reached = [math.isfinite(c) for c in cross]
+        last = [float(r.epochs[-1]) for r in rs]
+        n_runs[i], n_reached[i] = len(rs), sum(reached)
+        horizon[i] = max(last)
+        plateaus = [float(r.best[-1]) for r in rs]
         # Plateau spread of a new run: the curve's evaluation noise, and the seeds'
         # spread of best scores when there are several.
         spread = eval_noise
         if len(rs) >= 2:
-            spread = max(spread, 1.4826 * float(np.median(np.abs(plateaus - np.median(plateaus)))))
+            mid = statistics.median(plateaus)
+            spread = max(spread, 1.4826 * statistics.median([abs(x - mid) for x in plateaus]))
         p_sigma[i] = max(spread, plateau_floor)
         if len(rs) >= 3:
             p_reach[i] = (n_reached[i] + 0.5) / (len(rs) + 1.0)
             margin[i] = float(norm_ppf(p_reach[i])) * p_sigma[i]
         else:
-            margin[i] = float(np.median(plateaus)) - threshold
-            p_reach[i] = float(norm_cdf(margin[i] / p_sigma[i]))
-        if not np.any(reached):
+            margin[i] = statistics.median(plateaus) - threshold
+        if not n_reached[i]:
             continue
-        med = _km_median(np.where(reached, cross, last), reached) if len(rs) >= 3 else float(np.median(cross[reached]))
+        hit = [c for c in cross if math.isfinite(c)]
+        med = _km_median(np.where(reached, cross, last), np.array(reached)) if len(rs) >= 3 else statistics.median(hit)
         if not math.isfinite(med):
-            med = float(np.median(cross[reached]))
+            med = statistics.median(hit)
         epochs[i] = med
         # σ of a new run's log epochs: sensitivity of the crossing to evaluation noise,
         # and the runs' own spread when several reached.
         slopes = [_slope_log_epochs(r, c) for r, c in zip(rs, cross) if math.isfinite(c)]
-        slope = float(np.median(slopes)) if slopes else 0.0
+        slope = statistics.median(slopes) if slopes else 0.0
         sens = eval_noise / slope if slope > 0 else _SIGMA_CAP
         s = sens
         if n_reached[i] >= 2:
-            lc = np.log(cross[reached])
+            lc = np.log(hit)
             s = max(s, 1.4826 * float(np.median(np.abs(lc - np.median(lc)))) if n_reached[i] >= 3 else float(np.std(lc)))
         sigma[i] = min(max(s, _SIGMA_FLOOR), _SIGMA_CAP)
+    few = np.isnan(p_reach)
+    if few.any():
+        p_reach[few] = norm_cdf(margin[few] / p_sigma[few])
     censored = (n_reached == 0) & (horizon < _CENSOR_FRACTION * float(horizon.max()))
     return BatchEvidence(
         batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin, censored
@@ -599,9 +608,12 @@ class AccuracyModel(EstimatorContract):
                 rows.append(row)
             stack = np.vstack(rows)
             valid = grid <= self.max_epochs_[i] + 1e-9
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
-                med = np.nanmedian(np.where(valid, stack, np.nan), axis=0) if valid.any() else np.full(grid.shape, np.nan)
+            if len(rows) == 1:  # the median of one run is the run (nanmedian's masked path is slow per call)
+                med = np.where(valid, stack[0], np.nan)
+            else:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+                    med = np.nanmedian(np.where(valid, stack, np.nan), axis=0) if valid.any() else np.full(grid.shape, np.nan)
             if not np.isfinite(med).any():
                 # Runs with one evaluation between two grid points (or all ending there)
                 # fall in no column: keep their best from the next column on, the same

@@ -199,3 +199,35 @@ def test_a_negative_value_is_named_with_what_is_wrong_not_expected_one_argument(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and "expected one argument" not in err, err
+
+
+@pytest.mark.slow  # cross-validates 40 batches (about 12 s)
+def test_fit_on_many_batches_shows_the_held_out_rows_and_counts_the_rest(capsys, tmp_path):
+    # A pooled profile of many distinct batches printed one row of dashes per batch.
+    from cotune.models._validate import MAX_HELD_OUT_BATCHES
+
+    batches = tuple(range(64, 64 + 40 * 16, 16))
+    assert len(batches) > MAX_HELD_OUT_BATCHES
+    path = write_jsonl(tmp_path / "many.jsonl", synthetic_records(global_batches=batches))
+    code, out, err = run(capsys, "fit", str(path), "--no-cache")
+    assert code == 0, err
+    table = out.split("GLOBAL_B")[1].split("mean error")[0]
+    rows = [line for line in table.splitlines()[2:] if line.strip() and not line.startswith("(")]
+    assert 0 < len(rows) <= MAX_HELD_OUT_BATCHES and all(not line.rstrip().endswith("—") for line in rows)
+    assert f"({len(batches) - len(rows)} batches without a held-out prediction are not shown" in out
+    code, out, _ = run(capsys, "fit", str(path), "--json")  # cached: the same report
+    assert code == 0 and len(json.loads(out)["accuracy"]["batches"]) == len(batches)
+
+
+def test_fit_lists_a_dozen_outlier_batches_and_counts_the_rest(tmp_path):
+    import dataclasses
+
+    import cotune
+    from cotune.cli._render import render_fit_report
+    from cotune.models._validate import validate_profile
+
+    path = write_jsonl(tmp_path / "small.jsonl", synthetic_records(workers=(1, 2), batches=(16, 64)))
+    report = validate_profile(cotune.load_profile(str(path)))
+    many = dataclasses.replace(report, accuracy=dataclasses.replace(report.accuracy, outlier_batches=tuple(range(100, 130))))
+    line = next(x for x in render_fit_report(many).splitlines() if x.startswith("set aside as outliers"))
+    assert line.endswith("100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111 and 18 more (--json lists them)")
