@@ -109,25 +109,26 @@ def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, 
     them finds the hardest that some candidate meets. Bounded: at most ``_TARGET_CHECKS``
     estimates of ``_TARGET_CHECK_ROWS`` candidates.
     """
-    from cotune.solver import Candidates, estimate, feasibility
+    from cotune.solver import estimate, feasibility
 
     ok = np.isfinite(reachable) & ((reachable < target) if maximise else (reachable > target))
     if not ok.any():
         return None  # nothing the curves reach by the deadline is easier than the target asked for
     hard = float(reachable[ok].max() if maximise else reachable[ok].min())
     easy = float(reachable[ok].min() if maximise else reachable[ok].max())
-    c = est.candidates
-    rows = np.argsort(np.where(np.isfinite(est.time_s), est.time_s, np.inf), kind="stable")[:_TARGET_CHECK_ROWS]
-    sub = Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu[rows], market=c.market[rows], workers=c.workers[rows],
-                     hosts=c.hosts[rows], local_batch=c.local_batch[rows])
-    # The deadline decides here, not the money: any positive price (a zero one makes 0 × ∞
-    # costs, NaN and a RuntimeWarning, for the candidates that never reach the target).
-    unit_prices = np.ones((len(c.gpus), len(c.markets)))
+    sub, unit_prices = _fastest_rows(est)
 
     def meets(t: float) -> bool:
         e = estimate(sub, models, target=t, price_per_hour=unit_prices, startup_s=startup_s, confidence=confidence)
         return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
 
+    return _hardest_met(meets, hard=hard, easy=easy, maximise=maximise)
+
+
+def _hardest_met(meets, *, hard: float, easy: float, maximise: bool) -> float | None:
+    """The hardest target between ``easy`` and ``hard`` (both included) that ``meets``,
+    rounded toward the easier side; None when even ``easy`` is not met. ``meets`` must only
+    get easier toward ``easy``: bisection, at most ``_TARGET_CHECKS`` calls."""
     if meets(_round_easier(hard, maximise=maximise)):
         return _round_easier(hard, maximise=maximise)
     if not meets(_round_easier(easy, maximise=maximise)):
@@ -140,6 +141,85 @@ def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, 
         else:
             bad = mid
     return _round_easier(good, maximise=maximise)
+
+
+def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadline_s: float | None, confidence: float,
+                  startup_s: float) -> list[str]:
+    """Hints when the curves reach the target but no candidate does so with probability
+    ``confidence`` (P(reach) < q everywhere): a lower confidence, or an easier target, each
+    checked by re-estimating the fastest candidates (with the deadline, if any)."""
+    from cotune.solver import estimate, feasibility
+
+    maximise = models.goal == "max"
+    c = est.candidates
+    p = np.where(np.isfinite(est.epochs), est.p_reach, 0.0)
+    i = int(np.argmax(p))
+    out = [f"no candidate reaches {models.metric_name} {target:g} with probability {confidence:g}: the best chance of reaching it is "
+           f"{float(p[i]):.2f} (global batch {int(c.global_batch[i])}): the curves end close to the target"]
+    lower = _lower_confidence(est, models, target=target, deadline_s=deadline_s, confidence=confidence, startup_s=startup_s)
+    what = "meets the deadline" if deadline_s is not None else "reaches the target"
+    if lower is not None:
+        out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to {lower:g}, the highest any "
+                   f"candidate {what} at" + ("; a plan more likely to miss than to meet" if lower < 0.5 else ""))
+    sub, unit_prices = _fastest_rows(est)
+
+    def meets(t: float) -> bool:
+        e = estimate(sub, models, target=t, price_per_hour=unit_prices, startup_s=startup_s, confidence=confidence)
+        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
+
+    # The easy end: the best first evaluation of any batch, which its curve reads at once.
+    acc = models.accuracy
+    easy = float(acc._score(np.max(acc.curve_start_)))
+    easier = _hardest_met(meets, hard=target, easy=easy, maximise=maximise) if (easy < target if maximise else easy > target) \
+        else None
+    if easier is not None and easier != target:
+        out.append(f"{'or ' if lower is not None else ''}{'lower' if maximise else 'raise'} the target (--target / target) "
+                   f"to {easier:.4g}, the hardest some candidate {what} with probability {confidence:g}")
+    return out
+
+
+_CONFIDENCE_STEP = 0.01  # a confidence hint is a multiple of this, rounded down (the safe side)
+
+
+def _fastest_rows(est: Estimates):
+    """The ``_TARGET_CHECK_ROWS`` fastest candidates (what a deadline hint is checked on), and
+    unit prices: the deadline decides there, not the money (a zero price makes 0 × ∞ costs,
+    NaN and a RuntimeWarning, for the candidates that never reach the target)."""
+    from cotune.solver import Candidates
+
+    c = est.candidates
+    rows = np.argsort(np.where(np.isfinite(est.time_s), est.time_s, np.inf), kind="stable")[:_TARGET_CHECK_ROWS]
+    sub = Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu[rows], market=c.market[rows], workers=c.workers[rows],
+                     hosts=c.hosts[rows], local_batch=c.local_batch[rows])
+    return sub, np.ones((len(c.gpus), len(c.markets)))
+
+
+def _lower_confidence(est: Estimates, models: FittedModels, *, target: float, deadline_s: float, confidence: float,
+                      startup_s: float) -> float | None:
+    """The highest confidence below ``confidence`` (a multiple of ``_CONFIDENCE_STEP``) at which
+    some candidate meets the deadline, checked by re-estimating the fastest candidates at it;
+    None when none does even at the lowest step.
+
+    Feasibility only gets easier as the confidence falls (``P(reach) ≥ q`` and the time's
+    ``q``-quantile both loosen), so a bisection over the steps finds it: at most
+    ``log2(100) + 1`` estimates of ``_TARGET_CHECK_ROWS`` candidates.
+    """
+    from cotune.solver import estimate, feasibility
+
+    sub, unit_prices = _fastest_rows(est)
+
+    def meets(q: float) -> bool:
+        e = estimate(sub, models, target=target, price_per_hour=unit_prices, startup_s=startup_s, confidence=q)
+        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=q).meets_deadline.any())
+
+    good, bad = 0, math.ceil(round(confidence / _CONFIDENCE_STEP, 9))  # steps: met at good (0: not known), not at bad
+    if bad <= 1 or not meets(_CONFIDENCE_STEP):
+        return None
+    good = 1
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if meets(mid * _CONFIDENCE_STEP) else (good, mid)
+    return round(good * _CONFIDENCE_STEP, 2)
 
 
 def relax(
@@ -163,6 +243,11 @@ def relax(
     the same text reaches CLI users, Python callers and HTTP clients.
     """
     acc = models.accuracy
+    if not feas.reaches.any() and confidence is not None and np.isfinite(est.epochs).any():
+        # The curves reach the target (finite epochs at the median) but not with the chance
+        # asked for: a matter of confidence, not of longer curves.
+        return (_chance_hints(est, models, target=target, deadline_s=deadline_s, confidence=confidence,
+                              startup_s=startup_s), _best_chances(est, np.isfinite(est.epochs), np.empty(0, dtype=int)))
     if not feas.reaches.any():
         finals = np.array([row[np.isfinite(row)][-1] for row in acc.surface_])
         best = int(np.argmax(finals))
@@ -200,7 +285,15 @@ def relax(
             out.append(f"or {'lower' if maximise else 'raise'} the target (--target / target) to {easier:.4g}, the best "
                        "predicted by the deadline")
         if confidence is not None:
-            out.append(f"or lower the confidence (--confidence / confidence, now {confidence:g})")
+            lower = _lower_confidence(est, models, target=target, deadline_s=deadline_s, confidence=confidence,
+                                      startup_s=startup_s)
+            if lower is None:
+                out.append(f"lowering the confidence (--confidence / confidence, now {confidence:g}) does not help: no "
+                           f"candidate meets the deadline even at {_CONFIDENCE_STEP:g}")
+            else:
+                odds = "; a plan more likely to miss than to meet" if lower < 0.5 else ""
+                out.append(f"or lower the confidence (--confidence / confidence, now {confidence:g}) to {lower:g}, the "
+                           f"highest any candidate meets the deadline at{odds}")
         return out, _best_chances(est, feas.reaches, fastest)
     if budget is not None:
         ok = feas.meets_deadline

@@ -37,3 +37,54 @@ def test_no_target_is_suggested_when_none_easier_meets_the_deadline() -> None:
     rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1.0)
     assert rec.chosen is None
     assert not any("the target (--target / target) to" in h for h in rec.relax), rec.relax
+
+
+_CONFIDENCE_CASES = [
+    # (example, target, deadline_s, confidence, extra): infeasible at the confidence asked for
+    ("cifar10-resnet18", 0.945, 1200.0, 0.9, dict(max_workers=16, gpus_per_host=4, prices={"t4": 0.526})),
+    ("cifar10-resnet18", 0.94, 900.0, 0.99, {}),
+    ("yolov3-voc", 12.0, 6960.0, 0.95, {}),
+]
+
+
+@pytest.mark.parametrize(("example", "target", "deadline_s", "confidence", "extra"), _CONFIDENCE_CASES)
+def test_a_suggested_confidence_is_the_highest_step_that_makes_the_question_feasible(
+    example, target, deadline_s, confidence, extra
+) -> None:
+    rec = cotune.recommend(example, target=target, deadline_s=deadline_s, confidence=confidence, **extra)
+    assert rec.chosen is None
+    hints = [h for h in rec.relax if "lower the confidence" in h]
+    assert len(hints) == 1, rec.relax
+    suggested = float(re.search(r"now [0-9.]+\) to ([0-9.]+), the highest", hints[0]).group(1))
+    assert 0 < suggested < confidence
+    met = cotune.recommend(example, target=target, deadline_s=deadline_s, confidence=suggested, **extra)
+    assert met.chosen is not None and met.chosen.p_success >= suggested - 1e-9
+    # one step higher is not met: the hint is the highest, not merely a safe one
+    above = round(suggested + 0.01, 2)
+    if above < confidence:
+        assert cotune.recommend(example, target=target, deadline_s=deadline_s, confidence=above, **extra).chosen is None
+
+
+def test_no_confidence_is_suggested_when_no_confidence_meets_the_deadline() -> None:
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=300.0, confidence=0.9)
+    assert rec.chosen is None
+    assert any("lowering the confidence" in h and "does not help" in h for h in rec.relax), rec.relax
+    assert not any("or lower the confidence" in h for h in rec.relax)
+
+
+@pytest.mark.parametrize("deadline_s", [None, 6960.0])
+def test_a_target_the_curves_reach_but_not_surely_enough_gets_chance_hints_not_longer_curves(deadline_s) -> None:
+    # yolov3-voc's curves reach val_loss 12 (P(reach) 0.91 at global batch 256), but not
+    # with probability 0.95: the hint used to say no curve reaches 12 and to "raise" the
+    # target to 11.8 — a harder loss.
+    rec = cotune.recommend("yolov3-voc", target=12.0, deadline_s=deadline_s, confidence=0.95)
+    assert rec.chosen is None
+    assert not any("no measured learning curve reaches" in h for h in rec.relax), rec.relax
+    assert "with probability 0.95: the best chance of reaching it is 0.91 (global batch 256)" in rec.relax[0]
+    target_hint = next(h for h in rec.relax if "the target (--target / target) to" in h)
+    suggested = float(re.search(r"to ([0-9.]+), the hardest", target_hint).group(1))
+    assert "raise" in target_hint and suggested > 12.0  # a loss: easier is higher
+    assert cotune.recommend("yolov3-voc", target=suggested, deadline_s=deadline_s, confidence=0.95).chosen is not None
+    conf_hint = next(h for h in rec.relax if "lower the confidence" in h)
+    q = float(re.search(r"now 0.95\) to ([0-9.]+), the highest", conf_hint).group(1))
+    assert cotune.recommend("yolov3-voc", target=12.0, deadline_s=deadline_s, confidence=q).chosen is not None
