@@ -235,6 +235,7 @@ def relax(
     objective: str,
     priced: bool,
     startup_s: float,
+    global_batch_range: tuple[float, float] | None = None,
 ) -> tuple[list[str], np.ndarray]:
     """What to change when nothing is feasible, and the nearest candidates (when the
     deadline is what fails: the best chances of success first, then the fastest).
@@ -243,6 +244,27 @@ def relax(
     the same text reaches CLI users, Python callers and HTTP clients.
     """
     acc = models.accuracy
+    gb = est.candidates.global_batch
+    if global_batch_range is not None:
+        lo_b, hi_b = global_batch_range
+        allowed = (gb >= lo_b) & (gb <= hi_b)
+        span = f"--global-batch / global_batch_range, now {lo_b:g}..{hi_b:g}"
+        if not allowed.any():
+            return ([f"no candidate's global batch lies in the range asked for ({span}): the candidates span "
+                     f"{int(gb.min())}..{int(gb.max())}; widen the range or the search space"], np.empty(0, dtype=int))
+        reached = np.isfinite(est.epochs)
+        if not (reached & allowed).any() and reached.any():
+            inside = gb[reached]
+            return ([f"no candidate in the global batch range asked for ({span}) reaches {models.metric_name} {target:g}; "
+                     f"candidates at global batches {int(inside.min())}..{int(inside.max())} do: widen the range"],
+                    np.empty(0, dtype=int))
+        # Below, every hint speaks of the candidates the range allows.
+        est = est.take(np.flatnonzero(allowed))
+        feas = Feasibility(reaches=feas.reaches[allowed], meets_deadline=feas.meets_deadline[allowed],
+                           within_budget=feas.within_budget[allowed])
+        hints, idx = relax(est, feas, models, space, target=target, deadline_s=deadline_s, budget=budget,
+                           confidence=confidence, objective=objective, priced=priced, startup_s=startup_s)
+        return hints, np.flatnonzero(allowed)[idx] if idx.size else idx
     if not feas.reaches.any() and confidence is not None and np.isfinite(est.epochs).any():
         # The curves reach the target (finite epochs at the median) but not with the chance
         # asked for: a matter of confidence, not of longer curves.

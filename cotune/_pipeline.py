@@ -231,6 +231,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         relax, near_idx = _relax(
             est, feas, models, space, target=target, deadline_s=request.deadline_s, budget=request.budget,
             confidence=request.confidence, objective=request.objective, priced=priced, startup_s=request.startup_s,
+            global_batch_range=request.global_batch_range,
         )
         nearest = tuple(choice_at(est, int(i), target) for i in near_idx)
     notes.extend(_trivial_target(models, target))

@@ -76,6 +76,20 @@ class Estimates:
     time_if_reached_s: np.ndarray | None = None
     log_sigma_success: np.ndarray | None = None
 
+    def take(self, keep: np.ndarray) -> "Estimates":
+        """The rows ``keep`` (indices or a mask), candidates included."""
+        c = self.candidates
+        cands = Candidates(
+            gpus=c.gpus, markets=c.markets, gpu=c.gpu[keep], market=c.market[keep],
+            workers=c.workers[keep], hosts=c.hosts[keep], local_batch=c.local_batch[keep],
+        )
+        fields = {
+            k: (None if getattr(self, k) is None else getattr(self, k)[keep])
+            for k in Estimates.__dataclass_fields__
+            if k != "candidates"
+        }
+        return Estimates(candidates=cands, **fields)
+
 
 def _unique_inverse(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices of first occurrences of distinct rows, and the inverse map (1-D keys: fast)."""

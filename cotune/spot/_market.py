@@ -80,20 +80,8 @@ _ROW_FIELDS = ("checkpoint_interval_s", "job_revocations_per_hour", "expected_re
 
 
 def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset of rows)
-    """The rows ``keep`` (indices or mask) of an :class:`~cotune.solver.Estimates`, candidates included."""
-    from cotune.solver import Candidates, Estimates
-
-    c = est.candidates
-    cands = Candidates(
-        gpus=c.gpus, markets=c.markets, gpu=c.gpu[keep], market=c.market[keep],
-        workers=c.workers[keep], hosts=c.hosts[keep], local_batch=c.local_batch[keep],
-    )
-    fields = {
-        k: (None if getattr(est, k) is None else getattr(est, k)[keep])
-        for k in Estimates.__dataclass_fields__
-        if k != "candidates"
-    }
-    return Estimates(candidates=cands, **fields)
+    """The rows ``keep`` (indices or mask) of an :class:`~cotune.solver.Estimates`: ``est.take(keep)``."""
+    return est.take(keep)
 
 
 def success_log_sigma(model_log_sigma: np.ndarray, rev: RevocationEstimate) -> np.ndarray:
