@@ -107,7 +107,7 @@ class ProfileState:
 def _optional_lines(path: Path) -> list[dict[str, Any]]:
     """Decoded ``probe_cost``/``curve_done`` lines; a torn last line is ignored."""
     out = []
-    with path.open("r", encoding="utf-8") as fh:
+    with path.open("r", encoding="utf-8-sig") as fh:  # as read_profile: a leading byte-order mark is read past
         for raw in fh:
             if not raw.endswith("\n"):
                 break  # torn tail of an interrupted write

@@ -313,7 +313,9 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     shown = text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)
     try:
         check_profile_path(p, shown=shown)
-        with p.open("r", encoding="utf-8", newline="") as fh:
+        # utf-8-sig: a byte-order mark at the start (a profile saved by a Windows editor or
+        # PowerShell) is read past, not reported as line 1's bad JSON.
+        with p.open("r", encoding="utf-8-sig", newline="") as fh:
             return parse_profile(_lines_of(fh), path=shown)
     except FileNotFoundError:
         raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=shown) from None
@@ -375,7 +377,8 @@ def _is_record(fh: IO[bytes], start: int, end: int) -> bool:
         return False
     fh.seek(start)
     try:
-        return isinstance(json.loads(fh.read(end - start).decode("utf-8")), dict)
+        # the first line of a file saved with a byte-order mark: still a record (utf-8-sig)
+        return isinstance(json.loads(fh.read(end - start).decode("utf-8-sig" if start == 0 else "utf-8")), dict)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
 

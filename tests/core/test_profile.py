@@ -134,6 +134,27 @@ def test_a_whole_last_record_without_its_newline_is_kept_by_the_writer(tmp_path,
     assert not after.warnings and path.read_text().endswith("\n")
 
 
+@pytest.mark.parametrize("lines", [1, 3])
+def test_a_profile_saved_with_a_byte_order_mark_is_read_and_appended_to(tmp_path, lines):
+    # Windows editors and PowerShell start UTF-8 files with a BOM: line 1 read as bad JSON,
+    # and an append to a one-line file without its newline cut the workload record.
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(ISSUE_LINES[:lines]).rstrip("\n").encode())
+    before = read_profile(path)
+    assert before.workload.name == "cifar10-resnet18" and not before.warnings
+    append_records(path, [StepRecord(gpu="t4", workers=2, local_batch=64, step_time_s=0.1)])
+    after = read_profile(path)
+    assert after.workload == before.workload and after.evals == before.evals
+    assert after.steps == before.steps + (StepRecord(gpu="t4", workers=2, local_batch=64, step_time_s=0.1),)
+
+
+def test_a_json_array_is_refused_with_the_format_named(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([json.loads(line) for line in ISSUE_LINES]))
+    with pytest.raises(ProfileError, match=r"got list: a profile is JSON Lines, one record object per line"):
+        read_profile(path)
+
+
 def test_records_written_before_a_crash_survive(tmp_path):
     path = tmp_path / "p.jsonl"
     with pytest.raises(RuntimeError):
