@@ -11,7 +11,7 @@ import numpy as np
 
 from cotune.models import FittedModels
 from cotune.solver import MIN_CHANCE, Choice, Estimates, Feasibility, SearchSpace, best_index, choice_at, ranked
-from cotune.units import format_duration, format_money
+from cotune.units import format_duration_at_least, format_money
 
 __all__ = ["baselines", "relax"]
 
@@ -290,7 +290,7 @@ def relax(
         needed = float(est.time_at_confidence_s[i])
         cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
         if math.isfinite(needed):
-            out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration(needed)} (the fastest candidate, {cfg}, needs it)")
+            out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} (the fastest candidate, {cfg}, needs it)")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
             out.append(f"or allow more than {c.workers[i]} workers (--max-workers / max_workers): the fastest candidate uses them all")
         # The epochs each candidate trains by the deadline at the confidence the plan is judged

@@ -8,7 +8,7 @@ import re
 from cotune._checks import excerpt
 from cotune.errors import InputError
 
-__all__ = ["parse_duration", "format_duration", "format_money"]
+__all__ = ["parse_duration", "format_duration", "format_duration_at_least", "format_money"]
 
 _UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([dhms])")
@@ -74,6 +74,22 @@ def format_duration(seconds: float) -> str:
     if hours:
         return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{secs:02d}s"
+
+
+def format_duration_at_least(seconds: float) -> str:
+    """:func:`format_duration` rounded *up* to the last unit shown: a hint "at least 2h01m"
+    must not name a deadline shorter than the one needed."""
+    if not math.isfinite(seconds) or seconds <= 0:
+        return format_duration(seconds)
+    if seconds < 60:
+        step = 0.1
+    elif seconds < 3600:
+        step = 1.0
+    elif seconds < 86400:
+        step = 60.0
+    else:
+        step = 3600.0
+    return format_duration(math.ceil(round(seconds / step, 9)) * step)
 
 
 def format_money(amount: float, *, priced: bool) -> str:

@@ -90,6 +90,7 @@ import numpy as np
 
 from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest, request_from_call
 from cotune.errors import InputError
+from cotune.units import format_duration_at_least
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -552,12 +553,19 @@ def replan(
                 stay=stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
                 margin=margin, use_confidence=confidence is not None,
             ).nearest
+        # The deadline that would do, as recommend's hint gives one: the fastest option's
+        # time at the confidence, counted from the job's start.
+        t_fast = np.where(mask & np.isfinite(est.time_at_confidence_s), est.time_at_confidence_s, np.inf)
+        needed = (deadline_s - remaining_s + float(t_fast.min())) if t_fast.size and np.isfinite(t_fast.min()) else None
         decision, reason = "infeasible", (
             f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
             f"within {within} with probability {q:g}"
             + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                f"local batch {nearest.local_batch} (P(success) {nearest.p_success:.2f})")
-            + ": relax the deadline, the budget or the confidence, or allow more workers"
+            + ": relax the deadline"
+            + ("" if needed is None or needed <= deadline_s else
+               f" (to at least {format_duration_at_least(needed)} from the job's start, what the fastest option needs)")
+            + ", the budget or the confidence, or allow more workers"
             + ("" if progress.schedule_epochs is None else ", or lengthen the learning-rate schedule")
         )
     elif d.decision == "switch" and not ahead and progress.market == "spot" and stay is not None:

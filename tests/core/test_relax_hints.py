@@ -111,3 +111,16 @@ def test_deadline_hints_under_a_global_batch_range_speak_of_the_candidates_in_it
                             global_batch_range=rng).chosen is not None
     easier = float(re.search(r"to ([0-9.]+), the best predicted", rec.relax[1]).group(1))
     assert cotune.recommend("cifar10-resnet18", target=easier, deadline_s=200.0, global_batch_range=rng).chosen is not None
+
+
+@pytest.mark.parametrize(("example", "target", "deadline_s"), [("cifar10-resnet18", 0.94, 420.0), ("yolov3-voc", 12.0, 3600.0),
+                                                               ("imagenet-resnet50", 0.7, 3600.0)])
+def test_the_deadline_a_hint_names_is_itself_enough(example, target, deadline_s) -> None:
+    # "at least 20m40s" was rounded to the nearest unit shown: sometimes under the need.
+    from cotune.units import parse_duration
+
+    rec = cotune.recommend(example, target=target, deadline_s=deadline_s)
+    assert rec.chosen is None
+    needed = parse_duration(re.search(r"to at least (\S+) \(the fastest candidate", rec.relax[0]).group(1))
+    assert needed > deadline_s
+    assert cotune.recommend(example, target=target, deadline_s=needed).chosen is not None

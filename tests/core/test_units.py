@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cotune.errors import InputError
-from cotune.units import format_duration, parse_duration
+from cotune.units import format_duration, format_duration_at_least, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,12 @@ def test_format_then_parse_round_trips_to_the_shown_precision(seconds):
     # the format keeps two units: seconds are dropped past an hour, minutes past a day
     resolution = 1800 if "d" in text else 30 if "h" in text else 0.5
     assert abs(parse_duration(text) - seconds) <= resolution
+
+
+@given(st.floats(min_value=1e-3, max_value=1e8, allow_nan=False))
+def test_format_duration_at_least_never_reads_shorter_than_the_duration(seconds):
+    shown = format_duration_at_least(seconds)
+    assert parse_duration(shown) >= seconds - 1e-9
+    # ... and by less than the last unit shown
+    step = 0.1 if seconds < 60 else 1.0 if seconds < 3600 else 60.0 if seconds < 86400 else 3600.0
+    assert parse_duration(shown) < seconds + step + 1e-6

@@ -86,6 +86,20 @@ def test_a_deadline_nothing_meets_is_infeasible_and_names_the_nearest(job_path: 
     assert r.to_dict()["nearest"]["workers"] == r.nearest.workers
 
 
+
+def test_an_infeasible_answer_names_a_deadline_that_is_enough(job_path: Path, cifar_models) -> None:
+    import re
+
+    from cotune.units import parse_duration
+
+    r = _replan(job_path, cifar_models, deadline_s=200.0)
+    found = re.search(r"relax the deadline \(to at least (\S+) from the job's start", r.reason)
+    assert r.decision == "infeasible" and found, r.reason
+    needed = parse_duration(found.group(1))
+    assert needed > 200.0
+    assert _replan(job_path, cifar_models, deadline_s=needed).decision in ("stay", "switch")
+
+
 @pytest.mark.slow
 def test_the_budget_left_after_spending_bounds_every_option(job_path: Path, cifar_models) -> None:
     free = _replan(job_path, cifar_models)
