@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         data = dataclasses.asdict(report)
         for t in data["time"]:
             t.pop("held_out", None)  # one row per probe: in --plot and FitReport.held_out_frame(), not the summary
+        if report.accuracy is not None:
+            data["accuracy"]["interval_coverage"] = report.accuracy.interval_coverage
         emit_json(_jsonable(data))
     else:
         emit(render_fit_report(report))

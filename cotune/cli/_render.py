@@ -169,19 +169,29 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
 
     spread = (f"; {MAX_HELD_OUT_BATCHES} of the {len(a.batches)} batches held out, evenly spread"
               if len(a.batches) > MAX_HELD_OUT_BATCHES else "")
-    out.append(f"Leave-one-batch-out epochs to the reference target {a.reference_target:.4g} (interpolated batches only{spread}):")
+    out.append(f"Leave-one-batch-out epochs to the reference target {a.reference_target:.4g} (each held-out batch "
+               f"predicted from the others; the error: interpolated batches only{spread}):")
     # With more batches than are held out, the terminal shows the held-out ones only (a
     # pooled profile of thousands of batches printed a row of dashes for each); --json has all.
-    shown = [(b, m, p) for b, m, p in zip(a.batches, a.measured_epochs, a.loo_epochs)
-             if p is not None or len(a.batches) <= MAX_HELD_OUT_BATCHES]
+    lows = a.loo_lower or (None,) * len(a.batches)
+    highs = a.loo_upper or (None,) * len(a.batches)
+    shown = [(b, m, p, lo, hi) for b, m, p, lo, hi in zip(a.batches, a.measured_epochs, a.loo_epochs, lows, highs)
+             if p is not None or lo is not None or len(a.batches) <= MAX_HELD_OUT_BATCHES]
+    level = f"{a.interval:.0%} INTERVAL"
     rows = [
         [str(b), f"{m:.1f}" if math.isfinite(m) else "—", "—" if p is None else f"{p:.1f}",
-         "—" if p is None or not math.isfinite(m) else f"{abs(p / m - 1):.1%}"]
-        for b, m, p in shown
+         "—" if p is None or not math.isfinite(m) else f"{abs(p / m - 1):.1%}",
+         "—" if lo is None else f"[{lo:.1f}–{hi:.1f}]",
+         "—" if lo is None else ("yes" if lo <= m <= hi else "no")]
+        for b, m, p, lo, hi in shown
     ]
-    out.append(table(["GLOBAL_B", "MEASURED", "PREDICTED", "ERROR"], rows, right=[True, True, True, True]))
+    out.append(table(["GLOBAL_B", "MEASURED", "PREDICTED", "ERROR", level, "HELD"], rows,
+                     right=[True, True, True, True, True, False]))
     if len(shown) < len(a.batches):
         out.append(f"({len(a.batches) - len(shown)} batches without a held-out prediction are not shown; --json lists every batch)")
+    if a.interval_count:
+        out.append(f"the {a.interval:.0%} interval held the measured epochs at {a.interval_covered} of {a.interval_count} "
+                   "held-out batches (the end batches' intervals are extrapolations)")
     if a.loo_mape is not None:
         out.append(f"mean error {a.loo_mape:.1%}")
     if a.kappa_inside is not None:

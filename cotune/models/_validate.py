@@ -73,6 +73,19 @@ class AccuracyFitReport:
     # Spread after the profile's own evidence: log-epochs per doubling, inside / beyond.
     kappa_inside: float | None = None
     kappa_beyond: float | None = None
+    # The held-out prediction's interval (at the model's interval level, given the target
+    # is reached) per batch, None where not held out; and how often it held the measured
+    # epochs: the epochs model's calibration on this profile's own data.
+    loo_lower: tuple[float | None, ...] = ()
+    loo_upper: tuple[float | None, ...] = ()
+    interval: float = 0.9
+    interval_covered: int = 0
+    interval_count: int = 0
+
+    @property
+    def interval_coverage(self) -> float | None:
+        """Share of held-out batches whose measured epochs fell in the interval (None: none held out)."""
+        return self.interval_covered / self.interval_count if self.interval_count else None
 
 
 @dataclass(frozen=True)
@@ -108,17 +121,20 @@ class FitReport:
     def accuracy_frame(self) -> "pd.DataFrame":
         """One row per measured global batch: measured and left-one-batch-out predicted
         epochs to the reference target; ``kind`` "extrapolated" for the end batches
-        (predicted from batches all on one side), else "interpolated"."""
+        (predicted from batches all on one side), else "interpolated"; ``lower``/``upper``
+        the held-out prediction's interval (None where the batch was not held out)."""
         import pandas as pd
 
-        columns = ["global_batch", "measured_epochs", "predicted_epochs", "kind"]
+        columns = ["global_batch", "measured_epochs", "predicted_epochs", "kind", "lower", "upper"]
         a = self.accuracy
         if a is None:
             return pd.DataFrame(columns=columns)
-        ext = a.extrapolated_epochs or (None,) * len(a.batches)
+        none = (None,) * len(a.batches)
+        ext = a.extrapolated_epochs or none
         rows = [
-            (b, m, loo if x is None else x, "interpolated" if x is None else "extrapolated")
-            for b, m, loo, x in zip(a.batches, a.measured_epochs, a.loo_epochs, ext)
+            (b, m, loo if x is None else x, "interpolated" if x is None else "extrapolated", lo, hi)
+            for b, m, loo, x, lo, hi in zip(a.batches, a.measured_epochs, a.loo_epochs, ext, a.loo_lower or none,
+                                            a.loo_upper or none)
         ]
         return pd.DataFrame(rows, columns=columns)
     notes: tuple[str, ...] = ()  # step records left out as outliers
@@ -192,8 +208,13 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
     loo: list[float | None] = []
     errs = []
     extrapolated: list[float | None] = []
+    lows: list[float | None] = []
+    highs: list[float | None] = []
+    covered = counted = 0
     chosen = set(held_out_batches(len(full.batches_)).tolist())
     for i, b in enumerate(full.batches_):
+        lows.append(None)
+        highs.append(None)
         if i not in chosen:
             loo.append(None)
             extrapolated.append(None)
@@ -208,8 +229,16 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
         m = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(
             e["global_batch"][keep], e["epoch"][keep], e["metric"][keep], e["seed"][keep]
         )
-        pred = float(m.epochs_to_target(np.array([b]), ref).epochs[0])
+        held = m.epochs_to_target(np.array([b]), ref)
+        pred = float(held.epochs[0])
         pred_or_none = pred if np.isfinite(pred) else None
+        lo, hi = float(held.lower[0]), float(held.upper[0])
+        if np.isfinite(lo) and np.isfinite(hi) and np.isfinite(measured[i]):
+            # Given the target is reached (it is, at the reference target): whether the
+            # interval held the measured epochs; an end batch tests extrapolation.
+            lows[-1], highs[-1] = lo, hi
+            counted += 1
+            covered += int(lo <= measured[i] <= hi)
         # An end batch left out tests extrapolation, not this fit: kept apart from the LOO error.
         loo.append(None if end else pred_or_none)
         extrapolated.append(pred_or_none if end else None)
@@ -233,6 +262,11 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
         outlier_batches=tuple(int(b) for b in full.outlier_batches(ref)),
         kappa_inside=full.kappa_inside_,
         kappa_beyond=full.kappa_beyond_,
+        loo_lower=tuple(lows),
+        loo_upper=tuple(highs),
+        interval=full.interval,
+        interval_covered=covered,
+        interval_count=counted,
     )
 
 
