@@ -148,6 +148,12 @@ def plot_fit(report: "FitReport", *, path: str | os.PathLike[str] | None = None)
             if len(part):
                 right.scatter(part["global_batch"], part["predicted_epochs"].astype(float), marker=marker, color=color, s=40,
                               zorder=3, label=f"predicted, {kind}")
+        band = acc[acc["lower"].notna()]
+        if len(band):  # each held-out batch's interval: does it hold the measured point?
+            a = report.accuracy
+            right.vlines(band["global_batch"], band["lower"].astype(float), band["upper"].astype(float), color="#7f7f7f",
+                         lw=3, alpha=0.45, zorder=2,
+                         label=f"{a.interval:.0%} interval, held {a.interval_covered} of {a.interval_count}")
         right.set_xscale("log", base=2)
         right.set_title(f"epochs to {report.accuracy.reference_target:.4g}, batch left out", fontsize=10)
         right.set_xlabel("global batch")
