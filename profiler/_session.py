@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
@@ -392,7 +392,11 @@ class Session:
         seen: set[Point] = set()
         for point in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
             if isinstance(point, PlanNote):  # the plan says why it stopped: in the summary, which main prints
-                tally.plan_note = point.text
+                if point.final:
+                    tally.plan_note = point.text
+                else:  # what a bought measurement did: shown now, and kept for the summary
+                    tally.ledger.append(point.text)
+                    self.progress.note(point.text)
                 continue
             if point in seen:
                 continue
@@ -453,7 +457,7 @@ class Session:
             out=str(self.out), gpu=self.gpu, ran=tally.ran, failed=tally.failed, skipped_done=tally.skipped_done,
             skipped_oom=tally.skipped_oom, skipped_budget=tally.skipped_budget, records_written=self.records_written,
             session_wall_s=time.monotonic() - began, probe_wall_s=self.state.probe_wall_s,
-            probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note,
+            probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note, ledger=tuple(tally.ledger),
         )
 
 
@@ -465,6 +469,7 @@ class _Tally:
     skipped_oom: int = 0
     skipped_budget: int = 0
     plan_note: str | None = None
+    ledger: list[str] = field(default_factory=list)
 
 
 def run_session(

@@ -60,6 +60,9 @@ class SessionSummary:
     probe_wall_s: float
     probe_worker_s: float
     plan_note: str | None = None  # why the plan stopped (the value plan says; the fixed plans run out)
+    # The value plan's ledger: per measurement it bought, the expected saving and what the
+    # refitted models then showed (profiler._value.ledger_line).
+    ledger: tuple[str, ...] = ()
 
     @property
     def probe_worker_hours(self) -> float:
@@ -78,7 +81,8 @@ class SessionSummary:
             f"probe cost so far: {self.probe_worker_hours:.4f} worker-hours "
             f"({format_duration(self.probe_wall_s)} of probing)"
         )
-        return "; ".join(parts) + "\n" + cost + (f"\n{self.plan_note}" if self.plan_note else "")
+        ledger = "".join(f"\n{line}" for line in self.ledger)
+        return "; ".join(parts) + "\n" + cost + ledger + (f"\n{self.plan_note}" if self.plan_note else "")
 
 
 @dataclass

@@ -46,9 +46,60 @@ QUESTION_FIELDS = ("target", "deadline_s", "prices", "objective", "budget", "con
 
 @dataclass(frozen=True)
 class PlanNote:
-    """Not a probe: a line the session shows (why the plan stopped)."""
+    """Not a probe: a line the session shows — why the plan stopped (``final``), or what a
+    measurement it bought did to the plan (the ledger, shown as it happens)."""
 
     text: str
+    final: bool = True
+
+
+def _config(c: Any) -> str:
+    return f"{c.workers} × {c.gpu} at local batch {c.local_batch}"
+
+
+def ledger_line(label: str, nm: Any, before: Any, after: Any) -> str:
+    """What one bought measurement did, by the models refitted on it: ``nm`` the
+    :class:`cotune.solver.NextMeasurement` that bought it, ``before``/``after`` the
+    :class:`cotune.Recommendation` that chose it and the one after.
+
+    The realised saving is the objective's drop from the plan before (re-estimated by the
+    refitted models) to the plan after — the same models' reckoning, not the truth, which
+    only the run shows. Its sum over a session against the expected savings says how far the
+    planner's promises ran ahead of what its own measurements then showed.
+    """
+    from cotune.units import format_duration, format_money
+
+    cost = after.objective == "cost"
+    fmt = (lambda v: format_money(v, priced=after.priced)) if cost else format_duration  # noqa: E731
+    head = f"value plan: bought {label}: expected saving {format_money(nm.expected_gain, priced=after.priced)}"
+    old, new = before.chosen, after.chosen
+    if new is None:
+        if old is not None:
+            return head + "; the refitted models find no plan that meets the question now"
+        chances = [max((c.p_success for c in r.nearest if c.p_success is not None), default=None) for r in (before, after)]
+        moved = "" if None in chances else f" (best chance {chances[0]:.2f} -> {chances[1]:.2f})"
+        return head + f"; still no plan meets the question{moved}"
+    if old is None:
+        return head + f"; the refitted models find a plan: {_config(new)} ({fmt(new.cost if cost else new.time_s)})"
+    value = (lambda c: c.cost) if cost else (lambda c: c.time_s)  # noqa: E731
+    same = (old.gpu, old.market, old.workers, old.hosts, old.local_batch) == (new.gpu, new.market, new.workers, new.hosts,
+                                                                               new.local_batch)
+    if same:
+        return head + f"; the plan stays {_config(new)} (now {fmt(value(new))}, was {fmt(value(old))}): realised saving 0"
+    frame = after.candidates_frame()
+    row = frame[(frame.gpu == old.gpu) & (frame.market == old.market) & (frame.workers == old.workers)
+                & (frame.hosts == old.hosts) & (frame.local_batch == old.local_batch)]
+    if row.empty:
+        return head + f"; the plan moves from {_config(old)} to {_config(new)}"
+    r = row.iloc[0]
+    if not bool(r["feasible"]):
+        chance = r["p_success"]
+        said = "" if chance is None or chance != chance else f", P(success) {float(chance):.2f}"
+        return head + (f"; the plan moves from {_config(old)}, which the refitted models say no longer meets the "
+                       f"question{said}, to {_config(new)}: a miss avoided")
+    old_now = float(r["cost"] if cost else r["time_s"])
+    return head + (f"; the plan moves from {_config(old)} ({fmt(old_now)} now) to {_config(new)} ({fmt(value(new))}): "
+                   f"realised saving {fmt(max(old_now - value(new), 0.0))} by the refitted models")
 
 
 @dataclass(frozen=True)
@@ -164,12 +215,17 @@ class ValuePlan:
             middle = ladder[len(ladder) // 2]
             tried.add(curve := CurvePoint(global_batch=middle, seed=self.seed, workers=1))
             yield curve
+        bought = None  # (label, NextMeasurement, Recommendation) of the last measurement bought
         for _ in range(self.max_measurements):
             try:
-                nm = recommend(self.request(state, gpu=gpu)).next_measurement
+                rec = recommend(self.request(state, gpu=gpu))
             except CotuneError as exc:
                 yield PlanNote(f"value plan: stopped: {exc}")
                 return
+            if bought is not None:
+                yield PlanNote(ledger_line(bought[0], bought[1], bought[2], rec), final=False)
+                bought = None
+            nm = rec.next_measurement
             if nm is None:
                 yield PlanNote("value plan: done: every configuration of the question is measured")
                 return
@@ -182,7 +238,14 @@ class ValuePlan:
                                "nothing new (out of memory, a failure, or over --budget)")
                 return
             tried.add(point)
+            bought = (point.label, nm, rec)
             yield point
+        if bought is not None:
+            try:
+                yield PlanNote(ledger_line(bought[0], bought[1], bought[2], recommend(self.request(state, gpu=gpu))),
+                               final=False)
+            except CotuneError:
+                pass  # the limit's note below still says why it stopped
         yield PlanNote(f"value plan: stopped after {self.max_measurements} measurements (its limit); run the "
                        "same command again to ask for more")
 

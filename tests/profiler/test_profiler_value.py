@@ -188,3 +188,71 @@ def test_a_curve_point_s_own_epoch_limit_holds_below_max_epochs(tmp_path, limit,
             quiet=True, workload=load_workload(spec("tiny"))).run()
     assert [t["max_epochs"] for t in fake.tasks] == [trained]
     assert len(of(tmp_path / "c.jsonl", "eval")) == trained
+
+
+def test_every_bought_measurement_gets_a_ledger_line_in_order(tmp_path):
+    out, fake, stream = tmp_path / "v.jsonl", LawLauncher(), io.StringIO()
+    summary = _big(out, fake, stream)
+    bought = fake.calls[4:]
+    assert len(summary.ledger) == len(bought) > 0
+    for line, (_, workers, batch) in zip(summary.ledger, bought):
+        assert line.startswith(f"value plan: bought timing workers={workers} local_batch={batch}: expected saving $")
+        assert line in summary.describe() and line in stream.getvalue()  # shown as it happens, and in the summary
+    # nothing feasible here: each line says what the measurement did to the best chance
+    assert all("still no plan meets the question (best chance" in line for line in summary.ledger)
+
+
+class _Nm:
+    expected_gain = 0.25
+
+
+@pytest.fixture(scope="module")
+def cifar():
+    import cotune
+
+    models = cotune.fit_models(cotune.load_profile("cifar10-resnet18"), n_bootstrap=0)
+
+    def ask(deadline_s, **kw):
+        return cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=deadline_s, prices={"t4": 0.526},
+                                max_workers=16, models=models, **kw)
+    return ask
+
+
+def test_a_ledger_line_for_a_plan_that_stays_realises_nothing(cifar):
+    from profiler._value import ledger_line
+
+    rec = cifar(1800.0)
+    line = ledger_line("timing workers=2 local_batch=64", _Nm(), rec, rec)
+    assert "expected saving $0.25" in line and "the plan stays" in line and line.endswith("realised saving 0")
+
+
+def test_a_ledger_line_says_when_the_old_plan_would_now_miss(cifar):
+    from profiler._value import ledger_line
+
+    before, after = cifar(1800.0), cifar(900.0)  # the refitted models, as if the job turned out slower
+    assert before.chosen.time_at_confidence_s > 900.0 and after.chosen is not None
+    line = ledger_line("timing workers=8 local_batch=64", _Nm(), before, after)
+    assert "no longer meets the question" in line and line.endswith("a miss avoided")
+
+
+def test_a_ledger_line_says_when_a_plan_is_found_or_lost(cifar):
+    from profiler._value import ledger_line
+
+    none, some = cifar(60.0), cifar(1800.0)
+    assert none.chosen is None and some.chosen is not None
+    assert "the refitted models find a plan: " in ledger_line("x", _Nm(), none, some)
+    assert ledger_line("x", _Nm(), some, none).endswith("find no plan that meets the question now")
+
+
+def test_a_ledger_line_prices_the_old_plan_by_the_refitted_models(cifar):
+    from cotune.units import format_money
+    from profiler._value import ledger_line
+
+    # A looser deadline stands in for refitted models that make a slower, cheaper plan
+    # safe: the old plan (3 × t4) still meets it, so the saving is the cost difference.
+    before, after = cifar(1800.0), cifar(3600.0)
+    assert (before.chosen.workers, after.chosen.workers) == (3, 1)
+    line = ledger_line("x", _Nm(), before, after)
+    saving = format_money(before.chosen.cost - after.chosen.cost, priced=True)
+    assert "the plan moves from 3 × t4 at local batch 182" in line
+    assert line.endswith(f"realised saving {saving} by the refitted models")
