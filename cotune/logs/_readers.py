@@ -356,12 +356,13 @@ def read_tensorboard(path: Path) -> LogData:
     # Lightning's TensorBoardLogger (hparams.yaml beside the events, an 'epoch' series of
     # whole epoch indices) writes the 0-based index of the step just taken, as its
     # CSVLogger does: one is added, so both loggers give one run the same epochs.
+    scalars = {tag: accumulator.Scalars(tag) for tag in tags}  # each tag read once
     lightning = (path / "hparams.yaml").is_file() and "epoch" in tags and all(
-        float(e.value).is_integer() for e in accumulator.Scalars("epoch"))
+        float(e.value).is_integer() for e in scalars["epoch"])
     offset = 1.0 if lightning else 0.0
     series = {
-        tag: _series(tag, [(float(e.step) + offset, float(e.value), None, float(e.wall_time)) for e in accumulator.Scalars(tag)])
-        for tag in tags
+        tag: _series(tag, [(float(e.step) + offset, float(e.value), None, float(e.wall_time)) for e in events])
+        for tag, events in scalars.items()
     }
     notes = ("a Lightning TensorBoard log (hparams.yaml, an 'epoch' series): its steps count from 0, so one is added",) \
         if lightning else ()
