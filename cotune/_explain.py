@@ -109,20 +109,13 @@ def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, 
     them finds the hardest that some candidate meets. Bounded: at most ``_TARGET_CHECKS``
     estimates of ``_TARGET_CHECK_ROWS`` candidates.
     """
-    from cotune.solver import estimate, feasibility
-
     ok = np.isfinite(reachable) & ((reachable < target) if maximise else (reachable > target))
     if not ok.any():
         return None  # nothing the curves reach by the deadline is easier than the target asked for
     hard = float(reachable[ok].max() if maximise else reachable[ok].min())
     easy = float(reachable[ok].min() if maximise else reachable[ok].max())
-    sub, unit_prices = _fastest_rows(est)
-
-    def meets(t: float) -> bool:
-        e = estimate(sub, models, target=t, price_per_hour=unit_prices, startup_s=startup_s, confidence=confidence)
-        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
-
-    return _hardest_met(meets, hard=hard, easy=easy, maximise=maximise)
+    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
+    return _hardest_met(lambda t: check(t, confidence), hard=hard, easy=easy, maximise=maximise)
 
 
 def _hardest_met(meets, *, hard: float, easy: float, maximise: bool) -> float | None:
@@ -148,8 +141,6 @@ def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadli
     """Hints when the curves reach the target but no candidate does so with probability
     ``confidence`` (P(reach) < q everywhere): a lower confidence, or an easier target, each
     checked by re-estimating the fastest candidates (with the deadline, if any)."""
-    from cotune.solver import estimate, feasibility
-
     maximise = models.goal == "max"
     c = est.candidates
     p = np.where(np.isfinite(est.epochs), est.p_reach, 0.0)
@@ -161,17 +152,13 @@ def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadli
     if lower is not None:
         out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to {lower:g}, the highest any "
                    f"candidate {what} at" + ("; a plan more likely to miss than to meet" if lower < 0.5 else ""))
-    sub, unit_prices = _fastest_rows(est)
-
-    def meets(t: float) -> bool:
-        e = estimate(sub, models, target=t, price_per_hour=unit_prices, startup_s=startup_s, confidence=confidence)
-        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
-
+    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
     # The easy end: the best first evaluation of any batch, which its curve reads at once.
     acc = models.accuracy
     easy = float(acc._score(np.max(acc.curve_start_)))
-    easier = _hardest_met(meets, hard=target, easy=easy, maximise=maximise) if (easy < target if maximise else easy > target) \
-        else None
+    easier = None
+    if easy < target if maximise else easy > target:
+        easier = _hardest_met(lambda t: check(t, confidence), hard=target, easy=easy, maximise=maximise)
     if easier is not None and easier != target:
         out.append(f"{'or ' if lower is not None else ''}{'lower' if maximise else 'raise'} the target (--target / target) "
                    f"to {easier:.4g}, the hardest some candidate {what} with probability {confidence:g}")
@@ -181,17 +168,26 @@ def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadli
 _CONFIDENCE_STEP = 0.01  # a confidence hint is a multiple of this, rounded down (the safe side)
 
 
-def _fastest_rows(est: Estimates):
-    """The ``_TARGET_CHECK_ROWS`` fastest candidates (what a deadline hint is checked on), and
-    unit prices: the deadline decides there, not the money (a zero price makes 0 × ∞ costs,
+def _checker(est: Estimates, models: FittedModels, *, deadline_s: float | None, startup_s: float):
+    """``check(target, q)``: whether some of the ``_TARGET_CHECK_ROWS`` fastest candidates,
+    estimated again at that target and confidence, meet the deadline (reach the target,
+    without one) — how every hint that names a value is checked before it is given.
+
+    Unit prices: the deadline decides here, not the money (a zero price makes 0 × ∞ costs,
     NaN and a RuntimeWarning, for the candidates that never reach the target)."""
-    from cotune.solver import Candidates
+    from cotune.solver import Candidates, estimate, feasibility
 
     c = est.candidates
     rows = np.argsort(np.where(np.isfinite(est.time_s), est.time_s, np.inf), kind="stable")[:_TARGET_CHECK_ROWS]
     sub = Candidates(gpus=c.gpus, markets=c.markets, gpu=c.gpu[rows], market=c.market[rows], workers=c.workers[rows],
                      hosts=c.hosts[rows], local_batch=c.local_batch[rows])
-    return sub, np.ones((len(c.gpus), len(c.markets)))
+    unit_prices = np.ones((len(c.gpus), len(c.markets)))
+
+    def check(target: float, confidence: float | None) -> bool:
+        e = estimate(sub, models, target=target, price_per_hour=unit_prices, startup_s=startup_s, confidence=confidence)
+        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=confidence).meets_deadline.any())
+
+    return check
 
 
 def _lower_confidence(est: Estimates, models: FittedModels, *, target: float, deadline_s: float, confidence: float,
@@ -204,13 +200,10 @@ def _lower_confidence(est: Estimates, models: FittedModels, *, target: float, de
     ``q``-quantile both loosen), so a bisection over the steps finds it: at most
     ``log2(100) + 1`` estimates of ``_TARGET_CHECK_ROWS`` candidates.
     """
-    from cotune.solver import estimate, feasibility
-
-    sub, unit_prices = _fastest_rows(est)
+    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
 
     def meets(q: float) -> bool:
-        e = estimate(sub, models, target=target, price_per_hour=unit_prices, startup_s=startup_s, confidence=q)
-        return bool(feasibility(e, deadline_s=deadline_s, budget=None, confidence=q).meets_deadline.any())
+        return check(target, q)
 
     good, bad = 0, math.ceil(round(confidence / _CONFIDENCE_STEP, 9))  # steps: met at good (0: not known), not at bad
     if bad <= 1 or not meets(_CONFIDENCE_STEP):
