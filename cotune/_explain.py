@@ -237,8 +237,8 @@ def relax(
     the same text reaches CLI users, Python callers and HTTP clients.
     """
     acc = models.accuracy
-    gb = est.candidates.global_batch
     if global_batch_range is not None:
+        gb = est.candidates.global_batch
         lo_b, hi_b = global_batch_range
         allowed = (gb >= lo_b) & (gb <= hi_b)
         span = f"--global-batch / global_batch_range, now {lo_b:g}..{hi_b:g}"

@@ -223,7 +223,7 @@ class ValuePlan:
                 yield PlanNote(f"value plan: stopped: {exc}")
                 return
             if bought is not None:
-                yield PlanNote(ledger_line(bought[0], bought[1], bought[2], rec), final=False)
+                yield PlanNote(ledger_line(*bought, rec), final=False)
                 bought = None
             nm = rec.next_measurement
             if nm is None:
@@ -242,8 +242,7 @@ class ValuePlan:
             yield point
         if bought is not None:
             try:
-                yield PlanNote(ledger_line(bought[0], bought[1], bought[2], recommend(self.request(state, gpu=gpu))),
-                               final=False)
+                yield PlanNote(ledger_line(*bought, recommend(self.request(state, gpu=gpu))), final=False)
             except CotuneError:
                 pass  # the limit's note below still says why it stopped
         yield PlanNote(f"value plan: stopped after {self.max_measurements} measurements (its limit); run the "

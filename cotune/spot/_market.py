@@ -32,7 +32,7 @@ or is impossible) and is dropped — and so is a row whose run would take more t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -76,7 +76,7 @@ class SpotDetails:
         return SpotDetails(**arrays, mixed_not_simulated=self.mixed_not_simulated)
 
 
-_ROW_FIELDS = ("checkpoint_interval_s", "job_revocations_per_hour", "expected_revocations", "on_demand_share", "schedule_s")
+_ROW_FIELDS = tuple(f.name for f in fields(SpotDetails) if f.name != "mixed_not_simulated")  # the per-row arrays
 
 
 def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset of rows)
@@ -364,7 +364,7 @@ class SpotMarket:
         if keep.all():
             return out, details
         idx = np.flatnonzero(keep)
-        return take_estimates(out, idx), details.rows(idx)
+        return out.take(idx), details.rows(idx)
 
     def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf) -> tuple[dict[int, dict[str, float]], int]:
         """Simulate the uniform-progress rule for mixed rows where it can matter; also the

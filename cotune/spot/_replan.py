@@ -545,18 +545,19 @@ def replan(
         )
     elif d.decision == "infeasible":
         nearest = d.nearest
+        # Each option's time at the confidence: the fastest is the nearest when nothing has a
+        # real chance, and what it needs is the deadline the reason names.
+        t_fast = np.where(mask & np.isfinite(est.time_at_confidence_s), est.time_at_confidence_s, np.inf)
+        fastest = float(t_fast.min()) if t_fast.size else math.inf
         if nearest is None or not (nearest.p_success >= MIN_CHANCE):
             # No real chance anywhere: the nearest is the option that misses by the least.
-            t = np.where(mask & np.isfinite(est.time_at_confidence_s), est.time_at_confidence_s, np.inf)
-            far = [choice_at(est, int(np.argmin(t)), target)] if t.size and np.isfinite(t.min()) else []
+            far = [choice_at(est, int(np.argmin(t_fast)), target)] if math.isfinite(fastest) else []
             nearest = decide_replan(
                 stay=stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
                 margin=margin, use_confidence=confidence is not None,
             ).nearest
-        # The deadline that would do, as recommend's hint gives one: the fastest option's
-        # time at the confidence, counted from the job's start.
-        t_fast = np.where(mask & np.isfinite(est.time_at_confidence_s), est.time_at_confidence_s, np.inf)
-        needed = (deadline_s - remaining_s + float(t_fast.min())) if t_fast.size and np.isfinite(t_fast.min()) else None
+        # The deadline that would do, as recommend's hint gives one, counted from the job's start.
+        needed = deadline_s - remaining_s + fastest if math.isfinite(fastest) else None
         decision, reason = "infeasible", (
             f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
             f"within {within} with probability {q:g}"
