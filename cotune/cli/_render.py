@@ -154,6 +154,11 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
             right=[False, True, True, True, True, True, True, False],
         )
     )
+    for t in report.time:
+        if t.level_effects and t.level_effects_cv is not None:
+            off, on = t.level_effects_cv
+            out.append(f"{t.gpu}: the probes depart from the monotone law at some batches or placements; their level effects are "
+                       f"kept (cross-validated mean |log error| {off:.3f} without, {on:.3f} with; docs/models.md § 1)")
     out.append("")
     if report.notes:
         out += ["Left out of the fit:"] + [f"  - {n}" for n in report.notes] + [""]

@@ -52,6 +52,11 @@ class TimeFitReport:
     # Every held-out prediction: (workers, hosts, local_batch, measured_s, predicted_s, kind),
     # kind "interpolated" (K-fold) or "extrapolated" (fitted on fewer workers); for plots and frames.
     held_out: tuple[tuple[int, int, int, float, float, str], ...] = ()
+    # Whether the full fit keeps the level effects (the probes depart from the monotone law at
+    # some batches or placements: docs/models.md § 1), and the model's own cross-validated mean
+    # |log error| without and with them (None with too few configurations to cross-validate).
+    level_effects: bool = False
+    level_effects_cv: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class FitReport:
                 "local_batch_min": t.local_batch_range[0], "local_batch_max": t.local_batch_range[1],
                 "cv_mape": t.cv_mape, "extrapolation_split": t.extrapolation_split,
                 "extrapolation_mape": t.extrapolation_mape, "interval_coverage": t.interval_coverage,
+                "level_effects": t.level_effects,
             })
         return pd.DataFrame(rows)
 
@@ -178,6 +184,7 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
         p = m.predict(a["workers"][~train], a["hosts"][~train], a["local_batch"][~train])
         ext = float(np.mean(np.abs(p.step_time_s / a["step_time_s"][~train] - 1)))
         keep(~train, p.step_time_s, "extrapolated")
+    full = StepTimeModel(n_bootstrap=0, random_state=seed).fit(a["workers"], a["hosts"], a["local_batch"], a["step_time_s"])
     tick()
     return TimeFitReport(
         gpu=gpu,
@@ -191,6 +198,8 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
         extrapolation_mape=ext,
         interval_coverage=cov,
         held_out=tuple(held),
+        level_effects=bool(full.level_effects_),
+        level_effects_cv=full.effects_cv_,
     )
 
 

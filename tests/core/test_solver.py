@@ -270,11 +270,13 @@ def test_a_thinned_frontier_keeps_its_order_its_ends_and_the_chosen_point(n, lim
 def test_the_chosen_point_stays_on_the_reported_frontier_when_it_is_thinned(cifar_models):
     # 30 min: the cheapest feasible plan is an interior frontier point that an even
     # spread of 12 points skipped, so the report's frontier had no chosen mark.
-    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.53})
-    full = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16, prices={"t4": 0.53},
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=24, prices={"t4": 0.53})
+    full = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=24, prices={"t4": 0.53},
                      pareto_limit=1000)
     on_front = [(c.workers, c.local_batch) for c in full.pareto]
     key = (rec.chosen.workers, rec.chosen.local_batch)
     assert key in on_front and len(full.pareto) > len(rec.pareto)
+    even = np.unique(np.round(np.linspace(0, len(on_front) - 1, len(rec.pareto))).astype(int))
+    assert on_front.index(key) not in even  # the case the fix is for
     assert key in [(c.workers, c.local_batch) for c in rec.pareto]
 

@@ -1,0 +1,117 @@
+"""Level effects: what the probes say that the monotone step-time law cannot.
+
+Real step times are not smooth in every variable. A local batch that is not a multiple
+of eight misses the tensor-core kernels and runs slower than the next larger one; a
+worker count split unevenly over hosts (2 + 1) waits on its slowest link and runs
+slower than the same count spread evenly (1 + 1 + 1). On the Pollux T4 traces a
+monotone fit is 20–30 % off at such *measured* configurations, and the error is not
+noise: repeats of one configuration agree within 0.3–0.7 %.
+
+The monotone model's log residuals ``r_p`` at the probed configurations are decomposed
+into additive effects of the levels the probes visited::
+
+    r(w, h, b) ≈ α[b] + β[h] + γ[w, h] + δ[h, b]
+
+— one value per measured local batch, host count, (workers, hosts) placement and
+(hosts, local batch) pair. The effects are fitted by backfitting (Gauss–Seidel over
+the four factors), each a shrunken mean of the partial residuals of its level::
+
+    α[b] = Σ_{p: b_p = b} (r_p − β − γ − δ) / (n_b + λ)
+
+with ``λ = SHRINKAGE`` pseudo-observations at zero, so a level seen once moves half as
+far as its residual says and a level seen many times follows it. A level never probed
+has effect 0: away from the probes the monotone law stands. Whether the effects are
+used at all is the step-time model's decision, by cross-validation on the profile's
+own probes (:class:`cotune.models.StepTimeModel`, ``level_effects``).
+
+The pure functions here do the arithmetic; ``StepTimeModel`` wraps them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["FACTORS", "SHRINKAGE", "LevelEffects", "fit_level_effects", "predict_level_effects"]
+
+# Columns of (workers, hosts, local_batch) each factor groups by.
+FACTORS: tuple[tuple[int, ...], ...] = ((2,), (1,), (0, 1), (1, 2))
+# Pseudo-observations at zero per level. Cross-validated step-time error on the Pollux T4
+# and Gavel/Shockwave traces moves by < 0.3 points for λ from 0.3 to 10: python -m
+# benchmarks.model_error (the "inside" rows) with the constant changed.
+SHRINKAGE = 1.0
+_SWEEPS = 30
+
+
+@dataclass(frozen=True)
+class LevelEffects:
+    """Fitted effects: for each factor, its levels (rows of the grouped columns, sorted) and values."""
+
+    factors: tuple[tuple[int, ...], ...]
+    levels: tuple[np.ndarray, ...]  # per factor: (n_levels, len(factor)) level coordinates
+    values: tuple[np.ndarray, ...]  # per factor: (n_levels,) effect in log step time
+
+    @property
+    def size(self) -> int:
+        return int(sum(v.size for v in self.values))
+
+
+def _level_index(levels: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Index of each row of ``columns`` among ``levels`` (both (n, d)), or -1 where absent."""
+    idx = np.zeros(columns.shape[0], np.int64)
+    found = np.ones(columns.shape[0], bool)
+    stride = 1
+    # Mixed-radix code of the per-column positions: exact, and O(n log k) with searchsorted.
+    for j in reversed(range(levels.shape[1])):
+        axis = np.unique(levels[:, j])
+        pos = np.clip(np.searchsorted(axis, columns[:, j]), 0, axis.size - 1)
+        found &= axis[pos] == columns[:, j]
+        idx += pos * stride
+        stride *= axis.size
+    codes = np.zeros(levels.shape[0], np.int64)
+    stride = 1
+    for j in reversed(range(levels.shape[1])):
+        axis = np.unique(levels[:, j])
+        codes += np.searchsorted(axis, levels[:, j]) * stride
+        stride *= axis.size
+    order = np.argsort(codes)
+    pos = np.clip(np.searchsorted(codes[order], idx), 0, codes.size - 1)
+    found &= codes[order][pos] == idx
+    return np.where(found, order[pos], -1)
+
+
+def fit_level_effects(
+    points: np.ndarray, residual: np.ndarray, *, shrinkage: float = SHRINKAGE, factors: tuple[tuple[int, ...], ...] = FACTORS
+) -> LevelEffects:
+    """Additive level effects of ``residual`` at ``points`` ((k, 3) workers, hosts, local batch), one weight per point."""
+    points = np.asarray(points, float)
+    residual = np.asarray(residual, float)
+    if shrinkage < 0:
+        raise ValueError(f"shrinkage must be >= 0, got {shrinkage}")
+    levels, inverse = [], []
+    for cols in factors:
+        lv, inv = np.unique(points[:, list(cols)], axis=0, return_inverse=True)
+        levels.append(lv)
+        inverse.append(inv.ravel())
+    counts = [np.bincount(inv, minlength=lv.shape[0]).astype(float) for lv, inv in zip(levels, inverse)]
+    values = [np.zeros(lv.shape[0]) for lv in levels]
+    contrib = np.zeros((len(factors), residual.size))
+    for _ in range(_SWEEPS if residual.size else 0):
+        for f in range(len(factors)):
+            partial = residual - (contrib.sum(axis=0) - contrib[f])
+            values[f] = np.bincount(inverse[f], weights=partial, minlength=levels[f].shape[0]) / (counts[f] + shrinkage)
+            contrib[f] = values[f][inverse[f]]
+    return LevelEffects(factors=tuple(factors), levels=tuple(levels), values=tuple(values))
+
+
+def predict_level_effects(effects: LevelEffects, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
+    """Sum of the effects of each query's levels (0 for a level no probe visited)."""
+    q = np.column_stack([np.asarray(workers, float).ravel(), np.asarray(hosts, float).ravel(), np.asarray(local_batch, float).ravel()])
+    out = np.zeros(q.shape[0])
+    for cols, lv, val in zip(effects.factors, effects.levels, effects.values):
+        if not val.size:
+            continue
+        i = _level_index(lv, q[:, list(cols)])
+        out += np.where(i >= 0, val[np.maximum(i, 0)], 0.0)
+    return out

@@ -1,0 +1,141 @@
+"""Level effects: the step-time model follows the probes where they are not monotone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from cotune.errors import ModelError
+from cotune.models import StepTimeModel, predict_log_step
+from cotune.models._effects import fit_level_effects, predict_level_effects
+
+_THETA = np.array([0.02, 8e-4, 0.01, 0.004, 0.03, 0.01, 2.0])
+
+
+def _grid(workers=(1, 2, 3, 4, 6, 8), batches=(8, 12, 16, 24, 32, 48, 64)):
+    n, b = np.meshgrid(np.array(workers, float), np.array(batches, float), indexing="ij")
+    n, b = n.ravel(), b.ravel()
+    return n, np.ceil(n / 4), b
+
+
+def _law(n, h, b, rng, noise=0.01):
+    return np.exp(predict_log_step(_THETA, n, h, b) + rng.normal(0, noise, n.size))
+
+
+def test_exactly_additive_residuals_are_recovered_without_shrinkage() -> None:
+    n, h, b = _grid()
+    points = np.column_stack([n, h, b])
+    alpha = {8.0: 0.1, 12.0: -0.2, 16.0: 0.05, 24.0: -0.15, 32.0: 0.0, 48.0: 0.2, 64.0: -0.05}
+    residual = np.array([alpha[v] for v in b]) + 0.3 * (h > 1)
+    eff = fit_level_effects(points, residual, shrinkage=0.0)
+    np.testing.assert_allclose(predict_level_effects(eff, n, h, b), residual, atol=1e-6)
+
+
+def test_shrinkage_pulls_a_lone_level_towards_zero() -> None:
+    n, h, b = _grid()
+    # one placement (5 workers on 2 hosts) probed once, 0.4 off the law; the rest on it
+    points = np.vstack([np.column_stack([n, h, b]), [5.0, 2.0, 24.0]])
+    residual = np.r_[np.zeros(n.size), 0.4]
+    moved = [float(predict_level_effects(fit_level_effects(points, residual, shrinkage=s), [5.0], [2.0], [24.0])[0]) for s in (0.0, 1.0, 4.0)]
+    assert moved[0] == pytest.approx(0.4, abs=1e-6)
+    assert 0.0 < moved[2] < moved[1] < 0.4
+
+
+def test_a_level_no_probe_visited_has_no_effect() -> None:
+    n, h, b = _grid()
+    rng = np.random.default_rng(0)
+    eff = fit_level_effects(np.column_stack([n, h, b]), rng.normal(0, 0.2, n.size))
+    # batch 20 and 5 hosts were never probed, nor any of their pairs
+    assert predict_level_effects(eff, [2.0], [5.0], [20.0])[0] == 0.0
+
+
+def test_negative_shrinkage_is_refused() -> None:
+    with pytest.raises(ValueError, match="shrinkage must be >= 0"):
+        fit_level_effects(np.ones((2, 3)), np.zeros(2), shrinkage=-1.0)
+
+
+def _misaligned(rng):
+    """The law, but local batches 12 and 24 (not multiples of 16) run 25 % slower at every worker count."""
+    n, h, b = _grid()
+    y = _law(n, h, b, rng) * np.where(np.isin(b, (12.0, 24.0)), 1.25, 1.0)
+    return n, h, b, y
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_misaligned_batch_is_predicted_where_no_probe_ran_it(seed) -> None:
+    """Held out: (3 workers, batch 24). Its batch's effect, seen at the other worker counts, carries to it."""
+    rng = np.random.default_rng(seed)
+    n, h, b, y = _misaligned(rng)
+    keep = ~((n == 3) & (b == 24))
+    auto = StepTimeModel(n_bootstrap=0).fit(n[keep], h[keep], b[keep], y[keep])
+    monotone = StepTimeModel(n_bootstrap=0, level_effects=False).fit(n[keep], h[keep], b[keep], y[keep])
+    truth = float(y[~keep][0])
+    assert auto.level_effects_
+    assert abs(auto.predict(3.0, 1.0, 24.0).step_time_s / truth - 1) < 0.06
+    assert abs(monotone.predict(3.0, 1.0, 24.0).step_time_s / truth - 1) > 0.10
+
+
+def test_an_uneven_placement_is_slower_than_an_even_one_when_the_probes_say_so() -> None:
+    """3 workers as 2 + 1 on two hosts wait on their slowest link; as 1 + 1 + 1 on three they do not."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for w, h in ((1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3), (4, 1), (4, 2), (4, 4)):
+        for b in (8.0, 16.0, 32.0, 64.0):
+            t = float(np.exp(predict_log_step(_THETA, np.array([w], float), np.array([h], float), np.array([b]))[0]))
+            uneven = h > 1 and w % h != 0
+            rows.append((w, h, b, t * (1.5 if uneven else 1.0) * np.exp(rng.normal(0, 0.01))))
+    n, h, b, y = (np.array(c, float) for c in zip(*rows))
+    keep = ~((n == 3) & (h == 2) & (b == 32))
+    m = StepTimeModel(n_bootstrap=0).fit(n[keep], h[keep], b[keep], y[keep])
+    monotone = StepTimeModel(n_bootstrap=0, level_effects=False).fit(n[keep], h[keep], b[keep], y[keep])
+    uneven, even = m.predict(np.array([3.0, 3.0]), np.array([2.0, 3.0]), np.array([32.0, 32.0])).step_time_s
+    assert m.level_effects_
+    assert uneven > 1.2 * even  # monotone in hosts, the prior alone predicts uneven <= even
+    # three probes of the placement carry 3/4 of its offset (one pseudo-observation at zero)
+    assert abs(uneven / y[~keep][0] - 1) < 0.12
+    assert abs(monotone.predict(3.0, 2.0, 32.0).step_time_s / y[~keep][0] - 1) > 0.25
+
+
+def test_effects_leave_queries_outside_the_probed_box_to_the_law() -> None:
+    rng = np.random.default_rng(1)
+    n, h, b, y = _misaligned(rng)
+    on = StepTimeModel(n_bootstrap=0, level_effects=True).fit(n, h, b, y)
+    off = StepTimeModel(n_bootstrap=0, level_effects=False).fit(n, h, b, y)
+    far = (np.array([16.0, 32.0, 8.0]), np.array([4.0, 8.0, 2.0]), np.array([24.0, 12.0, 128.0]))
+    np.testing.assert_allclose(on._log_mean(*far), off._log_mean(*far), rtol=0, atol=1e-12)
+    assert not np.allclose(on._log_mean(np.array([6.0]), np.array([2.0]), np.array([24.0])), off._log_mean(np.array([6.0]), np.array([2.0]), np.array([24.0])))
+
+
+def test_a_profile_that_follows_the_law_mostly_keeps_the_monotone_prior() -> None:
+    """Effects fitted to noise rarely beat the law in cross-validation by the required share."""
+    adopted = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        n, h, b = _grid()
+        adopted += StepTimeModel(n_bootstrap=0).fit(n, h, b, _law(n, h, b, rng, noise=0.03)).level_effects_
+    misaligned = sum(StepTimeModel(n_bootstrap=0).fit(*_misaligned(np.random.default_rng(s))).level_effects_ for s in range(20))
+    assert adopted <= 5 and misaligned == 20  # measured: 2 of 20
+
+
+def test_the_intervals_inside_are_set_by_the_cross_validated_error_with_the_effects() -> None:
+    rng = np.random.default_rng(2)
+    n, h, b, y = _misaligned(rng)
+    on = StepTimeModel(n_bootstrap=0).fit(n, h, b, y)
+    off = StepTimeModel(n_bootstrap=0, level_effects=False).fit(n, h, b, y)
+    mid = (np.array([3.0]), np.array([1.0]), np.array([24.0]))
+    assert on.cv_sigma_ < off.cv_sigma_
+    assert on.predict(*mid).log_sigma[0] < off.predict(*mid).log_sigma[0]
+    # outside the probed box the extrapolation terms sit beside the monotone law's error, as before
+    assert on.cv_sigma_outside_ == pytest.approx(off.cv_sigma_)
+
+
+def test_level_effects_must_be_a_known_choice() -> None:
+    n, h, b, y = _misaligned(np.random.default_rng(0))
+    with pytest.raises(ModelError, match="level_effects must be True, False or 'auto', got 'yes'"):
+        StepTimeModel(level_effects="yes").fit(n, h, b, y)
+
+
+def test_clone_keeps_the_choice() -> None:
+    m = StepTimeModel(level_effects=False)
+    assert clone(m).get_params()["level_effects"] is False
