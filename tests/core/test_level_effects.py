@@ -107,6 +107,7 @@ def test_effects_leave_queries_outside_the_probed_box_to_the_law() -> None:
     assert not np.allclose(on._log_mean(np.array([6.0]), np.array([2.0]), np.array([24.0])), off._log_mean(np.array([6.0]), np.array([2.0]), np.array([24.0])))
 
 
+@pytest.mark.slow  # 40 fits (about 7 s on a loaded machine)
 def test_a_profile_that_follows_the_law_mostly_keeps_the_monotone_prior() -> None:
     """Effects fitted to noise rarely beat the law in cross-validation by the required share."""
     adopted = 0
@@ -139,3 +140,32 @@ def test_level_effects_must_be_a_known_choice() -> None:
 def test_clone_keeps_the_choice() -> None:
     m = StepTimeModel(level_effects=False)
     assert clone(m).get_params()["level_effects"] is False
+
+
+def _profile(tmp_path, *, misaligned: bool):
+    import cotune
+    from _helpers import synthetic_records, write_jsonl
+
+    recs = synthetic_records(workers=(1, 2, 3, 4, 6, 8), batches=(16, 24, 32, 48, 64, 128))
+    if misaligned:  # batches 24 and 48 run 30 % slower than the law at every worker count
+        recs = [dict(r, step_time_s=r["step_time_s"] * 1.3) if r["record"] == "step" and r["local_batch"] in (24, 48) else r
+                for r in recs]
+    return cotune.load_profile(str(write_jsonl(tmp_path / f"p{int(misaligned)}.jsonl", recs)))
+
+
+@pytest.mark.slow  # two validate_profile runs (about 5 s)
+def test_cotune_fit_says_when_it_keeps_level_effects_and_what_they_bought(tmp_path) -> None:
+    from cotune.cli._render import render_fit_report
+    from cotune.models._validate import validate_profile
+
+    lawful, misaligned = (validate_profile(_profile(tmp_path, misaligned=m)) for m in (False, True))
+    (t,) = misaligned.time
+    assert t.level_effects and t.level_effects_cv is not None
+    off, on = t.level_effects_cv
+    assert on < 0.5 * off  # measured 0.135 -> 0.045
+    assert t.cv_mape < 0.06
+    text = render_fit_report(misaligned)
+    assert f"their level effects are kept (cross-validated mean |log error| {off:.3f} without, {on:.3f} with" in text
+    assert not lawful.time[0].level_effects
+    assert "level effects" not in render_fit_report(lawful)
+    assert bool(misaligned.time_frame()["level_effects"].iloc[0]) is True
