@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         data = dataclasses.asdict(report)
         for t in data["time"]:
             t.pop("held_out", None)  # one row per probe: in --plot and FitReport.held_out_frame(), not the summary
+            t["level_effects_largest"] = [{"kind": k, "level": list(level), "ratio": r} for k, level, r in t["level_effects_largest"]]
         if report.accuracy is not None:
             data["accuracy"]["interval_coverage"] = report.accuracy.interval_coverage
         emit_json(_jsonable(data))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FACTORS", "SHRINKAGE", "LevelEffects", "fit_level_effects", "predict_level_effects"]
+__all__ = ["FACTORS", "SHRINKAGE", "LevelEffects", "fit_level_effects", "largest_level_effects", "predict_level_effects"]
 
 # Columns of (workers, hosts, local_batch) each factor groups by.
 FACTORS: tuple[tuple[int, ...], ...] = ((2,), (1,), (0, 1), (1, 2))
@@ -115,3 +115,44 @@ def predict_level_effects(effects: LevelEffects, workers: np.ndarray, hosts: np.
         i = _level_index(lv, q[:, list(cols)])
         out += np.where(i >= 0, val[np.maximum(i, 0)], 0.0)
     return out
+
+
+def largest_level_effects(
+    effects: LevelEffects, points: np.ndarray, *, limit: int = 4, min_share: float = 0.05
+) -> tuple[tuple[str, tuple[float, ...], float], ...]:
+    """What a user can act on: the local batches and placements whose probed configurations
+    run furthest from the monotone law, as ``(kind, level, ratio)`` with ``kind`` "local
+    batch" (level ``(b,)``) or "placement" (level ``(workers, hosts)``) and ``ratio`` the
+    geometric mean over its probed configurations of measured / law (1.25: 25 % slower).
+
+    The factors overlap (a batch's offset is shared between α[b] and δ[h, b]), so groups are
+    read off the *total* effect at their configurations, greedily: the group furthest from
+    the law is named, its mean is taken out of its configurations, and the next is chosen
+    from what is left — a slow placement is not named again as a slow batch of its probes.
+    Stops at ``limit`` or when no group is ``min_share`` from 1.
+    """
+    points = np.asarray(points, float)
+    if not points.size:
+        return ()
+    left = predict_level_effects(effects, points[:, 0], points[:, 1], points[:, 2])
+    groups = []
+    for kind, cols in (("local batch", [2]), ("placement", [0, 1])):
+        levels, inverse = np.unique(points[:, cols], axis=0, return_inverse=True)
+        groups.append((kind, levels, inverse.ravel(), np.bincount(inverse.ravel(), minlength=len(levels)).astype(float)))
+    out: list[tuple[str, tuple[float, ...], float]] = []
+    named: set[tuple[str, int]] = set()
+    while len(out) < limit:
+        best = None
+        for kind, levels, inverse, counts in groups:
+            mean = np.bincount(inverse, weights=left, minlength=len(levels)) / counts
+            mean[[i for k, i in named if k == kind]] = 0.0  # each group is named once
+            i = int(np.argmax(np.abs(mean)))
+            if best is None or abs(mean[i]) > abs(best[3]):
+                best = (kind, levels, inverse, float(mean[i]), i)
+        kind, levels, inverse, m, i = best  # type: ignore[misc]
+        if abs(np.exp(m) - 1.0) < min_share:
+            break
+        out.append((kind, tuple(float(v) for v in levels[i]), float(np.exp(m))))
+        named.add((kind, i))
+        left = np.where(inverse == i, left - m, left)
+    return tuple(out)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from cotune.models._accuracy import AccuracyModel
+from cotune.models._effects import largest_level_effects
 from cotune.models._step_time import StepTimeModel
 from cotune.profile import Profile
 
@@ -57,6 +58,9 @@ class TimeFitReport:
     # |log error| without and with them (None with too few configurations to cross-validate).
     level_effects: bool = False
     level_effects_cv: tuple[float, float] | None = None
+    # The largest, when kept: (kind, level, measured / law) — "local batch" (b,) or
+    # "placement" (workers, hosts); cotune.models._effects.largest_level_effects.
+    level_effects_largest: tuple[tuple[str, tuple[float, ...], float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,7 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
         held_out=tuple(held),
         level_effects=bool(full.level_effects_),
         level_effects_cv=full.effects_cv_,
+        level_effects_largest=largest_level_effects(full.effects_, full.points_) if full.level_effects_ else (),
     )
 
 

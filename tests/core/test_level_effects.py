@@ -8,7 +8,7 @@ from sklearn.base import clone
 
 from cotune.errors import ModelError
 from cotune.models import StepTimeModel, predict_log_step
-from cotune.models._effects import fit_level_effects, predict_level_effects
+from cotune.models._effects import fit_level_effects, largest_level_effects, predict_level_effects
 
 _THETA = np.array([0.02, 8e-4, 0.01, 0.004, 0.03, 0.01, 2.0])
 
@@ -48,6 +48,17 @@ def test_a_level_no_probe_visited_has_no_effect() -> None:
     eff = fit_level_effects(np.column_stack([n, h, b]), rng.normal(0, 0.2, n.size))
     # batch 20 and 5 hosts were never probed, nor any of their pairs
     assert predict_level_effects(eff, [2.0], [5.0], [20.0])[0] == 0.0
+
+
+def test_the_largest_effects_name_the_misaligned_batch_and_the_uneven_placement_first() -> None:
+    n, h, b = _grid()
+    points = np.vstack([np.column_stack([n, h, b]), [[3.0, 2.0, 16.0], [3.0, 2.0, 32.0]]])
+    residual = np.where(points[:, 2] == 12.0, np.log(1.3), 0.0) + np.where((points[:, 0] == 3) & (points[:, 1] == 2), np.log(1.6), 0.0)
+    largest = largest_level_effects(fit_level_effects(points, residual, shrinkage=0.0), points, limit=3)
+    assert [(k, lv) for k, lv, _ in largest[:2]] == [("placement", (3.0, 2.0)), ("local batch", (12.0,))]
+    assert largest[0][2] == pytest.approx(1.6, rel=0.02) and largest[1][2] == pytest.approx(1.3, rel=0.05)
+    assert all(abs(r - 1) >= 0.05 for _, _, r in largest)  # the rest follow the law: not listed
+    assert len(largest) == 2
 
 
 def test_negative_shrinkage_is_refused() -> None:
@@ -166,6 +177,9 @@ def test_cotune_fit_says_when_it_keeps_level_effects_and_what_they_bought(tmp_pa
     assert t.cv_mape < 0.06
     text = render_fit_report(misaligned)
     assert f"their level effects are kept (cross-validated mean |log error| {off:.3f} without, {on:.3f} with" in text
+    kinds = {(k, lv) for k, lv, _ in t.level_effects_largest}
+    assert kinds & {("local batch", (24.0,)), ("local batch", (48.0,))}  # the misaligned batches are named
+    assert "largest (measured against the law): local batch " in text and "% slower" in text
     assert not lawful.time[0].level_effects
     assert "level effects" not in render_fit_report(lawful)
     assert bool(misaligned.time_frame()["level_effects"].iloc[0]) is True
