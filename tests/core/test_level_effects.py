@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 
 from cotune.errors import ModelError
@@ -183,3 +185,18 @@ def test_cotune_fit_says_when_it_keeps_level_effects_and_what_they_bought(tmp_pa
     assert not lawful.time[0].level_effects
     assert "level effects" not in render_fit_report(lawful)
     assert bool(misaligned.time_frame()["level_effects"].iloc[0]) is True
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6))
+def test_the_effects_never_fit_the_residuals_worse_than_zero_and_ignore_the_order_of_the_points(seed) -> None:
+    """Backfitting solves the ridge problem min ‖r − f‖² + λ‖effects‖², whose fit is never worse than f = 0."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(3, 40))
+    points = np.column_stack([rng.choice([1.0, 2.0, 3.0, 4.0, 8.0], k), rng.choice([1.0, 2.0], k), rng.choice([8.0, 12.0, 16.0, 24.0], k)])
+    residual = rng.normal(0, 0.3, k) + np.where(points[:, 2] == 12.0, 0.4, 0.0)
+    fitted = predict_level_effects(fit_level_effects(points, residual), *points.T)
+    assert np.sum((residual - fitted) ** 2) <= np.sum(residual**2) + 1e-9
+    order = rng.permutation(k)
+    shuffled = predict_level_effects(fit_level_effects(points[order], residual[order]), *points.T)
+    np.testing.assert_allclose(shuffled, fitted, atol=1e-3)
