@@ -130,12 +130,6 @@ def _pct(x: float, digits: int) -> str:
 _MAX_LISTED = 12
 
 
-def _level_effect(effect: tuple[str, tuple[float, ...], float]) -> str:
-    kind, level, ratio = effect
-    where = f"local batch {level[0]:g}" if kind == "local batch" else f"{level[0]:g} workers on {level[1]:g} host{'s' * (level[1] != 1)}"
-    return f"{where} {abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'}"
-
-
 def render_fit_report(report) -> str:  # FitReport; untyped to keep the import lazy
     out = [f"cotune fit · {report.workload}", ""]
     rows = []
@@ -166,7 +160,9 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
             out.append(f"{t.gpu}: the probes depart from the monotone law at some batches or placements; their level effects are "
                        f"kept (cross-validated mean |log error| {off:.3f} without, {on:.3f} with; docs/models.md § 1)")
             if t.level_effects_largest:
-                out.append("  largest (measured against the law): " + ", ".join(_level_effect(e) for e in t.level_effects_largest))
+                from cotune.models._effects import describe_level_effect
+
+                out.append("  largest (measured against the law): " + ", ".join(describe_level_effect(e) for e in t.level_effects_largest))
     out.append("")
     if report.notes:
         out += ["Left out of the fit:"] + [f"  - {n}" for n in report.notes] + [""]

@@ -15,6 +15,7 @@ import numpy as np
 from cotune._checks import excerpt
 from cotune.errors import ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
+from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
@@ -98,6 +99,11 @@ def fit_models(
         for gpu, m in time_models.items()
         for w, where in m.departures_
     )
+    for gpu, m in time_models.items():
+        largest = largest_level_effects(m.effects_, m.points_, limit=2) if m.level_effects_ else ()
+        if largest:
+            departures += (f"step time on {gpu} follows the probes where they depart from the monotone law (largest: "
+                           f"{', '.join(map(describe_level_effect, largest))}; cotune fit names them)",)
     e = clean.evals
     accuracy = AccuracyModel(
         goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()

@@ -200,3 +200,16 @@ def test_the_effects_never_fit_the_residuals_worse_than_zero_and_ignore_the_orde
     order = rng.permutation(k)
     shuffled = predict_level_effects(fit_level_effects(points[order], residual[order]), *points.T)
     np.testing.assert_allclose(shuffled, fitted, atol=1e-3)
+
+
+@pytest.mark.slow  # two recommendations on fresh fits (about 4 s)
+def test_a_recommendation_says_when_its_step_time_follows_probes_off_the_law(tmp_path) -> None:
+    import cotune
+
+    notes = {}
+    for misaligned in (False, True):
+        rec = cotune.recommend(_profile(tmp_path, misaligned=misaligned), target=0.9, deadline_s=None)
+        notes[misaligned] = [n for n in rec.notes if "depart from the monotone law" in n]
+    assert not notes[False]
+    (note,) = notes[True]
+    assert note.startswith("step time on t4 follows the probes") and "local batch" in note and "% slower" in note
