@@ -118,7 +118,7 @@ _PRIOR_WEIGHT = 2.0
 # this share: effects fitted to noise raise that error, so on a profile that follows the
 # monotone law they are mostly left out and its predictions stay monotone. Measured at
 # 0 / 0.1 / 0.2 / 0.3: the benchmark's inside step-time MAPE (median of 18 trace cells)
-# 4.6 / 4.6 / 4.7 / 5.7 %; kept on 6 / 2 / 0 / – of 20 seeded law-following profiles
+# 4.6 / 4.6 / 4.7 / 5.7 %; kept on 6 / 2 / 0 / 0 of 20 seeded law-following profiles
 # with 3 % noise (tests/core/test_level_effects.py's grid).
 EFFECTS_MIN_GAIN = 0.1
 # A worker count departs from the monotone prior when its probes are together this far
