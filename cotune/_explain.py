@@ -98,10 +98,9 @@ _TARGET_CHECKS = 8  # re-estimates a target hint may take (its two ends, then bi
 _TARGET_CHECK_ROWS = 256  # the fastest candidates a target hint is checked on
 
 
-def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, *, target: float, deadline_s: float,
-                   confidence: float | None, startup_s: float, maximise: bool) -> float | None:
+def _easier_target(check, reachable: np.ndarray, *, target: float, confidence: float | None, maximise: bool) -> float | None:
     """The hardest target easier than ``target`` that some candidate meets by the deadline
-    (checked by re-estimating the fastest candidates at it), or None.
+    (checked by re-estimating the fastest candidates at it: ``check`` from :func:`_checker`), or None.
 
     ``reachable`` holds each candidate's metric at the epochs it trains by the deadline: the
     best of them is the first guess; when the check finds no candidate meeting it (its chance
@@ -114,7 +113,6 @@ def _easier_target(est: Estimates, models: FittedModels, reachable: np.ndarray, 
         return None  # nothing the curves reach by the deadline is easier than the target asked for
     hard = float(reachable[ok].max() if maximise else reachable[ok].min())
     easy = float(reachable[ok].min() if maximise else reachable[ok].max())
-    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
     return _hardest_met(lambda t: check(t, confidence), hard=hard, easy=easy, maximise=maximise)
 
 
@@ -147,12 +145,12 @@ def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadli
     i = int(np.argmax(p))
     out = [f"no candidate reaches {models.metric_name} {target:g} with probability {confidence:g}: the best chance of reaching it is "
            f"{float(p[i]):.2f} (global batch {int(c.global_batch[i])}): the curves end close to the target"]
-    lower = _lower_confidence(est, models, target=target, deadline_s=deadline_s, confidence=confidence, startup_s=startup_s)
+    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
+    lower = _lower_confidence(check, target=target, confidence=confidence)
     what = "meets the deadline" if deadline_s is not None else "reaches the target"
     if lower is not None:
         out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to {lower:g}, the highest any "
                    f"candidate {what} at" + ("; a plan more likely to miss than to meet" if lower < 0.5 else ""))
-    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
     # The easy end: the best first evaluation of any batch, which its curve reads at once.
     acc = models.accuracy
     easy = float(acc._score(np.max(acc.curve_start_)))
@@ -190,17 +188,15 @@ def _checker(est: Estimates, models: FittedModels, *, deadline_s: float | None, 
     return check
 
 
-def _lower_confidence(est: Estimates, models: FittedModels, *, target: float, deadline_s: float, confidence: float,
-                      startup_s: float) -> float | None:
+def _lower_confidence(check, *, target: float, confidence: float) -> float | None:
     """The highest confidence below ``confidence`` (a multiple of ``_CONFIDENCE_STEP``) at which
     some candidate meets the deadline, checked by re-estimating the fastest candidates at it;
     None when none does even at the lowest step.
 
     Feasibility only gets easier as the confidence falls (``P(reach) ≥ q`` and the time's
     ``q``-quantile both loosen), so a bisection over the steps finds it: at most
-    ``log2(100) + 1`` estimates of ``_TARGET_CHECK_ROWS`` candidates.
+    ``log2(100) + 1`` estimates of ``_TARGET_CHECK_ROWS`` candidates (``check``: :func:`_checker`).
     """
-    check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
 
     def meets(q: float) -> bool:
         return check(target, q)
@@ -294,14 +290,14 @@ def relax(
             afford = np.maximum(deadline_s - startup_s, 0.0) / est.epoch_time_s * np.where(np.isfinite(at_conf), at_conf, 0.0)
         reachable = acc.metric_at(est.candidates.global_batch.astype(float), afford)
         maximise = models.goal == "max"
-        easier = _easier_target(est, models, reachable, target=target, deadline_s=deadline_s, confidence=confidence,
-                                startup_s=startup_s, maximise=maximise)
+        # One checker for both hints: its candidate subset (the fastest rows) is built once.
+        check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
+        easier = _easier_target(check, reachable, target=target, confidence=confidence, maximise=maximise)
         if easier is not None:
             out.append(f"or {'lower' if maximise else 'raise'} the target (--target / target) to {easier:.4g}, the best "
                        "predicted by the deadline")
         if confidence is not None:
-            lower = _lower_confidence(est, models, target=target, deadline_s=deadline_s, confidence=confidence,
-                                      startup_s=startup_s)
+            lower = _lower_confidence(check, target=target, confidence=confidence)
             if lower is None:
                 out.append(f"lowering the confidence (--confidence / confidence, now {confidence:g}) does not help: no "
                            f"candidate meets the deadline even at {_CONFIDENCE_STEP:g}")
