@@ -61,32 +61,25 @@ class LevelEffects:
     levels: tuple[np.ndarray, ...]  # per factor: (n_levels, len(factor)) level coordinates
     values: tuple[np.ndarray, ...]  # per factor: (n_levels,) effect in log step time
 
-    @property
-    def size(self) -> int:
-        return int(sum(v.size for v in self.values))
-
 
 def _level_index(levels: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Index of each row of ``columns`` among ``levels`` (both (n, d)), or -1 where absent."""
-    idx = np.zeros(columns.shape[0], np.int64)
-    found = np.ones(columns.shape[0], bool)
-    stride = 1
-    # Mixed-radix code of the per-column positions: exact, and O(n log k) with searchsorted.
-    for j in reversed(range(levels.shape[1])):
-        axis = np.unique(levels[:, j])
-        pos = np.clip(np.searchsorted(axis, columns[:, j]), 0, axis.size - 1)
-        found &= axis[pos] == columns[:, j]
-        idx += pos * stride
-        stride *= axis.size
-    codes = np.zeros(levels.shape[0], np.int64)
-    stride = 1
-    for j in reversed(range(levels.shape[1])):
-        axis = np.unique(levels[:, j])
-        codes += np.searchsorted(axis, levels[:, j]) * stride
-        stride *= axis.size
-    order = np.argsort(codes)
-    pos = np.clip(np.searchsorted(codes[order], idx), 0, codes.size - 1)
-    found &= codes[order][pos] == idx
+    axes = [np.unique(levels[:, j]) for j in range(levels.shape[1])]
+
+    def code(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Mixed-radix code of the per-column positions: exact, and O(n log k) with searchsorted.
+        out, found = np.zeros(rows.shape[0], np.int64), np.ones(rows.shape[0], bool)
+        for axis, col in zip(axes, rows.T):
+            pos = np.clip(np.searchsorted(axis, col), 0, axis.size - 1)
+            found &= axis[pos] == col
+            out = out * axis.size + pos
+        return out, found
+
+    level_codes, _ = code(levels)
+    query_codes, found = code(columns)
+    order = np.argsort(level_codes)
+    pos = np.clip(np.searchsorted(level_codes[order], query_codes), 0, level_codes.size - 1)
+    found &= level_codes[order][pos] == query_codes
     return np.where(found, order[pos], -1)
 
 
