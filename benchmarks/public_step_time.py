@@ -30,9 +30,13 @@ Rows that are not measurements are skipped and counted (see :data:`SKIPPED` in t
 output): zero or empty cells (not run / infeasible), copies of another file's rows,
 job types measured on one GPU only, and Shockwave rows inherited from Gavel.
 
-    python -m benchmarks.public_step_time [--json FILE] [--data DIR] [--reference]
+    python -m benchmarks.public_step_time [--json FILE] [--data DIR] [--reference] [--held-out]
 
 ``--reference`` adds the Pollux T4 traces (the calibration data) as a separate row.
+Some priors *were* measured on these clusters (``--calibrate`` prints them):
+``--held-out`` fits each cluster with those recalibrated without it
+(:func:`held_out_priors`), so its coverage is on data the priors never saw. The last
+lines weigh each cluster equally (the pooled figures are mostly Sia's).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -379,30 +384,30 @@ def _probed(t: Trace, cut: str) -> np.ndarray:
 
 
 def fit_like_library(
-    workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray, step_time_s: np.ndarray, *, kappa_step: float | None = None
+    workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray, step_time_s: np.ndarray, **overrides: Any
 ):
     """The step-time model of one GPU type exactly as :func:`cotune.models.fit_models` fits it.
 
-    ``kappa_step`` replaces the library's prior growth (``KAPPA_STEP``) for what-if runs; None keeps it.
+    ``overrides`` replace the library's priors for what-if runs (``kappa_step=``, the prior
+    growth ``KAPPA_STEP``; ``growth_range=``, ``SYNC_GROWTH_RANGE``); none keeps them.
     """
     from cotune.models import StepTimeModel
     from cotune.models._outliers import find_step_outliers
 
     found = find_step_outliers(workers=workers, hosts=hosts, local_batch=local_batch, step_time_s=step_time_s)
     keep = ~found.mask
-    extra = {} if kappa_step is None else {"kappa_step": kappa_step}
-    return StepTimeModel(interval=0.9, n_bootstrap=16, random_state=0, **extra).fit(
+    return StepTimeModel(interval=0.9, n_bootstrap=16, random_state=0, **overrides).fit(
         workers[keep], hosts[keep], local_batch[keep], step_time_s[keep]
     )
 
 
-def predictions(t: Trace, cut: str, *, kappa_step: float | None = None) -> list[dict]:
+def predictions(t: Trace, cut: str, **overrides: Any) -> list[dict]:
     """One row per measured configuration outside the probe set: truth, prediction, interval, distance."""
     train = _probed(t, cut)
     test = ~train
     if np.count_nonzero(train) < 2 or not np.any(test) or np.unique(t.workers[train]).size < 2:
         return []
-    model = fit_like_library(t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train], kappa_step=kappa_step)
+    model = fit_like_library(t.workers[train], t.hosts[train], t.local_batch[train], t.step_time_s[train], **overrides)
     p = model.predict(t.workers[test], t.hosts[test], t.local_batch[test])
     w_max = float(t.workers[train].max())
     truth = t.step_time_s[test]
@@ -459,10 +464,41 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def evaluate(traces: list[Trace], *, kappa_step: float | None = None) -> tuple[list[dict], dict]:
-    """Every trace fitted on each probe set of :data:`CUTS`: the prediction rows and their summary."""
-    rows = [r for t in traces for _, cut in CUTS for r in predictions(t, cut, kappa_step=kappa_step)]
+def cluster_weighted_coverage(rows: list[dict], cut: str) -> dict[int, tuple[float, int]]:
+    """``{doublings: (coverage, clusters)}`` for the probe set ``cut``: the mean over clusters of
+    each cluster's coverage (doublings of four and more pooled), so one large trace set does not
+    speak for all."""
+    by: dict[int, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["cut"] == cut:
+            by[min(int(r["doublings"]), 4)][r["dataset"]].append(bool(r["covered"]))
+    return {d: (float(np.mean([np.mean(v) for v in by[d].values()])), len(by[d])) for d in sorted(by)}
+
+
+def evaluate(
+    traces: list[Trace], *, overrides_for: Callable[[str], dict[str, Any]] | None = None, **overrides: Any
+) -> tuple[list[dict], dict]:
+    """Every trace fitted on each probe set of :data:`CUTS`: the prediction rows and their summary.
+
+    ``overrides`` go to every fit (:func:`fit_like_library`); ``overrides_for(dataset)``, when
+    given, adds per-cluster ones (a prior calibrated without that cluster: :func:`held_out_priors`).
+    """
+    rows = [r for t in traces for _, cut in CUTS
+            for r in predictions(t, cut, **overrides, **(overrides_for(t.dataset) if overrides_for else {}))]
     return rows, summarise(rows)
+
+
+def held_out_priors(every: list[Trace]) -> Callable[[str], dict[str, Any]]:
+    """Per cluster, the priors measured on public data recalibrated *without* that cluster
+    (today ``growth_range``, :data:`cotune.models.SYNC_GROWTH_RANGE`): coverage measured
+    with them is coverage on data the prior never saw."""
+    samples = growth_ratio_samples(every)
+
+    def overrides(dataset: str) -> dict[str, Any]:
+        others = [r for r in samples if r[0] != dataset]
+        return {"growth_range": tuple(_weighted_quantiles(others, (0.05, 0.95)))}
+
+    return overrides
 
 
 def host_crossing_samples(traces: list[Trace]) -> list[tuple[str, float, float]]:
@@ -543,6 +579,19 @@ def calibrate_growth_ratio(samples: list[tuple[str, str, float]]) -> dict[str, f
     cluster weighing one), its value with each cluster left out, and each cluster's own."""
 
     return _leave_one_cluster_out("SYNC_GROWTH_RATIO", _median_of_cluster_medians, samples)
+
+
+def calibrate_growth_range(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """``SYNC_GROWTH_RANGE``: the 5 % and 95 % quantiles of β_r / α_r over every trace, each
+    cluster weighing one; with each cluster left out, the share of its traces inside the
+    range the other clusters give (it never saw them)."""
+    out = dict(zip(("SYNC_GROWTH_RANGE low", "SYNC_GROWTH_RANGE high"), _weighted_quantiles(samples, (0.05, 0.95))))
+    clusters = sorted({r[0] for r in samples})
+    for c in clusters if len(clusters) > 1 else ():
+        lo, hi = _weighted_quantiles([r for r in samples if r[0] != c], (0.05, 0.95))
+        own = np.array([r[2] for r in samples if r[0] == c])
+        out[f"{c}: covered by the others' range"] = float(np.mean((own >= lo) & (own <= hi)))
+    return out
 
 
 def _median_of_cluster_medians(rows: list[tuple[str, str, float]]) -> float:
@@ -784,6 +833,9 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="also the Pollux T4 traces KAPPA_STEP was calibrated on, the same way (a separate row; a few seconds more)"
     )
     parser.add_argument(
+        "--held-out", action="store_true", help="fit each cluster with the priors measured on public data recalibrated without it"
+    )
+    parser.add_argument(
         "--calibrate", action="store_true", help="print KAPPA_HOSTS (one-host probes), SYNC_GROWTH_RATIO (every row), the one-batch constant share (one-worker rows), FEW_PROBE_KAPPA (1-5 probes) and STEP_CORRELATION_DOUBLINGS (pairs of predicted rows) from every cluster, Pollux T4 included, and exit"
     )
     args = parser.parse_args(argv)
@@ -798,6 +850,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibrate:
             every = traces + load_pollux_t4(root, Skipped())
             for got in (calibrate_kappa_hosts(host_crossing_samples(every)), calibrate_growth_ratio(growth_ratio_samples(every)),
+                        calibrate_growth_range(growth_ratio_samples(every)),
                         calibrate_sync_constant(sync_constant_samples(every)),
                         calibrate_constant_share(constant_share_samples(every)),
                         calibrate_few_probe_kappa(few_probe_samples(every)),
@@ -805,7 +858,8 @@ def main(argv: list[str] | None = None) -> int:
                 for name, value in got.items():
                     print(f"{name:34s} {value:.4f}")
             return 0
-        rows, summary = evaluate(traces)
+        held = held_out_priors(traces + load_pollux_t4(root, Skipped())) if args.held_out else None
+        rows, summary = evaluate(traces, overrides_for=held)
         reference = evaluate(load_pollux_t4(root, Skipped()))[1] if args.reference else None
     except (DataError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -829,6 +883,11 @@ def main(argv: list[str] | None = None) -> int:
         if cut in summary["by_cut"]:
             ref = f"   pollux-t4 {_fmt(reference['by_cut'][cut])}" if reference is not None else ""
             print(f"probes on {label:12s} {_fmt(summary['by_cut'][cut])}{ref}")
+    for label, cut in CUTS:
+        cells = cluster_weighted_coverage(rows, cut)
+        if cells:
+            print(f"probes on {label:12s} each cluster weighing one, by doublings: "
+                  + ", ".join(f"d={d} {c:.1%} ({k})" for d, (c, k) in cells.items()))
     print("skipped rows (not measurements):")
     for reason, n in sorted(skipped.items()):
         print(f"  {n:5d}  {reason}")

@@ -33,7 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ONE_BATCH_CONSTANT_SHARE", "SYNC_CONSTANT_RATIO", "SYNC_GROWTH_RATIO", "BackboneParams", "predict_log_step", "fit_backbone"]
+__all__ = [
+    "ONE_BATCH_CONSTANT_SHARE",
+    "SYNC_CONSTANT_RATIO",
+    "SYNC_GROWTH_RANGE",
+    "SYNC_GROWTH_RATIO",
+    "BackboneParams",
+    "predict_log_step",
+    "fit_backbone",
+    "with_growth_ratio",
+]
 
 _TINY = 1e-9
 # ρ in β_r = ρ · α_r: sync growth per doubling of workers as a share of the sync constant,
@@ -48,6 +57,12 @@ _TINY = 1e-9
 # 1.9 would otherwise speak for all. Rather a measured ratio than a ρ chosen to centre the
 # ≤ 2-worker errors: that would fit the very numbers the benchmark reports.
 SYNC_GROWTH_RATIO = 0.37
+# The 5–95 % range of the same ratio β_r / α_r over every trace where growth is identified,
+# each cluster weighing one (python -m benchmarks.public_step_time --calibrate): how far
+# from ρ the truth may lie when no probe ran above two workers. From no growth at all to
+# 3.7 × the median (Azure V100's slow links, 1.9 in the median, and two Gavel clusters).
+# StepTimeModel's σ_growth is the spread this range puts on an extrapolation.
+SYNC_GROWTH_RANGE = (0.0003, 1.37)
 # Sync constant as a share of the one-worker step time when no probe ran several workers on
 # one host (α_r not identified): two workers on one host are that much slower per step than
 # one at the same local batch. Model-free: each cluster's median of t(2 workers)/t(1) − 1 over
@@ -88,6 +103,21 @@ def predict_log_step(params: np.ndarray, workers: np.ndarray, hosts: np.ndarray,
     lc, ls = np.log(np.maximum(compute, _TINY)), np.log(np.maximum(sync, _TINY))
     top = np.maximum(lc, ls)
     return top + np.log(np.exp(gamma * (lc - top)) + np.exp(gamma * (ls - top))) / gamma
+
+
+def with_growth_ratio(params: np.ndarray, *, ratio: float, fitted_ratio: float) -> np.ndarray:
+    """The parameters ``fit_backbone`` would return with ``growth_ratio=ratio`` instead of the
+    ``fitted_ratio`` they were fitted with, when growth was tied (no probe above two workers).
+
+    Exact without refitting: every probe then has ``log2(n − 1) = 0``, so the growth terms
+    never touch the fit, and both are linear in the ratio (``β_r = ρ · α_r``; ``β_n`` is
+    ``1.1 · β_r`` or ``ρ · α_n``), so they scale by ``ratio / fitted_ratio``.
+    """
+    if fitted_ratio <= 0.0:
+        raise ValueError(f"fitted_ratio must be positive to rescale the growth terms, got {fitted_ratio}")
+    out = np.array(params, float).copy()
+    out[[3, 5]] *= ratio / fitted_ratio
+    return out
 
 
 def fit_backbone(

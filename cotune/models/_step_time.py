@@ -20,9 +20,9 @@ Three layers:
    probed box, kept only when they lower the cross-validated error of the profile's own
    probes (``level_effects="auto"``). Monotonicity is the prior, not a wall.
 
-Uncertainty, in log space, has five parts (and a sixth with few probes)::
+Uncertainty, in log space, has six parts (and a seventh with few probes)::
 
-    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)² + (κ_k · d_near(q))²
+    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)² + σ_growth(q)² + (κ_k · d_near(q))²
 
 * ``σ_cv`` — the 90 % quantile of *cross-validated* errors at held-out probed
   configurations (five folds over distinct configurations), divided by ``z₀.₉₅``: the
@@ -51,6 +51,15 @@ Uncertainty, in log space, has five parts (and a sixth with few probes)::
   proportional (``c`` → 0): ``ONE_BATCH_SHARE_RANGE`` is the 90 % range of ``c`` on public
   one-worker pairs, and ``σ_split`` the larger distance to its ends over ``z₀.₉₅``. The batch
   part of ``d`` is then left out (it would count the same ignorance twice).
+* ``σ_growth`` — when no probe ran above two workers, sync growth is the prior ratio
+  ``ρ = SYNC_GROWTH_RATIO`` (two workers put ``log2(n − 1)`` at 0), and the truth's ratio
+  on public clusters lies anywhere in ``SYNC_GROWTH_RANGE`` (no growth to 3.7 × ρ, Azure's
+  slow links). ``σ_growth(q)`` is the larger distance from the prediction to the backbone
+  with either end of that range, over ``z₀.₉₅`` — exact without a refit, since the growth
+  terms never touch a fit on ≤ 2 workers. It is 0 at one and two workers and grows with
+  ``log2(n − 1)`` and the share of the step that synchronisation takes; without it 21.7 % of
+  public truths predicted from ≤ 2-worker probes lay outside the 90 % interval, 14.8 % above
+  it (``python -m benchmarks.public_step_time --held-out``).
 * with fewer than six distinct probed configurations σ_cv cannot be cross-validated and
   the fit looks exact; ``FEW_PROBE_KAPPA[k − 1] · d_near`` is added, ``d_near`` the
   doublings to the nearest probed configuration (measured on public traces with
@@ -67,7 +76,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from cotune.errors import ModelError
-from cotune.models._backbone import ONE_BATCH_CONSTANT_SHARE, SYNC_GROWTH_RATIO, BackboneParams, fit_backbone, predict_log_step
+from cotune.models._backbone import (
+    ONE_BATCH_CONSTANT_SHARE,
+    SYNC_GROWTH_RANGE,
+    SYNC_GROWTH_RATIO,
+    BackboneParams,
+    fit_backbone,
+    predict_log_step,
+    with_growth_ratio,
+)
 from cotune.models._effects import fit_level_effects, predict_level_effects
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
@@ -110,8 +127,9 @@ ONE_BATCH_SHARE_RANGE = (0.0022, 0.9988)
 # the rest of σ, farthest-point probe designs on twelve clusters each weighing one:
 # python -m benchmarks.public_step_time --calibrate. Growing with the distance rather than
 # flat: errors do (median 0.07 within one doubling, 0.38 beyond four, at k = 3), and a flat
-# σ covered 74–82 % beyond four doublings while over-covering next to the probes.
-FEW_PROBE_KAPPA = (0.061, 0.277, 0.190, 0.199, 0.199)
+# σ covered 74–82 % beyond four doublings while over-covering next to the probes. (k = 1 was
+# 0.061 before σ_growth, which now carries part of a lone probe's extrapolation in workers.)
+FEW_PROBE_KAPPA = (0.055, 0.277, 0.190, 0.199, 0.199)
 _PRIOR_WEIGHT = 2.0
 # level_effects="auto" keeps the level effects (cotune.models._effects) when they lower the
 # mean absolute five-fold cross-validated error of the profile's own probes by at least
@@ -194,6 +212,8 @@ class StepTimeModel(EstimatorContract):
     random_state : seed of the bootstrap.
     growth_ratio : sync growth per doubling as a share of the sync constant when no probe
         ran above two workers (:data:`cotune.models.SYNC_GROWTH_RATIO`).
+    growth_range : the 90 % range of that ratio (:data:`cotune.models.SYNC_GROWTH_RANGE`):
+        the spread of an extrapolation in workers when growth was not measured; None: none.
     share_range : with one local batch probed, the 90 % range of the constant share of
         its step time (:data:`ONE_BATCH_SHARE_RANGE`); None: no spread for the unknown split.
     few_probe_kappa : σ per doubling from the nearest probed configuration when k = 1, 2, …
@@ -231,6 +251,7 @@ class StepTimeModel(EstimatorContract):
         kappa_step: float = KAPPA_STEP,
         kappa_hosts: float = KAPPA_HOSTS,
         growth_ratio: float = SYNC_GROWTH_RATIO,
+        growth_range: tuple[float, float] | None = SYNC_GROWTH_RANGE,
         share_range: tuple[float, float] | None = ONE_BATCH_SHARE_RANGE,
         few_probe_kappa: tuple[float, ...] | None = FEW_PROBE_KAPPA,
         level_effects: bool | str = "auto",
@@ -242,6 +263,7 @@ class StepTimeModel(EstimatorContract):
         self.kappa_step = kappa_step
         self.kappa_hosts = kappa_hosts
         self.growth_ratio = growth_ratio
+        self.growth_range = growth_range
         self.share_range = share_range
         self.few_probe_kappa = few_probe_kappa
         self.level_effects = level_effects
@@ -319,7 +341,7 @@ class StepTimeModel(EstimatorContract):
     def _refit(self, points: np.ndarray, mean_log: np.ndarray, *, growth_ratio: float | None = None, level_effects: bool = False) -> "StepTimeModel":
         ratio = self.growth_ratio if growth_ratio is None else growth_ratio
         m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts, growth_ratio=ratio,
-                          share_range=self.share_range, few_probe_kappa=self.few_probe_kappa, level_effects=level_effects)
+                          growth_range=self.growth_range, share_range=self.share_range, few_probe_kappa=self.few_probe_kappa, level_effects=level_effects)
         return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
 
     def _cv_errors(self, points: np.ndarray, mean_log: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -428,6 +450,25 @@ class StepTimeModel(EstimatorContract):
         mid = np.log(c + (1 - c) * r)
         return np.max(np.abs(ends - mid), axis=0) / z_for(0.9)
 
+    def _growth_tied(self) -> bool:
+        """No probe ran above two workers: sync growth is the prior ratio, not measured."""
+        return self.growth_range is not None and self.growth_ratio > 0.0 and getattr(self, "_tied_growth", False)
+
+    def _growth_sigma(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """σ of log step time from the unknown sync growth when no probe ran above two workers:
+        the backbone predicts with the ratio ``ρ`` (:attr:`growth_ratio`); with either end of
+        :attr:`growth_range` (its 90 % range over public clusters) it would predict
+        ``log T(q; ρ')``, exactly (the growth terms never touch a fit on ≤ 2 workers:
+        :func:`~cotune.models.with_growth_ratio`). σ is the larger distance to either end over
+        ``z₀.₉₅``, as for :meth:`_split_sigma`; 0 at one and two workers, growing with
+        ``log2(n − 1)`` and with the share of the step that synchronisation takes."""
+        if not self._growth_tied():
+            return np.zeros(w.shape)
+        mid = predict_log_step(self._theta, w, h, b)
+        ends = [predict_log_step(with_growth_ratio(self._theta, ratio=r, fitted_ratio=self.growth_ratio), w, h, b)
+                for r in self.growth_range]  # type: ignore[union-attr]
+        return np.max(np.abs(np.stack(ends) - mid), axis=0) / z_for(0.9)
+
     def _few_spread(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
         """:attr:`few_probe_kappa` for the number of probed configurations times the
         doublings to the nearest probed one (0 at the probed ones, and from six on)."""
@@ -483,6 +524,7 @@ class StepTimeModel(EstimatorContract):
     def _fit_monotone(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
         """Backbone, isotonic fit and its monotone envelope on these probes."""
         theta = fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=self.growth_ratio)
+        self._tied_growth = not np.any(points[:, 0] > 2)  # as fit_backbone decides
         iso = isotonic_grid(points, mean_log, counts.astype(float), increasing=(True, True, True))
         self.backbone_ = BackboneParams(*map(float, theta))
         self._theta = theta
@@ -608,6 +650,7 @@ class StepTimeModel(EstimatorContract):
             + (kappa * self._distance(w, h, b)) ** 2
             + (getattr(self, "kappa_hosts", 0.0) * self._unprobed_crossing(h)) ** 2
             + self._split_sigma(b) ** 2
+            + self._growth_sigma(w, h, b) ** 2
             + self._few_spread(w, h, b) ** 2
         )
         sigma = np.sqrt(var)

@@ -248,7 +248,7 @@ def test_infeasible_deadline_names_the_best_chance_first(cifar_models):
     deadline = 0.8 * fast.chosen.time_s
     rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=deadline, max_workers=16)
     assert rec.chosen is None and rec.nearest
-    chances = [c.p_success for c in rec.nearest]
+    chances = [round(c.p_success, 2) for c in rec.nearest]  # equal to the point: the cheaper first
     assert chances[0] > 0 and chances[0] == max(chances)
 
 
