@@ -249,3 +249,44 @@ def test_repeated_measurements_of_a_configuration_become_their_median() -> None:
               step_time_s=np.array([0.2, 0.1, 0.4, 0.3]), source="synthetic")
     got = per_configuration(t)
     assert got.workers.tolist() == [1.0, 2.0] and got.step_time_s.tolist() == [0.1, 0.3]
+
+
+def test_the_growth_range_weighs_each_cluster_once_and_says_what_each_left_out_cluster_keeps() -> None:
+    from benchmarks.public_step_time import calibrate_growth_range
+
+    # Ten traces of a slow-growing cluster and one of a fast one: the range reaches the fast
+    # cluster's ratio (each cluster weighs one), and without it the others' range misses it.
+    samples = [("slow", f"m{i}", 0.2 + 0.01 * i) for i in range(10)] + [("fast", "m", 2.0)]
+    got = calibrate_growth_range(samples)
+    assert got["SYNC_GROWTH_RANGE low"] < 0.25 and got["SYNC_GROWTH_RANGE high"] > 1.0
+    assert got["fast: covered by the others' range"] == 0.0
+    assert got["slow: covered by the others' range"] < 1.0  # "fast" alone spans one value
+
+
+def test_held_out_priors_recalibrate_the_growth_range_without_the_cluster_fitted() -> None:
+    from benchmarks.public_step_time import Trace, held_out_priors
+
+    def trace(cluster: str, ratio: float) -> Trace:
+        # A backbone with growth `ratio` x its sync constant on one host, 1-8 workers.
+        from cotune.models import predict_log_step
+
+        w, b = (a.ravel() for a in np.meshgrid([1.0, 2.0, 4.0, 8.0], [16.0, 64.0], indexing="ij"))
+        theta = np.array([0.01, 2e-4, 0.02, ratio * 0.02, 0.022, 1.1 * ratio * 0.02, 1.0])
+        return Trace(dataset=cluster, model="m", workers=w, hosts=np.ones_like(w), local_batch=b,
+                     step_time_s=np.exp(predict_log_step(theta, w, np.ones_like(w), b)), source="synthetic")
+
+    traces = [trace("a", 0.1), trace("a", 0.12), trace("b", 0.5), trace("c", 3.0)]
+    priors = held_out_priors(traces)
+    without_c, without_a = priors("c")["growth_range"], priors("a")["growth_range"]
+    assert without_c[1] < 1.0 < without_a[1]  # c's fast growth only widens the others' range
+    assert priors("unknown")["growth_range"][1] > 1.0  # a cluster not among them: every trace
+
+
+def test_cluster_weighted_coverage_counts_each_cluster_once_per_distance() -> None:
+    from benchmarks.public_step_time import cluster_weighted_coverage
+
+    rows = ([dict(cut="w2", doublings=1, dataset="big", covered=True)] * 9
+            + [dict(cut="w2", doublings=1, dataset="small", covered=False)]
+            + [dict(cut="w2", doublings=6, dataset="big", covered=True), dict(cut="w4", doublings=1, dataset="big", covered=False)])
+    got = cluster_weighted_coverage(rows, "w2")
+    assert got == {1: (0.5, 2), 4: (1.0, 1)}  # 9 of 10 rows pooled, one cluster of two; d >= 4 together
