@@ -8,7 +8,7 @@ from cotune.models._backbone import (
     BackboneParams,
     fit_backbone,
     predict_log_step,
-    with_growth_ratio,
+    growth_identified,
 )
 from cotune.models._fitted import MAX_GPU_TYPES, CleanArrays, FittedModels, clean_arrays, curve_columns, fit_models
 from cotune.models._isotonic import isotonic_grid, pava
@@ -35,6 +35,6 @@ __all__ = [
     "isotonic_grid",
     "pava",
     "predict_log_step",
-    "with_growth_ratio",
+    "growth_identified",
     "z_for",
 ]

@@ -14,8 +14,9 @@ Measured on the Pollux T4 traces, fitting on ≤ 4 workers and predicting 9–16
 the mean absolute error falls from 55 % to 14 % (CIFAR-10), 19 % to 6 % (ImageNet) and
 43 % to 7 % (YOLOv3) — ``python -m benchmarks.time_model`` reproduces the comparison.
 
-With no probe above two workers ``log2(n − 1)`` is zero at every probe, so growth is
-not identified; it is tied to the sync constant, ``β_r = ρ · α_r`` with the measured
+With no probe above two workers ``log2(n − 1)`` is zero at every probe, and with one larger
+worker count alone the constant and the growth trade off exactly: growth is not identified
+(:func:`growth_identified`), and it is tied to the sync constant, ``β_r = ρ · α_r`` with the measured
 ratio :data:`SYNC_GROWTH_RATIO`, and ``β_n = 1.1 · β_r`` (the inter-host rule). Pinning it
 at zero, as before, said sync never slows with more workers: from ≤ 2-worker probes of
 public traces 28.6 % of truths lay above the 90 % interval (``python -m
@@ -41,12 +42,12 @@ __all__ = [
     "BackboneParams",
     "predict_log_step",
     "fit_backbone",
-    "with_growth_ratio",
+    "growth_identified",
 ]
 
 _TINY = 1e-9
 # ρ in β_r = ρ · α_r: sync growth per doubling of workers as a share of the sync constant,
-# used when no probe ran above two workers (growth not identified; two workers give
+# used when the probes do not identify growth (growth_identified: e.g. two workers give
 # log2(n − 1) = 0, so only α is measured). Zero growth — sync never slower with more
 # workers — left 28.6 % of public truths above the 90 % interval from ≤ 2-worker probes.
 # Measured, not tuned to coverage: the backbone fitted on every row of each trace whose
@@ -59,7 +60,7 @@ _TINY = 1e-9
 SYNC_GROWTH_RATIO = 0.37
 # The 5–95 % range of the same ratio β_r / α_r over every trace where growth is identified,
 # each cluster weighing one (python -m benchmarks.public_step_time --calibrate): how far
-# from ρ the truth may lie when no probe ran above two workers. From no growth at all to
+# from ρ the truth may lie when the probes do not identify growth. From no growth at all to
 # 3.7 × the median (Azure V100's slow links, 1.9 in the median, and two Gavel clusters).
 # StepTimeModel's σ_growth is the spread this range puts on an extrapolation.
 SYNC_GROWTH_RANGE = (0.0003, 1.37)
@@ -105,19 +106,20 @@ def predict_log_step(params: np.ndarray, workers: np.ndarray, hosts: np.ndarray,
     return top + np.log(np.exp(gamma * (lc - top)) + np.exp(gamma * (ls - top))) / gamma
 
 
-def with_growth_ratio(params: np.ndarray, *, ratio: float, fitted_ratio: float) -> np.ndarray:
-    """The parameters ``fit_backbone`` would return with ``growth_ratio=ratio`` instead of the
-    ``fitted_ratio`` they were fitted with, when growth was tied (no probe above two workers).
+def growth_identified(workers: np.ndarray, hosts: np.ndarray) -> bool:
+    """Whether probes at these (workers, hosts) identify sync growth: sync is linear in
+    ``log2(n − 1)`` within a host class, so it needs two distinct values of it among the
+    multi-worker probes on one host, or among those across hosts.
 
-    Exact without refitting: every probe then has ``log2(n − 1) = 0``, so the growth terms
-    never touch the fit, and both are linear in the ratio (``β_r = ρ · α_r``; ``β_n`` is
-    ``1.1 · β_r`` or ``ρ · α_n``), so they scale by ``ratio / fitted_ratio``.
+    Two workers put ``log2(n − 1)`` at 0, so ≤ 2-worker probes never identify it; neither
+    does one larger worker count alone (a previous run's 4 × 64, with or without one-worker
+    probes): the constant and the growth then trade off exactly, and the fit's small
+    penalty on growth used to settle on none — sync flat from 4 to 64 workers.
     """
-    if fitted_ratio <= 0.0:
-        raise ValueError(f"fitted_ratio must be positive to rescale the growth terms, got {fitted_ratio}")
-    out = np.array(params, float).copy()
-    out[[3, 5]] *= ratio / fitted_ratio
-    return out
+    workers, hosts = np.asarray(workers, float), np.asarray(hosts, float)
+    x = np.log2(np.maximum(workers - 1.0, 1.0))
+    multi = workers > 1
+    return any(np.unique(x[multi & cls]).size >= 2 for cls in (hosts == 1, hosts > 1))
 
 
 def fit_backbone(
@@ -137,7 +139,7 @@ def fit_backbone(
     the data cannot identify are pinned as Pollux does: with no multi-worker probe the
     sync terms stay tiny (optimistic, and every n > 1 is flagged as extrapolated
     upstream); with no multi-host probe the inter-host terms are 1.1× the intra-host
-    ones; with no probe above two workers the intra-host growth is ``growth_ratio`` times
+    ones; with growth not identified (:func:`growth_identified`) the intra-host growth is ``growth_ratio`` times
     its constant (β_r = ρ · α_r; :data:`SYNC_GROWTH_RATIO`, measured on public traces
     where growth is identified) and the inter-host growth follows the inter-host rule
     (β_n = 1.1 · β_r), or β_n = ρ · α_n when no one-host pair sets α_r.
@@ -172,9 +174,9 @@ def fit_backbone(
     if not np.any(hosts > 1):
         # No multi-host probe: crossing hosts costs 10 % more than staying (Pollux's prior).
         free[4:6] = False
-    # Two workers put log2(n − 1) at 0: growth is not identified, so it is tied to the
-    # measured constant rather than pinned at zero (zero is the optimistic extreme).
-    tie_growth = not np.any(workers > 2)
+    # Growth is tied to the measured constant rather than pinned at zero (the optimistic
+    # extreme) unless the probes identify it (growth_identified).
+    tie_growth = not growth_identified(workers, hosts)
     if tie_growth:
         free[3] = free[5] = False
     if not np.any(multi):

@@ -51,15 +51,16 @@ Uncertainty, in log space, has six parts (and a seventh with few probes)::
   proportional (``c`` → 0): ``ONE_BATCH_SHARE_RANGE`` is the 90 % range of ``c`` on public
   one-worker pairs, and ``σ_split`` the larger distance to its ends over ``z₀.₉₅``. The batch
   part of ``d`` is then left out (it would count the same ignorance twice).
-* ``σ_growth`` — when no probe ran above two workers, sync growth is the prior ratio
-  ``ρ = SYNC_GROWTH_RATIO`` (two workers put ``log2(n − 1)`` at 0), and the truth's ratio
-  on public clusters lies anywhere in ``SYNC_GROWTH_RANGE`` (no growth to 3.7 × ρ, Azure's
-  slow links). ``σ_growth(q)`` is the larger distance from the prediction to the backbone
-  with either end of that range, over ``z₀.₉₅`` — exact without a refit, since the growth
-  terms never touch a fit on ≤ 2 workers. It is 0 at one and two workers and grows with
-  ``log2(n − 1)`` and the share of the step that synchronisation takes; without it 21.7 % of
-  public truths predicted from ≤ 2-worker probes lay outside the 90 % interval, 14.8 % above
-  it (``python -m benchmarks.public_step_time --held-out``).
+* ``σ_growth`` — when the probes do not identify sync growth (no two distinct
+  ``log2(n − 1)`` among the multi-worker probes of one host class: probes on ≤ 2 workers,
+  or one larger worker count alone), it is the prior ratio ``ρ = SYNC_GROWTH_RATIO``, and
+  the truth's ratio on public clusters lies anywhere in ``SYNC_GROWTH_RANGE`` (no growth to
+  3.7 × ρ, Azure's slow links). The backbone is fitted again with either end of that range;
+  ``σ_growth(q)`` is the larger distance between those predictions and the prediction, over
+  ``z₀.₉₅``. It is 0 at the probed worker counts (and at one and two workers after ≤ 2-worker
+  probes) and grows with ``log2(n − 1)`` and the share of the step that synchronisation
+  takes; without it 21.7 % of public truths predicted from ≤ 2-worker probes lay outside
+  the 90 % interval, 14.8 % above it (``python -m benchmarks.public_step_time --held-out``).
 * with fewer than six distinct probed configurations σ_cv cannot be cross-validated and
   the fit looks exact; ``FEW_PROBE_KAPPA[k − 1] · d_near`` is added, ``d_near`` the
   doublings to the nearest probed configuration (measured on public traces with
@@ -83,7 +84,7 @@ from cotune.models._backbone import (
     BackboneParams,
     fit_backbone,
     predict_log_step,
-    with_growth_ratio,
+    growth_identified,
 )
 from cotune.models._effects import fit_level_effects, predict_level_effects
 from cotune.models._estimator import EstimatorContract
@@ -127,9 +128,12 @@ ONE_BATCH_SHARE_RANGE = (0.0022, 0.9988)
 # the rest of σ, farthest-point probe designs on twelve clusters each weighing one:
 # python -m benchmarks.public_step_time --calibrate. Growing with the distance rather than
 # flat: errors do (median 0.07 within one doubling, 0.38 beyond four, at k = 3), and a flat
-# σ covered 74–82 % beyond four doublings while over-covering next to the probes. (k = 1 was
-# 0.061 before σ_growth, which now carries part of a lone probe's extrapolation in workers.)
-FEW_PROBE_KAPPA = (0.055, 0.277, 0.190, 0.199, 0.199)
+# σ covered 74–82 % beyond four doublings while over-covering next to the probes. Before
+# σ_growth and the growth_identified rule (one larger worker count alone ties growth to the
+# constant instead of fitting none) they were 0.061, 0.277, 0.190, 0.199, 0.199: the fits
+# themselves err less (median |log error| at k = 2 / 3: 0.41 → 0.25, 0.19 → 0.16; at k = 4 / 5
+# 0.125 → 0.134, 0.114 → 0.120) and σ_growth carries part of what these carried.
+FEW_PROBE_KAPPA = (0.055, 0.225, 0.174, 0.164, 0.156)
 _PRIOR_WEIGHT = 2.0
 # level_effects="auto" keeps the level effects (cotune.models._effects) when they lower the
 # mean absolute five-fold cross-validated error of the profile's own probes by at least
@@ -210,8 +214,9 @@ class StepTimeModel(EstimatorContract):
     interval : central probability of the reported interval.
     n_bootstrap : backbone refits on resampled probes for the interval (0 disables).
     random_state : seed of the bootstrap.
-    growth_ratio : sync growth per doubling as a share of the sync constant when no probe
-        ran above two workers (:data:`cotune.models.SYNC_GROWTH_RATIO`).
+    growth_ratio : sync growth per doubling as a share of the sync constant when the probes
+        do not identify it (:func:`cotune.models.growth_identified`;
+        :data:`cotune.models.SYNC_GROWTH_RATIO`).
     growth_range : the 90 % range of that ratio (:data:`cotune.models.SYNC_GROWTH_RANGE`):
         the spread of an extrapolation in workers when growth was not measured; None: none.
     share_range : with one local batch probed, the 90 % range of the constant share of
@@ -340,8 +345,9 @@ class StepTimeModel(EstimatorContract):
 
     def _refit(self, points: np.ndarray, mean_log: np.ndarray, *, growth_ratio: float | None = None, level_effects: bool = False) -> "StepTimeModel":
         ratio = self.growth_ratio if growth_ratio is None else growth_ratio
+        # growth_range=None: these refits serve their means alone (cross-validation, the profile's own κ).
         m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts, growth_ratio=ratio,
-                          growth_range=self.growth_range, share_range=self.share_range, few_probe_kappa=self.few_probe_kappa, level_effects=level_effects)
+                          growth_range=None, share_range=self.share_range, few_probe_kappa=self.few_probe_kappa, level_effects=level_effects)
         return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
 
     def _cv_errors(self, points: np.ndarray, mean_log: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -450,24 +456,19 @@ class StepTimeModel(EstimatorContract):
         mid = np.log(c + (1 - c) * r)
         return np.max(np.abs(ends - mid), axis=0) / z_for(0.9)
 
-    def _growth_tied(self) -> bool:
-        """No probe ran above two workers: sync growth is the prior ratio, not measured."""
-        return self.growth_range is not None and self.growth_ratio > 0.0 and getattr(self, "_tied_growth", False)
-
     def _growth_sigma(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """σ of log step time from the unknown sync growth when no probe ran above two workers:
-        the backbone predicts with the ratio ``ρ`` (:attr:`growth_ratio`); with either end of
-        :attr:`growth_range` (its 90 % range over public clusters) it would predict
-        ``log T(q; ρ')``, exactly (the growth terms never touch a fit on ≤ 2 workers:
-        :func:`~cotune.models.with_growth_ratio`). σ is the larger distance to either end over
-        ``z₀.₉₅``, as for :meth:`_split_sigma`; 0 at one and two workers, growing with
-        ``log2(n − 1)`` and with the share of the step that synchronisation takes."""
-        if not self._growth_tied():
+        """σ of log step time from sync growth the probes do not identify
+        (:func:`~cotune.models.growth_identified`: no two distinct ``log2(n − 1)`` among the
+        multi-worker probes of one host class). The backbone is fitted with the prior ratio
+        ``ρ`` (:attr:`growth_ratio`) and again with either end of :attr:`growth_range` (its
+        90 % range over public clusters); σ is the larger distance between their predictions
+        over ``z₀.₉₅``, as for :meth:`_split_sigma`. It grows with ``log2(n − 1)`` away from the
+        probed worker counts and with the share of the step that synchronisation takes."""
+        ends = getattr(self, "_growth_ends", ())
+        if not ends:
             return np.zeros(w.shape)
         mid = predict_log_step(self._theta, w, h, b)
-        ends = [predict_log_step(with_growth_ratio(self._theta, ratio=r, fitted_ratio=self.growth_ratio), w, h, b)
-                for r in self.growth_range]  # type: ignore[union-attr]
-        return np.max(np.abs(np.stack(ends) - mid), axis=0) / z_for(0.9)
+        return np.max(np.abs(np.stack([predict_log_step(t, w, h, b) for t in ends]) - mid), axis=0) / z_for(0.9)
 
     def _few_spread(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
         """:attr:`few_probe_kappa` for the number of probed configurations times the
@@ -524,7 +525,14 @@ class StepTimeModel(EstimatorContract):
     def _fit_monotone(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
         """Backbone, isotonic fit and its monotone envelope on these probes."""
         theta = fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=self.growth_ratio)
-        self._tied_growth = not np.any(points[:, 0] > 2)  # as fit_backbone decides
+        # Growth the probes do not identify is the prior ratio: the fits with either end of
+        # its range are what σ_growth measures the prediction against.
+        self._growth_ends = ()
+        if self.growth_range is not None and not growth_identified(points[:, 0], points[:, 1]):
+            self._growth_ends = tuple(
+                fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=r, init=theta)
+                for r in self.growth_range
+            )
         iso = isotonic_grid(points, mean_log, counts.astype(float), increasing=(True, True, True))
         self.backbone_ = BackboneParams(*map(float, theta))
         self._theta = theta

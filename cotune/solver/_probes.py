@@ -120,11 +120,11 @@ _N = NormalDist()
 # configuration) on eleven public clusters and the Pollux T4 traces, each weighing one,
 # with the probe sets users pay for (≤ 2 / ≤ 4 workers, one host, 3 and 5 probes):
 # python -m benchmarks.public_step_time --calibrate. With each cluster left out it is
-# 1.19–1.53. By distance bin (0–0.6, –1.1, –2.1, –3.1, –4.1, –8.1 doublings) the clusters'
-# median correlations are 0.44 0.54 0.29 0.16 0.06 0.00 and the kernel at each bin's mean
-# distance 0.73 0.49 0.26 0.12 0.06 0.02. (1.41 before the sync-growth spread σ_growth
-# of the step-time model: wider intervals far out standardise those errors smaller.)
-STEP_CORRELATION_DOUBLINGS = 1.35
+# 1.25–1.57. By distance bin (0–0.6, –1.1, –2.1, –3.1, –4.1, –8.1 doublings) the clusters'
+# median correlations are 0.40 0.56 0.34 0.19 0.10 0.00 and the kernel at each bin's mean
+# distance 0.74 0.50 0.27 0.13 0.06 0.02. (Re-measured with the step-time model's σ_growth and its
+# growth_identified rule; 1.41 before.)
+STEP_CORRELATION_DOUBLINGS = 1.39
 # E over the measurement's standardised outcome Z ~ N(0, 1): the midpoint rule on its
 # quantiles, which (unlike Gauss–Hermite) stays accurate where the decision switches
 # (a kink in the integrand): within 2e-4 of a 2·10⁶-draw simulation for the put-like gains.

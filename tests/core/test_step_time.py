@@ -271,18 +271,41 @@ def test_one_worker_probes_predict_the_measured_two_worker_slowdown():
 
 
 # -- σ_growth: the unknown sync growth when no probe ran above two workers -------------------
-def test_rescaling_the_growth_ratio_is_the_refit_with_that_ratio():
-    """with_growth_ratio is exact: a fit on ≤ 2 workers never sees the growth terms."""
-    from cotune.models import fit_backbone, with_growth_ratio
+@pytest.mark.parametrize(
+    ("workers", "hosts", "identified"),
+    [
+        ((1, 2), (1, 1), False),  # two workers: log2(n − 1) = 0
+        ((1, 4), (1, 1), False),  # one larger count alone: constant and growth trade off
+        ((4,), (1,), False),  # a previous run's 4 × 64
+        ((1, 2, 4), (1, 1, 1), True),
+        ((1, 3, 4), (1, 1, 1), True),
+        ((1, 2, 8), (1, 1, 2), False),  # one value per host class
+        ((1, 4, 8), (1, 2, 2), True),  # two across hosts
+    ],
+)
+def test_growth_is_identified_by_two_distinct_sync_rounds_in_one_host_class(workers, hosts, identified):
+    from cotune.models import growth_identified
 
-    rng = np.random.default_rng(5)
-    for hosts in (lambda n: np.ones_like(n), lambda n: n):  # one host; two workers across hosts
-        n, _, b, y = _data(_sync_world(rng, 0.4), rng, workers=(1, 2))
-        h = hosts(n)
-        fitted = fit_backbone(n, h, b, np.log(y), growth_ratio=0.37)
-        for ratio in (0.0003, 1.37):
-            np.testing.assert_allclose(with_growth_ratio(fitted, ratio=ratio, fitted_ratio=0.37),
-                                       fit_backbone(n, h, b, np.log(y), growth_ratio=ratio), rtol=1e-6, atol=1e-12)
+    assert growth_identified(np.array(workers, float), np.array(hosts, float)) is identified
+
+
+def test_one_larger_worker_count_alone_ties_growth_to_the_constant_instead_of_flattening_it():
+    """Probes at 1 and 4 workers (one batch each of two): the fit used to settle on no growth
+    (sync flat to 64 workers); tied, it grows by the prior ratio, and its spread with it."""
+    from cotune.models import SYNC_GROWTH_RATIO
+
+    rng = np.random.default_rng(7)
+    theta = _sync_world(rng, SYNC_GROWTH_RATIO)
+    n, _, b, y = _data(theta, rng, workers=(1, 4), noise=0.0)
+    h = np.ones_like(n)
+    m = StepTimeModel(n_bootstrap=0).fit(n, h, b, y)
+    qn = np.array([4.0, 16.0, 64.0])
+    truth = np.exp(predict_log_step(theta, qn, np.ones(3), np.full(3, 64.0)))
+    p = m.predict(qn, np.ones(3), np.full(3, 64.0))
+    assert np.allclose(p.step_time_s, truth, rtol=0.05)  # the prior ratio is this world's
+    bare = StepTimeModel(n_bootstrap=0, growth_range=None).fit(n, h, b, y).predict(qn, np.ones(3), np.full(3, 64.0))
+    extra = np.sqrt(np.maximum(p.log_sigma**2 - bare.log_sigma**2, 0.0))
+    assert extra[0] < 0.02 and extra[1] < extra[2]  # none at the probed count, growing past it
 
 
 def test_unknown_growth_widens_extrapolations_in_workers_only():
