@@ -240,6 +240,9 @@ class StepTimeModel(EstimatorContract):
     level_effects_ : whether the level effects are in the predictions (``level_effects``
         resolved); ``effects_`` the fitted :class:`LevelEffects`, ``effects_cv_`` the
         cross-validated mean absolute log error without and with them (None without CV)
+    growth_identified_ : whether the probes measure sync growth
+        (:func:`cotune.models.growth_identified`); if not, it is the prior ``growth_ratio``
+        and ``growth_range`` spreads the extrapolations in workers
     residual_sigma_ : log-residual scale, calibrated so the in-sample interval covers ``interval``
     workers_range_, local_batch_range_, hosts_range_ : probed ranges
     """
@@ -527,8 +530,9 @@ class StepTimeModel(EstimatorContract):
         theta = fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=self.growth_ratio)
         # Growth the probes do not identify is the prior ratio: the fits with either end of
         # its range are what σ_growth measures the prediction against.
+        self.growth_identified_ = growth_identified(points[:, 0], points[:, 1])
         self._growth_ends = ()
-        if self.growth_range is not None and not growth_identified(points[:, 0], points[:, 1]):
+        if self.growth_range is not None and not self.growth_identified_:
             self._growth_ends = tuple(
                 fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=r, init=theta)
                 for r in self.growth_range

@@ -61,6 +61,9 @@ class TimeFitReport:
     # The largest, when kept: (kind, level, measured / law) — "local batch" (b,) or
     # "placement" (workers, hosts); cotune.models._effects.largest_level_effects.
     level_effects_largest: tuple[tuple[str, tuple[float, ...], float], ...] = ()
+    # Whether the probes measure sync growth with workers (two distinct log2(n − 1) among the
+    # multi-worker probes of one host class); if not, it is a prior with its spread (σ_growth).
+    sync_growth_measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,7 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
         level_effects=bool(full.level_effects_),
         level_effects_cv=full.effects_cv_,
         level_effects_largest=largest_level_effects(full.effects_, full.points_) if full.level_effects_ else (),
+        sync_growth_measured=bool(full.growth_identified_),
     )
 
 

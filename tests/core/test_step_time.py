@@ -354,3 +354,22 @@ def test_two_worker_probes_cover_worlds_whose_growth_spreads_as_the_range_says()
             out += list((p.lower_s <= truth) & (truth <= p.upper_s))
     assert 0.85 <= np.mean(covered) <= 0.99  # 0.97 here: log-uniform puts more worlds at the ends
     assert np.mean(covered_bare) < 0.8  # 0.67
+
+
+@pytest.mark.slow  # two validate_profile runs
+def test_cotune_fit_says_when_sync_growth_is_a_prior_and_how_to_measure_it(tmp_path):
+    import cotune
+    from _helpers import synthetic_records, write_jsonl
+    from cotune.cli._render import render_fit_report
+    from cotune.models._validate import validate_profile
+
+    def report(workers):
+        recs = synthetic_records(workers=workers, batches=(16, 32, 64, 128))
+        return validate_profile(cotune.load_profile(str(write_jsonl(tmp_path / f"w{len(workers)}.jsonl", recs))))
+
+    two, four = report((1, 2)), report((1, 2, 4))
+    assert two.time[0].sync_growth_measured is False and four.time[0].sync_growth_measured is True
+    text = render_fit_report(two)
+    assert "how synchronisation grows with workers is not measured" in text and "past 2 workers" in text
+    assert "probe another worker count to measure it" in text
+    assert "how synchronisation grows" not in render_fit_report(four)
