@@ -581,17 +581,24 @@ def calibrate_growth_ratio(samples: list[tuple[str, str, float]]) -> dict[str, f
     return _leave_one_cluster_out("SYNC_GROWTH_RATIO", _median_of_cluster_medians, samples)
 
 
-def calibrate_growth_range(samples: list[tuple[str, str, float]]) -> dict[str, float]:
-    """``SYNC_GROWTH_RANGE``: the 5 % and 95 % quantiles of β_r / α_r over every trace, each
-    cluster weighing one; with each cluster left out, the share of its traces inside the
-    range the other clusters give (it never saw them)."""
-    out = dict(zip(("SYNC_GROWTH_RANGE low", "SYNC_GROWTH_RANGE high"), _weighted_quantiles(samples, (0.05, 0.95))))
+def _covered_by_the_others_range(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """With each cluster left out, the share of its values inside the 5–95 % range the other
+    clusters give (each weighing one): an honest check, as the range never saw them."""
+    out: dict[str, float] = {}
     clusters = sorted({r[0] for r in samples})
     for c in clusters if len(clusters) > 1 else ():
         lo, hi = _weighted_quantiles([r for r in samples if r[0] != c], (0.05, 0.95))
         own = np.array([r[2] for r in samples if r[0] == c])
         out[f"{c}: covered by the others' range"] = float(np.mean((own >= lo) & (own <= hi)))
     return out
+
+
+def calibrate_growth_range(samples: list[tuple[str, str, float]]) -> dict[str, float]:
+    """``SYNC_GROWTH_RANGE``: the 5 % and 95 % quantiles of β_r / α_r over every trace, each
+    cluster weighing one; with each cluster left out, the share of its traces inside the
+    range the other clusters give (it never saw them)."""
+    out = dict(zip(("SYNC_GROWTH_RANGE low", "SYNC_GROWTH_RANGE high"), _weighted_quantiles(samples, (0.05, 0.95))))
+    return {**out, **_covered_by_the_others_range(samples)}
 
 
 def _median_of_cluster_medians(rows: list[tuple[str, str, float]]) -> float:
@@ -643,12 +650,7 @@ def calibrate_constant_share(samples: list[tuple[str, str, float]]) -> dict[str,
     out: dict[str, float] = {}
     for name, q in (("ONE_BATCH_CONSTANT_SHARE", 0.5), ("ONE_BATCH_SHARE_RANGE low", 0.05), ("ONE_BATCH_SHARE_RANGE high", 0.95)):
         out[name] = _weighted_quantiles(samples, (q,))[0]
-    clusters = sorted({r[0] for r in samples})
-    for c in clusters if len(clusters) > 1 else ():
-        lo, hi = _weighted_quantiles([r for r in samples if r[0] != c], (0.05, 0.95))
-        own = np.array([r[2] for r in samples if r[0] == c])
-        out[f"{c}: covered by the others' range"] = float(np.mean((own >= lo) & (own <= hi)))
-    return out
+    return {**out, **_covered_by_the_others_range(samples)}
 
 
 def sync_constant_samples(traces: list[Trace]) -> list[tuple[str, str, float]]:

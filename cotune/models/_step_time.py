@@ -77,15 +77,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cotune.errors import ModelError
-from cotune.models._backbone import (
-    ONE_BATCH_CONSTANT_SHARE,
-    SYNC_GROWTH_RANGE,
-    SYNC_GROWTH_RATIO,
-    BackboneParams,
-    fit_backbone,
-    predict_log_step,
-    growth_identified,
-)
+from cotune.models._backbone import ONE_BATCH_CONSTANT_SHARE, SYNC_GROWTH_RANGE, SYNC_GROWTH_RATIO, BackboneParams
+from cotune.models._backbone import fit_backbone, growth_identified, predict_log_step
 from cotune.models._effects import fit_level_effects, predict_level_effects
 from cotune.models._estimator import EstimatorContract
 from cotune.models._isotonic import isotonic_grid
