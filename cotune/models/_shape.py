@@ -85,7 +85,8 @@ class ErrorShape:
 
 NORMAL_SHAPE = ErrorShape(weights=(1.0,), scales=(1.0,))
 # Fitted by `python -m benchmarks.error_shape` (step time refitted 2026-12-04 evening with
-# the sync-growth spread σ_growth, was (0.646, 0.354), (0.380, 1.531) with the level
+# the sync-growth spread σ_growth and the growth_identified rule — the full replay
+# /tmp/full_g ran with (0.627, 2.804), the fit before that rule — was (0.646, 0.354), (0.380, 1.531) with the level
 # effects and (0.610, 0.390), (0.360, 1.449) before them; epochs 2026-12-02 evening,
 # with the step-time growth floor and the recalibrated KAPPA_BEYOND_SHAPE; first fitted
 # after 9303acd as (0.616, 0.384), (0.361, 1.461) and (0.496, 0.504), (0.148, 1.279)):
@@ -93,9 +94,9 @@ NORMAL_SHAPE = ErrorShape(weights=(1.0,), scales=(1.0,))
 # each cluster weighing one) as the library fits probes on ≤ 2 and ≤ 4 workers; epochs on
 # the six Pollux workloads (204 predictions from the reference curve alone, targets
 # 50–100 % of the way to the weakest batch's best). Left-one-out mean log-likelihood per
-# error: step −1.296 vs −1.522 for the normal (−1.491 vs −1.639 before σ_growth,
+# error: step −1.297 vs −1.522 for the normal (−1.491 vs −1.639 before σ_growth,
 # −1.458 vs −1.602 before the level effects), epochs −1.295 vs −1.535.
-STEP_ERROR_SHAPE = ErrorShape(weights=(0.834, 0.166), scales=(0.627, 2.804))
+STEP_ERROR_SHAPE = ErrorShape(weights=(0.834, 0.166), scales=(0.629, 2.813))
 EPOCHS_ERROR_SHAPE = ErrorShape(weights=(0.493, 0.507), scales=(0.148, 1.276))
 
 
