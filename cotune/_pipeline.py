@@ -265,6 +265,14 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         advice = ("probe it (cotune profile) to confirm before a long run" if next_measurement is None
                   else "the next measurement says whether probing before the run is worth its price")
         notes.append(f"the chosen candidate is extrapolated in {' and '.join(chosen.extrapolated)}: {advice}")
+        tm = models.time_models.get(chosen.gpu)
+        if tm is not None and not getattr(tm, "growth_identified_", True) and chosen.workers > tm.workers_range_[1]:
+            # Say which part of the time is a prior: the interval carries its spread (σ_growth).
+            notes.append(
+                f"how synchronisation grows past {int(tm.workers_range_[1])} workers on {chosen.gpu} is not measured: the "
+                "time takes the prior growth and its interval the spread of that prior over public clusters; a probe at "
+                "two worker counts above one, one of them above two, measures it"
+            )
     return Recommendation(
         workload=models.workload_name,
         metric_name=models.metric_name,

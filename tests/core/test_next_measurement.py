@@ -68,3 +68,17 @@ def test_an_extrapolated_plan_defers_to_the_next_measurement_instead_of_always_s
                             models=cotune.fit_models(small, n_bootstrap=0))
     assert bare.next_measurement is None
     assert any("probe it (cotune profile)" in n for n in bare.notes if n.startswith("the chosen candidate is extrapolated"))
+
+
+def test_a_plan_past_probes_that_never_measured_sync_growth_says_so() -> None:
+    # The bundled CIFAR-10 probes on one and two workers only: how sync grows with workers
+    # is the prior; a 20-minute deadline needs more workers than that.
+    import dataclasses
+
+    full = cotune.load_profile("cifar10-resnet18")
+    two = dataclasses.replace(full, steps=tuple(s for s in full.steps if s.workers <= 2))
+    rec = cotune.recommend(two, target=0.94, deadline_s=1200, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
+    assert rec.chosen is not None and rec.chosen.workers > 2
+    assert any(n.startswith("how synchronisation grows past 2 workers on t4 is not measured") for n in rec.notes)
+    measured = cotune.recommend(full, target=0.94, deadline_s=1200, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
+    assert not any("how synchronisation grows" in n for n in measured.notes)
