@@ -21,6 +21,7 @@ from cotune._explain import baselines as _baselines
 from cotune._explain import relax as _relax
 from cotune._request import DEFAULT_MAX_WORKERS, RecommendRequest, request_from_call
 from cotune.models import FittedModels, fit_models
+from cotune.models._backbone import GROWTH_PROBES
 from cotune.profile import Profile
 from cotune.solver import (
     Choice,
@@ -271,7 +272,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
             notes.append(
                 f"how synchronisation grows past {int(tm.workers_range_[1])} workers on {chosen.gpu} is not measured: the "
                 "time takes the prior growth and its interval the spread of that prior over public clusters; a probe at "
-                "two worker counts above one, one of them above two, measures it"
+                f"{GROWTH_PROBES}, measures it"
             )
     return Recommendation(
         workload=models.workload_name,

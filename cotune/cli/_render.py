@@ -164,11 +164,11 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
 
                 out.append("  largest (measured against the law): " + ", ".join(describe_level_effect(e) for e in t.level_effects_largest))
         if not t.sync_growth_measured:
-            from cotune.models import SYNC_GROWTH_RANGE, SYNC_GROWTH_RATIO
+            from cotune.models._backbone import GROWTH_PROBES, SYNC_GROWTH_RANGE, SYNC_GROWTH_RATIO
 
             lo, hi = SYNC_GROWTH_RANGE
-            out.append(f"{t.gpu}: how synchronisation grows with workers is not measured (it takes two worker counts above one, "
-                       f"one of them above two, on one host or both across hosts): it is the prior, {SYNC_GROWTH_RATIO:g} x the two-worker sync cost "
+            out.append(f"{t.gpu}: how synchronisation grows with workers is not measured (it takes {GROWTH_PROBES}, "
+                       f"on one host or both across hosts): it is the prior, {SYNC_GROWTH_RATIO:g} x the two-worker sync cost "
                        f"per doubling, and intervals past {t.workers_range[1]} workers carry its spread over public clusters "
                        f"({lo:g}-{hi:g}); probe another worker count to measure it")
     out.append("")

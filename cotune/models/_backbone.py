@@ -43,6 +43,7 @@ __all__ = [
     "predict_log_step",
     "fit_backbone",
     "growth_identified",
+    "GROWTH_PROBES",
 ]
 
 _TINY = 1e-9
@@ -104,6 +105,10 @@ def predict_log_step(params: np.ndarray, workers: np.ndarray, hosts: np.ndarray,
     lc, ls = np.log(np.maximum(compute, _TINY)), np.log(np.maximum(sync, _TINY))
     top = np.maximum(lc, ls)
     return top + np.log(np.exp(gamma * (lc - top)) + np.exp(gamma * (ls - top))) / gamma
+
+
+# growth_identified's rule in the words every report uses ("what it takes to measure growth").
+GROWTH_PROBES = "two worker counts above one, one of them above two"
 
 
 def growth_identified(workers: np.ndarray, hosts: np.ndarray) -> bool:
