@@ -24,11 +24,16 @@ Method
    ``y(u) = t`` in closed form (∞ when ``a ≤ t``). Families are weighted by Akaike
    weights (AICc), so a family the data contradict stops counting.
 3. **Forecast.** The median is the weighted median of the families' log epochs. Its
-   spread in log epochs grows with how far it reaches beyond the data::
+   spread in log epochs has four parts::
 
-       σ² = σ₀² + (κ · ln(E / epoch_seen))² + disagreement²
+       σ² = σ₀² + (κ · ln(E / epoch_seen))² + disagreement² + Σ_f w_f · g_fᵀ Σ_f g_f
 
-   where ``disagreement`` is the weighted standard deviation of the families' log epochs.
+   ``disagreement`` is the weighted standard deviation of the families' log epochs (which
+   family); the last term is how loosely the points seen pin each family's parameters
+   (the delta method: ``Σ_f = s²·(JᵀJ)⁻¹`` from the least-squares fit, ``g_f`` the
+   gradient of the family's log epochs to the target), largest where the target sits
+   near the asymptote the curve has barely begun to show; the κ term is what the
+   families' shapes miss beyond the data (a learning-rate decay they cannot see).
    The probability of reaching the target is ``Φ((m + m₀) / s)`` with ``m`` the
    weighted margin ``a − t`` in units of the rise seen so far. ``κ``
    (:data:`CURVE_KAPPA`), ``m₀`` (:data:`CURVE_MARGIN_OFFSET`) and ``s``
@@ -57,6 +62,7 @@ __all__ = [
     "CURVE_KAPPA",
     "CURVE_MARGIN_OFFSET",
     "CURVE_MARGIN_SCALE",
+    "CURVE_PARAM_VAR_CAP",
     "CURVE_SIGMA_FLOOR",
     "HETEROGENEITY_GAP",
     "MIN_CURVE_POINTS",
@@ -75,10 +81,15 @@ __all__ = [
 # Measured by ``python -m benchmarks.curve_calibration`` (docs/models.md): the spread per
 # unit of log extrapolation and the margin scale of the reach probability, fitted on all
 # Pollux workloads (the per-workload held-out values are in the report).
-CURVE_KAPPA = 0.835
+CURVE_KAPPA = 0.582
 CURVE_MARGIN_SCALE = 10.0
 CURVE_MARGIN_OFFSET = 2.0
 CURVE_SIGMA_FLOOR = 0.05
+# The most a family's parameter uncertainty adds to the log-epochs variance (σ = 2, a
+# factor e² ≈ 7): a curve that cannot pin its asymptote near the target says "not from
+# me" — its precision falls and a prior pooled with it answers — without an interval
+# running to 10⁴⁰ epochs.
+CURVE_PARAM_VAR_CAP = 4.0
 # Pooling with the prior: a squared gap between the two log-epoch estimates counts as
 # disagreement only beyond this many times its expected size (χ²₁'s 90 % quantile).
 HETEROGENEITY_GAP = 2.706
@@ -121,6 +132,9 @@ class CurveFit:
     asymptote: float  # scaled score: 0 = the first best, 1 = the last best seen
     aicc: float
     weight: float = 0.0
+    # Covariance of ``params`` from the fit (s²·(JᵀJ)⁻¹, s² the residual variance): how
+    # loosely the curve seen so far pins the family (None: not estimated).
+    cov: tuple[tuple[float, ...], ...] | None = None
 
     def predict(self, u: np.ndarray) -> np.ndarray:
         return _FAMILIES[self.family][0](np.asarray(u, dtype=float), *self.params)
@@ -325,7 +339,10 @@ def fit_curve_families(epochs: np.ndarray, best: np.ndarray) -> tuple[list[Curve
             continue
         rss = max(float(np.sum(best_fit.fun**2)), n * 1e-6)  # a floor: a perfect fit is no infinite evidence
         aicc = n * math.log(rss / n) + 2 * k + 2 * k * (k + 1) / (n - k - 1)
-        fits.append(CurveFit(family=name, params=tuple(float(v) for v in best_fit.x), asymptote=float(best_fit.x[0]), aicc=aicc))
+        jac = np.asarray(best_fit.jac, float)
+        cov = rss / (n - k) * np.linalg.pinv(jac.T @ jac) if np.all(np.isfinite(jac)) else None
+        fits.append(CurveFit(family=name, params=tuple(float(v) for v in best_fit.x), asymptote=float(best_fit.x[0]), aicc=aicc,
+                             cov=None if cov is None else tuple(tuple(float(v) for v in row) for row in cov)))
     if fits:
         a = np.array([f.aicc for f in fits])
         w = np.exp(-(a - a.min()) / 2.0)
@@ -356,6 +373,30 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(v[int(np.searchsorted(c, 0.5 * c[-1]))])
 
 
+def _param_log_var(fit: CurveFit, threshold: float) -> float:
+    """Delta-method variance of ``ln u`` — the family's scaled epochs to ``threshold`` —
+    from the covariance of its parameters: ``gᵀ Σ g`` with ``g = ∂ ln u / ∂θ`` by central
+    differences. 0 where the covariance is not estimated; :data:`CURVE_PARAM_VAR_CAP`
+    where a nudge of the parameters sends the crossing to never (the target sits at the
+    family's asymptote: the curve cannot tell when)."""
+    if fit.cov is None:
+        return 0.0
+    inv = _FAMILIES[fit.family][1]
+    theta = np.asarray(fit.params, float)
+    grad = np.zeros(theta.size)
+    for j in range(theta.size):
+        h = 1e-4 * max(abs(theta[j]), 1e-3)
+        up, down = theta.copy(), theta.copy()
+        up[j] += h
+        down[j] -= h
+        hi, lo = inv(threshold, *up), inv(threshold, *down)
+        if not (math.isfinite(hi) and math.isfinite(lo) and hi > 0 and lo > 0):
+            return CURVE_PARAM_VAR_CAP
+        grad[j] = (math.log(hi) - math.log(lo)) / (2.0 * h)
+    v = float(grad @ np.asarray(fit.cov, float) @ grad)
+    return min(v, CURVE_PARAM_VAR_CAP) if math.isfinite(v) and v > 0 else 0.0
+
+
 def forecast_epochs(
     fits: Sequence[CurveFit], *, threshold: float, epoch_seen: float, n_points: int, interval: float = 0.9,
     kappa: float = CURVE_KAPPA, margin_scale: float = CURVE_MARGIN_SCALE, sigma_floor: float = CURVE_SIGMA_FLOOR,
@@ -372,17 +413,20 @@ def forecast_epochs(
     p = _NORMAL.cdf((margin + margin_offset) / margin_scale)
     asym = float(np.sum(w * a))
     finite = np.isfinite(u) & (u > 0)
-    if not np.any(finite):
+    answering = [f for f, ok in zip(sat, finite) if ok]
+    if not answering:
         u_t = trend[0].epochs_to(threshold) if trend else math.inf
         if not math.isfinite(u_t):
             return math.inf, math.inf, math.inf, p, asym
-        u, w, finite = np.array([u_t]), np.array([1.0]), np.array([True])
+        # The trend line has no parameter covariance: its spread is κ's alone.
+        u, w, finite, answering = np.array([u_t]), np.array([1.0]), np.array([True]), []
     logs = np.log(np.maximum(u[finite], 1.0)) + math.log(epoch_seen)  # never before the last seen epoch
     wf = w[finite] / w[finite].sum()
     median = _weighted_median(logs, wf)
     spread = float(np.sqrt(np.sum(wf * (logs - np.sum(wf * logs)) ** 2)))
     reach = max(median - math.log(epoch_seen), 0.0)
-    sigma = math.sqrt(sigma_floor**2 + (kappa * reach) ** 2 + spread**2)
+    param = float(np.sum(wf * np.array([_param_log_var(f, threshold) for f in answering]))) if answering else 0.0
+    sigma = math.sqrt(sigma_floor**2 + (kappa * reach) ** 2 + spread**2 + param)
     e_if = math.exp(median)
     # The median of the mixture "reached at E, or never": E while p ≥ ½, else ∞.
     return (e_if if p >= 0.5 else math.inf), e_if, sigma, p, asym

@@ -9,6 +9,7 @@ import pytest
 
 from cotune.errors import InputError
 from cotune.models._curve import (
+    CURVE_PARAM_VAR_CAP,
     EpochsPrior,
     best_so_far,
     combine_with_prior,
@@ -165,3 +166,38 @@ def test_a_stalled_curve_reads_the_same_at_every_further_flat_evaluation() -> No
     assert sources == {"prior"}, reads  # the curve cannot say when; its reach pools with the prior's
     assert max(ps) - min(ps) <= 0.02, reads
     assert max(ps) < 0.9, reads  # the stalled curve's doubt is heard
+
+
+def _noisy_exp3(seed: int, *, noise: float, points: int = 10) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """A seeded exp3 curve seen up to 1.2 time constants with Gaussian evaluation noise:
+    (epochs, metric, target, the clean curve's epochs to it — 2.5 time constants)."""
+    rng = np.random.default_rng(seed)
+    a, b, tau = rng.uniform(0.8, 0.95), rng.uniform(0.4, 0.7), rng.uniform(3.0, 12.0)
+    e = np.linspace(tau / 4.0, 1.2 * tau, points)
+    y = a - b * np.exp(-e / tau) + rng.normal(0.0, noise, e.size)
+    return e, y, a - b * math.exp(-2.5), 2.5 * tau
+
+
+@pytest.mark.slow  # 120 fits: about 15 s on 2 cores
+def test_the_parameter_uncertainty_alone_covers_a_seeded_synthetic_truth() -> None:
+    # With κ = 0 the interval is the fit's own: which family, and how loosely the noisy
+    # points pin it. The truth is one of the families, so that is the whole error and the
+    # 90 % interval must cover about 90 % (without the parameter term: 51 %).
+    hits = []
+    for seed in range(120):
+        e, y, target, truth = _noisy_exp3(seed, noise=0.005)
+        f = extrapolate_curve(e, y, target=target, kappa=0.0)
+        if math.isfinite(f.epochs_if_reached):
+            hits.append(f.lower <= truth <= f.upper)
+    assert len(hits) >= 100
+    assert 0.85 <= float(np.mean(hits)) <= 0.99
+
+
+def test_a_curve_that_cannot_pin_its_asymptote_keeps_a_finite_interval() -> None:
+    # Four rising points, a target just under where they point: the crossing is very
+    # uncertain, capped (CURVE_PARAM_VAR_CAP) so the interval is wide but finite.
+    e = np.arange(1.0, 7.0)
+    y = 0.9 - 0.5 * np.exp(-e / 6.0) + np.array([0.0, 0.01, -0.01, 0.01, -0.01, 0.0])
+    f = extrapolate_curve(e, y, target=0.85, kappa=0.0)
+    assert f.source == "curve" and math.isfinite(f.upper)
+    assert f.log_sigma <= math.sqrt(0.05**2 + CURVE_PARAM_VAR_CAP + 1.0)  # floor, cap, disagreement (< 1)
