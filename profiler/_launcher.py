@@ -230,6 +230,9 @@ class TorchrunLauncher:
             "--rdzv-id", request.run_id,
             "--max-restarts", "0",
             "--monitor-interval", "0.2",
+            # torchrun's agent otherwise makes a torchelastic_* folder in the machine's temp
+            # dir for every probe and leaves it there; the probe's own folder goes with it.
+            "--log-dir", str(Path(request.log_path).parent / "torchrun"),
             *self.extra_args,
             "-m", request.module, *request.args,
         ]  # fmt: skip

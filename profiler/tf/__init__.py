@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 from profiler._launcher import LaunchOutcome, LaunchRequest, run_group
@@ -71,8 +72,6 @@ def _resolve(spec: str) -> Any:
 
     target, _, attr = spec.rpartition(":")
     if target.endswith(".py") or "/" in target:
-        from pathlib import Path
-
         module = w._import_file(Path(target))
     else:
         import importlib
@@ -132,6 +131,17 @@ class TFConfigLauncher:
                                             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("PYTHONUNBUFFERED", "1")
+        # autograph writes every converted tf.function's source to a temporary file and
+        # removes it at interpreter exit; workers leave by os._exit (profiler._entry), so
+        # each probe left its files in the machine's temp dir. Their temp dir is the
+        # probe's own folder instead, which the session removes after the probe.
+        # (If that folder cannot be made, the probe still runs, with the inherited one.)
+        scratch = Path(request.log_path).parent / "tmp"
+        try:
+            scratch.mkdir(parents=True, exist_ok=True)
+            env["TMPDIR"] = str(scratch)
+        except OSError:
+            pass
         env.update(dict(request.env))
         command = [self.python, "-m", "profiler.tf._spawn", str(request.workers), request.module, *request.args]
         return run_group(command, env=env, timeout_s=request.timeout_s, log_path=request.log_path, poll=poll,

@@ -12,7 +12,10 @@ from cotune.profile import read_profile
 
 
 @pytest.mark.slow
-def test_one_and_two_process_timing_probes_write_step_records(tmp_path, capsys):
+def test_one_and_two_process_timing_probes_write_step_records(tmp_path, capsys, monkeypatch):
+    machine_tmp = tmp_path / "machine-tmp"  # the temp dir torchrun and the workers would inherit
+    machine_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(machine_tmp))
     out = tmp_path / "p.jsonl"
     code, err = run_cli(["--workload", spec("tiny"), "--workers", "1,2", "--local-batch", "8", "--out", str(out),
                          "--no-curves", *FAST], capsys)
@@ -32,6 +35,9 @@ def test_one_and_two_process_timing_probes_write_step_records(tmp_path, capsys):
     assert [(c["workers"], c["outcome"]) for c in costs] == [(1, "ok"), (2, "ok")]
     assert all(c["wall_s"] > 0 for c in costs)
     assert not profile.failures
+    # Nothing of the probes' left in the machine's temp dir (torchrun's agent made a
+    # torchelastic_* folder there per probe); torch's compile cache may stay, as it is meant to.
+    assert not [p.name for p in machine_tmp.iterdir() if not p.name.startswith("torchinductor_")]
 
 
 @pytest.mark.slow

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_tensorflow_probe_writes_the_same_records(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
+    machine_tmp = tmp_path / "machine-tmp"  # the temp dir the workers would inherit
+    machine_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(machine_tmp))
     out = tmp_path / "tf.jsonl"
     code, err = run_cli(["--workload", "examples/digits_keras.py:workload", "--workers", "2", "--local-batch", "32",
                          "--curves", "64", "--max-epochs", "2", "--out", str(out), *FAST], capsys)
@@ -34,6 +37,8 @@ def test_tensorflow_probe_writes_the_same_records(tmp_path, capsys, monkeypatch)
     epochs = [e.epoch for e in profile.evals]
     assert len(epochs) == 2 and epochs[0] < epochs[1] and all(0 <= e.metric <= 1 for e in profile.evals)
     assert of(out, "curve_done")[0]["reason"] == "max_epochs"
+    # Nothing left behind in the machine's temp dir (autograph's sources went with the probe's folder).
+    assert not list(machine_tmp.iterdir())
 
 
 def test_tensorflow_simulated_oom_is_a_failure_record(tmp_path, capsys, monkeypatch):

@@ -74,6 +74,7 @@ def test_torchrun_command_single_and_multi_host():
     assert local[local.index("--nproc-per-node") + 1] == "2" and local[local.index("--nnodes") + 1] == "1"
     assert local[local.index("--rdzv-endpoint") + 1].startswith("127.0.0.1:")
     assert local[-3:] == ["-m", "profiler._worker", "task.json"]
+    assert local[local.index("--log-dir") + 1] == str(Path("torchrun"))  # beside the probe's log, not in /tmp
 
     multi = TorchrunLauncher(nnodes=2, rdzv_endpoint="head:29400")
     cmd = multi.command(_request(4))
