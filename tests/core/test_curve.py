@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cotune.errors import InputError
 from cotune.models._curve import (
@@ -201,3 +203,26 @@ def test_a_curve_that_cannot_pin_its_asymptote_keeps_a_finite_interval() -> None
     f = extrapolate_curve(e, y, target=0.85, kappa=0.0)
     assert f.source == "curve" and math.isfinite(f.upper)
     assert f.log_sigma <= math.sqrt(0.05**2 + CURVE_PARAM_VAR_CAP + 1.0)  # floor, cap, disagreement (< 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rises=st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=14),
+    noise=st.lists(st.floats(min_value=-50.0, max_value=50.0, allow_nan=False), min_size=14, max_size=14),
+    start=st.floats(min_value=-1e4, max_value=1e4, allow_nan=False),
+    reach=st.floats(min_value=-2.0, max_value=3.0, allow_nan=False),
+    goal=st.sampled_from(["max", "min"]),
+)
+def test_any_curve_gives_an_ordered_forecast_or_none(rises, noise, start, reach, goal) -> None:
+    # Whatever the curve (flat, noisy, huge, a single step), the forecast is a distribution:
+    # finite or infinite, never NaN, its interval around its median, a probability in [0, 1].
+    e = np.arange(1.0, len(rises) + 1.0)
+    metric = start + np.cumsum(rises) + np.array(noise[: len(rises)])
+    span = float(np.ptp(metric)) or 1.0
+    score_target = float(metric.max()) + reach * span  # in score units: above the best seen when reach > 0
+    sign = 1.0 if goal == "max" else -1.0  # a "min" metric is the negated score (a loss)
+    f = extrapolate_curve(e, sign * metric, target=sign * score_target, goal=goal)
+    assert 0.0 <= f.p_reach <= 1.0
+    assert not any(math.isnan(v) for v in (f.epochs, f.epochs_if_reached, f.lower, f.upper, f.log_sigma))
+    if math.isfinite(f.epochs_if_reached):
+        assert f.lower <= f.epochs_if_reached <= f.upper and f.log_sigma >= 0.0
