@@ -35,3 +35,16 @@ def _private_cotune_cache(tmp_path_factory):
         os.environ.pop("COTUNE_CACHE_DIR", None)
     else:
         os.environ["COTUNE_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_tempdir(tmp_path_factory):
+    """The docs' examples, run as tests, make their files with ``tempfile.mkdtemp()`` (what a
+    reader copying them wants); in the suite those land in the session's own folder, which
+    pytest prunes, not one more ``/tmp/tmpXXXXXXXX`` per run on the machine."""
+    import tempfile
+
+    old = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
+    yield
+    tempfile.tempdir = old
