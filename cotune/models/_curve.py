@@ -340,9 +340,10 @@ def fit_curve_families(epochs: np.ndarray, best: np.ndarray) -> tuple[list[Curve
         rss = max(float(np.sum(best_fit.fun**2)), n * 1e-6)  # a floor: a perfect fit is no infinite evidence
         aicc = n * math.log(rss / n) + 2 * k + 2 * k * (k + 1) / (n - k - 1)
         jac = np.asarray(best_fit.jac, float)
-        cov = rss / (n - k) * np.linalg.pinv(jac.T @ jac) if np.all(np.isfinite(jac)) else None
+        # A Jacobian that is not finite pins nothing: an infinite covariance (the cap applies).
+        cov = rss / (n - k) * np.linalg.pinv(jac.T @ jac) if np.all(np.isfinite(jac)) else np.full((k, k), np.inf)
         fits.append(CurveFit(family=name, params=tuple(float(v) for v in best_fit.x), asymptote=float(best_fit.x[0]), aicc=aicc,
-                             cov=None if cov is None else tuple(tuple(float(v) for v in row) for row in cov)))
+                             cov=tuple(tuple(float(v) for v in row) for row in cov)))
     if fits:
         a = np.array([f.aicc for f in fits])
         w = np.exp(-(a - a.min()) / 2.0)
@@ -376,11 +377,15 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
 def _param_log_var(fit: CurveFit, threshold: float) -> float:
     """Delta-method variance of ``ln u`` — the family's scaled epochs to ``threshold`` —
     from the covariance of its parameters: ``gᵀ Σ g`` with ``g = ∂ ln u / ∂θ`` by central
-    differences. 0 where the covariance is not estimated; :data:`CURVE_PARAM_VAR_CAP`
-    where a nudge of the parameters sends the crossing to never (the target sits at the
-    family's asymptote: the curve cannot tell when)."""
+    differences. 0 where the covariance is not estimated (a fit made by hand);
+    :data:`CURVE_PARAM_VAR_CAP` where it is not finite, or where a nudge of the parameters
+    sends the crossing to never (the target sits at the family's asymptote: the curve
+    cannot tell when)."""
     if fit.cov is None:
         return 0.0
+    cov = np.asarray(fit.cov, float)
+    if not np.all(np.isfinite(cov)):
+        return CURVE_PARAM_VAR_CAP
     inv = _FAMILIES[fit.family][1]
     theta = np.asarray(fit.params, float)
     grad = np.zeros(theta.size)
@@ -393,8 +398,10 @@ def _param_log_var(fit: CurveFit, threshold: float) -> float:
         if not (math.isfinite(hi) and math.isfinite(lo) and hi > 0 and lo > 0):
             return CURVE_PARAM_VAR_CAP
         grad[j] = (math.log(hi) - math.log(lo)) / (2.0 * h)
-    v = float(grad @ np.asarray(fit.cov, float) @ grad)
-    return min(v, CURVE_PARAM_VAR_CAP) if math.isfinite(v) and v > 0 else 0.0
+    v = float(grad @ cov @ grad)
+    if not math.isfinite(v):
+        return CURVE_PARAM_VAR_CAP
+    return min(max(v, 0.0), CURVE_PARAM_VAR_CAP)
 
 
 def forecast_epochs(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,11 +13,13 @@ from hypothesis import strategies as st
 from cotune.errors import InputError
 from cotune.models._curve import (
     CURVE_PARAM_VAR_CAP,
+    CurveFit,
     EpochsPrior,
     best_so_far,
     combine_with_prior,
     extrapolate_curve,
     fit_curve_families,
+    forecast_epochs,
     prior_from_model,
 )
 
@@ -226,3 +229,14 @@ def test_any_curve_gives_an_ordered_forecast_or_none(rises, noise, start, reach,
     assert not any(math.isnan(v) for v in (f.epochs, f.epochs_if_reached, f.lower, f.upper, f.log_sigma))
     if math.isfinite(f.epochs_if_reached):
         assert f.lower <= f.epochs_if_reached <= f.upper and f.log_sigma >= 0.0
+
+
+def test_a_fit_whose_covariance_is_not_finite_pins_nothing() -> None:
+    # A degenerate fit (a Jacobian that is not finite) must widen the forecast by the cap,
+    # not read as a perfectly pinned curve; a fit made by hand (no covariance) adds nothing.
+    fit = CurveFit(family="exp3", params=(1.2, 1.5, 2.0), asymptote=1.2, aicc=0.0, weight=1.0)
+    inf = ((math.inf,) * 3,) * 3
+    plain, loose = (forecast_epochs([f], threshold=1.1, epoch_seen=10.0, n_points=8, kappa=0.0)
+                    for f in (fit, replace(fit, cov=inf)))
+    assert loose[2] ** 2 == pytest.approx(plain[2] ** 2 + CURVE_PARAM_VAR_CAP)
+    assert loose[1] == plain[1]  # the median does not move
