@@ -4,14 +4,17 @@ Runs the same timing grid ``--repeats`` times, each into a fresh profile, with r
 torchrun probes, and prints per point:
 
 * ``wall_s`` — mean seconds one probe costs end to end (start-up, warm-up, timed and
-  no_sync steps, tear-down): what a point of a profiling plan costs;
+  no_sync steps, tear-down): what a point of a profiling plan costs — with timing groups
+  (the default) the points of one worker count share one launch, the first carrying its
+  start-up;
 * ``startup_s`` — the part of it that is not stepping (process start, imports,
-  rendezvous, model build): the fixed price of a point;
+  rendezvous, model build): the fixed price of a launch;
 * ``median_s`` — mean of the repeated median step times, and ``cv`` their
   coefficient of variation (std / mean) and ``max/min`` their ratio: how stable a
   probe's answer is from run to run.
 
     PYTHONPATH=. python benchmarks/profiler_overhead.py                 # digits CNN, CPU
+    PYTHONPATH=. python benchmarks/profiler_overhead.py --one-launch-per-point   # the comparison
     PYTHONPATH=. python benchmarks/profiler_overhead.py --workload examples/resnet_synthetic.py:workload \\
         --workers 1,2 --local-batch 32,128 --repeats 3
 
@@ -49,16 +52,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--precision", type=float, default=0.05)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/profiler_overhead.json"))
+    parser.add_argument("--one-launch-per-point", action="store_true",
+                        help="start a launch for every point (the profiler before timing groups): the comparison")
     args = parser.parse_args(argv)
 
     settings = ProbeSettings(device=args.device, rel_precision=args.precision)
     runs: dict[tuple[int, int], list[dict]] = {}
+    totals: list[float] = []  # seconds of probing for the whole grid, per repeat
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
             out = Path(tmp) / f"repeat{r}.jsonl"
-            profiler.profile(args.workload, out=out, workers=args.workers, local_batches=args.local_batch,
-                             curves=[], probe=settings, quiet=True)
+            summary = profiler.profile(args.workload, out=out, workers=args.workers, local_batches=args.local_batch,
+                                       curves=[], probe=settings, quiet=True,
+                                       timing_groups=not args.one_launch_per_point)
+            totals.append(summary.probe_wall_s)
             state = read_state(out)
             costs = [json.loads(ln) for ln in out.read_text().splitlines() if '"probe_cost"' in ln]
             for c in costs:
@@ -75,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"repeat {r + 1}/{args.repeats} done ({time.monotonic() - began:.0f}s)", file=sys.stderr)
 
     rows = []
-    print(f"workload {args.workload}, device {args.device}, {args.repeats} repeats, precision ±{args.precision:.0%}")
+    mode = "one launch per point" if args.one_launch_per_point else "one launch per worker count"
+    print(f"workload {args.workload}, device {args.device}, {args.repeats} repeats, precision ±{args.precision:.0%}, "
+          f"{mode}")
     print(f"{'workers':>7} {'batch':>6} {'wall_s':>7} {'startup_s':>9} {'steps':>6} {'median_s':>10} {'cv':>6} "
           f"{'max/min':>7}")
     for (w, b), items in sorted(runs.items()):
@@ -97,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
               f"({statistics.fmean(r['startup_s'] for r in rows):.2f} s of it start-up); "
               f"median step time cv across repeats: {statistics.fmean(r['cv'] for r in rows):.1%} on average, "
               f"{max(r['cv'] for r in rows):.1%} at worst")
+        print(f"the whole grid ({len(rows)} points): {statistics.fmean(totals):.1f} s of probing per repeat")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"workload": args.workload, "device": args.device, "rows": rows}, indent=2))
+    Path(args.out).write_text(json.dumps({"workload": args.workload, "device": args.device, "mode": mode,
+                                          "grid_wall_s": totals, "rows": rows}, indent=2))
     return 0
 
 

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
 
 from cotune.errors import EXIT_ENVIRONMENT, CotuneError, StorageError
 
@@ -193,6 +193,9 @@ class TorchrunLauncher:
     probe then spans ``nnodes`` hosts with ``workers / nnodes`` processes per host,
     and every host joins rendezvous ``run_id`` for it.
     """
+
+    # Its workers (profiler._worker) time several local batches in one launch.
+    timing_groups: ClassVar[bool] = True
 
     nnodes: int = 1
     rdzv_endpoint: str | None = None

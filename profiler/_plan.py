@@ -14,6 +14,8 @@ Automatic plan (no ``--workers``/``--local-batch``), cheapest information first:
    over the feasible range), which the accuracy model cannot do without;
 4. the smallest and largest feasible batch at every larger worker count.
 
+Steps 1 and 4 (and an explicit grid's batches at each worker count) are
+:class:`TimingGroup`\ s: the session times them in one launch where the launcher can.
 A ``--budget`` cuts the list where the next point's estimated cost no longer fits.
 """
 
@@ -25,7 +27,7 @@ from typing import Iterator, Sequence, Union
 
 from profiler._state import ProfileState
 
-__all__ = ["TimingPoint", "CurvePoint", "Point", "GridPlan", "AutoPlan", "geometric_batches", "worker_ladder"]
+__all__ = ["TimingPoint", "TimingGroup", "CurvePoint", "Point", "GridPlan", "AutoPlan", "geometric_batches", "worker_ladder"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,25 @@ class CurvePoint:
 Point = Union[TimingPoint, CurvePoint]
 
 
+@dataclass(frozen=True)
+class TimingGroup:
+    """Timing points at one worker count, local batches ascending, that the session may
+    time in one launch (one start-up for the lot; each point is still its own record).
+
+    A plan yields a group only where it does not need the result of one point to choose
+    the next: the session runs the group's points in order and stops the launch at the
+    first failure (an out-of-memory ends the ladder, as the points one by one would)."""
+
+    points: tuple[TimingPoint, ...]
+
+    def __post_init__(self) -> None:
+        if len({p.workers for p in self.points}) > 1:
+            raise ValueError(f"a timing group runs at one worker count, got {sorted({p.workers for p in self.points})}")
+        batches = [p.local_batch for p in self.points]
+        if batches != sorted(batches):
+            raise ValueError(f"a timing group's local batches ascend (out-of-memory ends it), got {batches}")
+
+
 def geometric_batches(low: int, high: int) -> list[int]:
     """Powers-of-two ladder ``low, 2·low, …`` not above ``high``."""
     out, b = [], max(1, low)
@@ -95,10 +116,9 @@ class GridPlan:
     seeds: tuple[int, ...] = (0,)
     curve_workers: int = 1
 
-    def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[Point]:
+    def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[Point | TimingGroup]:
         for w in self.workers:
-            for b in sorted(self.local_batches):
-                yield TimingPoint(workers=w, local_batch=b)
+            yield TimingGroup(tuple(TimingPoint(workers=w, local_batch=b) for b in sorted(set(self.local_batches))))
         yield from _curve_points(self.curves, self.seeds, self.curve_workers)
 
     def size_hint(self) -> int:
@@ -120,13 +140,11 @@ class AutoPlan:
     def _feasible(self, state: ProfileState, gpu: str, hosts: int) -> list[int]:
         return sorted(k[3] for k in state.steps if k[0] == gpu and k[1] == 1 and k[2] == hosts)
 
-    def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[Point]:
-        # 1. batch ladder on one worker, until the first out-of-memory.
-        for b in geometric_batches(self.min_batch, self.max_batch):
-            bound = state.oom_bound(gpu)
-            if bound is not None and b >= bound:
-                break
-            yield TimingPoint(workers=1, local_batch=b)
+    def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[Point | TimingGroup]:
+        # 1. batch ladder on one worker, until the first out-of-memory (the group stops there).
+        bound = state.oom_bound(gpu)
+        ladder = [b for b in geometric_batches(self.min_batch, self.max_batch) if bound is None or b < bound]
+        yield TimingGroup(tuple(TimingPoint(workers=1, local_batch=b) for b in ladder))
         feasible = self._feasible(state, gpu, hosts) or [self.min_batch]
         larger = [w for w in worker_ladder(self.max_workers) if w > 1 and w % hosts == 0]
         # 2. the middle batch at every larger worker count.
@@ -144,8 +162,7 @@ class AutoPlan:
             yield from _curve_points(chosen, self.seeds, self.curve_workers)
         # 4. the ends of the feasible range at every larger worker count.
         for w in larger:
-            for b in sorted({feasible[0], feasible[-1]}):
-                yield TimingPoint(workers=w, local_batch=b)
+            yield TimingGroup(tuple(TimingPoint(workers=w, local_batch=b) for b in sorted({feasible[0], feasible[-1]})))
 
     def size_hint(self) -> int:
         rungs = len(geometric_batches(self.min_batch, self.max_batch))

@@ -60,13 +60,14 @@ class Progress:
         self.stream.write("\r\x1b[2K" + line[:200])
         self.stream.flush()
 
-    def finish(self, label: str, outcome: str, *, remaining_s: float | None) -> None:
-        """A point ended with ``outcome`` (e.g. ``0.0123 s/step`` or ``oom``)."""
+    def finish(self, label: str, outcome: str, *, remaining_s: float | None, took_s: float | None = None) -> None:
+        """A point ended with ``outcome`` (e.g. ``0.0123 s/step`` or ``oom``); ``took_s``:
+        its share of a launch that timed several points (default: since :meth:`start`)."""
         self.done += 1
         self._remaining_s = remaining_s
         if self.quiet:
             return
-        took = format_duration(time.monotonic() - self._label_began)
+        took = format_duration(time.monotonic() - self._label_began if took_s is None else took_s)
         line = f"[{self.done}/{self.total}] {label}: {outcome} ({took}), {self._left()}"
         if self.tty:
             self.stream.write("\r\x1b[2K" + line + "\n")

@@ -34,6 +34,7 @@ __all__ = [
     "result_from_dict",
     "read_task",
     "write_task",
+    "batch_result_dir",
     "write_result",
     "read_results",
     "mark_started",
@@ -105,8 +106,17 @@ class TimingTask(_TaskBase):
     rel_precision: float = 0.05
     measure_sync: bool = True
     chunk_steps: int = 5
+    # Further local batches timed in the same launch, in order, after ``local_batch``
+    # (one start-up for the lot: torchrun, importing the framework, the rendezvous and
+    # the model are most of a short probe's cost). Each batch's results go to
+    # ``batch_result_dir(result_dir, i)``; the first failure ends the launch.
+    more_local_batches: tuple[int, ...] = ()
 
     kind: ClassVar[str] = "timing"
+
+    @property
+    def local_batches(self) -> tuple[int, ...]:
+        return (self.local_batch, *self.more_local_batches)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,6 +228,12 @@ def write_result(result_dir: str | Path, result: Result) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(result.to_dict(), allow_nan=True), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def batch_result_dir(result_dir: str | Path, index: int) -> Path:
+    """Where each rank writes its result for the ``index``-th local batch of a timing task
+    that times several (:attr:`TimingTask.more_local_batches`)."""
+    return Path(result_dir) / f"batch-{index:03d}"
 
 
 def mark_started(result_dir: str | Path, rank: int) -> None:

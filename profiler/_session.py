@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, TextIO
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter, WorkloadRecord
 from profiler._launcher import Launcher, LauncherError, LaunchOutcome, LaunchRequest, TorchrunLauncher
-from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingPoint
+from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingGroup, TimingPoint
 from profiler._value import PlanNote, ValuePlan
 from profiler._progress import Progress
 from profiler._protocol import (
@@ -43,11 +43,20 @@ from profiler._protocol import (
     Task,
     TimingResult,
     TimingTask,
+    batch_result_dir,
     count_started,
     read_results,
     write_task,
 )
-from profiler._records import Verdict, classify, epoch_records, failure_record, step_record, workload_record
+from profiler._records import (
+    Verdict,
+    classify,
+    epoch_records,
+    failure_record,
+    merge_rank_results,
+    step_record,
+    workload_record,
+)
 from profiler._settings import CurveSettings, ProbeEstimator, ProbeSettings, SessionSummary
 from profiler._state import CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
 from profiler._storage import check_storage, storage_guard
@@ -78,6 +87,7 @@ class Session:
         quiet: bool,
         workload: Any = None,
         worker_module: str = "profiler._worker",
+        timing_groups: bool = True,
     ) -> None:
         self.spec = workload_spec
         self.out = Path(out)
@@ -90,6 +100,10 @@ class Session:
         # object (same attribute names) and worker module.
         self.workload: Workload = workload if workload is not None else load_workload(workload_spec)
         self.worker_module = worker_module
+        # Several local batches in one launch (the torch worker does; a replacement
+        # launcher that writes results itself, or the TensorFlow worker, runs one each).
+        self.timing_groups = (timing_groups and worker_module == "profiler._worker"
+                              and bool(getattr(launcher, "timing_groups", False)))
         self.gpu = (gpu or self._detect_gpu()).lower()
         # Resolved, so two spellings of one --out (a symlink, a relative path) share the
         # scratch folder that the profile's lock protects.
@@ -262,6 +276,84 @@ class Session:
         shutil.rmtree(folder, ignore_errors=True)
         return shown, verdict.ok
 
+    def run_timing_group(
+        self, points: list[TimingPoint],
+    ) -> tuple[list[tuple[TimingPoint, str, bool, float]], list[TimingPoint]]:
+        """Time ``points`` (one worker count, batches ascending) in one launch.
+
+        Each batch's step record is written as soon as every rank has reported it (while
+        the launch runs), so a kill or a later failure keeps every batch already timed.
+        The launch's wall time is shared out as it was spent: a point is charged the time
+        since the previous one finished (the first carries the start-up, the last the
+        teardown). Returns ``(point, shown, ok, wall_s)`` for the points measured or failed, and
+        the points after a failure, not measured, for the caller to run again.
+        """
+        hosts = self.launcher.hosts
+        p = self.probe
+        workers = points[0].workers
+        name = f"t-w{workers}-b{points[0].local_batch}-b{points[-1].local_batch}"
+        folder = self._task_dir(name)
+        task = TimingTask(
+            **self._task_fields(folder, points[0]), warmup_steps=p.warmup_steps, min_timed_steps=p.min_timed_steps,
+            max_timed_steps=p.max_timed_steps, max_timed_s=p.max_timed_s, rel_precision=p.rel_precision,
+            measure_sync=p.measure_sync, seed=p.seed, more_local_batches=tuple(q.local_batch for q in points[1:]),
+        )
+        done: list[tuple[TimingPoint, TimingResult, float]] = []
+        began = time.monotonic()
+        last = began
+
+        def poll() -> None:
+            nonlocal last
+            while len(done) < len(points):
+                results = read_results(batch_result_dir(folder / "results", len(done)), kind="timing")
+                ok = [r for r in results if isinstance(r, TimingResult)]
+                if len(ok) < workers // hosts:  # this host's ranks (the others write on their own hosts)
+                    return
+                point = points[len(done)]
+                merged = merge_rank_results(ok)
+                assert isinstance(merged, TimingResult)
+                self._write(step_record(merged, gpu=self.gpu, workers=workers, hosts=hosts,
+                                        local_batch=point.local_batch))
+                now = time.monotonic()
+                done.append((point, merged, now - last))
+                last = now
+
+        outcome, results, folder = self._launch(task=task, name=name, workers=workers,
+                                                timeout_s=p.timeout_s * len(points), poll=poll)
+        poll()
+        out: list[tuple[TimingPoint, str, bool, float]] = []
+        rest: list[TimingPoint] = []
+        failed: TimingPoint | None = None
+        verdict = None
+        if len(done) < len(points):
+            failed = points[len(done)]
+            verdict = self._verdict(outcome, results, label=failed.label, timeout_s=p.timeout_s * len(points),
+                                    log=folder / "log.txt", workers=workers)
+            if verdict.ok:  # every rank said ok, yet a batch has no complete result: not the workload's doing
+                raise StorageError(f"probe {failed.label} stopped: its ranks' results for local batch "
+                                   f"{failed.local_batch} are missing under {folder}: the storage lost them, not the "
+                                   "workload, so nothing was recorded for it: run the same command again")
+            rest = list(points[len(done) + 1:])
+        # Teardown (and a failed batch's own time) goes to the last point charged.
+        tail = max(0.0, outcome.wall_s - sum(wall for _, _, wall in done))
+        for i, (point, result, wall) in enumerate(done):
+            extra = tail if failed is None and i == len(done) - 1 else 0.0
+            where = dict(gpu=self.gpu, workers=workers, hosts=hosts, local_batch=point.local_batch)
+            self._write(ProbeCostRecord(probe="timing", wall_s=wall + extra, outcome="ok", **where))
+            self.estimator.timing_walls.append(wall + extra)
+            out.append((point, f"{result.step_time_s:.4g} s/step", True, wall + extra))
+        if failed is not None and verdict is not None:
+            where = dict(gpu=self.gpu, workers=workers, hosts=hosts, local_batch=failed.local_batch)
+            kept = self._keep_log(folder, name)
+            message = verdict.message.replace(str(folder / "log.txt"), str(kept))
+            if verdict.kind == "crash" and str(kept) not in message:
+                message = f"{message} (log: {kept})"
+            self._write(failure_record(verdict.kind, message, **where))
+            self._write(ProbeCostRecord(probe="timing", wall_s=tail, outcome=verdict.kind, **where))
+            out.append((failed, f"{verdict.kind}: {message[:120]}", False, tail))
+        shutil.rmtree(folder, ignore_errors=True)
+        return out, rest
+
     def _copy_progress(self, point: CurvePoint, path: Path, offset: int) -> int:
         """Append eval (and noise) records for epochs the profile lacks; new byte offset."""
         with storage_guard(path, "read the curve's progress file"):
@@ -388,52 +480,91 @@ class Session:
                 if old != self.run_dir:
                     shutil.rmtree(old, ignore_errors=True)
 
-    def _run_points(self, tally: "_Tally") -> None:
-        seen: set[Point] = set()
-        for point in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
-            if isinstance(point, PlanNote):  # the plan says why it stopped: in the summary, which main prints
-                if point.final:
-                    tally.plan_note = point.text
-                else:  # what a bought measurement did: shown now, and kept for the summary
-                    tally.ledger.append(point.text)
-                    self.progress.note(point.text)
-                continue
-            if point in seen:
-                continue
-            seen.add(point)
-            reason = self._skip_reason(point)
-            if reason is not None:
-                self.progress.grow(-1)
-                if reason == "done":
-                    tally.skipped_done += 1
-                elif reason == "oom":
-                    tally.skipped_oom += 1
-                    self.progress.note(f"skip {point.label}: at or above the out-of-memory local batch "
-                                       f"{self.state.oom_bound(self.gpu)}")
-                else:
-                    self.progress.note(f"skip {point.label}: {point.workers} workers do not spread over "
-                                       f"{self.launcher.hosts} hosts")
-                continue
-            left = self._remaining_budget_s()
-            if left is not None and self._estimate(point) > left and not (
-                isinstance(point, CurvePoint) and left > self.estimator.timing_s()
-            ):
+    def _admit(self, point: Point, tally: "_Tally", *, planned_s: float) -> bool:
+        """Whether ``point`` runs now; a skipped one is counted and said (``planned_s``: the
+        estimated cost of the points already admitted to the same launch)."""
+        reason = self._skip_reason(point)
+        if reason is not None:
+            self.progress.grow(-1)
+            if reason == "done":
+                tally.skipped_done += 1
+            elif reason == "oom":
+                tally.skipped_oom += 1
+                self.progress.note(f"skip {point.label}: at or above the out-of-memory local batch "
+                                   f"{self.state.oom_bound(self.gpu)}")
+            else:
+                self.progress.note(f"skip {point.label}: {point.workers} workers do not spread over "
+                                   f"{self.launcher.hosts} hosts")
+            return False
+        left = self._remaining_budget_s()
+        if left is not None:
+            left -= planned_s
+            if self._estimate(point) > left and not (isinstance(point, CurvePoint) and left > self.estimator.timing_s()):
                 # Curves may start on a partial budget (they stop at it and resume
                 # later); a timing probe that cannot finish is not started.
                 tally.skipped_budget += 1
                 self.progress.grow(-1)
+                return False
+        return True
+
+    def _run_points(self, tally: "_Tally") -> None:
+        seen: set[Point] = set()
+        for item in self.plan.points(self.state, gpu=self.gpu, hosts=self.launcher.hosts):
+            if isinstance(item, PlanNote):  # the plan says why it stopped: in the summary, which main prints
+                if item.final:
+                    tally.plan_note = item.text
+                else:  # what a bought measurement did: shown now, and kept for the summary
+                    tally.ledger.append(item.text)
+                    self.progress.note(item.text)
                 continue
-            self._check_storage()  # a probe that cannot write its files is not started
-            if self.progress.done >= self.progress.total:  # a plan that grows as it learns (the value plan)
-                self.progress.grow(1)
-            self.progress.start(point.label, remaining_s=self._remaining_s())
-            if isinstance(point, TimingPoint):
-                shown, ok = self.run_timing(point)
-            else:
-                shown, ok = self.run_curve(point, budget_left_s=left)
+            queue = [p for p in (item.points if isinstance(item, TimingGroup) else (item,)) if p not in seen]
+            seen.update(queue)
+            while queue:
+                if not (self.timing_groups and len(queue) > 1):
+                    # One launch a point, each admitted after the one before ran (an
+                    # out-of-memory there skips the larger batches here).
+                    point = queue.pop(0)
+                    if self._admit(point, tally, planned_s=0.0):
+                        self._run_one(point, tally)
+                    continue
+                runnable: list[TimingPoint] = []
+                for point in queue:
+                    if self._admit(point, tally, planned_s=len(runnable) * self.estimator.timing_s()):
+                        runnable.append(point)  # type: ignore[arg-type] # a group holds timing points only
+                queue = []
+                if len(runnable) == 1:
+                    self._run_one(runnable[0], tally)
+                elif runnable:
+                    queue = self._run_group(runnable, tally)  # the points after a failure, admitted again
+
+    def _run_group(self, points: list[TimingPoint], tally: "_Tally") -> list[TimingPoint]:
+        """One launch for several timing points; the points after a failure come back."""
+        self._check_storage()  # a probe that cannot write its files is not started
+        while self.progress.done + len(points) > self.progress.total:  # a plan that grows as it learns
+            self.progress.grow(1)
+        label = (f"timing workers={points[0].workers} local_batch={points[0].local_batch}..{points[-1].local_batch} "
+                 f"({len(points)} in one launch)")
+        self.progress.start(label, remaining_s=self._remaining_s())
+        results, rest = self.run_timing_group(points)
+        for point, shown, ok, wall_s in results:
             tally.ran += 1
             tally.failed += not ok
-            self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s())
+            self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s(),
+                                 took_s=wall_s)
+        return rest
+
+    def _run_one(self, point: Point, tally: "_Tally") -> None:
+        self._check_storage()  # a probe that cannot write its files is not started
+        if self.progress.done >= self.progress.total:  # a plan that grows as it learns (the value plan)
+            self.progress.grow(1)
+        self.progress.start(point.label, remaining_s=self._remaining_s())
+        if isinstance(point, TimingPoint):
+            shown, ok = self.run_timing(point)
+        else:
+            shown, ok = self.run_curve(point, budget_left_s=self._remaining_budget_s())
+        tally.ran += 1
+        tally.failed += not ok
+        self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s())
 
     def run(self) -> SessionSummary:
         began = time.monotonic()
@@ -492,6 +623,7 @@ def run_session(
     stream: TextIO | None = None,
     quiet: bool = False,
     question: Mapping[str, Any] | None = None,
+    timing_groups: bool = True,
     _workload: Any = None,
     _worker_module: str = "profiler._worker",
 ) -> SessionSummary:
@@ -504,6 +636,9 @@ def run_session(
     ``prices``, …) the value plan runs instead (:mod:`profiler._value`): after a small seed,
     the measurement cotune's answer to that question names, while it is worth its price.
     Running the same call again continues where an interrupted one stopped.
+    ``timing_groups`` (default on): the plan's timing points at one worker count are timed
+    in one launch (one start-up for the lot) where the launcher's workers can; ``False``
+    starts one launch per point.
     """
     seeds = list(seeds or [0])
     loaded = _workload if _workload is not None else load_workload(workload)
@@ -539,7 +674,7 @@ def run_session(
     session = Session(
         workload_spec=workload, out=Path(out), plan=plan, probe=probe, curve=curve,
         launcher=launcher or TorchrunLauncher(), gpu=gpu, budget_s=budget_s, stream=stream, quiet=quiet,
-        workload=loaded, worker_module=_worker_module,
+        workload=loaded, worker_module=_worker_module, timing_groups=timing_groups,
     )
     return session.run()
 

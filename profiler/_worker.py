@@ -25,7 +25,17 @@ from typing import Any, Iterator
 
 from profiler._entry import scratch_write, worker_main
 from profiler._noise import NoiseAccumulator
-from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
+from profiler._protocol import (
+    CurveResult,
+    CurveTask,
+    EpochLine,
+    Task,
+    TimingResult,
+    TimingTask,
+    append_epoch,
+    batch_result_dir,
+    write_result,
+)
 from profiler._stats import median_rel_halfwidth, summarize
 from profiler._workload import Workload, load_workload
 
@@ -152,6 +162,34 @@ def _build(workload: Workload, env: _Env, *, global_batch: int) -> tuple[Any, An
 
 
 def run_timing(task: TimingTask, env: _Env) -> TimingResult:
+    """Time every local batch of ``task`` in this one launch; the last result is returned.
+
+    The model and its DDP wrapper are built once: the start-up (torchrun, importing torch,
+    the rendezvous, building the model) is most of a short probe's cost, and none of it
+    depends on the batch. A task with several local batches writes each batch's result as
+    soon as it is measured (``batch_result_dir``), so the parent keeps every batch timed
+    before a later one fails or the launch is killed.
+    """
+    import torch
+
+    workload = load_workload(task.workload)
+    torch.manual_seed(task.seed + env.rank)
+    model, ddp, loss_fn, _ = _build(workload, env, global_batch=task.local_batch * env.world)
+    batches = task.local_batches
+    result: TimingResult | None = None
+    for index, local_batch in enumerate(batches):
+        result = _time_batch(task, env, workload, ddp, loss_fn, local_batch=local_batch)
+        if len(batches) > 1:
+            folder = batch_result_dir(task.result_dir, index)
+            with scratch_write(folder, "the timing result"):
+                folder.mkdir(exist_ok=True)
+                write_result(folder, result)
+    assert result is not None
+    return result
+
+
+def _time_batch(task: TimingTask, env: _Env, workload: Workload, ddp: Any, loss_fn: Any, *,
+                local_batch: int) -> TimingResult:
     """Warm up, then time DDP steps until the median is precise enough; then no_sync steps.
 
     Synchronisation time is ``median(DDP step) − median(no_sync step)``: the part of a
@@ -162,11 +200,11 @@ def run_timing(task: TimingTask, env: _Env) -> TimingResult:
     import torch
     from torch.utils.data import DataLoader
 
-    workload = load_workload(task.workload)
-    local_batch = task.local_batch
     seed = task.seed
-    torch.manual_seed(seed + env.rank)
-    model, ddp, loss_fn, optimizer = _build(workload, env, global_batch=local_batch * env.world)
+    # A fresh optimizer at this batch's learning rate (its state would otherwise carry over).
+    optimizer = workload.optimizer(ddp.parameters(), lr=workload.lr_at(local_batch * env.world))
+    if env.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(env.device)  # this batch's peak, not an earlier one's
     dataset = workload.train_data()
     loader = DataLoader(
         dataset,

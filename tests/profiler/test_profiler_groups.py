@@ -1,0 +1,160 @@
+"""Several local batches timed in one launch (``TimingGroup``): one start-up for the lot,
+each batch still its own record, and a failure or a kill loses no batch already timed.
+
+The fast tests drive the session with a replacement launcher that answers groups the way
+the torch worker does (a result folder per batch, the first failure ends the launch); the
+slow one runs real torchrun probes.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from profiler_helpers import FormulaLauncher, of, spec
+
+import profiler
+from cotune.profile import read_profile
+from profiler import LaunchOutcome, LaunchRequest, ProbeSettings, TorchrunLauncher
+from profiler._plan import TimingGroup, TimingPoint
+
+
+@dataclass
+class GroupLauncher(FormulaLauncher):
+    timing_groups: bool = True
+
+    def step_time(self, local_batch: int, workers: int) -> tuple[float, float]:
+        return 0.001 * local_batch + 0.002 * (workers - 1), 0.002 * (workers - 1)
+
+    def metric(self, epoch: int, global_batch: int) -> float:
+        return 1 - 0.5 / epoch
+
+
+def _profile(out: Path, launcher, **kwargs):
+    return profiler.profile(spec("tiny"), out=out, launcher=launcher, gpu="t4", stream=io.StringIO(),
+                            probe=ProbeSettings(device="cpu"), **kwargs)
+
+
+def _timing_launches(launcher: FormulaLauncher) -> list[tuple[int, list[int]]]:
+    return [(t["local_batch"] and launcher.calls[i][1], [t["local_batch"], *t.get("more_local_batches", [])])
+            for i, t in enumerate(launcher.tasks) if t["kind"] == "timing"]
+
+
+def test_a_grid_times_each_worker_count_in_one_launch(tmp_path):
+    out, fake = tmp_path / "g.jsonl", GroupLauncher()
+    summary = _profile(out, fake, workers=[1, 2], local_batches=[32, 8, 16], curves=[])
+    assert _timing_launches(fake) == [(1, [8, 16, 32]), (2, [8, 16, 32])]
+    steps = {(s.workers, s.local_batch): s.step_time_s for s in read_profile(out).steps}
+    assert steps == {(w, b): pytest.approx(0.001 * b + 0.002 * (w - 1)) for w in (1, 2) for b in (8, 16, 32)}
+    assert summary.ran == 6 and summary.failed == 0
+    costs = of(out, "probe_cost")
+    assert len(costs) == 6 and all(c["outcome"] == "ok" for c in costs)
+    # The launches' wall time is shared out among their points, not counted once per point.
+    assert sum(c["wall_s"] for c in costs) == pytest.approx(2 * fake.wall_s)
+
+
+def test_an_oom_in_a_group_keeps_the_batches_before_it_and_ends_the_ladder(tmp_path):
+    out, fake = tmp_path / "oom.jsonl", GroupLauncher(oom_at=65)
+    _profile(out, fake, max_workers=1, min_batch=8, max_batch=1024, curves=[])
+    launches = _timing_launches(fake)
+    assert launches[0] == (1, [8, 16, 32, 64, 128, 256, 512, 1024])  # the whole ladder in one launch
+    assert len(launches) == 1  # nothing at or above the out-of-memory batch was launched again
+    profile = read_profile(out)
+    assert [s.local_batch for s in profile.steps] == [8, 16, 32, 64]
+    assert [(f.local_batch, f.failure) for f in profile.failures] == [(128, "oom")]
+    assert [c["outcome"] for c in of(out, "probe_cost")] == ["ok"] * 4 + ["oom"]
+
+
+def test_a_crash_in_a_group_is_recorded_and_the_rest_runs_in_a_new_launch(tmp_path):
+    out, fake = tmp_path / "crash.jsonl", GroupLauncher(crash_at=16)
+    summary = _profile(out, fake, workers=[1], local_batches=[8, 16, 32, 64], curves=[])
+    assert _timing_launches(fake) == [(1, [8, 16, 32, 64]), (1, [32, 64])]
+    profile = read_profile(out)
+    assert [s.local_batch for s in profile.steps] == [8, 32, 64]
+    assert [(f.local_batch, f.failure) for f in profile.failures] == [(16, "crash")]
+    assert summary.ran == 4 and summary.failed == 1
+
+
+def test_a_rerun_launches_only_the_batches_the_profile_lacks(tmp_path):
+    out = tmp_path / "r.jsonl"
+    _profile(out, GroupLauncher(), workers=[1], local_batches=[8, 16], curves=[])
+    again = GroupLauncher()
+    summary = _profile(out, again, workers=[1], local_batches=[8, 16, 32, 64], curves=[])
+    assert _timing_launches(again) == [(1, [32, 64])]
+    assert summary.skipped_done == 2 and summary.ran == 2
+
+
+@dataclass
+class KilledMidGroup(GroupLauncher):
+    """Times the first batch of a group, lets the session see it, then the session dies."""
+
+    def _launch_group(self, task, results, w, poll):
+        folder = results / "batch-000"
+        folder.mkdir()
+        (folder / "rank0.json").write_text(__import__("json").dumps(self._timing(task["local_batch"], w)))
+        poll()
+        raise KeyboardInterrupt  # a Ctrl-C (or a kill) while the launch runs
+
+
+def test_a_kill_while_a_group_runs_keeps_the_batches_already_timed(tmp_path):
+    out = tmp_path / "k.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        _profile(out, KilledMidGroup(), workers=[1], local_batches=[8, 16, 32], curves=[])
+    assert [s.local_batch for s in read_profile(out).steps] == [8]
+    # The rerun measures only what is missing.
+    again = GroupLauncher()
+    _profile(out, again, workers=[1], local_batches=[8, 16, 32], curves=[])
+    assert _timing_launches(again) == [(1, [16, 32])]
+    assert [s.local_batch for s in read_profile(out).steps] == [8, 16, 32]
+
+
+def test_a_launcher_without_groups_gets_one_launch_per_point(tmp_path):
+    out, fake = tmp_path / "one.jsonl", GroupLauncher(timing_groups=False)
+    _profile(out, fake, workers=[1], local_batches=[8, 16, 32], curves=[])
+    assert _timing_launches(fake) == [(1, [8]), (1, [16]), (1, [32])]
+
+
+def test_a_timing_group_holds_one_worker_count_in_ascending_batches():
+    with pytest.raises(ValueError, match="one worker count"):
+        TimingGroup((TimingPoint(workers=1, local_batch=8), TimingPoint(workers=2, local_batch=8)))
+    with pytest.raises(ValueError, match="ascend"):
+        TimingGroup((TimingPoint(workers=1, local_batch=16), TimingPoint(workers=1, local_batch=8)))
+
+
+@dataclass
+class CountingLauncher:
+    """A real torchrun launcher that counts its launches."""
+
+    inner: TorchrunLauncher
+    launches: int = 0
+    timing_groups = True
+
+    @property
+    def hosts(self) -> int:
+        return self.inner.hosts
+
+    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
+        self.launches += 1
+        return self.inner.launch(request, poll=poll)
+
+
+@pytest.mark.slow
+def test_real_torchrun_times_three_batches_in_one_launch(tmp_path):
+    out, launcher = tmp_path / "real.jsonl", CountingLauncher(TorchrunLauncher())
+    summary = profiler.profile(
+        spec("tiny"), out=out, launcher=launcher, workers=[2], local_batches=[4, 8, 16], curves=[],
+        stream=io.StringIO(), probe=ProbeSettings(device="cpu", warmup_steps=2, min_timed_steps=5,
+                                                  max_timed_steps=15, max_timed_s=3.0),
+    )
+    assert launcher.launches == 1 and summary.failed == 0
+    steps = read_profile(out).steps
+    assert [(s.workers, s.local_batch) for s in steps] == [(2, 4), (2, 8), (2, 16)]
+    for s in steps:
+        assert 0 < s.step_time_s < 5 and s.sync_time_s is not None and 5 <= s.timed_steps <= 15
+    costs = of(out, "probe_cost")
+    assert [c["local_batch"] for c in costs] == [4, 8, 16] and all(c["wall_s"] > 0 for c in costs)
+    # The first point carries the launch's start-up; the ones after it only their own steps.
+    assert costs[0]["wall_s"] > max(costs[1]["wall_s"], costs[2]["wall_s"])
