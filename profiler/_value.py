@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from cotune.errors import CotuneError, InputError
-from profiler._plan import CurvePoint, TimingPoint, geometric_batches
+from profiler._plan import CurvePoint, TimingGroup, TimingPoint, geometric_batches
 from profiler._state import ProfileState
 
 __all__ = ["PlanNote", "ValuePlan", "DEFAULT_MAX_MEASUREMENTS"]
@@ -176,15 +176,20 @@ class ValuePlan:
         ladder = [b for b in geometric_batches(self.min_batch, self.max_batch) if bound is None or b < bound]
         return ladder or [self.min_batch]
 
-    def _seed(self, state: ProfileState, gpu: str, tried: set[Any]) -> Iterator[TimingPoint]:
+    def _seed(self, state: ProfileState, gpu: str, tried: set[Any]) -> Iterator[TimingPoint | TimingGroup]:
         def fresh(point: TimingPoint) -> bool:  # a point the session skipped (budget) is not asked twice
             new = point not in tried
             tried.add(point)
             return new
 
         ladder = self._ladder(state, gpu)
-        if fresh(first := TimingPoint(workers=1, local_batch=ladder[0])):
-            yield first
+        # The smallest and the largest batch in one launch (one start-up for both).
+        ends = [p for p in dict.fromkeys((TimingPoint(workers=1, local_batch=ladder[0]),
+                                           TimingPoint(workers=1, local_batch=ladder[-1]))) if fresh(p)]
+        if len(ends) > 1:
+            yield TimingGroup(tuple(ends))
+        elif ends:
+            yield ends[0]
         # The largest batch that fits: the next one down the ladder past each out-of-memory.
         while True:
             ladder = self._ladder(state, gpu)
@@ -198,7 +203,7 @@ class ValuePlan:
             if fresh(wide := TimingPoint(workers=self.max_workers, local_batch=ladder[len(ladder) // 2])):
                 yield wide
 
-    def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[TimingPoint | CurvePoint | PlanNote]:
+    def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[TimingPoint | TimingGroup | CurvePoint | PlanNote]:
         from cotune import recommend
 
         self.check(gpu=gpu, hosts=hosts)

@@ -14,6 +14,7 @@ from profiler_helpers import FormulaLauncher, of, spec
 
 import profiler
 from cotune.errors import InputError
+from cotune.profile import read_profile
 from profiler import ProbeSettings
 from profiler._state import ProfileState
 from profiler._value import ValuePlan
@@ -61,6 +62,17 @@ def test_a_top_batch_out_of_memory_walks_down_the_ladder(tmp_path):
     tops = [b for kind, w, b in fake.calls[1:5] if kind == "timing" and w == 1]
     assert tops == [1024, 512, 256, 128]
     assert all(b < 200 for kind, _, b in fake.calls[4:])  # nothing at or above the memory limit after it
+
+
+def test_the_seed_times_both_ends_of_the_ladder_in_one_launch_where_it_can(tmp_path):
+    out, fake = tmp_path / "v.jsonl", LawLauncher(oom_at=200, timing_groups=True)
+    _profile(out, fake, question=QUESTION, max_workers=2, min_batch=8, max_batch=1024)
+    first = fake.tasks[0]
+    assert (first["local_batch"], first["more_local_batches"]) == (8, [1024])  # one start-up for both ends
+    tops = [t["local_batch"] for t in fake.tasks[1:4]]
+    assert tops == [512, 256, 128]  # 1024 ran out of memory in the group: the walk down goes on alone
+    steps = {(s.workers, s.local_batch) for s in read_profile(out).steps}
+    assert {(1, 8), (1, 128)} <= steps and not any(b >= 200 for _, b in steps)
 
 
 def test_an_existing_curve_is_used_instead_of_training_one(tmp_path):
