@@ -14,7 +14,7 @@ torchrun probes, and prints per point:
   probe's answer is from run to run.
 
     PYTHONPATH=. python benchmarks/profiler_overhead.py                 # digits CNN, CPU
-    PYTHONPATH=. python benchmarks/profiler_overhead.py --one-launch-per-point   # the comparison
+    PYTHONPATH=. python benchmarks/profiler_overhead.py --launch-per-point   # the comparison
     PYTHONPATH=. python benchmarks/profiler_overhead.py --workload examples/resnet_synthetic.py:workload \\
         --workers 1,2 --local-batch 32,128 --repeats 3
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--precision", type=float, default=0.05)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/profiler_overhead.json"))
-    parser.add_argument("--one-launch-per-point", action="store_true",
+    parser.add_argument("--launch-per-point", action="store_true",
                         help="start a launch for every point (the profiler before timing groups): the comparison")
     args = parser.parse_args(argv)
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(tmp) / f"repeat{r}.jsonl"
             summary = profiler.profile(args.workload, out=out, workers=args.workers, local_batches=args.local_batch,
                                        curves=[], probe=settings, quiet=True,
-                                       timing_groups=not args.one_launch_per_point)
+                                       timing_groups=not args.launch_per_point)
             totals.append(summary.probe_wall_s)
             state = read_state(out)
             costs = [json.loads(ln) for ln in out.read_text().splitlines() if '"probe_cost"' in ln]
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"repeat {r + 1}/{args.repeats} done ({time.monotonic() - began:.0f}s)", file=sys.stderr)
 
     rows = []
-    mode = "one launch per point" if args.one_launch_per_point else "one launch per worker count"
+    mode = "one launch per point" if args.launch_per_point else "one launch per worker count"
     print(f"workload {args.workload}, device {args.device}, {args.repeats} repeats, precision ±{args.precision:.0%}, "
           f"{mode}")
     print(f"{'workers':>7} {'batch':>6} {'wall_s':>7} {'startup_s':>9} {'steps':>6} {'median_s':>10} {'cv':>6} "

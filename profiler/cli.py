@@ -135,6 +135,8 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
     t.add_argument("--precision", type=_fraction, default=0.05, metavar="FRACTION",
                    help="time until the median's 95%% interval is within this fraction of it (0.05)")
     t.add_argument("--no-sync-time", action="store_true", help="skip the no_sync steps that measure sync time")
+    t.add_argument("--launch-per-point", action="store_true",
+                   help="start every timing point in its own launch (default: the batches of one worker count share one)")
     t.add_argument("--probe-timeout", type=_duration, default=300.0, metavar="DURATION",
                    help="a timing probe still running after this is killed and recorded as a timeout (5m)")
     t.add_argument("--curve-timeout", type=_duration, default=3600.0, metavar="DURATION",
@@ -203,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out, workers=args.workers, local_batches=args.local_batch, curves=curves, seeds=args.seeds,
         curve_workers=args.curve_workers, max_workers=args.max_workers, min_batch=args.min_batch,
         max_batch=args.max_batch, probe=probe, curve=curve, gpu=args.gpu, budget_s=args.budget,
-        quiet=args.quiet, question=question,
+        quiet=args.quiet, question=question, timing_groups=not args.launch_per_point,
     )
     if workload is None:
         from profiler.tf import is_tf_workload_spec, run_tf_session

@@ -126,3 +126,18 @@ def test_a_workload_file_that_fails_to_import_names_the_fix_for_its_cause(body, 
     assert code == 2 and err.count("\n") == 1, err
     assert all(n in err for n in needles), err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize(("flag", "grouped"), [([], True), (["--launch-per-point"], False)])
+def test_launch_per_point_reaches_the_session(flag, grouped, capsys, tmp_path, monkeypatch):
+    import profiler._session
+
+    seen = {}
+
+    def fake_session(workload, **kwargs):
+        seen.update(kwargs)  # nothing runs: only the arguments matter here
+
+    monkeypatch.setattr(profiler._session, "run_session", fake_session)  # the CLI imports it when it runs
+    code, _ = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
+                       "--local-batch", "4,8", "--no-curves", "--quiet", *flag], capsys)
+    assert code == 0 and seen["timing_groups"] is grouped
