@@ -118,6 +118,7 @@ class Session:
         self.state = ProfileState()
         self.writer = ProfileWriter(self.out)
         self.records_written = 0
+        self.launches = 0  # processes started by the launcher this run (timing groups share one)
 
     def _detect_gpu(self) -> str:
         if self.probe.device == "cpu":
@@ -201,6 +202,7 @@ class Session:
             run_id=f"cotune-{_slug(self.workload.name)}-{name}", timeout_s=timeout_s, log_path=folder / "log.txt",
             env=(("COTUNE_CPU_THREADS", str(self.probe.cpu_threads)),),
         )
+        self.launches += 1
         outcome = self.launcher.launch(request, poll=tick)
         return outcome, read_results(folder / "results", kind=task.kind), folder
 
@@ -589,6 +591,7 @@ class Session:
             skipped_oom=tally.skipped_oom, skipped_budget=tally.skipped_budget, records_written=self.records_written,
             session_wall_s=time.monotonic() - began, probe_wall_s=self.state.probe_wall_s,
             probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note, ledger=tuple(tally.ledger),
+            launches=self.launches,
         )
 
 

@@ -63,6 +63,7 @@ class SessionSummary:
     # The value plan's ledger: per measurement it bought, the expected saving and what the
     # refitted models then showed (profiler._value.ledger_line).
     ledger: tuple[str, ...] = ()
+    launches: int | None = None  # process launches this run (None: not counted); fewer than ran with timing groups
 
     @property
     def probe_worker_hours(self) -> float:
@@ -70,7 +71,9 @@ class SessionSummary:
 
     def describe(self) -> str:
         parts = [
-            f"{self.out}: {self.ran} probes run ({self.failed} failed), {self.records_written} records written",
+            f"{self.out}: {self.ran} probes run ({self.failed} failed)"
+            + (f" in {self.launches} launches" if self.launches is not None and self.launches < self.ran else "")
+            + f", {self.records_written} records written",
             f"{self.skipped_done} already in the profile",
         ]
         if self.skipped_oom:

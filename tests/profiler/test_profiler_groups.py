@@ -49,7 +49,8 @@ def test_a_grid_times_each_worker_count_in_one_launch(tmp_path):
     assert _timing_launches(fake) == [(1, [8, 16, 32]), (2, [8, 16, 32])]
     steps = {(s.workers, s.local_batch): s.step_time_s for s in read_profile(out).steps}
     assert steps == {(w, b): pytest.approx(0.001 * b + 0.002 * (w - 1)) for w in (1, 2) for b in (8, 16, 32)}
-    assert summary.ran == 6 and summary.failed == 0
+    assert summary.ran == 6 and summary.failed == 0 and summary.launches == 2
+    assert "6 probes run (0 failed) in 2 launches" in summary.describe()
     costs = of(out, "probe_cost")
     assert len(costs) == 6 and all(c["outcome"] == "ok" for c in costs)
     # The launches' wall time is shared out among their points, not counted once per point.
