@@ -65,6 +65,10 @@ from profiler._workload import Workload, WorkloadError, load_workload
 __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_session"]
 
 
+# Worker modules that time a task's ``more_local_batches`` in the same launch.
+GROUP_WORKERS = frozenset({"profiler._worker", "profiler.tf._worker"})
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower() or "workload"
 
@@ -102,7 +106,7 @@ class Session:
         self.worker_module = worker_module
         # Several local batches in one launch (the torch worker does; a replacement
         # launcher that writes results itself, or the TensorFlow worker, runs one each).
-        self.timing_groups = (timing_groups and worker_module == "profiler._worker"
+        self.timing_groups = (timing_groups and worker_module in GROUP_WORKERS
                               and bool(getattr(launcher, "timing_groups", False)))
         self.gpu = (gpu or self._detect_gpu()).lower()
         # Resolved, so two spellings of one --out (a symlink, a relative path) share the

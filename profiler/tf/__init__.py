@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, ClassVar, Literal
 
 from profiler._launcher import LaunchOutcome, LaunchRequest, run_group
 from profiler._workload import WorkloadError, check_workload_fields, load_workload, scaled_lr
@@ -115,6 +115,9 @@ class TFConfigLauncher:
     hosts: TensorFlow's own cluster managers (e.g. a Kubeflow TFJob) set ``TF_CONFIG``
     per pod; a Kubernetes launcher plugs in here.
     """
+
+    # Its workers (profiler.tf._worker) time several local batches in one launch.
+    timing_groups: ClassVar[bool] = True
 
     python: str = sys.executable
     grace_s: float = 5.0

@@ -21,7 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from profiler._entry import scratch_write, worker_main
-from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
+from profiler._protocol import (
+    CurveResult,
+    CurveTask,
+    EpochLine,
+    Task,
+    TimingResult,
+    TimingTask,
+    append_epoch,
+    batch_result_dir,
+    write_result,
+)
 from profiler._stats import median_rel_halfwidth
 
 
@@ -52,15 +62,18 @@ class _TF:
         return bool(self.strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None).numpy())
 
 
-def _setup(task: Task, env: _TF, *, training_data: tuple[Any, Any], shuffle_seed: int,
-           repeat: bool) -> tuple[Any, Any, Any, Any, Any]:
+def _setup(task: Task, env: _TF, *, training_data: tuple[Any, Any], shuffle_seed: int, repeat: bool,
+           local_batch: int | None = None, model: Any = None) -> tuple[Any, Any, Any, Any, Any]:
+    """The workload, model, a fresh optimizer, the loss and the distributed dataset at
+    ``local_batch`` (default: the task's); ``model`` reuses one already built (a timing
+    task with several batches builds it once)."""
     import numpy as np
 
     from profiler.tf import load_tf_workload
 
     tf = env.tf
     workload = load_tf_workload(task.workload)
-    local_batch = task.local_batch
+    local_batch = task.local_batch if local_batch is None else local_batch
     global_batch = local_batch * env.world
     x, y = training_data
 
@@ -74,10 +87,11 @@ def _setup(task: Task, env: _TF, *, training_data: tuple[Any, Any], shuffle_seed
         return ds.batch(local_batch, drop_remainder=True).prefetch(2)
 
     dist = env.strategy.distribute_datasets_from_function(dataset_fn)
-    tf.keras.utils.set_random_seed(task.seed)
     with env.strategy.scope():
-        model = workload.model()
-        model(np.asarray(x[:1]))  # build the variables inside the strategy scope
+        if model is None:
+            tf.keras.utils.set_random_seed(task.seed)
+            model = workload.model()
+            model(np.asarray(x[:1]))  # build the variables inside the strategy scope
         optimizer = workload.optimizer(lr=workload.lr_at(global_batch))
         optimizer.build(model.trainable_variables)
     loss_obj = workload.loss()
@@ -120,13 +134,30 @@ def _peak_memory_bytes() -> float:
 
 
 def run_timing(task: TimingTask, env: _TF) -> TimingResult:
+    """Time every local batch of ``task`` in this one launch (the model is built once;
+    each batch gets its own dataset, optimizer and traced steps); the last result is
+    returned, and with several batches each one's is written as soon as it is measured."""
     from profiler.tf import load_tf_workload
 
     data = load_tf_workload(task.workload).train_data()
-    seed = task.seed
-    workload, model, optimizer, loss_obj, dist = _setup(task, env, training_data=data, shuffle_seed=seed * 7919,
-                                                        repeat=True)
-    local_batch = task.local_batch
+    batches = task.local_batches
+    model = None
+    result: TimingResult | None = None
+    for index, local_batch in enumerate(batches):
+        result, model = _time_batch(task, env, data, local_batch=local_batch, model=model)
+        if len(batches) > 1:
+            folder = batch_result_dir(task.result_dir, index)
+            with scratch_write(folder, "the timing result"):
+                folder.mkdir(exist_ok=True)
+                write_result(folder, result)
+    assert result is not None
+    return result
+
+
+def _time_batch(task: TimingTask, env: _TF, data: tuple[Any, Any], *, local_batch: int,
+                model: Any) -> tuple[TimingResult, Any]:
+    workload, model, optimizer, loss_obj, dist = _setup(task, env, training_data=data, shuffle_seed=task.seed * 7919,
+                                                        repeat=True, local_batch=local_batch, model=model)
     if workload.simulate_oom_above is not None and local_batch > workload.simulate_oom_above:
         raise MemoryError(f"simulated out of memory: local batch {local_batch} > "
                           f"simulate_oom_above={workload.simulate_oom_above}")
@@ -154,8 +185,9 @@ def run_timing(task: TimingTask, env: _TF) -> TimingResult:
     if task.measure_sync:
         timed(local_step)  # traces the function: not timed
         nosync = [timed(local_step) for _ in range(max(min_steps, len(times) // 2))]
-    return TimingResult(rank=env.rank, raw_times=tuple(times), raw_nosync=tuple(nosync),
-                        peak_memory_bytes=_peak_memory_bytes())
+    result = TimingResult(rank=env.rank, raw_times=tuple(times), raw_nosync=tuple(nosync),
+                          peak_memory_bytes=_peak_memory_bytes())
+    return result, model
 
 
 def run_curve(task: CurveTask, env: _TF) -> CurveResult:

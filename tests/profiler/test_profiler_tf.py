@@ -25,15 +25,18 @@ def test_tensorflow_probe_writes_the_same_records(tmp_path, capsys, monkeypatch)
     machine_tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(machine_tmp))
     out = tmp_path / "tf.jsonl"
-    code, err = run_cli(["--workload", "examples/digits_keras.py:workload", "--workers", "2", "--local-batch", "32",
-                         "--curves", "64", "--max-epochs", "2", "--out", str(out), *FAST], capsys)
+    code, err = run_cli(["--workload", "examples/digits_keras.py:workload", "--workers", "2", "--local-batch", "16,32",
+                         "--curves", "64", "--max-epochs", "2", "--out", str(out),
+                         *[a for a in FAST if a != "--quiet"]], capsys)
     assert code == 0, err
+    assert "2 probes run" not in err and "3 probes run (0 failed) in 2 launches" in err  # both batches in one launch
     profile = read_profile(out)
     assert profile.workload.name == "digits-keras"
-    (step,) = profile.steps
-    assert step.workers == 2 and step.gpu == "cpu" and 0 < step.step_time_s < 5
-    assert step.sync_time_s is not None and 0 <= step.sync_time_s <= step.step_time_s
-    assert 5 <= step.timed_steps <= 15 and step.peak_memory_bytes > 0
+    assert [(s.workers, s.local_batch) for s in profile.steps] == [(2, 16), (2, 32)]
+    for step in profile.steps:
+        assert step.gpu == "cpu" and 0 < step.step_time_s < 5
+        assert step.sync_time_s is not None and 0 <= step.sync_time_s <= step.step_time_s
+        assert 5 <= step.timed_steps <= 15 and step.peak_memory_bytes > 0
     epochs = [e.epoch for e in profile.evals]
     assert len(epochs) == 2 and epochs[0] < epochs[1] and all(0 <= e.metric <= 1 for e in profile.evals)
     assert of(out, "curve_done")[0]["reason"] == "max_epochs"
@@ -51,11 +54,13 @@ def test_tensorflow_simulated_oom_is_a_failure_record(tmp_path, capsys, monkeypa
         "workload = dataclasses.replace(base, simulate_oom_above=16)\n"
     )
     out = tmp_path / "tf_oom.jsonl"
-    code, err = run_cli(["--workload", f"{wl}:workload", "--workers", "1", "--local-batch", "32", "--out", str(out),
+    code, err = run_cli(["--workload", f"{wl}:workload", "--workers", "1", "--local-batch", "8,32", "--out", str(out),
                          "--no-curves", *FAST], capsys)
     assert code == 0, err
-    (failure,) = read_profile(out).failures
-    assert failure.failure == "oom" and "simulated out of memory" in failure.message
+    profile = read_profile(out)
+    (failure,) = profile.failures
+    assert failure.failure == "oom" and failure.local_batch == 32 and "simulated out of memory" in failure.message
+    assert [s.local_batch for s in profile.steps] == [8]  # timed in the same launch, before the failure: kept
 
 
 def test_tensorflow_value_plan_seeds_then_stops_with_its_reason(tmp_path, capsys, monkeypatch):
