@@ -104,8 +104,8 @@ class Session:
         # object (same attribute names) and worker module.
         self.workload: Workload = workload if workload is not None else load_workload(workload_spec)
         self.worker_module = worker_module
-        # Several local batches in one launch (the torch worker does; a replacement
-        # launcher that writes results itself, or the TensorFlow worker, runs one each).
+        # Several local batches in one launch (the torch and TensorFlow workers do; a
+        # replacement launcher that does not say it can runs one launch a point).
         self.timing_groups = (timing_groups and worker_module in GROUP_WORKERS
                               and bool(getattr(launcher, "timing_groups", False)))
         self.gpu = (gpu or self._detect_gpu()).lower()
@@ -165,9 +165,11 @@ class Session:
         price), never more than ``--max-epochs``."""
         return self.curve.max_epochs if point.max_epochs is None else max(1, min(point.max_epochs, self.curve.max_epochs))
 
-    def _estimate(self, point: Point) -> float:
+    def _estimate(self, point: Point, *, in_launch: bool = False) -> float:
+        """Seconds ``point`` will cost; ``in_launch``: a further batch of a launch that
+        another point of the same group starts."""
         if isinstance(point, TimingPoint):
-            return self.estimator.timing_s()
+            return self.estimator.extra_s() if in_launch else self.estimator.timing_s()
         return self.estimator.curve_s(point, self.state, gpu=self.gpu, hosts=self.launcher.hosts,
                                       dataset_size=self.state.workload.dataset_size if self.state.workload else 1,
                                       max_epochs=self._epoch_limit(point))
@@ -346,7 +348,7 @@ class Session:
             extra = tail if failed is None and i == len(done) - 1 else 0.0
             where = dict(gpu=self.gpu, workers=workers, hosts=hosts, local_batch=point.local_batch)
             self._write(ProbeCostRecord(probe="timing", wall_s=wall + extra, outcome="ok", **where))
-            self.estimator.timing_walls.append(wall + extra)
+            (self.estimator.extra_walls if i else self.estimator.timing_walls).append(wall + extra)
             out.append((point, f"{result.step_time_s:.4g} s/step", True, wall + extra))
         if failed is not None and verdict is not None:
             where = dict(gpu=self.gpu, workers=workers, hosts=hosts, local_batch=failed.local_batch)
@@ -486,9 +488,10 @@ class Session:
                 if old != self.run_dir:
                     shutil.rmtree(old, ignore_errors=True)
 
-    def _admit(self, point: Point, tally: "_Tally", *, planned_s: float) -> bool:
+    def _admit(self, point: Point, tally: "_Tally", *, planned_s: float, in_launch: bool = False) -> bool:
         """Whether ``point`` runs now; a skipped one is counted and said (``planned_s``: the
-        estimated cost of the points already admitted to the same launch)."""
+        estimated cost of the points already admitted to the same launch, ``in_launch``:
+        there are some)."""
         reason = self._skip_reason(point)
         if reason is not None:
             self.progress.grow(-1)
@@ -505,7 +508,9 @@ class Session:
         left = self._remaining_budget_s()
         if left is not None:
             left -= planned_s
-            if self._estimate(point) > left and not (isinstance(point, CurvePoint) and left > self.estimator.timing_s()):
+            if self._estimate(point, in_launch=in_launch) > left and not (
+                isinstance(point, CurvePoint) and left > self.estimator.timing_s()
+            ):
                 # Curves may start on a partial budget (they stop at it and resume
                 # later); a timing probe that cannot finish is not started.
                 tally.skipped_budget += 1
@@ -534,8 +539,10 @@ class Session:
                         self._run_one(point, tally)
                     continue
                 runnable: list[TimingPoint] = []
+                planned_s = 0.0
                 for point in queue:
-                    if self._admit(point, tally, planned_s=len(runnable) * self.estimator.timing_s()):
+                    if self._admit(point, tally, planned_s=planned_s, in_launch=bool(runnable)):
+                        planned_s += self._estimate(point, in_launch=bool(runnable))
                         runnable.append(point)  # type: ignore[arg-type] # a group holds timing points only
                 queue = []
                 if len(runnable) == 1:

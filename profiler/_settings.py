@@ -92,14 +92,23 @@ class SessionSummary:
 class ProbeEstimator:
     """Rough cost of the next point, for the budget and the time-left display."""
 
-    timing_walls: list[float] = field(default_factory=list)
+    timing_walls: list[float] = field(default_factory=list)  # points that began a launch (start-up included)
+    extra_walls: list[float] = field(default_factory=list)  # further batches of a launch already started
     curve_epoch_s: list[float] = field(default_factory=list)
     default_timing_s: float = 8.0
 
     def timing_s(self) -> float:
+        """A timing point in a launch of its own (or the first of a group)."""
         if not self.timing_walls:
             return self.default_timing_s
         return sorted(self.timing_walls)[len(self.timing_walls) // 2]
+
+    def extra_s(self) -> float:
+        """One more local batch in a launch already started; until one has been seen, as
+        much as a launch of its own (the budget errs on the side of probing less)."""
+        if not self.extra_walls:
+            return self.timing_s()
+        return sorted(self.extra_walls)[len(self.extra_walls) // 2]
 
     def curve_s(self, point: CurvePoint, state: ProfileState, *, gpu: str, hosts: int, dataset_size: int,
                 max_epochs: int) -> float:

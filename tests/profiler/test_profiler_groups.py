@@ -9,6 +9,7 @@ slow one runs real torchrun probes.
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,3 +160,57 @@ def test_real_torchrun_times_three_batches_in_one_launch(tmp_path):
     assert [c["local_batch"] for c in costs] == [4, 8, 16] and all(c["wall_s"] > 0 for c in costs)
     # The first point carries the launch's start-up; the ones after it only their own steps.
     assert costs[0]["wall_s"] > max(costs[1]["wall_s"], costs[2]["wall_s"])
+
+
+class _Clock:
+    """Stands in for the session's ``time`` module: a monotonic clock the launcher moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str):
+        return getattr(__import__("time"), name)  # time_ns etc. stay real
+
+
+@dataclass
+class TimedGroupLauncher(GroupLauncher):
+    """A group launcher on a fake clock: ``startup_s`` per launch, ``batch_s`` per batch."""
+
+    clock: _Clock | None = None
+    startup_s: float = 8.0
+    batch_s: float = 1.0
+
+    def launch(self, request, *, poll=None):
+        began = self.clock.now
+        self.clock.now += self.startup_s
+
+        def tick() -> None:
+            self.clock.now += self.batch_s
+            if poll is not None:
+                poll()
+
+        outcome = super().launch(request, poll=tick)
+        if not (json.loads(Path(request.args[0]).read_text()).get("more_local_batches")):
+            self.clock.now += self.batch_s  # a lone point's own steps
+        return LaunchOutcome(returncode=outcome.returncode, timed_out=False, wall_s=self.clock.now - began)
+
+
+def test_the_budget_prices_a_further_batch_of_a_launch_by_what_such_batches_cost(tmp_path, monkeypatch):
+    import profiler._session as session_module
+
+    clock = _Clock()
+    monkeypatch.setattr(session_module, "time", clock)
+    out = tmp_path / "b.jsonl"
+    fake = TimedGroupLauncher(clock=clock)
+    summary = _profile(out, fake, workers=[1, 2], local_batches=[8, 16, 32, 64], curves=[], budget_s=20.0)
+    launches = _timing_launches(fake)
+    # Nothing measured yet: a further batch is priced as a launch of its own (8 s), so the
+    # first launch takes two batches (16 s of 20). Then a launch is 9 s and a further batch
+    # 1 s: the second launch fits two batches in the 10 s left.
+    assert launches == [(1, [8, 16]), (2, [8, 16])]
+    costs = of(out, "probe_cost")
+    assert [round(c["wall_s"], 6) for c in costs] == [9.0, 1.0, 9.0, 1.0]
+    assert sum(c["wall_s"] for c in costs) <= 20.0 and summary.skipped_budget == 4
