@@ -58,7 +58,8 @@ def lines_safe(path: Path) -> list[dict]:
 def test_kill9_during_timing_and_during_curve_then_resume(tmp_path):
     out = tmp_path / "resume.jsonl"
 
-    # 1. Kill while the second timing probe runs (the first one is on disk).
+    # 1. Kill while the launch that times all three batches runs, after the first one is on
+    #    disk (its record is written as soon as every rank reported it).
     proc = _start(out)
     _kill9_when(proc, out, lambda recs: sum(r["record"] == "step" for r in recs) >= 1)
     # The kernel delivers the parent-death signal; torchrun stops its workers. Wait for
