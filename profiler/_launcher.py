@@ -34,7 +34,8 @@ class LauncherError(CotuneError):
 
     exit_code = EXIT_ENVIRONMENT
 
-__all__ = ["LaunchRequest", "LaunchOutcome", "Launcher", "LauncherError", "TorchrunLauncher", "free_port", "package_root"]
+__all__ = ["LaunchRequest", "LaunchOutcome", "Launcher", "LauncherError", "TorchrunLauncher", "free_port", "log_tail",
+           "package_root"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,8 @@ def _set_parent_death_signal() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
+def log_tail(path: Path, limit: int = 4000) -> str:
+    """The last ``limit`` bytes of a probe's log, as text ("" if it cannot be read)."""
     try:
         with path.open("rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -179,7 +181,7 @@ def run_group(
         returncode=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - began,
-        log_tail=_tail(log_path),
+        log_tail=log_tail(log_path),
     )
 
 

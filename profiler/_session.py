@@ -30,7 +30,14 @@ from typing import Any, Callable, Mapping, TextIO
 
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter, WorkloadRecord
-from profiler._launcher import Launcher, LauncherError, LaunchOutcome, LaunchRequest, TorchrunLauncher
+from profiler._launcher import (
+    Launcher,
+    LauncherError,
+    LaunchOutcome,
+    LaunchRequest,
+    TorchrunLauncher,
+    log_tail,
+)
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingGroup, TimingPoint
 from profiler._value import PlanNote, ValuePlan
 from profiler._progress import Progress
@@ -312,6 +319,8 @@ class Session:
 
         def poll() -> None:
             nonlocal last
+            if time.monotonic() - last > p.timeout_s:  # --probe-timeout holds for each batch, as for a lone point
+                raise _BatchTimedOut
             while len(done) < len(points):
                 results = read_results(batch_result_dir(folder / "results", len(done)), kind="timing")
                 ok = [r for r in results if isinstance(r, TimingResult)]
@@ -326,16 +335,22 @@ class Session:
                 done.append((point, merged, now - last))
                 last = now
 
-        outcome, results, folder = self._launch(task=task, name=name, workers=workers,
-                                                timeout_s=p.timeout_s * len(points), poll=poll)
-        poll()
+        try:
+            outcome, results, folder = self._launch(task=task, name=name, workers=workers,
+                                                    timeout_s=p.timeout_s * len(points), poll=poll)
+        except _BatchTimedOut:  # the launcher has stopped the workers on the way out
+            outcome = LaunchOutcome(returncode=None, timed_out=True, wall_s=time.monotonic() - began,
+                                    log_tail=log_tail(folder / "log.txt"))
+            results = read_results(folder / "results", kind="timing")
+        else:
+            poll()
         out: list[tuple[TimingPoint, str, bool, float]] = []
         rest: list[TimingPoint] = []
         failed: TimingPoint | None = None
         verdict = None
         if len(done) < len(points):
             failed = points[len(done)]
-            verdict = self._verdict(outcome, results, label=failed.label, timeout_s=p.timeout_s * len(points),
+            verdict = self._verdict(outcome, results, label=failed.label, timeout_s=p.timeout_s,
                                     log=folder / "log.txt", workers=workers)
             if verdict.ok:  # every rank said ok, yet a batch has no complete result: not the workload's doing
                 raise StorageError(f"probe {failed.label} stopped: its ranks' results for local batch "
@@ -604,6 +619,10 @@ class Session:
             probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note, ledger=tuple(tally.ledger),
             launches=self.launches,
         )
+
+
+class _BatchTimedOut(Exception):
+    """A batch of a timing group had no result within ``--probe-timeout`` of the one before."""
 
 
 @dataclass

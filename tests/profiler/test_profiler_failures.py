@@ -59,3 +59,17 @@ def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
     assert 8 <= took < 30
     wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60,
              what="every probe process to exit after the timeout")
+
+
+@pytest.mark.slow
+def test_a_batch_that_hangs_inside_a_launch_times_out_and_keeps_the_batch_before_it(tmp_path, capsys):
+    out = tmp_path / "hang2.jsonl"
+    code, err = run_cli(["--workload", spec("hang_above_4"), "--workers", "1", "--local-batch", "4,8",
+                         "--probe-timeout", "8s", "--out", str(out), "--no-curves", *FAST], capsys)
+    assert code == 0, err
+    profile = read_profile(out)
+    assert [s.local_batch for s in profile.steps] == [4]
+    (failure,) = profile.failures
+    assert (failure.local_batch, failure.failure) == (8, "timeout") and "--probe-timeout" in failure.message
+    wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60,
+             what="every probe process to exit after the batch's time-out")

@@ -214,3 +214,47 @@ def test_the_budget_prices_a_further_batch_of_a_launch_by_what_such_batches_cost
     costs = of(out, "probe_cost")
     assert [round(c["wall_s"], 6) for c in costs] == [9.0, 1.0, 9.0, 1.0]
     assert sum(c["wall_s"] for c in costs) <= 20.0 and summary.skipped_budget == 4
+
+
+@dataclass
+class HangsAtLauncher(TimedGroupLauncher):
+    """On the fake clock, the batch ``hang_at`` never reports: the clock runs on while the
+    session polls, until the session stops the launch (an exception out of ``poll``, on
+    which a real launcher kills its workers)."""
+
+    hang_at: int = 16
+
+    def _launch_group(self, task, results, w, poll):
+        for rank in range(w):
+            (results / f"rank{rank}.started").touch()  # as every real worker does first
+        for i, b in enumerate([task["local_batch"], *task["more_local_batches"]]):
+            if b == self.hang_at:
+                for _ in range(10_000):  # a tick each: 10,000 s of fake time
+                    poll()  # raises once the batch is overdue
+                raise AssertionError("the session never stopped the hanging batch")
+            folder = results / f"batch-{i:03d}"
+            folder.mkdir()
+            (folder / "rank0.json").write_text(json.dumps(self._timing(b, w)))
+            poll()
+        (results / "rank0.json").write_text(json.dumps(self._timing(b, w)))
+        return LaunchOutcome(returncode=0, timed_out=False, wall_s=0.0)
+
+
+def test_probe_timeout_holds_for_each_batch_of_a_launch(tmp_path, monkeypatch):
+    import profiler._session as session_module
+
+    clock = _Clock()
+    monkeypatch.setattr(session_module, "time", clock)
+    out = tmp_path / "t.jsonl"
+    fake = HangsAtLauncher(clock=clock, hang_at=16)
+    summary = profiler.profile(spec("tiny"), out=out, launcher=fake, gpu="t4", stream=io.StringIO(),
+                               probe=ProbeSettings(device="cpu", timeout_s=30.0), workers=[1],
+                               local_batches=[8, 16, 32], curves=[])
+    profile = read_profile(out)
+    assert [s.local_batch for s in profile.steps] == [8, 32]  # 32 ran in a launch of its own after the time-out
+    (failure,) = profile.failures
+    assert (failure.local_batch, failure.failure) == (16, "timeout") and "--probe-timeout" in failure.message
+    assert "30s" in failure.message  # the limit is the batch's own, not the launch's 3 × 30 s
+    costs = {c["local_batch"]: c["wall_s"] for c in of(out, "probe_cost")}
+    assert 30.0 < costs[16] <= 32.0  # stopped within a tick of the batch's limit
+    assert summary.ran == 3 and summary.failed == 1

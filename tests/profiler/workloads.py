@@ -73,3 +73,16 @@ class _SlowLoss(nn.Module):
 
 
 slow = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _SlowLoss})
+
+
+class _HangAbove4Loss(nn.Module):
+    """Cross-entropy that never returns at local batches above 4: a batch that hangs inside
+    a launch whose earlier batch was timed."""
+
+    def forward(self, outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if outputs.shape[0] > 4:
+            time.sleep(3600)
+        return nn.functional.cross_entropy(outputs, target)
+
+
+hang_above_4 = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _HangAbove4Loss})
