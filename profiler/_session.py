@@ -317,14 +317,18 @@ class Session:
         began = time.monotonic()
         last = began
 
+        running = True
+
         def poll() -> None:
             nonlocal last
-            if time.monotonic() - last > p.timeout_s:  # --probe-timeout holds for each batch, as for a lone point
-                raise _BatchTimedOut
             while len(done) < len(points):
                 results = read_results(batch_result_dir(folder / "results", len(done)), kind="timing")
                 ok = [r for r in results if isinstance(r, TimingResult)]
                 if len(ok) < workers // hosts:  # this host's ranks (the others write on their own hosts)
+                    # --probe-timeout holds for each batch, as for a lone point (checked after
+                    # reading, so a result that is in is never lost to the clock).
+                    if running and time.monotonic() - last > p.timeout_s:
+                        raise _BatchTimedOut
                     return
                 point = points[len(done)]
                 merged = merge_rank_results(ok)
@@ -342,8 +346,8 @@ class Session:
             outcome = LaunchOutcome(returncode=None, timed_out=True, wall_s=time.monotonic() - began,
                                     log_tail=log_tail(folder / "log.txt"))
             results = read_results(folder / "results", kind="timing")
-        else:
-            poll()
+        running = False
+        poll()  # results that came in as the launch ended
         out: list[tuple[TimingPoint, str, bool, float]] = []
         rest: list[TimingPoint] = []
         failed: TimingPoint | None = None

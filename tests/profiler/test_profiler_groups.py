@@ -258,3 +258,19 @@ def test_probe_timeout_holds_for_each_batch_of_a_launch(tmp_path, monkeypatch):
     costs = {c["local_batch"]: c["wall_s"] for c in of(out, "probe_cost")}
     assert 30.0 < costs[16] <= 32.0  # stopped within a tick of the batch's limit
     assert summary.ran == 3 and summary.failed == 1
+
+
+def test_a_batch_whose_result_is_in_is_kept_even_when_it_took_longer_than_the_timeout(tmp_path, monkeypatch):
+    import profiler._session as session_module
+
+    clock = _Clock()
+    monkeypatch.setattr(session_module, "time", clock)
+    out = tmp_path / "late.jsonl"
+    # Each batch's result is on disk when the session next looks, 39 s (the first) and 31 s
+    # after the one before: over the 30 s limit, yet measured — the clock must not discard it.
+    fake = TimedGroupLauncher(clock=clock, startup_s=8.0, batch_s=31.0)
+    summary = profiler.profile(spec("tiny"), out=out, launcher=fake, gpu="t4", stream=io.StringIO(),
+                               probe=ProbeSettings(device="cpu", timeout_s=30.0), workers=[1],
+                               local_batches=[8, 16, 32], curves=[])
+    assert [s.local_batch for s in read_profile(out).steps] == [8, 16, 32]
+    assert not read_profile(out).failures and summary.launches == 1
