@@ -15,7 +15,7 @@ Automatic plan (no ``--workers``/``--local-batch``), cheapest information first:
 4. the smallest and largest feasible batch at every larger worker count.
 
 Steps 1 and 4 (and an explicit grid's batches at each worker count) are
-:class:`TimingGroup`\ s: the session times them in one launch where the launcher can.
+:class:`TimingGroup` values: the session times them in one launch where the launcher can.
 A ``--budget`` cuts the list where the next point's estimated cost no longer fits.
 """
 
