@@ -27,7 +27,10 @@ from typing import Iterator, Sequence, Union
 
 from profiler._state import ProfileState
 
-__all__ = ["TimingPoint", "TimingGroup", "CurvePoint", "Point", "GridPlan", "AutoPlan", "geometric_batches", "worker_ladder"]
+__all__ = [
+    "TimingPoint", "TimingGroup", "CurvePoint", "Point", "GridPlan", "AutoPlan", "data_cap", "geometric_batches",
+    "worker_ladder",
+]
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ def worker_ladder(max_workers: int) -> list[int]:
     return sorted(set(out))
 
 
+def data_cap(state: ProfileState, max_batch: int) -> int:
+    """``max_batch``, lowered to the training set's size once the profile knows it."""
+    return min(max_batch, state.workload.dataset_size) if state.workload is not None else max_batch
+
+
 def _curve_points(batches: Sequence[int], seeds: Sequence[int], workers: int) -> list[CurvePoint]:
     return [CurvePoint(global_batch=b, seed=s, workers=workers) for b in batches for s in seeds]
 
@@ -141,9 +149,11 @@ class AutoPlan:
         return sorted(k[3] for k in state.steps if k[0] == gpu and k[1] == 1 and k[2] == hosts)
 
     def points(self, state: ProfileState, *, gpu: str, hosts: int) -> Iterator[Point | TimingGroup]:
-        # 1. batch ladder on one worker, until the first out-of-memory (the group stops there).
+        # 1. batch ladder on one worker, until the first out-of-memory (the group stops there)
+        #    and never past the training set (a step holds at most every sample once).
         bound = state.oom_bound(gpu)
-        ladder = [b for b in geometric_batches(self.min_batch, self.max_batch) if bound is None or b < bound]
+        ladder = [b for b in geometric_batches(self.min_batch, data_cap(state, self.max_batch))
+                  if bound is None or b < bound]
         yield TimingGroup(tuple(TimingPoint(workers=1, local_batch=b) for b in ladder))
         feasible = self._feasible(state, gpu, hosts) or [self.min_batch]
         larger = [w for w in worker_ladder(self.max_workers) if w > 1 and w % hosts == 0]

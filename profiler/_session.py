@@ -486,6 +486,10 @@ class Session:
         hosts = self.launcher.hosts
         if point.workers % hosts:
             return "workers"
+        samples = self.state.workload.dataset_size if self.state.workload else None
+        global_batch = point.global_batch if isinstance(point, CurvePoint) else point.workers * point.local_batch
+        if samples is not None and global_batch > samples:
+            return "data"
         if isinstance(point, TimingPoint):
             if self.state.timing_done((self.gpu, point.workers, hosts, point.local_batch)):
                 return "done"
@@ -520,6 +524,10 @@ class Session:
                 tally.skipped_oom += 1
                 self.progress.note(f"skip {point.label}: at or above the out-of-memory local batch "
                                    f"{self.state.oom_bound(self.gpu)}")
+            elif reason == "data":
+                samples = self.state.workload.dataset_size if self.state.workload else 0
+                self.progress.note(f"skip {point.label}: a step of {point.workers} × {point.local_batch} samples is "
+                                   f"more than the workload's {samples:,} training samples")
             else:
                 self.progress.note(f"skip {point.label}: {point.workers} workers do not spread over "
                                    f"{self.launcher.hosts} hosts")
@@ -603,6 +611,7 @@ class Session:
         tally = _Tally()
         # Before the profile is opened: a workload whose data cannot be counted leaves no file behind.
         mine = workload_record(self.workload, spec=self.spec)
+        _check_plan_fits_data(self.plan, samples=mine.dataset_size)
         if isinstance(self.plan, ValuePlan):  # a question this machine cannot measure: refused before any file
             self.plan.check(gpu=self.gpu, hosts=self.launcher.hosts)
         with self.writer:  # the exclusive lock: a second run on this --out stops here
@@ -623,6 +632,27 @@ class Session:
             probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note, ledger=tuple(tally.ledger),
             launches=self.launches,
         )
+
+
+def _check_plan_fits_data(plan: Any, *, samples: int) -> None:
+    """A step cannot hold more samples than the training set: an explicit grid or curve that
+    asks for one, or a plan whose smallest batch is one, is refused before any probe (a
+    worker would otherwise build batches of that size, and a curve would have no step in
+    an epoch)."""
+    if isinstance(plan, GridPlan):
+        for w in plan.workers:
+            for b in plan.local_batches:
+                if w * b > samples:
+                    raise InputError(f"--workers {w} × --local-batch {b} is a step of {w * b:,} samples, more than the "
+                                     f"workload's {samples:,} training samples: choose local batches of at most "
+                                     f"{max(1, samples // w):,} for {w} worker(s)")
+        for b in plan.curves:
+            if b > samples:
+                raise InputError(f"--curves {b} is more than the workload's {samples:,} training samples (an epoch "
+                                 f"would have no step): choose curve batches of at most {samples:,}")
+    elif getattr(plan, "min_batch", 0) > samples:  # the automatic and the value plan
+        raise InputError(f"--min-batch {plan.min_batch} is more than the workload's {samples:,} training samples: "
+                         f"lower it to at most {samples:,}")
 
 
 class _BatchTimedOut(Exception):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from cotune.errors import CotuneError, InputError
-from profiler._plan import CurvePoint, TimingGroup, TimingPoint, geometric_batches
+from profiler._plan import CurvePoint, TimingGroup, TimingPoint, data_cap, geometric_batches
 from profiler._state import ProfileState
 
 __all__ = ["PlanNote", "ValuePlan", "DEFAULT_MAX_MEASUREMENTS"]
@@ -173,7 +173,8 @@ class ValuePlan:
 
     def _ladder(self, state: ProfileState, gpu: str) -> list[int]:
         bound = state.oom_bound(gpu)
-        ladder = [b for b in geometric_batches(self.min_batch, self.max_batch) if bound is None or b < bound]
+        ladder = [b for b in geometric_batches(self.min_batch, data_cap(state, self.max_batch))
+                  if bound is None or b < bound]
         return ladder or [self.min_batch]
 
     def _seed(self, state: ProfileState, gpu: str, tried: set[Any]) -> Iterator[TimingPoint | TimingGroup]:

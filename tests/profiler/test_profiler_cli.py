@@ -38,6 +38,16 @@ ROOT = Path(__file__).resolve().parents[2]
           "--price", "cpu=0.5", "--price", "cpu=0.6"], "--price gives 'cpu' twice"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--plan", "value", "--target", "0.9",
           "--workers", "1,2", "--local-batch", "8"], "chooses its own probes"),
+        # A step larger than the training set (digits: 1,437 samples) — before any probe, not
+        # a worker building a batch of 10^14 samples until the time-out.
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1",
+          "--local-batch", "99999999999999"], "more than the workload's 1,437 training samples"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1,2",
+          "--local-batch", "8,1024"], "choose local batches of at most 718 for 2 worker(s)"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1",
+          "--local-batch", "8", "--curves", "2048"], "--curves 2048 is more than"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "2048"],
+         "--min-batch 2048 is more than"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):

@@ -62,7 +62,8 @@ def test_an_oom_in_a_group_keeps_the_batches_before_it_and_ends_the_ladder(tmp_p
     out, fake = tmp_path / "oom.jsonl", GroupLauncher(oom_at=65)
     _profile(out, fake, max_workers=1, min_batch=8, max_batch=1024, curves=[])
     launches = _timing_launches(fake)
-    assert launches[0] == (1, [8, 16, 32, 64, 128, 256, 512, 1024])  # the whole ladder in one launch
+    # The whole ladder in one launch, up to the workload's 512 training samples.
+    assert launches[0] == (1, [8, 16, 32, 64, 128, 256, 512])
     assert len(launches) == 1  # nothing at or above the out-of-memory batch was launched again
     profile = read_profile(out)
     assert [s.local_batch for s in profile.steps] == [8, 16, 32, 64]

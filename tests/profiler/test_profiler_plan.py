@@ -110,3 +110,13 @@ def test_quiet_prints_nothing(tmp_path):
     profiler.profile(spec("tiny"), out=tmp_path / "p.jsonl", launcher=FakeLauncher(), gpu="t4", stream=stream,
                      workers=[1], local_batches=[8], probe=ProbeSettings(device="cpu"), quiet=True)
     assert stream.getvalue() == ""
+
+
+def test_the_automatic_plan_never_asks_for_a_step_larger_than_the_training_set(tmp_path):
+    out, fake, stream = tmp_path / "cap.jsonl", FakeLauncher(oom_at=10**9), io.StringIO()
+    profiler.profile(spec("tiny"), out=out, launcher=fake, gpu="t4", stream=stream, probe=ProbeSettings(device="cpu"),
+                     max_workers=2, min_batch=8, max_batch=1024, curves=[])
+    timing = [(w, b) for kind, w, b in fake.calls if kind == "timing"]
+    assert max(b for w, b in timing if w == 1) == 512  # the ladder stops at the 512 samples of "tiny"
+    assert all(w * b <= 512 for w, b in timing)
+    assert "a step of 2 × 512 samples is more than the workload's 512 training samples" in stream.getvalue()

@@ -59,8 +59,8 @@ def test_the_seed_comes_first_then_the_plan_stops_saying_why(tmp_path):
 def test_a_top_batch_out_of_memory_walks_down_the_ladder(tmp_path):
     out, fake = tmp_path / "v.jsonl", LawLauncher(oom_at=200)
     _profile(out, fake, question=QUESTION, max_workers=2, min_batch=8, max_batch=1024)
-    tops = [b for kind, w, b in fake.calls[1:5] if kind == "timing" and w == 1]
-    assert tops == [1024, 512, 256, 128]
+    tops = [b for kind, w, b in fake.calls[1:4] if kind == "timing" and w == 1]
+    assert tops == [512, 256, 128]  # the ladder stops at the workload's 512 training samples
     assert all(b < 200 for kind, _, b in fake.calls[4:])  # nothing at or above the memory limit after it
 
 
@@ -68,9 +68,9 @@ def test_the_seed_times_both_ends_of_the_ladder_in_one_launch_where_it_can(tmp_p
     out, fake = tmp_path / "v.jsonl", LawLauncher(oom_at=200, timing_groups=True)
     _profile(out, fake, question=QUESTION, max_workers=2, min_batch=8, max_batch=1024)
     first = fake.tasks[0]
-    assert (first["local_batch"], first["more_local_batches"]) == (8, [1024])  # one start-up for both ends
-    tops = [t["local_batch"] for t in fake.tasks[1:4]]
-    assert tops == [512, 256, 128]  # 1024 ran out of memory in the group: the walk down goes on alone
+    assert (first["local_batch"], first["more_local_batches"]) == (8, [512])  # one start-up for both ends
+    tops = [t["local_batch"] for t in fake.tasks[1:3]]
+    assert tops == [256, 128]  # 512 ran out of memory in the group: the walk down goes on alone
     steps = {(s.workers, s.local_batch) for s in read_profile(out).steps}
     assert {(1, 8), (1, 128)} <= steps and not any(b >= 200 for _, b in steps)
 
