@@ -504,6 +504,30 @@ class Session:
             return "oom"
         return None
 
+    def _check_plan_fits_devices(self) -> None:
+        """On GPU every torch worker of a host takes its own device (``cuda:LOCAL_RANK``): a
+        plan with more workers per host than this host has GPUs would crash every such probe
+        on an invalid device — our input's fault, not the workload's — so it is refused."""
+        if self.probe.device == "cpu" or self.worker_module != "profiler._worker":
+            return
+        from profiler._gpu import local_device_count
+
+        count = local_device_count()
+        if count <= 0:
+            return  # no CUDA here: the workers run on CPU (auto) or --device cuda is refused elsewhere
+        plan, hosts = self.plan, self.launcher.hosts
+        if isinstance(plan, GridPlan):
+            asked = max([*plan.workers, plan.curve_workers])
+            option = "--workers" if max(plan.workers) >= plan.curve_workers else "--curve-workers"
+        else:
+            asked = max(getattr(plan, "max_workers", 1), getattr(plan, "curve_workers", 1))
+            option = "--max-workers"
+        per_host = -(-asked // hosts)
+        if per_host > count:
+            raise InputError(f"{option} {asked} puts {per_host} workers on each of {hosts} host(s), which have {count} "
+                             f"GPU(s) here (each worker takes its own): ask for at most {count * hosts} workers, or "
+                             "probe on CPU (--device cpu)")
+
     def _remove_stale_runs(self) -> None:
         """Task folders of earlier runs of this profile: their runs are dead (we hold the lock)."""
         if self.scratch.is_dir():
@@ -612,6 +636,7 @@ class Session:
         # Before the profile is opened: a workload whose data cannot be counted leaves no file behind.
         mine = workload_record(self.workload, spec=self.spec)
         _check_plan_fits_data(self.plan, samples=mine.dataset_size)
+        self._check_plan_fits_devices()
         if isinstance(self.plan, ValuePlan):  # a question this machine cannot measure: refused before any file
             self.plan.check(gpu=self.gpu, hosts=self.launcher.hosts)
         with self.writer:  # the exclusive lock: a second run on this --out stops here

@@ -120,3 +120,26 @@ def test_the_automatic_plan_never_asks_for_a_step_larger_than_the_training_set(t
     assert max(b for w, b in timing if w == 1) == 512  # the ladder stops at the 512 samples of "tiny"
     assert all(w * b <= 512 for w, b in timing)
     assert "a step of 2 × 512 samples is more than the workload's 512 training samples" in stream.getvalue()
+
+
+def test_more_workers_per_host_than_gpus_is_refused_before_any_probe(tmp_path, monkeypatch):
+    import pytest
+
+    import profiler._gpu
+    from cotune.errors import InputError
+
+    monkeypatch.setattr(profiler._gpu, "local_device_count", lambda: 2)  # a host with two GPUs
+    out, fake = tmp_path / "gpus.jsonl", FakeLauncher()
+    with pytest.raises(InputError, match="--workers 4 puts 4 workers on each of 1 host.*at most 2 workers"):
+        profiler.profile(spec("tiny"), out=out, launcher=fake, gpu="t4", stream=io.StringIO(),
+                         probe=ProbeSettings(device="cuda"), workers=[1, 4], local_batches=[8], curves=[])
+    with pytest.raises(InputError, match="--max-workers 8"):
+        profiler.profile(spec("tiny"), out=out, launcher=fake, gpu="t4", stream=io.StringIO(),
+                         probe=ProbeSettings(device="auto"), max_workers=8, curves=[])
+    assert fake.calls == [] and not out.exists()
+    # Within the host's GPUs, or on CPU, the same plans run.
+    profiler.profile(spec("tiny"), out=out, launcher=fake, gpu="t4", stream=io.StringIO(),
+                     probe=ProbeSettings(device="cuda"), workers=[1, 2], local_batches=[8], curves=[])
+    profiler.profile(spec("tiny"), out=tmp_path / "cpu.jsonl", launcher=fake, gpu="cpu", stream=io.StringIO(),
+                     probe=ProbeSettings(device="cpu"), workers=[1, 4], local_batches=[8], curves=[])
+    assert [(w, b) for kind, w, b in fake.calls if kind == "timing"] == [(1, 8), (2, 8), (1, 8), (4, 8)]
