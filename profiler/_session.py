@@ -637,6 +637,12 @@ class Session:
         mine = workload_record(self.workload, spec=self.spec)
         _check_plan_fits_data(self.plan, samples=mine.dataset_size)
         self._check_plan_fits_devices()
+        cores = os.cpu_count() or 1
+        if self.gpu == "cpu" and self.probe.cpu_threads > cores:
+            # torch refuses to start that many threads ("Resource temporarily unavailable"),
+            # which would read as a crash of the workload at every probe.
+            raise InputError(f"--cpu-threads {self.probe.cpu_threads} is more than this host's {cores} cores: use at "
+                             f"most {cores} (0 shares the cores among the workers)")
         if isinstance(self.plan, ValuePlan):  # a question this machine cannot measure: refused before any file
             self.plan.check(gpu=self.gpu, hosts=self.launcher.hosts)
         with self.writer:  # the exclusive lock: a second run on this --out stops here

@@ -48,6 +48,9 @@ ROOT = Path(__file__).resolve().parents[2]
           "--local-batch", "8", "--curves", "2048"], "--curves 2048 is more than"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "2048"],
          "--min-batch 2048 is more than"),
+        # torch cannot start that many threads: every probe read as the workload's crash.
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
+          "--local-batch", "8", "--cpu-threads", "100000"], "--cpu-threads 100000 is more than this host's"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
