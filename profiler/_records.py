@@ -138,6 +138,10 @@ def workload_record(workload: Any, *, spec: str) -> WorkloadRecord:
     except Exception as exc:  # the user's train_data(): its failure is theirs to fix, in one line
         raise WorkloadError(f"workload {workload.name!r}: counting the training samples with train_data() failed with "
                             f"{type(exc).__name__}: {exc}: fix it, or give the Workload dataset_size=N") from exc
+    if samples < 1:  # no step can be formed: every probe would fail, and the profile would say so wrongly
+        where = "its dataset_size" if getattr(workload, "dataset_size", None) is not None else "train_data() is empty"
+        raise WorkloadError(f"workload {workload.name!r} has {samples} training samples ({where}): give it its training "
+                            "data (or dataset_size=N, the samples of one epoch)")
     return WorkloadRecord(name=workload.name, dataset_size=samples, metric=workload.metric,
                           goal=workload.goal, source=f"cotune profile {spec}")
 

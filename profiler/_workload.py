@@ -103,8 +103,19 @@ def _import_file(path: Path) -> Any:
         raise WorkloadError(f"cannot import {path}: give a Python file such as examples/digits_cnn.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
+    # The file's own folder is importable, as it is for `python FILE.py`: a training script
+    # split into modules (`from model import Net` beside it) loads here as it runs there.
+    # Appended, not prepended: a file named like an installed package (torch.py, profiler.py)
+    # must not shadow it.
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:  # a script's main that runs at import
+        del sys.modules[mod_name]
+        raise WorkloadError(f"importing {path} called sys.exit({exc.code!r}): the file runs its script at import; put "
+                            "that code under `if __name__ == \"__main__\":` so importing only defines the workload") from None
     except Exception as exc:
         del sys.modules[mod_name]
         raise WorkloadError(f"importing {path} failed with {type(exc).__name__}: {exc}: {_import_fix(exc)}") from exc
@@ -151,7 +162,7 @@ def load_workload(spec: str) -> Workload:
     if not isinstance(obj, Workload) and callable(obj):
         try:
             obj = obj()
-        except Exception as exc:  # the user's factory: one line naming it, not a traceback
+        except (Exception, SystemExit) as exc:  # the user's factory: one line naming it, not a traceback
             raise WorkloadError(f"{spec!r}: calling {attr}() to build the workload failed with {type(exc).__name__}: "
                                 f"{exc}: a factory takes no arguments and returns a profiler.Workload") from exc
     if not isinstance(obj, Workload):

@@ -89,9 +89,17 @@ def test_importing_profiler_does_not_import_torch():
     assert res.stdout.split() == ["False", "False"]
 
 
+_TINY = ("import torch\nfrom torch import nn\nfrom torch.utils.data import TensorDataset\nfrom profiler import Workload\n"
+         "def data(n=64):\n    return TensorDataset(torch.randn(n, 2), torch.randint(0, 2, (n,)))\n")
+
 _BAD_FACTORIES = {
     "raises": "def workload():\n    raise RuntimeError('factory fails')\n",
     "needs_an_argument": "def workload(x):\n    return x\n",
+    # a training script whose main runs at import: it was exit 3 (a launcher fault) and no message
+    "exits_at_import": "import sys\nsys.exit(3)\n",
+    "no_samples": _TINY + ("workload = Workload(name='empty', model=lambda: nn.Linear(2, 2), train_data=lambda: data(0),\n"
+                           "                    loss=nn.CrossEntropyLoss, optimizer=lambda p, *, lr: torch.optim.SGD(p, lr=lr),\n"
+                           "                    base_lr=0.1, base_batch=8)\n"),
     "data_fails": (
         "import torch\nfrom torch import nn\nfrom profiler import Workload\n"
         "def bad_data():\n    raise RuntimeError('dataset missing: /data/x')\n"
@@ -102,7 +110,9 @@ _BAD_FACTORIES = {
 
 @pytest.mark.parametrize(("kind", "needle"), [("raises", "calling workload() to build the workload failed with RuntimeError"),
                                               ("needs_an_argument", "a factory takes no arguments"),
-                                              ("data_fails", "counting the training samples with train_data() failed")])
+                                              ("data_fails", "counting the training samples with train_data() failed"),
+                                              ("exits_at_import", "called sys.exit(3)"),
+                                              ("no_samples", "has 0 training samples (train_data() is empty)")])
 def test_a_workload_that_fails_to_build_is_one_line_and_exit_2(kind, needle, capsys, tmp_path):
     # they were tracebacks with exit 1 ("nothing feasible")
     path = tmp_path / f"{kind}.py"
@@ -154,3 +164,15 @@ def test_launch_per_point_reaches_the_session(flag, grouped, capsys, tmp_path, m
     code, _ = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
                        "--local-batch", "4,8", "--no-curves", "--quiet", *flag], capsys)
     assert code == 0 and seen["timing_groups"] is grouped
+
+
+def test_a_workload_file_imports_the_modules_beside_it_as_a_script_would(tmp_path):
+    from profiler._workload import load_workload
+
+    (tmp_path / "mynet_cotune_test.py").write_text("from torch import nn\n\ndef make():\n    return nn.Linear(2, 2)\n")
+    (tmp_path / "job.py").write_text(
+        _TINY + "from mynet_cotune_test import make\n"
+        "workload = Workload(name='split', model=make, train_data=data, loss=nn.CrossEntropyLoss,\n"
+        "                    optimizer=lambda p, *, lr: torch.optim.SGD(p, lr=lr), base_lr=0.1, base_batch=8)\n")
+    w = load_workload(f"{tmp_path / 'job.py'}:workload")  # was: "module 'mynet_cotune_test' is not installed"
+    assert w.name == "split" and w.model().out_features == 2
