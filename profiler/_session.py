@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from cotune.errors import InputError, StorageError
-from cotune.profile import ProfileWriter, WorkloadRecord
+from cotune.profile import ProfileWriter, WorkloadRecord, check_profile_path
 from profiler._launcher import (
     Launcher,
     LauncherError,
@@ -119,6 +119,7 @@ class Session:
         # Resolved, so two spellings of one --out (a symlink, a relative path) share the
         # scratch folder that the profile's lock protects.
         resolved = self.out.resolve()
+        check_profile_path(resolved, shown=str(self.out))  # a directory (even `/`, which has no name) or a device
         self.scratch = resolved.with_name(resolved.name + ".cotune")
         # Task folders of this run only: a folder of its own per run, so no other run
         # (an earlier killed one, say) can remove or overwrite a probe's files.

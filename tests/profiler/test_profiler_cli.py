@@ -123,6 +123,13 @@ def test_a_workload_that_fails_to_build_is_one_line_and_exit_2(kind, needle, cap
     assert not (tmp_path / "x.jsonl").exists()
 
 
+def test_the_root_directory_as_the_profile_is_named_as_a_directory(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, err = run_cli(["--workload", "examples/digits_cnn.py:workload", "--out", "/", "--workers", "1",
+                         "--local-batch", "8", "--no-curves"], capsys)
+    assert code == 2 and err == "cotune: /: is a directory, not a profile file: give a file path\n", err  # was "PosixPath('/') has an empty name"
+
+
 def test_a_directory_given_as_the_workload_file_is_named_as_such(capsys, tmp_path):
     code, err = run_cli(["--workload", f"{tmp_path}/:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
     assert code == 2 and "is not a regular file" in err
