@@ -18,7 +18,8 @@ from cotune.errors import InputError
 from cotune.logs._convert import ImportOptions, log_to_records
 from cotune.logs._readers import FORMATS, LogData, Series, read_log
 from cotune.profile import (
-    MAX_PROFILE_LINES, EvalRecord, Profile, WorkloadRecord, append_records, read_profile, write_profile,
+    MAX_PROFILE_LINES, EvalRecord, Profile, WorkloadRecord, append_records, check_profile_path, read_profile,
+    write_profile,
 )
 from cotune.profile._profile import _build
 
@@ -65,6 +66,7 @@ def import_log(
                          accum_steps=accum_steps)
     existing: Profile | None = None
     if out is not None and Path(out).exists():
+        check_profile_path(Path(out))  # a directory or a device: no --append would help
         if not append:
             raise InputError(f"{out} exists: pass --append to add this run to it, or choose another --out")
         existing = read_profile(out)

@@ -201,6 +201,13 @@ def test_existing_out_without_append_is_refused(capsys, tmp_path):
     assert code == 2 and "--append" in err and out.read_text() == "keep me\n"
 
 
+def test_a_directory_as_out_is_named_as_such_not_sent_to_append(capsys, tmp_path):
+    for flags in ((), ("--append",)):
+        code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(tmp_path), "--global-batch", "16",
+                            "--dataset-size", "96", *flags)
+        assert code == 2 and "is a directory, not a profile file" in err and "--append" not in err, err
+
+
 def test_append_to_another_workload_is_refused(tmp_path):
     out = tmp_path / "p.jsonl"
     import_log("csv", CSV, out=out, global_batch=B, dataset_size=N)
