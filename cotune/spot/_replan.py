@@ -346,6 +346,12 @@ def replan(
     if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
         raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
                          f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on")
+    for label, workers in (("runs", progress.workers), ("runs now", progress.workers_now)):
+        if workers * progress.local_batch > models.dataset_size:
+            # A step holds at most every training sample once (the profiler's rule too).
+            raise InputError(f"the job {label} {workers} × {progress.local_batch} = {workers * progress.local_batch:,} "
+                             f"samples a step, more than the profile's {models.dataset_size:,} training samples: "
+                             "check the current configuration (workers, local batch; workers added)")
     priced = True  # a cluster file states its prices
     if req.cluster is None:
         cl, priced = _on_demand_cluster(models, req, rr.prices)

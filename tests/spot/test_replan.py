@@ -157,6 +157,16 @@ def test_a_running_gpu_the_profile_never_probed_is_named_as_such(cifar_models, c
         replan(None, progress=p, target=0.94, deadline_s=1800, models=cifar_models, **kw)
 
 
+@pytest.mark.parametrize(("workers", "added", "needle"), [(99_999, 0, "the job runs 99999 × 129 = 12,899,871 samples"),
+                                                         (4, 100_000, "the job runs now 100004 × 129")])
+def test_a_running_step_larger_than_the_training_set_is_refused(cifar_models, workers, added, needle):
+    # it was answered: "the global batch changes 12899871 -> 129", a job that cannot exist
+    p = Progress(epochs_done=10, elapsed_s=100, gpu="t4", market="on_demand", workers=workers, local_batch=129,
+                 workers_added=added)
+    with pytest.raises(InputError, match=needle + r".*more than the profile's 50,000 training samples"):
+        replan(None, progress=p, target=0.94, deadline_s=1800, models=cifar_models)
+
+
 def test_without_a_cluster_file_a_configuration_out_of_reach_blames_the_search_space(capsys):
     argv = [*_NO_CLUSTER[:-1], "t4:on_demand:40:129", "--max-workers", "16", "--json"]
     assert main(argv) in (0, 1)
