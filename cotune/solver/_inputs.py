@@ -125,6 +125,17 @@ def build_space(
         wanted = sorted({int(v) for v in local_batches}) if local_batches else probed
         if any(v < 1 for v in wanted):
             raise InputError(f"local batches must be >= 1, got {wanted}")
+        # A step holds at most every training sample once: a larger local batch is no
+        # configuration at all (it was answered with a billion epochs and 925,207 days).
+        too_big = [v for v in wanted if v > models.dataset_size]
+        if too_big:
+            wanted = [v for v in wanted if v <= models.dataset_size]
+            if not wanted:
+                raise InputError(f"local batch {', '.join(map(str, too_big))} is more than the profile's "
+                                 f"{models.dataset_size:,} training samples: a step cannot hold more; give local "
+                                 f"batches (--local-batch / local_batches) of at most {models.dataset_size:,}")
+            notes.append(f"{g}: local batch {', '.join(map(str, too_big))} dropped (more than the "
+                         f"{models.dataset_size:,} training samples)")
         limit = models.max_local_batch.get(g)
         if limit is not None:
             dropped = [v for v in wanted if v > limit]

@@ -280,3 +280,12 @@ def test_the_chosen_point_stays_on_the_reported_frontier_when_it_is_thinned(cifa
     assert on_front.index(key) not in even  # the case the fix is for
     assert key in [(c.workers, c.local_batch) for c in rec.pareto]
 
+
+
+def test_a_local_batch_larger_than_the_training_set_is_no_candidate(cifar_models):
+    # It was a candidate: 1.7 billion epochs and 925,207 days at local batch 99999999999.
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.9, local_batches=(128, 99_999_999_999))
+    assert {int(b) for b in rec.estimates.candidates.local_batch} == {128}
+    assert any("local batch 99999999999 dropped (more than the 50,000 training samples)" in n for n in rec.notes)
+    with pytest.raises(InputError, match="more than the profile's 50,000 training samples: a step cannot hold more"):
+        recommend("cifar10-resnet18", models=cifar_models, target=0.9, local_batches=(99_999_999_999,))
