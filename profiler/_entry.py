@@ -33,12 +33,14 @@ from profiler._protocol import (
     FailureResult,
     Result,
     Task,
+    batch_result_dir,
     mark_started,
     read_task,
     write_result,
 )
 
-__all__ = ["Backend", "ScratchWriteError", "scratch_write", "die_with_parent", "failure_of", "worker_main"]
+__all__ = ["Backend", "ScratchWriteError", "scratch_write", "die_with_parent", "failure_of", "worker_main",
+           "write_batch_result"]
 
 
 class ScratchWriteError(OSError):
@@ -60,6 +62,16 @@ def scratch_write(path: Path, what: str) -> Iterator[None]:
     except Exception as exc:  # noqa: BLE001 - re-raised as a storage fault, with the cause
         code = getattr(exc, "errno", None) or errno.EIO
         raise ScratchWriteError(code, f"cannot write {what} {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def write_batch_result(result_dir: str | Path, index: int, result: Result) -> None:
+    """This rank's result for the ``index``-th local batch of a timing task that times
+    several (``batch_result_dir``), written the moment it is measured; a failure to write it
+    is ours (storage), never the workload's."""
+    folder = batch_result_dir(result_dir, index)
+    with scratch_write(folder, "the timing result"):
+        folder.mkdir(exist_ok=True)
+        write_result(folder, result)
 
 
 def die_with_parent() -> None:

@@ -23,19 +23,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from profiler._entry import scratch_write, worker_main
+from profiler._entry import scratch_write, worker_main, write_batch_result
 from profiler._noise import NoiseAccumulator
-from profiler._protocol import (
-    CurveResult,
-    CurveTask,
-    EpochLine,
-    Task,
-    TimingResult,
-    TimingTask,
-    append_epoch,
-    batch_result_dir,
-    write_result,
-)
+from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
 from profiler._stats import median_rel_halfwidth, summarize
 from profiler._workload import Workload, load_workload
 
@@ -180,10 +170,7 @@ def run_timing(task: TimingTask, env: _Env) -> TimingResult:
     for index, local_batch in enumerate(batches):
         result = _time_batch(task, env, workload, ddp, loss_fn, local_batch=local_batch)
         if len(batches) > 1:
-            folder = batch_result_dir(task.result_dir, index)
-            with scratch_write(folder, "the timing result"):
-                folder.mkdir(exist_ok=True)
-                write_result(folder, result)
+            write_batch_result(task.result_dir, index, result)
     assert result is not None
     return result
 
