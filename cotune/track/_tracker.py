@@ -37,7 +37,7 @@ from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
     MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord,
-    WorkloadRecord, read_profile,
+    WorkloadRecord, check_profile_path, read_profile,
 )
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
@@ -238,6 +238,7 @@ class Tracker:
         self._lines = 0  # lines in the profile, kept under the reader's cap
         if not self.enabled:
             return
+        check_profile_path(self.path)  # a directory or a device: named, not an IsADirectoryError from open()
         existing = _has_records(self.path)
         if existing:
             # Read once: the workload must match, and its dataset size turns samples into epochs.

@@ -124,6 +124,13 @@ def test_a_new_profile_without_a_workload_is_an_error_that_says_what_to_pass(tmp
         Tracker(tmp_path / "new.jsonl", gpu="cpu", workers=1, local_batch=8)
 
 
+def test_a_directory_as_the_profile_is_named_not_an_os_error(tmp_path: Path) -> None:
+    from cotune.errors import CotuneError
+
+    with pytest.raises(CotuneError, match="is a directory, not a profile file"):  # was IsADirectoryError from open()
+        Tracker(tmp_path, workload=WORKLOAD, gpu="cpu", workers=1, local_batch=8)
+
+
 def test_another_workload_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "job.jsonl"
     Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD).close()
