@@ -159,8 +159,6 @@ def test_real_torchrun_times_three_batches_in_one_launch(tmp_path):
         assert 0 < s.step_time_s < 5 and s.sync_time_s is not None and 5 <= s.timed_steps <= 15
     costs = of(out, "probe_cost")
     assert [c["local_batch"] for c in costs] == [4, 8, 16] and all(c["wall_s"] > 0 for c in costs)
-    # The first point carries the launch's start-up; the ones after it only their own steps.
-    assert costs[0]["wall_s"] > max(costs[1]["wall_s"], costs[2]["wall_s"])
 
 
 class _Clock:
