@@ -281,16 +281,20 @@ class Session:
             self.estimator.timing_walls.append(outcome.wall_s)
             shown = f"{verdict.result.step_time_s:.4g} s/step"
         else:
-            kept = self._keep_log(folder, name)
-            # name the kept copy: the probe's own folder is removed below
-            message = verdict.message.replace(str(folder / "log.txt"), str(kept))
-            if verdict.kind == "crash" and str(kept) not in message:
-                message = f"{message} (log: {kept})"
-            self._write(failure_record(verdict.kind, message, **where))
-            shown = f"{verdict.kind}: {message[:120]}"
+            shown = self._record_timing_failure(verdict, folder=folder, name=name, where=where)
         self._write(ProbeCostRecord(probe="timing", wall_s=outcome.wall_s, outcome=verdict.kind, **where))
         shutil.rmtree(folder, ignore_errors=True)
         return shown, verdict.ok
+
+    def _record_timing_failure(self, verdict: Verdict, *, folder: Path, name: str, where: dict[str, Any]) -> str:
+        """The ``failure`` record of a timing point (its log kept, and named: the probe's own
+        folder is removed after it); returns the line the progress shows."""
+        kept = self._keep_log(folder, name)
+        message = verdict.message.replace(str(folder / "log.txt"), str(kept))
+        if verdict.kind == "crash" and str(kept) not in message:
+            message = f"{message} (log: {kept})"
+        self._write(failure_record(verdict.kind, message, **where))
+        return f"{verdict.kind}: {message[:120]}"
 
     def run_timing_group(
         self, points: list[TimingPoint],
@@ -372,13 +376,9 @@ class Session:
             out.append((point, f"{result.step_time_s:.4g} s/step", True, wall + extra))
         if failed is not None and verdict is not None:
             where = dict(gpu=self.gpu, workers=workers, hosts=hosts, local_batch=failed.local_batch)
-            kept = self._keep_log(folder, name)
-            message = verdict.message.replace(str(folder / "log.txt"), str(kept))
-            if verdict.kind == "crash" and str(kept) not in message:
-                message = f"{message} (log: {kept})"
-            self._write(failure_record(verdict.kind, message, **where))
+            shown = self._record_timing_failure(verdict, folder=folder, name=name, where=where)
             self._write(ProbeCostRecord(probe="timing", wall_s=tail, outcome=verdict.kind, **where))
-            out.append((failed, f"{verdict.kind}: {message[:120]}", False, tail))
+            out.append((failed, shown, False, tail))
         shutil.rmtree(folder, ignore_errors=True)
         return out, rest
 
