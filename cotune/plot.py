@@ -2,7 +2,8 @@
 
 Both functions build a :class:`matplotlib.figure.Figure` with the Agg canvas directly,
 without pyplot, so they neither change the caller's backend nor keep figures alive
-in pyplot's registry. They return the figure and write a PNG when given a path.
+in pyplot's registry. They return the figure and write it when given a path: PNG, SVG or PDF by the path's
+suffix (:data:`PLOT_FORMATS`; PNG without one).
 """
 
 from __future__ import annotations
@@ -21,7 +22,29 @@ if TYPE_CHECKING:  # pragma: no cover
     from cotune.models._validate import FitReport
     from cotune.solver import Recommendation
 
-__all__ = ["plot_recommendation", "plot_fit"]
+__all__ = ["plot_recommendation", "plot_fit", "plot_format"]
+
+#: The picture formats a path may ask for, by its suffix. Each is one matplotlib writes
+#: with the Agg canvas and no extra package; a path without a suffix gets a PNG.
+PLOT_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+
+
+def plot_format(path: str | os.PathLike[str]) -> str:
+    """The format a plot path asks for (``png`` without a suffix); a one-line error otherwise.
+
+    Checked before any work, so ``--plot frontier.jpg`` fails at once and not after the fit.
+    Directories are refused here too: matplotlib would otherwise write ``dir.png`` beside them.
+    """
+    text = os.fspath(path)
+    if not text or os.path.isdir(text):
+        raise InputError(f"--plot needs a file name, got {text!r}; give a path such as frontier.png")
+    suffix = os.path.splitext(text)[1].lower().lstrip(".")
+    if not suffix:
+        return "png"
+    if suffix not in PLOT_FORMATS:
+        raise InputError(f"cannot draw a .{suffix} picture ({text}): cotune writes "
+                         + ", ".join(f".{f}" for f in PLOT_FORMATS) + "; change the suffix")
+    return suffix
 
 
 def _figure(width: float, height: float) -> "Figure":
@@ -38,8 +61,9 @@ def _figure(width: float, height: float) -> "Figure":
 def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
     if path is None:
         return
+    fmt = plot_format(path)
     try:
-        fig.savefig(os.fspath(path), format="png")
+        fig.savefig(os.fspath(path), format=fmt)
     except OSError as exc:
         raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}; choose a writable path") from None
 

@@ -17,8 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("profile", metavar="PROFILE", help="profile file or bundled example name")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw predicted vs measured step time and epochs "
-                   "(interpolated vs extrapolated) into this PNG; needs matplotlib (cotune[plot])")
+    p.add_argument("--plot", default=None, metavar="FILE", help="also draw predicted vs measured step time and epochs "
+                   "(interpolated vs extrapolated) into FILE (.png, .svg or .pdf by its suffix); needs matplotlib (cotune[plot])")
     from cotune.cli._fitcache import add_fit_arguments
 
     add_fit_arguments(p)
@@ -32,11 +32,15 @@ def run(args: argparse.Namespace) -> int:
     from cotune.errors import ModelError
     from cotune.cli._fitcache import fit_report
 
+    if args.plot is not None:
+        from cotune.plot import plot_format
+
+        plot_format(args.plot)  # a bad suffix fails before the cross-validation, not after it
     profile = load_profile(args.profile)
     if not profile.steps:
         raise ModelError(f"profile {profile.workload.name!r} has no step records: nothing to fit; run timing probes first")
     report = fit_report(profile, args)
-    if args.plot:
+    if args.plot is not None:
         from cotune.plot import plot_fit
 
         plot_fit(report, path=args.plot)

@@ -19,8 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_question_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: docs/cli.md)")
-    p.add_argument("--plot", default=None, metavar="FILE.png", help="also draw the cost-time frontier (chosen, baselines, "
-                   "intervals, deadline) into this PNG; needs matplotlib (cotune[plot])")
+    p.add_argument("--plot", default=None, metavar="FILE", help="also draw the cost-time frontier (chosen, baselines, "
+                   "intervals, deadline) into FILE (.png, .svg or .pdf by its suffix); needs matplotlib (cotune[plot])")
     p.set_defaults(run=run)
 
 
@@ -29,8 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from cotune.cli._render import render_recommendation
     from cotune.errors import EXIT_INFEASIBLE, EXIT_OK
 
+    if args.plot is not None:
+        from cotune.plot import plot_format
+
+        plot_format(args.plot)  # a bad suffix fails before the fit, not after it
     rec = recommend_from_args(args)
-    if args.plot:
+    if args.plot is not None:
         rec.plot(args.plot)
     if args.json:
         emit_json(rec.to_dict())

@@ -61,3 +61,33 @@ def test_plotting_does_not_touch_pyplot_state():
         import matplotlib.pyplot as plt
 
         assert plt.get_fignums() == []
+
+
+def test_the_path_suffix_chooses_svg_or_pdf(tmp_path):
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
+    rec.plot(tmp_path / "rec.svg")
+    rec.plot(tmp_path / "rec.PDF")
+    rec.plot(tmp_path / "rec")
+    assert b"<svg" in (tmp_path / "rec.svg").read_bytes()[:400]
+    assert (tmp_path / "rec.PDF").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "rec").read_bytes()[:8] == PNG
+
+
+def test_an_unknown_plot_suffix_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import cotune.cli._question as question
+
+    def no_fit(*_args, **_kwargs):
+        raise AssertionError("the fit ran before the plot path was checked")
+
+    monkeypatch.setattr(question, "recommend_from_args", no_fit)
+    monkeypatch.setattr("cotune.cli._recommend.recommend_from_args", no_fit)
+    code = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--plot", str(tmp_path / "r.xyz")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "cannot draw a .xyz picture" in err and ".svg" in err
+    assert not (tmp_path / "r.xyz").exists() and not (tmp_path / "r.xyz.png").exists()
+
+
+def test_a_directory_as_plot_path_is_refused(tmp_path, capsys):
+    code = main(["fit", "cifar10-resnet18", "--plot", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--plot needs a file name" in err
