@@ -28,7 +28,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Mapping
+from typing import Any, Callable, Collection, ContextManager, Mapping
 
 from cotune._checks import excerpt
 from cotune._request import DEFAULT_MAX_CANDIDATES, ProfileRef, RecommendRequest, ReplanRequest
@@ -183,15 +183,23 @@ def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tu
 # --- search-space size ----------------------------------------------------------------------
 
 
-def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, int]) -> int:
-    """An upper bound on the candidates ``req`` enumerates (exact unless memory limits drop batches)."""
+def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, Collection[int]], *,
+                    dataset_size: int | None = None) -> int:
+    """An upper bound on the candidates ``req`` enumerates (exact unless memory limits drop
+    batches): the same count as the solver's, from the profile's batches before any fit."""
     from cotune.solver._inputs import placements
 
     gpus = req.gpus or tuple(batches_per_gpu)
     total = 0
     for gpu in gpus:
-        n_b = len(set(req.local_batches)) if req.local_batches else batches_per_gpu.get(gpu, 0)
-        total += placements(cap=req.cap_for(gpu), gpus_per_host=req.gpus_per_host, hosts=req.hosts, workers=req.workers) * n_b
+        values = sorted(set(req.local_batches)) if req.local_batches else sorted(batches_per_gpu.get(gpu, ()))
+        for b in values:
+            cap = req.cap_for(gpu)
+            if dataset_size is not None:
+                if b > dataset_size:
+                    continue  # dropped by the solver (a step cannot hold more than the training set)
+                cap = min(cap, dataset_size // int(b))
+            total += placements(cap=cap, gpus_per_host=req.gpus_per_host, hosts=req.hosts, workers=req.workers)
     return total
 
 
@@ -209,16 +217,16 @@ def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
     checked against the limit by the solver's one check."""
     from cotune.solver import check_candidate_limit
 
-    batches: dict[str, set[float]] = {}
+    batches: dict[str, set[int]] = {}
     for s in profile.steps:
-        batches.setdefault(s.gpu, set()).add(s.local_batch * s.accum_steps)
+        batches.setdefault(s.gpu, set()).add(int(s.local_batch * s.accum_steps))
     # A cluster file searches on-demand and spot, plus mixed copies of the spot rows, and
     # bounds each gpu type by what it offers.
     rows = 3 if req.cluster is not None else 1
     offers = getattr(req.cluster, "gpus", None)
     if offers:
         req = req.replace(max_workers={g: max(1, min(req.cap_for(g), max(o.on_demand, o.spot))) for g, o in offers.items()})
-    return _solve(lambda: check_candidate_limit(candidate_count(req, {k: len(v) for k, v in batches.items()}) * rows,
+    return _solve(lambda: check_candidate_limit(candidate_count(req, batches, dataset_size=profile.workload.dataset_size) * rows,
                                                 limit=limits.max_candidates))
 
 

@@ -143,6 +143,17 @@ def build_space(
             if dropped:
                 notes.append(f"{g}: local batch {', '.join(map(str, dropped))} dropped (out of memory above {limit})")
         batches[g] = tuple(wanted)
+    # A global batch (workers × local batch) above the training set is no configuration
+    # either: the space leaves those pairs out (SearchSpace.max_global_batch), said here.
+    data = models.dataset_size
+    for g in list(chosen):
+        cut = [(b, data // b) for b in batches[g] if data // b < caps[g]]
+        if not cut:
+            continue
+        # Every local batch left is <= the training set (above), so each keeps one worker at least.
+        listed = ", ".join(f"{b} on at most {w}" for b, w in sorted(cut, reverse=True))
+        notes.append(f"{g}: global batches above the profile's {data:,} training samples left out (a step cannot "
+                     f"hold more): local batch {listed} workers")
     space = SearchSpace(
         gpus=chosen,
         max_workers=caps,
@@ -151,6 +162,7 @@ def build_space(
         markets=tuple(markets),
         hosts=hosts,
         workers=None if workers is None else tuple(int(w) for w in workers),
+        max_global_batch=data,
     )
     return space, notes
 
@@ -177,10 +189,10 @@ def placements(*, cap: int, gpus_per_host: int, hosts: str, workers: Sequence[in
 def count_candidates(space: SearchSpace) -> int:
     """How many candidates :func:`~cotune.solver.enumerate_candidates` makes of ``space``, without making them."""
     return sum(
-        placements(cap=space.max_workers[gpu], gpus_per_host=space.gpus_per_host, hosts=space.hosts,
+        placements(cap=space.worker_cap(gpu, b), gpus_per_host=space.gpus_per_host, hosts=space.hosts,
                    workers=space.workers, min_workers=space.min_workers)
-        * len(space.local_batches[gpu])
         for gpu in space.gpus
+        for b in space.local_batches[gpu]
     ) * len(space.markets)
 
 

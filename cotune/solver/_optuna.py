@@ -52,8 +52,9 @@ def _optuna_quiet() -> Iterator[object]:
 
 
 def _allowed_workers(space: SearchSpace, gpu: str) -> tuple[int, int, np.ndarray | None]:
-    """(lowest, highest, explicit list or None) without materialising 1..cap."""
-    cap = int(space.max_workers[gpu])
+    """(lowest, highest, explicit list or None) without materialising 1..cap; the highest
+    is the most any local batch allows (its smallest: the training set bounds the global batch)."""
+    cap = space.worker_cap(gpu, min(space.local_batches[gpu]))
     if space.workers is not None:
         ws = np.array(sorted({w for w in space.workers if space.min_workers <= w <= cap}), dtype=np.int64)
         return int(ws[0]), int(ws[-1]), ws
@@ -75,6 +76,9 @@ def _propose(trial, space: SearchSpace) -> tuple[int, int, int, int, int]:
     raw = trial.suggest_float(f"workers_{gpu}", lo, hi + 0.999, log=True) if hi > lo else float(lo)
     workers = min(hi, int(raw)) if listed is None else _snap(listed, raw)
     batches = np.array(sorted(space.local_batches[gpu]), dtype=np.int64)
+    if space.max_global_batch is not None:
+        # The smallest batch always fits: `workers` is at most what it allows.
+        batches = batches[workers * batches <= space.max_global_batch]
     braw = trial.suggest_float(f"local_batch_{gpu}", float(batches[0]), float(batches[-1]), log=True) if batches.size > 1 else float(batches[0])
     local = _snap(batches, braw)
     packed = -(-workers // space.gpus_per_host)

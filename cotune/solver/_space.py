@@ -23,6 +23,9 @@ class SearchSpace:
     lists the per-worker batches to consider for each GPU type (already capped by
     memory); ``hosts`` is ``"packed"`` (fewest hosts: ⌈workers / gpus_per_host⌉) or
     ``"any"`` (every host count that fits, for schedulers that cannot pack).
+    ``max_global_batch`` (the training set's size, when known) leaves out every
+    (workers, local batch) whose step would hold more samples than the training set:
+    such a step is no configuration (its "epoch" would be shorter than one step).
     """
 
     gpus: tuple[str, ...]
@@ -33,6 +36,7 @@ class SearchSpace:
     hosts: Literal["packed", "any"] = "packed"
     min_workers: int = 1
     workers: tuple[int, ...] | None = None
+    max_global_batch: int | None = None
 
     def __post_init__(self) -> None:
         if not self.gpus:
@@ -49,12 +53,22 @@ class SearchSpace:
                 raise InputError(f"unknown market {market!r}: use one of {', '.join(MARKETS)}")
         if self.hosts not in ("packed", "any"):
             raise InputError(f"hosts must be 'packed' or 'any', got {self.hosts!r}")
+        if self.max_global_batch is not None and self.max_global_batch < 1:
+            raise InputError(f"max_global_batch must be >= 1, got {self.max_global_batch}")
 
     def worker_counts(self, gpu: str) -> np.ndarray:
-        cap = self.max_workers[gpu]
+        """Worker counts of ``gpu`` some local batch allows (the smallest batch allows the most)."""
+        cap = self.worker_cap(gpu, min(self.local_batches[gpu]))
         if self.workers is not None:
             return np.array(sorted({w for w in self.workers if self.min_workers <= w <= cap}), dtype=np.int64)
         return np.arange(self.min_workers, cap + 1, dtype=np.int64)
+
+    def worker_cap(self, gpu: str, local_batch: int) -> int:
+        """The most workers of ``gpu`` at ``local_batch``: its cap, and the training set's size."""
+        cap = int(self.max_workers[gpu])
+        if self.max_global_batch is None:
+            return cap
+        return min(cap, self.max_global_batch // int(local_batch))
 
 
 @dataclass(frozen=True)
@@ -103,13 +117,15 @@ def enumerate_candidates(space: SearchSpace) -> Candidates:
         b = np.asarray(space.local_batches[gpu], dtype=np.int64)
         ww, bb = np.meshgrid(w, b, indexing="ij")
         hh = np.broadcast_to(h[:, None], ww.shape)
+        keep = np.ones(ww.shape, dtype=bool) if space.max_global_batch is None else ww * bb <= space.max_global_batch
+        ww, bb, hh = ww[keep], bb[keep], hh[keep]
         n = ww.size
         for mi, _ in enumerate(space.markets):
             parts["gpu"].append(np.full(n, gi, dtype=np.int32))
             parts["market"].append(np.full(n, mi, dtype=np.int32))
-            parts["workers"].append(ww.ravel())
-            parts["hosts"].append(hh.ravel())
-            parts["local_batch"].append(bb.ravel())
+            parts["workers"].append(ww)
+            parts["hosts"].append(hh)
+            parts["local_batch"].append(bb)
     cat = {k: np.concatenate(v) if v else np.empty(0, dtype=np.int64) for k, v in parts.items()}
     return Candidates(gpus=space.gpus, markets=space.markets, **cat)
 

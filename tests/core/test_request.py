@@ -32,6 +32,20 @@ def two_gpu_profile(tmp_path):
     return write_jsonl(tmp_path / "two.jsonl", synthetic_records(gpus=("t4", "v100")))
 
 
+def _big_data_profile(tmp_path):
+    """The bundled cifar10 profile with a training set of 10**15 samples: 10**9 workers are
+    then real candidates (cifar10's 50,000 samples bound a step at 1,562 workers)."""
+    from cotune.examples import example_path
+
+    lines = example_path(EXAMPLE).read_text().splitlines()
+    head = json.loads(lines[0])
+    assert head["record"] == "workload"
+    head["dataset_size"] = 10**15
+    path = tmp_path / "big-data.jsonl"
+    path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    return str(path)
+
+
 def _cli(capsys, *argv):
     code = main(list(argv))
     out = capsys.readouterr()
@@ -174,6 +188,11 @@ def test_per_gpu_max_workers_with_a_cluster_is_not_a_key_error(cifar_models, tmp
 
 def test_huge_spaces_are_refused_before_enumeration_where_they_cannot_be_sampled(cifar_models, tmp_path):
     """Spot/mixed stages cannot be sampled one row at a time: over the limit they are refused at once."""
+    import dataclasses
+
+    # A training set big enough that 10**9 workers are real candidates (cifar10's 50,000
+    # samples bound a step at 1,562 workers of local batch 32: no huge space at all).
+    big_models = dataclasses.replace(cifar_models, dataset_size=10**15)
     path = tmp_path / "c.toml"
     path.write_text('version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 1000000\nspot = 1000000\n'
                     'on_demand_price_per_hour = 0.5\nspot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.1\n'
@@ -181,7 +200,7 @@ def test_huge_spaces_are_refused_before_enumeration_where_they_cannot_be_sampled
     for kw in ({"max_workers": 10**9}, {"max_workers": 10_000, "hosts": "any"}):
         t0 = time.perf_counter()
         with pytest.raises(SearchSpaceTooLarge) as info:
-            cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=1800, cluster=str(path), **kw)
+            cotune.recommend(EXAMPLE, models=big_models, target=0.94, deadline_s=1800, cluster=str(path), **kw)
         assert info.value.count > info.value.limit == 1_000_000 and time.perf_counter() - t0 < 30
 
 
@@ -191,19 +210,35 @@ def test_huge_spot_spaces_fail_fast_at_the_cli(capsys, tmp_path, extra):
     path.write_text('version = 1\n[checkpoint]\nwrite_s = 10\n[gpu.t4]\non_demand = 1000000\nspot = 1000000\n'
                     'on_demand_price_per_hour = 0.5\nspot_price_per_hour = 0.2\nrevocation_rate_per_hour = 0.1\n'
                     'replacement_delay_s = 60\n')
-    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--deadline", "30m", "--quiet",
-                          "--cluster", str(path), *extra)
+    code, out, err = _cli(capsys, "recommend", _big_data_profile(tmp_path), "--target", "0.94", "--deadline", "30m",
+                          "--quiet", "--cluster", str(path), *extra)
     assert code == 2 and out == "" and err.count("\n") == 1 and "over the limit of 1,000,000" in err
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", [["--max-workers", "1000000000"], ["--max-workers", "10000", "--hosts", "any"]])
-def test_huge_on_demand_spaces_are_searched_not_enumerated_at_the_cli(capsys, extra):
+def test_huge_on_demand_spaces_are_searched_not_enumerated_at_the_cli(capsys, tmp_path, extra):
     """On-demand spaces over the limit are sampled (cotune/solver/_optuna.py): an answer, a note, bounded work."""
-    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--quiet", "--json", *extra)
+    code, out, err = _cli(capsys, "recommend", _big_data_profile(tmp_path), "--target", "0.94", "--quiet", "--json", *extra)
     doc = json.loads(out)
     assert code == 0 and doc["n_candidates"] < 10_000
     assert any("over the limit of 1,000,000" in n for n in doc["notes"])
+
+
+def test_the_training_set_bounds_the_global_batch_of_every_candidate(capsys, cifar_models):
+    """cifar10's 50,000 samples: 10**9 workers is no huge space, since no step may hold more
+    samples than the training set (a larger one was scored with an epoch shorter than a step)."""
+    rec = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, max_workers=10**9, gpus_per_host=4)
+    frame = rec.candidates_frame()
+    batches = sorted({int(b) for b in cifar_models.time_models["t4"].points_[:, 2]})
+    # Brute force over worker counts well past the bound: every pair whose step fits the data.
+    expected = sum(1 for w in range(1, 4000) for b in batches if w * b <= 50_000)
+    assert len(frame) == rec.n_candidates == expected
+    assert (frame["workers"] * frame["local_batch"]).max() <= 50_000
+    assert not any("over the limit" in n for n in rec.notes)
+    code, out, _ = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--quiet", "--json", "--max-workers", "1000000000")
+    assert code == 0
+    assert any("global batches above the profile's 50,000 training samples left out" in n for n in json.loads(out)["notes"])
 
 
 # --- the CLI door: the same checks, in the option's name --------------------------------------

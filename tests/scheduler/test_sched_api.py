@@ -14,7 +14,7 @@ from sched_helpers import BASE_REQUEST, EXAMPLE, example_records, without_timing
 
 import cotune
 from cotune.api import LimitError, Limits, RequestError, candidate_count, parse_request, recommend_request
-from cotune.solver import SearchSpace, enumerate_candidates
+from cotune.solver import SearchSpace, count_candidates, enumerate_candidates
 
 
 def _err(request, **kw) -> RequestError:
@@ -145,8 +145,9 @@ def test_deep_nesting_is_refused_without_recursion():
     gph=st.integers(1, 8),
     hosts=st.sampled_from(["packed", "any"]),
     workers=st.none() | st.lists(st.integers(1, 50), min_size=1, max_size=6),
+    data=st.none() | st.integers(1, 200),
 )
-def test_candidate_count_matches_enumeration(caps, batches, gph, hosts, workers):
+def test_candidate_count_matches_enumeration(caps, batches, gph, hosts, workers, data):
     gpus = tuple(f"g{i}" for i in range(min(len(caps), len(batches))))
     cap_map = {g: caps[i] for i, g in enumerate(gpus)}
     nb = {g: batches[i] for i, g in enumerate(gpus)}
@@ -157,9 +158,19 @@ def test_candidate_count_matches_enumeration(caps, batches, gph, hosts, workers)
         gpus_per_host=gph,
         hosts=hosts,
         workers=None if workers is None else tuple(workers),
+        max_global_batch=data,
     )
     req = parse_request({"profile": "x", "target": 1, "max_workers": cap_map, "gpus_per_host": gph, "hosts": hosts, "workers": workers})
-    assert candidate_count(req, nb) == len(enumerate_candidates(space))
+    values = {g: range(1, nb[g] + 1) for g in gpus}
+    made = enumerate_candidates(space)
+    assert candidate_count(req, values, dataset_size=data) == len(made) == count_candidates(space)
+    if data is not None:
+        assert (made.global_batch <= data).all()
+        # Brute force: every (workers, batch) pair whose step fits, under each type's cap.
+        pairs = {(int(g), int(w), int(b)) for g, w, b in zip(made.gpu, made.workers, made.local_batch)}
+        listed = None if workers is None else set(workers)
+        assert pairs == {(i, w, b) for i, g in enumerate(gpus) for w in range(1, cap_map[g] + 1)
+                         for b in values[g] if w * b <= data and (listed is None or w in listed)}
 
 
 def test_cotune_exports_recommend_request():

@@ -64,7 +64,7 @@ def test_infeasible_is_200_with_relax(client):
         (json.dumps(BASE_REQUEST).encode(), {"content-type": "text/plain"}, 415, "unsupported_media_type"),
         # a body labelled compressed is not read as JSON (it was, when it happened to be plain)
         (json.dumps(BASE_REQUEST).encode(), {"content-encoding": "gzip"}, 415, "unsupported_media_type"),
-        (json.dumps(dict(BASE_REQUEST, max_workers=100_000)).encode(), {}, 422, "search_space_too_large"),
+        (json.dumps(dict(BASE_REQUEST, max_workers=100_000, hosts="any")).encode(), {}, 422, "search_space_too_large"),
         (json.dumps(dict(BASE_REQUEST, prices={"v100": 1.0})).encode(), {}, 422, "invalid_request"),
         (b" " * 2_000_001, {}, 413, "request_too_large"),
     ],
