@@ -26,6 +26,26 @@ from cotune.profile._profile import _build
 __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "log_to_records", "read_log"]
 
 
+def _check_run_flags(*, global_batch: int | None, dataset_size: int | None, workers: int | None, hosts: int,
+                     local_batch: int | None, accum_steps: int) -> None:
+    """Flags that contradict each other, refused before the log is read (they were written
+    as given: a step record silently dropped, an eval curve at a batch the run never had)."""
+    if workers is not None and hosts > workers:
+        raise InputError(f"--hosts {hosts} is more than --workers {workers}: each host runs one worker at least; "
+                         "give the machines the run used")
+    if global_batch is not None and workers is not None and local_batch is not None:
+        product = workers * local_batch * accum_steps
+        if product != global_batch:
+            raise InputError(f"--global-batch {global_batch} disagrees with --workers {workers} × --local-batch "
+                             f"{local_batch} × --accum-steps {accum_steps} = {product}: correct one, or give "
+                             "--workers and --local-batch alone")
+    batch = global_batch if global_batch is not None else (
+        workers * local_batch * accum_steps if workers is not None and local_batch is not None else None)
+    if batch is not None and dataset_size is not None and batch > dataset_size:
+        raise InputError(f"global batch {batch} is more than --dataset-size {dataset_size}: a step cannot hold more "
+                         "samples than the training set; check both")
+
+
 def import_log(
     format: str,
     path: str | os.PathLike[str],
@@ -60,6 +80,8 @@ def import_log(
                         ("--hosts", hosts), ("--local-batch", local_batch), ("--accum-steps", accum_steps)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InputError(f"{flag} must be a whole number >= 1, got {value!r}")
+    _check_run_flags(global_batch=global_batch, dataset_size=dataset_size, workers=workers, hosts=hosts,
+                     local_batch=local_batch, accum_steps=accum_steps)
     log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run)
     opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
                          seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,

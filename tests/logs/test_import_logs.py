@@ -523,3 +523,27 @@ def test_a_point_right_after_another_is_flagged_as_a_separate_validation(tmp_pat
     plain.write_text("\n".join(rows[:-1]) + "\n")
     assert not any("nearly one epoch" in n for n in import_log("lightning-csv", plain, global_batch=16, dataset_size=1600,
                                                                metric="val_acc").warnings)
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--global-batch", str(N + 1)], f"global batch {N + 1} is more than --dataset-size {N}"),
+        (["--global-batch", str(B), "--workers", "3", "--local-batch", "5"], "disagrees with --workers 3 × --local-batch 5"),
+        (["--workers", "2", "--local-batch", "8", "--hosts", "3"], "--hosts 3 is more than --workers 2"),
+    ],
+    ids=["batch-over-data", "batch-disagrees", "hosts-over-workers"],
+)
+def test_contradictory_run_flags_are_refused_and_nothing_is_written(capsys, tmp_path, flags, says):
+    # Each was written as given: a curve at a step larger than the training set, a curve at a
+    # batch the run never had, a step record dropped with exit 0.
+    out = tmp_path / "p.jsonl"
+    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(out), "--dataset-size", str(N), "--gpu", "cpu", *flags)
+    assert code == 2 and err.count("\n") == 1 and says in err
+    assert not out.exists()
+
+
+def test_global_batch_agreeing_with_workers_local_batch_and_accumulation_is_accepted(tmp_path):
+    profile = import_log("csv", CSV, global_batch=B, dataset_size=N, gpu="cpu", workers=2, local_batch=4, accum_steps=2)
+    assert {e.global_batch for e in profile.evals} == {B}
+    assert profile.steps[0].workers == 2 and profile.steps[0].local_batch == 4 and profile.steps[0].accum_steps == 2
