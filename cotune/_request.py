@@ -533,6 +533,12 @@ class ReplanRequest:
             if getattr(self.request, name) is not None:
                 raise BadValue(f"replan does not use {name} yet: leave it out", where=f"/{name}")
         put("margin", number(self.margin, where="/margin", ge=0.0, lt=1.0, what="a fraction"))
+        if self.progress.market != "on_demand" and self.request.cluster is None:
+            # Without one, only on-demand servers are searched: staying would be "not in the
+            # space" and the answer a market switch that no measurement supports.
+            raise BadValue(f"the job runs on the {self.progress.market} market, but no cluster file states spot's prices "
+                           "and revocation rates: give it (--cluster FILE / cluster, docs/spot.md), or give the market the job "
+                           "runs on", where="/cluster")
         if self.restart_s is not None:
             put("restart_s", _seconds(self.restart_s, "/restart_s", ge=0.0))
         if self.prices is not None:

@@ -122,6 +122,8 @@ def test_a_job_that_has_just_started_is_elapsed_zero_at_every_door(capsys, clust
         ({"budget": -5}, "/budget"),
         ({"lr_rule": "cubic"}, "/lr_rule"),
         ({"progress": dict(REPLAN_REQUEST["progress"], spent=-1)}, "/progress/spent"),
+        # a job on spot with no cluster file: the answer was "switch market", from nothing
+        ({"cluster": None}, "/cluster"),
     ],
 )
 def test_bad_replan_requests_point_at_the_value(change, path):

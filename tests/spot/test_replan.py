@@ -107,6 +107,15 @@ def test_cli_replan_refuses_a_spot_price_without_a_cluster_file(capsys):
     assert "give them in a cluster file (--cluster FILE" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("market", ["spot", "mixed"])
+def test_cli_replan_refuses_a_job_on_spot_without_a_cluster_file(capsys, market):
+    # It answered SWITCH ("change market": staying was "not in the search space"), a market
+    # move that no price or revocation rate supported.
+    assert main([*_NO_CLUSTER[:-1], f"t4:{market}:4:129"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--cluster: the job runs on the {market} market, but no cluster file" in err
+
+
 def test_the_margin_counts_the_money_already_spent(cifar_models, cluster):
     # Cheap spot makes switching pay on the remaining work alone; a job that has already
     # spent far more than that gain is nearly done in money terms and stays.
