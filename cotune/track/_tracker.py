@@ -69,6 +69,19 @@ class TrackedConfig:
         return self.workers * self.local_batch * self.accum_steps
 
 
+def _check_fits(config: TrackedConfig, dataset_size: int) -> None:
+    """A step holds at most the training set (every door's rule: the profiler, ``recommend``,
+    ``replan``): a configuration above it is a slip in the arguments, and its records would
+    make ``cotune replan`` refuse the job later, not now."""
+    if config.global_batch > dataset_size:
+        raise InputError(
+            f"the job runs {config.workers} × {config.local_batch}"
+            + (f" × {config.accum_steps} accumulation steps" if config.accum_steps > 1 else "")
+            + f" = {config.global_batch:,} samples a step, more than the workload's {dataset_size:,} training samples: "
+            "check workers, local_batch and accum_steps (or the workload's dataset_size)"
+        )
+
+
 def window_summary(step_times_s: list[float]) -> tuple[float, float]:
     """Median and inter-quartile range of a window of step times (seconds).
 
@@ -255,6 +268,7 @@ class Tracker:
                 "workload=WorkloadRecord(name=..., dataset_size=...) or track into an existing profile"
             )
         self.dataset_size = workload.dataset_size
+        _check_fits(self.config, self.dataset_size)
         if self.job is None:
             self.job = workload.name
         self._writer = ProfileWriter(self.path, fsync=fsync == "each")
@@ -380,14 +394,17 @@ class Tracker:
         configuration by force).
         """
         cause = _move_cause(cause)
-        self.flush()
         c = self.config
-        self.config = TrackedConfig(
+        moved = TrackedConfig(
             gpu=(c.gpu if gpu is None else _gpu_name(gpu)), workers=c.workers if workers is None else workers,
             local_batch=c.local_batch if local_batch is None else local_batch, hosts=c.hosts if hosts is None else hosts,
             accum_steps=c.accum_steps if accum_steps is None else accum_steps,
             market=c.market if market is None else market,
         )
+        if self.dataset_size is not None:
+            _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
+        self.flush()
+        self.config = moved
         self._skip = self.warmup_steps
         self._cause = "revocation" if "revocation" in (cause, self._cause) else cause
 

@@ -418,3 +418,24 @@ def test_a_partial_step_counts_its_own_micro_batches_in_the_epochs(tmp_path) -> 
         t.step(step_time_s=0.1, micro_batches=0)
     t.close()
     assert t.closed
+
+
+def test_a_step_larger_than_the_training_set_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    # 8 × 64 × 2 = 1,024 samples a step against 1,000: it was tracked, and `cotune replan`
+    # then refused the job ("more than the profile's training samples") when it was needed.
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(InputError, match=r"8 × 64 × 2 accumulation steps = 1,024 samples a step, more than the workload's 1,000"):
+        Tracker(path, gpu="cpu", workers=8, local_batch=64, accum_steps=2, workload=WORKLOAD)
+    assert not path.exists()
+
+
+def test_a_reconfiguration_past_the_training_set_is_refused_and_the_old_window_kept(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=2, local_batch=16, workload=WORKLOAD, window=10, warmup_steps=0, fsync="none") as tr:
+        tr.step(step_time_s=0.2)
+        with pytest.raises(InputError, match="2 × 600 = 1,200 samples a step"):
+            tr.reconfigure(local_batch=600)
+        assert tr.config.local_batch == 16
+        tr.step(step_time_s=0.2)
+    steps = read_profile(path).steps
+    assert [(s.workers, s.local_batch, s.timed_steps) for s in steps] == [(2, 16, 2)]
