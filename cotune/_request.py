@@ -143,6 +143,13 @@ def _name(value: Any, where: str) -> str:
 def _sequence(value: Any, where: str) -> Sequence[Any]:
     if not isinstance(value, (str, bytes, Mapping)) and callable(getattr(value, "tolist", None)):
         value = value.tolist()  # a numpy array or a pandas Series / Index, as Python callers hold them
+    if isinstance(value, (set, frozenset)):
+        # A set of batches or gpus is what a Python caller means by "these": in a fixed
+        # order, so an error's pointer (/local_batches/1) names the same value every run.
+        try:
+            value = sorted(value)
+        except TypeError:  # mixed types: the element check below names the odd one
+            value = sorted(value, key=repr)
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, range)):
         raise BadValue(f"must be an array (a list), got {excerpt(value)}", where=where)
     if len(value) == 0:

@@ -419,7 +419,8 @@ def test_the_python_door_takes_the_types_python_callers_hold() -> None:
     for change in (dict(workers=np.array([2, 3, 4])), dict(workers=pd.Series([2, 3, 4])),
                    dict(deadline_s=datetime.timedelta(minutes=30)), dict(deadline_s=pd.Timedelta("30m")),
                    dict(target=np.array(0.94)), dict(target=Decimal("0.94")), dict(prices=pd.Series({"t4": 0.526})),
-                   dict(max_workers=pd.Series({"t4": 16})), dict(max_workers=np.array(16))):
+                   dict(max_workers=pd.Series({"t4": 16})), dict(max_workers=np.array(16)),
+                   dict(workers={4, 2, 3}), dict(workers=frozenset([3, 2, 4])), dict(gpus={"t4"})):
         assert cotune.recommend("cifar10-resnet18", **{**base, **change}).chosen == want, change
 
 
@@ -428,6 +429,7 @@ def test_the_python_door_takes_the_types_python_callers_hold() -> None:
     (dict(target=Decimal("NaN")), "/target"),
     (dict(deadline_s=datetime.timedelta(seconds=-5)), "/deadline_s"),
     (dict(max_workers="lots"), "must be a whole number >= 1 or an object of gpu → number"),
+    (dict(local_batches={64, 0}), "/local_batches/0: must be a whole number >= 1, got 0"),  # sorted: 0 first, every run
 ])
 def test_the_python_door_still_judges_what_those_types_hold(change, needle) -> None:
     with pytest.raises(InputError, match=re.escape(needle)):
