@@ -739,7 +739,13 @@ def run_session(
     in one launch (one start-up for the lot) where the launcher's workers can; ``False``
     starts one launch per point.
     """
-    seeds = list(seeds or [0])
+    # A seed given twice is one curve, as a batch given twice is one point (the CLI's lists).
+    seeds = list(dict.fromkeys(seeds or [0]))
+    if not (workers or local_batches) and min_batch > max_batch:
+        # The automatic and the value plans' ladder runs min_batch … max_batch: reversed, it
+        # was one rung at min_batch, probed and curved as if it were the whole range.
+        raise InputError(f"--min-batch {min_batch} is above --max-batch {max_batch}: give a range from the smaller "
+                         "to the larger local batch")
     loaded = _workload if _workload is not None else load_workload(workload)
     has_eval = loaded.eval_data is not None
     if curves and not has_eval:

@@ -48,7 +48,7 @@ def _seed_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers (e.g. 0,1)") from None
     if not values:
         raise argparse.ArgumentTypeError("give at least one seed, e.g. --seeds 0")
-    return values
+    return list(dict.fromkeys(values))  # a seed given twice is one curve
 
 
 def _positive_int(text: str) -> int:

@@ -10,9 +10,11 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from profiler_helpers import FormulaLauncher, of, spec
 
 import profiler
+from cotune.errors import InputError
 from profiler import ProbeSettings
 from profiler._plan import geometric_batches, worker_ladder
 
@@ -143,3 +145,20 @@ def test_more_workers_per_host_than_gpus_is_refused_before_any_probe(tmp_path, m
     profiler.profile(spec("tiny"), out=tmp_path / "cpu.jsonl", launcher=fake, gpu="cpu", stream=io.StringIO(),
                      probe=ProbeSettings(device="cpu"), workers=[1, 4], local_batches=[8], curves=[])
     assert [(w, b) for kind, w, b in fake.calls if kind == "timing"] == [(1, 8), (2, 8), (1, 8), (4, 8)]
+
+
+def test_a_seed_given_twice_is_one_curve(tmp_path):
+    out, fake = tmp_path / "seeds.jsonl", FakeLauncher()
+    _profile(out, fake, workers=[1], local_batches=[8], curves=[16], seeds=[1, 1, 0],
+             curve=profiler.CurveSettings(max_epochs=2))
+    assert [(kind, b) for kind, _, b in fake.calls if kind == "curve"] == [("curve", 16), ("curve", 16)]
+    assert sorted({e["seed"] for e in of(out, "eval")}) == [0, 1]
+
+
+@pytest.mark.parametrize("question", [None, {"target": 0.9}])
+def test_a_reversed_batch_range_is_refused_before_any_probe(tmp_path, question):
+    # --min-batch 32 --max-batch 8: the ladder was the single rung 32, profiled as the range.
+    out, fake = tmp_path / "rev.jsonl", FakeLauncher()
+    with pytest.raises(InputError, match="--min-batch 32 is above --max-batch 8"):
+        _profile(out, fake, min_batch=32, max_batch=8, question=question)
+    assert fake.calls == [] and not out.exists()
