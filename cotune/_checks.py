@@ -57,6 +57,7 @@ __all__ = [
     "MAX_MAGNITUDE",
     "excerpt",
     "integer",
+    "line_break_in",
     "load_json",
     "number",
     "parse_key_number",
@@ -81,6 +82,17 @@ class BadValue(InputError):
         super().__init__(f"{where}: {detail}" if where else detail)
         self.where = where
         self.detail = detail
+
+
+# --- names ---------------------------------------------------------------------------------
+
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # what str.splitlines splits on
+
+
+def line_break_in(text: str) -> bool:
+    """Whether ``text`` (ends stripped) breaks a line: a name holding one would print a line
+    of its own choosing in every table and sentence it appears in."""
+    return any(c in _LINE_BREAKS for c in text.strip())
 
 
 # --- excerpts ------------------------------------------------------------------------------

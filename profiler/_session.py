@@ -744,8 +744,8 @@ def run_session(
     if not (workers or local_batches) and min_batch > max_batch:
         # The automatic and the value plans' ladder runs min_batch … max_batch: reversed, it
         # was one rung at min_batch, probed and curved as if it were the whole range.
-        raise InputError(f"--min-batch {min_batch} is above --max-batch {max_batch}: give a range from the smaller "
-                         "to the larger local batch")
+        raise InputError(f"--min-batch {min_batch} is above --max-batch {max_batch}: the plan's ladder runs from "
+                         "--min-batch up to --max-batch (default 1024); lower --min-batch or raise --max-batch")
     loaded = _workload if _workload is not None else load_workload(workload)
     has_eval = loaded.eval_data is not None
     if curves and not has_eval:

@@ -15,7 +15,7 @@ import math
 import sys
 from typing import Any, Sequence, TextIO
 
-__all__ = ["table", "error", "info", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "excerpt"]
+__all__ = ["table", "error", "info", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "one_line", "excerpt"]
 
 from cotune._checks import excerpt  # noqa: E402  (re-exported: the CLI quotes values with it)
 
@@ -28,6 +28,15 @@ def terminal_safe(text: str) -> str:
     return "\n".join("".join(c if c.isprintable() else ascii(c)[1:-1] for c in line) for line in text.split("\n"))
 
 
+def one_line(text: Any) -> str:
+    """A name from a profile, for one line or one table cell: newlines escaped too.
+
+    :func:`terminal_safe` keeps newlines, the lines of the output; a workload called
+    ``"a\nCHOSEN …"`` would otherwise print a line of its own choosing."""
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def fmt_num(x: float | None, digits: int = 4) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—" if x is None else ("inf" if x > 0 else "-inf")
@@ -36,7 +45,7 @@ def fmt_num(x: float | None, digits: int = 4) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[bool] | None = None) -> str:
     """A plain aligned text table (no box drawing: it pastes into issues and logs)."""
-    cells = [[terminal_safe(h) for h in headers]] + [[terminal_safe(c) for c in row] for row in rows]
+    cells = [[one_line(h) for h in headers]] + [[one_line(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     right = right or [False] * len(headers)
     lines = []

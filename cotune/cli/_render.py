@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from cotune.cli._output import fmt_num, table
+from cotune.cli._output import fmt_num, one_line, table
 from cotune.solver import Choice, Recommendation
 from cotune.units import format_duration, format_money
 
@@ -58,7 +58,7 @@ def render_recommendation(rec: Recommendation) -> str:
     # The unit belongs to the cost objective; time is in seconds and needs no "(USD)".
     unit = (" (USD)" if rec.priced else " (worker-hours)") if rec.objective == "cost" else ""
     out = [
-        f"cotune · {rec.workload} · {rec.metric_name} {goal} {rec.target:g} {' '.join(limits)}".rstrip(),
+        f"cotune · {one_line(rec.workload)} · {one_line(rec.metric_name)} {goal} {rec.target:g} {' '.join(limits)}".rstrip(),
         f"objective: {rec.objective}{unit} · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
         f"intervals {rec.interval:.0%} · solved in {rec.solve_time_s * 1000:.0f} ms",
         "",
@@ -71,7 +71,7 @@ def render_recommendation(rec: Recommendation) -> str:
             "",
             f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
             f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}, "
-            f"{format_money(c.cost, priced=rec.priced)}; predicted {rec.metric_name} {fmt_num(c.metric)}.",
+            f"{format_money(c.cost, priced=rec.priced)}; predicted {one_line(rec.metric_name)} {fmt_num(c.metric)}.",
             f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}: "
             f"{_prob(c.p_success)} (target reached at all: {_prob(c.p_reach)}).",
         ]
@@ -131,7 +131,7 @@ _MAX_LISTED = 12
 
 
 def render_fit_report(report) -> str:  # FitReport; untyped to keep the import lazy
-    out = [f"cotune fit · {report.workload}", ""]
+    out = [f"cotune fit · {one_line(report.workload)}", ""]
     rows = []
     for t in report.time:
         rows.append(

@@ -350,6 +350,12 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise StorageError.from_os_error(exc, path=p, doing="write it") from None
+    except BaseException:
+        # A record the reader would refuse (ProfileError from the serialiser), or an
+        # interrupt: no half-written temporary file is left beside the profile.
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _repair_tail(fh: IO[bytes]) -> None:

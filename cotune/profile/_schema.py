@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal, Mapping, Union
 
-from cotune._checks import BadValue, excerpt
+from cotune._checks import BadValue, excerpt, line_break_in
 from cotune._checks import integer as _integer
 from cotune._checks import number as _number
 from cotune.errors import ProfileError
@@ -59,6 +59,14 @@ def _missing(data: Mapping[str, Any], key: str) -> str:
 MIN_STEP_TIME_S = 1e-6
 
 
+# Fields that name something (a workload, a metric, a GPU type, a market, a job): shown
+# inside one line of every table and sentence. A line break in one would print a line of
+# the profile's choosing (`"t4\nCHOSEN ..."`), so the reader refuses it and the one
+# serialiser (`record_to_dict`) never writes it. Other control characters are kept and
+# escaped on display (cotune.cli._output).
+NAME_FIELDS = ("name", "metric", "gpu", "market", "job")
+
+
 class _Field:
     """Validators shared by the record types; each raises ProfileError with the fix."""
 
@@ -71,6 +79,8 @@ class _Field:
         value = data[key]
         if not isinstance(value, str) or not value.strip():
             raise ProfileError(f"field {key!r} must be a non-empty string, got {excerpt(value)}")
+        if key in NAME_FIELDS and line_break_in(value):
+            raise ProfileError(f"field {key!r} must be one line, got {excerpt(value)}: remove the line break")
         return value.strip()
 
     @staticmethod
@@ -349,6 +359,10 @@ def record_to_dict(record: Record) -> dict[str, Any]:
         value = getattr(record, f.name)
         if value is None:
             continue
+        if f.name in NAME_FIELDS and isinstance(value, str) and line_break_in(value):
+            # Written, it would make the whole profile unreadable (the reader's rule above).
+            raise ProfileError(f"{record.kind} record: field {f.name!r} must be one line, got {excerpt(value)}: "
+                               "remove the line break")
         out[f.name] = value
     return out
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cotune._checks import MAX_MAGNITUDE, excerpt, integer, number
+from cotune._checks import MAX_MAGNITUDE, excerpt, integer, line_break_in, number
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
     MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord,
@@ -114,14 +114,14 @@ MAX_JOB_NAME = 200  # a job name is written into every record
 
 
 def _job_name(job: object) -> str:
-    if not isinstance(job, str) or not job.strip() or len(job) > MAX_JOB_NAME:
-        raise InputError(f"job must be a non-empty name of at most {MAX_JOB_NAME} characters, got {excerpt(job)}")
+    if not isinstance(job, str) or not job.strip() or len(job) > MAX_JOB_NAME or line_break_in(job):
+        raise InputError(f"job must be a non-empty one-line name of at most {MAX_JOB_NAME} characters, got {excerpt(job)}")
     return job.strip()
 
 
 def _gpu_name(gpu: object) -> str:
-    if not isinstance(gpu, str) or not gpu.strip():
-        raise InputError(f"gpu must be a non-empty name such as 't4' or 'cpu', got {excerpt(gpu)}")
+    if not isinstance(gpu, str) or not gpu.strip() or line_break_in(gpu):
+        raise InputError(f"gpu must be a non-empty one-line name such as 't4' or 'cpu', got {excerpt(gpu)}")
     return gpu.strip().lower()
 
 

@@ -67,3 +67,36 @@ def test_terminal_safe_keeps_printable_unicode_and_newlines():
 def test_tables_align_on_the_escaped_text():
     lines = table(["NAME", "N"], [["a\x1bb", "1"], ["ccccccc", "2"]], right=[False, True]).splitlines()
     assert len({len(line) for line in lines}) == 1 and "a\\x1bb" in lines[2]
+
+
+@pytest.mark.parametrize("field", ["name", "metric", "gpu"])
+def test_a_line_break_in_a_name_is_refused_by_the_reader(capsys, tmp_path, field):
+    # terminal_safe keeps newlines (the output's own lines): a workload named
+    # "x\nCHOSEN ..." printed a forged line above the table, a gpu with one a line in
+    # every sentence that names it. The reader now refuses such a name, at its line.
+    recs = synthetic_records(seed=4)
+    target = recs[0] if field in ("name", "metric") else next(r for r in recs if r["record"] == "step")
+    target[field] = "t4\u2028CHOSEN  forged"
+    path = write_jsonl(tmp_path / "nl.jsonl", recs)
+    for argv in (["recommend", str(path), "--target", "0.9"], ["fit", str(path)]):
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        assert out.out == "" and out.err.count("\n") == 1
+        assert f"field {field!r} must be one line" in out.err and "\\u2028" in out.err
+
+
+def test_the_writer_refuses_what_the_reader_would(tmp_path):
+    from cotune.errors import ProfileError
+    from cotune.profile import WorkloadRecord, write_profile
+    from cotune.profile import Profile
+
+    bad = WorkloadRecord(name="job\nforged", dataset_size=100, metric="acc", goal="max")
+    path = tmp_path / "p.jsonl"
+    with pytest.raises(ProfileError, match="field 'name' must be one line"):
+        write_profile(Profile(workload=bad), path)
+    assert list(tmp_path.iterdir()) == []  # neither the profile nor its temporary file
+
+
+def test_tables_escape_a_line_break_in_a_cell():
+    lines = table(["GPU", "N"], [["t4\nforged", "1"], ["a100", "2"]]).splitlines()
+    assert len(lines) == 4 and "t4\\nforged" in lines[2]

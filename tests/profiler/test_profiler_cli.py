@@ -46,8 +46,10 @@ ROOT = Path(__file__).resolve().parents[2]
           "--local-batch", "8,1024"], "choose local batches of at most 718 for 2 worker(s)"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1",
           "--local-batch", "8", "--curves", "2048"], "--curves 2048 is more than"),
-        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "2048"],
-         "--min-batch 2048 is more than"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "2048", "--max-batch",
+          "4096"], "--min-batch 2048 is more than"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "64", "--max-batch", "16"],
+         "--min-batch 64 is above --max-batch 16"),
         # torch cannot start that many threads: every probe read as the workload's crash.
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
           "--local-batch", "8", "--cpu-threads", "100000"], "--cpu-threads 100000 is more than this host's"),

@@ -274,10 +274,10 @@ def test_a_schedule_end_that_is_not_a_positive_number_is_an_input_error(tmp_path
 
 
 # -- fault injection (2026-12-04): what the tracker writes, every reader must read ----------------
-@pytest.mark.parametrize("job", [5, "", "   ", 1.5, ["l"], "x" * 100_000])
+@pytest.mark.parametrize("job", [5, "", "   ", 1.5, ["l"], "x" * 100_000, "run\n2"])
 def test_a_job_name_the_reader_would_refuse_is_refused_before_anything_is_written(tmp_path: Path, job: object) -> None:
     path = tmp_path / "job.jsonl"
-    with pytest.raises(InputError, match="job must be a non-empty name of at most 200 characters"):
+    with pytest.raises(InputError, match="job must be a non-empty one-line name of at most 200 characters"):
         Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, job=job)
     assert not path.exists()
 
@@ -301,7 +301,7 @@ def test_bad_names_and_workloads_are_input_errors_not_attribute_errors(tmp_path:
     with pytest.raises(InputError, match="workload must be a cotune.profile.WorkloadRecord"):
         Tracker(tmp_path / "a.jsonl", gpu="cpu", workers=1, local_batch=8, workload="notarecord")  # type: ignore[arg-type]
     with Tracker(tmp_path / "b.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD) as tr:
-        with pytest.raises(InputError, match="gpu must be a non-empty name"):
+        with pytest.raises(InputError, match="gpu must be a non-empty one-line name"):
             tr.reconfigure(gpu=5)  # type: ignore[arg-type]
 
 
@@ -439,3 +439,10 @@ def test_a_reconfiguration_past_the_training_set_is_refused_and_the_old_window_k
         tr.step(step_time_s=0.2)
     steps = read_profile(path).steps
     assert [(s.workers, s.local_batch, s.timed_steps) for s in steps] == [(2, 16, 2)]
+
+
+def test_a_gpu_name_with_a_line_break_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(InputError, match="gpu must be a non-empty one-line name"):
+        Tracker(path, gpu="t4\nforged", workers=1, local_batch=8, workload=WORKLOAD)
+    assert not path.exists()
