@@ -104,10 +104,11 @@ __all__ = [
 
 # σ of log step time per doubling beyond the probed box, added to the cross-validated σ,
 # measured on the Pollux T4 traces (fit on ≤ 2 and ≤ 4 workers, predict the rest up to 64):
-# python -m benchmarks.accuracy_priors. Since ≤ 2-worker fits tie growth to the sync
-# constant (SYNC_GROWTH_RATIO) that command prints 0.050; kept at 0.069 because on public
-# data the lower value narrows intervals that already under-cover (≤ 4-worker probes
-# 83.6 % → 83.3 %, ≤ 2-worker 78.3 % → 75.1 %: python -m benchmarks.public_step_time).
+# python -m benchmarks.accuracy_priors. When ≤ 2-worker fits first tied growth to the sync
+# constant (SYNC_GROWTH_RATIO) that command printed 0.050, and 0.069 was kept because on
+# public data the lower value narrowed intervals that already under-covered (≤ 4-worker
+# probes 83.6 % → 83.3 %, ≤ 2-worker 78.3 % → 75.1 %: python -m benchmarks.public_step_time).
+# With the sync-growth spread it prints 0.072 (0.061–0.089 one profile left out; 2026-12-05).
 KAPPA_STEP = 0.069
 # σ of log step time added on several hosts when no probe crossed hosts (see the module
 # doc): the 90 % coverage point of one-host probes' errors on multi-host rows, each of nine
