@@ -19,7 +19,18 @@ import warnings
 from cotune.errors import InputError
 from cotune.track._tracker import Tracker
 
-__all__ = ["StepTimer", "CallbackGuard"]
+__all__ = ["StepTimer", "CallbackGuard", "check_callback_args"]
+
+
+def check_callback_args(tracker: object, monitor: object) -> tuple[Tracker, str]:
+    """The two arguments both callbacks take, checked when the callback is made: a wrong
+    ``monitor`` (``None``, a number) failed with an AttributeError at the first epoch's
+    end, after an epoch of training."""
+    if not isinstance(tracker, Tracker):
+        raise InputError(f"tracker must be a cotune.track.Tracker, got {type(tracker).__name__}")
+    if not isinstance(monitor, str) or not monitor.strip():
+        raise InputError(f"monitor must name a logged validation value such as 'val_acc', got {monitor!r}")
+    return tracker, monitor.strip()
 
 
 class StepTimer:

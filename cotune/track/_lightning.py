@@ -23,8 +23,7 @@ import math
 import time
 from typing import Any
 
-from cotune.errors import InputError
-from cotune.track._adapt import CallbackGuard, StepTimer
+from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args
 from cotune.track._tracker import Tracker
 
 try:  # the unified package first; the standalone one is the same API
@@ -52,10 +51,7 @@ class TrackerCallback(_Callback):
 
     def __init__(self, tracker: Tracker, *, monitor: str, close_at_end: bool = True) -> None:
         super().__init__()
-        if not isinstance(tracker, Tracker):
-            raise InputError(f"tracker must be a cotune.track.Tracker, got {type(tracker).__name__}")
-        self.tracker = tracker
-        self.monitor = monitor
+        self.tracker, self.monitor = check_callback_args(tracker, monitor)
         self.close_at_end = close_at_end
         self._timer = StepTimer()
         self._guard = CallbackGuard(tracker, name="TrackerCallback")

@@ -196,3 +196,20 @@ def test_lightning_callback_warns_and_trains_on_when_validation_does_not_log_the
     assert trainer.current_epoch == 2  # it raised after the first validation, killing training
     p = read_profile(path)
     assert not p.evals and len(p.steps) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["keras", "lightning"])
+@pytest.mark.parametrize("monitor", [None, 5, "", "  "])
+def test_a_monitor_that_names_nothing_is_refused_when_the_callback_is_made(tmp_path: Path, framework: str, monitor) -> None:
+    # It was taken, and the first epoch's end failed with an AttributeError ('NoneType' has
+    # no attribute 'startswith') after an epoch of training.
+    from cotune.errors import InputError
+
+    pytest.importorskip(framework)
+    module = __import__(f"cotune.track.{framework}", fromlist=["TrackerCallback"])
+    tracker = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8,
+                      workload=WorkloadRecord(name="job", dataset_size=256, metric="acc", goal="max"))
+    with pytest.raises(InputError, match="monitor must name a logged validation value"):
+        module.TrackerCallback(tracker, monitor=monitor)
+    tracker.close()
