@@ -150,6 +150,14 @@ _DEPART_SIGMAS = 4.0
 _DEPART_MIN = float(np.log(1.3))
 
 
+# The lowest level at which σ is calibrated from the quantile of |errors| (σ = q_p / z_p).
+# Below it that estimator divides a near-minimum error by a near-zero z: at interval 1e-7
+# σ read 1,444 on cifar10 (0.082 at 0.9) and the value-of-information step overflowed. A
+# narrower interval is drawn with the σ calibrated at the median (the most stable
+# quantile); at 0.5 and above nothing changes.
+MIN_CALIBRATION_LEVEL = 0.5
+
+
 def z_for(level: float) -> float:
     """Two-sided normal quantile for a central interval of ``level`` (0.9 → 1.645)."""
     from statistics import NormalDist
@@ -335,7 +343,8 @@ class StepTimeModel(EstimatorContract):
         resid = log_step - fitted
         # Calibrated to the empirical quantile of |residual| rather than a Gaussian
         # fit: placement-to-placement noise in real traces has heavy tails.
-        self.residual_sigma_ = max(float(np.quantile(np.abs(resid), self.interval)) / z_for(self.interval), 1e-4)
+        level = self._calibration_level
+        self.residual_sigma_ = max(float(np.quantile(np.abs(resid), level)) / z_for(level), 1e-4)
 
         rng = np.random.default_rng(self.random_state)
         boots = []
@@ -382,10 +391,16 @@ class StepTimeModel(EstimatorContract):
             return None
         return np.concatenate(off), np.concatenate(on)
 
+    @property
+    def _calibration_level(self) -> float:
+        """The level σ is calibrated at: ``interval``, but not below ``MIN_CALIBRATION_LEVEL``."""
+        return max(float(self.interval), MIN_CALIBRATION_LEVEL)
+
     def _calibrate(self, points: np.ndarray, mean_log: np.ndarray, cv_errors: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Cross-validated interpolation error and the profile's own extrapolation growth."""
         if cv_errors is not None:
-            off, on = (max(self.residual_sigma_, float(np.quantile(np.abs(e), self.interval)) / z_for(self.interval)) for e in cv_errors)
+            level = self._calibration_level
+            off, on = (max(self.residual_sigma_, float(np.quantile(np.abs(e), level)) / z_for(level)) for e in cv_errors)
             self.cv_sigma_ = on if self.level_effects_ else off
             # The effects were measured to help only where the rest surrounds a probe; outside
             # the probed box the σ the extrapolation terms were calibrated beside stays (with
@@ -417,7 +432,7 @@ class StepTimeModel(EstimatorContract):
                 own = list(zip(np.abs(mean_log[~train][ok] - pred[ok]), base[ok], np.maximum(d[ok], 1.0)))
         if own:
             e, base, d = (np.array(v) for v in zip(*own))
-            kappa_own = growth_for_coverage(e, base, d, level=self.interval)
+            kappa_own = growth_for_coverage(e, base, d, level=self._calibration_level)
             self.kappa_step_ = float(
                 np.sqrt((_PRIOR_WEIGHT * self.kappa_step**2 + len(own) * kappa_own**2) / (_PRIOR_WEIGHT + len(own)))
             )

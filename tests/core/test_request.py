@@ -434,3 +434,13 @@ def test_the_python_door_takes_the_types_python_callers_hold() -> None:
 def test_the_python_door_still_judges_what_those_types_hold(change, needle) -> None:
     with pytest.raises(InputError, match=re.escape(needle)):
         cotune.recommend("cifar10-resnet18", **{**dict(target=0.94, deadline_s=1800), **change})
+
+
+def test_a_tiny_interval_is_answered_not_a_traceback(capsys):
+    # The step-time σ calibrated at the interval's own level overflowed the value of
+    # information ("OverflowError: math range error") at --interval 0.0000001.
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--deadline", "30m", "--interval", "0.0000001",
+                          "--json")
+    assert code == 0 and err == ""
+    chosen = json.loads(out)["recommendation"]
+    assert chosen["time_interval_s"][0] <= chosen["time_s"] <= chosen["time_interval_s"][1]

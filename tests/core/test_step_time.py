@@ -373,3 +373,20 @@ def test_cotune_fit_says_when_sync_growth_is_a_prior_and_how_to_measure_it(tmp_p
     assert "how synchronisation grows with workers is not measured" in text and "past 2 workers" in text
     assert "probe another worker count to measure it" in text
     assert "how synchronisation grows" not in render_fit_report(four)
+
+
+@pytest.mark.parametrize("narrow", [1e-7, 1e-3, 0.2])
+def test_a_narrow_interval_is_drawn_with_the_spread_calibrated_at_the_median(narrow):
+    # σ = q_p(|error|) / z_p divided a near-minimum error by a near-zero z: at 1e-7 the
+    # step-time σ read 1,444 (0.082 at 0.9) and `recommend --interval 0.0000001` overflowed.
+    rng = np.random.default_rng(3)
+    data = _data(_theta(rng), rng)
+    at = StepTimeModel(interval=narrow, random_state=0).fit(*data)
+    median = StepTimeModel(interval=0.5, random_state=0).fit(*data)
+    assert at.residual_sigma_ == median.residual_sigma_ and at.cv_sigma_ == median.cv_sigma_
+    q = (np.array([2.0, 64.0]), np.array([1.0, 16.0]), np.array([64.0, 512.0]))
+    p_at, p_med = at.predict(*q), median.predict(*q)
+    assert np.allclose(p_at.step_time_s, p_med.step_time_s)
+    # Same σ, a smaller z: the narrow interval lies inside the median one, around the same centre.
+    assert np.all(p_med.lower_s <= p_at.lower_s) and np.all(p_at.upper_s <= p_med.upper_s)
+    assert np.all(p_at.lower_s <= p_at.step_time_s) and np.all(p_at.step_time_s <= p_at.upper_s)
