@@ -112,7 +112,8 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
             # started them (a rendezvous endpoint nothing answers, a host that never joined),
             # which says nothing about the workload.
             return Verdict("launcher", f"no worker started within {timeout_s:g}s (the launcher's rendezvous never "
-                                       f"completed: check --rdzv-endpoint and that every host joins; log: {log})")
+                                       f"completed: check --rdzv-endpoint and that every host joins, or raise {option} "
+                                       f"if a launch takes longer here; log: {log})")
         return Verdict("timeout", f"no result within {timeout_s:g}s: raise {option}, or see {log}")
     ok = merge_rank_results(results)
     if ok is not None and (outcome.returncode == 0 or len(results) == workers):

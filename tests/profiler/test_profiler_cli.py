@@ -50,6 +50,9 @@ ROOT = Path(__file__).resolve().parents[2]
           "4096"], "--min-batch 2048 is more than"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "64", "--max-batch", "16"],
          "--min-batch 64 is above --max-batch 16"),
+        # A name the records would refuse after the probe ran (the step record's one-line rule).
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
+          "--local-batch", "8", "--gpu", "t4\nforged"], "--gpu must be a non-empty one-line name"),
         # torch cannot start that many threads: every probe read as the workload's crash.
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
           "--local-batch", "8", "--cpu-threads", "100000"], "--cpu-threads 100000 is more than this host's"),
