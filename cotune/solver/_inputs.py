@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal, Mapping, Sequence
 
 import numpy as np
 
+from cotune._checks import BadValue
 from cotune.errors import InputError
 from cotune.solver._space import SearchSpace
 
@@ -164,6 +165,19 @@ def build_space(
         workers=None if workers is None else tuple(int(w) for w in workers),
         max_global_batch=data,
     )
+    if space.workers is not None and count_candidates(space) == 0:
+        # Only listed worker counts can empty the space (every local batch fits one worker):
+        # said here, not as "nothing feasible" with a hint about the target.
+        why = []
+        for g in chosen:
+            b = min(space.local_batches[g])
+            by_cap = caps[g] <= data // b
+            why.append(f"{g} allows at most {space.worker_cap(g, b):,} ("
+                       + (f"max_workers {caps[g]:,}" if by_cap else f"{data:,} training samples at local batch {b}") + ")")
+        capped = any(caps[g] <= data // min(space.local_batches[g]) for g in chosen)
+        raise BadValue(f"no candidate: every worker count listed ({', '.join(map(str, sorted(set(space.workers))))}) "
+                       f"is above what the space allows ({'; '.join(why)}): list smaller ones"
+                       + (", or raise max_workers (--max-workers)" if capped else ""), where="/workers")
     return space, notes
 
 

@@ -444,3 +444,24 @@ def test_a_tiny_interval_is_answered_not_a_traceback(capsys):
     assert code == 0 and err == ""
     chosen = json.loads(out)["recommendation"]
     assert chosen["time_interval_s"][0] <= chosen["time_s"] <= chosen["time_interval_s"][1]
+
+
+@pytest.mark.parametrize(("listed", "max_workers", "needle"), [
+    ("50,60", "16", "t4 allows at most 16 (max_workers 16)): list smaller ones, or raise max_workers"),
+    ("5000", "6000", "t4 allows at most 1,562 (50,000 training samples at local batch 32)): list smaller ones"),
+])
+def test_listed_worker_counts_the_space_cannot_hold_are_named_not_answered_as_a_target(capsys, listed, max_workers, needle):
+    # Zero candidates were answered "nothing feasible" with a hint to lower the target
+    # (0.94) to 0.9466, which is above it.
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--workers", listed, "--max-workers", max_workers)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("cotune: --workers: no candidate") and needle in err
+    assert ("raise max_workers" in err) == (max_workers == "16")
+
+
+def test_listed_worker_counts_the_space_cannot_hold_are_a_422_at_workers():
+    from cotune.api import RequestError, recommend_request
+
+    with pytest.raises(RequestError) as info:
+        recommend_request({"profile": EXAMPLE, "target": 0.94, "workers": [50]})
+    assert info.value.status == 422 and info.value.path == "/workers" and "no candidate" in info.value.detail
