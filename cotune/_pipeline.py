@@ -172,7 +172,7 @@ def _next_measurement(est: Estimates, feas: Feasibility, order: np.ndarray, requ
     return next_measurement(
         est, feasible=feas.all, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
         deadline_s=request.deadline_s, confidence=request.confidence, interval=request.interval,
-        ranking=order if order.size else None, unit="USD" if priced else "worker-hours",
+        ranking=order if order.size else None, unit="USD" if priced else "worker-hours", budget=request.budget,
     )
 
 

@@ -218,6 +218,7 @@ def option_gains(
     interval: float = 0.9,
     confidence: float | None = None,
     step_floor: np.ndarray | float | None = None,
+    budget: float | None = None,
 ) -> ProbeGains:
     """Expected reduction of the decision's cost and risk from each option (see the module docstring).
 
@@ -225,7 +226,10 @@ def option_gains(
     median); it matters only when nothing is feasible. ``step_floor``: the step-time
     log-spread the model still states at a configuration once probed
     (:func:`probed_step_floor`; None: 0); the solver's P(success) after a measurement is
-    judged with at least that much step-time spread.
+    judged with at least that much step-time spread. ``budget``: the question's cost
+    bound; when nothing is feasible, a measurement is worth only the chance that it makes
+    a candidate both on time and within it (without it, a budget below every cost was
+    answered with a probe that cost more than the budget).
     """
     cost = np.asarray(est.cost, float)
     ok = np.asarray(feasible, bool) & np.isfinite(cost) & (cost > 0)
@@ -250,7 +254,10 @@ def option_gains(
                 continue
             s = _removed(opt, sig_step[t], sig_e[t])
             rest = _stated_rest(opt, sig_step[t], sig_e[t], s, floor[t])
-            args = dict(log_t=np.log(t_reach[t]), s=s, rest=rest, q=q, deadline_s=deadline_s)
+            args = dict(log_t=np.log(t_reach[t]), s=s, rest=rest, q=q, deadline_s=deadline_s, log_cap=None)
+            if budget is not None:
+                with np.errstate(divide="ignore"):
+                    args["log_cap"] = np.where(rate[t] > 0, np.log(max(budget, 1e-300)) - np.log(rate[t]), np.inf)
             p = p_reach[t]
             if opt.kind == "step":
                 chance = _feasible_after(p, **args)
@@ -373,18 +380,28 @@ def _preposterior_gain(
 
 
 def _feasible_after(
-    p: np.ndarray, *, log_t: np.ndarray, s: np.ndarray, rest: np.ndarray, q: float, deadline_s: float | None
+    p: np.ndarray, *, log_t: np.ndarray, s: np.ndarray, rest: np.ndarray, q: float, deadline_s: float | None,
+    log_cap: np.ndarray | None = None,
 ) -> np.ndarray:
-    """P(a candidate clears confidence ``q`` once ``s`` of its log-spread is revealed), at reach probability ``p``."""
+    """P(a candidate clears confidence ``q`` once ``s`` of its log-spread is revealed), at reach probability ``p``.
+
+    ``log_cap``: the largest log time each candidate may take within the budget (its median
+    cost ``rate · T`` at most the budget); the revealed shift moves time and cost together,
+    so both limits bound the same variable and the tighter one counts.
+    """
     p = np.asarray(p, float)
     can = p > q
-    if deadline_s is None:
+    if deadline_s is None and log_cap is None:
         return can.astype(float)
     from cotune.models._normal import norm_ppf
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        need = norm_ppf(np.clip(np.where(can, q / np.maximum(p, 1e-300), 0.5), 1e-12, 1 - 1e-12))
-        bound = math.log(max(deadline_s, 1e-300)) - rest * need
+        bound = np.full(np.shape(log_t), np.inf)
+        if deadline_s is not None:
+            need = norm_ppf(np.clip(np.where(can, q / np.maximum(p, 1e-300), 0.5), 1e-12, 1 - 1e-12))
+            bound = math.log(max(deadline_s, 1e-300)) - rest * need
+        if log_cap is not None:
+            bound = np.minimum(bound, log_cap)
         moved = (bound - log_t) / np.maximum(s, 1e-12)
     revealed = np.where(s > 1e-12, _cdf(moved), (bound >= log_t).astype(float))
     return np.where(can, revealed, 0.0)
@@ -425,13 +442,14 @@ def plan_next_probe(
     interval: float = 0.9,
     confidence: float | None = None,
     step_floor: np.ndarray | float | None = None,
+    budget: float | None = None,
 ) -> ProbeDecision:
     """The option with the largest expected gain net of its price, or none when no gain covers
     its price (``step_floor``: see :func:`option_gains`)."""
     if not options:
         return ProbeDecision(option=None, expected_gain=0.0, price=0.0, reason="no measurement left to buy")
     g = option_gains(est, options, feasible=feasible, deadline_s=deadline_s, interval=interval, confidence=confidence,
-                     step_floor=step_floor)
+                     step_floor=step_floor, budget=budget)
     price = np.array([o.price for o in options], float)
     net = g.gains - price
     k = int(np.argmax(net))
@@ -522,6 +540,7 @@ def next_measurement(
     steps: int = DEFAULT_PROBE_STEPS,
     limit: int = MAX_MEASUREMENT_OPTIONS,
     unit: str = "USD",
+    budget: float | None = None,
 ) -> NextMeasurement | None:
     """The measurement worth most for this question (:func:`option_gains`): the largest
     gain net of price, or — when no gain covers its price — the largest gain per price.
@@ -532,7 +551,8 @@ def next_measurement(
     ``steps`` steps on its workers; and a short run at each of their global batches
     that is not a measured one, on its cheapest configuration for the upper end of its
     epochs interval (none where that end is unbounded). None when there is no option.
-    ``unit`` names the cost unit in the reason (``USD`` or ``worker-hours``).
+    ``unit`` names the cost unit in the reason (``USD`` or ``worker-hours``); ``budget``
+    is the question's cost bound (:func:`option_gains`).
     """
     cands = est.candidates
     cost = np.asarray(est.cost, float)
@@ -577,7 +597,7 @@ def next_measurement(
     if not options:
         return None
     g = option_gains(est, options, feasible=ok, deadline_s=deadline_s, interval=interval, confidence=confidence,
-                     step_floor=probed_step_floor(est, probed))
+                     step_floor=probed_step_floor(est, probed), budget=budget)
     price = np.array([o.price for o in options], float)
     net = g.gains - price
     # The one to buy has the largest net gain; with none worth buying, the answer names the

@@ -175,6 +175,39 @@ def test_the_chance_of_becoming_feasible_matches_a_seeded_preposterior_simulatio
     assert got == pytest.approx(want, abs=0.01)
 
 
+@settings(max_examples=20, deadline=None)
+@given(log_ratio=st.floats(-0.6, 0.6), budget_ratio=st.floats(-0.6, 0.6), s=st.floats(0.05, 0.6),
+       with_deadline=st.booleans())
+def test_the_chance_of_becoming_feasible_within_a_budget_matches_a_seeded_simulation(log_ratio, budget_ratio, s,
+                                                                                    with_deadline) -> None:
+    # Time and cost move together (cost = rate · time): after the measurement the plan is
+    # feasible when its revealed time meets the deadline and its cost the budget.
+    from cotune.solver._probes import _feasible_after
+
+    deadline = 1000.0
+    log_t = math.log(deadline) + log_ratio
+    log_cap = math.log(deadline) + budget_ratio  # the log time at which the cost reaches the budget
+    revealed = log_t + s * np.random.default_rng(2).standard_normal(100_000)
+    ok = revealed <= log_cap
+    if with_deadline:
+        ok &= revealed <= math.log(deadline)
+    got = float(_feasible_after(np.array([1.0]), log_t=np.array([log_t]), s=np.array([s]), rest=np.array([0.0]), q=0.5,
+                                deadline_s=deadline if with_deadline else None, log_cap=np.array([log_cap]))[0])
+    assert got == pytest.approx(float(np.mean(ok)), abs=0.01)
+
+
+def test_with_a_budget_below_every_plausible_cost_no_measurement_is_worth_anything() -> None:
+    # `recommend --budget 0.01` where the cheapest plan costs 0.4 named a probe that cost
+    # more than the whole budget as "worth measuring": the budget did not enter the gain.
+    est = _infeasible([0.4, 0.5], sig_step=0.1, sig_e=0.1, time_s=[0.4 * 3600, 0.5 * 3600], p_reach=[1.0, 1.0])
+    opts = [ProbeOption("step", (0,), 0.0), ProbeOption("step", (1,), 0.0)]
+    free = option_gains(est, opts, feasible=np.zeros(2, bool)).gains
+    tight = option_gains(est, opts, feasible=np.zeros(2, bool), budget=0.01).gains
+    near = option_gains(est, opts, feasible=np.zeros(2, bool), budget=0.38).gains
+    assert np.all(free > 0) and np.all(tight < 1e-9)
+    assert 0.0 < near[0] < free[0] and near[1] < near[0]  # just under the cheaper one's cost: a chance, smaller
+
+
 def test_with_nothing_feasible_a_measurement_is_worth_at_most_the_cheapest_plan() -> None:
     # Two candidates just over the deadline; the second costs 100 times the first.
     est = _infeasible([1.0, 100.0], sig_step=0.3, sig_e=0.3, time_s=[1200.0, 1200.0], p_reach=[0.9, 0.9])
@@ -288,3 +321,12 @@ def test_a_probed_configuration_is_probed_on_every_market_and_other_gpus_are_ign
     got = probed_mask(cands, [("t4", 2, 1, 64), ("v100", 4, 1, 64), ("t4", 4, 1, 32)])
     assert got.tolist() == [True, True, False, False]
     assert not probed_mask(cands, []).any()
+
+
+def test_recommend_passes_its_budget_to_the_next_measurement() -> None:
+    import cotune
+
+    ask = dict(target=0.94, prices={"t4": 0.526}, objective="time")
+    tight = cotune.recommend("cifar10-resnet18", budget=0.01, **ask)  # the cheapest plan costs about $0.40
+    assert tight.chosen is None and tight.next_measurement is not None
+    assert not tight.next_measurement.buy and tight.next_measurement.expected_gain < 1e-6
