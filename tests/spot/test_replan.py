@@ -194,3 +194,13 @@ def test_replan_says_it_skipped_a_torn_last_line_as_recommend_does(tmp_path, cap
         fh.write('{"record": "eval", "glob')  # a tracker killed mid-write
     assert main(["replan", str(path), *_NO_CLUSTER[2:], "--json"]) == 0
     assert any("skipped a torn last line" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
+def test_a_spent_budget_is_named_as_the_reason_not_the_target(capsys):
+    # It read "the target is not reachable at any configuration ... within the budget left
+    # (-4)": the money was gone, not the target out of reach.
+    assert main([*_NO_CLUSTER, "--budget", "1", "--spent", "5", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["decision"] == "infeasible"
+    assert doc["reason"].startswith("the budget is spent (5 of 1)") and "raise the budget (--budget / budget)" in doc["reason"]
+    assert "not reachable" not in doc["reason"]
