@@ -60,6 +60,7 @@ __all__ = [
     "line_break_in",
     "load_json",
     "number",
+    "one_line_name",
     "parse_key_number",
     "parse_number",
     "plain_number",
@@ -93,6 +94,14 @@ def line_break_in(text: str) -> bool:
     """Whether ``text`` (ends stripped) breaks a line: a name holding one would print a line
     of its own choosing in every table and sentence it appears in."""
     return any(c in _LINE_BREAKS for c in text.strip())
+
+
+def one_line_name(value: Any, *, what: str, example: str) -> str:
+    """``value`` stripped, if it is a non-empty one-line string (the profile reader's rule
+    for names, checked where a name enters, before anything is measured or written)."""
+    if not isinstance(value, str) or not value.strip() or line_break_in(value):
+        raise InputError(f"{what} must be a non-empty one-line name such as {example}, got {excerpt(value)}")
+    return value.strip()
 
 
 # --- excerpts ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
-from cotune._checks import excerpt, line_break_in
+from cotune._checks import one_line_name
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter, WorkloadRecord, check_profile_path
 from profiler._launcher import (
@@ -116,10 +116,8 @@ class Session:
         # replacement launcher that does not say it can runs one launch a point).
         self.timing_groups = (timing_groups and worker_module in GROUP_WORKERS
                               and bool(getattr(launcher, "timing_groups", False)))
-        if gpu is not None and (not gpu.strip() or line_break_in(gpu)):
-            # Checked before any probe: the records would refuse it after the probe ran.
-            raise InputError(f"--gpu must be a non-empty one-line name such as t4, got {excerpt(gpu)}")
-        self.gpu = (gpu.strip() if gpu is not None else self._detect_gpu()).lower()
+        # Checked before any probe: the records would refuse it after the probe ran.
+        self.gpu = (one_line_name(gpu, what="--gpu", example="t4") if gpu is not None else self._detect_gpu()).lower()
         # Resolved, so two spellings of one --out (a symlink, a relative path) share the
         # scratch folder that the profile's lock protects.
         resolved = self.out.resolve()

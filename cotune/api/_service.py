@@ -186,21 +186,24 @@ def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tu
 def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, Collection[int]], *,
                     dataset_size: int | None = None) -> int:
     """An upper bound on the candidates ``req`` enumerates (exact unless memory limits drop
-    batches): the same count as the solver's, from the profile's batches before any fit."""
-    from cotune.solver._inputs import placements
+    batches): the solver's own count (:func:`~cotune.solver.count_candidates`) of the space
+    the profile's batches make, before any fit."""
+    from cotune.solver import SearchSpace, count_candidates
 
-    gpus = req.gpus or tuple(batches_per_gpu)
-    total = 0
-    for gpu in gpus:
-        values = sorted(set(req.local_batches)) if req.local_batches else sorted(batches_per_gpu.get(gpu, ()))
-        for b in values:
-            cap = req.cap_for(gpu)
-            if dataset_size is not None:
-                if b > dataset_size:
-                    continue  # dropped by the solver (a step cannot hold more than the training set)
-                cap = min(cap, dataset_size // int(b))
-            total += placements(cap=cap, gpus_per_host=req.gpus_per_host, hosts=req.hosts, workers=req.workers)
-    return total
+    batches = {}
+    for gpu in req.gpus or tuple(batches_per_gpu):
+        values = set(req.local_batches) if req.local_batches else set(batches_per_gpu.get(gpu, ()))
+        # A batch above the training set is dropped by the solver (a step cannot hold more).
+        kept = tuple(sorted(int(b) for b in values if dataset_size is None or b <= dataset_size))
+        if kept:
+            batches[gpu] = kept
+    if not batches:
+        return 0
+    return count_candidates(SearchSpace(
+        gpus=tuple(batches), max_workers={g: req.cap_for(g) for g in batches}, local_batches=batches,
+        gpus_per_host=req.gpus_per_host, hosts=req.hosts, workers=None if req.workers is None else tuple(req.workers),
+        max_global_batch=dataset_size,
+    ))
 
 
 def _resolve(ref: ProfileRef, profile_dir: str | os.PathLike[str] | None, limits: Limits) -> tuple[Any, Any]:

@@ -23,9 +23,7 @@ from cotune._checks import excerpt  # noqa: E402  (re-exported: the CLI quotes v
 def terminal_safe(text: str) -> str:
     """``text`` with every non-printable character but newline escaped (no terminal escapes)."""
     text = str(text)
-    if text.isprintable():
-        return text
-    return "\n".join("".join(c if c.isprintable() else ascii(c)[1:-1] for c in line) for line in text.split("\n"))
+    return text if text.isprintable() else "\n".join(one_line(line) for line in text.split("\n"))
 
 
 def one_line(text: Any) -> str:

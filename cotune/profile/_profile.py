@@ -346,15 +346,13 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
-    except OSError as exc:
+    except BaseException as exc:
+        # A full disk, a record the reader would refuse (ProfileError from the serialiser)
+        # or an interrupt: no half-written temporary file is left beside the profile.
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise StorageError.from_os_error(exc, path=p, doing="write it") from None
-    except BaseException:
-        # A record the reader would refuse (ProfileError from the serialiser), or an
-        # interrupt: no half-written temporary file is left beside the profile.
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise StorageError.from_os_error(exc, path=p, doing="write it") from None
         raise
 
 

@@ -564,21 +564,21 @@ def replan(
             ).nearest
         # The deadline that would do, as recommend's hint gives one, counted from the job's start.
         needed = deadline_s - remaining_s + fastest if math.isfinite(fastest) else None
+        at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
+                                           f"local batch {nearest.local_batch}")
         if budget_left is not None and budget_left <= 0:
             # Not the target's fault: the money is gone before the work is done.
             decision, reason = "infeasible", (
                 f"the budget is spent ({progress.spent:.4g} of {req.budget:.4g}) with {left:.0%} of the work left: no "
                 "configuration can finish within it"
-                + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
-                   f"local batch {nearest.local_batch}, which needs {nearest.cost:.4g} more")
+                + ("" if at is None else f"{at}, which needs {nearest.cost:.4g} more")
                 + ": raise the budget (--budget / budget) to go on, or stop the job"
             )
         else:
             decision, reason = "infeasible", (
                 f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
                 f"within {within} with probability {q:g}"
-                + ("" if nearest is None else f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
-                   f"local batch {nearest.local_batch} (P(success) {nearest.p_success:.2f})")
+                + ("" if at is None else f"{at} (P(success) {nearest.p_success:.2f})")
                 + ": relax the deadline"
                 + ("" if needed is None or needed <= deadline_s else
                    f" (to at least {format_duration_at_least(needed)} from the job's start, what the fastest option needs)")

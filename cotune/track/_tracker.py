@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cotune._checks import MAX_MAGNITUDE, excerpt, integer, line_break_in, number
+from cotune._checks import MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
     MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord,
@@ -120,9 +120,7 @@ def _job_name(job: object) -> str:
 
 
 def _gpu_name(gpu: object) -> str:
-    if not isinstance(gpu, str) or not gpu.strip() or line_break_in(gpu):
-        raise InputError(f"gpu must be a non-empty one-line name such as 't4' or 'cpu', got {excerpt(gpu)}")
-    return gpu.strip().lower()
+    return one_line_name(gpu, what="gpu", example="'t4' or 'cpu'").lower()
 
 
 def _has_records(path: Path) -> bool:
