@@ -120,13 +120,13 @@ def read_hf_trainer(path: Path) -> LogData:
         raise InputError(f"{path}: no 'log_history' list: this is not a Hugging Face trainer_state.json")
     rows: dict[str, list] = {}
     summary: dict[str, float] = {}
-    skipped = 0
+    skipped = odd = 0  # entries without a step; entries that are not objects at all
     # Evaluations inside train() (before its closing summary) are inside its train_runtime:
     # their own *_runtime is time the summary's steps per second did not spend stepping.
     paused_s, pauses = 0.0, 0
     for entry in history:
         if not isinstance(entry, dict):
-            skipped += 1
+            odd += 1
             continue
         step, epoch = _number(entry.get("step")), _number(entry.get("epoch"))
         # The closing summary entry (train_runtime, train_steps_per_second, …) is one number per run.
@@ -157,14 +157,23 @@ def read_hf_trainer(path: Path) -> LogData:
         series={k: _series(k, v) for k, v in rows.items()},
         summary=summary,
         facts=facts,
-        notes=_skipped_note(skipped, "log_history entry", "'step'"),
+        notes=(*_skipped_note(skipped, "log_history entry", "'step'", plural="log_history entries"),
+               *_not_objects_note(odd)),
     )
 
 
-def _skipped_note(n: int, what: str, column: str) -> tuple[str, ...]:
+def _skipped_note(n: int, what: str, column: str, *, plural: str | None = None) -> tuple[str, ...]:
     if not n:
         return ()
-    return (f"skipped {n} {what}{'' if n == 1 else 's'} without a number in {column}: check the log if that is unexpected",)
+    many = plural or f"{what}s"
+    return (f"skipped {n} {what if n == 1 else many} without a number in {column}: check the log if that is unexpected",)
+
+
+def _not_objects_note(n: int) -> tuple[str, ...]:
+    if not n:
+        return ()
+    return (f"skipped {n} log_history entr{'y' if n == 1 else 'ies'} that {'is' if n == 1 else 'are'} not a JSON object: "
+            "check the log if that is unexpected",)
 
 
 # --- tables: Lightning CSVLogger metrics.csv and plain CSV ---------------------------

@@ -547,3 +547,15 @@ def test_global_batch_agreeing_with_workers_local_batch_and_accumulation_is_acce
     profile = import_log("csv", CSV, global_batch=B, dataset_size=N, gpu="cpu", workers=2, local_batch=4, accum_steps=2)
     assert {e.global_batch for e in profile.evals} == {B}
     assert profile.steps[0].workers == 2 and profile.steps[0].local_batch == 4 and profile.steps[0].accum_steps == 2
+
+
+def test_trainer_state_entries_that_are_not_objects_are_named_apart_from_those_without_a_step(capsys, tmp_path):
+    # A bare number or null in log_history used to be counted as an "entry without a
+    # number in 'step'" (and the plural read "entrys").
+    path = _trainer_state(tmp_path, [{"eval_accuracy": 0.5, "step": 10, "epoch": 1.0}, 5, None,
+                                     {"eval_accuracy": 0.6, "epoch": 2.0}, {"eval_accuracy": 0.7}])
+    code, out, _ = _cli(capsys, "import", "hf-trainer", str(path), "--out", str(tmp_path / "p.jsonl"),
+                        "--global-batch", "8", "--dataset-size", "80")
+    assert code == 0
+    assert "skipped 2 log_history entries that are not a JSON object" in out
+    assert "skipped 2 log_history entries without a number in 'step'" in out
