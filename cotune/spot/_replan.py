@@ -574,6 +574,21 @@ def replan(
                 + ("" if at is None else f"{at}, which needs {nearest.cost:.4g} more")
                 + ": raise the budget (--budget / budget) to go on, or stop the job"
             )
+        elif left <= 0.0:
+            # Past the model's whole job without the target: "the remaining 0 % of the work"
+            # read as a contradiction. The models' belief, conditioned on the target not
+            # reached so far, is that it will not be: say so, and what would change it.
+            decision, reason = "infeasible", (
+                f"the job has run {epochs_here:.4g} epochs at global batch {progress.global_batch} without reaching "
+                f"the target, past the {total_here:.4g} the accuracy model expects there: the models give no "
+                f"configuration a chance of {q:g} of reaching it within {within}"
+                + ("" if at is None else f"{at} (P(success) {nearest.p_success:.2f})")
+                + ": if the job has reached the target, stop it; if not, "
+                + ("check --epochs-done / epochs_done, or track its evaluations (cotune.track.Tracker) so the "
+                   "forecast reads the job's own curve" if not own else
+                   "its own curve is below the target where the model expected it reached: lower the target or "
+                   "lengthen the learning-rate schedule")
+            )
         else:
             decision, reason = "infeasible", (
                 f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "

@@ -204,3 +204,15 @@ def test_a_spent_budget_is_named_as_the_reason_not_the_target(capsys):
     assert doc["decision"] == "infeasible"
     assert doc["reason"].startswith("the budget is spent (5 of 1)") and "raise the budget (--budget / budget)" in doc["reason"]
     assert "not reachable" not in doc["reason"]
+
+
+def test_a_job_far_past_the_models_epochs_is_told_why_not_the_remaining_zero_percent(capsys):
+    # --epochs-done 1000 where the model expects about 75 epochs read "none finishes the
+    # remaining 0% of the work within the remaining deadline": a contradiction to the reader.
+    argv = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m",
+            "--epochs-done", "1000", "--current", "t4:on_demand:4:129", "--json"]
+    assert main(argv) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["decision"] == "infeasible"
+    assert doc["reason"].startswith("the job has run 1000 epochs at global batch") and "without reaching the target" in doc["reason"]
+    assert "remaining 0%" not in doc["reason"] and "check --epochs-done" in doc["reason"]
