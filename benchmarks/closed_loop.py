@@ -40,6 +40,7 @@ from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, one_curve
 from benchmarks.regret import Outcome
 from benchmarks._registry import setting
+from cotune._request import DEFAULT_RESTART_S
 from cotune.models import FittedModels, fit_models
 from cotune.models._shape import EPOCHS_ERROR_SHAPE, STEP_ERROR_SHAPE
 from cotune.profile import EvalRecord, Profile, StepRecord
@@ -62,7 +63,7 @@ __all__ = [
     "RemainingWorkController",
 ]
 
-RESTART_S = 120.0  # save a checkpoint, start the new workers, rendezvous, reload, warm up
+RESTART_S = DEFAULT_RESTART_S  # save a checkpoint, start the new workers, rendezvous, reload, warm up (120 s)
 CHECKPOINT_FRACTION = 0.1  # act every 10 % of the planned training time
 EVALS_PER_CHECKPOINT = 2
 MAX_CHECKPOINTS = 60  # after this many the controller is no longer asked (runs far over plan)

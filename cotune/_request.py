@@ -67,6 +67,12 @@ DEFAULT_TOP = 5
 DEFAULT_PARETO_LIMIT = 12
 DEFAULT_INTERVAL = 0.9
 DEFAULT_MARGIN = 0.05
+#: What a configuration change of a running job costs when nothing else says (no
+#: ``restart_s``, no cluster file's checkpoint and replacement delay, no ``startup_s``): save a
+#: checkpoint, start the new workers, rendezvous, reload, warm up. Two minutes is the
+#: closed-loop replay's restart (benchmarks/closed_loop.py); a free restart would make every
+#: small saving look worth a move.
+DEFAULT_RESTART_S = 120.0
 #: The one limit on the search-space size for every door (a service may set a lower one):
 #: 10⁶ candidates solve in well under a second and in a few hundred MB.
 DEFAULT_MAX_CANDIDATES = 1_000_000
@@ -509,8 +515,8 @@ class ReplanRequest:
     servers at ``request.prices``. ``prices`` are *new* prices overriding the cluster file
     (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when the gain after
     the restart exceeds this fraction of staying; ``restart_s``: what a switch costs (None:
-    checkpoint write + reload + slowest replacement delay; ``request.startup_s`` without a
-    cluster).
+    checkpoint write + reload + slowest replacement delay of the cluster file, else
+    ``request.startup_s``; where those are all 0, ``DEFAULT_RESTART_S``).
     ``lr_rule``: how the job rescales its learning rate when the global batch changes
     (``sqrt``, ``linear``, ``none``), reported with a batch change. ``job``: which tracked
     job's records in the profile are the running job (default: the latest).

@@ -44,8 +44,10 @@ def duration(text: str) -> float:
 
 
 @_wrap
-def spent_duration(text: str) -> float:
-    """A time already spent: 0 is allowed (the request's ``elapsed_s`` rule)."""
+def duration_or_zero(text: str) -> float:
+    """A duration that may be 0: time already spent (``--elapsed``), or an overhead that may
+    be none (``--restart 0``, ``--startup 0``) — the request's ``ge=0`` rule for
+    ``elapsed_s``, ``restart_s`` and ``startup_s``, so every door takes the same values."""
     return parse_duration(text, allow_zero=True)
 
 

@@ -61,7 +61,7 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
 
     add_fit_arguments(p)
     p.add_argument("--workers", type=_args.int_list, default=None, metavar="N,N,...", help="worker counts to consider (default: 1..max)")
-    p.add_argument("--startup", type=_args.duration, default=None, metavar="DURATION", help="fixed start-up overhead added to every run")
+    p.add_argument("--startup", type=_args.duration_or_zero, default=None, metavar="DURATION", help="fixed start-up overhead added to every run")
     p.add_argument("--global-batch", type=_args.int_range, default=None, metavar="MIN..MAX",
                    help="global batches allowed, e.g. 256..4096 (what the learning-rate rule supports)")
     p.add_argument("--baseline-batch", type=_args.whole_number, default=None, metavar="B", help="local batch the resource-only baseline keeps")

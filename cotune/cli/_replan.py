@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cotune._checks import parse_number
-from cotune._request import DEFAULT_MARGIN
+from cotune._request import DEFAULT_MARGIN, DEFAULT_RESTART_S
 from cotune.cli import _args
 from cotune.cli._question import add_question_arguments, cli_error, request_from_args
 
@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_question_arguments(p, replan=True)
     g = p.add_argument_group("the running job", "read from the profile's tracked records (cotune.track.Tracker) when "
                              "left out; an option given wins over them")
-    g.add_argument("--elapsed", type=_args.spent_duration, default=None, metavar="DURATION",
+    g.add_argument("--elapsed", type=_args.duration_or_zero, default=None, metavar="DURATION",
                    help="wall time used so far (default: the job's time at its last tracked evaluation)")
     g.add_argument("--epochs-done", type=_args.finite_float, default=None, metavar="E",
                    help="epochs trained so far (default: its last tracked evaluation)")
@@ -55,8 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--workers-added", type=_args.whole_number, default=0, metavar="N", help="workers added since the start")
     g.add_argument("--margin", type=_args.finite_float, default=None, metavar="F",
                    help=f"switch only if the gain, after the restart, exceeds this fraction of staying (default {DEFAULT_MARGIN:g})")
-    g.add_argument("--restart", type=_args.duration, default=None, metavar="DURATION",
-                   help="time a configuration change costs (default: checkpoint write + reload + slowest replacement delay)")
+    g.add_argument("--restart", type=_args.duration_or_zero, default=None, metavar="DURATION",
+                   help="time a configuration change costs (default: the cluster file's checkpoint write + reload + slowest "
+                        f"replacement delay; {DEFAULT_RESTART_S:g} s where it gives none)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 

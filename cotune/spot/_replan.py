@@ -88,9 +88,16 @@ from typing import Any, Literal, Mapping
 
 import numpy as np
 
-from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, RecommendRequest, ReplanRequest, request_from_call
+from cotune._request import (
+    DEFAULT_REPLAN_MAX_WORKERS,
+    DEFAULT_RESTART_S,
+    Progress,
+    RecommendRequest,
+    ReplanRequest,
+    request_from_call,
+)
 from cotune.errors import InputError
-from cotune.units import format_duration_at_least
+from cotune.units import format_duration, format_duration_at_least
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -355,7 +362,7 @@ def replan(
     priced = True  # a cluster file states its prices
     if req.cluster is None:
         cl, priced = _on_demand_cluster(models, req, rr.prices)
-        if restart_s is None:  # no cluster file to read checkpoint costs from: the request's start-up
+        if restart_s is None and req.startup_s > 0:  # no cluster file to read checkpoint costs from: the start-up
             restart_s = req.startup_s
     else:
         cl = cluster_of(req.cluster)
@@ -450,6 +457,12 @@ def replan(
     ck = cl.checkpoint
     if restart_s is None:
         restart_s = (ck.write_s + ck.restart_s if ck else 0.0) + max(o.replacement_delay_s for o in cl.gpus.values())
+        if restart_s <= 0.0:
+            # Nothing states what a change costs, and a free one makes every small saving a move.
+            restart_s = DEFAULT_RESTART_S
+            notes.append(f"a change of configuration is taken to cost {format_duration(restart_s)} of the new "
+                         "configuration's time (checkpoint, new workers, rendezvous, reload, warm-up), the default: "
+                         "give --restart / restart_s to set it")
     budget_left = None if req.budget is None else req.budget - progress.spent
 
     plan = SpotMarket.from_request(req, models, cluster=cl)

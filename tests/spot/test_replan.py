@@ -216,3 +216,33 @@ def test_a_job_far_past_the_models_epochs_is_told_why_not_the_remaining_zero_per
     assert doc["decision"] == "infeasible"
     assert doc["reason"].startswith("the job has run 1000 epochs at global batch") and "without reaching the target" in doc["reason"]
     assert "remaining 0%" not in doc["reason"] and "check --epochs-done" in doc["reason"]
+
+
+_NEAR_DONE = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--elapsed", "10m",
+              "--epochs-done", "90", "--current", "t4:on_demand:4:129", "--json"]
+
+
+def test_without_anything_stating_a_restart_cost_a_change_costs_the_default_and_a_note_says_so(capsys):
+    from cotune._request import DEFAULT_RESTART_S
+
+    main(_NEAR_DONE)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["restart_s"] == DEFAULT_RESTART_S
+    assert any("the default: give --restart" in n for n in doc["notes"])
+    # A job 2.6 epochs (29 s) from its target was told to restart on one worker to save 19 %
+    # of that when a restart was free; with a restart's cost it stays.
+    assert doc["decision"] == "stay"
+
+
+def test_an_explicit_zero_restart_is_kept_and_not_called_a_default(capsys):
+    main([*_NEAR_DONE, "--restart", "0"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["restart_s"] == 0.0
+    assert not any("the default: give --restart" in n for n in doc["notes"])
+    assert doc["decision"] == "switch"
+
+
+def test_a_zero_startup_is_taken_at_the_cli_as_the_python_door_takes_it(capsys):
+    # --startup 0 (the default's own value) was refused: "duration must be positive".
+    assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--startup", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recommendation"] is not None
