@@ -305,7 +305,7 @@ def relax(
                 odds = "; a plan more likely to miss than to meet" if lower < 0.5 else ""
                 out.append(f"or lower the confidence (--confidence / confidence, now {confidence:g}) to {lower:g}, the "
                            f"highest any candidate meets the deadline at{odds}")
-        return out, _best_chances(est, feas.reaches, fastest)
+        return out, _best_chances(est, np.isfinite(est.epochs), fastest)
     if budget is not None:
         ok = feas.meets_deadline
         cheapest = ranked(est, ok, "cost", limit=3)

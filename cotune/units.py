@@ -1,4 +1,4 @@
-"""Parsing and formatting of durations and money: ``90m``, ``2h``, ``1h30m``, ``3600``."""
+"""Parsing and formatting of durations, money and chances: ``90m``, ``2h``, ``1h30m``, ``3600``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from cotune._checks import excerpt
 from cotune.errors import InputError
 
-__all__ = ["parse_duration", "format_duration", "format_duration_at_least", "format_money"]
+__all__ = ["parse_duration", "format_duration", "format_duration_at_least", "format_money", "format_chance"]
 
 _UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([dhms])")
@@ -99,3 +99,32 @@ def format_money(amount: float, *, priced: bool) -> str:
     # Two decimals hide small jobs ($0.00): below 1, show three significant digits.
     text = f"{amount:,.2f}" if abs(amount) >= 1 or amount == 0 else f"{amount:.3g}"
     return f"${text}" if priced else f"{text} w·h"
+
+
+MAX_CHANCE_DIGITS = 9
+
+
+def format_chance(p: float | None, *, against: float | None = None, digits: int = 2, percent: bool = False) -> str:
+    """A probability with ``digits`` decimals (of a percentage with ``percent``) — more where
+    that would put it on the wrong side of the confidence ``against`` it is judged by
+    (``0.9999987`` is below a confidence of 0.999999, not "1.00"). Strictly between 0 and 1
+    it never reads 0 or 1: the model is not certain of either (``>0.99``, ``<1%``)."""
+    if p is None or not math.isfinite(p):
+        return "—"
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    d = digits
+    while d < MAX_CHANCE_DIGITS and against is not None and (
+        (p < against) != (round(p * scale, d) / scale < against)
+        # ">0.99" against 0.999 would not say which side: the bound itself must clear it
+        or (p >= against and round(p * scale, d) >= scale and (scale - 10.0 ** -d) / scale < against)
+    ):
+        d += 1
+    shown = round(p * scale, d)
+    if against is not None and (p < against) != (shown / scale < against):
+        # At the confidence itself to every digit (p == against): the shortest exact form.
+        return f"{float(p * scale)!r}{unit}"
+    if 0.0 < p < 1.0 and shown >= scale:
+        return f">{scale - 10.0 ** -d:.{d}f}{unit}"
+    if 0.0 < p < 1.0 and shown <= 0.0:
+        return f"<{10.0 ** -d:.{d}f}{unit}"
+    return f"{shown:.{d}f}{unit}"

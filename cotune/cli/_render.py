@@ -6,7 +6,7 @@ import math
 
 from cotune.cli._output import fmt_num, one_line, table
 from cotune.solver import Choice, Recommendation
-from cotune.units import format_duration, format_money
+from cotune.units import format_chance, format_duration, format_money
 
 __all__ = ["render_recommendation", "render_fit_report"]
 
@@ -15,7 +15,7 @@ def _span(lo: float, hi: float) -> str:
     return f"[{format_duration(lo)}–{format_duration(hi)}]"
 
 
-def _row(mark: str, c: Choice, priced: bool) -> list[str]:
+def _row(mark: str, c: Choice, priced: bool, against: float | None = None) -> list[str]:
     return [
         mark,
         c.gpu,
@@ -28,16 +28,15 @@ def _row(mark: str, c: Choice, priced: bool) -> list[str]:
         format_duration(c.time_s),
         _span(*c.time_interval_s),
         format_money(c.cost, priced=priced),
-        _prob(c.p_success),
+        _prob(c.p_success, against),
         ",".join(c.extrapolated) or "",
     ]
 
 
-def _prob(p: float | None) -> str:
-    if p is None or not math.isfinite(p):
-        return "—"
-    # Never print 100 % or 0 %: the model is not certain of either.
-    return ">99%" if p > 0.995 else "<1%" if p < 0.005 else f"{p:.0%}"
+def _prob(p: float | None, against: float | None = None) -> str:
+    # Whole percentages, never 100 % or 0 % (the model is not certain of either); more digits
+    # where whole ones would read as meeting a confidence it misses (99.85 % against 0.999).
+    return format_chance(p, against=against, digits=0, percent=True)
 
 
 _HEAD = [
@@ -64,7 +63,8 @@ def render_recommendation(rec: Recommendation) -> str:
         "",
     ]
     if rec.chosen is not None:
-        rows = [_row("CHOSEN", rec.chosen, rec.priced)] + [_row("", c, rec.priced) for c in rec.runner_ups]
+        rows = [_row("CHOSEN", rec.chosen, rec.priced, rec.confidence)] + [_row("", c, rec.priced, rec.confidence)
+                                                                             for c in rec.runner_ups]
         out.append(table(_HEAD, rows, right=_RIGHT))
         c = rec.chosen
         out += [
@@ -73,7 +73,7 @@ def render_recommendation(rec: Recommendation) -> str:
             f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}, "
             f"{format_money(c.cost, priced=rec.priced)}; predicted {one_line(rec.metric_name)} {fmt_num(c.metric)}.",
             f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}: "
-            f"{_prob(c.p_success)} (target reached at all: {_prob(c.p_reach)}).",
+            f"{_prob(c.p_success, rec.confidence)} (target reached at all: {_prob(c.p_reach)}).",
         ]
         savings = rec.savings()
         lines = []
@@ -94,7 +94,8 @@ def render_recommendation(rec: Recommendation) -> str:
     else:
         out.append("NO FEASIBLE CONFIGURATION.")
         if rec.nearest:
-            out += ["", "Nearest candidates:", table(_HEAD, [_row("", c, rec.priced) for c in rec.nearest], right=_RIGHT)]
+            out += ["", "Nearest candidates:",
+                    table(_HEAD, [_row("", c, rec.priced, rec.confidence) for c in rec.nearest], right=_RIGHT)]
         out += ["", "To find one:"] + [f"  - {r}" for r in rec.relax]
     if rec.pareto:
         out += ["", "Cost–time frontier (target reached; ignoring deadline and budget):"]

@@ -64,8 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     from cotune.cli._output import table
-    from cotune.units import format_duration, format_money
+    from cotune.units import format_chance, format_duration, format_money
 
+    q = result.confidence if result.confidence is not None else 0.5  # what each chance was judged against
     rows = []
     for label, c in (("STAY", result.stay), ("BEST", result.best)):
         if c is None:
@@ -75,7 +76,7 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         rows.append([
             label, c.gpu, c.market, str(c.workers), str(c.local_batch), f"{c.epochs:.1f}",
             format_duration(c.time_at_confidence_s if result.confidence else c.time_s), format_money(c.cost, priced=result.priced),
-            "—" if p is None else f"{p:.2f}",
+            format_chance(p, against=q),
         ])
     # P(SUCCESS): of the remaining work, within the remaining deadline (restart included).
     head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", "TIME_Q" if result.confidence else "TIME", "COST",
@@ -98,7 +99,7 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         p = getattr(c, "p_success", None)
         out.append(f"Nearest: {c.workers} x {c.gpu} {c.market}, local batch {c.local_batch}: {format_duration(t)} left "
                    f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=result.priced)}"
-                   + ("" if p is None else f", P(success) {p:.2f}"))
+                   + ("" if p is None else f", P(success) {format_chance(p, against=q)}"))
     if result.budget_left is not None:
         out.append(f"Budget left: {format_money(result.budget_left, priced=result.priced)} (spent {format_money(result.spent, priced=result.priced)})")
     if result.notes:

@@ -97,7 +97,7 @@ from cotune._request import (
     request_from_call,
 )
 from cotune.errors import InputError
-from cotune.units import format_duration, format_duration_at_least
+from cotune.units import format_chance, format_duration, format_duration_at_least
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -579,6 +579,9 @@ def replan(
         needed = deadline_s - remaining_s + fastest if math.isfinite(fastest) else None
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
+        # Its chance is of the deadline alone: over the budget, say by how much.
+        over = ("" if nearest is None or budget_left is None or not nearest.cost > budget_left else
+                f", but it costs {nearest.cost:.4g} against the {budget_left:.4g} left")
         if budget_left is not None and budget_left <= 0:
             # Not the target's fault: the money is gone before the work is done.
             decision, reason = "infeasible", (
@@ -595,7 +598,7 @@ def replan(
                 f"the job has run {epochs_here:.4g} epochs at global batch {progress.global_batch} without reaching "
                 f"the target, past the {total_here:.4g} the accuracy model expects there: the models give no "
                 f"configuration a chance of {q:g} of reaching it within {within}"
-                + ("" if at is None else f"{at} (P(success) {nearest.p_success:.2f})")
+                + ("" if at is None else f"{at} (P(success) {format_chance(nearest.p_success, against=q)}{over})")
                 + ": if the job has reached the target, stop it; if not, "
                 + ("check --epochs-done / epochs_done, or track its evaluations (cotune.track.Tracker) so the "
                    "forecast reads the job's own curve" if not own else
@@ -606,7 +609,7 @@ def replan(
             decision, reason = "infeasible", (
                 f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
                 f"within {within} with probability {q:g}"
-                + ("" if at is None else f"{at} (P(success) {nearest.p_success:.2f})")
+                + ("" if at is None else f"{at} (P(success) {format_chance(nearest.p_success, against=q)}{over})")
                 + ": relax the deadline"
                 + ("" if needed is None or needed <= deadline_s else
                    f" (to at least {format_duration_at_least(needed)} from the job's start, what the fastest option needs)")

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -49,3 +51,41 @@ def test_format_duration_at_least_never_reads_shorter_than_the_duration(seconds)
     # ... and by less than the last unit shown
     step = 0.1 if seconds < 60 else 1.0 if seconds < 3600 else 60.0 if seconds < 86400 else 3600.0
     assert parse_duration(shown) < seconds + step + 1e-6
+
+
+@pytest.mark.parametrize(
+    ("p", "against", "digits", "percent", "text"),
+    [
+        (0.5, None, 2, False, "0.50"),
+        (0.93, 0.9, 2, False, "0.93"),
+        (0.9999987, 0.999999, 2, False, "0.9999987"),  # "1.00" would read as meeting 0.999999
+        (0.549, 0.55, 2, False, "0.549"),
+        (0.9999999, None, 2, False, ">0.99"),  # never 1 strictly inside (0, 1)
+        (1e-9, None, 2, False, "<0.01"),
+        (1.0, None, 2, False, "1.00"),
+        (0.0, None, 2, False, "0.00"),
+        (0.996, None, 0, True, ">99%"),  # recommend's table, as before
+        (0.004, None, 0, True, "<1%"),
+        (0.9985, 0.999, 0, True, "99.85%"),  # "100%" or ">99%" would read as meeting 0.999
+        (0.899, 0.9, 0, True, "89.9%"),
+        (0.99995, 0.999, 2, False, ">0.999"),  # ">0.99" would not say it meets 0.999
+        (None, None, 2, False, "—"),
+        (math.nan, 0.5, 2, False, "—"),
+    ],
+)
+def test_a_chance_reads_on_the_side_of_its_confidence_and_never_as_certain(p, against, digits, percent, text):
+    from cotune.units import format_chance
+
+    assert format_chance(p, against=against, digits=digits, percent=percent) == text
+
+
+@given(p=st.floats(0.0, 1.0), q=st.floats(0.01, 0.999999))
+def test_a_shown_chance_is_below_the_confidence_exactly_when_the_chance_is(p, q):
+    from cotune.units import format_chance
+
+    text = format_chance(p, against=q)
+    shown = float(text.lstrip("<>"))
+    if text.startswith(">"):
+        assert shown >= q or p < q  # the bound itself says "meets" where the chance does
+    else:
+        assert (shown < q) == (p < q) or text.startswith("<")

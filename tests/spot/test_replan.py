@@ -246,3 +246,14 @@ def test_a_zero_startup_is_taken_at_the_cli_as_the_python_door_takes_it(capsys):
     # --startup 0 (the default's own value) was refused: "duration must be positive".
     assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--startup", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["recommendation"] is not None
+
+
+def test_a_chance_just_under_a_high_confidence_is_not_printed_as_one(capsys):
+    # At --confidence 0.999999 the job stayed INFEASIBLE with "P(success) 1.00" beside it.
+    argv = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--elapsed", "10m",
+            "--epochs-done", "10", "--current", "t4:on_demand:4:129", "--confidence", "0.999999"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "INFEASIBLE" in out and "P(success) 1.00" not in out
+    stay = next(line for line in out.splitlines() if line.startswith("STAY"))
+    assert float(stay.split()[-1]) < 0.999999
