@@ -155,12 +155,17 @@ def plot_fit(report: "FitReport", *, path: str | os.PathLike[str] | None = None)
         left.plot([lo, hi], [lo, hi], color="#444444", lw=1, label="predicted = measured")
         left.set_xscale("log")
         left.set_yscale("log")
-    gpus = ", ".join(t.gpu for t in report.time)
-    left.set_title(f"step time, held-out probes ({gpus})", fontsize=10)
-    left.set_xlabel("measured step time (s)")
-    left.set_ylabel("predicted step time (s)")
-    left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=8)
+    if not report.time:  # a profile imported from a log without step times: the accuracy panel alone
+        left.text(0.5, 0.5, "no step records: time the steps with 'cotune profile'", ha="center", va="center",
+                  wrap=True, fontsize=9)
+        left.set_axis_off()
+    else:
+        gpus = ", ".join(t.gpu for t in report.time)
+        left.set_title(f"step time, held-out probes ({gpus})", fontsize=10)
+        left.set_xlabel("measured step time (s)")
+        left.set_ylabel("predicted step time (s)")
+        left.grid(True, which="both", alpha=0.3)
+        left.legend(fontsize=8)
 
     if report.accuracy is None:
         right.text(0.5, 0.5, report.accuracy_error or "no accuracy model", ha="center", va="center", wrap=True, fontsize=9)

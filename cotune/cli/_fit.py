@@ -37,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
         plot_format(args.plot)  # a bad suffix fails before the cross-validation, not after it
     profile = load_profile(args.profile)
-    if not profile.steps:
-        raise ModelError(f"profile {profile.workload.name!r} has no step records: nothing to fit; run timing probes first")
+    if not profile.steps and not profile.evals:
+        raise ModelError(f"profile {profile.workload.name!r} has no step or eval records: nothing to fit; run timing "
+                         "probes (cotune profile) or import a run's log (cotune import) first")
     report = fit_report(profile, args)
     if args.plot is not None:
         from cotune.plot import plot_fit

@@ -147,14 +147,19 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
                 "—" if t.extrapolation_mape is None else f"{t.extrapolation_mape:.1%} (fit ≤{t.extrapolation_split}, test >{t.extrapolation_split})",
             ]
         )
-    out.append("Step-time model (5-fold cross-validation over configurations; interpolated inside the probed ranges):")
-    out.append(
-        table(
-            ["GPU", "PROBES", "WORKERS", "HOSTS", "LOCAL_B", "CV MAPE", "90% COVER", "EXTRAPOLATION MAPE"],
-            rows,
-            right=[False, True, True, True, True, True, True, False],
+    if not report.time:
+        # A profile imported from a log without step times: the accuracy model alone.
+        out.append("Step-time model: not fitted, the profile has no step records: time the steps with 'cotune profile' "
+                   "(its timing probes) before 'cotune recommend'")
+    else:
+        out.append("Step-time model (5-fold cross-validation over configurations; interpolated inside the probed ranges):")
+        out.append(
+            table(
+                ["GPU", "PROBES", "WORKERS", "HOSTS", "LOCAL_B", "CV MAPE", "90% COVER", "EXTRAPOLATION MAPE"],
+                rows,
+                right=[False, True, True, True, True, True, True, False],
+            )
         )
-    )
     for t in report.time:
         if t.level_effects and t.level_effects_cv is not None:
             off, on = t.level_effects_cv
@@ -180,10 +185,18 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
         out.append(f"Accuracy model: not fitted — {report.accuracy_error}")
         return "\n".join(out)
     out.append(
-        f"Accuracy model: {a.n_eval} eval records, {a.n_runs} runs ({a.n_diverged} with a diverged evaluation), "
+        f"Accuracy model: {a.n_eval} eval record{'' if a.n_eval == 1 else 's'}, {a.n_runs} run{'' if a.n_runs == 1 else 's'} "
+        f"({a.n_diverged} with a diverged evaluation), "
         f"epochs {a.epochs_range[0]:.3g}–{a.epochs_range[1]:.3g}, residual σ {a.residual_sigma:.3g}"
     )
     from cotune.models._validate import MAX_HELD_OUT_BATCHES
+
+    if len(a.batches) == 1:
+        # One curve (a run's imported log): no other batch to predict it from.
+        out.append(f"One measured global batch ({a.batches[0]}): nothing to hold out. Other batches are the critical-batch "
+                   "law's extrapolation, its B_noise from the run's gradient-noise records where it logged them (else "
+                   "epochs are taken to grow in proportion to the batch, the cautious end); a second batch's curve (cotune profile --curves, or another run's log with cotune import "
+                   "--append) is what measures it")
 
     spread = (f"; {MAX_HELD_OUT_BATCHES} of the {len(a.batches)} batches held out, evenly spread"
               if len(a.batches) > MAX_HELD_OUT_BATCHES else "")

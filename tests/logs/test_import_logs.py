@@ -559,3 +559,18 @@ def test_trainer_state_entries_that_are_not_objects_are_named_apart_from_those_w
     assert code == 0
     assert "skipped 2 log_history entries that are not a JSON object" in out
     assert "skipped 2 log_history entries without a number in 'step'" in out
+
+
+def test_fit_reports_the_accuracy_model_of_a_log_imported_without_step_times(capsys, tmp_path):
+    # `cotune import` writes curves without step times (it says so); `cotune fit` then refused
+    # the whole profile ("no step records: nothing to fit") instead of reporting the curve.
+    out_path = tmp_path / "run.jsonl"
+    assert _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(out_path), "--global-batch", "64",
+                "--dataset-size", "6400", "--metric", "eval_accuracy")[0] == 0
+    code, out, err = _cli(capsys, "fit", str(out_path), "--no-cache")
+    assert code == 0, err
+    assert "Step-time model: not fitted, the profile has no step records" in out
+    assert "Accuracy model: 4 eval records, 1 run " in out and "One measured global batch (64)" in out
+    code, out, _ = _cli(capsys, "fit", str(out_path), "--no-cache", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["time"] == [] and doc["accuracy"]["batches"] == [64]
