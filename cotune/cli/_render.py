@@ -85,7 +85,12 @@ def render_recommendation(rec: Recommendation) -> str:
                 lines.append(f"  {label:<14} ({fixed} fixed): no feasible configuration")
                 continue
             saving = savings.get(name)
-            gain = "" if saving is None else f" → co-tuning saves {saving:.1%}"
+            what = "cost" if rec.objective == "cost" else "time"
+            # A near-tie chosen for less extrapolation may cost a little more than a baseline's
+            # pick; float noise on an exact tie printed "saves -0.0%".
+            gain = ("" if saving is None else f" → the same {what}" if abs(saving) < 0.0005 else
+                    f" → co-tuning saves {saving:.1%}" if saving > 0 else
+                    f" → co-tuning's choice takes {-saving:.1%} more {what} (see the notes)")
             lines.append(
                 f"  {label:<14} ({fixed} fixed): {base.workers} × {base.gpu}, local batch {base.local_batch}, "
                 f"{format_duration(base.time_s)}, {format_money(base.cost, priced=rec.priced)}{gain}"

@@ -574,3 +574,14 @@ def test_fit_reports_the_accuracy_model_of_a_log_imported_without_step_times(cap
     code, out, _ = _cli(capsys, "fit", str(out_path), "--no-cache", "--json")
     doc = json.loads(out)
     assert code == 0 and doc["time"] == [] and doc["accuracy"]["batches"] == [64]
+
+
+def test_a_baseline_that_ties_the_choice_reads_the_same_cost_not_minus_zero(capsys, tmp_path):
+    # One imported run on 2 × t4: the resource-only baseline's 1 × t4 costs the same worker-hours,
+    # and the comparison printed "co-tuning saves -0.0%".
+    out_path = tmp_path / "run.jsonl"
+    assert _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(out_path), "--workers", "2", "--local-batch", "32",
+                "--gpu", "t4", "--dataset-size", "384", "--metric", "eval_accuracy")[0] == 0
+    code, out, _ = _cli(capsys, "recommend", str(out_path), "--target", "0.74", "--deadline", "10m", "--no-cache")
+    assert code == 0
+    assert "-0.0%" not in out and "→ the same cost" in out
