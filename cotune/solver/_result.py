@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from cotune.units import format_chance
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -123,6 +125,25 @@ class Recommendation:
     @property
     def feasible(self) -> bool:
         return self.chosen is not None
+
+    def __repr__(self) -> str:
+        # The generated repr printed every field — about 12 kB for one answer in a REPL or a
+        # notebook. The question and the answer instead; the fields are all attributes, and
+        # to_dict() is the whole answer.
+        goal = ">=" if self.goal == "max" else "<="
+        limits = "".join([
+            "" if self.deadline_s is None else f", deadline_s={self.deadline_s:g}",
+            "" if self.budget is None else f", budget={self.budget:g}",
+            "" if self.confidence is None else f", confidence={self.confidence:g}",
+        ])
+        c = self.chosen
+        unit = "USD" if self.priced else "worker-hours"
+        answer = ("no feasible configuration" if c is None else
+                  f"chosen {c.workers} x {c.gpu} {c.market} on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch "
+                  f"{c.local_batch}: {c.time_s:.4g} s, {c.cost:.4g} {unit}"
+                  + ("" if c.p_success is None else f", P(success) {format_chance(c.p_success, digits=3)}"))
+        return (f"Recommendation({self.workload!r}: {self.metric_name} {goal} {self.target:g}{limits}; {answer}; "
+                f"{self.n_candidates:,} candidates, {self.n_feasible:,} feasible)")
 
     def savings(self) -> dict[str, float | None]:
         """Fraction of the objective saved against each baseline (None if not comparable)."""

@@ -136,6 +136,19 @@ class ReplanResult:
     def ahead(self) -> bool:
         return self.progress_fraction >= self.schedule_fraction
 
+    def __repr__(self) -> str:
+        # The generated repr dumped both options' every field (2 kB); the decision and the two
+        # configurations it chose between instead (to_dict() is the whole answer).
+        def brief(c: Any) -> str:
+            if c is None:
+                return "none"
+            p = getattr(c, "p_success", None)
+            return (f"{c.workers} x {c.gpu} {c.market}, local batch {c.local_batch}: {c.time_s:.4g} s, cost {c.cost:.4g}"
+                    + ("" if p is None else f", P(success) {format_chance(p, digits=3)}"))
+
+        return (f"ReplanResult({self.decision!r}: {self.reason}; stay {brief(self.stay)}; best {brief(self.best)}"
+                + ("" if self.nearest is None else f"; nearest {brief(self.nearest)}") + ")")
+
     @property
     def chosen(self):
         return self.best if self.decision == "switch" else self.stay if self.decision == "stay" else None

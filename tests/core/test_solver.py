@@ -304,3 +304,15 @@ def test_a_local_batch_larger_than_the_training_set_is_no_candidate(cifar_models
     assert any("local batch 99999999999 dropped (more than the 50,000 training samples)" in n for n in rec.notes)
     with pytest.raises(InputError, match="more than the profile's 50,000 training samples: a step cannot hold more"):
         recommend("cifar10-resnet18", models=cifar_models, target=0.9, local_batches=(99_999_999_999,))
+
+
+def test_a_recommendation_reprs_as_its_question_and_answer_not_every_field(cifar_models):
+    # The generated dataclass repr was about 12 kB: a REPL or a notebook cell printed it all.
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800)
+    text = repr(rec)
+    c = rec.chosen
+    assert len(text) < 400
+    assert text.startswith("Recommendation('cifar10-resnet18': top1 >= 0.94, deadline_s=1800;")
+    assert f"chosen {c.workers} x {c.gpu} on_demand" in text and f"local batch {c.local_batch}" in text
+    none = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=60, confidence=0.9)
+    assert "no feasible configuration" in repr(none) and "confidence=0.9" in repr(none)

@@ -257,3 +257,12 @@ def test_a_chance_just_under_a_high_confidence_is_not_printed_as_one(capsys):
     assert "INFEASIBLE" in out and "P(success) 1.00" not in out
     stay = next(line for line in out.splitlines() if line.startswith("STAY"))
     assert float(stay.split()[-1]) < 0.999999
+
+
+def test_a_replan_result_reprs_as_its_decision_and_options():
+    r = replan("cifar10-resnet18", target=0.94, deadline_s=2700,
+               progress={"elapsed_s": 900, "epochs_done": 30, "gpu": "t4", "workers": 4, "local_batch": 129,
+                         "market": "on_demand"})
+    text = repr(r)
+    assert len(text) < 700
+    assert text.startswith(f"ReplanResult({r.decision!r}: {r.reason}; stay 4 x t4 on_demand, local batch 129")
