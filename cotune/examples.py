@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ExampleProfile", "list_examples", "example_path", "resolve_profile_path"]
+__all__ = ["ExampleProfile", "list_examples", "example_path", "resolve_profile_path", "nearest_example"]
 
 _DIR = Path(__file__).parent / "data" / "profiles"
 
@@ -59,3 +59,20 @@ def resolve_profile_path(text: str) -> str:
         return str(example_path(text))
     except (KeyError, OSError, ValueError):  # no such example; or a path os refuses (NUL byte, too long):
         return text  # read_profile then says what is wrong with it
+
+
+def nearest_example(text: str) -> str | None:
+    """The bundled example a bare name that is neither a file nor an example most likely
+    meant (``cifar10``, ``CIFAR10-resnet18``, ``cifar10-resnet18.jsonl``), or None. A path
+    with a directory in it is a file path: no guess."""
+    from difflib import get_close_matches
+
+    if not text or Path(text).name != text:
+        return None
+    names = sorted(p.stem for p in _DIR.glob("*.jsonl"))
+    key = text.lower().removesuffix(".jsonl")
+    starts = [n for n in names if n.startswith(key) or key.startswith(n)]
+    if len(starts) == 1:
+        return starts[0]
+    close = get_close_matches(key, names, n=1, cutoff=0.6)
+    return close[0] if close else None

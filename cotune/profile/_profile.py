@@ -318,7 +318,12 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         with p.open("r", encoding="utf-8-sig", newline="") as fh:
             return parse_profile(_lines_of(fh), path=shown)
     except FileNotFoundError:
-        raise ProfileError("no such file: check the path, or run 'cotune examples' for bundled profiles", path=shown) from None
+        from cotune.examples import nearest_example
+
+        guess = nearest_example(text)
+        hint = ("check the path, or run 'cotune examples' for bundled profiles" if guess is None else
+                f"check the path; the bundled example of the nearest name is '{guess}' (cotune examples lists them)")
+        raise ProfileError(f"no such file: {hint}", path=shown) from None
     except UnicodeDecodeError:
         raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=shown) from None
     except PermissionError:

@@ -392,3 +392,21 @@ def test_two_different_workload_records_name_the_field_that_differs():
              '{"record": "workload", "name": "cifar", "dataset_size": 60000}\n']
     with pytest.raises(ProfileError, match="dataset_size is 50000 in one and 60000 in the other"):
         parse_profile(lines)
+
+
+@pytest.mark.parametrize("name", ["cifar10", "CIFAR10-resnet18", "cifar10-resnet18.jsonl", "cifar10-resnet"])
+def test_a_missing_bare_name_near_a_bundled_example_names_it(tmp_path, monkeypatch, name):
+    from cotune.profile import load_profile
+
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    with pytest.raises(ProfileError, match="the bundled example of the nearest name is 'cifar10-resnet18'"):
+        load_profile(name)
+
+
+@pytest.mark.parametrize("name", ["foo", "runs/cifar10-resnet18"])
+def test_a_missing_path_or_a_name_near_no_example_gets_no_guess(tmp_path, monkeypatch, name):
+    from cotune.profile import load_profile
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ProfileError, match="no such file: check the path, or run 'cotune examples'"):
+        load_profile(name)
