@@ -57,11 +57,12 @@ def _object(value: Any, path: str) -> dict[str, Any]:
     return value
 
 
-def _array(value: Any, path: str) -> list[Any]:
+def _array(value: Any, path: str, *, empty: str = "leave the field out for the default") -> list[Any]:
+    """A non-empty JSON array; ``empty`` is the fix an empty one is told."""
     if not isinstance(value, list):
         raise RequestError(f"must be an array, got {excerpt(value)}", path=path)
     if not value:
-        raise RequestError("must not be empty: leave the field out for the default", path=path)
+        raise RequestError(f"must not be empty: {empty}", path=path)
     return value
 
 
@@ -112,7 +113,8 @@ def _profile(value: Any) -> ProfileRef:
         return ProfileRef(example=_string(obj[key], f"{path}/example"))
     if key == "path":
         return ProfileRef(path=_string(obj[key], f"{path}/path", max_length=1000))
-    records = _array(obj[key], f"{path}/records")
+    records = _array(obj[key], f"{path}/records",
+                     empty="send the profile's records, its workload record first (docs/profile-format.md)")
     for i, rec in enumerate(records):
         _object(rec, f"{path}/records/{i}")
         if not isinstance(rec.get("record"), str):

@@ -84,6 +84,8 @@ def test_elastic_range_is_feasible_at_both_ends(cifar_models):
         ({"objective": "speed"}, "/objective", "'cost', 'time'"),
         ({"profile": {"example": EXAMPLE, "records": []}}, "/profile", "exactly one"),
         ({"profile": {"records": [{"x": 1}]}}, "/profile/records/0", "'record'"),
+        # an empty records list was told "leave the field out for the default": there is none
+        ({"profile": {"records": []}}, "/profile/records", "send the profile's records, its workload record first"),
         ({"schema_version": 2}, "/schema_version", "version 2"),
     ],
 )
