@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from cotune.errors import InputError
 from cotune.logs._convert import ImportOptions, log_to_records
@@ -94,6 +94,10 @@ def import_log(
         existing = read_profile(out)
         if name is None:
             opts = replace(opts, name=existing.workload.name)
+        elif name != existing.workload.name:
+            # It was dropped without a word: the run went into the other workload's profile.
+            raise InputError(f"{out} is workload {existing.workload.name!r}, not {name!r}: leave --name out to add this "
+                             "run to it, or choose another --out for the other workload")
     records, notes = log_to_records(log, opts)
     workload = records[0]
     if existing is not None and seed is None:
@@ -105,6 +109,8 @@ def import_log(
             records, notes = log_to_records(log, replace(opts, seed=fresh))
             notes.append(f"seed {fresh}: global batch {batch} already has runs with seeds {', '.join(map(str, sorted(taken)))}")
     assert isinstance(workload, WorkloadRecord)
+    if existing is not None and seed is not None:
+        _check_same_run(existing, records, seed=seed, out=out)
     if existing is not None:
         old = existing.workload
         if (old.dataset_size, old.goal) != (workload.dataset_size, workload.goal):
@@ -131,6 +137,23 @@ def import_log(
         else:
             write_profile(profile, out)
     return profile
+
+
+def _check_same_run(existing: Profile, records: list, *, seed: int, out: Any) -> None:
+    """A run given the seed of one the profile holds at the same batch continues it (a log
+    split at a restart) only past its last evaluation: overlapping epochs are the same run
+    imported twice, which would count every point twice."""
+    new = [r for r in records if isinstance(r, EvalRecord)]
+    if not new:
+        return
+    batch = new[0].global_batch
+    held = [e.epoch for e in existing.evals if e.global_batch == batch and e.seed == seed]
+    if held and min(r.epoch for r in new) <= max(held):
+        raise InputError(
+            f"{out} already holds seed {seed} at global batch {batch} up to epoch {max(held):.4g}, and this log's points "
+            f"start at epoch {min(r.epoch for r in new):.4g}: the same run imported twice would count its points twice. "
+            "Leave --seed out to import it as another run (the next free seed), or give a new seed"
+        )
 
 
 def _lines(path: str | os.PathLike[str]) -> int:

@@ -585,3 +585,43 @@ def test_a_baseline_that_ties_the_choice_reads_the_same_cost_not_minus_zero(caps
     code, out, _ = _cli(capsys, "recommend", str(out_path), "--target", "0.74", "--deadline", "10m", "--no-cache")
     assert code == 0
     assert "-0.0%" not in out and "→ the same cost" in out
+
+
+def _two_halves(tmp_path):
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text("epoch,val_acc\n1,0.5\n2,0.6\n3,0.65\n")
+    second.write_text("epoch,val_acc\n4,0.7\n5,0.72\n6,0.73\n")
+    return first, second
+
+
+_RUN = ("--global-batch", "8", "--dataset-size", "80", "--metric", "val_acc")
+
+
+def test_a_run_split_at_a_restart_continues_under_its_seed(capsys, tmp_path):
+    first, second = _two_halves(tmp_path)
+    out = tmp_path / "p.jsonl"
+    assert _cli(capsys, "import", "csv", str(first), "--out", str(out), *_RUN)[0] == 0
+    assert _cli(capsys, "import", "csv", str(second), "--out", str(out), "--append", "--seed", "0", *_RUN)[0] == 0
+    evals = read_profile(out).evals
+    assert [e.epoch for e in evals] == [1, 2, 3, 4, 5, 6] and {e.seed for e in evals} == {0}
+
+
+def test_the_same_run_imported_twice_under_its_seed_is_refused_and_nothing_is_written(capsys, tmp_path):
+    # --seed 0 again appended every point a second time: the fit counted each twice.
+    first, _ = _two_halves(tmp_path)
+    out = tmp_path / "p.jsonl"
+    assert _cli(capsys, "import", "csv", str(first), "--out", str(out), *_RUN)[0] == 0
+    before = out.read_bytes()
+    code, _, err = _cli(capsys, "import", "csv", str(first), "--out", str(out), "--append", "--seed", "0", *_RUN)
+    assert code == 2 and "already holds seed 0 at global batch 8 up to epoch 3" in err and "Leave --seed out" in err
+    assert out.read_bytes() == before
+
+
+def test_appending_under_another_workload_name_is_refused(capsys, tmp_path):
+    # --name was dropped without a word: the run went into the other workload's profile.
+    first, second = _two_halves(tmp_path)
+    out = tmp_path / "p.jsonl"
+    assert _cli(capsys, "import", "csv", str(first), "--out", str(out), "--name", "a", *_RUN)[0] == 0
+    code, _, err = _cli(capsys, "import", "csv", str(second), "--out", str(out), "--append", "--name", "b", *_RUN)
+    assert code == 2 and "is workload 'a', not 'b'" in err
+    assert _cli(capsys, "import", "csv", str(second), "--out", str(out), "--append", "--name", "a", *_RUN)[0] == 0
