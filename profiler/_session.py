@@ -157,10 +157,14 @@ class Session:
         if have is None:
             self._write(mine)
             return
-        if (have.name, have.dataset_size) != (mine.name, mine.dataset_size):
+        # The metric's name may differ between versions of a workload file; its goal may not
+        # (a loss recorded into an accuracy profile would read every point backwards).
+        differs = have.differs_from(mine, fields=("name", "dataset_size", "goal"))
+        if differs is not None:
             raise InputError(
-                f"{self.out} holds workload {have.name!r} ({have.dataset_size} samples), not {mine.name!r} "
-                f"({mine.dataset_size} samples): choose another --out, or delete the file to start over"
+                f"{self.out} holds workload {have.name!r} ({have.dataset_size} samples, goal {have.goal}), not "
+                f"{mine.name!r} ({mine.dataset_size} samples, goal {mine.goal}): choose another --out, or delete the "
+                "file to start over"
             )
 
     # ----------------------------------------------------------------- budget

@@ -113,7 +113,7 @@ def import_log(
         _check_same_run(existing, records, seed=seed, out=out)
     if existing is not None:
         old = existing.workload
-        if (old.dataset_size, old.goal) != (workload.dataset_size, workload.goal):
+        if old.differs_from(workload, fields=("dataset_size", "goal")) is not None:  # the name is the profile's
             raise InputError(
                 f"{out} is workload {old.name!r} (dataset {old.dataset_size}, goal {old.goal}); this run has "
                 f"dataset {workload.dataset_size}, goal {workload.goal}: use matching flags or another --out"

@@ -140,6 +140,15 @@ class WorkloadRecord:
     source: str | None = None
 
     kind: ClassVar[str] = "workload"
+    # What makes two records the same workload; version and source are provenance.
+    IDENTITY: ClassVar[tuple[str, ...]] = ("name", "dataset_size", "metric", "goal")
+
+    def differs_from(self, other: "WorkloadRecord", *, fields: tuple[str, ...] | None = None) -> str | None:
+        """The first identifying field in which ``other`` is another workload (None: the same).
+        ``fields``: a door that maps one of them itself checks the rest (``cotune import`` keeps
+        the profile's metric name for a tool's other spelling of it)."""
+        return next((f for f in (self.IDENTITY if fields is None else fields) if getattr(self, f) != getattr(other, f)),
+                    None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "WorkloadRecord":

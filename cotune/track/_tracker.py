@@ -254,11 +254,15 @@ class Tracker:
         if existing:
             # Read once: the workload must match, and its dataset size turns samples into epochs.
             profile = read_profile(self.path)
-            if workload is not None and workload != profile.workload:
-                raise InputError(
-                    f"{self.path}: holds workload {profile.workload.name!r}, not {workload.name!r}: "
-                    "track into that workload's profile or a new file"
-                )
+            differs = None if workload is None else profile.workload.differs_from(workload)
+            if differs is not None:
+                # By its identity (name, dataset size, metric, goal): a record written without the
+                # profile's provenance (its source) is the same workload. It used to compare every
+                # field and say "holds workload 'x', not 'x'".
+                held = f"workload {profile.workload.name!r}" + (
+                    "" if differs == "name" else f" with {differs} {getattr(profile.workload, differs)!r}")
+                raise InputError(f"{self.path}: holds {held}, not {getattr(workload, differs)!r}: track into that "
+                                 "workload's profile or a new file")
             workload = profile.workload
         elif workload is None:
             raise InputError(

@@ -188,3 +188,13 @@ def test_a_workload_file_imports_the_modules_beside_it_as_a_script_would(tmp_pat
         "                    optimizer=lambda p, *, lr: torch.optim.SGD(p, lr=lr), base_lr=0.1, base_batch=8)\n")
     w = load_workload(f"{tmp_path / 'job.py'}:workload")  # was: "module 'mynet_cotune_test' is not installed"
     assert w.name == "split" and w.model().out_features == 2
+
+
+def test_a_profile_of_the_same_workload_with_the_other_goal_is_refused(tmp_path, capsys):
+    # Only name and dataset size were compared: probes of an accuracy workload went into a
+    # profile whose goal is "min", where every eval point reads backwards.
+    out = tmp_path / "tiny.jsonl"
+    out.write_text('{"record": "workload", "name": "tiny", "dataset_size": 512, "metric": "loss", "goal": "min"}\n')
+    code, err = run_cli(["--workload", spec("tiny"), "--workers", "1", "--local-batch", "4", "--out", str(out),
+                         "--device", "cpu"], capsys)
+    assert code == 2 and "goal min), not 'tiny' (512 samples, goal max)" in err

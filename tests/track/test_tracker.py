@@ -446,3 +446,19 @@ def test_a_gpu_name_with_a_line_break_is_refused_before_anything_is_written(tmp_
     with pytest.raises(InputError, match="gpu must be a non-empty one-line name"):
         Tracker(path, gpu="t4\nforged", workers=1, local_batch=8, workload=WORKLOAD)
     assert not path.exists()
+
+
+def test_the_same_workload_without_the_profiles_provenance_is_accepted(tmp_path: Path) -> None:
+    # The bundled profile's workload record carries a `source`; a tracker given the same
+    # name, dataset size, metric and goal was refused as "holds workload 'x', not 'x'".
+    import shutil
+
+    from cotune.examples import example_path
+
+    path = tmp_path / "cifar.jsonl"
+    shutil.copy(example_path("cifar10-resnet18"), path)
+    same = WorkloadRecord(name="cifar10-resnet18", dataset_size=50_000, metric="top1", goal="max")
+    Tracker(path, gpu="t4", workers=2, local_batch=64, workload=same).close()
+    other_size = WorkloadRecord(name="cifar10-resnet18", dataset_size=60_000, metric="top1", goal="max")
+    with pytest.raises(InputError, match="holds workload 'cifar10-resnet18' with dataset_size 50000, not 60000"):
+        Tracker(path, gpu="t4", workers=2, local_batch=64, workload=other_size)
