@@ -610,7 +610,9 @@ def next_measurement(
         f"a step-time probe of {int(cands.workers[row])} × {cands.gpus[int(cands.gpu[row])]} on {int(cands.hosts[row])} "
         f"host{'s' if cands.hosts[row] > 1 else ''}, local batch {int(cands.local_batch[row])}"
         if opt.kind == "step"
-        else f"a short run at global batch {int(cands.global_batch[row])} ({epochs:.3g} epochs on "
+        # Priced to the upper end of its epochs to the target: a run to the target, which "a
+        # short run" (81.7 epochs beside a 75.6-epoch job) misdescribed.
+        else f"a trial run to the target at global batch {int(cands.global_batch[row])} (up to {epochs:.3g} epochs on "
         f"{int(cands.workers[row])} × {cands.gpus[int(cands.gpu[row])]})"
     )
     saves = "nothing measurable" if gain < 1e-3 * price[k] else _amount(gain, unit)

@@ -330,3 +330,15 @@ def test_recommend_passes_its_budget_to_the_next_measurement() -> None:
     tight = cotune.recommend("cifar10-resnet18", budget=0.01, **ask)  # the cheapest plan costs about $0.40
     assert tight.chosen is None and tight.next_measurement is not None
     assert not tight.next_measurement.buy and tight.next_measurement.expected_gain < 1e-6
+
+
+def test_a_run_priced_to_the_target_is_not_called_short():
+    # Priced at the upper end of its epochs to the target, it read "a short run at global batch
+    # 514 (81.7 epochs ...)" beside a 75.6-epoch job.
+    import cotune
+
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
+    m = rec.next_measurement
+    assert m is not None and m.kind == "epochs"
+    assert f"a trial run to the target at global batch {m.global_batch} (up to " in m.reason
+    assert "short run" not in m.reason and m.epochs >= rec.chosen.epochs_interval[0]
