@@ -339,6 +339,6 @@ def test_a_run_priced_to_the_target_is_not_called_short():
 
     rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
     m = rec.next_measurement
-    assert m is not None and m.kind == "epochs"
+    assert m is not None and m.kind == "short_run"
     assert f"a trial run to the target at global batch {m.global_batch} (up to " in m.reason
     assert "short run" not in m.reason and m.epochs >= rec.chosen.epochs_interval[0]
