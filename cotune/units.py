@@ -111,6 +111,7 @@ def format_chance(p: float | None, *, against: float | None = None, digits: int 
     it never reads 0 or 1: the model is not certain of either (``>0.99``, ``<1%``)."""
     if p is None or not math.isfinite(p):
         return "—"
+    p = min(max(float(p), 0.0), 1.0)  # float noise past either end (-1e-17) would print "-0.00"
     scale, unit = (100.0, "%") if percent else (1.0, "")
     d = digits
     while d < MAX_CHANCE_DIGITS and against is not None and (

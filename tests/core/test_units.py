@@ -70,6 +70,8 @@ def test_format_duration_at_least_never_reads_shorter_than_the_duration(seconds)
         (0.899, 0.9, 0, True, "89.9%"),
         (0.99995, 0.999, 2, False, ">0.999"),  # ">0.99" would not say it meets 0.999
         (None, None, 2, False, "—"),
+        (-1e-17, None, 2, False, "0.00"),  # float noise past an end: not "-0.00"
+        (1.0 + 1e-12, None, 0, True, "100%"),
         (math.nan, 0.5, 2, False, "—"),
     ],
 )
