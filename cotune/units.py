@@ -107,8 +107,9 @@ MAX_CHANCE_DIGITS = 9
 def format_chance(p: float | None, *, against: float | None = None, digits: int = 2, percent: bool = False) -> str:
     """A probability with ``digits`` decimals (of a percentage with ``percent``) — more where
     that would put it on the wrong side of the confidence ``against`` it is judged by
-    (``0.9999987`` is below a confidence of 0.999999, not "1.00"). Strictly between 0 and 1
-    it never reads 0 or 1: the model is not certain of either (``>0.99``, ``<1%``)."""
+    (``0.9999987`` is below a confidence of 0.999999, not "1.00"). It never reads 0 or 1, not
+    even where the float is exactly that (a saturated normal tail): the model is not certain
+    of either (``>0.99``, ``<1%``)."""
     if p is None or not math.isfinite(p):
         return "—"
     p = min(max(float(p), 0.0), 1.0)  # float noise past either end (-1e-17) would print "-0.00"
@@ -124,8 +125,8 @@ def format_chance(p: float | None, *, against: float | None = None, digits: int 
     if against is not None and (p < against) != (shown / scale < against):
         # At the confidence itself to every digit (p == against): the shortest exact form.
         return f"{float(p * scale)!r}{unit}"
-    if 0.0 < p < 1.0 and shown >= scale:
+    if shown >= scale:
         return f">{scale - 10.0 ** -d:.{d}f}{unit}"
-    if 0.0 < p < 1.0 and shown <= 0.0:
+    if shown <= 0.0:
         return f"<{10.0 ** -d:.{d}f}{unit}"
     return f"{shown:.{d}f}{unit}"

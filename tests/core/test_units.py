@@ -62,16 +62,16 @@ def test_format_duration_at_least_never_reads_shorter_than_the_duration(seconds)
         (0.549, 0.55, 2, False, "0.549"),
         (0.9999999, None, 2, False, ">0.99"),  # never 1 strictly inside (0, 1)
         (1e-9, None, 2, False, "<0.01"),
-        (1.0, None, 2, False, "1.00"),
-        (0.0, None, 2, False, "0.00"),
+        (1.0, None, 2, False, ">0.99"),  # a saturated tail is not certainty either
+        (0.0, None, 2, False, "<0.01"),
         (0.996, None, 0, True, ">99%"),  # recommend's table, as before
         (0.004, None, 0, True, "<1%"),
         (0.9985, 0.999, 0, True, "99.85%"),  # "100%" or ">99%" would read as meeting 0.999
         (0.899, 0.9, 0, True, "89.9%"),
         (0.99995, 0.999, 2, False, ">0.999"),  # ">0.99" would not say it meets 0.999
         (None, None, 2, False, "—"),
-        (-1e-17, None, 2, False, "0.00"),  # float noise past an end: not "-0.00"
-        (1.0 + 1e-12, None, 0, True, "100%"),
+        (-1e-17, None, 2, False, "<0.01"),  # float noise past an end: not "-0.00"
+        (1.0 + 1e-12, None, 0, True, ">99%"),
         (math.nan, 0.5, 2, False, "—"),
     ],
 )
