@@ -17,9 +17,9 @@ INSTALL_HINT = "cotune serve needs the HTTP extra (FastAPI + uvicorn): pip insta
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve",
-        help="serve POST /v1/recommend and GET /health over HTTP (extra: cotune[serve])",
-        description="Serve the recommend API over HTTP: POST /v1/recommend (docs/schema/recommend-request.v1.json), "
-        "GET /health, OpenAPI at /openapi.json and /docs. Profiles are bundled examples or inline records; "
+        help="serve POST /v1/recommend, POST /v1/replan and GET /health over HTTP (extra: cotune[serve])",
+        description="Serve the API over HTTP: POST /v1/recommend (docs/schema/recommend-request.v1.json), "
+        "POST /v1/replan (docs/schema/replan-request.v1.json), GET /health, OpenAPI at /openapi.json and /docs. Profiles are bundled examples or inline records; "
         "reading files needs --profile-dir. See docs/scheduler.md.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
