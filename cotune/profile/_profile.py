@@ -513,11 +513,22 @@ class ProfileWriter:
         self._broken = None
 
     def write(self, record: Record) -> None:
+        self._write_bytes(_dump(record).encode("utf-8"), doing="append a record")
+
+    def write_all(self, records: Iterable[Record]) -> None:
+        """Append ``records`` as one write and one fsync: all of them or, after a failed
+        write, none (the file is cut back to where it was). For a batch that means
+        nothing in part — an imported run — where a kill between per-record writes would
+        leave a curve that seems to end early."""
+        data = "".join(_dump(r) for r in records).encode("utf-8")
+        if data:
+            self._write_bytes(data, doing="append the records")
+
+    def _write_bytes(self, data: bytes, *, doing: str) -> None:
         if self._fh is None:
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         if self._broken is not None:
             raise self._broken
-        data = _dump(record).encode("utf-8")
         try:
             view = memoryview(data)
             while view:
@@ -532,7 +543,7 @@ class ProfileWriter:
             # partial one; if even that fails the next writer's tail repair will.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fh.fileno(), self._size)
-            self._broken = StorageError.from_os_error(exc, path=self.path, doing="append a record")
+            self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
             raise self._broken from None
         self._size += len(data)
 
@@ -544,7 +555,8 @@ class ProfileWriter:
 
 
 def append_records(path: str | os.PathLike[str], records: Iterable[Record], *, fsync: bool = True) -> None:
-    """Append records to ``path`` (created if missing), each flushed on its own."""
+    """Append records to ``path`` (created if missing) in one write: all of them, or none
+    after a failed write (:meth:`ProfileWriter.write_all`). A live writer (the tracker, the
+    profiler) writes record by record instead, so a kill keeps what it had measured."""
     with ProfileWriter(path, fsync=fsync) as writer:
-        for rec in records:
-            writer.write(rec)
+        writer.write_all(records)

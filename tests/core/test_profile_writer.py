@@ -167,3 +167,33 @@ def test_io_error_at_fsync_cuts_the_record_back(tmp_path, monkeypatch):
         monkeypatch.undo()
         assert path.stat().st_size == size
     assert read_profile(path).steps == ()
+
+
+def test_a_batch_that_meets_a_full_disk_leaves_none_of_its_records(tmp_path):
+    # An import appended record by record: a full disk (or a kill) midway left the first part
+    # of a run, a curve that seemed to end early. A batch is one write, all or none.
+    from cotune.profile import append_records
+
+    with tmpfs(tmp_path / "fs", size_kib=64) as fs:
+        path = fs / "p.jsonl"
+        with ProfileWriter(path) as w:
+            w.write(WORKLOAD)
+        before = path.read_bytes()
+        run = [EvalRecord(global_batch=32, epoch=float(e), metric=0.5 + e / 1e6) for e in range(1, 5000)]
+        with pytest.raises(StorageError) as info:
+            append_records(path, run)  # about 400 kB into 64 KiB
+        assert info.value.errno == errno.ENOSPC
+        assert path.read_bytes() == before
+        assert read_profile(path).evals == ()
+
+
+def test_a_batch_is_written_with_one_fsync(tmp_path, monkeypatch):
+    from cotune.profile import append_records
+
+    path = tmp_path / "p.jsonl"
+    append_records(path, [WORKLOAD])
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    append_records(path, [_step(i) for i in range(50)])
+    assert len(calls) == 1 and len(read_profile(path).steps) == 50
