@@ -518,8 +518,9 @@ class ProfileWriter:
     def write_all(self, records: Iterable[Record]) -> None:
         """Append ``records`` as one write and one fsync: all of them or, after a failed
         write, none (the file is cut back to where it was). For a batch that means
-        nothing in part — an imported run — where a kill between per-record writes would
-        leave a curve that seems to end early."""
+        nothing in part — an imported run — where a full disk between per-record writes
+        left a curve that seems to end early. (A SIGKILL during the write itself can still
+        cut it at a page: the kernel checks for fatal signals between pages.)"""
         data = "".join(_dump(r) for r in records).encode("utf-8")
         if data:
             self._write_bytes(data, doing="append the records")
