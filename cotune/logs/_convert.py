@@ -81,13 +81,18 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
             raise InputError(f"{log.source}: --metric {wanted!r} matches several validation series ({', '.join(near)}): "
                              "pass the full name of one")
         has = f"the log has {', '.join(names)}" if names else "the log has no series with a step at all"
-        raise InputError(f"{log.source}: no series {wanted!r} (--metric); {has}")
+        raise InputError(f"{log.source}: " + log.text_columns.get(wanted, f"no series {wanted!r} (--metric); {has}"))
     candidates = [n for n in names if _is_eval(n)]
     if len(candidates) == 1:
         return log.series[candidates[0]]
     if not candidates:
+        # A metric column without a single number (decimal commas): that is the fix, not --metric.
+        metricish = [note for k, note in log.text_columns.items() if _is_eval(k)]
+        if metricish:
+            raise InputError(f"{log.source}: {metricish[0]}")
         raise InputError(
-            f"{log.source}: no validation metric recognised (series: {', '.join(names) or 'none'}): pass --metric NAME"
+            f"{log.source}: no validation metric recognised (series: {', '.join(names) or 'none'}"
+            + "".join(f"; {n}" for n in log.text_columns.values()) + "): pass --metric NAME"
         )
     raise InputError(f"{log.source}: several validation metrics ({', '.join(candidates)}): pass --metric NAME to pick one")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import sys
 import types
 from dataclasses import dataclass, field, replace
@@ -51,6 +52,9 @@ class LogData:
     summary: Mapping[str, float] = field(default_factory=dict)
     facts: Mapping[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the reader left out, and why (shown by `cotune import`)
+    # Columns none of whose cells is a number, and why: no series, but named when one was
+    # asked for or no metric was found (a decimal comma makes the metric one of them).
+    text_columns: Mapping[str, str] = field(default_factory=dict)
 
 
 def _series(name: str, rows: list[tuple[float, float, float | None, float | None]]) -> Series:
@@ -244,7 +248,18 @@ def _table_series(
     for k, cells in unreadable.items():
         if k in series:
             series[k] = replace(series[k], unreadable=tuple(cells))
-    return series, skipped
+    return series, skipped, _no_numbers_notes({k: c for k, c in unreadable.items() if k not in series})
+
+
+def _no_numbers_notes(columns: dict[str, list[str]]) -> dict[str, str]:
+    """Why each column none of whose cells is a number is no series, with a look at its cells
+    (a decimal comma, '0,5', is the usual cause of a metric column without numbers)."""
+    out = {}
+    for k, cells in columns.items():
+        comma = any(re.fullmatch(r"[-+]?\d+,\d+", c) for c in cells)
+        out[k] = (f"column {k!r} holds no numbers (cells like {cells[0]!r})"
+                  + (": decimal commas? write decimal points (0.5)" if comma else ""))
+    return out
 
 
 def read_lightning_csv(path: Path) -> LogData:
@@ -259,8 +274,8 @@ def read_lightning_csv(path: Path) -> LogData:
         raise InputError(f"{path}: no 'step' column: this is not a Lightning CSVLogger metrics.csv (use format csv)")
     # CSVLogger's 'step' is the 0-based index of the step just taken; its 'epoch' is the
     # 0-based epoch index, not passes over the data, so epochs come from steps instead.
-    series, skipped = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
-                                    step_offset=1.0, epoch_is_passes=False)
+    series, skipped, empty = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
+                                           step_offset=1.0, epoch_is_passes=False)
     run = path.parent.parent.name if path.parent.name.startswith("version_") else path.parent.name
     facts = {}
     if "epoch" in header:
@@ -268,7 +283,7 @@ def read_lightning_csv(path: Path) -> LogData:
         if implied is not None:
             facts["steps_per_epoch"] = implied
     return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series, facts=facts,
-                   notes=_skipped_note(skipped, "row", "'step'"))
+                   notes=_skipped_note(skipped, "row", "'step'"), text_columns=empty)
 
 
 def _steps_per_epoch_of_index(rows: list[dict[str, str]]) -> float | None:
@@ -290,10 +305,10 @@ def read_keras_csv(path: Path) -> LogData:
     header, rows = _read_table(path, "keras-csv", "training log that keras.callbacks.CSVLogger writes")
     if "epoch" not in header:
         raise InputError(f"{path}: no 'epoch' column: this is not a Keras CSVLogger log (use format csv and --epoch-column)")
-    series, skipped = _table_series(header, rows, step_col=None, epoch_col="epoch", step_offset=0.0, epoch_is_passes=True,
-                                    epoch_offset=1.0)
+    series, skipped, empty = _table_series(header, rows, step_col=None, epoch_col="epoch", step_offset=0.0,
+                                           epoch_is_passes=True, epoch_offset=1.0)
     return LogData(format="keras-csv", source=str(path), run_name=path.stem, series=series,
-                   notes=_skipped_note(skipped, "row", "'epoch'"))
+                   notes=_skipped_note(skipped, "row", "'epoch'"), text_columns=empty)
 
 
 def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, ...]:
@@ -320,12 +335,12 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
             f"{path}: no 'step' or 'epoch' column (columns: {', '.join(header)}): name the x axis with --epoch-column NAME "
             "(passes over the data) or --step-column NAME (optimizer steps done)"
         )
-    series, skipped = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0,
-                                    epoch_is_passes=True)
+    series, skipped, empty = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0,
+                                           epoch_is_passes=True)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
     hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
     return LogData(format="csv", source=str(path), run_name=path.stem, series=series,
-                   notes=_skipped_note(skipped, "row", x) + hint)
+                   notes=_skipped_note(skipped, "row", x) + hint, text_columns=empty)
 
 
 # --- TensorBoard event files -------------------------------------------------------

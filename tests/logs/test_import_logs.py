@@ -625,3 +625,20 @@ def test_appending_under_another_workload_name_is_refused(capsys, tmp_path):
     code, _, err = _cli(capsys, "import", "csv", str(second), "--out", str(out), "--append", "--name", "b", *_RUN)
     assert code == 2 and "is workload 'a', not 'b'" in err
     assert _cli(capsys, "import", "csv", str(second), "--out", str(out), "--append", "--name", "a", *_RUN)[0] == 0
+
+
+def test_a_metric_column_of_decimal_commas_is_named_as_such(capsys, tmp_path):
+    # It read "no validation metric recognised (series: none): pass --metric NAME".
+    path = tmp_path / "comma.csv"
+    path.write_text('epoch,val_acc,notes\n1,"0,5",good\n2,"0,6",ok\n')
+    for extra in ((), ("--metric", "val_acc")):
+        code, _, err = _cli(capsys, "import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), *_RUN[:4], *extra)
+        assert code == 2 and "column 'val_acc' holds no numbers (cells like '0,5'): decimal commas?" in err
+        assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_text_column_beside_the_metric_says_nothing(capsys, tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("epoch,val_acc,remark\n1,0.5,good\n2,0.6,ok\n")
+    code, out, _ = _cli(capsys, "import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), *_RUN)
+    assert code == 0 and "remark" not in out and "2 points of 'val_acc'" in out
