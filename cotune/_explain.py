@@ -65,6 +65,10 @@ def baselines(
     }
     if local_batch is not None and any(b != local_batch for b in used.values()):
         settings["resource_only"]["requested_local_batch"] = int(local_batch)
+    if n0 > space.max_workers[g0]:
+        # Not "no feasible configuration" as if the baseline had been tried: it is not in the space.
+        settings["batch_only"]["outside_space"] = (f"{n0} workers is more than the {space.max_workers[g0]} the search "
+                                                   f"space allows for {g0} (--max-workers / max_workers)")
     return baselines, settings
 
 

@@ -169,10 +169,24 @@ def _next_measurement(est: Estimates, feas: Feasibility, order: np.ndarray, requ
     if prof is None:
         return None
     probed = probed_mask(est.candidates, ((s.gpu, s.workers, s.hosts, s.local_batch) for s in prof.steps))
+    feasible, ranking = feas.all, (order if order.size else None)
+    if request.global_batch_range is not None:
+        # Only candidates the question allows: a probe of a global batch outside its range was
+        # named "worth measuring" when no candidate lay in the range at all.
+        lo_b, hi_b = request.global_batch_range
+        gb = est.candidates.global_batch
+        keep = np.flatnonzero((gb >= lo_b) & (gb <= hi_b))
+        if keep.size == 0:
+            return None
+        at = np.full(len(gb), -1)
+        at[keep] = np.arange(keep.size)
+        est, feasible, probed = est.take(keep), feasible[keep], probed[keep]
+        ranking = None if ranking is None else at[ranking][at[ranking] >= 0]
+        ranking = ranking if ranking is not None and ranking.size else None
     return next_measurement(
-        est, feasible=feas.all, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
+        est, feasible=feasible, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
         deadline_s=request.deadline_s, confidence=request.confidence, interval=request.interval,
-        ranking=order if order.size else None, unit="USD" if priced else "worker-hours", budget=request.budget,
+        ranking=ranking, unit="USD" if priced else "worker-hours", budget=request.budget,
     )
 
 

@@ -81,8 +81,11 @@ def render_recommendation(rec: Recommendation) -> str:
             base = rec.baselines.get(name)
             s = rec.baseline_settings.get(name, {})
             fixed = f"local batch {s.get('local_batch')}" if name == "resource_only" else f"{s.get('workers')} × {s.get('gpu')}"
+            fixed += " fixed"
+            if s.get("requested_local_batch") is not None:
+                fixed += f": the nearest in the space to the {s['requested_local_batch']} asked"
             if base is None:
-                lines.append(f"  {label:<14} ({fixed} fixed): no feasible configuration")
+                lines.append(f"  {label:<14} ({fixed}): " + (s.get("outside_space") or "no feasible configuration"))
                 continue
             saving = savings.get(name)
             what = "cost" if rec.objective == "cost" else "time"
@@ -92,7 +95,7 @@ def render_recommendation(rec: Recommendation) -> str:
                     f" → co-tuning saves {saving:.1%}" if saving > 0 else
                     f" → co-tuning's choice takes {-saving:.1%} more {what} (see the notes)")
             lines.append(
-                f"  {label:<14} ({fixed} fixed): {base.workers} × {base.gpu}, local batch {base.local_batch}, "
+                f"  {label:<14} ({fixed}): {base.workers} × {base.gpu}, local batch {base.local_batch}, "
                 f"{format_duration(base.time_s)}, {format_money(base.cost, priced=rec.priced)}{gain}"
             )
         out += ["", "Against tuning one knob at a time (the paper's baselines):"] + lines

@@ -232,3 +232,24 @@ def test_fit_lists_a_dozen_outlier_batches_and_counts_the_rest(tmp_path):
     many = dataclasses.replace(report, accuracy=dataclasses.replace(report.accuracy, outlier_batches=tuple(range(100, 130))))
     line = next(x for x in render_fit_report(many).splitlines() if x.startswith("set aside as outliers"))
     assert line.endswith("100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111 and 18 more (--json lists them)")
+
+
+_Q = ("recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--no-cache")
+
+
+def test_no_measurement_is_offered_outside_the_global_batch_range_asked(capsys):
+    # With no candidate in 60000..70000, a step-time probe at global batch 15,360 was named
+    # "worth measuring before the run".
+    code, out, _ = run(capsys, *_Q, "--global-batch", "60000..70000", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["next_measurement"] is None
+    code, out, _ = run(capsys, *_Q, "--global-batch", "100..1100", "--json")
+    m = json.loads(out)["next_measurement"]
+    assert code == 0 and m is not None and 100 <= m["global_batch"] <= 1100
+
+
+def test_a_baseline_outside_the_space_is_said_to_be_not_infeasible(capsys):
+    code, out, _ = run(capsys, *_Q, "--baseline-workers", "1000")
+    assert code == 0 and "(1000 × t4 fixed): 1000 workers is more than the 16 the search space allows" in out
+    code, out, _ = run(capsys, *_Q, "--baseline-batch", "99999999")
+    assert "local batch 1024 fixed: the nearest in the space to the 99999999 asked" in out
