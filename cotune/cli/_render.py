@@ -52,6 +52,8 @@ def render_recommendation(rec: Recommendation) -> str:
     if rec.deadline_s is not None:
         conf = f" (with probability {rec.confidence:g})" if rec.confidence else ""
         limits.append(f"by {format_duration(rec.deadline_s)}{conf}")
+    elif rec.confidence:  # no deadline: the confidence is that the target is reached at all
+        limits.append(f"(with probability {rec.confidence:g})")
     if rec.budget is not None:
         limits.append(f"within {format_money(rec.budget, priced=rec.priced)}")
     # The unit belongs to the cost objective; time is in seconds and needs no "(USD)".

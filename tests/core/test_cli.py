@@ -253,3 +253,9 @@ def test_a_baseline_outside_the_space_is_said_to_be_not_infeasible(capsys):
     assert code == 0 and "(1000 × t4 fixed): 1000 workers is more than the 16 the search space allows" in out
     code, out, _ = run(capsys, *_Q, "--baseline-batch", "99999999")
     assert "local batch 1024 fixed: the nearest in the space to the 99999999 asked" in out
+
+
+def test_the_header_names_a_confidence_given_without_a_deadline(capsys):
+    # It was dropped: the confidence then bounds P(reach) and the reader saw no sign of it.
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--confidence", "0.9", "--no-cache")
+    assert code == 0 and out.splitlines()[0].endswith("top1 ≥ 0.94 (with probability 0.9)")
