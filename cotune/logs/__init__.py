@@ -151,8 +151,9 @@ def _check_same_run(existing: Profile, records: list, *, seed: int, out: Any) ->
     if held and min(r.epoch for r in new) <= max(held):
         raise InputError(
             f"{out} already holds seed {seed} at global batch {batch} up to epoch {max(held):.4g}, and this log's points "
-            f"start at epoch {min(r.epoch for r in new):.4g}: the same run imported twice would count its points twice. "
-            "Leave --seed out to import it as another run (the next free seed), or give a new seed"
+            f"start at epoch {min(r.epoch for r in new):.4g}: under one seed the two would read as one run (the same "
+            "run imported twice would count every point twice). Leave --seed out to import it as another run (the next "
+            "free seed), or give a new seed"
         )
 
 
