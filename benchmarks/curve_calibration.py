@@ -232,10 +232,34 @@ def fit_margin_scale(items: list[Item]) -> tuple[float, float]:
     return arg
 
 
+LATE_TRUNCATIONS = ((0.6,), (0.7,), (0.8,), (0.9,))
+
+
+def _late(groups: tuple[tuple[float, ...], ...]) -> int:
+    """Coverage and median |log error| of the shipped forecast at each later truncation: the
+    curve alone, with the prior from the other batches, and with the one-curve prior."""
+    from cotune.models._curve import CURVE_KAPPA
+
+    s = (CURVE_MARGIN_OFFSET, CURVE_MARGIN_SCALE)
+    print(f"shipped constants (kappa {CURVE_KAPPA}, margin {s}); 90 % intervals; targets reached after the truncation")
+    print(f"{'truncation':<11} {'n':>4} {'curve':>7} {'|err|':>6} {'+prior':>7} {'|err|':>6} {'+ref':>7} {'|err|':>6}")
+    for fr in groups:
+        items = collect(with_prior=True, truncations=fr)
+        cells = [coverage(items, CURVE_KAPPA, s, with_prior=mode) for mode in (False, True, "ref")]
+        print(f"{', '.join(f'{f:.0%}' for f in fr):<11} {cells[0][2]:>4} "
+              + " ".join(f"{c[0]:>7.1%} {c[1]:>6.3f}" for c in cells))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default=None, help="also write the numbers as JSON here")
+    parser.add_argument("--late", action="store_true",
+                        help="instead: coverage at later truncations (60-90 %% of a run, where a closed-loop job near its "
+                        "end forecasts), with the shipped constants (fitted on all the curves: not held out)")
     args = parser.parse_args(argv)
+    if args.late:
+        return _late(LATE_TRUNCATIONS)
     began = time.monotonic()
     items = collect(with_prior=True)
     rows = []
