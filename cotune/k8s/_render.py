@@ -221,6 +221,13 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         "cotune.dev/predicted-time-s": f"{choice['time_s']:.0f}" if choice["time_s"] is not None else "unknown",
         "cotune.dev/predicted-cost": f"{choice['cost']:.4g} {doc['cost_unit']}" if choice["cost"] is not None else "unknown",
     }
+    # A prediction is a distribution: the interval and the chance travel with the job, so a
+    # scheduler reading the manifest sees how sure the plan is, not only its median.
+    lo, hi = choice.get("time_interval_s") or (None, None)
+    if lo is not None and hi is not None:
+        out["cotune.dev/predicted-time-interval-s"] = f"{lo:.0f}..{hi:.0f} ({doc['interval']:.0%})"
+    if choice.get("p_success") is not None:
+        out["cotune.dev/p-success"] = f"{choice['p_success']:.6g}"
     if doc["constraints"].get("deadline_s") is not None:
         out["cotune.dev/deadline-s"] = f"{doc['constraints']['deadline_s']:.0f}"
     return out

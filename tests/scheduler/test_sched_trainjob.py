@@ -176,3 +176,18 @@ def test_cli_refuses_a_newline_in_the_image_and_a_bad_node_selector():
         with redirect_stdout(buf), redirect_stderr(err):
             code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--quiet", *extra])
         assert code == 2 and buf.getvalue() == "" and err.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize("kind", ["trainjob", "pytorchjob"])
+def test_the_manifest_carries_the_plans_interval_and_chance_not_only_its_median(kind):
+    # Annotations held the median time and cost alone: a scheduler reading the job could not
+    # tell how sure the plan was.
+    doc = json.loads(_doc(1800))
+    out = render_manifests(doc, JobOptions(kind=kind, name="train-1", image="ghcr.io/me/train:1", gang="none",
+                                           command=("torchrun", "train.py")))
+    job = next(o for o in out if o["kind"] in ("TrainJob", "PyTorchJob"))
+    notes = job["metadata"]["annotations"]
+    rec = doc["recommendation"]
+    lo, hi = rec["time_interval_s"]
+    assert notes["cotune.dev/predicted-time-interval-s"] == f"{lo:.0f}..{hi:.0f} (90%)"
+    assert float(notes["cotune.dev/p-success"]) == pytest.approx(rec["p_success"], rel=1e-5)
