@@ -42,7 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accum-steps", type=_args.positive_int, default=1, metavar="K", help="gradient-accumulation micro-steps per step (default 1)")
     p.add_argument("--step-column", default=None, metavar="NAME", help="csv: column of optimizer steps done (default 'step')")
     p.add_argument("--epoch-column", default=None, metavar="NAME", help="csv: column of passes over the data (default 'epoch')")
-    p.add_argument("--run", dest="mlflow_run", default=None, metavar="RUN_ID", help="mlflow: the run (id or name) when the store holds several")
+    p.add_argument("--run", dest="mlflow_run", default=None, metavar="RUN_ID",
+                   help="mlflow: the run (id or name) when the store holds several; csv: the run whose rows to read "
+                   "when the file pools several (a column run, run_id or run_name, or --run-column)")
+    p.add_argument("--run-column", default=None, metavar="NAME", help="csv: the column that names each row's run")
     p.set_defaults(run=run)
 
 
@@ -69,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         step_column=args.step_column,
         epoch_column=args.epoch_column,
         run=args.mlflow_run,
+        run_column=args.run_column,
     )
     verb = "appended to" if args.append else "wrote"
     n = len(profile.evals) + len(profile.steps) + len(profile.noise)

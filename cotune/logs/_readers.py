@@ -321,8 +321,41 @@ def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, .
     return ()
 
 
-def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None) -> LogData:
+RUN_COLUMNS = ("run", "run_id", "run_name")  # a column that names the run of each row, by its name
+
+
+def _one_run(path: Path, header: list[str], rows: list[dict[str, str]], *, run: str | None,
+             run_column: str | None) -> list[dict[str, str]]:
+    """The rows of one run of a table that pools several (published results, a sweep's
+    export): read as one curve, MLPerf's published ResNet-50 evaluations (1,519 runs) became
+    one curve whose epochs went back 1,518 times. Without a run column the rows are one run."""
+    if run_column is not None and run_column not in header:
+        raise InputError(f"{path}: no column {run_column!r} (--run-column); columns are {', '.join(header)}")
+    col = run_column or next((h for h in header if h.strip().lower() in RUN_COLUMNS), None)
+    if col is None:
+        if run is not None:
+            raise InputError(f"{path}: --run {run!r} needs a column that names runs ({', '.join(RUN_COLUMNS)}, or "
+                             "--run-column NAME); this file has none")
+        return rows
+    ids = list(dict.fromkeys((r.get(col) or "").strip() for r in rows))
+    if run is None:
+        if len(ids) <= 1:
+            return rows
+        shown = ", ".join(repr(i) for i in ids[:3]) + (", ..." if len(ids) > 3 else "")
+        raise InputError(f"{path}: holds {len(ids):,} runs (column {col!r}: {shown}): pick one with --run ID, and "
+                         "import the others with --append, one run each")
+    keep = [r for r in rows if (r.get(col) or "").strip() == run]
+    if not keep:
+        near = [i for i in ids if run.lower() in i.lower()][:3]
+        raise InputError(f"{path}: no run {run!r} in column {col!r}"
+                         + (f"; runs that contain it: {', '.join(map(repr, near))}" if near else f" ({len(ids):,} runs)"))
+    return keep
+
+
+def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None, run: str | None = None,
+             run_column: str | None = None) -> LogData:
     header, rows = _read_table(path, "csv", "CSV file")
+    rows = _one_run(path, header, rows, run=run, run_column=run_column)
     # The x axis by name, whatever its case ('Epoch', 'STEP'), when not named by an option.
     by_name = {h.strip().lower(): h for h in reversed(header)}
     step_col = step_column or by_name.get("step")
@@ -496,21 +529,25 @@ FORMATS = tuple(_READERS)
 
 
 def read_log(format: str, path: str | Path, *, step_column: str | None = None, epoch_column: str | None = None,
-             run: str | None = None) -> LogData:
-    """Read one run's log in ``format`` (one of :data:`FORMATS`); ``run`` picks an MLflow run."""
+             run: str | None = None, run_column: str | None = None) -> LogData:
+    """Read one run's log in ``format`` (one of :data:`FORMATS`); ``run`` picks an MLflow run,
+    or the rows of one run in a CSV that pools several (``run_column``, else a column named
+    ``run``, ``run_id`` or ``run_name``)."""
     reader = _READERS.get(format)
     if reader is None:
         raise InputError(f"unknown log format {format!r}: use one of {', '.join(FORMATS)}")
     if format != "csv" and (step_column or epoch_column):
         raise InputError("--step-column and --epoch-column apply to format csv only")
-    if format != "mlflow" and run is not None:
-        raise InputError("--run applies to format mlflow only")
+    if format not in ("mlflow", "csv") and run is not None:
+        raise InputError("--run applies to formats mlflow and csv only")
+    if format != "csv" and run_column is not None:
+        raise InputError("--run-column applies to format csv only")
     if format == "mlflow" and str(path).startswith("sqlite:///"):
         # A tracking URI, as given to mlflow.set_tracking_uri (a Path would fold the '///').
         return read_mlflow_db(Path(str(path)[len("sqlite:///"):]), run)
     p = Path(path)
     if format == "csv":
-        return read_csv(p, step_column=step_column, epoch_column=epoch_column)
+        return read_csv(p, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column)
     if format == "mlflow":
         return read_mlflow(p, run)
     return reader(p)

@@ -255,10 +255,13 @@ def test_a_file_that_is_no_mlflow_store_is_one_line_exit_2(capsys, tmp_path):
     assert code == 2 and err.count("\n") == 1 and "not an MLflow SQLite store" in err
 
 
-def test_run_flag_is_for_mlflow_only(capsys, tmp_path):
-    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
+def test_run_flag_is_for_mlflow_and_csv_only(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
                         "--dataset-size", "96", "--run", "x")
-    assert code == 2 and "--run applies to format mlflow only" in err
+    assert code == 2 and "--run applies to formats mlflow and csv only" in err
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
+                        "--dataset-size", "96", "--run-column", "x")
+    assert code == 2 and "--run-column applies to format csv only" in err
 
 
 @pytest.mark.parametrize("fmt", ["hf-trainer", "csv", "lightning-csv"])
@@ -642,3 +645,50 @@ def test_a_text_column_beside_the_metric_says_nothing(capsys, tmp_path):
     path.write_text("epoch,val_acc,remark\n1,0.5,good\n2,0.6,ok\n")
     code, out, _ = _cli(capsys, "import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), *_RUN)
     assert code == 0 and "remark" not in out and "2 points of 'val_acc'" in out
+
+
+def _pooled(tmp_path):
+    path = tmp_path / "pooled.csv"
+    path.write_text("run_id,epoch_num,eval_accuracy\n"
+                    "v1/a/0,4,0.40\nv1/a/0,8,0.49\nv1/a/0,12,0.55\n"
+                    "v1/a/1,4,0.41\nv1/a/1,8,0.50\n"
+                    "v1/b/0,2,0.30\nv1/b/0,4,0.45\n")
+    return path
+
+
+_POOLED = ("--global-batch", "1664", "--dataset-size", "1281167", "--epoch-column", "epoch_num", "--metric", "eval_accuracy")
+
+
+def test_a_csv_pooling_several_runs_asks_which_one(capsys, tmp_path):
+    # MLPerf's published evaluations of 1,519 runs were read as one curve whose epochs went back
+    # 1,518 times (with a note, exit 0).
+    out = tmp_path / "p.jsonl"
+    code, _, err = _cli(capsys, "import", "csv", str(_pooled(tmp_path)), "--out", str(out), *_POOLED)
+    assert code == 2 and "holds 3 runs (column 'run_id': 'v1/a/0', 'v1/a/1', 'v1/b/0')" in err and "--run ID" in err
+    assert not out.exists()
+
+
+def test_run_picks_one_runs_rows_and_append_adds_the_next_as_another_seed(capsys, tmp_path):
+    path, out = _pooled(tmp_path), tmp_path / "p.jsonl"
+    assert _cli(capsys, "import", "csv", str(path), "--out", str(out), *_POOLED, "--run", "v1/a/0")[0] == 0
+    assert _cli(capsys, "import", "csv", str(path), "--out", str(out), *_POOLED, "--run", "v1/a/1", "--append")[0] == 0
+    evals = read_profile(out).evals
+    assert [(e.seed, e.epoch) for e in evals] == [(0, 4.0), (0, 8.0), (0, 12.0), (1, 4.0), (1, 8.0)]
+
+
+def test_an_unknown_run_names_those_that_contain_it_and_a_file_without_runs_refuses_run(capsys, tmp_path):
+    path = _pooled(tmp_path)
+    code, _, err = _cli(capsys, "import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), *_POOLED, "--run", "b/")
+    assert code == 2 and "no run 'b/' in column 'run_id'; runs that contain it: 'v1/b/0'" in err
+    plain = tmp_path / "plain.csv"
+    plain.write_text("epoch,val_acc\n1,0.5\n2,0.6\n")
+    code, _, err = _cli(capsys, "import", "csv", str(plain), "--out", str(tmp_path / "q.jsonl"), *_RUN, "--run", "x")
+    assert code == 2 and "needs a column that names runs" in err
+
+
+def test_run_column_names_the_column_of_runs(capsys, tmp_path):
+    path = tmp_path / "sweep.csv"
+    path.write_text("trial,epoch,val_acc\nt1,1,0.5\nt1,2,0.6\nt2,1,0.4\n")
+    out = tmp_path / "p.jsonl"
+    assert _cli(capsys, "import", "csv", str(path), "--out", str(out), *_RUN, "--run-column", "trial", "--run", "t2")[0] == 0
+    assert [e.metric for e in read_profile(out).evals] == [0.4]
