@@ -393,36 +393,79 @@ def _tensorboard_accumulator():
     return EventAccumulator
 
 
+# Keras's TensorBoard callback writes a log directory with these two runs in it.
+KERAS_RUNS = ("train", "validation")
+
+
+def _scalar_events(path: Path) -> dict[str, list[tuple[float, float, float]]]:
+    """``tag -> [(step, value, wall_time)]`` of every scalar summary in a run directory: the
+    classic ``simple_value`` scalars (PyTorch's SummaryWriter, tensorboardX) and the rank-0
+    tensors that TF2's ``tf.summary.scalar`` writes (Keras's TensorBoard callback), which
+    the accumulator files under ``tensors`` with the ``scalars`` plugin."""
+    accumulator = _tensorboard_accumulator()(str(path), size_guidance={"scalars": 0, "tensors": 0})
+    try:
+        accumulator.Reload()
+        tags = accumulator.Tags()
+        out = {tag: [(float(e.step), float(e.value), float(e.wall_time)) for e in accumulator.Scalars(tag)]
+               for tag in tags.get("scalars", [])}
+        from tensorboard.util import tensor_util
+
+        for tag in tags.get("tensors", []):
+            if accumulator.SummaryMetadata(tag).plugin_data.plugin_name != "scalars":
+                continue  # a model's config, an image, text: not a series
+            rows = []
+            for e in accumulator.Tensors(tag):
+                value = tensor_util.make_ndarray(e.tensor_proto)
+                if value.size == 1 and value.dtype.kind in "fiu":
+                    rows.append((float(e.step), float(value.reshape(())), float(e.wall_time)))
+            if rows:
+                out.setdefault(tag, rows)
+    except InputError:
+        raise
+    except Exception as exc:  # the reader raises assorted errors on damaged files
+        raise InputError(f"{path}: could not read TensorBoard events ({type(exc).__name__}: {exc}): give an intact event file") from None
+    return out
+
+
 def read_tensorboard(path: Path) -> LogData:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give a TensorBoard run directory (the one holding events.out.tfevents.*)")
+    keras = False
     if path.is_dir() and not any(path.glob("*tfevents*")):
-        runs = sorted({str(p.parent) for p in path.rglob("*tfevents*")})
-        if len(runs) != 1:
-            listed = ", ".join(runs[:5]) or "none"
+        runs = sorted({p.parent for p in path.rglob("*tfevents*")})
+        keras = sorted(r.name for r in runs) == sorted(KERAS_RUNS) and all(r.parent == path for r in runs)
+        if len(runs) != 1 and not keras:
+            listed = ", ".join(map(str, runs[:5])) or "none"
             raise InputError(f"{path}: holds event files of {len(runs)} runs ({listed}): give one run's directory")
-        path = Path(runs[0])
-    accumulator = _tensorboard_accumulator()(str(path), size_guidance={"scalars": 0})
-    try:
-        accumulator.Reload()
-    except Exception as exc:  # the reader raises assorted errors on damaged files
-        raise InputError(f"{path}: could not read TensorBoard events ({type(exc).__name__}: {exc}): give an intact event file") from None
-    tags = accumulator.Tags().get("scalars", [])
-    if not tags:
-        raise InputError(f"{path}: no scalar summaries in the event files: log the metric with add_scalar")
+        if not keras:
+            path = runs[0]
+    if keras:
+        # One run's two halves: the series are named by their half ('validation/epoch_accuracy'),
+        # and Keras's epoch-level series step by the 0-based index of the epoch just finished.
+        events = {f"{half}/{tag}": rows for half in KERAS_RUNS for tag, rows in _scalar_events(path / half).items()}
+    else:
+        events = _scalar_events(path)
+    if not events:
+        raise InputError(f"{path}: no scalar summaries in the event files: log the metric with add_scalar "
+                         "(tf.summary.scalar, or Keras's TensorBoard callback)")
     # Lightning's TensorBoardLogger (hparams.yaml beside the events, an 'epoch' series of
     # whole epoch indices) writes the 0-based index of the step just taken, as its
     # CSVLogger does: one is added, so both loggers give one run the same epochs.
-    scalars = {tag: accumulator.Scalars(tag) for tag in tags}  # each tag read once
-    lightning = (path / "hparams.yaml").is_file() and "epoch" in tags and all(
-        float(e.value).is_integer() for e in scalars["epoch"])
+    lightning = (path / "hparams.yaml").is_file() and "epoch" in events and all(
+        v.is_integer() for _, v, _ in events["epoch"])
     offset = 1.0 if lightning else 0.0
-    series = {
-        tag: _series(tag, [(float(e.step) + offset, float(e.value), None, float(e.wall_time)) for e in events])
-        for tag, events in scalars.items()
-    }
-    notes = ("a Lightning TensorBoard log (hparams.yaml, an 'epoch' series): its steps count from 0, so one is added",) \
-        if lightning else ()
+    series = {}
+    for tag, rows in events.items():
+        if keras and tag.split("/", 1)[1].startswith("epoch_"):
+            series[tag] = _series(tag, [(math.nan, v, step + 1.0, wall) for step, v, wall in rows])
+        else:
+            series[tag] = _series(tag, [(step + offset, v, None, wall) for step, v, wall in rows])
+    notes: tuple[str, ...] = ()
+    if lightning:
+        notes = ("a Lightning TensorBoard log (hparams.yaml, an 'epoch' series): its steps count from 0, so one is added",)
+    if keras:
+        notes = ("a Keras TensorBoard log (train/ and validation/): its epoch_* series step by the 0-based index of the "
+                 "epoch just finished, so one is added",)
     return LogData(format="tensorboard", source=str(path), run_name=path.name or "tensorboard-run", series=series,
                    notes=notes)
 

@@ -274,6 +274,24 @@ def write_keras_csv(out: Path) -> Path:
     return path
 
 
+def write_keras_tensorboard(out: Path) -> tuple[Path, Path]:
+    """``out/keras-tb`` (Keras's TensorBoard callback: ``train/`` and ``validation/``, TF2
+    tensor summaries) and the same fit's ``CSVLogger`` file beside it, to compare the two."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+
+    (x, y), (vx, vy) = _data()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=["accuracy"],
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    logdir, csv_path = out / "keras-tb", out / "keras-tb.csv"
+    model.fit(x.numpy(), y.numpy(), batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
+              validation_data=(vx.numpy(), vy.numpy()),
+              callbacks=[keras.callbacks.TensorBoard(str(logdir)), keras.callbacks.CSVLogger(str(csv_path))])
+    return logdir, csv_path
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "examples/logs")
     target.mkdir(parents=True, exist_ok=True)

@@ -100,3 +100,27 @@ def test_fresh_keras_csv_logger(tmp_path):
     profile = import_log("keras-csv", path, metric="val_accuracy", global_batch=B, dataset_size=N)
     assert [(e.epoch, e.metric) for e in profile.evals] == list(zip([1.0, 2.0, 3.0, 4.0], logged["val_accuracy"]))
     assert profile.workload.goal == "max"
+
+
+def test_fresh_keras_tensorboard_gives_the_epochs_and_values_its_csv_logger_gives(tmp_path):
+    # TF2 writes scalars as tensor summaries, which the reader did not see ("no scalar
+    # summaries"), and Keras splits one run into train/ and validation/ ("2 runs").
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec("tensorboard") is None:
+        pytest.skip("needs keras and tensorboard")
+    # In its own process: this one may already have loaded tensorboard without TensorFlow
+    # (the reader's stub), after which TensorFlow's own import of it fails.
+    script = ("import importlib.util, sys; s = importlib.util.spec_from_file_location('m', sys.argv[1]); "
+              "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
+              "from pathlib import Path; m.write_keras_tensorboard(Path(sys.argv[2]))")
+    done = subprocess.run([sys.executable, "-c", script, str(make_logs_dir() / "make_logs.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    logdir, csv_path = tmp_path / "keras-tb", tmp_path / "keras-tb.csv"
+    logged = pd.read_csv(csv_path)
+    profile = import_log("tensorboard", logdir, metric="validation/epoch_accuracy", global_batch=B, dataset_size=N)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]
+    assert [e.metric for e in profile.evals] == pytest.approx(logged["val_accuracy"].tolist(), abs=1e-6)
+    assert any("a Keras TensorBoard log" in n for n in profile.warnings)
