@@ -256,10 +256,8 @@ def write_csv(out: Path) -> Path:
     return path
 
 
-def write_keras_csv(out: Path) -> Path:
-    """``out/keras/training_log.csv`` from a real Keras ``fit`` with ``CSVLogger`` (one
-    row per epoch; its ``epoch`` column is the 0-based index of the epoch just finished)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+def _keras_fit(callbacks: list) -> None:
+    """The one tiny Keras fit every Keras log here comes from (seeded, as the other loggers')."""
     import keras
 
     (x, y), (vx, vy) = _data()
@@ -267,28 +265,30 @@ def write_keras_csv(out: Path) -> Path:
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(2)])
     model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=["accuracy"],
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x.numpy(), y.numpy(), batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
+              validation_data=(vx.numpy(), vy.numpy()), callbacks=callbacks)
+
+
+def write_keras_csv(out: Path) -> Path:
+    """``out/keras/training_log.csv`` from a real Keras ``fit`` with ``CSVLogger`` (one
+    row per epoch; its ``epoch`` column is the 0-based index of the epoch just finished)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads
+    import keras
+
     path = out / "keras" / "training_log.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.fit(x.numpy(), y.numpy(), batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
-              validation_data=(vx.numpy(), vy.numpy()), callbacks=[keras.callbacks.CSVLogger(str(path))])
+    _keras_fit([keras.callbacks.CSVLogger(str(path))])
     return path
 
 
 def write_keras_tensorboard(out: Path) -> tuple[Path, Path]:
     """``out/keras-tb`` (Keras's TensorBoard callback: ``train/`` and ``validation/``, TF2
     tensor summaries) and the same fit's ``CSVLogger`` file beside it, to compare the two."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads
     import keras
 
-    (x, y), (vx, vy) = _data()
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(2)])
-    model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=["accuracy"],
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     logdir, csv_path = out / "keras-tb", out / "keras-tb.csv"
-    model.fit(x.numpy(), y.numpy(), batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
-              validation_data=(vx.numpy(), vy.numpy()),
-              callbacks=[keras.callbacks.TensorBoard(str(logdir)), keras.callbacks.CSVLogger(str(csv_path))])
+    _keras_fit([keras.callbacks.TensorBoard(str(logdir)), keras.callbacks.CSVLogger(str(csv_path))])
     return logdir, csv_path
 
 
