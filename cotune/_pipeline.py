@@ -61,13 +61,20 @@ def market_for(request: RecommendRequest, models: FittedModels) -> MarketStage:
     return SpotMarket.from_request(request, models)
 
 
-def _feasibility(est: Estimates, request: RecommendRequest) -> Feasibility:
-    feas = feasibility(est, deadline_s=request.deadline_s, budget=request.budget, confidence=request.confidence)
+def _in_batch_range(est: Estimates, request: RecommendRequest) -> np.ndarray | None:
+    """The candidates whose global batch the request's ``global_batch_range`` allows (None: no range)."""
     if request.global_batch_range is None:
-        return feas
+        return None
     lo_b, hi_b = request.global_batch_range
     gb = est.candidates.global_batch
-    allowed = (gb >= lo_b) & (gb <= hi_b)
+    return (gb >= lo_b) & (gb <= hi_b)
+
+
+def _feasibility(est: Estimates, request: RecommendRequest) -> Feasibility:
+    feas = feasibility(est, deadline_s=request.deadline_s, budget=request.budget, confidence=request.confidence)
+    allowed = _in_batch_range(est, request)
+    if allowed is None:
+        return feas
     return Feasibility(
         reaches=feas.reaches & allowed, meets_deadline=feas.meets_deadline & allowed, within_budget=feas.within_budget & allowed
     )
@@ -170,19 +177,20 @@ def _next_measurement(est: Estimates, feas: Feasibility, order: np.ndarray, requ
         return None
     probed = probed_mask(est.candidates, ((s.gpu, s.workers, s.hosts, s.local_batch) for s in prof.steps))
     feasible, ranking = feas.all, (order if order.size else None)
-    if request.global_batch_range is not None:
+    allowed = _in_batch_range(est, request)
+    if allowed is not None:
         # Only candidates the question allows: a probe of a global batch outside its range was
         # named "worth measuring" when no candidate lay in the range at all.
-        lo_b, hi_b = request.global_batch_range
-        gb = est.candidates.global_batch
-        keep = np.flatnonzero((gb >= lo_b) & (gb <= hi_b))
+        keep = np.flatnonzero(allowed)
         if keep.size == 0:
             return None
-        at = np.full(len(gb), -1)
+        at = np.full(allowed.size, -1)
         at[keep] = np.arange(keep.size)
         est, feasible, probed = est.take(keep), feasible[keep], probed[keep]
-        ranking = None if ranking is None else at[ranking][at[ranking] >= 0]
-        ranking = ranking if ranking is not None and ranking.size else None
+        if ranking is not None:
+            ranking = at[ranking]
+            ranking = ranking[ranking >= 0]
+            ranking = ranking if ranking.size else None
     return next_measurement(
         est, feasible=feasible, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
         deadline_s=request.deadline_s, confidence=request.confidence, interval=request.interval,

@@ -205,8 +205,8 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
         # One curve (a run's imported log): no other batch to predict it from.
         out.append(f"One measured global batch ({a.batches[0]}): nothing to hold out. Other batches are the critical-batch "
                    "law's extrapolation, its B_noise from the run's gradient-noise records where it logged them (else "
-                   "epochs are taken to grow in proportion to the batch, the cautious end); a second batch's curve (cotune profile --curves, or another run's log with cotune import "
-                   "--append) is what measures it")
+                   "epochs are taken to grow in proportion to the batch, the cautious end); a second batch's curve "
+                   "(cotune profile --curves, or another run's log with cotune import --append) is what measures it")
 
     spread = (f"; {MAX_HELD_OUT_BATCHES} of the {len(a.batches)} batches held out, evenly spread"
               if len(a.batches) > MAX_HELD_OUT_BATCHES else "")
