@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, success_probability
+from cotune.units import format_chance
 
 __all__ = ["Feasibility", "feasibility", "best_index", "ranked", "pareto_indices", "thin_frontier", "prefer_safer", "with_success"]
 
@@ -140,15 +141,20 @@ def _reasons(est: Estimates, i: int, j: int) -> list[str]:
     """Why candidate ``i`` is safer than ``j`` (in words)."""
     out = []
     if est.p_success is not None and est.p_success[i] > est.p_success[j] + 0.01:
-        out.append(f"P(success) {est.p_success[i]:.0%} vs {est.p_success[j]:.0%}")
+        chance = lambda k: format_chance(float(est.p_success[k]), digits=0, percent=True)  # noqa: E731
+        out.append(f"P(success) {chance(i)} vs {chance(j)}")
     if est.time_extrapolated[j] and not est.time_extrapolated[i]:
         out.append("step time within the probed configurations")
     if est.epochs_distance[i] + 0.05 < est.epochs_distance[j]:
         di, dj = est.epochs_distance[i], est.epochs_distance[j]
         out.append("a measured global batch" if di < 0.05 else f"global batch {di:.1f} vs {dj:.1f} doublings from a measured one")
     if est.candidates.hosts[i] < est.candidates.hosts[j]:
-        out.append(f"{int(est.candidates.hosts[i])} host(s) instead of {int(est.candidates.hosts[j])}")
+        out.append(f"{_hosts(int(est.candidates.hosts[i]))} instead of {int(est.candidates.hosts[j])}")
     return out
+
+
+def _hosts(n: int) -> str:
+    return f"{n} host" if n == 1 else f"{n} hosts"
 
 
 def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.ndarray, str | None]:
@@ -172,7 +178,7 @@ def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.
     why = _reasons(est, safest, best)
     c = est.candidates
     extra = key[safest] / key[best] - 1.0 if key[best] > 0 else 0.0  # free (zero-price) plans tie exactly
-    label = lambda i: f"{int(c.workers[i])}×{c.gpus[int(c.gpu[i])]} on {int(c.hosts[i])} host(s), local batch {int(c.local_batch[i])}"  # noqa: E731
+    label = lambda i: f"{int(c.workers[i])}×{c.gpus[int(c.gpu[i])]} on {_hosts(int(c.hosts[i]))}, local batch {int(c.local_batch[i])}"  # noqa: E731
     note = (
         f"near-tie: chose {label(safest)} over {label(best)} ({extra:+.1%} {objective}, within the prediction's "
         f"±{tol:.0%}): " + ("; ".join(why) if why else "less extrapolated")

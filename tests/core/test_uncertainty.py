@@ -284,6 +284,30 @@ def test_a_near_tie_goes_to_the_less_extrapolated_candidate_and_says_why(cifar_m
     assert note is not None and "near-tie" in note
 
 
+def test_the_near_tie_note_states_chances_as_the_table_does_never_100_percent(cifar_models):
+    # The bundled quick start printed ">99%" in the table and "P(success) 100% vs 95%" in the
+    # near-tie note for the same candidate, and "1 host(s)".
+    from dataclasses import replace
+
+    from cotune.solver import SearchSpace, enumerate_candidates, estimate, prefer_safer, ranked, with_success
+
+    space = SearchSpace(
+        gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": (128,)}, gpus_per_host=4, workers=(4, 16)
+    )
+    est = estimate(enumerate_candidates(space), cifar_models, target=0.9, price_per_hour=np.ones((1, 1)))
+    est = with_success(est, deadline_s=None)
+    far, near = int(np.argmax(est.candidates.workers)), int(np.argmin(est.candidates.workers))
+    cost = est.cost.copy()
+    cost[far] = cost[near] * (1 - 1e-4)
+    p = np.array([0.0, 0.0])
+    p[near], p[far] = 0.99999, 0.95
+    tied = replace(est, cost=cost, p_success=p)
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost")
+    assert int(order[0]) == near
+    assert "P(success) >99% vs 95%" in note
+    assert "host(s)" not in note and "on 1 host," in note and "on 4 hosts," in note
+
+
 def test_normal_cdf_and_quantile_match_scipy():
     from scipy.special import ndtr, ndtri
 
