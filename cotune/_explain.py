@@ -10,7 +10,17 @@ from typing import Sequence
 import numpy as np
 
 from cotune.models import FittedModels
-from cotune.solver import MIN_CHANCE, Choice, Estimates, Feasibility, SearchSpace, best_index, choice_at, ranked
+from cotune.solver import (
+    MIN_CHANCE,
+    Choice,
+    Estimates,
+    Feasibility,
+    SearchSpace,
+    best_index,
+    choice_at,
+    cost_at_confidence,
+    ranked,
+)
 from cotune.units import format_duration_at_least, format_money
 
 __all__ = ["baselines", "relax"]
@@ -314,8 +324,11 @@ def relax(
         ok = feas.meets_deadline
         cheapest = ranked(est, ok, "cost", limit=3)
         if cheapest.size:
-            need = float(est.cost[cheapest[0]])
-            out.append(f"raise the budget (--budget / budget) to at least {format_money(need, priced=priced)} (the cheapest candidate meeting the deadline)")
+            # The budget is met at the confidence, as the deadline is: the cost at it.
+            need = float(np.min(cost_at_confidence(est)[ok]))
+            which = "the cheapest candidate" if confidence is None else f"the lowest cost at confidence {confidence:g} of any candidate"
+            which += "" if deadline_s is None else (" meeting the deadline" if confidence is None else " that meets the deadline")
+            out.append(f"raise the budget (--budget / budget) to at least {format_money(need, priced=priced)} ({which})")
             if deadline_s is not None:
                 out.append("or relax the deadline (--deadline / deadline_s): slower, smaller clusters cost less")
             return out, cheapest

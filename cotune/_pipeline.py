@@ -33,6 +33,7 @@ from cotune.solver import (
     SearchSpaceTooLarge,
     check_candidate_limit,
     choice_at,
+    cost_at_confidence,
     enumerate_candidates,
     estimate,
     feasibility,
@@ -156,7 +157,7 @@ def recommend(
     )
     est, details = market.adjust_for(est, request)
     notes.extend(market.adjust_notes(details))
-    est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
+    est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s, budget=request.budget)
     feas = _feasibility(est, request)
     order = ranked(est, feas.all, request.objective, limit=max(request.top + 1, 32))
     order, tie_note = prefer_safer(est, order, request.objective)
@@ -206,7 +207,7 @@ def _sampled(space, market, models, request, table) -> tuple[Any, int]:
         est = estimate(market.candidates(base, request), models, target=request.target, price_per_hour=table,
                        startup_s=request.startup_s, confidence=request.confidence)
         est, _ = market.adjust_for(est, request)
-        est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s)
+        est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s, budget=request.budget)
         feas = _feasibility(est, request)
         objective = est.cost if request.objective == "cost" else est.time_s
         # Violation > 0 when infeasible, larger the further off: unreached target, deadline, budget.
@@ -214,7 +215,7 @@ def _sampled(space, market, models, request, table) -> tuple[Any, int]:
         if request.deadline_s is not None:
             violation += np.clip(np.nan_to_num(est.time_at_confidence_s / request.deadline_s - 1, nan=1.0, posinf=1.0), 0, None)
         if request.budget is not None:
-            violation += np.clip(np.nan_to_num(est.cost / request.budget - 1, nan=1.0, posinf=1.0), 0, None)
+            violation += np.clip(np.nan_to_num(cost_at_confidence(est) / request.budget - 1, nan=1.0, posinf=1.0), 0, None)
         violation += (~feas.all & (violation <= 0)).astype(float)  # any other rule (global batch range)
         return objective, violation
 

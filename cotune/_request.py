@@ -298,8 +298,10 @@ class RecommendRequest:
     cluster : a cluster file, a :class:`~cotune.spot.Cluster`, or the file's fields as a
         mapping: availability, prices and spot risk (``docs/spot.md``). Replaces ``prices``.
     objective : ``"cost"`` or ``"time"``.
-    budget : upper bound on cost, in the cost unit.
-    confidence : the deadline must hold with this probability (None: on average).
+    budget : upper bound on cost, in the cost unit, met at the same confidence as the deadline
+        (a budget is a deadline of its own: the time at which the job spends it).
+    confidence : the deadline and the budget must hold with this probability,
+        ``P(success) ≥ confidence`` (None: 0.5, the median).
     gpus, local_batches, workers : restrict the space (defaults: every profiled GPU,
         every probed local batch below the memory limit, 1..max_workers).
     hosts : ``"packed"`` (fewest hosts) or ``"any"`` host counts per worker count.

@@ -46,7 +46,7 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
                    help="new price per GPU-hour overriding the cluster file, e.g. t4:spot=0.21 (repeatable)" if replan else
                    "price per worker-hour, e.g. t4=0.53 (repeatable); without prices cost is worker-hours; spot prices go in --cluster")
     p.add_argument("--objective", choices=("cost", "time"), default="cost", help="minimise cost (default) or time")
-    p.add_argument("--confidence", type=_args.finite_float, default=None, metavar="Q", help="meet the deadline with probability Q (e.g. 0.9), not just on average")
+    p.add_argument("--confidence", type=_args.finite_float, default=None, metavar="Q", help="meet the deadline and the budget with probability Q (e.g. 0.9), not just in the median")
     p.add_argument("--gpu", action="append", default=None, help="restrict to this gpu type (repeatable)")
     p.add_argument("--local-batch", type=_args.int_list, default=None, metavar="B,B,...", help="local batches to consider (default: the probed ones)")
     p.add_argument("--hosts", choices=("packed", "any"), default="packed", help="packed: fewest hosts (default); any: every host count")

@@ -74,7 +74,8 @@ def render_recommendation(rec: Recommendation) -> str:
             f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
             f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}, "
             f"{format_money(c.cost, priced=rec.priced)}; predicted {one_line(rec.metric_name)} {fmt_num(c.metric)}.",
-            f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}: "
+            f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}"
+            f"{' within the budget' if rec.budget is not None else ''}: "
             f"{_prob(c.p_success, rec.confidence)} (target reached at all: {_prob(c.p_reach)}).",
         ]
         savings = rec.savings()

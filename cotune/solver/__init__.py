@@ -15,7 +15,16 @@ from cotune.solver._decide import (
     lr_scale,
     miss_cost,
 )
-from cotune.solver._estimate import DEFAULT_CONFIDENCE, MIN_CHANCE, Estimates, estimate, success_probability
+from cotune.solver._estimate import (
+    DEFAULT_CONFIDENCE,
+    MIN_CHANCE,
+    Estimates,
+    budget_deadline_s,
+    cost_at_confidence,
+    cost_rate_per_s,
+    estimate,
+    success_probability,
+)
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
 from cotune.solver._plan import Plan, balanced_hosts, plan_for
@@ -117,5 +126,8 @@ __all__ = [
     "ranked",
     "standard_options",
     "success_probability",
+    "budget_deadline_s",
+    "cost_at_confidence",
+    "cost_rate_per_s",
     "with_success",
 ]

@@ -36,7 +36,10 @@ from cotune.models import FittedModels
 from cotune.models._shape import split_log_sigma, time_error_cdf, time_error_ppf
 from cotune.solver._space import Candidates
 
-__all__ = ["DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "estimate", "success_probability"]
+__all__ = [
+    "DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "budget_deadline_s", "cost_at_confidence", "cost_rate_per_s", "estimate",
+    "success_probability",
+]
 
 # The confidence a plan is made at when none is asked for: P(success) ≥ ½, the median.
 DEFAULT_CONFIDENCE = 0.5
@@ -196,8 +199,41 @@ def estimate(
     )
 
 
-def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> np.ndarray:
-    """``P(success)`` of every candidate: the target reached, by the deadline if one is set.
+def cost_rate_per_s(est: Estimates) -> np.ndarray:
+    """What a second of each candidate's job costs: ``cost / time_s`` (after a spot stage, the
+    ratio of its revocation-aware expectations), else ``workers × price_per_hour / 3600``
+    where the time is not finite. A job's cost is this rate times its time, start-up
+    included, so its cost and its time share one error."""
+    listed = est.candidates.workers * np.asarray(est.price_per_hour, float) / 3600.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = est.cost / est.time_s
+    return np.where(np.isfinite(ratio) & (est.time_s > 0), ratio, listed)
+
+
+def budget_deadline_s(est: Estimates, budget: float | None) -> np.ndarray | None:
+    """The time at which each candidate's job spends ``budget`` (None: no budget; ∞ where a
+    second costs nothing). Because cost is the rate times the time, "within the budget" is
+    "by this time", and a budget is a deadline of its own for every candidate."""
+    if budget is None:
+        return None
+    rate = cost_rate_per_s(est)
+    with np.errstate(divide="ignore"):
+        return np.where(rate > 0, float(budget) / rate, np.inf)
+
+
+def cost_at_confidence(est: Estimates) -> np.ndarray:
+    """The cost at the confidence the estimates were made at: the time at confidence times
+    the rate (``cost_q ≤ budget ⇔ time_q ≤`` :func:`budget_deadline_s`)."""
+    with np.errstate(invalid="ignore"):
+        out = cost_rate_per_s(est) * est.time_at_confidence_s
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def success_probability(
+    est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0, budget: float | None = None
+) -> np.ndarray:
+    """``P(success)`` of every candidate: the target reached, by the deadline if one is set,
+    within the budget if one is set.
 
     ``P(success) = p_reach · G(log(D − startup_s) − log T_reached)`` (module doc) with
     ``T_reached`` the median time to success given the target is reached
@@ -205,15 +241,23 @@ def success_probability(est: Estimates, *, deadline_s: float | None, startup_s: 
     reaches the target with probability 0.45 has a probability of success, not 0) and
     ``G`` the law of its log error (:func:`_time_spreads`: the step-time and epochs parts,
     plus the normal revocation-count variance where a spot stage added it in
-    ``log_sigma_success``). Uses the estimates as they
-    stand: after a spot stage the times are the revocation-aware expectations.
+    ``log_sigma_success``). With a budget ``B``, ``D`` is per candidate the earlier of the
+    deadline and ``B / r`` (:func:`budget_deadline_s`, ``r`` the cost of a second): the job's
+    cost is ``r·T``, so it stays within the budget exactly when it ends by then. Uses the
+    estimates as they stand: after a spot stage the times are the revocation-aware
+    expectations.
     """
     t = est.time_s if est.time_if_reached_s is None else np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
-    if deadline_s is None:
+    by_budget = budget_deadline_s(est, budget)
+    if deadline_s is None and by_budget is None:
         return np.where(np.isfinite(t), est.p_reach, 0.0)
+    # The binding end, per candidate: the deadline or the time its job spends the budget.
+    end = np.full(t.shape, np.inf if deadline_s is None else float(deadline_s))
+    if by_budget is not None:
+        end = np.minimum(end, by_budget)
     sig_step, sig_e, extra = _time_spreads(est)
     with np.errstate(divide="ignore", invalid="ignore"):
-        slack = np.log(max(deadline_s - startup_s, 0.0)) - np.log(t - startup_s)
+        slack = np.log(np.maximum(end - startup_s, 0.0)) - np.log(t - startup_s)
         # NaN slack (no time at all) is late; +∞ (a training time that vanishes beside the
         # start-up) is on time: nan_to_num would make that +∞ the largest double instead.
         on_time = time_error_cdf(np.where(np.isnan(slack), -np.inf, slack), sigma_step=sig_step, sigma_epochs=sig_e,

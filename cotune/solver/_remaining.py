@@ -15,12 +15,14 @@ conditioned on ``E_k > d_k``::
     G_k    = F(H_k) − F(d_k)                          mass between hand-over and horizon
     s_k    = G_k / F(H_k)                             P(not reached by d_k | reached)
     p_k'   = p_k · s_k / (p_k · s_k + 1 − p_k)        reached, given not yet (Bayes)
-    b_k    = min(d_k + (R − ρ_k)/τ_k, M_k, H_k)       epochs the deadline and schedule allow
+    b_k    = min(d_k + (R_k − ρ_k)/τ_k, M_k, H_k)     epochs the deadline, budget and schedule allow
     P_k    = p_k' · (F(b_k) − F(d_k)) / G_k
     t_k    = (x_k − d_k) · τ_k + ρ_k,  1 − F(x_k) = (1 − F(d_k) + 1 − F(H_k)) / 2
     cost_k = rate_k · t_k
 
-with ``R`` the remaining deadline (∞: no deadline, ``P_k = p_k'``), ``ρ_k`` the
+with ``R_k`` the remaining deadline, or the time at which option ``k`` spends the budget
+left if that comes first (``budget_end_s``; a job's cost is its rate times its time, so a
+budget is a deadline of its own; ∞: neither, ``P_k = p_k'``), ``ρ_k`` the
 restart (0 for staying), ``τ_k`` the epoch time and ``t_k`` the conditional median
 remaining time. ``σ_k`` carries both the epochs and the step-time spread
 (``σ_k² = σ_E,k² + σ_step,k²``). With ``shapes`` (beliefs from the models alone, before the
@@ -98,12 +100,15 @@ def remaining_work(
     horizon_epochs: np.ndarray | None = None,
     step_log_sigma: np.ndarray | None = None,
     shapes: tuple[ErrorShape, ErrorShape] | None = None,
+    budget_end_s: np.ndarray | None = None,
 ) -> RemainingWork:
     """P(success), time and cost of the remaining work of every option (module doc).
 
     ``epochs`` is the median total epochs given the target is reached (∞ or NaN: no
     estimate, chance 0); ``done_epochs`` the hand-over epoch at each option;
-    ``remaining_s`` the time left to the deadline (None: no deadline); ``max_epochs``
+    ``remaining_s`` the time left to the deadline (None: no deadline); ``budget_end_s`` per
+    option the time (restart included) at which it spends the budget left, ``budget_left /
+    rate`` (None: no budget); ``max_epochs``
     where an option's schedule ends (its learning-rate schedule: a target not reached
     by then is missed; None or ∞: no end); ``horizon_epochs`` where the runs behind
     ``p_reach`` ended (``p_reach`` is the chance of reaching the target by then, and the
@@ -175,12 +180,14 @@ def remaining_work(
         median = np.exp(np.where(far, np.maximum(log_median, tail), log_median))
         median = np.where(past_end, median, np.minimum(median, end))
         time_s = np.maximum(median - done, 0.0) * tau_safe + restart
-        budget = np.full(e.shape, np.inf) if remaining_s is None else (
-            done + np.maximum(float(remaining_s) - restart, 0.0) / tau_safe
-        )
-        budget = np.minimum(np.minimum(budget, end), schedule)
-        surv_budget = np.where(np.isfinite(budget), upper(np.log(np.maximum(budget, 1e-300)) - log_e), 0.0)
-        on_time = np.where(past_end, 0.0, np.clip((surv - surv_budget) / gap, 0.0, 1.0))
+        # R_k: the deadline or, where it comes first, the time the option spends the budget.
+        limit_s = np.full(e.shape, np.inf if remaining_s is None else float(remaining_s))
+        if budget_end_s is not None:
+            limit_s = np.minimum(limit_s, np.nan_to_num(np.asarray(budget_end_s, float), nan=0.0))
+        allowed = np.where(np.isfinite(limit_s), done + np.maximum(limit_s - restart, 0.0) / tau_safe, np.inf)
+        allowed = np.minimum(np.minimum(allowed, end), schedule)
+        surv_allowed = np.where(np.isfinite(allowed), upper(np.log(np.maximum(allowed, 1e-300)) - log_e), 0.0)
+        on_time = np.where(past_end, 0.0, np.clip((surv - surv_allowed) / gap, 0.0, 1.0))
         at_q = None
         if confidence is not None:
             r = np.clip(float(confidence) / np.maximum(p_cond, 1e-300), 0.0, 1.0)

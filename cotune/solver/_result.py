@@ -165,6 +165,8 @@ class Recommendation:
         frontier. Needs pandas."""
         import pandas as pd
 
+        from cotune.solver._estimate import cost_at_confidence
+
         est, feas = self.estimates, self.feasibility
         if est is None or feas is None:
             raise ValueError("this Recommendation carries no estimates (built by hand or from JSON): "
@@ -177,7 +179,7 @@ class Recommendation:
             "step_time_s": est.step_time_s, "epoch_time_s": est.epoch_time_s,
             "epochs": est.epochs, "epochs_lower": est.epochs_lower, "epochs_upper": est.epochs_upper,
             "time_s": est.time_s, "time_lower_s": est.time_lower_s, "time_upper_s": est.time_upper_s,
-            "time_at_confidence_s": est.time_at_confidence_s,
+            "time_at_confidence_s": est.time_at_confidence_s, "cost_at_confidence": cost_at_confidence(est),
             "cost": est.cost, "cost_lower": est.cost_lower, "cost_upper": est.cost_upper,
             "price_per_hour": est.price_per_hour,
             "time_extrapolated": est.time_extrapolated, "epochs_extrapolated": est.epochs_extrapolated,

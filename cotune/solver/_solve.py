@@ -5,7 +5,7 @@ Formulation (objective ``cost``; ``time`` swaps the roles of cost and time)::
     minimise    cost(c)                      over candidates c
     subject to  P(reach)(c) ≥ q              (the target metric is reached at all)
                 time_q(c) ≤ deadline_s       (⇔ P(success) ≥ q; q = 0.5, the median, if unset)
-                cost(c)   ≤ budget           (optional)
+                cost_q(c) ≤ budget           (optional; ⇔ P(success) ≥ q with the budget)
                 workers ≤ available(gpu), local_batch ≤ max_local_batch(gpu)   (the space)
 
 Ties break on the other quantity, then on fewer hosts, then fewer workers. Near-ties —
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, success_probability
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, cost_at_confidence, success_probability
 from cotune.units import format_chance
 
 __all__ = ["Feasibility", "feasibility", "best_index", "ranked", "pareto_indices", "thin_frontier", "prefer_safer", "with_success"]
@@ -42,11 +42,13 @@ class Feasibility:
         return self.reaches & self.meets_deadline & self.within_budget
 
 
-def with_success(est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0) -> Estimates:
-    """The estimates with ``p_success`` filled in for this deadline."""
+def with_success(
+    est: Estimates, *, deadline_s: float | None, startup_s: float = 0.0, budget: float | None = None
+) -> Estimates:
+    """The estimates with ``p_success`` filled in for this deadline (and budget)."""
     from dataclasses import replace
 
-    return replace(est, p_success=success_probability(est, deadline_s=deadline_s, startup_s=startup_s))
+    return replace(est, p_success=success_probability(est, deadline_s=deadline_s, startup_s=startup_s, budget=budget))
 
 
 def feasibility(
@@ -55,7 +57,9 @@ def feasibility(
     q = DEFAULT_CONFIDENCE if confidence is None else confidence
     reaches = np.isfinite(est.epochs) & (est.p_reach >= q)
     meets = np.ones_like(reaches) if deadline_s is None else est.time_at_confidence_s <= deadline_s
-    within = np.ones_like(reaches) if budget is None else est.cost <= budget
+    # The cost at the confidence, as the deadline is met at it: a plan promised at q = 0.9
+    # stays within the budget nine times in ten, not only in the median.
+    within = np.ones_like(reaches) if budget is None else cost_at_confidence(est) <= budget
     return Feasibility(reaches=reaches, meets_deadline=meets & reaches, within_budget=within & reaches)
 
 

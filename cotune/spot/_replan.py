@@ -209,12 +209,23 @@ def _schedule(n: int, schedule: tuple[float, float] | None) -> dict[str, np.ndar
     return {"max_epochs": np.full(n, float(schedule[0])), "horizon_epochs": np.full(n, float(schedule[1]))}
 
 
+def _budget_end_s(rate_per_s: np.ndarray, budget_left: float | None) -> np.ndarray | None:
+    """When each option spends ``budget_left`` at ``rate_per_s`` (None: no budget; ∞ where a
+    second costs nothing; 0 once it is spent): ``remaining_work``'s ``budget_end_s``."""
+    if budget_left is None:
+        return None
+    rate = np.asarray(rate_per_s, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rate > 0, max(float(budget_left), 0.0) / rate, np.inf)
+
+
 def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confidence: float, interval: float,
-                         schedule: tuple[float, float] | None = None):
+                         schedule: tuple[float, float] | None = None, budget_left: float | None = None):
     """Estimates of the *remaining* work of every option, on-demand (``raw``: the whole job's,
     no start-up): epochs, time and cost are the conditional median given the target is reached
     (:func:`cotune.solver.remaining_work` on the outlook ``o``), the interval its central
-    ``interval`` quantiles, the time at confidence the time by which ``P(success)`` reaches it.
+    ``interval`` quantiles, the time at confidence the time by which ``P(success)`` reaches it;
+    with ``budget_left``, ``P(success)`` counts it too (the time each option spends it).
     ``schedule``: ``(M, H)`` of :func:`_schedule`, at every batch (None: no known end)."""
     from cotune.solver import remaining_work
 
@@ -223,7 +234,8 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     rate = raw.candidates.workers * raw.price_per_hour / 3600.0
     common = dict(log_sigma=sigma, done_epochs=o.done_epochs, epoch_time_s=raw.epoch_time_s,
                   restart_s=np.full(n, float(startup_s)), rate_per_s=rate, **_schedule(n, schedule))
-    rw = remaining_work(epochs=o.epochs, p_reach=o.p_reach, remaining_s=remaining_s, confidence=confidence, **common)
+    rw = remaining_work(epochs=o.epochs, p_reach=o.p_reach, remaining_s=remaining_s, confidence=confidence,
+                        budget_end_s=_budget_end_s(rate, budget_left), **common)
     # Given reached (p = 1), no deadline: the central interval of the remaining time.
     lo_q, hi_q = (1.0 - interval) / 2.0, (1.0 + interval) / 2.0
     ones = np.ones(n)
@@ -240,11 +252,12 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     )
 
 
-def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tuple[float, float] | None = None):
+def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tuple[float, float] | None = None,
+                  budget_left: float | None = None):
     """``P(success)`` after the spot stage: on spot and mixed rows the revocation-aware time
     stretches the epoch time (``τ' = τ · (T_spot − ρ)/(T − ρ)``) and the revocation-count
     variance adds to the spread; on-demand rows keep theirs."""
-    from cotune.solver import remaining_work
+    from cotune.solver import cost_rate_per_s, remaining_work
 
     c = est.candidates
     n = len(c)
@@ -262,7 +275,7 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
     rw = remaining_work(
         epochs=o.epochs, log_sigma=sigma, p_reach=o.p_reach, done_epochs=o.done_epochs, epoch_time_s=tau * stretch,
         restart_s=np.full(n, float(startup_s)), rate_per_s=np.zeros(n), remaining_s=remaining_s,
-        **_schedule(n, schedule),
+        budget_end_s=_budget_end_s(cost_rate_per_s(est), budget_left), **_schedule(n, schedule),
     )
     return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
 
@@ -499,12 +512,12 @@ def replan(
         raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
         o = outlook(cands, running=running, forecast=forecast)
         rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval,
-                                   schedule=schedule)
+                                   schedule=schedule, budget_left=budget_left)
         adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
         # The spot stage may drop mixed rows: the outlook of the rows it kept (no refit).
         kept = outlook(adj.candidates, running=running, forecast=forecast)
         return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s,
-                             schedule=schedule), details
+                             schedule=schedule, budget_left=budget_left), details
 
     new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
     est, _details = evaluate(new_cands, restart_s, running=False)
@@ -592,7 +605,7 @@ def replan(
         needed = deadline_s - remaining_s + fastest if math.isfinite(fastest) else None
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
-        # Its chance is of the deadline alone: over the budget, say by how much.
+        # Its chance counts the budget left; where even its median cost is over it, say by how much.
         over = ("" if nearest is None or budget_left is None or not nearest.cost > budget_left else
                 f", but it costs {nearest.cost:.4g} against the {budget_left:.4g} left")
         if budget_left is not None and budget_left <= 0:

@@ -99,3 +99,74 @@ def test_a_start_up_that_dwarfs_the_training_leaves_p_success_at_p_reach() -> No
     est = _estimates(p, np.full(p.size, startup + 1e-3), 2.0)
     got = success_probability(est, deadline_s=1e15, startup_s=startup)
     assert np.array_equal(got, p)
+
+
+def _priced_estimates(p_reach: np.ndarray, time_if_reached_s: np.ndarray, workers: np.ndarray, sigma: float) -> Estimates:
+    n = p_reach.size
+    cands = Candidates(gpus=("t4",), markets=("on_demand",), gpu=np.zeros(n, np.int32), market=np.zeros(n, np.int32),
+                       workers=workers.astype(np.int64), hosts=np.ones(n, np.int64), local_batch=np.full(n, 32, np.int64))
+    price = np.full(n, 3.6)  # USD per worker-hour: a worker-second costs $0.001
+    rate = workers * price / 3600.0
+    epochs = np.where(p_reach >= 0.5, 10.0, np.inf)
+    t = np.where(np.isfinite(epochs), time_if_reached_s, np.inf)
+    return Estimates(
+        candidates=cands, step_time_s=np.ones(n), epoch_time_s=time_if_reached_s / 10.0, epochs=epochs, epochs_lower=epochs,
+        epochs_upper=epochs, time_s=t, time_lower_s=t, time_upper_s=t, time_at_confidence_s=t, cost=rate * t,
+        cost_lower=rate * t, cost_upper=rate * t, price_per_hour=price, time_extrapolated=np.zeros(n, bool),
+        epochs_extrapolated=np.zeros(n, bool), p_reach=p_reach, log_sigma_time=np.full(n, sigma),
+        epochs_distance=np.zeros(n), step_log_sigma=np.zeros(n), time_if_reached_s=time_if_reached_s,
+    )
+
+
+def test_success_within_a_budget_matches_seeded_draws_of_time_and_cost() -> None:
+    # Seeded truth: reach with probability p, then a time around 1000 s (the epochs error
+    # shape, σ = 0.2); the job costs workers × $0.001 a second. Success: reached, ended by
+    # the deadline, and spent at most the budget. Workers 1 / 2 / 4 put the budget's own
+    # end (B / r = 2000 / 1000 / 500 s) after, near and before the deadline (1100 s).
+    p = np.array([0.95, 0.95, 0.95, 0.45])
+    workers = np.array([1, 2, 4, 2])
+    est = _priced_estimates(p, np.full(p.size, 1000.0), workers, 0.2)
+    got = success_probability(est, deadline_s=1100.0, budget=2.0)
+    rng = np.random.default_rng(2)
+    runs = 200_000
+    shape = EPOCHS_ERROR_SHAPE
+    for i in range(p.size):
+        scale = np.array(shape.scales)[rng.choice(len(shape.weights), size=runs, p=shape.weights)]
+        t = 1000.0 * np.exp(0.2 * scale * rng.standard_normal(runs))
+        truth = np.mean((rng.uniform(size=runs) < p[i]) & (t <= 1100.0) & (workers[i] * 0.001 * t <= 2.0))
+        assert got[i] == pytest.approx(truth, abs=0.005)
+    # The budget binds only where it ends before the deadline.
+    alone = success_probability(est, deadline_s=1100.0)
+    assert got[0] == alone[0] and got[1] < alone[1] and got[2] < 0.01 < alone[2]
+
+
+def test_a_budget_alone_is_the_deadline_at_which_the_job_spends_it() -> None:
+    p = np.array([0.99, 0.7])
+    est = _priced_estimates(p, np.array([800.0, 1200.0]), np.array([3, 1]), 0.3)
+    by_budget = success_probability(est, deadline_s=None, budget=1.5)
+    for i, r in enumerate(np.array([3, 1]) * 0.001):
+        alone = success_probability(est.take(np.array([i])), deadline_s=1.5 / r)
+        assert by_budget[i] == pytest.approx(float(alone[0]), rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    budget=st.floats(0.05, 2.0),
+    deadline_s=st.one_of(st.none(), st.floats(300.0, 20_000.0)),
+    q=st.floats(0.5, 0.99),
+)
+def test_feasible_at_q_with_a_budget_is_p_success_at_least_q(cifar_models, budget, deadline_s, q) -> None:
+    # `--confidence q` means P(success) ≥ q with a budget as with a deadline: the solver's
+    # feasibility (cost at confidence ≤ budget, time at confidence ≤ deadline) and the
+    # probability it reports agree on every candidate the models think reach the target.
+    from cotune.solver import SearchSpace, enumerate_candidates, estimate, feasibility, with_success
+
+    space = SearchSpace(gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": (64, 128, 256)}, gpus_per_host=4)
+    est = estimate(enumerate_candidates(space), cifar_models, target=0.93, price_per_hour=np.full((1, 1), 0.526),
+                   confidence=q)
+    est = with_success(est, deadline_s=deadline_s, budget=budget)
+    feas = feasibility(est, deadline_s=deadline_s, budget=budget, confidence=q).all
+    judged = est.p_reach >= q
+    clear = np.abs(est.p_success - q) > 1e-6  # the boundary itself is float noise
+    assert np.array_equal(feas[judged & clear], (est.p_success >= q)[judged & clear])
+    assert not feas[~judged].any()

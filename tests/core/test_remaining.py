@@ -54,6 +54,33 @@ def test_a_restart_lowers_the_chance_and_adds_its_time():
     assert move.time_s[0] == pytest.approx(stay.time_s[0] + 30.0)
 
 
+def test_a_budget_is_the_deadline_at_which_the_option_spends_it():
+    # cost = rate × (restart + remaining training): a budget B is met exactly by the time B / rate.
+    kw = dict(done_epochs=[10.0], restart_s=[30.0], rate_per_s=[0.01])
+    by_budget = _one(remaining_s=None, budget_end_s=np.array([1.5 / 0.01]), **kw)
+    by_deadline = _one(remaining_s=1.5 / 0.01, **kw)
+    assert by_budget.p_success[0] == pytest.approx(by_deadline.p_success[0], rel=1e-12)
+    # Both given: the earlier binds; a budget beyond the deadline changes nothing.
+    both = _one(remaining_s=400.0, budget_end_s=np.array([150.0]), **kw)
+    assert both.p_success[0] == pytest.approx(by_deadline.p_success[0], rel=1e-12)
+    assert _one(remaining_s=150.0, budget_end_s=np.array([1e9]), **kw).p_success[0] == by_deadline.p_success[0]
+    # A spent budget (0 s) leaves no chance; the median time and cost are the work's, not the budget's.
+    spent = _one(remaining_s=400.0, budget_end_s=np.array([0.0]), **kw)
+    assert spent.p_success[0] == 0.0 and spent.cost[0] == by_deadline.cost[0]
+
+
+def test_a_budget_matches_a_monte_carlo_of_the_conditioned_truth():
+    p, med, sig, done, tau, rate, budget = 0.9, 30.0, 0.3, 12.0, 5.0, 0.02, 1.6
+    reached, e, alive = _conditioned_truth(11, p=p, med=med, sig=sig, done=done)
+    cost = rate * (e - done) * tau
+    truth = np.mean((reached & (cost <= budget) & ((e - done) * tau <= 500.0))[alive])
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau], rate_per_s=[rate],
+             remaining_s=500.0, budget_end_s=np.array([budget / rate]))
+    assert r.p_success[0] == pytest.approx(truth, abs=0.01)
+    assert r.p_success[0] < _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+                                 rate_per_s=[rate], remaining_s=500.0).p_success[0] - 0.1
+
+
 def test_no_estimate_means_no_chance_and_no_cost():
     r = _one(epochs=[math.inf])
     assert r.p_success[0] == 0.0 and math.isinf(r.cost[0]) and math.isinf(r.time_s[0])

@@ -110,6 +110,20 @@ def test_the_budget_left_after_spending_bounds_every_option(job_path: Path, cifa
     assert ok.decision in ("stay", "switch") and ok.chosen.cost <= 0.9
 
 
+def test_the_chance_of_every_option_counts_the_budget_left(job_path: Path, cifar_models) -> None:
+    # As in `recommend`, a budget is met at the confidence: P(success) is of ending by the
+    # deadline *and* within the budget left, so it falls as the budget left shrinks toward
+    # the option's own median cost, and a budget far above it changes nothing.
+    free = _replan(job_path, cifar_models)
+    assert free.stay is not None
+    need = free.stay.cost
+    chances = [_replan(job_path, cifar_models, budget=0.1 + k * need, progress={"spent": 0.1}).stay.p_success
+               for k in (100.0, 1.3, 1.0, 0.8)]
+    assert chances[0] == pytest.approx(free.stay.p_success, abs=1e-9)
+    assert chances[0] > chances[1] > chances[2] > chances[3]
+    assert chances[2] < 0.75  # at its median remaining cost, about an even chance (given reached)
+
+
 def test_a_switch_that_changes_the_batch_reports_the_learning_rate_factor(job_path: Path, cifar_models) -> None:
     r = _replan(job_path, cifar_models, margin=0.0, lr_rule="linear", restart_s=0.0)
     assert r.decision == "switch"
