@@ -125,11 +125,11 @@ def recommend(
         assert prof is not None
         models = fit_models(prof, interval=request.interval)
 
-    request.check_cap_names(models.gpus)
+    unsearched = request.check_cap_names(models.gpus)
     t0 = time.perf_counter()
     market = market_for(request, models)
     space, notes = market.space(request, models)
-    notes = _cap_notes(request, space.gpus) + notes
+    notes = _cap_notes(request, space.gpus) + unsearched + notes
     table, priced = market.price_per_hour(space.gpus)
     search = "exhaustive"
     try:

@@ -393,23 +393,37 @@ class RecommendRequest:
     def caps(self, gpus: Sequence[str]) -> dict[str, int]:
         return {g: self.cap_for(g) for g in gpus}
 
-    def check_cap_names(self, profiled: Sequence[str]) -> None:
-        """A per-GPU cap must name a profiled GPU type: a typo would otherwise leave
-        that type at the default cap without a word (as prices do, it is an error); and so
-        must every entry of ``gpus`` (the error points at it, ``/gpus/1``)."""
+    def check_cap_names(self, profiled: Sequence[str]) -> list[str]:
+        """Every entry of ``gpus`` must name a profiled GPU type (the error points at it,
+        ``/gpus/1``). A per-GPU cap or price may name a type the profile has no probes for —
+        a scheduler sends its whole inventory and price list with every job — but only where
+        every searched type has a cap of its own (``"*"`` does not count: a typo, ``t5`` for
+        ``t4``, would otherwise leave that type at the ``"*"`` or default cap without a
+        word; the replan doors add a ``"*"`` of their own). Prices need no such
+        rule: a searched type without a price is refused where the prices are read. Returns
+        the notes that name what was not searched."""
         for k, g in enumerate(self.gpus or ()):
             if g not in profiled:
                 raise BadValue(f"gpu {excerpt(g)} has no timing probes in this profile (profiled: {', '.join(profiled)}): "
                                "check the name, or probe it (cotune profile)", where=f"/gpus/{k}")
-        if not isinstance(self.max_workers, Mapping):
-            return
-        unknown = sorted(k for k in self.max_workers if k != "*" and k not in profiled)
-        if unknown:
-            raise BadValue(
-                f"names gpu {', '.join(unknown)}, which has no timing probes in this profile (profiled: "
-                f"{', '.join(profiled)}): check the name, or use \"*\" for every type",
-                where=f"/max_workers/{unknown[0]}",
-            )
+        named: set[str] = set()
+        if isinstance(self.max_workers, Mapping):
+            unknown = sorted(k for k in self.max_workers if k != "*" and k not in profiled)
+            searched = [g for g in (self.gpus or profiled)]
+            covered = all(g in self.max_workers for g in searched)
+            if unknown and not covered:
+                raise BadValue(
+                    f"names gpu {', '.join(unknown)}, which has no timing probes in this profile (profiled: "
+                    f"{', '.join(profiled)}): check the name (other types are taken, and left out, only beside a cap "
+                    f"of its own for {', '.join(searched)})",
+                    where=f"/max_workers/{unknown[0]}",
+                )
+            named.update(unknown)
+        named.update(k.split(":", 1)[0] for k in (self.prices or {}) if k.split(":", 1)[0] not in profiled)
+        if not named:
+            return []
+        return [f"{', '.join(sorted(named))} named in the caps or prices but without timing probes in this profile "
+                f"(profiled: {', '.join(profiled)}): not searched; probe it (cotune profile) to weigh it too"]
 
     def replace(self, **changes: Any) -> "RecommendRequest":
         """A copy with some fields changed, validated again."""

@@ -375,7 +375,7 @@ def replan(
     job = None if loaded is None else job_progress(loaded, job=rr.job)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
-    req.check_cap_names(models.gpus)
+    unsearched = req.check_cap_names(models.gpus)
     if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
         raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
                          f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on")
@@ -392,16 +392,25 @@ def replan(
             restart_s = req.startup_s
     else:
         cl = cluster_of(req.cluster)
+    unpriced: list[str] = []
     for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"
         if market not in ("on_demand", "spot"):
             raise InputError(f"new price key {key!r}: use GPU (on-demand), GPU:on_demand or GPU:spot")
+        if req.cluster is None and gpu not in cl.gpus:
+            unpriced.append(gpu)  # a type the profile has no probes for: unused, and said so
+            continue
         field_name = "spot_price_per_hour" if market == "spot" else "on_demand_price_per_hour"
         cl = cl.with_offer(gpu, **{field_name: float(value)})
     cl.offer(progress.gpu)
 
     notes: list[str] = [] if loaded is None else list(loaded.warnings)  # e.g. a torn last line a kill left, as recommend says
+    if unpriced:
+        unsearched.append(f"{', '.join(sorted(set(unpriced)))} named in the prices but without timing probes in this "
+                          f"profile (profiled: {', '.join(models.gpus)}): not searched; probe it (cotune profile) to "
+                          "weigh it too")
+    notes += unsearched
     returns = 0 if job is None else job.returns
     p_margin = backoff_margin(P_MARGIN, returns=returns)
     if returns:

@@ -182,6 +182,25 @@ def test_per_gpu_max_workers_with_a_cluster_is_not_a_key_error(cifar_models, tmp
     assert info.value.where == "/max_workers/v100"
 
 
+def test_a_schedulers_whole_inventory_and_price_list_is_searched_where_profiled_and_noted_elsewhere(cifar_models):
+    # A scheduler sends every job its cluster's caps and prices; a profile of T4 probes alone
+    # was refused ("price given for gpu v100 that is not in the search space"). Where every
+    # searched type has its own cap and price, the others are a note, not an error.
+    rec = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600,
+                           max_workers={"t4": 8, "v100": 4, "a100": 2}, prices={"t4": 0.526, "v100": 2.48, "a100:on_demand": 3.1})
+    assert rec.feasible and rec.chosen.gpu == "t4" and rec.chosen.workers <= 8
+    (note,) = [n for n in rec.notes if "without timing probes" in n]
+    assert note.startswith("a100, v100 named in the caps or prices") and "not searched" in note
+    same = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, max_workers={"t4": 8},
+                            prices={"t4": 0.526})
+    assert same.chosen == rec.chosen
+    # A typo still cannot leave the searched type at the default cap or unpriced.
+    with pytest.raises(InputError, match="names gpu t5"):
+        cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, max_workers={"t5": 8}, prices={"t4": 0.526})
+    with pytest.raises(InputError, match="no price for t4"):
+        cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, max_workers={"t4": 8}, prices={"t5": 0.526})
+
+
 # --- the candidate limit: the same for every door, checked before any candidate exists --------
 
 

@@ -76,11 +76,14 @@ def test_replan_request_answers_the_replan_document():
     assert doc["stay"]["gpu"] == "t4" and doc["stay"]["market"] == "spot"
 
 
-def test_a_cap_for_an_unprofiled_gpu_is_refused_at_its_pointer():
-    # A typo in a per-gpu cap would otherwise leave the real gpu at the default cap.
+def test_a_cap_for_an_unprofiled_gpu_is_refused_at_its_pointer_where_it_leaves_a_profiled_one_uncapped():
+    # A typo in a per-gpu cap ("t5") would otherwise leave the real gpu at the default cap.
     with pytest.raises(RequestError) as info:
-        replan_request(dict(copy.deepcopy(REPLAN_REQUEST), max_workers={"t4": 8, "a100": 4}))
+        replan_request(dict(copy.deepcopy(REPLAN_REQUEST), max_workers={"t5": 8, "a100": 4}))
     assert info.value.path == "/max_workers/a100" and info.value.status == 422 and "profiled: t4" in info.value.detail
+    # Every profiled gpu capped (a scheduler's whole inventory): answered, the others noted.
+    doc = replan_request(dict(copy.deepcopy(REPLAN_REQUEST), max_workers={"t4": 8, "a100": 4}))
+    assert any(n.startswith("a100 named in the caps or prices") for n in doc["notes"])
 
 
 @pytest.mark.slow
