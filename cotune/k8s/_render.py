@@ -230,6 +230,11 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         out["cotune.dev/p-success"] = f"{choice['p_success']:.6g}"
     if doc["constraints"].get("deadline_s") is not None:
         out["cotune.dev/deadline-s"] = f"{doc['constraints']['deadline_s']:.0f}"
+    # The chance above counts the budget (and the confidence the plan was made at): both travel too.
+    if doc["constraints"].get("budget") is not None:
+        out["cotune.dev/budget"] = f"{doc['constraints']['budget']:.6g} {doc['cost_unit']}"
+    if doc["constraints"].get("confidence") is not None:
+        out["cotune.dev/confidence"] = f"{doc['constraints']['confidence']:.6g}"
     return out
 
 

@@ -191,3 +191,15 @@ def test_the_manifest_carries_the_plans_interval_and_chance_not_only_its_median(
     lo, hi = rec["time_interval_s"]
     assert notes["cotune.dev/predicted-time-interval-s"] == f"{lo:.0f}..{hi:.0f} (90%)"
     assert float(notes["cotune.dev/p-success"]) == pytest.approx(rec["p_success"], rel=1e-5)
+    assert "cotune.dev/budget" not in notes and "cotune.dev/confidence" not in notes  # none asked
+
+
+def test_the_manifest_names_the_budget_and_confidence_its_chance_was_judged_by():
+    req = dict(copy.deepcopy(BASE_REQUEST), deadline_s=1800, budget=0.5, confidence=0.8)
+    doc = recommend_request(req)
+    assert doc["status"] == "ok"
+    out = render_manifests(doc, JobOptions(kind="trainjob", name="train-1", image="ghcr.io/me/train:1", gang="none",
+                                           command=("torchrun", "train.py")))
+    notes = next(o for o in out if o["kind"] == "TrainJob")["metadata"]["annotations"]
+    assert notes["cotune.dev/budget"] == f"0.5 {doc['cost_unit']}" and notes["cotune.dev/confidence"] == "0.8"
+    assert float(notes["cotune.dev/p-success"]) >= 0.8
