@@ -147,6 +147,15 @@ def test_profile_without_step_records_is_a_clear_error(capsys, tmp_path):
     assert code == 0 and "Step-time model: not fitted, the profile has no step records" in out
 
 
+def test_fit_names_a_range_probed_at_one_value_by_that_value(capsys, tmp_path):
+    # A one-host profile read "HOSTS 1–1".
+    path = write_jsonl(tmp_path / "onehost.jsonl", synthetic_records(workers=(1, 2, 4)))
+    code, out, _ = run(capsys, "fit", str(path), "--no-cache")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("t4 "))
+    assert row.split()[2:5] == ["1–4", "1", "16–128"]
+
+
 def test_console_script_runs_without_traceback_and_help_is_fast():
     bad = subprocess.run([sys.executable, "-m", "cotune", "recommend", "missing.jsonl", "--target", "0.9"],
                          capture_output=True, text=True)
