@@ -138,7 +138,7 @@ def _pct(x: float, digits: int) -> str:
     return "—" if not math.isfinite(x) else f"{x:.{digits}%}"
 
 
-def _span(lo_hi) -> str:
+def _probed_span(lo_hi) -> str:
     """A probed range, ``"1–16"``, or the one value probed (``"1"``, not ``"1–1"``)."""
     lo, hi = lo_hi
     return f"{lo}" if lo == hi else f"{lo}–{hi}"
@@ -156,9 +156,9 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
             [
                 t.gpu,
                 str(t.n_records),
-                _span(t.workers_range),
-                _span(t.hosts_range),
-                _span(t.local_batch_range),
+                _probed_span(t.workers_range),
+                _probed_span(t.hosts_range),
+                _probed_span(t.local_batch_range),
                 _pct(t.cv_mape, 1),
                 _pct(t.interval_coverage, 0),
                 "—" if t.extrapolation_mape is None else f"{t.extrapolation_mape:.1%} (fit ≤{t.extrapolation_split}, test >{t.extrapolation_split})",
