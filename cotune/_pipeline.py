@@ -280,9 +280,13 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         )
     if prof is not None and prof.n_probes and chosen is not None:
         train_wh = chosen.workers * chosen.time_s / 3600
+        share = prof.probe_worker_hours / train_wh
+        # "4511.5% of the plan" reads worse than "45× the plan": past twice, a multiple.
+        against = f"{share:.3g}× the chosen plan's" if share >= 2.0 else f"{share:.1%} of the chosen plan's"
         notes.append(
-            f"profiling cost {prof.probe_worker_hours:.3g} worker-hours in {prof.n_probes} probes, "
-            f"{prof.probe_worker_hours / train_wh:.1%} of the chosen plan's {train_wh:.3g} worker-hours"
+            f"profiling cost {prof.probe_worker_hours:.3g} worker-hours in {prof.n_probes} probe{'s' if prof.n_probes != 1 else ''}, "
+            f"{against} {train_wh:.3g} worker-hours"
+            + ("; for a job this short, measuring more costs more than any plan can save" if share >= 2.0 else "")
         )
     if chosen is not None and chosen.extrapolated:
         # What to measure, if anything, is the next measurement's to say (value against price).

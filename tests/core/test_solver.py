@@ -316,3 +316,23 @@ def test_a_recommendation_reprs_as_its_question_and_answer_not_every_field(cifar
     assert f"chosen {c.workers} x {c.gpu} on_demand" in text and f"local batch {c.local_batch}" in text
     none = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=60, confidence=0.9)
     assert "no feasible configuration" in repr(none) and "confidence=0.9" in repr(none)
+
+
+@pytest.mark.parametrize(("wall_s", "phrase"), [(60.0, "% of the chosen plan's"), (3.6e6, "× the chosen plan's")])
+def test_recommend_states_what_the_profiling_cost_against_the_plan(wall_s, phrase):
+    # The profiler's probe_cost lines are priced against the chosen plan's worker-hours: a
+    # share below twice the plan, a multiple above it (a 0.5 s job probed for 16 s read
+    # "profiling cost ... 4511.5% of the chosen plan's").
+    import json
+
+    recs = synthetic_records() + [
+        {"record": "probe_cost", "probe": "timing", "gpu": "t4", "workers": 2, "hosts": 1, "local_batch": 16,
+         "wall_s": wall_s, "outcome": "ok", "optional": True},
+    ]
+    rec = recommend(parse_profile([json.dumps(r) for r in recs]), target=0.9, max_workers=8)
+    (note,) = [n for n in rec.notes if n.startswith("profiling cost")]
+    plan_wh = rec.chosen.workers * rec.chosen.time_s / 3600
+    share = 2 * wall_s / 3600 / plan_wh
+    assert f"{2 * wall_s / 3600:.3g} worker-hours in 1 probe," in note and phrase in note
+    assert (f"{share:.3g}×" if share >= 2 else f"{share:.1%}") in note
+    assert ("costs more than any plan can save" in note) == (share >= 2)
