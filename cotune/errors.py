@@ -13,7 +13,10 @@ Exit codes (documented in ``docs/cli.md``):
   written (disk full, read-only filesystem, an I/O error), is locked by another writer,
   or the profiler's launcher could not start (:class:`StorageError`,
   :class:`ProfileLockedError`). Nothing was recorded wrongly; fix the cause and run the
-  same command again.
+  same command again;
+* ``4`` — an internal error: a bug in cotune, not in the input. The CLI prints one line
+  naming the exception and the file that holds its traceback (``COTUNE_DEBUG=1`` raises
+  it instead).
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ __all__ = [
     "EXIT_INFEASIBLE",
     "EXIT_INPUT",
     "EXIT_ENVIRONMENT",
+    "EXIT_INTERNAL",
 ]
 
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_INPUT = 2
 EXIT_ENVIRONMENT = 3
+EXIT_INTERNAL = 4
 
 
 class CotuneError(Exception):

@@ -250,3 +250,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
     except KeyboardInterrupt:
         print("cotune: interrupted; run the same command again to continue where it stopped", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug in cotune's profiler: one line, the traceback kept (exit 4)
+        import os
+
+        from cotune.cli._output import error, internal_error
+        from cotune.errors import EXIT_INTERNAL
+
+        if os.environ.get("COTUNE_DEBUG"):
+            raise
+        error(internal_error(exc, [*prog.split(), *argv]))
+        return EXIT_INTERNAL

@@ -2,7 +2,7 @@
 each command's ``run`` so ``cotune --help`` is instant.
 
 Exit codes: 0 success, 1 nothing feasible, 2 bad input (including usage errors),
-130 interrupted.
+3 the environment failed, 4 an internal error (a bug in cotune), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import warnings
 from contextvars import ContextVar
 from typing import Sequence
 
-from cotune.errors import EXIT_INPUT, CotuneError
+from cotune.errors import EXIT_INPUT, EXIT_INTERNAL, CotuneError
 
 __all__ = ["main", "build_parser"]
 
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cotune",
         description="Choose workers, GPU type and batch size of a training job together: "
         "the cheapest configuration that reaches the target metric by the deadline.",
-        epilog="Exit codes: 0 ok, 1 nothing feasible, 2 bad input. Docs: docs/cli.md",
+        epilog="Exit codes: 0 ok, 1 nothing feasible, 2 bad input, 3 the environment failed, 4 a bug in cotune. "
+        "Docs: docs/cli.md",
     )
     from cotune import __version__
 
@@ -114,3 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - a bug in cotune: one line, the traceback kept for the report
+        import os
+
+        if os.environ.get("COTUNE_DEBUG"):
+            raise
+        from cotune.cli._output import internal_error
+
+        error(internal_error(exc, ["cotune", *_ARGV.get()]))
+        return EXIT_INTERNAL

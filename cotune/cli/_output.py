@@ -15,7 +15,9 @@ import math
 import sys
 from typing import Any, Sequence, TextIO
 
-__all__ = ["table", "error", "info", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "one_line", "excerpt"]
+__all__ = [
+    "table", "error", "info", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "one_line", "excerpt", "internal_error",
+]
 
 from cotune._checks import excerpt  # noqa: E402  (re-exported: the CLI quotes values with it)
 
@@ -80,3 +82,25 @@ def warning(message: str) -> None:
     """One line on stderr, ``cotune: warning: …``; the command carries on."""
     first = " ".join(str(message).split())
     print(f"cotune: warning: {terminal_safe(first)}", file=sys.stderr)
+
+
+def internal_error(exc: BaseException, argv: Sequence[str]) -> str:
+    """The one line of a bug in cotune (exit 4): the exception, and a file that keeps the
+    command ``argv`` and the traceback for the report (a user's input never reaches here: it
+    is a :class:`~cotune.errors.CotuneError`). Every command's entry point uses it."""
+    import tempfile
+    import time
+    import traceback
+
+    text = " ".join(str(exc).split())  # one line; error() escapes control characters
+    what = type(exc).__name__ + (f": {text[:200]}{'…' if len(text) > 200 else ''}" if text else "")
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"cotune-crash-{time.strftime('%Y%m%dT%H%M%S')}-", suffix=".txt")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(" ".join(argv) + "\n\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        kept = f"the traceback is in {path}"
+    except OSError:
+        kept = "set COTUNE_DEBUG=1 to print the traceback"
+    return (f"internal error ({what}): a bug in cotune, not in your input; {kept}: please report it with the command "
+            "you ran")

@@ -268,3 +268,33 @@ def test_the_header_names_a_confidence_given_without_a_deadline(capsys):
     # It was dropped: the confidence then bounds P(reach) and the reader saw no sign of it.
     code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--confidence", "0.9", "--no-cache")
     assert code == 0 and out.splitlines()[0].endswith("top1 ≥ 0.94 (with probability 0.9)")
+
+
+def test_a_bug_in_cotune_is_one_line_exit_4_and_its_traceback_is_kept(capsys, monkeypatch, tmp_path):
+    # An internal error (here a TypeError planted in the renderer, as a renamed helper once
+    # made one) printed a 30-line traceback: it is one line naming the exception and a file
+    # that keeps the traceback for the report.
+    import cotune.cli._render as render
+
+    monkeypatch.delenv("COTUNE_DEBUG", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+    def broken(*_a, **_k):
+        raise TypeError("_span() takes 1 positional argument but 2 were given")
+
+    monkeypatch.setattr(render, "render_recommendation", broken)
+    code, out, err = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94")
+    assert code == 4 and out == ""
+    assert err.count("\n") == 1 and err.startswith("cotune: internal error (TypeError: _span() takes")
+    assert "a bug in cotune, not in your input" in err and "Traceback" not in err
+    (kept,) = tmp_path.glob("cotune-crash-*.txt")
+    assert str(kept) in err
+    text = kept.read_text()
+    assert text.startswith("cotune recommend cifar10-resnet18 --target 0.94") and "Traceback" in text and "broken" in text
+    # COTUNE_DEBUG=1: the exception itself, for a developer.
+    monkeypatch.setenv("COTUNE_DEBUG", "1")
+    with pytest.raises(TypeError, match="_span"):
+        main(["recommend", "cifar10-resnet18", "--target", "0.94"])

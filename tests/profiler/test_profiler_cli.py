@@ -198,3 +198,25 @@ def test_a_profile_of_the_same_workload_with_the_other_goal_is_refused(tmp_path,
     code, err = run_cli(["--workload", spec("tiny"), "--workers", "1", "--local-batch", "4", "--out", str(out),
                          "--device", "cpu"], capsys)
     assert code == 2 and "goal min), not 'tiny' (512 samples, goal max)" in err
+
+
+def test_a_bug_in_the_profiler_is_one_line_exit_4_not_an_input_error(monkeypatch, tmp_path, capsys):
+    # A fault of ours is not the user's (nor the workload's): it reads as an internal error,
+    # with the traceback kept in a file, not as a traceback or a "bad input" exit 2.
+    import tempfile
+
+    import profiler.cli as cli
+
+    monkeypatch.delenv("COTUNE_DEBUG", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+    def broken(args):
+        raise KeyError("state")
+
+    monkeypatch.setattr(cli, "_run", broken)
+    code = cli.main(["--workload", "examples/digits_cnn.py:workload", "--out", str(tmp_path / "p.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 4 and err.startswith("cotune: internal error (KeyError: 'state')") and err.count("\n") == 1
+    (kept,) = tmp_path.glob("cotune-crash-*.txt")
+    assert kept.read_text().startswith("cotune profile --workload examples/digits_cnn.py:workload")
