@@ -266,3 +266,17 @@ def test_a_replan_result_reprs_as_its_decision_and_options():
     text = repr(r)
     assert len(text) < 700
     assert text.startswith(f"ReplanResult({r.decision!r}: {r.reason}; stay 4 x t4 on_demand, local batch 129")
+
+
+@pytest.mark.parametrize("with_cluster", [False, True])
+def test_the_best_alternative_is_never_a_restart_where_the_job_runs(cifar_models, cluster, with_cluster):
+    # "BEST t4 on_demand 2 257" under "STAY t4 on_demand 2 257": restarting the job at its own
+    # configuration was listed as the best alternative ("would add 13.4 % to the job's cost").
+    p = Progress(epochs_done=30, elapsed_s=600, gpu="t4", market="on_demand", workers=2, local_batch=257)
+    where = {"cluster": cluster} if with_cluster else {"prices": {"t4": 0.526}}
+    r = replan(None, progress=p, target=0.94, models=cifar_models, deadline_s=2400, max_workers=16, **where)
+    assert r.stay is not None and r.best is not None
+    key = lambda c: (c.gpu, c.market, c.workers, c.hosts, c.local_batch)  # noqa: E731
+    assert key(r.best) != key(r.stay)
+    if r.nearest is not None and r.decision != "infeasible":
+        assert key(r.nearest) != key(r.stay)
