@@ -384,6 +384,13 @@ class RecommendRequest:
         put("pareto_limit", integer(self.pareto_limit, where="/pareto_limit", ge=1, le=MAX_LISTED))
         put("max_candidates", integer(self.max_candidates, where="/max_candidates", ge=1, le=MAX_INTEGER))
 
+    @property
+    def implied_market(self) -> str | None:
+        """The market a running job is on when its progress does not say: without a cluster
+        file only on-demand servers are searched (a job on spot needs the file's revocation
+        rates), so ``"on_demand"``; with one, None — spot or mixed must be stated."""
+        return "on_demand" if self.cluster is None else None
+
     def cap_for(self, gpu: str) -> int:
         """The worker cap of ``gpu``: its own entry, else ``"*"``, else :data:`DEFAULT_MAX_WORKERS`."""
         if isinstance(self.max_workers, Mapping):

@@ -13,12 +13,15 @@ __all__ = ["add_parser", "run"]
 
 
 @_args._wrap
-def _current(text: str) -> tuple[str, str, int, int]:
+def _current(text: str) -> tuple[str, str | None, int, int]:
     parts = text.split(":")
+    if len(parts) == 3:  # GPU:WORKERS:LOCAL_BATCH: the market the request implies (on demand without --cluster)
+        parts = [parts[0], None, parts[1], parts[2]]
     if len(parts) != 4:
         from cotune.errors import InputError
 
-        raise InputError(f"expected GPU:MARKET:WORKERS:LOCAL_BATCH such as t4:spot:8:128, got {text[:60]!r}")
+        raise InputError(f"expected GPU:MARKET:WORKERS:LOCAL_BATCH such as t4:spot:8:128 (or t4:8:128 on demand), "
+                         f"got {text[:60]!r}")
     gpu, market, workers, batch = parts
     return gpu, market, parse_number(workers, where="", integer=True), parse_number(batch, where="", integer=True)
 
@@ -42,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--epochs-done", type=_args.finite_float, default=None, metavar="E",
                    help="epochs trained so far (default: its last tracked evaluation)")
     g.add_argument("--current", type=_current, default=None, metavar="GPU:MARKET:WORKERS:LOCAL_BATCH",
-                   help="the configuration the job runs at, e.g. t4:spot:8:128 (default: its last tracked step record)")
+                   help="the configuration the job runs at, e.g. t4:spot:8:128, or t4:8:128 on demand without --cluster "
+                   "(default: its last tracked step record)")
     g.add_argument("--schedule-epochs", type=_args.finite_float, default=None, metavar="E",
                    help="where the job's learning-rate schedule ends (its configured epochs): a target not reached "
                    "by then is missed (default: no known end)")
@@ -120,12 +124,12 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
     if args.current is not None:
         given.update(zip(("gpu", "market", "workers", "local_batch"), args.current))
     try:
-        if None in (given[k] for k in ("epochs_done", "elapsed_s")) or args.current is None:
+        if None in (given.get(k) for k in ("epochs_done", "elapsed_s", "market")) or args.current is None:
             from cotune.track import progress_from_records
 
             loaded = question.load_profile()
             question = question.replace(profile=loaded)
-            progress = progress_from_records(loaded, job=args.job, **given)
+            progress = progress_from_records(loaded, job=args.job, default_market=question.implied_market, **given)
         else:
             progress = Progress(**{k: v for k, v in given.items() if v is not None})
         rule = {k: v for k, v in (("margin", args.margin), ("restart_s", args.restart), ("lr_rule", args.lr_rule),

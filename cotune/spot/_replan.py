@@ -333,7 +333,8 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
 
         loaded = request.load_profile()
         request = request.replace(profile=loaded)  # read once
-        progress = progress_from_records(loaded, job=rule.get("job"), **dict(progress or {}))
+        progress = progress_from_records(loaded, job=rule.get("job"), default_market=request.implied_market,
+                                         **dict(progress or {}))
     return ReplanRequest(request=request, progress=progress, **rule)
 
 

@@ -134,14 +134,17 @@ _PROGRESS_KEYS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local
                   "schedule_epochs")
 
 
-def progress_from_records(profile: Profile, *, job: str | None = None, **given: object):  # -> cotune.Progress
+def progress_from_records(profile: Profile, *, job: str | None = None, default_market: str | None = None,
+                          **given: object):  # -> cotune.Progress
     """A :class:`cotune.Progress` of the running job: each field given wins, the others come
     from the job's tracked records (:func:`job_progress`).
 
     ``epochs_done``: the furthest evaluated epoch; ``elapsed_s``: the job's wall time at its
     last evaluation (give the real elapsed time when re-planning later); ``gpu``,
     ``market``, ``workers``, ``local_batch``: its latest step record; ``schedule_epochs``:
-    its latest evaluation that tells it (None: no known end). ``spent`` defaults to 0. A
+    its latest evaluation that tells it (None: no known end). ``spent`` defaults to 0;
+    ``market``, neither given nor in the records, to ``default_market`` where the caller
+    has one (:attr:`cotune.RecommendRequest.implied_market`: on demand without a cluster file). A
     required field neither given nor in the records is an error naming it. A progress
     given in full (every required field) is taken as given, as the CLI and HTTP doors
     take it: the records are not read, so its schedule end is the one given or none.
@@ -162,11 +165,14 @@ def progress_from_records(profile: Profile, *, job: str | None = None, **given: 
             "epochs_done": jp.epochs_done if jp.curve_epochs or jp.epochs_done else None, "elapsed_s": jp.elapsed_s,
             "gpu": jp.gpu, "market": jp.market, "workers": jp.workers, "local_batch": jp.local_batch,
         }
+        if found.get("market") is None and default_market is not None:
+            found["market"] = default_market
         for k in needed:
             if found.get(k) is None:
                 why = ("the profile has no tracked records of a running job" if jp is None
                        else f"the records of job {jp.job!r} do not tell it")
-                raise BadValue(f"'{k}' is not given, and {why}: give it (or track the job with cotune.track.Tracker)",
-                               where=f"/progress/{k}")
+                which = " (on_demand, spot or mixed: with a cluster file the market is not implied)" if k == "market" else ""
+                raise BadValue(f"'{k}' is not given, and {why}: give it{which} (or track the job with "
+                               "cotune.track.Tracker)", where=f"/progress/{k}")
             fields[k] = found[k]
     return Progress(**fields)  # type: ignore[arg-type]

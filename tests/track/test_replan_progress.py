@@ -145,6 +145,32 @@ def test_without_tracked_records_progress_must_be_given(cifar_models) -> None:
         cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=3600)
 
 
+def test_without_a_cluster_file_the_market_is_on_demand_unless_stated_at_every_door(cifar_models, capsys) -> None:
+    # Without a cluster file only on-demand servers are searched (spot needs revocation
+    # rates): a job's market left out was refused ("'market' is not given") at all three doors.
+    from cotune.api import replan_request
+    from cotune.cli import main
+
+    given = dict(gpu="t4", workers=2, local_batch=257, epochs_done=30, elapsed_s=600)
+    py = cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=2400, max_workers=16,
+                       prices={"t4": 0.526}, progress=given)
+    stated = cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=2400, max_workers=16,
+                           prices={"t4": 0.526}, progress=dict(given, market="on_demand"))
+    assert py.stay.market == "on_demand" and py.to_dict() == stated.to_dict()
+    doc = replan_request({"profile": "cifar10-resnet18", "target": TARGET, "deadline_s": 2400, "max_workers": 16,
+                          "prices": {"t4": 0.526}, "progress": given})
+    assert doc["stay"] == py.to_dict()["stay"]
+    code = main(["replan", "cifar10-resnet18", "--target", str(TARGET), "--deadline", "40m", "--max-workers", "16",
+                 "--price", "t4=0.526", "--current", "t4:2:257", "--epochs-done", "30", "--elapsed", "10m", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(out)["stay"] == doc["stay"]
+    # With a cluster file the market is not implied: spot or on demand must be said.
+    with pytest.raises(cotune.InputError, match="with a cluster file the market is not implied"):
+        cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=2400,
+                      cluster={"version": 1, "gpu": {"t4": {"on_demand": 16, "on_demand_price_per_hour": 0.526}}},
+                      progress=given)
+
+
 def test_http_request_without_progress_reads_it_from_inline_records(job_path: Path) -> None:
     from cotune.api import parse_replan_request
 
