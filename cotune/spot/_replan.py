@@ -97,7 +97,7 @@ from cotune._request import (
     request_from_call,
 )
 from cotune.errors import InputError
-from cotune.units import format_chance, format_duration, format_duration_at_least
+from cotune.units import format_chance, format_duration, format_duration_at_least, format_money
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -600,7 +600,7 @@ def replan(
         stay=stay, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
         objective=objective, margin=margin, confidence=q, p_margin=p_margin, miss_cost=whole, spent=progress.spent,
     )
-    within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({budget_left:.4g})")
+    within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({format_money(budget_left, priced=priced)})")
     nearest = None
     if forecast is not None and forecast.reached:
         decision, reason = "stay", (
@@ -625,13 +625,13 @@ def replan(
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.
         over = ("" if nearest is None or budget_left is None or not nearest.cost > budget_left else
-                f", but it costs {nearest.cost:.4g} against the {budget_left:.4g} left")
+                f", but it costs {format_money(nearest.cost, priced=priced)} against the {format_money(budget_left, priced=priced)} left")
         if budget_left is not None and budget_left <= 0:
             # Not the target's fault: the money is gone before the work is done.
             decision, reason = "infeasible", (
-                f"the budget is spent ({progress.spent:.4g} of {req.budget:.4g}) with {left:.0%} of the work left: no "
+                f"the budget is spent ({format_money(progress.spent, priced=priced)} of {format_money(req.budget, priced=priced)}) with {left:.0%} of the work left: no "
                 "configuration can finish within it"
-                + ("" if at is None else f"{at}, which needs {nearest.cost:.4g} more")
+                + ("" if at is None else f"{at}, which needs {format_money(nearest.cost, priced=priced)} more")
                 + ": raise the budget (--budget / budget) to go on, or stop the job"
             )
         elif left <= 0.0:

@@ -202,7 +202,7 @@ def test_a_spent_budget_is_named_as_the_reason_not_the_target(capsys):
     assert main([*_NO_CLUSTER, "--budget", "1", "--spent", "5", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["decision"] == "infeasible"
-    assert doc["reason"].startswith("the budget is spent (5 of 1)") and "raise the budget (--budget / budget)" in doc["reason"]
+    assert doc["reason"].startswith("the budget is spent (5.00 w·h of 1.00 w·h)")  # worker-hours: no prices and "raise the budget (--budget / budget)" in doc["reason"]
     assert "not reachable" not in doc["reason"]
 
 
