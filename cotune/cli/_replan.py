@@ -15,7 +15,8 @@ __all__ = ["add_parser", "run"]
 @_args._wrap
 def _current(text: str) -> tuple[str, str | None, int, int]:
     parts = text.split(":")
-    if len(parts) == 3:  # GPU:WORKERS:LOCAL_BATCH: the market the request implies (on demand without --cluster)
+    if len(parts) == 3 and parts[1].strip().isdigit():
+        # GPU:WORKERS:LOCAL_BATCH: the market the request implies (on demand without --cluster)
         parts = [parts[0], None, parts[1], parts[2]]
     if len(parts) != 4:
         from cotune.errors import InputError
