@@ -520,7 +520,9 @@ def forecast_from_fits(
 def _lo(e: float, sigma: float, z: float, floor: float) -> float:
     if not math.isfinite(e):
         return math.inf
-    return max(e * math.exp(-z * sigma), floor)
+    # Never above the median: a median at the epochs already seen comes back from exp(log e)
+    # one ulp below them (6.999999999999999 against a floor of 7.0, found by hypothesis).
+    return min(max(e * math.exp(-z * sigma), floor), e)
 
 
 def _hi(e: float, sigma: float, z: float) -> float:

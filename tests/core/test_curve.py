@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cotune.errors import InputError
@@ -209,6 +209,8 @@ def test_a_curve_that_cannot_pin_its_asymptote_keeps_a_finite_interval() -> None
 
 
 @settings(max_examples=25, deadline=None)
+# A median one ulp below the epochs seen (6.999999999999999) under a lower end floored at them (7.0).
+@example(rises=[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0], noise=[0.0] * 14, start=0.0, reach=0.03125, goal="max")
 @given(
     rises=st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=14),
     noise=st.lists(st.floats(min_value=-50.0, max_value=50.0, allow_nan=False), min_size=14, max_size=14),
