@@ -21,7 +21,7 @@ from cotune.solver import (
     cost_at_confidence,
     ranked,
 )
-from cotune.units import format_duration_at_least, format_money
+from cotune.units import format_duration_at_least, format_money_at_least
 
 __all__ = ["baselines", "relax"]
 
@@ -287,15 +287,24 @@ def relax(
         )
     out: list[str] = []
     if deadline_s is not None and not feas.meets_deadline.any():
-        fastest = ranked(est, feas.reaches, "time", limit=3)
+        # With a budget, the deadline that would do is the one the fastest candidate *within
+        # the budget* needs: the fastest overall may cost far more than the budget allows.
+        affordable = budget is not None and bool(feas.within_budget.any())
+        fastest = ranked(est, feas.within_budget if affordable else feas.reaches, "time", limit=3)
         i = int(fastest[0])
         c = est.candidates
         needed = float(est.time_at_confidence_s[i])
         cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
+        who = "the fastest candidate within the budget" if affordable else "the fastest candidate"
         if math.isfinite(needed):
-            out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} (the fastest candidate, {cfg}, needs it)")
+            also = ""
+            if budget is not None and not affordable:
+                cost_q = float(cost_at_confidence(est)[i])
+                also = f", and the budget (--budget / budget) to at least {format_money_at_least(cost_q, priced=priced)}, its cost"
+            out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} ({who}, "
+                       f"{cfg}, needs it){also}")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
-            out.append(f"or allow more than {c.workers[i]} workers (--max-workers / max_workers): the fastest candidate uses them all")
+            out.append(f"or allow more than {c.workers[i]} workers (--max-workers / max_workers): {who} uses them all")
         # The epochs each candidate trains by the deadline at the confidence the plan is judged
         # at (its median training time over its time at that confidence), and the metric the
         # curves give there: a target no harder than that has the chance it needs.
@@ -328,7 +337,7 @@ def relax(
             need = float(np.min(cost_at_confidence(est)[ok]))
             which = "the cheapest candidate" if confidence is None else f"the lowest cost at confidence {confidence:g} of any candidate"
             which += "" if deadline_s is None else (" meeting the deadline" if confidence is None else " that meets the deadline")
-            out.append(f"raise the budget (--budget / budget) to at least {format_money(need, priced=priced)} ({which})")
+            out.append(f"raise the budget (--budget / budget) to at least {format_money_at_least(need, priced=priced)} ({which})")
             if deadline_s is not None:
                 out.append("or relax the deadline (--deadline / deadline_s): slower, smaller clusters cost less")
             return out, cheapest

@@ -8,7 +8,9 @@ import re
 from cotune._checks import excerpt
 from cotune.errors import InputError
 
-__all__ = ["parse_duration", "format_duration", "format_duration_at_least", "format_money", "format_chance"]
+__all__ = [
+    "parse_duration", "format_duration", "format_duration_at_least", "format_money", "format_money_at_least", "format_chance",
+]
 
 _UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([dhms])")
@@ -98,6 +100,18 @@ def format_money(amount: float, *, priced: bool) -> str:
         return "inf"
     # Two decimals hide small jobs ($0.00): below 1, show three significant digits.
     text = f"{amount:,.2f}" if abs(amount) >= 1 or amount == 0 else f"{amount:.3g}"
+    return f"${text}" if priced else f"{text} w·h"
+
+
+def format_money_at_least(amount: float, *, priced: bool) -> str:
+    """:func:`format_money` rounded *up* to the last digit shown: a hint "raise the budget to
+    at least $1.12" must not name less than the $1.1232 needed."""
+    if not math.isfinite(amount) or amount <= 0:
+        return format_money(amount, priced=priced)
+    decimals = 2 if amount >= 1 else 2 - math.floor(math.log10(amount))
+    step = 10.0 ** -decimals
+    up = math.ceil(round(amount / step, 9)) * step
+    text = f"{up:,.{decimals}f}" if up >= 1 else f"{up:.{decimals}f}"
     return f"${text}" if priced else f"{text} w·h"
 
 

@@ -125,3 +125,26 @@ def test_the_deadline_a_hint_names_is_itself_enough(example, target, deadline_s)
     needed = parse_duration(re.search(r"to at least (\S+) \(the fastest candidate", rec.relax[0]).group(1))
     assert needed > deadline_s
     assert cotune.recommend(example, target=target, deadline_s=needed).chosen is not None
+
+
+@pytest.mark.parametrize("confidence", [None, 0.9])
+def test_with_a_budget_the_deadline_hint_names_what_the_budget_allows_and_is_enough(confidence) -> None:
+    # "raise the deadline to 2h08m (the fastest candidate ... needs it)" named a candidate
+    # three times over the budget: that deadline alone answered NO FEASIBLE again.
+    from cotune.units import parse_duration
+
+    q = {"prices": {"t4": 0.526}, "max_workers": 16, "confidence": confidence}
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=300.0, budget=0.5, **q)
+    assert rec.chosen is None
+    found = re.search(r"to at least (\S+) \(the fastest candidate within the budget", rec.relax[0])
+    assert found, rec.relax[0]
+    fixed = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=parse_duration(found.group(1)), budget=0.5, **q)
+    assert fixed.chosen is not None and fixed.chosen.cost <= 0.5
+    # Nothing within the budget at all: the hint names the budget the fastest needs too.
+    poor = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=300.0, budget=0.05, **q)
+    found = re.search(r"to at least (\S+) \(the fastest candidate, .*, and the budget \(--budget / budget\) to at least "
+                      r"\$(\S+), its cost", poor.relax[0])
+    assert found, poor.relax[0]
+    both = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=parse_duration(found.group(1)),
+                            budget=float(found.group(2)) * 1.001, **q)
+    assert both.chosen is not None

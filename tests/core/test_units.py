@@ -91,3 +91,15 @@ def test_a_shown_chance_is_below_the_confidence_exactly_when_the_chance_is(p, q)
         assert shown >= q or p < q  # the bound itself says "meets" where the chance does
     else:
         assert (shown < q) == (p < q) or text.startswith("<")
+
+
+@pytest.mark.parametrize("amount", [1.1231, 1.12, 0.51601, 0.0123451, 1234.561, 0.99996, 7.0])
+def test_money_at_least_is_never_below_the_amount_and_shows_what_format_money_shows(amount):
+    from cotune.units import format_money, format_money_at_least
+
+    text = format_money_at_least(amount, priced=True)
+    assert text.startswith("$") and float(text[1:].replace(",", "")) >= amount
+    # one unit of the last digit above at most, and the same form as format_money
+    shown = float(format_money(amount, priced=True)[1:].replace(",", ""))
+    assert float(text[1:].replace(",", "")) - shown <= 10 ** -(len(text.split(".")[1])) + 1e-12
+    assert format_money_at_least(amount, priced=False).endswith(" w·h")
