@@ -36,6 +36,13 @@ def test_number_hints_parse_duration_for_a_string_in_a_seconds_field():
         number("30m", where="/deadline_s", gt=0)
 
 
+@pytest.mark.parametrize(("value", "hint"), [(90, "write 0.9 for 90 %"), (99.9, "write 0.999 for 99.9 %"), (100, None), (1.5, "write 0.015 for 1.5 %"), (-3, None)])
+def test_a_probability_written_as_a_percentage_is_refused_with_how_to_write_it(value, hint):
+    with pytest.raises(BadValue) as info:
+        number(value, where="/confidence", gt=0.0, lt=1.0, what="a probability")
+    assert (hint in str(info.value)) if hint else " for " not in str(info.value)
+
+
 @pytest.mark.parametrize("bad", [16.7, True, math.nan, 10**400, "16", None, 0])
 def test_integer_refuses_fractions_bools_huge_strings_and_out_of_range(bad):
     with pytest.raises(BadValue):
