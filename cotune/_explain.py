@@ -21,7 +21,7 @@ from cotune.solver import (
     cost_at_confidence,
     ranked,
 )
-from cotune.units import format_duration_at_least, format_money_at_least
+from cotune.units import format_duration, format_duration_at_least, format_money_at_least
 
 __all__ = ["baselines", "relax"]
 
@@ -296,6 +296,13 @@ def relax(
         needed = float(est.time_at_confidence_s[i])
         cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
         who = "the fastest candidate within the budget" if affordable else "the fastest candidate"
+        if startup_s >= deadline_s:
+            # No configuration can help: the start-up alone takes the whole deadline.
+            at_least = (f" to at least {format_duration_at_least(needed)} ({who}, {cfg}, needs it)" if math.isfinite(needed)
+                        else "")
+            return ([f"the start-up alone (--startup / startup_s, {format_duration(startup_s)}) takes the whole deadline "
+                     f"({format_duration(deadline_s)}): raise the deadline (--deadline / deadline_s){at_least}, or shorten "
+                     "the start-up"], _best_chances(est, np.isfinite(est.epochs), fastest))
         if math.isfinite(needed):
             also = ""
             if budget is not None and not affordable:

@@ -148,3 +148,16 @@ def test_with_a_budget_the_deadline_hint_names_what_the_budget_allows_and_is_eno
     both = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=parse_duration(found.group(1)),
                             budget=float(found.group(2)) * 1.001, **q)
     assert both.chosen is not None
+
+
+def test_a_start_up_longer_than_the_deadline_is_named_and_more_workers_are_not_offered() -> None:
+    # "or allow more than 16 workers" was offered where the start-up alone (1 h) took the
+    # whole deadline (30 min): no configuration could help.
+    from cotune.units import parse_duration
+
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800.0, startup_s=3600.0, max_workers=16)
+    assert rec.chosen is None and len(rec.relax) == 1
+    assert rec.relax[0].startswith("the start-up alone (--startup / startup_s, 1h00m) takes the whole deadline (30m00s)")
+    assert "more than" not in rec.relax[0]
+    needed = parse_duration(re.search(r"to at least (\S+) \(", rec.relax[0]).group(1))
+    assert cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=needed, startup_s=3600.0, max_workers=16).chosen
