@@ -17,6 +17,9 @@ deadline ``D`` — is::
 
     P(success) = p_reach · G(ln(D − startup_s) − ln T)
 
+(with a budget ``B``, ``D`` is per candidate the earlier of the deadline and ``B / r``, ``r``
+the cost of one second: cost is ``r × time_s``, so a budget is a deadline of its own)
+
 and the time at confidence ``q`` (the ``q``-quantile of the time to success, infinite
 when ``q ≥ p_reach``) is ``startup_s + exp(ln T + G⁻¹(q / p_reach))``, so that
 ``time_q ≤ D ⇔ P(success) ≥ q``; the interval is ``exp(ln T + G⁻¹((1 ± level)/2))``.
