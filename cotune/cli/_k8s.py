@@ -77,7 +77,7 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
 def run(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit, emit_json, error
     from cotune.errors import EXIT_OK
-    from cotune.k8s import render_manifests, to_yaml
+    from cotune.k8s import manifest_warnings, render_manifests, to_yaml
 
     if args.name is not None:  # a bad name fails before the solve
         from cotune.k8s import check_name
@@ -85,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
         check_name(args.name, what="--name")
     rec = recommend_from_args(args)
     opts = _options(args, rec.workload)
-    manifests = render_manifests(rec.to_dict(), opts)
-    for line in opts.warnings():
+    doc = rec.to_dict()
+    manifests = render_manifests(doc, opts)
+    for line in manifest_warnings(doc, opts):
         error(line)
     if args.json:
         emit_json({"apiVersion": "v1", "kind": "List", "items": manifests})

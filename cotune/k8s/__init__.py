@@ -5,7 +5,17 @@ functions: a recommendation document in, manifests (plain ``dict``s) out; ``cotu
 prints them as YAML or JSON."""
 
 from cotune.k8s._names import check_name, derive_name
-from cotune.k8s._render import DEFAULT_IMAGE, GANGS, KINDS, JobOptions, Layout, layout_for, render_manifests, to_yaml
+from cotune.k8s._render import (
+    DEFAULT_IMAGE,
+    GANGS,
+    KINDS,
+    JobOptions,
+    Layout,
+    layout_for,
+    manifest_warnings,
+    render_manifests,
+    to_yaml,
+)
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -16,6 +26,7 @@ __all__ = [
     "check_name",
     "derive_name",
     "layout_for",
+    "manifest_warnings",
     "render_manifests",
     "to_yaml",
 ]

@@ -38,7 +38,9 @@ from typing import Any, Literal, Mapping, Sequence
 from cotune.errors import InfeasibleError, InputError
 from cotune.k8s._names import JOB_NAME_MAX, annotation_text, check_image, check_label_key, check_label_value, check_name
 
-__all__ = ["DEFAULT_IMAGE", "GANGS", "KINDS", "JobOptions", "Layout", "layout_for", "render_manifests", "to_yaml"]
+__all__ = [
+    "DEFAULT_IMAGE", "GANGS", "KINDS", "JobOptions", "Layout", "layout_for", "manifest_warnings", "render_manifests", "to_yaml",
+]
 
 GANGS = ("volcano", "kueue", "none")
 KINDS = ("trainjob", "pytorchjob")
@@ -242,6 +244,22 @@ def _feasible(doc: Mapping[str, Any]) -> None:
     if doc.get("status") != "ok" or doc.get("plan") is None:
         relax = "; ".join(doc.get("relax") or []) or "relax the constraints"
         raise InfeasibleError(f"nothing is feasible, so there is no job to render: {relax}")
+
+
+def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
+    """What the rendered job will do that is probably not meant: the options' own
+    (:meth:`JobOptions.warnings`), and a plan priced on spot servers that nothing in the
+    manifest sends to spot nodes (its cost and time assume them)."""
+    out = opts.warnings()
+    market = (doc.get("plan") or {}).get("market")
+    if market in ("spot", "mixed") and not opts.node_selector:
+        out.append(
+            f"warning: the plan is priced on {'spot' if market == 'spot' else 'spot and on-demand (mixed)'} servers, but "
+            "nothing in the manifest sends its pods to spot nodes: add --node-selector for your spot node label (e.g. "
+            "cloud.google.com/gke-spot=true, eks.amazonaws.com/capacityType=SPOT or "
+            "kubernetes.azure.com/scalesetpriority=spot)"
+        )
+    return out
 
 
 def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:

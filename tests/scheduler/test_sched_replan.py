@@ -173,3 +173,20 @@ def test_k8s_accepts_the_cluster_top_and_prints_json(cluster_file):
     doc = json.loads(buf.getvalue())
     assert doc["kind"] == "List" and [o["kind"] for o in doc["items"]] == ["PodGroup", "PyTorchJob"]
     assert "(spot)" in doc["items"][-1]["metadata"]["annotations"]["cotune.dev/plan"] or "(mixed)" in doc["items"][-1]["metadata"]["annotations"]["cotune.dev/plan"]
+
+
+def test_a_spot_plan_rendered_without_a_node_selector_is_warned_about():
+    # Its cost assumes spot servers; nothing in the manifest sent the pods to spot nodes.
+    from cotune.k8s import JobOptions, manifest_warnings, render_manifests
+
+    doc = recommend_request(copy.deepcopy(SPOT_REQUEST))
+    assert doc["plan"]["market"] in ("spot", "mixed")
+    bare = JobOptions(name="train-1", image="ghcr.io/me/train:1", command=("torchrun", "train.py"), gang="none")
+    render_manifests(doc, bare)
+    (line,) = manifest_warnings(doc, bare)
+    assert line.startswith("warning: the plan is priced on spot") and "--node-selector" in line
+    placed = JobOptions(name="train-1", image="ghcr.io/me/train:1", command=("torchrun", "train.py"), gang="none",
+                        node_selector={"cloud.google.com/gke-spot": "true"})
+    assert manifest_warnings(doc, placed) == []
+    on_demand = recommend_request({"profile": EXAMPLE, "target": 0.94, "deadline_s": 1800})
+    assert manifest_warnings(on_demand, bare) == []
