@@ -170,3 +170,21 @@ def test_feasible_at_q_with_a_budget_is_p_success_at_least_q(cifar_models, budge
     clear = np.abs(est.p_success - q) > 1e-6  # the boundary itself is float noise
     assert np.array_equal(feas[judged & clear], (est.p_success >= q)[judged & clear])
     assert not feas[~judged].any()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    b1=st.floats(0.01, 5.0),
+    b2=st.floats(0.01, 5.0),
+    deadline_s=st.one_of(st.none(), st.floats(100.0, 5000.0)),
+    startup_s=st.floats(0.0, 300.0),
+)
+def test_a_larger_budget_never_lowers_the_chance_and_none_is_the_largest(b1, b2, deadline_s, startup_s) -> None:
+    p = np.array([0.95, 0.6, 0.4])
+    est = _priced_estimates(p, np.array([900.0, 1500.0, 700.0]), np.array([1, 2, 4]), 0.25)
+    lo, hi = sorted((b1, b2))
+    small = success_probability(est, deadline_s=deadline_s, startup_s=startup_s, budget=lo)
+    large = success_probability(est, deadline_s=deadline_s, startup_s=startup_s, budget=hi)
+    free = success_probability(est, deadline_s=deadline_s, startup_s=startup_s)
+    assert np.all(small <= large + 1e-12) and np.all(large <= free + 1e-12)
+    assert np.all((0.0 <= small) & (free <= p + 1e-12))
