@@ -16,7 +16,7 @@ Automatic plan (no ``--workers``/``--local-batch``), cheapest information first:
 
 Steps 1 and 4 (and an explicit grid's batches at each worker count) are
 :class:`TimingGroup` values: the session times them in one launch where the launcher can.
-A ``--budget`` cuts the list where the next point's estimated cost no longer fits.
+A ``--probe-budget`` cuts the list where the next point's estimated cost no longer fits.
 """
 
 from __future__ import annotations

@@ -465,7 +465,7 @@ class Session:
             shown = f"{epochs} epochs, {reason}"
         elif verdict.kind == "timeout" and by_budget:
             reason = "budget"
-            shown = f"stopped by --budget after {epochs} epochs; run again with a larger --budget to continue"
+            shown = f"stopped by --probe-budget after {epochs} epochs; run again with a larger --probe-budget to continue"
         else:
             reason = verdict.kind
             kept = self._keep_log(folder, key)
@@ -662,7 +662,7 @@ class Session:
             finally:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
         if tally.skipped_budget:
-            self.progress.note(f"--budget: {tally.skipped_budget} planned probes did not fit; raise --budget to run them")
+            self.progress.note(f"--probe-budget: {tally.skipped_budget} planned probes did not fit; raise --probe-budget to run them")
         return SessionSummary(
             out=str(self.out), gpu=self.gpu, ran=tally.ran, failed=tally.failed, skipped_done=tally.skipped_done,
             skipped_oom=tally.skipped_oom, skipped_budget=tally.skipped_budget, records_written=self.records_written,

@@ -71,7 +71,7 @@ class SessionSummary:
 
     def describe(self) -> str:
         parts = [
-            f"{self.out}: {self.ran} probes run ({self.failed} failed)"
+            f"{self.out}: {self.ran} probe{'' if self.ran == 1 else 's'} run ({self.failed} failed)"
             + (f" in {self.launches} launches" if self.launches is not None and self.launches < self.ran else "")
             + f", {self.records_written} records written",
             f"{self.skipped_done} already in the profile",
@@ -79,7 +79,7 @@ class SessionSummary:
         if self.skipped_oom:
             parts.append(f"{self.skipped_oom} skipped above an out-of-memory batch")
         if self.skipped_budget:
-            parts.append(f"{self.skipped_budget} left out by --budget")
+            parts.append(f"{self.skipped_budget} left out by --probe-budget")
         cost = (
             f"probe cost so far: {self.probe_worker_hours:.4f} worker-hours "
             f"({format_duration(self.probe_wall_s)} of probing)"

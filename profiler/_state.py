@@ -4,7 +4,7 @@ Besides the standard records, the profiler appends two *optional* record types t
 ``cotune.profile.read_profile`` skips (``"optional": true``) but resume needs:
 
 * ``probe_cost`` — after each probe: what it measured and its wall seconds, so the
-  probe cost can be reported next to the recommendation and a ``--budget`` holds
+  probe cost can be reported next to the recommendation and a ``--probe-budget`` holds
   across interrupted runs;
 * ``curve_done`` — when a learning curve ended (target reached, epoch limit, or a
   failure), so a curve is never re-run; a curve without it is continued.

@@ -16,7 +16,7 @@ information). The loop:
    counts (``1 … max_workers`` on one host, every local batch of the ladder below the
    memory limit), read ``next_measurement``;
 3. **buy or stop** — run it when ``buy`` (expected gain > price), else stop and say why.
-   A measurement already tried (it ran out of memory, or did not fit the ``--budget``)
+   A measurement already tried (it ran out of memory, or did not fit the ``--probe-budget``)
    also stops the plan: asking again would name it again.
 
 The plan yields :class:`PlanNote` lines besides points: why it stopped, shown by the
@@ -241,7 +241,7 @@ class ValuePlan:
             point = self.point_of(nm)
             if point in tried:
                 yield PlanNote(f"value plan: stopped: the next measurement, {point.label}, was tried and gave "
-                               "nothing new (out of memory, a failure, or over --budget)")
+                               "nothing new (out of memory, a failure, or over --probe-budget)")
                 return
             tried.add(point)
             bought = (point.label, nm, rec)

@@ -108,8 +108,11 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
     g.add_argument("--max-epochs", type=_positive_int, default=20, metavar="E", help="epoch limit per curve (20)")
     g.add_argument("--target", type=float, metavar="METRIC", help="stop a curve once the metric reaches this")
     g.add_argument("--noise", action="store_true", help="also measure the gradient noise scale during curves")
-    g.add_argument("--budget", type=_duration, metavar="DURATION",
-                   help="probe budget (90m, 2h, 600): later probes that do not fit are left out")
+    g.add_argument("--probe-budget", dest="budget", type=_duration, metavar="DURATION",
+                   help="time to spend probing (90m, 2h, 600): later probes that do not fit are left out")
+    # The old spelling: `cotune recommend --budget` is money, so here it reads as a probe
+    # budget in seconds only with a warning (`--budget 5` meant $5 and got 5 s of probing).
+    g.add_argument("--budget", dest="budget_old", type=_duration, help=argparse.SUPPRESS)
     g.add_argument("--max-workers", type=_positive_int, metavar="N",
                    help="automatic plan: largest worker count (default: GPUs here, 2 on CPU)")
     g.add_argument("--min-batch", type=_positive_int, default=8, metavar="B", help="automatic plan: first local batch (8)")
@@ -159,6 +162,17 @@ def _check_endpoint(endpoint: str) -> None:
     host, sep, port = endpoint.rpartition(":")
     if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise _ArgError(f"--rdzv-endpoint {endpoint[:80]!r}: give HOST:PORT with a port from 1 to 65535, e.g. head:29400")
+
+
+def _old_budget(args: argparse.Namespace) -> None:
+    """``--budget``, the old spelling of ``--probe-budget``: taken, with a warning."""
+    if args.budget_old is None:
+        return
+    if args.budget is not None:
+        raise _ArgError("--budget is the old spelling of --probe-budget: give one of them")
+    args.budget = args.budget_old
+    print(f"cotune: warning: --budget here is the time spent probing ({args.budget_old:g} s), not money as in "
+          "'cotune recommend --budget': write --probe-budget", file=sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -231,6 +245,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
     parser = build_parser(prog)
     try:
         args = parser.parse_args(argv)
+        _old_budget(args)
         return _run(args)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--workload", "examples/digits_cnn.py:missing", "--out", "x.jsonl"], "no attribute 'missing'"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1,x"], "whole numbers"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1"], "both --workers"),
-        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--budget", "soon"], "duration"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--probe-budget", "soon"], "duration"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--nnodes", "2"], "--rdzv-endpoint"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--curves", "30",
           "--curve-workers", "4"], "multiple of --curve-workers"),
@@ -80,7 +80,7 @@ def test_profile_of_another_workload_is_refused(tmp_path, capsys):
 def test_python_dash_m_profiler_help_and_error():
     help_ = subprocess.run([sys.executable, "-m", "profiler", "--help"], cwd=ROOT, capture_output=True, text=True,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert help_.returncode == 0 and "--rdzv-endpoint" in help_.stdout and "--budget" in help_.stdout
+    assert help_.returncode == 0 and "--rdzv-endpoint" in help_.stdout and "--probe-budget" in help_.stdout
     bad = subprocess.run([sys.executable, "-m", "profiler", "--workload", "x:y"], cwd=ROOT, capture_output=True,
                          text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert bad.returncode == 2 and bad.stderr.startswith("cotune: ") and "--out" in bad.stderr
@@ -220,3 +220,26 @@ def test_a_bug_in_the_profiler_is_one_line_exit_4_not_an_input_error(monkeypatch
     assert code == 4 and err.startswith("cotune: internal error (KeyError: 'state')") and err.count("\n") == 1
     (kept,) = tmp_path.glob("cotune-crash-*.txt")
     assert kept.read_text().startswith("cotune profile --workload examples/digits_cnn.py:workload")
+
+
+def test_the_old_budget_spelling_is_the_probe_budget_with_a_warning_and_not_both(monkeypatch, tmp_path, capsys):
+    # `cotune recommend --budget 5` is $5; `cotune profile --budget 5` was 5 s of probing,
+    # silently. It is spelt --probe-budget now; the old spelling warns.
+    import profiler.cli as cli
+
+    seen = {}
+
+    def capture(args):
+        seen["budget"] = args.budget
+        return 0
+
+    monkeypatch.setattr(cli, "_run", capture)
+    out = str(tmp_path / "p.jsonl")
+    assert cli.main(["--workload", "examples/digits_cnn.py:workload", "--out", out, "--budget", "10m"]) == 0
+    assert seen["budget"] == 600.0
+    err = capsys.readouterr().err
+    assert err.startswith("cotune: warning: --budget here is the time spent probing (600 s)") and "--probe-budget" in err
+    assert cli.main(["--workload", "examples/digits_cnn.py:workload", "--out", out, "--probe-budget", "90"]) == 0
+    assert seen["budget"] == 90.0 and capsys.readouterr().err == ""
+    code = cli.main(["--workload", "examples/digits_cnn.py:workload", "--out", out, "--budget", "1", "--probe-budget", "2"])
+    assert code == 2 and "give one of them" in capsys.readouterr().err
