@@ -47,7 +47,8 @@ class Choice:
     price_per_hour: float
     metric: float
     extrapolated: tuple[str, ...] = ()
-    # Probability that the target is reached at all, and that it is reached by the deadline.
+    # Probability that the target is reached at all, and that it is reached by the deadline and
+    # within the budget (where the question gives them; a budget is a deadline of its own).
     p_reach: float | None = None
     p_success: float | None = None
 
