@@ -218,8 +218,8 @@ def number(
         x = math.inf
     if math.isfinite(x) and not _in_bounds(x, gt, ge, lt, le):
         # A probability written as a percentage (90 for 0.9): say how to write it.
-        pct = (f"; write {x / 100:g} for {x:g} %" if what == "a probability" and 1.0 < x <= 100.0 and _in_bounds(x / 100, gt, ge, lt, le)
-               else "")
+        as_pct = what == "a probability" and 1.0 < x <= 100.0 and _in_bounds(x / 100, gt, ge, lt, le)
+        pct = f"; write {x / 100:g} for {x:g} %" if as_pct else ""
         raise BadValue(f"must be {want()}, got {excerpt(value)}{pct}", where=where)
     if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
         raise BadValue(f"must be {want()} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)

@@ -254,7 +254,8 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
     market = (doc.get("plan") or {}).get("market")
     if market in ("spot", "mixed") and not opts.node_selector:
         out.append(
-            f"warning: the plan is priced on spot servers{'' if market == 'spot' else ' while on schedule (mixed: on-demand when behind, by a re-plan)'}, but "
+            "warning: the plan is priced on spot servers"
+            + ("" if market == "spot" else " while on schedule (mixed: on-demand when behind, by a re-plan)") + ", but "
             "nothing in the manifest sends its pods to spot nodes: add --node-selector for your spot node label (e.g. "
             "cloud.google.com/gke-spot=true, eks.amazonaws.com/capacityType=SPOT or "
             "kubernetes.azure.com/scalesetpriority=spot)"

@@ -600,7 +600,8 @@ def replan(
         stay=stay, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
         objective=objective, margin=margin, confidence=q, p_margin=p_margin, miss_cost=whole, spent=progress.spent,
     )
-    within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({format_money(budget_left, priced=priced)})")
+    money = lambda x: format_money(x, priced=priced)  # noqa: E731 - the answer's unit, as its table
+    within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({money(budget_left)})")
     nearest = None
     if forecast is not None and forecast.reached:
         decision, reason = "stay", (
@@ -625,13 +626,13 @@ def replan(
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.
         over = ("" if nearest is None or budget_left is None or not nearest.cost > budget_left else
-                f", but it costs {format_money(nearest.cost, priced=priced)} against the {format_money(budget_left, priced=priced)} left")
+                f", but it costs {money(nearest.cost)} against the {money(budget_left)} left")
         if budget_left is not None and budget_left <= 0:
             # Not the target's fault: the money is gone before the work is done.
             decision, reason = "infeasible", (
-                f"the budget is spent ({format_money(progress.spent, priced=priced)} of {format_money(req.budget, priced=priced)}) with {left:.0%} of the work left: no "
+                f"the budget is spent ({money(progress.spent)} of {money(req.budget)}) with {left:.0%} of the work left: no "
                 "configuration can finish within it"
-                + ("" if at is None else f"{at}, which needs {format_money(nearest.cost, priced=priced)} more")
+                + ("" if at is None else f"{at}, which needs {money(nearest.cost)} more")
                 + ": raise the budget (--budget / budget) to go on, or stop the job"
             )
         elif left <= 0.0:
