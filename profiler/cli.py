@@ -184,6 +184,12 @@ def _run(args: argparse.Namespace) -> int:
         raise _ArgError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every host")
     if args.rdzv_endpoint:
         _check_endpoint(args.rdzv_endpoint)
+    uneven = sorted({w for w in (args.workers or []) if w % args.nnodes})
+    if args.nnodes > 1 and uneven:
+        # Every one of them would be skipped (a probe spreads its workers evenly over the
+        # hosts): the run measured nothing and ended with exit 0.
+        raise _ArgError(f"--workers {','.join(map(str, uneven))} cannot be spread evenly over --nnodes {args.nnodes} hosts: "
+                        f"give multiples of {args.nnodes}")
     out_dir = Path(args.out).parent
     while not out_dir.exists() and out_dir != out_dir.parent:
         out_dir = out_dir.parent

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1"], "both --workers"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--probe-budget", "soon"], "duration"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--nnodes", "2"], "--rdzv-endpoint"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "2,3", "--local-batch", "8",
+          "--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:29977"], "--workers 3 cannot be spread evenly over --nnodes 2"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--curves", "30",
           "--curve-workers", "4"], "multiple of --curve-workers"),
         (["--out", "x.jsonl"], "--workload"),
