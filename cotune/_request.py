@@ -26,7 +26,7 @@ import numbers
 import os
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 from cotune._checks import MAX_INTEGER, BadValue, excerpt, integer, number, plain_number
 
@@ -50,6 +50,7 @@ __all__ = [
     "RecommendRequest",
     "ReplanRequest",
     "request_from_call",
+    "unsearched_note",
 ]
 
 Objective = Literal["cost", "time"]
@@ -416,7 +417,7 @@ class RecommendRequest:
         named: set[str] = set()
         if isinstance(self.max_workers, Mapping):
             unknown = sorted(k for k in self.max_workers if k != "*" and k not in profiled)
-            searched = [g for g in (self.gpus or profiled)]
+            searched = self.gpus or profiled
             covered = all(g in self.max_workers for g in searched)
             if unknown and not covered:
                 raise BadValue(
@@ -426,11 +427,8 @@ class RecommendRequest:
                     where=f"/max_workers/{unknown[0]}",
                 )
             named.update(unknown)
-        named.update(k.split(":", 1)[0] for k in (self.prices or {}) if k.split(":", 1)[0] not in profiled)
-        if not named:
-            return []
-        return [f"{', '.join(sorted(named))} named in the caps or prices but without timing probes in this profile "
-                f"(profiled: {', '.join(profiled)}): not searched; probe it (cotune profile) to weigh it too"]
+        named.update(g for g in (k.split(":", 1)[0] for k in (self.prices or {})) if g not in profiled)
+        return [unsearched_note(named, profiled, named_in="the caps or prices")] if named else []
 
     def replace(self, **changes: Any) -> "RecommendRequest":
         """A copy with some fields changed, validated again."""
@@ -445,6 +443,13 @@ class RecommendRequest:
         from cotune.profile import load_profile
 
         return load_profile(self.profile)
+
+
+def unsearched_note(names: Iterable[str], profiled: Sequence[str], *, named_in: str) -> str:
+    """The note for GPU types a question names (``named_in``: its caps or prices) that the
+    profile has no timing probes for: left out of the search, not refused."""
+    return (f"{', '.join(sorted(set(names)))} named in {named_in} but without timing probes in this profile "
+            f"(profiled: {', '.join(profiled)}): not searched; probe it (cotune profile) to weigh it too")
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RecommendRequest))

@@ -23,6 +23,7 @@ from cotune.solver._estimate import (
     cost_at_confidence,
     cost_rate_per_s,
     estimate,
+    spend_time_s,
     success_probability,
 )
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
@@ -129,5 +130,6 @@ __all__ = [
     "budget_deadline_s",
     "cost_at_confidence",
     "cost_rate_per_s",
+    "spend_time_s",
     "with_success",
 ]

@@ -41,7 +41,7 @@ from cotune.solver._space import Candidates
 
 __all__ = [
     "DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "budget_deadline_s", "cost_at_confidence", "cost_rate_per_s", "estimate",
-    "success_probability",
+    "spend_time_s", "success_probability",
 ]
 
 # The confidence a plan is made at when none is asked for: P(success) ≥ ½, the median.
@@ -213,15 +213,22 @@ def cost_rate_per_s(est: Estimates) -> np.ndarray:
     return np.where(np.isfinite(ratio) & (est.time_s > 0), ratio, listed)
 
 
+def spend_time_s(budget: float | None, rate_per_s: np.ndarray) -> np.ndarray | None:
+    """The time at which a job costing ``rate_per_s`` a second spends ``budget`` (None: no
+    budget; ∞ where a second costs nothing; 0 once nothing is left). The one rule behind
+    :func:`budget_deadline_s` and ``cotune replan``'s budget left."""
+    if budget is None:
+        return None
+    rate = np.asarray(rate_per_s, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rate > 0, max(float(budget), 0.0) / rate, np.inf)
+
+
 def budget_deadline_s(est: Estimates, budget: float | None) -> np.ndarray | None:
     """The time at which each candidate's job spends ``budget`` (None: no budget; ∞ where a
     second costs nothing). Because cost is the rate times the time, "within the budget" is
     "by this time", and a budget is a deadline of its own for every candidate."""
-    if budget is None:
-        return None
-    rate = cost_rate_per_s(est)
-    with np.errstate(divide="ignore"):
-        return np.where(rate > 0, float(budget) / rate, np.inf)
+    return spend_time_s(budget, cost_rate_per_s(est))
 
 
 def cost_at_confidence(est: Estimates) -> np.ndarray:

@@ -95,6 +95,7 @@ from cotune._request import (
     RecommendRequest,
     ReplanRequest,
     request_from_call,
+    unsearched_note,
 )
 from cotune.errors import InputError
 from cotune.units import format_chance, format_duration, format_duration_at_least, format_money
@@ -209,16 +210,6 @@ def _schedule(n: int, schedule: tuple[float, float] | None) -> dict[str, np.ndar
     return {"max_epochs": np.full(n, float(schedule[0])), "horizon_epochs": np.full(n, float(schedule[1]))}
 
 
-def _budget_end_s(rate_per_s: np.ndarray, budget_left: float | None) -> np.ndarray | None:
-    """When each option spends ``budget_left`` at ``rate_per_s`` (None: no budget; ∞ where a
-    second costs nothing; 0 once it is spent): ``remaining_work``'s ``budget_end_s``."""
-    if budget_left is None:
-        return None
-    rate = np.asarray(rate_per_s, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(rate > 0, max(float(budget_left), 0.0) / rate, np.inf)
-
-
 def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confidence: float, interval: float,
                          schedule: tuple[float, float] | None = None, budget_left: float | None = None):
     """Estimates of the *remaining* work of every option, on-demand (``raw``: the whole job's,
@@ -227,7 +218,7 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     ``interval`` quantiles, the time at confidence the time by which ``P(success)`` reaches it;
     with ``budget_left``, ``P(success)`` counts it too (the time each option spends it).
     ``schedule``: ``(M, H)`` of :func:`_schedule`, at every batch (None: no known end)."""
-    from cotune.solver import remaining_work
+    from cotune.solver import remaining_work, spend_time_s
 
     n = len(raw.candidates)
     sigma = np.sqrt(np.asarray(o.log_sigma, float) ** 2 + np.asarray(raw.step_log_sigma, float) ** 2)
@@ -235,7 +226,7 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     common = dict(log_sigma=sigma, done_epochs=o.done_epochs, epoch_time_s=raw.epoch_time_s,
                   restart_s=np.full(n, float(startup_s)), rate_per_s=rate, **_schedule(n, schedule))
     rw = remaining_work(epochs=o.epochs, p_reach=o.p_reach, remaining_s=remaining_s, confidence=confidence,
-                        budget_end_s=_budget_end_s(rate, budget_left), **common)
+                        budget_end_s=spend_time_s(budget_left, rate), **common)
     # Given reached (p = 1), no deadline: the central interval of the remaining time.
     lo_q, hi_q = (1.0 - interval) / 2.0, (1.0 + interval) / 2.0
     ones = np.ones(n)
@@ -257,7 +248,7 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
     """``P(success)`` after the spot stage: on spot and mixed rows the revocation-aware time
     stretches the epoch time (``τ' = τ · (T_spot − ρ)/(T − ρ)``) and the revocation-count
     variance adds to the spread; on-demand rows keep theirs."""
-    from cotune.solver import cost_rate_per_s, remaining_work
+    from cotune.solver import cost_rate_per_s, remaining_work, spend_time_s
 
     c = est.candidates
     n = len(c)
@@ -275,7 +266,7 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
     rw = remaining_work(
         epochs=o.epochs, log_sigma=sigma, p_reach=o.p_reach, done_epochs=o.done_epochs, epoch_time_s=tau * stretch,
         restart_s=np.full(n, float(startup_s)), rate_per_s=np.zeros(n), remaining_s=remaining_s,
-        budget_end_s=_budget_end_s(cost_rate_per_s(est), budget_left), **_schedule(n, schedule),
+        budget_end_s=spend_time_s(budget_left, cost_rate_per_s(est)), **_schedule(n, schedule),
     )
     return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
 
@@ -408,9 +399,7 @@ def replan(
 
     notes: list[str] = [] if loaded is None else list(loaded.warnings)  # e.g. a torn last line a kill left, as recommend says
     if unpriced:
-        unsearched.append(f"{', '.join(sorted(set(unpriced)))} named in the prices but without timing probes in this "
-                          f"profile (profiled: {', '.join(models.gpus)}): not searched; probe it (cotune profile) to "
-                          "weigh it too")
+        unsearched.append(unsearched_note(unpriced, models.gpus, named_in="the prices"))
     notes += unsearched
     returns = 0 if job is None else job.returns
     p_margin = backoff_margin(P_MARGIN, returns=returns)
