@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
 
-from cotune.errors import EXIT_ENVIRONMENT, CotuneError, StorageError
+from cotune.errors import EXIT_ENVIRONMENT, CotuneError, InputError, StorageError
 
 
 class LauncherError(CotuneError):
@@ -208,9 +208,9 @@ class TorchrunLauncher:
 
     def __post_init__(self) -> None:
         if self.nnodes < 1:
-            raise ValueError(f"nnodes must be >= 1, got {self.nnodes}")
+            raise InputError(f"nnodes must be >= 1, got {self.nnodes}")
         if self.nnodes > 1 and not self.rdzv_endpoint:
-            raise ValueError(
+            raise InputError(
                 f"{self.nnodes} hosts need a shared rendezvous: pass rdzv_endpoint='HOST:PORT' (the same on every host)"
             )
 
@@ -221,7 +221,7 @@ class TorchrunLauncher:
     def command(self, request: LaunchRequest) -> list[str]:
         """The torchrun command line of one probe (public for docs and tests)."""
         if request.workers % self.nnodes:
-            raise ValueError(
+            raise InputError(
                 f"{request.workers} workers cannot be spread evenly over {self.nnodes} hosts: "
                 f"use worker counts that are multiples of {self.nnodes}"
             )

@@ -21,13 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from cotune.errors import InputError
+
 __all__ = ["Workload", "load_workload", "WorkloadError", "LR_SCALING_RULES"]
 
 LR_SCALING_RULES = ("sqrt", "linear", "none")
 
 
-class WorkloadError(ValueError):
-    """A workload spec cannot be loaded or a workload is malformed (message has the fix)."""
+class WorkloadError(InputError):
+    """A workload spec cannot be loaded or a workload is malformed (message has the fix).
+
+    An :class:`~cotune.errors.InputError` (so a ``ValueError`` too): the user's to fix, exit 2.
+    """
 
 
 @dataclass(frozen=True)

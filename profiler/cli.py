@@ -258,8 +258,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
     except _ArgError as exc:
         print(f"cotune: {exc} (see '{prog} --help')", file=sys.stderr)
         return EXIT_INPUT
-    except (CotuneError, ValueError, FileNotFoundError) as exc:
-        # WorkloadError and InputError are ValueErrors with the fix in their message.
+    except (CotuneError, FileNotFoundError) as exc:
+        # WorkloadError is an InputError, with the fix in its message. A bare ValueError is
+        # not caught here: it is a bug of ours (exit 4 below), not a fault of the user's input.
         print(f"cotune: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", EXIT_INPUT)
     except OSError as exc:

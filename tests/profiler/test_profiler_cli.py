@@ -224,6 +224,41 @@ def test_a_bug_in_the_profiler_is_one_line_exit_4_not_an_input_error(monkeypatch
     assert kept.read_text().startswith("cotune profile --workload examples/digits_cnn.py:workload")
 
 
+def test_a_bare_value_error_is_ours_and_a_workload_error_is_the_users(monkeypatch, tmp_path, capsys):
+    # The profiler's CLI caught every ValueError as bad input (exit 2): a numpy or
+    # arithmetic fault of ours read as the user's. The user's own faults are InputErrors
+    # (WorkloadError, the launcher's host checks) and keep exit 2 with their message.
+    import tempfile
+
+    import profiler.cli as cli
+    from profiler import WorkloadError
+    from profiler._launcher import TorchrunLauncher
+
+    monkeypatch.delenv("COTUNE_DEBUG", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    argv = ["--workload", "examples/digits_cnn.py:workload", "--out", str(tmp_path / "p.jsonl")]
+
+    def raising(exc):
+        def run(args):
+            raise exc
+        return run
+
+    monkeypatch.setattr(cli, "_run", raising(ValueError("operands could not be broadcast together")))
+    assert cli.main(argv) == 4
+    assert capsys.readouterr().err.startswith("cotune: internal error (ValueError: operands could not")
+
+    monkeypatch.setattr(cli, "_run", raising(WorkloadError("w.py: no attribute 'workload': name it")))
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == "cotune: w.py: no attribute 'workload': name it\n"
+
+    with pytest.raises(ValueError) as caught:  # still a ValueError for Python callers
+        TorchrunLauncher(nnodes=2)
+    monkeypatch.setattr(cli, "_run", raising(caught.value))
+    assert cli.main(argv) == 2
+    assert "need a shared rendezvous" in capsys.readouterr().err
+
+
 def test_the_old_budget_spelling_is_the_probe_budget_with_a_warning_and_not_both(monkeypatch, tmp_path, capsys):
     # `cotune recommend --budget 5` is $5; `cotune profile --budget 5` was 5 s of probing,
     # silently. It is spelt --probe-budget now; the old spelling warns.
