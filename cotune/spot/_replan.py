@@ -329,6 +329,53 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
     return ReplanRequest(request=request, progress=progress, **rule)
 
 
+def _infeasible_levers(
+    est: Any, mask: np.ndarray, *, space: Any, remaining_s: float, deadline_s: float, spent: float,
+    budget_left: float | None, confidence: float, priced: bool,
+) -> list[str]:
+    """What would make a re-plan feasible, each lever only where it would help (as
+    ``recommend``'s hints). When no option finishes within the remaining deadline at the
+    confidence: the deadline the fastest option needs — the fastest within the budget left
+    where one is, else the fastest, with the budget its cost needs — and more workers when
+    that option uses every worker the space allows. When some option does (the budget is
+    what binds): the budget the cheapest of them needs. Always: the confidence. ``est``
+    holds the remaining work's estimates, times counted from now; money at the confidence
+    (:func:`cotune.solver.cost_at_confidence`), spent money added back."""
+    from cotune.solver import cost_at_confidence
+    from cotune.units import format_money_at_least
+
+    t_q = np.where(mask, np.asarray(est.time_at_confidence_s, float), np.inf)
+    cost_q = cost_at_confidence(est)
+    finite = np.isfinite(t_q)
+    affordable = finite if budget_left is None else finite & (cost_q <= budget_left)
+    in_time = t_q <= remaining_s
+    at_q = f"at confidence {confidence:g}"
+    out: list[str] = []
+    if in_time.any():
+        need_left = float(np.min(np.where(in_time, cost_q, np.inf)))
+        if budget_left is not None and need_left > budget_left:
+            out.append(f"raise the budget (--budget / budget) to at least {format_money_at_least(spent + need_left, priced=priced)} "
+                       f"(the spent money plus the lowest cost {at_q} of an option that meets the deadline)")
+    elif finite.any():
+        pool = affordable if affordable.any() else finite
+        i = int(np.argmin(np.where(pool, t_q, np.inf)))
+        needed = deadline_s - remaining_s + float(t_q[i])
+        who = "the fastest option within the budget left" if budget_left is not None and affordable.any() else "the fastest option"
+        text = (f"relax the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} from the "
+                f"job's start ({who} needs it {at_q})")
+        if not affordable[i]:
+            text += (f", and the budget (--budget / budget) to at least "
+                     f"{format_money_at_least(spent + float(cost_q[i]), priced=priced)}, with its cost")
+        out.append(text)
+        c = est.candidates
+        if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
+            out.append(f"allow more than {c.workers[i]} workers (--max-workers / max_workers): {who} uses them all")
+    else:
+        out.append("relax the deadline (--deadline / deadline_s)")
+    out.append(f"lower the confidence (--confidence / confidence, now {confidence:g})")
+    return out
+
+
 def replan(
     profile: Any = None,
     /,
@@ -609,8 +656,6 @@ def replan(
                 stay=stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
                 margin=margin, use_confidence=confidence is not None,
             ).nearest
-        # The deadline that would do, as recommend's hint gives one, counted from the job's start.
-        needed = deadline_s - remaining_s + fastest if math.isfinite(fastest) else None
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.
@@ -640,15 +685,19 @@ def replan(
                    "lengthen the learning-rate schedule")
             )
         else:
+            levers = _infeasible_levers(est, mask, space=space, remaining_s=remaining_s, deadline_s=deadline_s,
+                                        spent=progress.spent, budget_left=budget_left, confidence=q, priced=priced)
+            if progress.schedule_epochs is not None:
+                levers.append("lengthen the learning-rate schedule")
+            # Only the budget binds when some option finishes within the remaining deadline at
+            # the confidence: the target is reachable, not affordable, and the reason says so.
+            in_time = bool(np.any(mask & (est.time_at_confidence_s <= remaining_s)))
+            lead = ("the budget left is too small" if budget_left is not None and in_time
+                    else "the target is not reachable at any configuration")
             decision, reason = "infeasible", (
-                f"the target is not reachable at any configuration: none finishes the remaining {left:.0%} of the work "
-                f"within {within} with probability {q:g}"
+                f"{lead}: none finishes the remaining {left:.0%} of the work within {within} with probability {q:g}"
                 + ("" if at is None else f"{at} (P(success) {format_chance(nearest.p_success, against=q)}{over})")
-                + ": relax the deadline"
-                + ("" if needed is None or needed <= deadline_s else
-                   f" (to at least {format_duration_at_least(needed)} from the job's start, what the fastest option needs)")
-                + ", the budget or the confidence, or allow more workers"
-                + ("" if progress.schedule_epochs is None else ", or lengthen the learning-rate schedule")
+                + ": " + ", or ".join(levers)
             )
     elif d.decision == "switch" and not ahead and progress.market == "spot" and stay is not None:
         best = d.chosen

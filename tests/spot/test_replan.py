@@ -280,3 +280,58 @@ def test_the_best_alternative_is_never_a_restart_where_the_job_runs(cifar_models
     assert key(r.best) != key(r.stay)
     if r.nearest is not None and r.decision != "infeasible":
         assert key(r.nearest) != key(r.stay)
+
+
+_LEVERS = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m", "--epochs-done",
+           "30", "--current", "t4:on_demand:4:129", "--price", "t4=0.526"]
+
+
+def _decide(capsys, *extra):
+    code = main([*_LEVERS, *extra, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert (code == 1) == (doc["decision"] == "infeasible")
+    return doc
+
+
+@pytest.mark.parametrize("extra", [
+    ("--budget", "0.35", "--spent", "0.2"),                           # the budget binds, the deadline does not
+    ("--deadline", "17m"),                                            # the deadline binds
+    ("--deadline", "20m", "--max-workers", "8"),                      # the deadline, at the worker cap
+    ("--deadline", "17m", "--budget", "0.4", "--spent", "0.2"),       # both: the fastest costs more than is left
+    ("--deadline", "18m", "--budget", "0.9", "--spent", "0.2"),       # the deadline, for the fastest within the budget
+])
+def test_every_lever_an_infeasible_replan_names_makes_it_feasible(capsys, extra):
+    # Every infeasible re-plan listed "relax the deadline, the budget or the confidence, or
+    # allow more workers": a budget when none was given, more workers when the fastest option
+    # used a fraction of them, the deadline when only the money was short. Now each lever is
+    # named only where it helps, with the value it needs — and that value is enough.
+    import re
+
+    from cotune.units import parse_duration
+
+    doc = _decide(capsys, *extra)
+    assert doc["decision"] == "infeasible"
+    reason, given = doc["reason"], dict(zip(extra[::2], extra[1::2]))
+    deadline = re.search(r"relax the deadline \(--deadline / deadline_s\) to at least (\S+) from", reason)
+    budget = re.search(r"budget \(--budget / budget\) to at least \$(\d+\.\d+)", reason)
+    assert deadline or budget, reason
+    assert ("--budget" in given) or not budget
+    if "--max-workers" not in given:
+        assert "allow more" not in reason  # replan's default cap is far above what any option uses here
+    else:
+        assert f"allow more than {given['--max-workers']} workers" in reason
+    if deadline and budget and "and the budget" in reason:  # one lever: both together
+        levers = [{"--deadline": deadline.group(1), "--budget": budget.group(1)}]
+    else:
+        levers = ([{"--deadline": deadline.group(1)}] if deadline else []) + ([{"--budget": budget.group(1)}] if budget else [])
+    if deadline:
+        assert parse_duration(deadline.group(1)) > parse_duration(given.get("--deadline", "45m"))
+    for lever in levers:
+        argv = dict(given, **lever)
+        assert _decide(capsys, *[x for kv in argv.items() for x in kv])["decision"] != "infeasible", (lever, reason)
+    assert "lower the confidence (--confidence / confidence, now 0.5)" in reason
+
+
+def test_a_replan_short_of_money_only_says_the_budget_not_the_target(capsys):
+    doc = _decide(capsys, "--budget", "0.35", "--spent", "0.2")
+    assert doc["reason"].startswith("the budget left is too small") and "relax the deadline" not in doc["reason"]

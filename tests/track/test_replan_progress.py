@@ -93,7 +93,7 @@ def test_an_infeasible_answer_names_a_deadline_that_is_enough(job_path: Path, ci
     from cotune.units import parse_duration
 
     r = _replan(job_path, cifar_models, deadline_s=200.0)
-    found = re.search(r"relax the deadline \(to at least (\S+) from the job's start", r.reason)
+    found = re.search(r"relax the deadline \(--deadline / deadline_s\) to at least (\S+) from the job.s start", r.reason)
     assert r.decision == "infeasible" and found, r.reason
     needed = parse_duration(found.group(1))
     assert needed > 200.0
