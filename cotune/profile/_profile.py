@@ -21,7 +21,7 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -147,6 +147,92 @@ class Profile:
             return frames[0]
         return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
+    @classmethod
+    def from_frame(
+        cls,
+        frame: "pd.DataFrame",
+        *,
+        workload: WorkloadRecord | Mapping[str, Any],
+        record: str | None = None,
+    ) -> "Profile":
+        """A profile from a table of records: the inverse of :meth:`to_frame`.
+
+        ``frame`` has one row per record and one column per field (the names of
+        docs/profile-format.md). Its ``record`` column names each row's type, as
+        ``to_frame()`` writes it; without one, ``record`` (``"step"``, ``"eval"``,
+        ``"failure"``, ``"noise"``; the plural works too) is the type of every row.
+        ``workload`` is the workload record (or its fields as a mapping).
+
+        Every row is checked by the rule that reads a profile file (one definition:
+        :func:`~cotune.profile.record_from_dict`), and an error names the row by its
+        index. An empty cell (``NaN``, ``None``, ``pd.NA``) is a field left out — a table
+        stacking several record types has one in every column another type owns — except
+        an ``eval`` row's ``metric``, where ``NaN`` is a diverged evaluation, as in a file.
+        A step row's derived ``global_batch`` column (``to_frame`` adds it) must equal
+        ``workers × local_batch × accum_steps``. At most :data:`MAX_PROFILE_LINES` rows.
+        """
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            raise ProfileError(f"from_frame reads a pandas DataFrame, got {type(frame).__name__}: "
+                               "wrap the rows in pd.DataFrame(...)")
+        if len(frame) > MAX_PROFILE_LINES:
+            raise ProfileError(f"{len(frame):,} rows: a profile holds at most {MAX_PROFILE_LINES:,} records; "
+                               "keep the medians of repeated measurements")
+        kinds = {"step", "eval", "failure", "noise"}
+        wanted = None
+        if "record" not in frame.columns:
+            wanted = None if record is None else (record if record == "noise" else record.rstrip("s"))
+            if wanted not in kinds:
+                raise ProfileError(f"the table has no 'record' column and record={record!r}: name the rows' type, "
+                                   f"record= one of {', '.join(sorted(kinds))}")
+        elif record is not None:
+            raise ProfileError("the table has a 'record' column and record= is given too: leave one out")
+        if isinstance(workload, WorkloadRecord):
+            head = workload
+        elif isinstance(workload, Mapping):
+            try:
+                head = WorkloadRecord.from_dict({**dict(workload), "record": "workload"})
+            except ProfileError as exc:
+                raise ProfileError(f"workload=: {exc}") from None
+        else:
+            raise ProfileError(f"workload= must be a WorkloadRecord or a mapping of its fields, got {type(workload).__name__}")
+        columns = [str(c) for c in frame.columns]
+        if len(set(columns)) != len(columns):
+            twice = sorted({c for c in columns if columns.count(c) > 1})
+            raise ProfileError(f"column(s) {', '.join(map(repr, twice))} appear twice: keep one of each")
+        records: list[Record] = [head]
+        for index, values in zip(frame.index, frame.itertuples(index=False, name=None)):
+            row = dict(zip(columns, values))
+            kind = row.pop("record", None) if "record" in row else wanted
+            if isinstance(kind, str) and kind.strip() == "workload":
+                raise ProfileError(f"row {excerpt(index)}: a workload row: give the workload as workload=, not as a row")
+            data = {k: _whole(v) if k in _INT_FIELDS.get(kind, ()) else v for k, v in row.items()
+                    if not _empty_cell(v) or (kind == "eval" and k == "metric")}
+            if kind == "step" and "global_batch" in data:
+                derived = data.pop("global_batch")
+                try:
+                    step = record_from_dict({**data, "record": kind})
+                except ProfileError as exc:
+                    raise ProfileError(f"row {excerpt(index)}: {exc}") from None
+                product = step.workers * step.local_batch * step.accum_steps
+                if not isinstance(derived, (int, float, np.integer, np.floating)) or float(derived) != product:
+                    raise ProfileError(f"row {excerpt(index)}: global_batch {excerpt(derived)} is not workers × local_batch "
+                                       f"× accum_steps = {product}: fix it, or drop the derived column")
+                records.append(step)
+                continue
+            if _empty_cell(kind):
+                raise ProfileError(f"row {excerpt(index)}: its 'record' cell is empty: name the row's type "
+                                   f"({', '.join(sorted(kinds))})")
+            data["record"] = kind
+            try:
+                rec = record_from_dict(data)
+            except ProfileError as exc:
+                raise ProfileError(f"row {excerpt(index)}: {exc}") from None
+            if rec is not None:
+                records.append(rec)
+        return _build(records, path=None, warnings=())
+
     def noise_scale(self) -> float | None:
         """A gradient-noise scale in samples, from noise records or eval gradient statistics."""
         if self.noise:
@@ -159,6 +245,34 @@ class Profile:
         if not stats:
             return None
         return float(np.median(stats))
+
+
+# Whole-number fields of each record type: a table column holding them turns float where
+# another type's rows leave it empty (pandas has no integer NaN), so 4.0 comes back as 4.
+_INT_FIELDS: dict[str, frozenset[str]] = {
+    cls.kind: frozenset(f.name for f in fields(cls) if str(f.type).replace(" ", "") in ("int", "int|None"))
+    for cls in (StepRecord, EvalRecord, FailureRecord, NoiseRecord)
+}
+
+
+def _whole(value: Any) -> Any:
+    """An integral float of a table's column as an int; anything else as it is (the record
+    check refuses 2.5, never truncates it)."""
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return value.item() if isinstance(value, np.integer) else value
+
+
+def _empty_cell(value: Any) -> bool:
+    """A cell a table left empty: ``None``, a float ``NaN``, ``pd.NA``/``NaT``."""
+    if value is None:
+        return True
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(value)) if not isinstance(value, (str, bytes)) else False
+    except (TypeError, ValueError):  # a list or another array-like cell: not empty, the record check refuses it
+        return False
 
 
 def _build(

@@ -23,6 +23,105 @@ def test_profile_frame_of_an_unknown_record_type_is_refused():
         load_profile("cifar10-resnet18").to_frame("stepz")
 
 
+_WORKLOAD = {"name": "job", "dataset_size": 50_000, "metric": "top1", "goal": "max"}
+
+
+@pytest.mark.parametrize("name", ["cifar10-resnet18", "imagenet-resnet50", "yolov3-voc"])
+def test_a_profile_comes_back_whole_from_its_own_frame(name):
+    # from_frame is to_frame's inverse: every record, its fields and its order, although
+    # the stacked table turned the whole-number columns float and filled other types' cells NaN.
+    from cotune.profile import Profile
+
+    profile = load_profile(name)
+    back = Profile.from_frame(profile.to_frame(), workload=profile.workload)
+    assert back == profile.__class__(workload=profile.workload, steps=profile.steps, evals=profile.evals,
+                                     failures=profile.failures, noise=profile.noise)
+    steps = Profile.from_frame(profile.to_frame("steps"), workload=profile.workload, record="steps")
+    assert steps.steps == profile.steps and not steps.evals
+
+
+def test_a_profile_from_a_frame_answers_as_its_file_does():
+    import cotune
+    from cotune.profile import Profile
+
+    profile = load_profile("cifar10-resnet18")
+    question = dict(target=0.94, deadline_s=1800, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
+    mine = cotune.recommend(Profile.from_frame(profile.to_frame(), workload=profile.workload), **question)
+    theirs = cotune.recommend("cifar10-resnet18", **question)
+    assert mine.chosen == theirs.chosen
+
+
+def test_a_frame_row_is_checked_by_the_profile_rule_and_named_by_its_index():
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    frame = pd.DataFrame({"gpu": ["t4", "t4"], "workers": [1, 2], "local_batch": [32, 32], "step_time_s": [0.1, -1.0]},
+                         index=["a", "b"])
+    with pytest.raises(ProfileError, match=r"row 'b': field 'step_time_s': must be a finite number >= 1e-06, got -1.0"):
+        Profile.from_frame(frame, workload=_WORKLOAD, record="step")
+    frame = pd.DataFrame({"gpu": ["t4"], "workers": [2.5], "local_batch": [32], "step_time_s": [0.1]})
+    with pytest.raises(ProfileError, match=r"row 0: field 'workers': must be a whole number >= 1, got 2.5"):
+        Profile.from_frame(frame, workload=_WORKLOAD, record="step")  # refused, never truncated to 2
+
+
+def test_an_empty_cell_is_a_field_left_out_but_a_nan_metric_is_a_diverged_eval():
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    frame = pd.DataFrame({
+        "record": ["step", "eval", "eval"],
+        "gpu": ["t4", None, None], "workers": [4, np.nan, np.nan], "local_batch": [32, np.nan, np.nan],
+        "step_time_s": [0.2, np.nan, np.nan], "sync_time_s": [np.nan, np.nan, np.nan],
+        "global_batch": [128, 128, 128], "epoch": [np.nan, 1.0, 2.0], "metric": [np.nan, 0.5, np.nan],
+        "seed": [np.nan, 3, 3],
+    })
+    p = Profile.from_frame(frame, workload=_WORKLOAD)
+    (step,) = p.steps
+    assert step.sync_time_s is None and step.workers == 4 and isinstance(step.workers, int)
+    assert [e.seed for e in p.evals] == [3, 3] and p.evals[0].metric == 0.5 and math.isnan(p.evals[1].metric)
+
+
+def test_a_frame_whose_derived_global_batch_disagrees_is_refused():
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    frame = pd.DataFrame({"record": ["step"], "gpu": ["t4"], "workers": [2], "local_batch": [32], "step_time_s": [0.1],
+                          "global_batch": [65]})
+    with pytest.raises(ProfileError, match=r"global_batch 65 is not workers × local_batch × accum_steps = 64"):
+        Profile.from_frame(frame, workload=_WORKLOAD)
+
+
+@pytest.mark.parametrize("frame_kw, match", [
+    ({"record": "step"}, "has a 'record' column and record= is given too"),
+    ({}, None),
+])
+def test_the_rows_type_is_named_once(frame_kw, match):
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    frame = pd.DataFrame({"record": ["step"], "gpu": ["t4"], "workers": [2], "local_batch": [32], "step_time_s": [0.1]})
+    if match:
+        with pytest.raises(ProfileError, match=match):
+            Profile.from_frame(frame, workload=_WORKLOAD, **frame_kw)
+    else:
+        assert len(Profile.from_frame(frame, workload=_WORKLOAD).steps) == 1
+    with pytest.raises(ProfileError, match=r"no 'record' column and record=None: name the rows' type"):
+        Profile.from_frame(frame.drop(columns="record"), workload=_WORKLOAD)
+    with pytest.raises(ProfileError, match=r"row 0: its 'record' cell is empty"):
+        Profile.from_frame(frame.assign(record=[None]), workload=_WORKLOAD)
+    with pytest.raises(ProfileError, match=r"workload=: missing field 'dataset_size'"):
+        Profile.from_frame(frame, workload={"name": "job"})
+    with pytest.raises(ProfileError, match=r"reads a pandas DataFrame, got list"):
+        Profile.from_frame([{"gpu": "t4"}], workload=_WORKLOAD)
+
+
 @pytest.fixture(scope="module")
 def rec():
     import cotune
@@ -74,3 +173,65 @@ def test_fit_report_frames():
     acc = report.accuracy_frame()
     assert acc["kind"].tolist()[0] == acc["kind"].tolist()[-1] == "extrapolated"
     assert acc["global_batch"].tolist() == list(report.accuracy.batches)
+
+
+def _records():
+    # Valid records only (the classes' constructors do not check; the reader's rule does):
+    # hosts within workers, synchronisation within the step, every type's optional fields
+    # present or left out.
+    from hypothesis import strategies as st
+
+    from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, StepRecord
+
+    whole = st.integers(min_value=1, max_value=4096)
+    pos = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False)
+    maybe = lambda s: st.none() | s  # noqa: E731
+    gpu = st.sampled_from(["t4", "v100", "a100"])
+
+    @st.composite
+    def step(draw):
+        workers, step_s = draw(whole), draw(pos)
+        return StepRecord(gpu=draw(gpu), workers=workers, local_batch=draw(whole), step_time_s=step_s,
+                          hosts=draw(st.integers(1, min(workers, 8))),
+                          sync_time_s=draw(maybe(st.floats(0.0, step_s))), accum_steps=draw(st.integers(1, 4)),
+                          market=draw(st.sampled_from(["on_demand", "spot"])),
+                          placement=draw(maybe(st.sampled_from(["1", "2x2"]))))
+
+    @st.composite
+    def failure(draw):
+        workers = draw(whole)
+        return FailureRecord(gpu=draw(gpu), workers=workers, local_batch=draw(whole),
+                             failure=draw(st.sampled_from(["oom", "crash", "timeout"])),
+                             hosts=draw(st.integers(1, min(workers, 8))))
+
+    metric = st.floats(min_value=0.0, max_value=1.0) | st.just(float("nan"))
+    evals = st.builds(EvalRecord, global_batch=whole, epoch=st.floats(0.0, 500.0), metric=metric,
+                      seed=st.integers(0, 9), grad_sqr=maybe(pos), grad_var=maybe(pos))
+    noise = st.builds(NoiseRecord, b_noise=pos, global_batch=maybe(whole), epoch=maybe(st.floats(0.0, 500.0)))
+    return st.lists(step(), max_size=6), st.lists(evals, max_size=6), st.lists(failure(), max_size=3), st.lists(noise, max_size=3)
+
+
+def test_any_profile_survives_the_round_trip_through_its_frame():
+    import math
+
+    from hypothesis import given, settings
+
+    from cotune.profile import Profile, WorkloadRecord
+
+    workload = WorkloadRecord.from_dict({"record": "workload", **_WORKLOAD})
+
+    def same(a, b):  # NaN metrics (diverged evaluations) compare equal to themselves here
+        return all(type(x) is type(y) and all(
+            (getattr(x, f) == getattr(y, f)) or (isinstance(getattr(x, f), float) and math.isnan(getattr(x, f))
+                                                 and math.isnan(getattr(y, f)))
+            for f in x.__dataclass_fields__) for x, y in zip(a, b, strict=True))
+
+    @settings(max_examples=40, deadline=None, derandomize=True)
+    @given(*_records())
+    def check(steps, evals, failures, noise):
+        p = Profile(workload=workload, steps=tuple(steps), evals=tuple(evals), failures=tuple(failures), noise=tuple(noise))
+        back = Profile.from_frame(p.to_frame(), workload=workload)
+        for kind in ("steps", "evals", "failures", "noise"):
+            assert same(getattr(back, kind), getattr(p, kind)), kind
+
+    check()
