@@ -91,7 +91,10 @@ def cli_error(exc: Exception) -> Exception:
         head, _, rest = rest.partition("/")
         option = {"epochs_done": "--epochs-done", "elapsed_s": "--elapsed", "workers_lost": "--workers-lost",
                   "workers_added": "--workers-added", "spent": "--spent",
-                  "schedule_epochs": "--schedule-epochs"}.get(head, "--current")
+                  "schedule_epochs": "--schedule-epochs"}.get(head)
+        if option is None:  # a part of --current GPU:MARKET:WORKERS:LOCAL_BATCH: name which
+            part = {"gpu": "GPU", "market": "MARKET", "workers": "WORKERS", "local_batch": "LOCAL_BATCH"}.get(head)
+            option = "--current" + (f" {part}" if part else "")
         return InputError(f"{option}: {exc.detail}")
     option = CLI_OPTIONS.get(head, head)
     if rest.isdigit():  # an element of a list-valued option (/gpus/0): which one, counted from 1

@@ -335,3 +335,19 @@ def test_every_lever_an_infeasible_replan_names_makes_it_feasible(capsys, extra)
 def test_a_replan_short_of_money_only_says_the_budget_not_the_target(capsys):
     doc = _decide(capsys, "--budget", "0.35", "--spent", "0.2")
     assert doc["reason"].startswith("the budget left is too small") and "relax the deadline" not in doc["reason"]
+
+
+@pytest.mark.parametrize("current, said", [
+    ("t4:spot:0:129", "--current WORKERS: must be a whole number >= 1, got 0"),
+    ("t4:spot:4:0", "--current LOCAL_BATCH: must be a whole number >= 1, got 0"),
+    ("t4:4:129:7", "--current MARKET: must be one of 'on_demand', 'spot', 'mixed', got '4'"),
+    (":4:129", "--current GPU: must be a non-empty string"),
+])
+def test_a_bad_part_of_current_is_named(capsys, current, said):
+    # "--current: must be a whole number >= 1, got 0" left the reader to guess which of
+    # the four numbers and names was meant.
+    argv = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m",
+            "--epochs-done", "30", "--current", current]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cotune: {said}") and err.count("\n") == 1
