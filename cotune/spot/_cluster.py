@@ -141,7 +141,10 @@ class Cluster:
 
 
 def _fail(source: str, where: str, problem: str, fix: str) -> InputError:
-    return InputError(f"{source}: {where} {problem}; {fix}")
+    # ``where`` holds the file's own keys (a GPU name, an unknown field): a line break or
+    # another control character in one is shown escaped, so the error stays one line.
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in where)
+    return InputError(f"{source}: {shown} {problem}; {fix}")
 
 
 def _number(

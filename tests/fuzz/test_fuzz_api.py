@@ -32,7 +32,15 @@ def cluster_data(draw) -> object:
     doc = json.loads(json.dumps(_CLUSTER))
     for _ in range(draw(st.integers(1, 3))):
         where = draw(st.sampled_from(["top", "checkpoint", "gpu", "t4"]))
-        table = {"top": doc, "checkpoint": doc["checkpoint"], "gpu": doc["gpu"], "t4": doc["gpu"]["t4"]}[where]
+        # An earlier draw may have replaced a table by a plain value: change the top instead.
+        get = {"top": lambda: doc, "checkpoint": lambda: doc["checkpoint"], "gpu": lambda: doc["gpu"],
+               "t4": lambda: doc["gpu"]["t4"]}[where]
+        try:
+            table = get()
+        except (KeyError, TypeError):
+            table = doc
+        if not isinstance(table, dict):
+            table = doc
         key = draw(st.one_of(st.sampled_from(sorted(table) or ["x"]), TEXTS))
         table[key] = draw(PY_VALUES)
     return doc

@@ -71,6 +71,8 @@ def _with(path: str, value):
         ("gpu.t4.replacement_delay_s", "-2m", "replacement_delay_s must be zero or more: '-2m'"),
         ("gpu.t4.spot", 1.5, "gpu.t4.spot must be a whole number"),
         ("gpu.t4.spto", 3, "gpu.t4.spto is not a known field"),
+        # the file's own key, with a line break: shown escaped, the error stays one line
+        ("gpu.t4.sp\not", 3, "gpu.t4.sp\\not is not a known field"),
         ("checkpoint", KeyError, "[checkpoint] is missing"),
         ("checkpoint.write_s", KeyError, "checkpoint.write_s is missing"),
         ("version", 2, "version is 2, not supported"),
