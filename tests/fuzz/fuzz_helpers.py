@@ -155,6 +155,11 @@ def check_cli_result(argv: list[str], code: int, out: str, err: str) -> None:
     problems = [line for line in lines if not line.startswith("cotune: warning: ")]
     if code == 2:
         assert len(problems) == 1 and problems[0].startswith("cotune: "), f"exit 2 without one error line for {shown}: {err[-800:]}"
+    elif code == 1 and argv[:1] == ["k8s"]:
+        # Nothing feasible has no manifest: stdout (piped to kubectl apply) stays empty and
+        # the one line that says why goes to stderr (docs/scheduler.md).
+        assert not out.strip() and len(problems) == 1 and problems[0].startswith("cotune: "), (
+            f"k8s exit 1 must print nothing and one error line for {shown}: {out[-300:]} | {err[-800:]}")
     else:
         assert not problems, f"exit {code} with error output for {shown}: {err[-800:]}"
         assert out.strip() or "--help" in argv or "-h" in argv, f"exit {code} with nothing printed for {shown}"

@@ -42,7 +42,9 @@ def _hostile_records(draw) -> list:
     records = [dict(r) for r in _RECORDS]
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(records) - 1))
-        if draw(st.booleans()):
+        # An earlier draw may have made record i a plain value or an empty object: a field of
+        # a record object is changed only where there is one.
+        if draw(st.booleans()) and isinstance(records[i], dict) and records[i]:
             records[i] = dict(records[i], **{draw(st.sampled_from(sorted(records[i]))): draw(JSON_VALUES)})
         else:
             records[i] = draw(JSON_VALUES)
