@@ -46,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="mlflow: the run (id or name) when the store holds several; csv: the run whose rows to read "
                    "when the file pools several (a column run, run_id or run_name, or --run-column)")
     p.add_argument("--run-column", default=None, metavar="NAME", help="csv: the column that names each row's run")
+    p.add_argument("--time-column", default=None, metavar="NAME",
+                   help="csv: the column of wall-clock seconds, for the step time (default: _runtime or _timestamp of a "
+                   "Weights & Biases export, 'Wall time' of a TensorBoard one)")
     p.set_defaults(run=run)
 
 
@@ -73,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         epoch_column=args.epoch_column,
         run=args.mlflow_run,
         run_column=args.run_column,
+        time_column=args.time_column,
     )
     verb = "appended to" if args.append else "wrote"
     n = len(profile.evals) + len(profile.steps) + len(profile.noise)

@@ -67,6 +67,7 @@ def import_log(
     epoch_column: str | None = None,
     run: str | None = None,
     run_column: str | None = None,
+    time_column: str | None = None,
 ) -> Profile:
     """Turn one run's training log into a profile (and write it to ``out`` if given).
 
@@ -76,7 +77,9 @@ def import_log(
     (same workload), and an unset ``seed`` becomes the next free seed at that global
     batch, so repeated runs stay apart. ``run`` picks one MLflow run (id or name) from a
     store that holds several, or one run's rows of a CSV that pools several (``run_column``,
-    else a column named ``run``, ``run_id`` or ``run_name``).
+    else a column named ``run``, ``run_id`` or ``run_name``). ``time_column`` names a CSV's
+    column of wall-clock seconds (else one that Weights & Biases or TensorBoard exports
+    write: ``_runtime``, ``_timestamp``, ``Wall time``), from which the step time is read.
     """
     for flag, value in (("--global-batch", global_batch), ("--dataset-size", dataset_size), ("--workers", workers),
                         ("--hosts", hosts), ("--local-batch", local_batch), ("--accum-steps", accum_steps)):
@@ -84,7 +87,8 @@ def import_log(
             raise InputError(f"{flag} must be a whole number >= 1, got {value!r}")
     _check_run_flags(global_batch=global_batch, dataset_size=dataset_size, workers=workers, hosts=hosts,
                      local_batch=local_batch, accum_steps=accum_steps)
-    log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column)
+    log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column,
+                   time_column=time_column)
     opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
                          seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,
                          accum_steps=accum_steps)

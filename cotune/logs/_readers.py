@@ -219,21 +219,24 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
 
 def _table_series(
     header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
-    epoch_is_passes: bool, epoch_offset: float = 0.0,
+    epoch_is_passes: bool, epoch_offset: float = 0.0, time_col: str | None = None, clocks: tuple[str, ...] = (),
 ) -> tuple[dict[str, Series], int]:
     """The series of every column (with the cells in it that are not numbers), and how many
-    rows had no usable x (step, or epoch as passes)."""
+    rows had no usable x (step, or epoch as passes). ``time_col`` holds each row's
+    wall-clock seconds (any origin), kept beside every value of the row; ``clocks`` are
+    other clock columns, no series either."""
     out: dict[str, list] = {}
     unreadable: dict[str, list[str]] = {}
     skipped = 0
     for row in rows:
         step = _number(row.get(step_col)) if step_col else None
         epoch = _number(row.get(epoch_col)) if epoch_col else None
+        wall = _number(row.get(time_col)) if time_col else None
         if step is None and (epoch is None or not epoch_is_passes):
             skipped += 1
             continue
         for key in header:
-            if key in (step_col, epoch_col):
+            if key in (step_col, epoch_col, time_col) or key in clocks:
                 continue
             value = _number(row.get(key))
             if value is None:
@@ -243,7 +246,7 @@ def _table_series(
                 continue
             s = (step + step_offset) if step is not None else math.nan
             e = epoch + epoch_offset if epoch_is_passes and epoch is not None else None
-            out.setdefault(key, []).append((s, value, e, None))
+            out.setdefault(key, []).append((s, value, e, wall))
     series = {k: _series(k, v) for k, v in out.items()}
     for k, cells in unreadable.items():
         if k in series:
@@ -352,8 +355,34 @@ def _one_run(path: Path, header: list[str], rows: list[dict[str, str]], *, run: 
     return keep
 
 
+# Columns of wall-clock seconds that trackers' table exports write, by name (any case):
+# Weights & Biases (`_runtime`: seconds since the start; `_timestamp`: Unix time) and
+# TensorBoard's CSV download ("Wall time", Unix time).
+TIME_COLUMNS = ("_runtime", "_timestamp", "wall time", "wall_time", "walltime")
+
+
+def _time_column(path: Path, header: list[str], rows: list[dict[str, str]], given: str | None) -> str | None:
+    """The column of wall-clock seconds: the one named by ``--time-column``, else the first
+    of :data:`TIME_COLUMNS` present whose cells are numbers. Named and holding no numbers
+    (dates written as text) is an error: the step time would silently go."""
+    if given is not None:
+        if given not in header:
+            raise InputError(f"{path}: no column {given!r} (--time-column); columns are {', '.join(header)}")
+        if not any(_number(r.get(given)) is not None for r in rows):
+            cell = next((r.get(given) for r in rows if r.get(given)), "")
+            raise InputError(f"{path}: column {given!r} (--time-column) holds no numbers (cells like {cell!r}): "
+                             "give wall-clock seconds (Unix time, or seconds since the start)")
+        return given
+    by_name = {h.strip().lower(): h for h in reversed(header)}
+    for name in TIME_COLUMNS:
+        col = by_name.get(name)
+        if col is not None and any(_number(r.get(col)) is not None for r in rows):
+            return col
+    return None
+
+
 def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None, run: str | None = None,
-             run_column: str | None = None) -> LogData:
+             run_column: str | None = None, time_column: str | None = None) -> LogData:
     header, rows = _read_table(path, "csv", "CSV file")
     rows = _one_run(path, header, rows, run=run, run_column=run_column)
     # The x axis by name, whatever its case ('Epoch', 'STEP'), when not named by an option.
@@ -363,13 +392,19 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
     for flag, col in (("--step-column", step_column), ("--epoch-column", epoch_column)):
         if col is not None and col not in header:
             raise InputError(f"{path}: no column {col!r} ({flag}); columns are {', '.join(header)}")
+    time_col = _time_column(path, header, rows, time_column)
+    if time_col is not None and time_col in (step_col, epoch_col):
+        raise InputError(f"{path}: column {time_col!r} is both the x axis and the wall clock: name another "
+                         "--time-column, --step-column or --epoch-column")
     if step_col is None and epoch_col is None:
         raise InputError(
             f"{path}: no 'step' or 'epoch' column (columns: {', '.join(header)}): name the x axis with --epoch-column NAME "
             "(passes over the data) or --step-column NAME (optimizer steps done)"
         )
+    # With a wall clock in use, the export's other clocks (W&B writes _runtime and _timestamp) are no series.
+    clocks = tuple(h for h in header if h.strip().lower() in TIME_COLUMNS) if time_col is not None else ()
     series, skipped, empty = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0,
-                                           epoch_is_passes=True)
+                                           epoch_is_passes=True, time_col=time_col, clocks=clocks)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
     hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
     return LogData(format="csv", source=str(path), run_name=path.stem, series=series,
@@ -572,7 +607,7 @@ FORMATS = tuple(_READERS)
 
 
 def read_log(format: str, path: str | Path, *, step_column: str | None = None, epoch_column: str | None = None,
-             run: str | None = None, run_column: str | None = None) -> LogData:
+             run: str | None = None, run_column: str | None = None, time_column: str | None = None) -> LogData:
     """Read one run's log in ``format`` (one of :data:`FORMATS`); ``run`` picks an MLflow run,
     or the rows of one run in a CSV that pools several (``run_column``, else a column named
     ``run``, ``run_id`` or ``run_name``)."""
@@ -585,12 +620,15 @@ def read_log(format: str, path: str | Path, *, step_column: str | None = None, e
         raise InputError("--run applies to formats mlflow and csv only")
     if format != "csv" and run_column is not None:
         raise InputError("--run-column applies to format csv only")
+    if format != "csv" and time_column is not None:
+        raise InputError("--time-column applies to format csv only")
     if format == "mlflow" and str(path).startswith("sqlite:///"):
         # A tracking URI, as given to mlflow.set_tracking_uri (a Path would fold the '///').
         return read_mlflow_db(Path(str(path)[len("sqlite:///"):]), run)
     p = Path(path)
     if format == "csv":
-        return read_csv(p, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column)
+        return read_csv(p, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column,
+                        time_column=time_column)
     if format == "mlflow":
         return read_mlflow(p, run)
     return reader(p)

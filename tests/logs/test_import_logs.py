@@ -692,3 +692,54 @@ def test_run_column_names_the_column_of_runs(capsys, tmp_path):
     out = tmp_path / "p.jsonl"
     assert _cli(capsys, "import", "csv", str(path), "--out", str(out), *_RUN, "--run-column", "trial", "--run", "t2")[0] == 0
     assert [e.metric for e in read_profile(out).evals] == [0.4]
+
+
+def _wandb_export(path: Path, *, step_s: float = 0.21) -> Path:
+    # The columns of a Weights & Biases run's CSV download: _step, _runtime (seconds since
+    # the start), _timestamp (Unix time), the logged keys; evaluations on every 500th row.
+    rows = []
+    for step in range(0, 2001, 50):
+        row = {"_step": step, "_runtime": round(3.0 + step * step_s, 3), "_timestamp": 1.7e9 + 3.0 + step * step_s,
+               "train/loss": 2.0 * math.exp(-step / 800), "epoch": step / 500}
+        if step and step % 500 == 0:
+            row["val/acc"] = 0.5 + 0.4 * (1 - math.exp(-step / 1000))
+        rows.append(row)
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_a_wandb_export_gives_the_step_time_from_its_runtime_column(tmp_path):
+    # Its clock columns were read as two more training series, and the step time was lost:
+    # "the log has no step times".
+    log = _wandb_export(tmp_path / "wandb.csv")
+    p = import_log("csv", log, global_batch=256, dataset_size=128_000, step_column="_step", gpu="a100", workers=8,
+                   local_batch=32)
+    (step,) = p.steps
+    assert step.step_time_s == pytest.approx(0.21, rel=1e-6) and step.timed_steps == 40
+    assert any("wall-clock times of 'train/loss'" in n for n in p.warnings), p.warnings
+    assert [round(e.epoch, 6) for e in p.evals] == [1.0, 2.0, 3.0, 4.0] and p.workload.metric == "val/acc"
+
+
+def test_a_tensorboard_csv_download_gives_the_step_time_from_its_wall_time(tmp_path):
+    # TensorBoard's "download CSV" of one scalar: Wall time, Step, Value.
+    log = tmp_path / "run-validation-tag-epoch_accuracy.csv"
+    pd.DataFrame({"Wall time": [1.7e9 + 0.33 * s for s in range(100, 3001, 100)], "Step": list(range(100, 3001, 100)),
+                  "Value": [0.9 * (1 - math.exp(-s / 1000)) for s in range(100, 3001, 100)]}).to_csv(log, index=False)
+    p = import_log("csv", log, global_batch=128, dataset_size=60_000, metric="Value", goal="max", gpu="v100",
+                   workers=2, local_batch=64)
+    assert p.steps[0].step_time_s == pytest.approx(0.33, rel=1e-6) and len(p.evals) == 30
+
+
+def test_a_named_time_column_must_hold_numbers_and_is_for_csv_only(tmp_path, capsys):
+    log = _wandb_export(tmp_path / "wandb.csv")
+    frame = pd.read_csv(log).assign(when="2026-12-05T10:00:00")
+    frame.to_csv(log, index=False)
+    common = ["import", "csv", str(log), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "256",
+              "--dataset-size", "128000", "--step-column", "_step"]
+    code, _, err = _cli(capsys, *common, "--time-column", "when")
+    assert code == 2 and "column 'when' (--time-column) holds no numbers (cells like '2026-12-05T10:00:00')" in err
+    code, _, err = _cli(capsys, *common, "--time-column", "_step")
+    assert code == 2 and "column '_step' is both the x axis and the wall clock" in err
+    code, _, err = _cli(capsys, "import", "keras-csv", str(log), "--out", str(tmp_path / "k.jsonl"), "--time-column", "_runtime")
+    assert code == 2 and err == "cotune: --time-column applies to format csv only\n"
+    assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "k.jsonl").exists()
