@@ -397,9 +397,13 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
         raise InputError(f"{path}: column {time_col!r} is both the x axis and the wall clock: name another "
                          "--time-column, --step-column or --epoch-column")
     if step_col is None and epoch_col is None:
+        # A Weights & Biases export's _step counts wandb.log calls: the optimizer step only
+        # where the loop logged once a step, so it is named, not taken.
+        wandb = ("; a Weights & Biases export's _step counts wandb.log calls (the optimizer step if the loop logged "
+                 "once a step)" if "_step" in header else "")
         raise InputError(
             f"{path}: no 'step' or 'epoch' column (columns: {', '.join(header)}): name the x axis with --epoch-column NAME "
-            "(passes over the data) or --step-column NAME (optimizer steps done)"
+            f"(passes over the data) or --step-column NAME (optimizer steps done){wandb}"
         )
     # With a wall clock in use, the export's other clocks (W&B writes _runtime and _timestamp) are no series.
     clocks = tuple(h for h in header if h.strip().lower() in TIME_COLUMNS) if time_col is not None else ()

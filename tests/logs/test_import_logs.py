@@ -743,3 +743,11 @@ def test_a_named_time_column_must_hold_numbers_and_is_for_csv_only(tmp_path, cap
     code, _, err = _cli(capsys, "import", "keras-csv", str(log), "--out", str(tmp_path / "k.jsonl"), "--time-column", "_runtime")
     assert code == 2 and err == "cotune: --time-column applies to format csv only\n"
     assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "k.jsonl").exists()
+
+
+def test_a_wandb_export_without_an_epoch_column_names_its_step_counter(tmp_path, capsys):
+    log = _wandb_export(tmp_path / "wandb.csv")
+    pd.read_csv(log).drop(columns="epoch").to_csv(log, index=False)
+    code, _, err = _cli(capsys, "import", "csv", str(log), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "256",
+                        "--dataset-size", "128000")
+    assert code == 2 and "a Weights & Biases export's _step counts wandb.log calls" in err and err.count("\n") == 1
