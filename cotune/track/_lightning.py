@@ -6,7 +6,7 @@ Importing this module imports Lightning (``lightning`` or, failing that, the old
     from cotune.track import Tracker
     from cotune.track.lightning import TrackerCallback
 
-    tracker = Tracker("job.jsonl", gpu="t4", workers=8, local_batch=128, rank=int(os.environ.get("RANK", 0)))
+    tracker = Tracker("job.jsonl", gpu="t4", workers=8, local_batch=128)   # rank: $RANK, as torchrun sets it
     trainer = L.Trainer(callbacks=[TrackerCallback(tracker, monitor="val_acc")])
 
 Each optimizer step is timed from the start of its first micro-batch to the end of its

@@ -16,8 +16,9 @@ ran at and with the job's name (``job``), which tells them apart from probes:
   epochs since the job's start and the job's wall time ``elapsed_s``;
 * ``noise`` — a gradient-noise-scale measurement, when the loop has one.
 
-Only one process of a data-parallel job should write: pass ``rank`` and every rank
-but 0 does nothing. Nothing here imports torch: the tracker takes plain numbers.
+Only one process of a data-parallel job should write: every rank but 0 does nothing
+(``rank``; by default the ``RANK`` variable torchrun sets). Nothing here imports torch:
+the tracker takes plain numbers.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from typing import Literal
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name
 from cotune.errors import InputError, StorageError
 from cotune.profile import (
-    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileWriter, StepRecord,
-    WorkloadRecord, check_profile_path, read_profile,
+    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileLockedError,
+    ProfileWriter, StepRecord, WorkloadRecord, check_profile_path, read_profile,
 )
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
@@ -100,7 +101,22 @@ def _positive(name: str, value: object) -> float:
     return number(value, where=name, gt=0.0)
 
 
+#: ``rank``'s default: the ``RANK`` environment variable that torchrun (and every
+#: torch.distributed launcher) sets for each process, else 0 (a single process).
+RANK_FROM_ENV = "auto"
+
+
 def _rank(rank: object) -> int:
+    if rank == RANK_FROM_ENV:
+        # Left out in a data-parallel job, every rank wrote (and all but one died of the
+        # profile's lock): the launcher's RANK says which process this is.
+        env = os.environ.get("RANK")
+        if env is None:
+            return 0
+        if not env.strip().isdigit():
+            raise InputError(f"the RANK environment variable is {excerpt(env)}, not a process rank: pass rank= (0 for the "
+                             "process that records)")
+        return int(env.strip())
     # os.environ["RANK"] is a string: "0" is rank 0, not "some other rank" that records nothing
     text = rank.strip() if isinstance(rank, str) else None
     if text is not None and text.isdigit():
@@ -171,7 +187,10 @@ class Tracker:
         Keras callbacks fill it from the trainer's ``max_epochs`` / ``fit(epochs=)`` when
         it is left out.
     rank : process rank (an int, or the string ``os.environ["RANK"]`` holds); every rank but
-        0 records nothing.
+        0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
+        sets, else 0. A profile another *process* is writing (two ranks tracking) gives one
+        ``RuntimeWarning`` and this tracker records nothing (``errors="raise"``: the
+        :class:`~cotune.profile.ProfileLockedError`).
     fsync : every record is written and flushed to the operating system before the call
         returns, so it survives a kill of the process at any moment. ``"background"``
         (default) then fsyncs it to the disk from a helper thread, so the training
@@ -205,7 +224,7 @@ class Tracker:
         epochs_done: float = 0.0,
         schedule_epochs: float | None = None,
         cause: Literal["replan", "revocation"] | None = None,
-        rank: int | str = 0,
+        rank: int | str = RANK_FROM_ENV,
         fsync: Literal["background", "each", "none"] = "background",
         errors: Literal["warn", "raise"] = "warn",
         clock=time.monotonic,
@@ -273,8 +292,18 @@ class Tracker:
         _check_fits(self.config, self.dataset_size)
         if self.job is None:
             self.job = workload.name
-        self._writer = ProfileWriter(self.path, fsync=fsync == "each")
-        self._writer.open()
+        writer = ProfileWriter(self.path, fsync=fsync == "each")
+        try:
+            writer.open()
+        except ProfileLockedError as exc:
+            if errors == "raise" or exc.holder_pid == os.getpid():  # a second tracker of this process: a bug to fix
+                raise
+            # Another process tracks this job (another rank): the training goes on untracked here.
+            warnings.warn(f"cotune tracker: {exc}; this process records nothing (in a data-parallel job only rank 0 "
+                          "should track: pass rank=)", RuntimeWarning, stacklevel=2)
+            self.enabled = False
+            return
+        self._writer = writer
         self._lines = _count_lines(self.path)
         if fsync == "background":
             self._syncer = _BackgroundSync(self.path)

@@ -462,3 +462,57 @@ def test_the_same_workload_without_the_profiles_provenance_is_accepted(tmp_path:
     other_size = WorkloadRecord(name="cifar10-resnet18", dataset_size=60_000, metric="top1", goal="max")
     with pytest.raises(InputError, match="holds workload 'cifar10-resnet18' with dataset_size 50000, not 60000"):
         Tracker(path, gpu="t4", workers=2, local_batch=64, workload=other_size)
+
+
+@pytest.mark.parametrize("env, explicit, records", [
+    (None, None, True),      # a single process: rank 0
+    ("0", None, True),       # torchrun's rank 0
+    ("3", None, False),      # torchrun's rank 3, rank= left out: records nothing
+    ("3", 0, True),          # rank= given wins over the environment
+])
+def test_the_rank_defaults_to_the_launchers_rank_variable(tmp_path, monkeypatch, env, explicit, records):
+    # With rank= left out every process of a data-parallel job tracked: all but one died
+    # of the profile's lock. torchrun sets RANK for each process.
+    if env is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", env)
+    path = tmp_path / "job.jsonl"
+    kw = {} if explicit is None else {"rank": explicit}
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none", **kw) as tr:
+        tr.eval(epoch=1.0, metric=0.5)
+    assert path.exists() == records and (not records or len(read_profile(path).evals) == 1)
+
+
+def test_a_rank_variable_that_is_no_rank_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "leader")
+    with pytest.raises(InputError, match="the RANK environment variable is 'leader', not a process rank: pass rank="):
+        Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)
+
+
+def test_a_profile_another_process_tracks_is_a_warning_not_a_dead_rank(tmp_path, monkeypatch):
+    # Two ranks both told rank=0 (or two jobs on one file): the second must not kill its
+    # training; it warns and records nothing. errors="raise" keeps the error.
+    from cotune.profile import ProfileLockedError
+
+    monkeypatch.delenv("RANK", raising=False)
+    path = tmp_path / "job.jsonl"
+    Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none").close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from cotune.profile import ProfileWriter; w = ProfileWriter(sys.argv[1]); "
+         "w.open(); print('ready', flush=True); sys.stdin.read()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"  # blocks until the lock is held (or the child died)
+        before = path.read_text()
+        with pytest.warns(RuntimeWarning, match=r"is being written by .*this process records nothing .*pass rank="):
+            tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, fsync="none")
+        tr.step(step_time_s=0.1)
+        tr.eval(epoch=1.0, metric=0.5)
+        tr.close()
+        assert not tr.enabled and path.read_text() == before
+        with pytest.raises(ProfileLockedError):
+            Tracker(path, gpu="cpu", workers=1, local_batch=8, fsync="none", errors="raise")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
