@@ -250,6 +250,8 @@ class Tracker:
         self._cause = None if cause is None else _move_cause(cause)
         self._samples = 0.0
         self._epochs_at_start = float(epochs_done)
+        self._last_eval_epoch = -math.inf
+        self._warned_back = False
         self.records_written = 0
         self._writer: ProfileWriter | None = None
         self._syncer: _BackgroundSync | None = None
@@ -270,9 +272,11 @@ class Tracker:
             return
         check_profile_path(self.path)  # a directory or a device: named, not an IsADirectoryError from open()
         existing = _has_records(self.path)
+        held_epochs: list[float] = []
         if existing:
             # Read once: the workload must match, and its dataset size turns samples into epochs.
             profile = read_profile(self.path)
+            held_epochs = [e.epoch for e in profile.evals if e.job is not None and e.job == (self.job or profile.workload.name)]
             differs = None if workload is None else profile.workload.differs_from(workload)
             if differs is not None:
                 # By its identity (name, dataset size, metric, goal): a record written without the
@@ -292,6 +296,15 @@ class Tracker:
         _check_fits(self.config, self.dataset_size)
         if self.job is None:
             self.job = workload.name
+        if held_epochs and max(held_epochs) > self._epochs_at_start + 1e-9:
+            # A resumed job that did not say how far it had come (or a new run under the old
+            # job's name): its evaluations would go back in epochs, and a re-plan would read
+            # one curve that jumps back.
+            warnings.warn(
+                f"cotune tracker: {self.path} already holds the evaluations of job {self.job!r} up to epoch "
+                f"{max(held_epochs):.4g}, and this tracker counts from epoch {self._epochs_at_start:g}: pass "
+                "epochs_done= to resume that job (its epochs count from the job's start), or job= to track a new one",
+                RuntimeWarning, stacklevel=2)
         writer = ProfileWriter(self.path, fsync=fsync == "each")
         try:
             writer.open()
@@ -390,6 +403,13 @@ class Tracker:
                 f"diverged run), got {excerpt(metric)}"
             )
         epoch = self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0, what="a number of passes over the data")
+        if epoch < self._last_eval_epoch - 1e-9 and not self._warned_back:
+            # Said once, and still written: the loop's epoch counter may have restarted.
+            self._warned_back = True
+            warnings.warn(f"cotune tracker: an evaluation at epoch {epoch:.4g} after one at {self._last_eval_epoch:.4g}: "
+                          "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
+                          "to count them from the steps)", RuntimeWarning, stacklevel=2)
+        self._last_eval_epoch = max(self._last_eval_epoch, epoch)
         grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0)
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0)
         rec = EvalRecord(

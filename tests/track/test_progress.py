@@ -61,7 +61,8 @@ def test_progress_keeps_the_configuration_the_job_started_at(tmp_path: Path) -> 
 def test_progress_counts_the_moves_back_to_a_configuration_the_job_had_left(tmp_path: Path) -> None:
     assert job_progress(_profile(tmp_path)).returns == 0  # 2 -> 4 workers: no return
     path = tmp_path / "p.jsonl"
-    with Tracker(path, gpu="cpu", workers=4, local_batch=32, window=4, warmup_steps=0) as tr:
+    done = max(e.epoch for e in read_profile(path).evals)  # the same job, resumed where it stopped
+    with Tracker(path, gpu="cpu", workers=4, local_batch=32, window=4, warmup_steps=0, epochs_done=done) as tr:
         for workers in (2, 4, 2):  # 2 -> 4 -> 2 -> 4 -> 2 in all: three returns
             tr.reconfigure(workers=workers)
             for _ in range(8):

@@ -211,7 +211,7 @@ def test_kill_9_loses_no_record_the_tracker_had_written(tmp_path: Path) -> None:
     # the records are the ones the loop produced, in order: evals at i = 4, 8, 12, ...
     assert [round(e.metric * 1e6) for e in profile.evals] == [4 * k for k in range(1, len(profile.evals) + 1)]
     # and a resumed job appends after them
-    with Tracker(path, gpu="cpu", workers=1, local_batch=10) as tr:
+    with Tracker(path, gpu="cpu", workers=1, local_batch=10, epochs_done=profile.evals[-1].epoch) as tr:
         tr.eval(metric=1.0, epoch=99.0)
     assert read_profile(path).evals[-1].epoch == 99.0 and not read_profile(path).warnings
 
@@ -262,7 +262,7 @@ def test_the_schedule_end_is_written_with_every_evaluation(tmp_path: Path) -> No
         tr.schedule_epochs = 120  # a schedule lengthened while the job runs
         tr.eval(metric=0.6, epoch=2.0)
     assert [e.schedule_epochs for e in read_profile(path).evals] == [90, 120]
-    with Tracker(path, gpu="cpu", workers=1, local_batch=8) as tr:
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, epochs_done=2.0) as tr:
         tr.eval(metric=0.7, epoch=3.0)
     assert read_profile(path).evals[-1].schedule_epochs is None and "schedule_epochs" not in _lines(path)[-1]
 
@@ -516,3 +516,36 @@ def test_a_profile_another_process_tracks_is_a_warning_not_a_dead_rank(tmp_path,
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+def test_a_resumed_job_that_does_not_say_how_far_it_came_is_warned(tmp_path, monkeypatch):
+    # A second tracker on the same job counted its epochs from 0 again: the job's curve in
+    # the profile jumped back from epoch 3 to 0.x, and a re-plan read it as one curve.
+    import warnings
+
+    monkeypatch.delenv("RANK", raising=False)
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none") as tr:
+        tr.eval(epoch=3.0, metric=0.5)
+    with pytest.warns(RuntimeWarning, match=r"holds the evaluations of job 'job-a' up to epoch 3, and this tracker "
+                                            r"counts from epoch 0: pass epochs_done="):
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, fsync="none").close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # resuming where it stopped, or a new job: nothing to say
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, fsync="none", epochs_done=3.0).close()
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, fsync="none", job="run-2").close()
+
+
+def test_an_evaluation_that_goes_back_in_epochs_is_warned_once_and_kept(tmp_path, monkeypatch):
+    import warnings
+
+    monkeypatch.delenv("RANK", raising=False)
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none") as tr:
+        tr.eval(epoch=3.0, metric=0.5)
+        with pytest.warns(RuntimeWarning, match=r"an evaluation at epoch 1 after one at 3: a job's epochs count from its start"):
+            tr.eval(epoch=1.0, metric=0.6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tr.eval(epoch=0.5, metric=0.6)  # said once
+    assert [e.epoch for e in read_profile(path).evals] == [3.0, 1.0, 0.5]
