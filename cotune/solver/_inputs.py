@@ -97,6 +97,24 @@ def price_table(
     return table, True
 
 
+def _host_size_notes(models: "FittedModels", gpus: Sequence[str], gpus_per_host: int) -> list[str]:
+    """A note per GPU type whose probes ran more workers on one host than the space puts
+    there: its hosts hold more GPUs than ``gpus_per_host`` says, and every candidate of that
+    size is split over hosts it was never measured on (an imported 8-GPU run, planned on 2
+    hosts of 4 and "extrapolated in time")."""
+    out = []
+    for gpu in gpus:
+        points = models.time_models[gpu].points_
+        per_host = np.ceil(points[:, 0] / points[:, 1])
+        k = int(np.argmax(per_host))
+        if per_host[k] > gpus_per_host:
+            hosts = int(points[k, 1])
+            out.append(f"{gpu}: the profile measured {int(points[k, 0])} workers on {hosts} host{'' if hosts == 1 else 's'}, "
+                       f"but gpus_per_host (--gpus-per-host, or the cluster file's) is {gpus_per_host}: candidates put at "
+                       f"most {gpus_per_host} workers on a host; give {int(per_host[k])} if the hosts hold that many GPUs")
+    return out
+
+
 def build_space(
     models: "FittedModels",
     *,
@@ -116,6 +134,7 @@ def build_space(
         raise InputError(
             f"gpu {', '.join(unknown)} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}"
         )
+    notes += _host_size_notes(models, chosen, gpus_per_host)
     caps = _per_gpu(max_workers, chosen, "max_workers")
     batches: dict[str, tuple[int, ...]] = {}
     for g in chosen:

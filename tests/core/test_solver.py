@@ -336,3 +336,24 @@ def test_recommend_states_what_the_profiling_cost_against_the_plan(wall_s, phras
     assert f"{2 * wall_s / 3600:.3g} worker-hours in 1 probe," in note and phrase in note
     assert (f"{share:.3g}×" if share >= 2 else f"{share:.1%}") in note
     assert ("costs more than any plan can save" in note) == (share >= 2)
+
+
+def test_probes_on_hosts_larger_than_gpus_per_host_are_noted_at_every_door():
+    # An imported 8-GPU run (8 workers on 1 host) was planned on 2 hosts of 4 (the default)
+    # and marked "extrapolated in time", with no word on why.
+    import json
+
+    recs = [r for r in synthetic_records() if r["record"] != "step" or r["workers"] <= 4]
+    recs += [{"record": "step", "gpu": "t4", "workers": 8, "hosts": 1, "local_batch": b, "step_time_s": 0.05 + 0.0005 * b}
+             for b in (16, 32, 64, 128)]
+    profile = parse_profile([json.dumps(r) for r in recs])
+    question = dict(target=0.9, deadline_s=3600, prices={"t4": 1.0})
+    said = ("t4: the profile measured 8 workers on 1 host, but gpus_per_host (--gpus-per-host, or the cluster file's) "
+            "is 4: candidates put at most 4 workers on a host; give 8 if the hosts hold that many GPUs")
+    assert said in recommend(profile, **question).notes
+    assert not any("gpus_per_host" in n for n in recommend(profile, gpus_per_host=8, **question).notes)
+    from cotune.spot import replan
+
+    r = replan(profile, progress={"gpu": "t4", "workers": 4, "local_batch": 32, "elapsed_s": 60, "epochs_done": 1},
+               **question)
+    assert said in r.notes
