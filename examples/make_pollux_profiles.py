@@ -15,6 +15,7 @@ Mapping (the traces' ``progress`` column is *not* epochs):
 Usage::
 
     python examples/make_pollux_profiles.py ../shared/data/pollux-osdi21/traces cotune/data/profiles
+    python examples/make_pollux_profiles.py --sweep examples/logs/sweep.csv   # a table for `cotune import records`
 """
 
 from __future__ import annotations
@@ -89,7 +90,27 @@ def convert(trace_dir: Path, name: str, dataset_size: int, metric: str, goal: st
     return Profile(workload=workload, steps=tuple(steps), evals=tuple(evals))
 
 
+SWEEP_WORKERS = (1, 2, 4, 8)
+
+
+def write_sweep(path: Path) -> int:
+    """A sweep's export, as a team keeps one: the bundled cifar10-resnet18 step times at 1, 2,
+    4 and 8 T4 (packed: 4 a host), one measurement per (workers, local batch), as a CSV
+    table of step records for ``cotune import records``. Returns the rows written."""
+    import cotune
+
+    frame = cotune.load_profile("cifar10-resnet18").to_frame("steps")
+    packed = frame["hosts"] == -(-frame["workers"] // 4)
+    rows = frame[frame["workers"].isin(SWEEP_WORKERS) & packed].drop_duplicates(["workers", "local_batch"])
+    rows = rows[["gpu", "workers", "hosts", "local_batch", "step_time_s", "sync_time_s"]].sort_values(["workers", "local_batch"])
+    rows.to_csv(path, index=False, float_format="%.6g")
+    return len(rows)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--sweep"]:
+        print(f"{argv[1]}: {write_sweep(Path(argv[1]))} step records")
+        return 0
     traces, out = Path(argv[0]), Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
     for name, folder, size, metric, goal in WORKLOADS:

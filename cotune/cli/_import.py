@@ -10,6 +10,11 @@ __all__ = ["add_parser", "run"]
 
 # cotune.logs.FORMATS, spelt out so that building the parser imports no reader (a test keeps them equal)
 _FORMATS = ("hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv", "keras-csv")
+# Not a log: a table of profile records (cotune.logs.import_table)
+_TABLE = "records"
+# Flags that describe one run's log: a table of records states its own fields
+_RUN_FLAGS = ("global_batch", "seed", "gpu", "workers", "local_batch", "step_column", "epoch_column", "mlflow_run",
+              "run_column", "time_column")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,10 +26,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "gradient statistics. Give what the log does not say as flags. Formats: hf-trainer (trainer_state.json), "
         "lightning-csv (CSVLogger metrics.csv), tensorboard (event files; needs cotune[logs]), mlflow (a run of "
         "the local file store or a SQLite store, mlflow.db), csv (named columns), keras-csv (keras.callbacks.CSVLogger: "
-        "its epoch column counts from 0). Docs: docs/logs.md",
+        "its epoch column counts from 0); records (a CSV table of profile records, one per row: a sweep's step times at "
+        "many configurations). Docs: docs/logs.md",
         epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add).",
     )
-    p.add_argument("format", choices=_FORMATS, metavar="FORMAT", help=f"log format: {', '.join(_FORMATS)}")
+    p.add_argument("format", choices=_FORMATS + (_TABLE,), metavar="FORMAT",
+                   help=f"log format: {', '.join(_FORMATS)}; or {_TABLE}: a table of profile records")
     p.add_argument("path", metavar="PATH", help="the log file or run directory")
     p.add_argument("--out", required=True, metavar="PROFILE", help="profile file to write (JSON Lines)")
     p.add_argument("--append", action="store_true", help="add this run to an existing PROFILE (same workload)")
@@ -46,15 +53,45 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="mlflow: the run (id or name) when the store holds several; csv: the run whose rows to read "
                    "when the file pools several (a column run, run_id or run_name, or --run-column)")
     p.add_argument("--run-column", default=None, metavar="NAME", help="csv: the column that names each row's run")
+    p.add_argument("--record", default=None, metavar="TYPE", help="records: the type of every row (step, eval, failure, "
+                   "noise) when the table has no 'record' column")
     p.add_argument("--time-column", default=None, metavar="NAME",
                    help="csv: the column of wall-clock seconds, for the step time (default: _runtime or _timestamp of a "
                    "Weights & Biases export, 'Wall time' of a TensorBoard one)")
     p.set_defaults(run=run)
 
 
+def _run_table(args: argparse.Namespace) -> int:
+    from cotune.cli._output import emit
+    from cotune.errors import InputError
+    from cotune.logs import import_table
+
+    given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if getattr(args, k) is not None]
+    if args.hosts != 1 or args.accum_steps != 1:
+        given += ["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
+    if given:
+        # They describe one run's log; a table of records states these fields in its columns.
+        raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
+                         f"{_TABLE}: put the field in the table's columns (docs/profile-format.md names them)")
+    profile = import_table(args.path, out=args.out, append=args.append, record=args.record, name=args.name,
+                           dataset_size=args.dataset_size, metric=args.metric, goal=args.goal)
+    verb = "appended to" if args.append else "wrote"
+    counts = {"step": len(profile.steps), "eval": len(profile.evals), "failure": len(profile.failures),
+              "noise": len(profile.noise)}
+    said = ", ".join(f"{n:,} {k}{'' if n == 1 else 's'}" for k, n in counts.items() if n) or "no records"
+    emit(f"{verb} {args.out}: workload {profile.workload.name!r}, {said}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit
+    from cotune.errors import InputError
     from cotune.logs import import_log
+
+    if args.format == _TABLE:
+        return _run_table(args)
+    if args.record is not None:
+        raise InputError(f"--record applies to format {_TABLE} only (a table of profile records)")
 
     profile = import_log(
         args.format,

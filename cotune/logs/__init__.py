@@ -21,9 +21,9 @@ from cotune.profile import (
     MAX_PROFILE_LINES, EvalRecord, Profile, WorkloadRecord, append_records, check_profile_path, read_profile,
     write_profile,
 )
-from cotune.profile._profile import _build
+from cotune.profile._profile import TEXT_FIELDS, _build
 
-__all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "log_to_records", "read_log"]
+__all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "import_table", "log_to_records", "read_log"]
 
 
 def _check_run_flags(*, global_batch: int | None, dataset_size: int | None, workers: int | None, hosts: int,
@@ -137,6 +137,78 @@ def import_log(
             "step) or thin the log"
         )
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
+    if out is not None:
+        if existing is not None:
+            append_records(out, records[1:])
+        else:
+            write_profile(profile, out)
+    return profile
+
+
+def import_table(
+    path: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    append: bool = False,
+    record: str | None = None,
+    name: str | None = None,
+    dataset_size: int | None = None,
+    metric: str | None = None,
+    goal: Literal["max", "min"] | None = None,
+) -> Profile:
+    """Profile records from a CSV table of them (``cotune import records``): one row per
+    record, one column per field, as :meth:`Profile.from_frame` reads it — a sweep's export of
+    step times at many configurations, a spreadsheet of measured curves.
+
+    ``record`` is the type of every row when the table has no ``record`` column. The
+    workload comes from the flags (``name``, default the file's stem; ``dataset_size`` and
+    ``metric`` required; ``goal`` from the metric's name when left out), or with
+    ``append=True`` from the profile ``out`` (flags given must agree with it). Nothing is
+    written unless every row is a valid record; appended rows go in one write.
+    """
+    import pandas as pd
+
+    from cotune.logs._convert import _goal
+    from cotune.logs._readers import _need_file
+
+    p = _need_file(Path(path), "CSV table of profile records", "records")
+    try:
+        frame = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, dtype=dict.fromkeys(TEXT_FIELDS, str))
+    except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "
+                         "file with a header row of field names") from None
+    existing: Profile | None = None
+    if out is not None and Path(out).exists():
+        check_profile_path(Path(out))
+        if not append:
+            raise InputError(f"{out} exists: pass --append to add these records to it, or choose another --out")
+        existing = read_profile(out)
+    if existing is not None:
+        held = existing.workload
+        for flag, given, have in (("--name", name, held.name), ("--dataset-size", dataset_size, held.dataset_size),
+                                  ("--metric", metric, held.metric), ("--goal", goal, held.goal)):
+            if given is not None and given != have:
+                raise InputError(f"{out} is workload {held.name!r} with {flag.lstrip('-').replace('-', '_')} {have!r}, "
+                                 f"not {given!r}: leave {flag} out to add to it, or choose another --out")
+        workload: Any = held
+    else:
+        for flag, value in (("--dataset-size", dataset_size), ("--metric", metric)):
+            if value is None:
+                raise InputError(f"a new profile needs the workload's {flag.lstrip('-').replace('-', ' ')}: pass {flag}"
+                                 + (" (training samples per epoch)" if flag == "--dataset-size" else
+                                    " (the name of the validation metric the eval rows hold)"))
+        workload = {"name": name or p.stem, "dataset_size": dataset_size, "metric": metric, "goal": _goal(metric, goal)}
+    frame.index = pd.RangeIndex(2, len(frame) + 2)  # a row's file line (the header is line 1), for the errors
+    try:
+        profile = Profile.from_frame(frame, workload=workload, record=record)
+    except InputError as exc:
+        text = str(exc)
+        raise InputError(f"{p}: {'line ' + text[4:] if text.startswith('row ') else text}") from None
+    records = list(profile.records())
+    lines = len(records) if existing is None else _lines(out) + len(records) - 1
+    if lines > MAX_PROFILE_LINES:
+        raise InputError(f"the profile would have {lines:,} lines, more than the {MAX_PROFILE_LINES:,} a profile may "
+                         "hold: keep the medians of repeated measurements")
     if out is not None:
         if existing is not None:
             append_records(out, records[1:])

@@ -185,7 +185,7 @@ class Profile:
             wanted = None if record is None else (record if record == "noise" else record.rstrip("s"))
             if wanted not in kinds:
                 raise ProfileError(f"the table has no 'record' column and record={record!r}: name the rows' type, "
-                                   f"record= one of {', '.join(sorted(kinds))}")
+                                   f"record= (--record) one of {', '.join(sorted(kinds))}")
         elif record is not None:
             raise ProfileError("the table has a 'record' column and record= is given too: leave one out")
         if isinstance(workload, WorkloadRecord):
@@ -253,6 +253,14 @@ _INT_FIELDS: dict[str, frozenset[str]] = {
     cls.kind: frozenset(f.name for f in fields(cls) if str(f.type).replace(" ", "") in ("int", "int|None"))
     for cls in (StepRecord, EvalRecord, FailureRecord, NoiseRecord)
 }
+
+
+#: Fields that hold text (names, kinds, messages), and ``record``: a table reader keeps
+#: them as strings (a placement "1" read as the number 1.0 would come back "1.0").
+TEXT_FIELDS: frozenset[str] = frozenset({"record"} | {
+    f.name for cls in (StepRecord, EvalRecord, FailureRecord, NoiseRecord) for f in fields(cls)
+    if str(f.type).replace(" ", "") in ("str", "str|None") or str(f.type).startswith("Literal")
+})
 
 
 def _whole(value: Any) -> Any:

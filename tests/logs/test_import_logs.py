@@ -751,3 +751,54 @@ def test_a_wandb_export_without_an_epoch_column_names_its_step_counter(tmp_path,
     code, _, err = _cli(capsys, "import", "csv", str(log), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "256",
                         "--dataset-size", "128000")
     assert code == 2 and "a Weights & Biases export's _step counts wandb.log calls" in err and err.count("\n") == 1
+
+
+def test_a_table_of_records_imports_as_the_profile_it_came_from(tmp_path, capsys):
+    # A sweep's export of step times at many configurations, and a table of curves: the
+    # door for measurements that are no single run's log (Profile.from_frame behind it).
+    import cotune
+
+    example = cotune.load_profile("cifar10-resnet18")
+    steps, evals = tmp_path / "steps.csv", tmp_path / "evals.csv"
+    example.to_frame("steps").to_csv(steps, index=False)  # with its derived global_batch column
+    example.to_frame("evals").drop(columns="job").to_csv(evals, index=False)
+    out = tmp_path / "p.jsonl"
+    code, said, _ = _cli(capsys, "import", "records", str(steps), "--record", "step", "--out", str(out),
+                         "--name", "cifar10-resnet18", "--dataset-size", "50000", "--metric", "top1")
+    assert code == 0 and said.strip() == f"wrote {out}: workload 'cifar10-resnet18', 1,512 steps"
+    code, said, _ = _cli(capsys, "import", "records", str(evals), "--record", "eval", "--out", str(out), "--append")
+    assert code == 0 and said.strip() == f"appended to {out}: workload 'cifar10-resnet18', 600 evals"
+    back = read_profile(out)
+    assert back.steps == example.steps and back.evals == example.evals and back.workload.goal == "max"
+    question = dict(target=0.94, deadline_s=1800, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
+    assert cotune.recommend(str(out), **question).chosen == cotune.recommend("cifar10-resnet18", **question).chosen
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--record", "step", "--metric", "acc"], "line 3: field 'step_time_s': must be a finite number >= 1e-06, got -0.1"),
+    (["--metric", "acc"], "no 'record' column and record=None: name the rows' type, record= (--record) one of"),
+    (["--record", "step"], "a new profile needs the workload's metric: pass --metric"),
+    (["--record", "step", "--metric", "acc", "--gpu", "t4", "--workers", "2"],
+     "--gpu, --workers apply to the log formats, not to records"),
+])
+def test_a_bad_table_of_records_is_one_line_and_writes_nothing(tmp_path, capsys, extra, said):
+    table = tmp_path / "sweep.csv"
+    table.write_text("gpu,workers,local_batch,step_time_s\nt4,1,32,0.1\nt4,2,32,-0.1\n")
+    out = tmp_path / "p.jsonl"
+    code, _, err = _cli(capsys, "import", "records", str(table), "--out", str(out), "--dataset-size", "1000", *extra)
+    assert code == 2 and said in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_record_is_for_the_table_format_and_append_must_agree(tmp_path, capsys):
+    table = tmp_path / "sweep.csv"
+    table.write_text("gpu,workers,local_batch,step_time_s\nt4,1,32,0.1\n")
+    out = tmp_path / "p.jsonl"
+    code, _, err = _cli(capsys, "import", "csv", str(table), "--record", "step", "--out", str(out))
+    assert code == 2 and err == "cotune: --record applies to format records only (a table of profile records)\n"
+    base = ["import", "records", str(table), "--record", "step", "--out", str(out)]
+    assert _cli(capsys, *base, "--dataset-size", "1000", "--metric", "acc")[0] == 0
+    code, _, err = _cli(capsys, *base, "--dataset-size", "1000", "--metric", "acc")
+    assert code == 2 and "exists: pass --append" in err
+    code, _, err = _cli(capsys, *base, "--append", "--dataset-size", "999")
+    assert code == 2 and "with dataset_size 1000, not 999: leave --dataset-size out" in err
+    assert len(read_profile(out).steps) == 1

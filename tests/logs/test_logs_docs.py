@@ -23,7 +23,12 @@ def _in_copy(tmp_path, monkeypatch) -> None:
 def test_every_format_has_a_worked_command_that_runs(tmp_path, monkeypatch, capsys):
     _in_copy(tmp_path, monkeypatch)
     commands = [line[2:] for line in PAGE.splitlines() if line.startswith("$ cotune import ")]
-    assert {shlex.split(c)[2] for c in commands} == set(FORMATS)
+    assert {shlex.split(c)[2] for c in commands} == set(FORMATS) | {"records"}
+    table = next(c for c in commands if shlex.split(c)[2] == "records")  # not a run's log: its own check
+    argv = shlex.split(table)[1:]
+    assert main(argv) == 0, (table, capsys.readouterr().err)
+    assert len(read_profile(argv[argv.index("--out") + 1]).steps) == 44
+    commands.remove(table)
     for command in commands:
         argv = shlex.split(command)[1:]
         assert main(argv) == 0, (command, capsys.readouterr().err)
