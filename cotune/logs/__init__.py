@@ -173,7 +173,9 @@ def import_table(
 
     p = _need_file(Path(path), "CSV table of profile records", "records")
     try:
-        frame = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, dtype=dict.fromkeys(TEXT_FIELDS, str))
+        # One row past the profile's cap is enough to refuse it: memory stays bounded whatever the file.
+        frame = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, dtype=dict.fromkeys(TEXT_FIELDS, str),
+                            nrows=MAX_PROFILE_LINES + 1)
     except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "
                          "file with a header row of field names") from None
