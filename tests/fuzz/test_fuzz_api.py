@@ -85,3 +85,44 @@ def test_profile_files_give_a_profile_or_a_one_line_profile_error(tmp_path_facto
             cotune.read_profile(path)
         except ProfileError as exc:
             assert one_line(str(exc)) and str(exc).startswith(str(path)) and len(str(exc)) < 1000, str(exc)[:1000]
+
+
+_STEP_TABLE = "gpu,workers,hosts,local_batch,step_time_s\nt4,1,1,16,0.05\nt4,2,1,16,0.06\nt4,4,1,32,0.09\n"
+
+
+@st.composite
+def record_tables(draw) -> tuple[bytes, str | None]:
+    """A CSV table of records (``cotune import records``): a valid one with cells, lines or
+    the header changed to anything, or bytes."""
+    if draw(st.integers(0, 6)) == 0:
+        return draw(st.binary(max_size=300)), draw(st.sampled_from([None, "step", "eval"]))
+    lines = _STEP_TABLE.splitlines()
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        cells = lines[i].split(",")
+        j = draw(st.integers(0, len(cells) - 1))
+        cells[j] = draw(st.one_of(TEXTS, st.sampled_from(["", "nan", "inf", "-1", "1e999", "2.5", "0", '"a,b"', "1" * 400,
+                                                           "record", "eval", "workload", "\x00", "true"])))
+        lines[i] = ",".join(cells)
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(1, len(lines))), draw(TEXTS))
+    return "\n".join(lines).encode("utf-8", "surrogatepass"), draw(st.sampled_from([None, "step", "steps", "eval", "x"]))
+
+
+@FAST
+@given(table=record_tables())
+def test_record_tables_give_a_profile_or_a_one_line_input_error(tmp_path_factory, table):
+    from cotune.logs import import_table
+
+    content, record = table
+    path = tmp_path_factory.mktemp("fuzz-table") / "t.csv"
+    path.write_bytes(content)
+    out = path.with_name("p.jsonl")
+    with time_bound(content[:200]), memory_bound():
+        try:
+            profile = import_table(path, out=out, record=record, dataset_size=100_000, metric="acc")
+        except InputError as exc:
+            assert one_line(str(exc)) and len(str(exc)) < 1000, str(exc)[:1000]
+            assert not out.exists()  # nothing written unless every row is a record
+        else:
+            assert cotune.read_profile(out).steps == profile.steps  # what was written reads back
