@@ -561,7 +561,8 @@ class AccuracyModel(EstimatorContract):
         if global_batch.size == 0:
             raise ModelError(
                 "the profile has no eval records, so accuracy cannot be predicted: "
-                "record learning curves (cotune profile --curves ...) or add eval records"
+                "import the learning curve of a run you have (cotune import FORMAT LOG --out PROFILE --append), "
+                "record curves (cotune profile --curves ...) or add eval records"
             )
         keep = epoch > 0
         if not np.any(keep & np.isfinite(score)):

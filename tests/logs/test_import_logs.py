@@ -802,3 +802,11 @@ def test_record_is_for_the_table_format_and_append_must_agree(tmp_path, capsys):
     code, _, err = _cli(capsys, *base, "--append", "--dataset-size", "999")
     assert code == 2 and "with dataset_size 1000, not 999: leave --dataset-size out" in err
     assert len(read_profile(out).steps) == 1
+
+
+def test_a_profile_of_step_times_alone_is_told_how_to_add_a_curve(tmp_path, capsys):
+    out = tmp_path / "sweep.jsonl"
+    assert _cli(capsys, "import", "records", str(LOGS / "sweep.csv"), "--record", "step",
+                "--out", str(out), "--dataset-size", "50000", "--metric", "top1")[0] == 0
+    code, _, err = _cli(capsys, "recommend", str(out), "--target", "0.9", "--deadline", "1h")
+    assert code == 2 and "import the learning curve of a run you have (cotune import FORMAT LOG --out PROFILE --append)" in err
