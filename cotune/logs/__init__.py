@@ -27,7 +27,7 @@ __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "impor
 
 
 def _check_run_flags(*, global_batch: int | None, dataset_size: int | None, workers: int | None, hosts: int,
-                     local_batch: int | None, accum_steps: int) -> None:
+                     local_batch: int | None, accum_steps: int, dataset_from: str = "--dataset-size") -> None:
     """Flags that contradict each other, refused before the log is read (they were written
     as given: a step record silently dropped, an eval curve at a batch the run never had)."""
     if workers is not None and hosts > workers:
@@ -42,7 +42,7 @@ def _check_run_flags(*, global_batch: int | None, dataset_size: int | None, work
     batch = global_batch if global_batch is not None else (
         workers * local_batch * accum_steps if workers is not None and local_batch is not None else None)
     if batch is not None and dataset_size is not None and batch > dataset_size:
-        raise InputError(f"global batch {batch} is more than --dataset-size {dataset_size}: a step cannot hold more "
+        raise InputError(f"global batch {batch} is more than {dataset_from} {dataset_size}: a step cannot hold more "
                          "samples than the training set; check both")
 
 
@@ -98,6 +98,12 @@ def import_log(
         if not append:
             raise InputError(f"{out} exists: pass --append to add this run to it, or choose another --out")
         existing = read_profile(out)
+        if dataset_size is None:
+            # The profile states its workload's training set: a run appended to it needs no flag.
+            opts = replace(opts, dataset_size=existing.workload.dataset_size)
+            _check_run_flags(global_batch=global_batch, dataset_size=opts.dataset_size, workers=workers, hosts=hosts,
+                             local_batch=local_batch, accum_steps=accum_steps,
+                             dataset_from=f"the dataset size of {out}'s workload,")
         if name is None:
             opts = replace(opts, name=existing.workload.name)
         elif name != existing.workload.name:

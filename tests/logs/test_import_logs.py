@@ -810,3 +810,13 @@ def test_a_profile_of_step_times_alone_is_told_how_to_add_a_curve(tmp_path, caps
                 "--out", str(out), "--dataset-size", "50000", "--metric", "top1")[0] == 0
     code, _, err = _cli(capsys, "recommend", str(out), "--target", "0.9", "--deadline", "1h")
     assert code == 2 and "import the learning curve of a run you have (cotune import FORMAT LOG --out PROFILE --append)" in err
+
+
+def test_a_run_appended_to_a_profile_takes_its_dataset_size(tmp_path, capsys):
+    # It asked for --dataset-size, which the profile's workload record states.
+    out = tmp_path / "p.jsonl"
+    import_log("tensorboard", TENSORBOARD, out=out, global_batch=B, dataset_size=N)
+    import_log("mlflow", MLRUNS, out=out, append=True, global_batch=B, metric="val_accuracy", goal="max")
+    assert len(read_profile(out).evals) == 8 and read_profile(out).workload.dataset_size == N
+    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(out), "--append", "--global-batch", str(N + 1))
+    assert code == 2 and f"global batch {N + 1} is more than the dataset size of {out}'s workload, {N}" in err
