@@ -90,9 +90,13 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
         metricish = [note for k, note in log.text_columns.items() if _is_eval(k)]
         if metricish:
             raise InputError(f"{log.source}: {metricish[0]}")
+        # TensorBoard's CSV download of one tag has the columns Wall time, Step and Value: the
+        # tag's name is not in the file, so the metric and its direction are the user's to say.
+        download = (" (a TensorBoard CSV download holds one tag's values as 'Value': pass --metric Value and --goal "
+                    "max or min)" if list(names) == ["Value"] else "")
         raise InputError(
             f"{log.source}: no validation metric recognised (series: {', '.join(names) or 'none'}"
-            + "".join(f"; {n}" for n in log.text_columns.values()) + "): pass --metric NAME"
+            + "".join(f"; {n}" for n in log.text_columns.values()) + f"): pass --metric NAME{download}"
         )
     raise InputError(f"{log.source}: several validation metrics ({', '.join(candidates)}): pass --metric NAME to pick one")
 

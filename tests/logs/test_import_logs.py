@@ -728,6 +728,9 @@ def test_a_tensorboard_csv_download_gives_the_step_time_from_its_wall_time(tmp_p
     p = import_log("csv", log, global_batch=128, dataset_size=60_000, metric="Value", goal="max", gpu="v100",
                    workers=2, local_batch=64)
     assert p.steps[0].step_time_s == pytest.approx(0.33, rel=1e-6) and len(p.evals) == 30
+    with pytest.raises(InputError, match=r"a TensorBoard CSV download holds one tag's values as 'Value': pass "
+                                         r"--metric Value and --goal max or min"):
+        import_log("csv", log, global_batch=128, dataset_size=60_000)  # the tag's name is not in the file
 
 
 def test_a_named_time_column_must_hold_numbers_and_is_for_csv_only(tmp_path, capsys):
