@@ -92,12 +92,8 @@ def import_log(
     opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
                          seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,
                          accum_steps=accum_steps)
-    existing: Profile | None = None
-    if out is not None and Path(out).exists():
-        check_profile_path(Path(out))  # a directory or a device: no --append would help
-        if not append:
-            raise InputError(f"{out} exists: pass --append to add this run to it, or choose another --out")
-        existing = read_profile(out)
+    existing = _existing(out, append=append, what="this run")
+    if existing is not None:
         if dataset_size is None:
             # The profile states its workload's training set: a run appended to it needs no flag.
             opts = replace(opts, dataset_size=existing.workload.dataset_size)
@@ -134,20 +130,10 @@ def import_log(
             # Tools name one metric differently (val/accuracy, val_accuracy): the profile keeps its name.
             notes.append(f"metric {workload.metric!r} recorded as the profile's {old.metric!r}")
         records = [old] + records[1:]
-    lines = len(records) if existing is None else _lines(out) + len(records) - 1  # appending adds no workload line
-    if lines > MAX_PROFILE_LINES:
-        # every door refuses a profile past the reader's cap: do not write one
-        raise InputError(
-            f"the profile would have {lines:,} lines ({len(records) - 1:,} records from this log), more than the "
-            f"{MAX_PROFILE_LINES:,} a profile may hold: import a validation metric (one point per evaluation, not per "
-            "step) or thin the log"
-        )
+    _lines_after(out, existing, records,
+                 fix="import a validation metric (one point per evaluation, not per step) or thin the log")
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
-    if out is not None:
-        if existing is not None:
-            append_records(out, records[1:])
-        else:
-            write_profile(profile, out)
+    _save(out, existing, profile, records)
     return profile
 
 
@@ -185,12 +171,7 @@ def import_table(
     except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "
                          "file with a header row of field names") from None
-    existing: Profile | None = None
-    if out is not None and Path(out).exists():
-        check_profile_path(Path(out))
-        if not append:
-            raise InputError(f"{out} exists: pass --append to add these records to it, or choose another --out")
-        existing = read_profile(out)
+    existing = _existing(out, append=append, what="these records")
     if existing is not None:
         held = existing.workload
         for flag, given, have in (("--name", name, held.name), ("--dataset-size", dataset_size, held.dataset_size),
@@ -213,16 +194,39 @@ def import_table(
         text = str(exc)
         raise InputError(f"{p}: {'line ' + text[4:] if text.startswith('row ') else text}") from None
     records = list(profile.records())
-    lines = len(records) if existing is None else _lines(out) + len(records) - 1
-    if lines > MAX_PROFILE_LINES:
-        raise InputError(f"the profile would have {lines:,} lines, more than the {MAX_PROFILE_LINES:,} a profile may "
-                         "hold: keep the medians of repeated measurements")
-    if out is not None:
-        if existing is not None:
-            append_records(out, records[1:])
-        else:
-            write_profile(profile, out)
+    _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
+    _save(out, existing, profile, records)
     return profile
+
+
+def _existing(out: str | os.PathLike[str] | None, *, append: bool, what: str) -> Profile | None:
+    """The profile ``out`` already holds (None: none yet, or no ``out``); one that exists
+    without ``append`` is refused, as is a path that is no regular file."""
+    if out is None or not Path(out).exists():
+        return None
+    check_profile_path(Path(out))  # a directory or a device: no --append would help
+    if not append:
+        raise InputError(f"{out} exists: pass --append to add {what} to it, or choose another --out")
+    return read_profile(out)
+
+
+def _lines_after(out: Any, existing: Profile | None, records: list, *, fix: str) -> None:
+    """Every door refuses a profile past the reader's cap of lines: do not write one."""
+    lines = len(records) if existing is None else _lines(out) + len(records) - 1  # appending adds no workload line
+    if lines > MAX_PROFILE_LINES:
+        raise InputError(f"the profile would have {lines:,} lines ({len(records) - 1:,} new records), more than the "
+                         f"{MAX_PROFILE_LINES:,} a profile may hold: {fix}")
+
+
+def _save(out: Any, existing: Profile | None, profile: Profile, records: list) -> None:
+    """Write the new profile atomically, or append the new records (all but the workload)
+    in one write: all of them or none."""
+    if out is None:
+        return
+    if existing is not None:
+        append_records(out, records[1:])
+    else:
+        write_profile(profile, out)
 
 
 def _check_same_run(existing: Profile, records: list, *, seed: int, out: Any) -> None:
