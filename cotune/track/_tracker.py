@@ -102,21 +102,35 @@ def _positive(name: str, value: object) -> float:
 
 
 #: ``rank``'s default: the ``RANK`` environment variable that torchrun (and every
-#: torch.distributed launcher) sets for each process, else 0 (a single process).
+#: torch.distributed launcher) sets for each process; else ``LOCAL_RANK`` and ``NODE_RANK``
+#: (``GROUP_RANK``), which Lightning's launcher sets instead; else 0 (a single process).
 RANK_FROM_ENV = "auto"
+
+
+def _env_rank(name: str) -> int | None:
+    env = os.environ.get(name)
+    if env is None:
+        return None
+    if not env.strip().isdigit():
+        raise InputError(f"the {name} environment variable is {excerpt(env)}, not a process rank: pass rank= (0 for the "
+                         "process that records)")
+    return int(env.strip())
 
 
 def _rank(rank: object) -> int:
     if rank == RANK_FROM_ENV:
         # Left out in a data-parallel job, every rank wrote (and all but one died of the
-        # profile's lock): the launcher's RANK says which process this is.
-        env = os.environ.get("RANK")
-        if env is None:
+        # profile's lock): the launcher's variables say which process this is. Only
+        # "rank 0 or not" matters, so a local rank on a node > 0 counts as some other rank.
+        global_rank = _env_rank("RANK")
+        if global_rank is not None:
+            return global_rank
+        local = _env_rank("LOCAL_RANK")
+        node = _env_rank("NODE_RANK")
+        node = _env_rank("GROUP_RANK") if node is None else node
+        if local is None and node is None:
             return 0
-        if not env.strip().isdigit():
-            raise InputError(f"the RANK environment variable is {excerpt(env)}, not a process rank: pass rank= (0 for the "
-                             "process that records)")
-        return int(env.strip())
+        return 0 if not local and not node else max(local or 0, 1)
     # os.environ["RANK"] is a string: "0" is rank 0, not "some other rank" that records nothing
     text = rank.strip() if isinstance(rank, str) else None
     if text is not None and text.isdigit():
@@ -188,7 +202,7 @@ class Tracker:
         it is left out.
     rank : process rank (an int, or the string ``os.environ["RANK"]`` holds); every rank but
         0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
-        sets, else 0. A profile another *process* is writing (two ranks tracking) gives one
+        sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them), else 0. A profile another *process* is writing (two ranks tracking) gives one
         ``RuntimeWarning`` and this tracker records nothing (``errors="raise"``: the
         :class:`~cotune.profile.ProfileLockedError`).
     fsync : every record is written and flushed to the operating system before the call

@@ -465,18 +465,22 @@ def test_the_same_workload_without_the_profiles_provenance_is_accepted(tmp_path:
 
 
 @pytest.mark.parametrize("env, explicit, records", [
-    (None, None, True),      # a single process: rank 0
-    ("0", None, True),       # torchrun's rank 0
-    ("3", None, False),      # torchrun's rank 3, rank= left out: records nothing
-    ("3", 0, True),          # rank= given wins over the environment
+    ({}, None, True),                                   # a single process: rank 0
+    ({"RANK": "0"}, None, True),                        # torchrun's rank 0
+    ({"RANK": "3"}, None, False),                       # torchrun's rank 3, rank= left out: records nothing
+    ({"RANK": "3"}, 0, True),                           # rank= given wins over the environment
+    ({"LOCAL_RANK": "0", "NODE_RANK": "0"}, None, True),   # Lightning's launcher: no RANK
+    ({"LOCAL_RANK": "2", "NODE_RANK": "0"}, None, False),
+    ({"LOCAL_RANK": "0", "NODE_RANK": "1"}, None, False),  # local rank 0 of the second node
+    ({"LOCAL_RANK": "0", "GROUP_RANK": "1"}, None, False),
 ])
 def test_the_rank_defaults_to_the_launchers_rank_variable(tmp_path, monkeypatch, env, explicit, records):
     # With rank= left out every process of a data-parallel job tracked: all but one died
-    # of the profile's lock. torchrun sets RANK for each process.
-    if env is None:
-        monkeypatch.delenv("RANK", raising=False)
-    else:
-        monkeypatch.setenv("RANK", env)
+    # of the profile's lock. torchrun sets RANK for each process, Lightning LOCAL_RANK and NODE_RANK.
+    for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     path = tmp_path / "job.jsonl"
     kw = {} if explicit is None else {"rank": explicit}
     with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none", **kw) as tr:
