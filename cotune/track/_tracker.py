@@ -103,7 +103,8 @@ def _positive(name: str, value: object) -> float:
 
 #: ``rank``'s default: the ``RANK`` environment variable that torchrun (and every
 #: torch.distributed launcher) sets for each process; else ``LOCAL_RANK`` and ``NODE_RANK``
-#: (``GROUP_RANK``), which Lightning's launcher sets instead; else 0 (a single process).
+#: (``GROUP_RANK``), which Lightning's launcher sets instead; else TensorFlow's ``TF_CONFIG``
+#: (its chief, or worker 0 without one); else 0 (a single process).
 RANK_FROM_ENV = "auto"
 
 
@@ -117,6 +118,25 @@ def _env_rank(name: str) -> int | None:
     return int(env.strip())
 
 
+def _tf_config_rank(text: str | None) -> int:
+    """0 for the process a TensorFlow multi-worker job records from (its ``chief`` task, or
+    ``worker`` 0 where the cluster has no chief), 1 for any other task, 0 without ``TF_CONFIG``."""
+    if not text or not text.strip():
+        return 0
+    import json
+
+    try:
+        config = json.loads(text)
+        task, cluster = config.get("task") or {}, config.get("cluster") or {}
+        kind, index = task.get("type"), task.get("index", 0)
+    except (ValueError, AttributeError):
+        raise InputError(f"the TF_CONFIG environment variable is not the JSON TensorFlow reads ({excerpt(text)}): "
+                         "fix it, or pass rank= (0 for the process that records)") from None
+    if kind == "chief" or (kind == "worker" and index == 0 and "chief" not in cluster):
+        return 0
+    return 1
+
+
 def _rank(rank: object) -> int:
     if rank == RANK_FROM_ENV:
         # Left out in a data-parallel job, every rank wrote (and all but one died of the
@@ -128,9 +148,9 @@ def _rank(rank: object) -> int:
         local = _env_rank("LOCAL_RANK")
         node = _env_rank("NODE_RANK")
         node = _env_rank("GROUP_RANK") if node is None else node
-        if local is None and node is None:
-            return 0
-        return 0 if not local and not node else max(local or 0, 1)
+        if local is not None or node is not None:
+            return 0 if not local and not node else max(local or 0, 1)
+        return _tf_config_rank(os.environ.get("TF_CONFIG"))
     # os.environ["RANK"] is a string: "0" is rank 0, not "some other rank" that records nothing
     text = rank.strip() if isinstance(rank, str) else None
     if text is not None and text.isdigit():
@@ -202,7 +222,8 @@ class Tracker:
         it is left out.
     rank : process rank (an int, or the string ``os.environ["RANK"]`` holds); every rank but
         0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
-        sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them), else 0. A profile another *process* is writing (two ranks tracking) gives one
+        sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them, else
+        TensorFlow's ``TF_CONFIG``: its chief, or worker 0 without one), else 0. A profile another *process* is writing (two ranks tracking) gives one
         ``RuntimeWarning`` and this tracker records nothing (``errors="raise"``: the
         :class:`~cotune.profile.ProfileLockedError`).
     fsync : every record is written and flushed to the operating system before the call

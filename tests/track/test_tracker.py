@@ -473,11 +473,16 @@ def test_the_same_workload_without_the_profiles_provenance_is_accepted(tmp_path:
     ({"LOCAL_RANK": "2", "NODE_RANK": "0"}, None, False),
     ({"LOCAL_RANK": "0", "NODE_RANK": "1"}, None, False),  # local rank 0 of the second node
     ({"LOCAL_RANK": "0", "GROUP_RANK": "1"}, None, False),
+    # TensorFlow multi-worker (Keras callback): the chief records, or worker 0 without one
+    ({"TF_CONFIG": '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}'}, None, True),
+    ({"TF_CONFIG": '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}'}, None, False),
+    ({"TF_CONFIG": '{"cluster": {"chief": ["c:1"], "worker": ["a:1"]}, "task": {"type": "worker", "index": 0}}'}, None, False),
+    ({"TF_CONFIG": '{"cluster": {"chief": ["c:1"], "worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}'}, None, True),
 ])
 def test_the_rank_defaults_to_the_launchers_rank_variable(tmp_path, monkeypatch, env, explicit, records):
     # With rank= left out every process of a data-parallel job tracked: all but one died
     # of the profile's lock. torchrun sets RANK for each process, Lightning LOCAL_RANK and NODE_RANK.
-    for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK"):
+    for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "TF_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -491,6 +496,10 @@ def test_the_rank_defaults_to_the_launchers_rank_variable(tmp_path, monkeypatch,
 def test_a_rank_variable_that_is_no_rank_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("RANK", "leader")
     with pytest.raises(InputError, match="the RANK environment variable is 'leader', not a process rank: pass rank="):
+        Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)
+    monkeypatch.delenv("RANK")
+    monkeypatch.setenv("TF_CONFIG", "{task: chief}")
+    with pytest.raises(InputError, match="the TF_CONFIG environment variable is not the JSON TensorFlow reads"):
         Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)
 
 
