@@ -17,8 +17,9 @@ ran at and with the job's name (``job``), which tells them apart from probes:
 * ``noise`` — a gradient-noise-scale measurement, when the loop has one.
 
 Only one process of a data-parallel job should write: every rank but 0 does nothing
-(``rank``; by default the ``RANK`` variable torchrun sets). Nothing here imports torch:
-the tracker takes plain numbers.
+(``rank``; by default read from the launcher's environment: torchrun's ``RANK``,
+Lightning's ``LOCAL_RANK``/``NODE_RANK``, TensorFlow's ``TF_CONFIG``). Nothing here
+imports torch: the tracker takes plain numbers.
 """
 
 from __future__ import annotations
@@ -223,8 +224,9 @@ class Tracker:
     rank : process rank (an int, or the string ``os.environ["RANK"]`` holds); every rank but
         0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
         sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them, else
-        TensorFlow's ``TF_CONFIG``: its chief, or worker 0 without one), else 0. A profile another *process* is writing (two ranks tracking) gives one
-        ``RuntimeWarning`` and this tracker records nothing (``errors="raise"``: the
+        TensorFlow's ``TF_CONFIG``: its chief, or worker 0 without one), else 0. A profile
+        another *process* is writing (two ranks tracking) gives one ``RuntimeWarning`` and
+        this tracker records nothing (``errors="raise"``: the
         :class:`~cotune.profile.ProfileLockedError`).
     fsync : every record is written and flushed to the operating system before the call
         returns, so it survives a kill of the process at any moment. ``"background"``
@@ -311,7 +313,8 @@ class Tracker:
         if existing:
             # Read once: the workload must match, and its dataset size turns samples into epochs.
             profile = read_profile(self.path)
-            held_epochs = [e.epoch for e in profile.evals if e.job is not None and e.job == (self.job or profile.workload.name)]
+            job = self.job or profile.workload.name
+            held_epochs = [e.epoch for e in profile.evals if e.job is not None and e.job == job]
             differs = None if workload is None else profile.workload.differs_from(workload)
             if differs is not None:
                 # By its identity (name, dataset size, metric, goal): a record written without the
