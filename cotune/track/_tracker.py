@@ -313,8 +313,8 @@ class Tracker:
         if existing:
             # Read once: the workload must match, and its dataset size turns samples into epochs.
             profile = read_profile(self.path)
-            job = self.job or profile.workload.name
-            held_epochs = [e.epoch for e in profile.evals if e.job is not None and e.job == job]
+            tracked = self.job or profile.workload.name
+            held_epochs = [e.epoch for e in profile.evals if e.job is not None and e.job == tracked]
             differs = None if workload is None else profile.workload.differs_from(workload)
             if differs is not None:
                 # By its identity (name, dataset size, metric, goal): a record written without the
