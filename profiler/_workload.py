@@ -172,7 +172,7 @@ def load_workload(spec: str) -> Workload:
                                 f"{exc}: a factory takes no arguments and returns a profiler.Workload") from exc
     if not isinstance(obj, Workload):
         raise WorkloadError(
-            f"{spec!r} is a {type(obj).__name__}, not a profiler.Workload: build it with profiler.Workload(...)"
+            f"{spec!r} is an object of type {type(obj).__name__!r}, not a profiler.Workload: build it with profiler.Workload(...)"
         )
     return obj
 

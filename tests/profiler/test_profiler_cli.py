@@ -280,3 +280,11 @@ def test_the_old_budget_spelling_is_the_probe_budget_with_a_warning_and_not_both
     assert seen["budget"] == 90.0 and capsys.readouterr().err == ""
     code = cli.main(["--workload", "examples/digits_cnn.py:workload", "--out", out, "--budget", "1", "--probe-budget", "2"])
     assert code == 2 and "give one of them" in capsys.readouterr().err
+
+
+def test_a_workload_name_bound_to_something_else_says_what_it_is(tmp_path):
+    from profiler._workload import WorkloadError, load_workload
+
+    (tmp_path / "job.py").write_text("workload = 5\n")
+    with pytest.raises(WorkloadError, match=r"is an object of type 'int', not a profiler.Workload: build it with"):
+        load_workload(f"{tmp_path / 'job.py'}:workload")
