@@ -209,26 +209,21 @@ class Profile:
                 raise ProfileError(f"row {excerpt(index)}: a workload row: give the workload as workload=, not as a row")
             data = {k: _whole(v) if k in _INT_FIELDS.get(kind, ()) else v for k, v in row.items()
                     if not _empty_cell(v) or (kind == "eval" and k == "metric")}
-            if kind == "step" and "global_batch" in data:
-                derived = data.pop("global_batch")
-                try:
-                    step = record_from_dict({**data, "record": kind})
-                except ProfileError as exc:
-                    raise ProfileError(f"row {excerpt(index)}: {exc}") from None
-                product = step.workers * step.local_batch * step.accum_steps
-                if not isinstance(derived, (int, float, np.integer, np.floating)) or float(derived) != product:
-                    raise ProfileError(f"row {excerpt(index)}: global_batch {excerpt(derived)} is not workers × local_batch "
-                                       f"× accum_steps = {product}: fix it, or drop the derived column")
-                records.append(step)
-                continue
             if _empty_cell(kind):
                 raise ProfileError(f"row {excerpt(index)}: its 'record' cell is empty: name the row's type "
                                    f"({', '.join(sorted(kinds))})")
+            # A step's global_batch is derived (to_frame adds it): checked against the record, not read.
+            derived = data.pop("global_batch", None) if kind == "step" else None
             data["record"] = kind
             try:
                 rec = record_from_dict(data)
             except ProfileError as exc:
                 raise ProfileError(f"row {excerpt(index)}: {exc}") from None
+            if derived is not None:
+                product = rec.workers * rec.local_batch * rec.accum_steps
+                if not isinstance(derived, (int, float, np.integer, np.floating)) or float(derived) != product:
+                    raise ProfileError(f"row {excerpt(index)}: global_batch {excerpt(derived)} is not workers × local_batch "
+                                       f"× accum_steps = {product}: fix it, or drop the derived column")
             if rec is not None:
                 records.append(rec)
         return _build(records, path=None, warnings=())
@@ -272,13 +267,16 @@ def _whole(value: Any) -> Any:
 
 
 def _empty_cell(value: Any) -> bool:
-    """A cell a table left empty: ``None``, a float ``NaN``, ``pd.NA``/``NaT``."""
+    """A cell a table left empty: ``None``, a float ``NaN``, ``pd.NA``/``NaT`` (pandas is loaded:
+    only :meth:`Profile.from_frame` calls this)."""
     if value is None:
         return True
-    try:
-        import pandas as pd
+    if isinstance(value, (str, bytes)):
+        return False
+    import pandas as pd  # already imported by the caller: a dictionary lookup
 
-        return bool(pd.isna(value)) if not isinstance(value, (str, bytes)) else False
+    try:
+        return bool(pd.isna(value))
     except (TypeError, ValueError):  # a list or another array-like cell: not empty, the record check refuses it
         return False
 

@@ -332,8 +332,9 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
 def _infeasible_levers(
     est: Any, mask: np.ndarray, *, space: Any, remaining_s: float, deadline_s: float, spent: float,
     budget_left: float | None, confidence: float, priced: bool,
-) -> list[str]:
-    """What would make a re-plan feasible, each lever only where it would help (as
+) -> tuple[bool, list[str]]:
+    """Whether some option finishes within the remaining deadline at the confidence, and
+    what would make a re-plan feasible, each lever only where it would help (as
     ``recommend``'s hints). When no option finishes within the remaining deadline at the
     confidence: the deadline the fastest option needs — the fastest within the budget left
     where one is, else the fastest, with the budget its cost needs — and more workers when
@@ -373,7 +374,7 @@ def _infeasible_levers(
     else:
         out.append("relax the deadline (--deadline / deadline_s)")
     out.append(f"lower the confidence (--confidence / confidence, now {confidence:g})")
-    return out
+    return bool(in_time.any()), out
 
 
 def replan(
@@ -685,13 +686,12 @@ def replan(
                    "lengthen the learning-rate schedule")
             )
         else:
-            levers = _infeasible_levers(est, mask, space=space, remaining_s=remaining_s, deadline_s=deadline_s,
-                                        spent=progress.spent, budget_left=budget_left, confidence=q, priced=priced)
+            in_time, levers = _infeasible_levers(est, mask, space=space, remaining_s=remaining_s, deadline_s=deadline_s,
+                                                 spent=progress.spent, budget_left=budget_left, confidence=q, priced=priced)
             if progress.schedule_epochs is not None:
                 levers.append("lengthen the learning-rate schedule")
             # Only the budget binds when some option finishes within the remaining deadline at
             # the confidence: the target is reachable, not affordable, and the reason says so.
-            in_time = bool(np.any(mask & (est.time_at_confidence_s <= remaining_s)))
             lead = ("the budget left is too small" if budget_left is not None and in_time
                     else "the target is not reachable at any configuration")
             decision, reason = "infeasible", (
