@@ -225,6 +225,14 @@ def _lower_confidence(check, *, target: float, confidence: float) -> float | Non
     return round(good * _CONFIDENCE_STEP, 2)
 
 
+def _percent_hint(target: float, best_metric: float, goal: str) -> str:
+    """A clause when the target reads as a percentage against curves logged as fractions
+    (94 against a top-1 of 0.9466): the answer is then right but the question is not."""
+    if goal == "max" and 0.0 < best_metric <= 1.0 < target <= 100.0:
+        return f" (the curves are fractions of 1: for {target:g} % write {target / 100:g})"
+    return ""
+
+
 def relax(
     est: Estimates,
     feas: Feasibility,
@@ -281,7 +289,7 @@ def relax(
             [
                 f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
                 f"(global batch {int(acc.batches_[best])}); {'lower' if models.goal == 'max' else 'raise'} the target (--target / target) "
-                f"to {best_metric:.4g} or record longer curves"
+                f"to {best_metric:.4g} or record longer curves{_percent_hint(target, best_metric, models.goal)}"
             ],
             np.empty(0, dtype=int),
         )

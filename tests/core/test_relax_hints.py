@@ -161,3 +161,18 @@ def test_a_start_up_longer_than_the_deadline_is_named_and_more_workers_are_not_o
     assert "more than" not in rec.relax[0]
     needed = parse_duration(re.search(r"to at least (\S+) \(", rec.relax[0]).group(1))
     assert cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=needed, startup_s=3600.0, max_workers=16).chosen
+
+
+def test_a_target_written_as_a_percentage_against_fraction_curves_is_told_its_unit() -> None:
+    rec = cotune.recommend("cifar10-resnet18", target=94.0)
+    assert rec.chosen is None
+    assert rec.relax[0].endswith("(the curves are fractions of 1: for 94 % write 0.94)"), rec.relax
+    # the fraction it names is feasible
+    assert cotune.recommend("cifar10-resnet18", target=0.94).chosen is not None
+
+
+def test_a_target_above_a_loss_curve_gets_no_percentage_hint() -> None:
+    # a min goal: an unreached loss target is not a percentage slip
+    rec = cotune.recommend("yolov3-voc", target=0.5)
+    assert rec.chosen is None
+    assert not any("fractions of 1" in h for h in rec.relax), rec.relax
