@@ -58,6 +58,7 @@ __all__ = [
     "excerpt",
     "integer",
     "line_break_in",
+    "not_text_reason",
     "load_json",
     "number",
     "one_line_name",
@@ -309,6 +310,35 @@ def file_problem(path: "str | os.PathLike[str]") -> str | None:
     if not stat.S_ISREG(mode):
         return "is not a regular file (a device, a pipe or a socket)"
     return None
+
+
+# Leading bytes of files that are not UTF-8 text but are often handed over as if they were:
+# a compressed copy (profiles and logs are kept compressed in object stores), or UTF-16
+# (PowerShell's '>' and Excel's "Unicode text" write it). The advice is the conversion.
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip FILE)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed: decompress it first (zstd -d FILE)"),
+    (b"BZh", "bzip2-compressed: decompress it first (bunzip2 FILE)"),
+    (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz FILE)"),
+    (b"PK\x03\x04", "a zip archive: extract the file from it first (unzip FILE)"),
+    (b"\xff\xfe", "UTF-16 text (PowerShell's '>' and Excel's Unicode text write it): save it as UTF-8"),
+    (b"\xfe\xff", "UTF-16 text: save it as UTF-8"),
+)
+
+
+def not_text_reason(source: "str | os.PathLike[str] | bytes") -> str:
+    """Why a file (a path, or its leading bytes) that failed to decode as UTF-8 is not
+    text, with the fix: a compressed file, an archive or UTF-16 by its leading bytes.
+    Returns "" when they name nothing (the caller's own "not UTF-8" advice stands)."""
+    if isinstance(source, bytes):
+        head = source[:8]
+    else:
+        try:
+            with open(source, "rb") as fh:
+                head = fh.read(8)
+        except (OSError, ValueError):
+            return ""
+    return next((why for magic, why in _MAGIC if head.startswith(magic)), "")
 
 
 # --- JSON ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from cotune._checks import not_text_reason
 from cotune.errors import InputError
 from cotune.logs._convert import ImportOptions, log_to_records
 from cotune.logs._readers import FORMATS, LogData, Series, read_log
@@ -169,6 +170,9 @@ def import_table(
         frame = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, dtype=dict.fromkeys(TEXT_FIELDS, str),
                             nrows=MAX_PROFILE_LINES + 1)
     except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        why = not_text_reason(p)
+        if why:
+            raise InputError(f"{p}: {why}") from None
         raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "
                          "file with a header row of field names") from None
     existing = _existing(out, append=append, what="these records")

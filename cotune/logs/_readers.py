@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from cotune._checks import not_text_reason
 from cotune.errors import InputError
 
 __all__ = ["FORMATS", "Series", "LogData", "read_log"]
@@ -118,6 +119,9 @@ def read_hf_trainer(path: Path) -> LogData:
         # diverged eval_loss, an fp16 overflow's grad_norm): a real log has them.
         state = load_json(path.read_bytes(), nonfinite=True)
     except BadValue as exc:
+        why = not_text_reason(path)
+        if why:
+            raise InputError(f"{path}: {why}") from None
         raise InputError(f"{path}: {exc}: give the trainer_state.json of a checkpoint") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
@@ -206,6 +210,9 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
             rows = list(reader)
             header = list(reader.fieldnames or [])
     except (UnicodeDecodeError, csv.Error) as exc:
+        why = not_text_reason(path)
+        if why:
+            raise InputError(f"{path}: {why}") from None
         raise InputError(f"{path}: not a readable CSV file ({exc}): give a comma-separated file with a header row") from None
     if not header or not rows:
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")

@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from cotune._checks import DuplicateKey, excerpt, file_problem, unique_keys
+from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, unique_keys
 from cotune.errors import ProfileError, ProfileLockedError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
@@ -445,7 +445,9 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
                 f"check the path; the bundled example of the nearest name is '{guess}' (cotune examples lists them)")
         raise ProfileError(f"no such file: {hint}", path=shown) from None
     except UnicodeDecodeError:
-        raise ProfileError("not UTF-8 text: a profile is JSON Lines", path=shown) from None
+        why = not_text_reason(p)
+        raise ProfileError(f"{why}; a profile is JSON Lines" if why else "not UTF-8 text: a profile is JSON Lines",
+                           path=shown) from None
     except PermissionError:
         raise ProfileError("permission denied: make the file readable", path=shown) from None
     except ProfileError:

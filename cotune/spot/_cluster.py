@@ -35,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from cotune._checks import BadValue, excerpt, file_problem, integer, number
+from cotune._checks import BadValue, excerpt, file_problem, integer, not_text_reason, number
 from cotune.errors import InputError
 
 __all__ = [
@@ -423,7 +423,8 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is no TOML
     except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text (byte {exc.start}): save the file as UTF-8") from None
+        why = not_text_reason(raw)
+        raise InputError(f"{source}: {why or f'not UTF-8 text (byte {exc.start}): save the file as UTF-8'}") from None
     if suffix == ".toml":
         data = _read_toml(text, source)
     else:

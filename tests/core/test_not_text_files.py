@@ -1,0 +1,100 @@
+"""A file handed over compressed, zipped or in UTF-16 is named as such at every door that
+reads a user's file, with the conversion to make — not "not UTF-8 text" or a JSON error."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cotune._checks import not_text_reason
+from cotune.cli import main
+from cotune.examples import example_path
+from cotune.profile import read_profile
+from cotune.errors import InputError, ProfileError
+from cotune.spot import load_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE_TEXT = Path(example_path("cifar10-resnet18")).read_bytes()
+
+
+def _zip(data: bytes) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("job.jsonl", data)
+    return buf.getvalue()
+
+
+_ENCODINGS = {
+    "gzip": (gzip.compress, "gzip-compressed: decompress it first (gunzip FILE)"),
+    "bzip2": (bz2.compress, "bzip2-compressed: decompress it first (bunzip2 FILE)"),
+    "xz": (lzma.compress, "xz-compressed: decompress it first (unxz FILE)"),
+    "zip": (_zip, "a zip archive: extract the file from it first (unzip FILE)"),
+    "utf16": (lambda b: b.decode().encode("utf-16"), "UTF-16 text (PowerShell's '>' and Excel's Unicode text write it): "
+              "save it as UTF-8"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ENCODINGS))
+def test_a_profile_that_is_not_text_is_named_by_what_it_is(tmp_path, kind):
+    encode, why = _ENCODINGS[kind]
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(encode(PROFILE_TEXT))
+    with pytest.raises(ProfileError) as info:
+        read_profile(path)
+    assert str(info.value) == f"{path}: {why}; a profile is JSON Lines"
+
+
+def test_a_profile_with_other_bad_bytes_keeps_the_plain_advice(tmp_path):
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(b'{"record": "workload", "name": "a\xff"}\n')
+    with pytest.raises(ProfileError, match="not UTF-8 text: a profile is JSON Lines"):
+        read_profile(path)
+
+
+def test_the_cli_answers_a_gzipped_profile_with_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "job.jsonl.gz"
+    path.write_bytes(gzip.compress(PROFILE_TEXT))
+    assert main(["recommend", str(path), "--target", "0.9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gzip-compressed: decompress it first (gunzip FILE)" in err, err
+
+
+@pytest.mark.parametrize("kind", ["gzip", "utf16"])
+def test_a_csv_log_that_is_not_text_is_named_by_what_it_is(tmp_path, capsys, kind):
+    encode, why = _ENCODINGS[kind]
+    path = tmp_path / "run.csv"
+    path.write_bytes(encode(b"epoch,val_acc\n1,0.5\n2,0.6\n"))
+    code = main(["import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), "--name", "a", "--dataset-size", "100",
+                 "--gpu", "t4", "--workers", "1", "--local-batch", "8"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"cotune: {path}: {why}"
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_gzipped_trainer_state_is_named_as_such(tmp_path, capsys):
+    path = tmp_path / "trainer_state.json"
+    path.write_bytes(gzip.compress((ROOT / "examples/logs/hf-trainer/trainer_state.json").read_bytes()))
+    code = main(["import", "hf-trainer", str(path), "--out", str(tmp_path / "p.jsonl"), "--dataset-size", "96",
+                 "--gpu", "t4", "--workers", "1", "--local-batch", "16"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"cotune: {path}: gzip-compressed: decompress it first (gunzip FILE)"
+
+
+def test_a_gzipped_cluster_file_is_named_as_such(tmp_path):
+    path = tmp_path / "cluster.toml"
+    path.write_bytes(gzip.compress((ROOT / "examples/cluster.toml").read_bytes()))
+    with pytest.raises(InputError) as info:
+        load_cluster(path)
+    assert str(info.value) == f"{path}: gzip-compressed: decompress it first (gunzip FILE)"
+
+
+def test_leading_bytes_that_name_nothing_give_no_reason(tmp_path):
+    assert not_text_reason(b"\xff\xd8\xff\xe0 a jpeg") == ""
+    assert not_text_reason(tmp_path / "missing") == ""
