@@ -90,9 +90,10 @@ def price_table(
             elif market == "on_demand" and gpu in prices:
                 table[gi, mi] = prices[gpu]
             else:
+                key = gpu if market == "on_demand" else key
                 raise InputError(
-                    f"no price for {gpu} on the {market} market: add --price {gpu}{'' if market == 'on_demand' else ':' + market}=USD_PER_HOUR, "
-                    "or give no prices at all to compare worker-hours"
+                    f"no price for {gpu} on the {market} market: add its USD per GPU-hour (--price {key}=USD_PER_HOUR / "
+                    f"prices[\"{key}\"]), or give no prices at all to compare worker-hours"
                 )
     return table, True
 
