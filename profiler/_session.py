@@ -26,9 +26,9 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, Callable, Iterable, Mapping, TextIO
 
-from cotune._checks import one_line_name
+from cotune._checks import excerpt, one_line_name
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter, WorkloadRecord, check_profile_path
 from profiler._launcher import (
@@ -66,7 +66,7 @@ from profiler._records import (
     workload_record,
 )
 from profiler._settings import CurveSettings, ProbeEstimator, ProbeSettings, SessionSummary
-from profiler._state import CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
+from profiler._state import DEFAULT_RETRY, RETRY_KINDS, CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
 from profiler._storage import check_storage, storage_guard
 from profiler._workload import Workload, WorkloadError, load_workload
 
@@ -100,8 +100,10 @@ class Session:
         workload: Any = None,
         worker_module: str = "profiler._worker",
         timing_groups: bool = True,
+        retry_failed: frozenset[str] = frozenset(),
     ) -> None:
         self.spec = workload_spec
+        self.retry_failed = retry_failed
         self.out = Path(out)
         self.plan = plan
         self.probe = probe
@@ -551,6 +553,11 @@ class Session:
             self.progress.grow(-1)
             if reason == "done":
                 tally.skipped_done += 1
+                key = ((self.gpu, point.workers, self.launcher.hosts, point.local_batch) if isinstance(point, TimingPoint)
+                       else (point.global_batch, point.seed))
+                kind = self.state.failed_before(key)
+                if kind is not None:
+                    tally.skipped_failed[kind] = tally.skipped_failed.get(kind, 0) + 1
             elif reason == "oom":
                 tally.skipped_oom += 1
                 self.progress.note(f"skip {point.label}: at or above the out-of-memory local batch "
@@ -618,8 +625,7 @@ class Session:
         self.progress.start(label, remaining_s=self._remaining_s())
         results, rest = self.run_timing_group(points)
         for point, shown, ok, wall_s in results:
-            tally.ran += 1
-            tally.failed += not ok
+            tally.count(shown, ok)
             self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s(),
                                  took_s=wall_s)
         return rest
@@ -633,8 +639,7 @@ class Session:
             shown, ok = self.run_timing(point)
         else:
             shown, ok = self.run_curve(point, budget_left_s=self._remaining_budget_s())
-        tally.ran += 1
-        tally.failed += not ok
+        tally.count(shown, ok)
         self.progress.finish(point.label, shown, remaining_s=self._remaining_s() - self.estimator.timing_s())
 
     def run(self) -> SessionSummary:
@@ -655,6 +660,10 @@ class Session:
         with self.writer:  # the exclusive lock: a second run on this --out stops here
             try:
                 self.state = read_state(self.out)
+                retried = self.state.forget_failures(self.retry_failed)
+                if retried:
+                    self.progress.note(f"--retry-failed: {retried} point{'' if retried == 1 else 's'} that failed "
+                                       f"before ({', '.join(sorted(self.retry_failed))}) will run again")
                 self._remove_stale_runs()
                 self._check_storage()
                 self._check_or_write_workload(mine)
@@ -665,6 +674,7 @@ class Session:
             self.progress.note(f"--probe-budget: {tally.skipped_budget} planned probes did not fit; raise --probe-budget to run them")
         return SessionSummary(
             out=str(self.out), gpu=self.gpu, ran=tally.ran, failed=tally.failed, skipped_done=tally.skipped_done,
+            skipped_failed=tuple(sorted(tally.skipped_failed.items())), failed_kinds=tuple(sorted(tally.failed_kinds)),
             skipped_oom=tally.skipped_oom, skipped_budget=tally.skipped_budget, records_written=self.records_written,
             session_wall_s=time.monotonic() - began, probe_wall_s=self.state.probe_wall_s,
             probe_worker_s=self.state.probe_worker_s, plan_note=tally.plan_note, ledger=tuple(tally.ledger),
@@ -702,10 +712,20 @@ class _Tally:
     ran: int = 0
     failed: int = 0
     skipped_done: int = 0
+    skipped_failed: dict[str, int] = field(default_factory=dict)  # of skipped_done: points that failed before, by kind
+    failed_kinds: set[str] = field(default_factory=set)  # how this run's failed probes failed
     skipped_oom: int = 0
     skipped_budget: int = 0
     plan_note: str | None = None
     ledger: list[str] = field(default_factory=list)
+
+    def count(self, shown: str, ok: bool) -> None:
+        """One probe run; a failed one's line starts with its kind ("crash: IndexError ...")."""
+        self.ran += 1
+        self.failed += not ok
+        if not ok:
+            kind = shown.split(":", 1)[0]
+            self.failed_kinds.add(kind if kind in RETRY_KINDS else "other")
 
 
 def run_session(
@@ -729,6 +749,7 @@ def run_session(
     quiet: bool = False,
     question: Mapping[str, Any] | None = None,
     timing_groups: bool = True,
+    retry_failed: Iterable[str] | bool = (),
     _workload: Any = None,
     _worker_module: str = "profiler._worker",
 ) -> SessionSummary:
@@ -744,7 +765,12 @@ def run_session(
     ``timing_groups`` (default on): the plan's timing points at one worker count are timed
     in one launch (one start-up for the lot) where the launcher's workers can; ``False``
     starts one launch per point.
+    A point that failed before (a ``failure`` record, a curve that ended failed) counts as
+    done and is skipped; ``retry_failed`` runs again those of the kinds it names
+    (``"crash"``, ``"timeout"``, ``"oom"``; ``True`` is crash and timeout),
+    after a fix to the workload or the machine.
     """
+    retry = _retry_kinds(retry_failed)
     # A seed given twice is one curve, as a batch given twice is one point (the CLI's lists).
     seeds = list(dict.fromkeys(seeds or [0]))
     if not (workers or local_batches) and min_batch > max_batch:
@@ -785,9 +811,25 @@ def run_session(
     session = Session(
         workload_spec=workload, out=Path(out), plan=plan, probe=probe, curve=curve,
         launcher=launcher or TorchrunLauncher(), gpu=gpu, budget_s=budget_s, stream=stream, quiet=quiet,
-        workload=loaded, worker_module=_worker_module, timing_groups=timing_groups,
+        workload=loaded, worker_module=_worker_module, timing_groups=timing_groups, retry_failed=retry,
     )
     return session.run()
+
+
+def _retry_kinds(retry_failed: Iterable[str] | bool) -> frozenset[str]:
+    """The failure kinds ``retry_failed`` names, checked (``True``: crash and timeout)."""
+    if retry_failed is True:
+        return DEFAULT_RETRY
+    if retry_failed is False:
+        return frozenset()
+    if isinstance(retry_failed, str):
+        retry_failed = [retry_failed]
+    kinds = frozenset(str(k).strip().lower() for k in retry_failed)
+    unknown = sorted(kinds - set(RETRY_KINDS))
+    if unknown:
+        raise InputError(f"--retry-failed: unknown failure kind {excerpt(unknown[0])}: name some of "
+                         f"{', '.join(RETRY_KINDS)} (bare --retry-failed: crash,timeout)")
+    return kinds
 
 
 def _default_max_workers(device: str) -> int:

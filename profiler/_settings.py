@@ -64,6 +64,8 @@ class SessionSummary:
     # refitted models then showed (profiler._value.ledger_line).
     ledger: tuple[str, ...] = ()
     launches: int | None = None  # process launches this run (None: not counted); fewer than ran with timing groups
+    skipped_failed: tuple[tuple[str, int], ...] = ()  # of skipped_done: (kind, count) of points that failed before
+    failed_kinds: tuple[str, ...] = ()  # how this run's failed probes failed ("crash", "oom", ...)
 
     @property
     def probe_worker_hours(self) -> float:
@@ -72,9 +74,9 @@ class SessionSummary:
     def describe(self) -> str:
         parts = [
             f"{self.out}: {self.ran} probe{'' if self.ran == 1 else 's'} run ({self.failed} failed)"
-            + (f" in {self.launches} launches" if self.launches is not None and self.launches < self.ran else "")
+            + (f" in {self.launches} launch{'' if self.launches == 1 else 'es'}" if self.launches is not None and self.launches < self.ran else "")
             + f", {self.records_written} records written",
-            f"{self.skipped_done} already in the profile",
+            f"{self.skipped_done} already in the profile" + self._failed_before(),
         ]
         if self.skipped_oom:
             parts.append(f"{self.skipped_oom} skipped above an out-of-memory batch")
@@ -85,7 +87,27 @@ class SessionSummary:
             f"({format_duration(self.probe_wall_s)} of probing)"
         )
         ledger = "".join(f"\n{line}" for line in self.ledger)
-        return "; ".join(parts) + "\n" + cost + ledger + (f"\n{self.plan_note}" if self.plan_note else "")
+        return ("; ".join(parts) + "\n" + cost + ledger + (f"\n{self.plan_note}" if self.plan_note else "")
+                + self._all_failed())
+
+    def _failed_before(self) -> str:
+        """' (2 of them failed before: crash 2; ...)': a rerun counts a failed point as done,
+        so the user who fixed the cause is told how to run it again."""
+        if not self.skipped_failed:
+            return ""
+        n = sum(c for _, c in self.skipped_failed)
+        kinds = ", ".join(f"{k} {c}" for k, c in self.skipped_failed)
+        names = ",".join(k for k, _ in self.skipped_failed)
+        return f" ({n} of them failed before: {kinds}; --retry-failed {names} runs them again)"
+
+    def _all_failed(self) -> str:
+        """A run whose every probe failed measured nothing: most often the workload's own
+        error (the same one at every point), which a rerun would skip as done."""
+        if not self.ran or self.failed < self.ran:
+            return ""
+        kinds = ",".join(k for k in self.failed_kinds if k != "other") or "crash,timeout"
+        return (f"\nevery probe of this run failed ({', '.join(self.failed_kinds)}): the lines above and the logs under "
+                f"{self.out}.cotune/logs/ say why; fix the cause, then run the same command with --retry-failed {kinds}")
 
 
 @dataclass

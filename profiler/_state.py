@@ -24,10 +24,11 @@ from typing import Any, ClassVar
 
 from cotune.errors import InputError
 from cotune.profile import (
-    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path, read_profile,
+    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path, oom_bound,
+    read_profile,
 )
 
-__all__ = ["ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
+__all__ = ["DEFAULT_RETRY", "RETRY_KINDS", "ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,15 @@ class CurveDoneRecord:
     kind: ClassVar[str] = "curve_done"
 
 
+#: What ``--retry-failed`` may run again: the failure kinds of a timing point and the
+#: failed endings of a curve. Bare ``--retry-failed`` is :data:`DEFAULT_RETRY`: a crash or a
+#: timeout is most often the code's or the machine's of that day; an out-of-memory is a fact
+#: about the point until the job's memory changes. A diverged curve is not retried: its
+#: epochs stay in the profile, and a rerun with another recipe would continue them as one
+#: curve of two recipes (record it into a new profile instead).
+RETRY_KINDS = ("crash", "timeout", "oom")
+DEFAULT_RETRY = frozenset({"crash", "timeout"})
+
 TimingKey = tuple[str, int, int, int]  # gpu, workers, hosts, local_batch
 CurveKey = tuple[int, int]  # global_batch, seed
 
@@ -82,9 +92,29 @@ class ProfileState:
         return key in self.steps or key in self.failures
 
     def oom_bound(self, gpu: str) -> int | None:
-        """Smallest local batch that ran out of memory on ``gpu`` (None: none did)."""
-        bounds = [k[3] for k, f in self.failures.items() if k[0] == gpu and f.failure == "oom"]
-        return min(bounds) if bounds else None
+        """Smallest local batch that ran out of memory on ``gpu`` and that no step at or
+        above it contradicts (None: none did; :func:`cotune.profile.oom_bound`)."""
+        return oom_bound([k[3] for k, f in self.failures.items() if k[0] == gpu and f.failure == "oom"],
+                         [k[3] for k in self.steps if k[0] == gpu])
+
+    def forget_failures(self, kinds: frozenset[str]) -> int:
+        """Forget the failed timing points and curves of ``kinds`` so that this run probes
+        them again (``--retry-failed``); the records stay in the file. Returns how many."""
+        timing = [k for k, f in self.failures.items() if f.failure in kinds and k not in self.steps]
+        curves = [k for k, reason in self.curves_done.items() if reason in kinds]
+        for k in timing:
+            del self.failures[k]
+        for k in curves:
+            del self.curves_done[k]
+        return len(timing) + len(curves)
+
+    def failed_before(self, key: TimingKey | CurveKey) -> str | None:
+        """How a point this profile counts as done failed (None: it did not fail)."""
+        if len(key) == 4:
+            f = self.failures.get(key)  # type: ignore[arg-type]
+            return None if f is None or key in self.steps else f.failure
+        reason = self.curves_done.get(key)  # type: ignore[arg-type]
+        return reason if reason in RETRY_KINDS else None
 
     def add(self, record: Any) -> None:
         if isinstance(record, WorkloadRecord):

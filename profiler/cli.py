@@ -153,6 +153,9 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
     m.add_argument("--nnodes", type=_positive_int, default=1, metavar="N", help="hosts per probe (1)")
     m.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="shared rendezvous address (required with --nnodes > 1)")
     m.add_argument("--rdzv-backend", default="c10d", metavar="NAME", help="torchrun rendezvous backend (c10d)")
+    p.add_argument("--retry-failed", nargs="?", const="crash,timeout", default=None, metavar="KINDS",
+                   help="run again the points that failed before (a rerun skips them as done): bare, crash and "
+                        "timeout; or a list of crash,timeout,oom — after fixing the workload or the machine")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
 
@@ -226,6 +229,7 @@ def _run(args: argparse.Namespace) -> int:
         curve_workers=args.curve_workers, max_workers=args.max_workers, min_batch=args.min_batch,
         max_batch=args.max_batch, probe=probe, curve=curve, gpu=args.gpu, budget_s=args.budget,
         quiet=args.quiet, question=question, timing_groups=not args.launch_per_point,
+        retry_failed=[k for k in (args.retry_failed or "").split(",") if k.strip()],
     )
     if workload is None:
         from profiler.tf import is_tf_workload_spec, run_tf_session

@@ -48,6 +48,7 @@ __all__ = [
     "MAX_LINE_CHARS",
     "MAX_PROFILE_LINES",
     "MAX_PROFILE_CHARS",
+    "oom_bound",
 ]
 
 #: Longest line of a profile: a record is one short JSON object (~200 characters).
@@ -58,6 +59,17 @@ MAX_PROFILE_LINES = 1_000_000
 #: million lines just under MAX_LINE_CHARS (records padded with unknown fields) would take
 #: an hour to parse.
 MAX_PROFILE_CHARS = 2**30
+
+
+def oom_bound(oom_batches: Iterable[int], ran_batches: Iterable[int]) -> int | None:
+    """The smallest local batch that ran out of memory on a GPU type, where no step at that
+    local batch or above ran on it (None: no such batch). Memory grows with the local
+    batch, so a step measured at ``b`` or above means ``b`` fits: the out-of-memory was
+    of another time (a probe retried after a fix, a tracked job, another run's records).
+    The profiler's resume and the solver's space read the same rule."""
+    largest_ran = max(ran_batches, default=0)
+    live = [b for b in oom_batches if b > largest_ran]
+    return min(live) if live else None
 
 
 @dataclass(frozen=True)
@@ -112,11 +124,11 @@ class Profile:
         }
 
     def max_local_batch(self, gpu: str) -> int | None:
-        """Largest local batch below the smallest out-of-memory probe on ``gpu`` (None if none)."""
-        ooms = [f.local_batch for f in self.failures if f.gpu == gpu and f.failure == "oom"]
-        if not ooms:
-            return None
-        return min(ooms) - 1
+        """Largest local batch below the smallest out-of-memory probe on ``gpu`` that no
+        step measured at or above it contradicts (None if none: :func:`oom_bound`)."""
+        bound = oom_bound([f.local_batch for f in self.failures if f.gpu == gpu and f.failure == "oom"],
+                          [s.local_batch for s in self.steps if s.gpu == gpu])
+        return None if bound is None else bound - 1
 
     def to_frame(self, record: str | None = None) -> "pd.DataFrame":
         """The records as a pandas DataFrame, one row per record, one column per field.

@@ -205,13 +205,27 @@ def test_missing_price_for_a_gpu_is_an_input_error():
 def test_oom_failures_cap_the_local_batch():
     import json
 
-    recs = synthetic_records(seed=1)
+    recs = synthetic_records(seed=1, batches=(16, 32, 64))
     recs.append({"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 128, "failure": "oom"})
     prof = parse_profile([json.dumps(r) + "\n" for r in recs])
     rec = recommend(prof, target=0.85, local_batches=[16, 32, 64, 128, 256])
     allowed = {c.local_batch for c in (rec.chosen, *rec.runner_ups, *rec.pareto)}
     assert max(allowed) <= 127
     assert any("out of memory" in n for n in rec.notes)
+
+
+def test_an_out_of_memory_a_measured_step_contradicts_caps_nothing():
+    # a step ran at local batch 128 (a probe retried after a fix, a tracked job): the old
+    # out-of-memory at 128 no longer bounds the space
+    import json
+
+    recs = synthetic_records(seed=1)
+    recs.append({"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 128, "failure": "oom"})
+    prof = parse_profile([json.dumps(r) + "\n" for r in recs])
+    assert prof.max_local_batch("t4") is None
+    rec = recommend(prof, target=0.85, local_batches=[16, 32, 64, 128, 256])
+    assert not any("out of memory" in n for n in rec.notes)
+    assert 256 in set(rec.candidates_frame()["local_batch"])
 
 
 def test_inputs_are_not_mutated():

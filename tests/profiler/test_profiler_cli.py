@@ -58,6 +58,8 @@ ROOT = Path(__file__).resolve().parents[2]
         # torch cannot start that many threads: every probe read as the workload's crash.
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
           "--local-batch", "8", "--cpu-threads", "100000"], "--cpu-threads 100000 is more than this host's"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
+          "--local-batch", "8", "--retry-failed", "crash,ooms"], "--retry-failed: unknown failure kind 'ooms'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
@@ -178,6 +180,18 @@ def test_launch_per_point_reaches_the_session(flag, grouped, capsys, tmp_path, m
     code, _ = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
                        "--local-batch", "4,8", "--no-curves", "--quiet", *flag], capsys)
     assert code == 0 and seen["timing_groups"] is grouped
+
+
+@pytest.mark.parametrize(("flag", "kinds"), [([], []), (["--retry-failed"], ["crash", "timeout"]),
+                                           (["--retry-failed", "oom,crash"], ["oom", "crash"])])
+def test_retry_failed_reaches_the_session(flag, kinds, capsys, tmp_path, monkeypatch):
+    import profiler._session
+
+    seen = {}
+    monkeypatch.setattr(profiler._session, "run_session", lambda workload, **kwargs: seen.update(kwargs))
+    code, _ = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
+                       "--local-batch", "4", "--no-curves", "--quiet", *flag], capsys)
+    assert code == 0 and seen["retry_failed"] == kinds
 
 
 def test_a_workload_file_imports_the_modules_beside_it_as_a_script_would(tmp_path):

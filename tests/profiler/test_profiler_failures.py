@@ -74,3 +74,50 @@ def test_a_batch_that_hangs_inside_a_launch_times_out_and_keeps_the_batch_before
     assert (failure.local_batch, failure.failure) == (8, "timeout") and "--probe-timeout" in failure.message
     wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60,
              what="every probe process to exit after the batch's time-out")
+
+
+@pytest.mark.slow
+def test_a_crash_fixed_in_the_workload_is_skipped_on_rerun_and_run_again_with_retry_failed(tmp_path):
+    import profiler
+
+    out = tmp_path / "fixed.jsonl"
+    common = dict(out=str(out), workers=[1], local_batches=[4], curves=[], quiet=True,
+                  probe=profiler.ProbeSettings(device="cpu", warmup_steps=2, min_timed_steps=5, max_timed_steps=15,
+                                               max_timed_s=3.0))
+    broken = profiler.profile(spec("crashing"), **common)
+    assert (broken.ran, broken.failed, broken.failed_kinds) == (1, 1, ("crash",))
+    assert "every probe of this run failed (crash)" in broken.describe()
+    assert "--retry-failed crash" in broken.describe()
+
+    # the workload is fixed (same job): a plain rerun skips the failed point, and says how to run it
+    skipped = profiler.profile(spec("tiny"), **common)
+    assert (skipped.ran, skipped.skipped_done, skipped.skipped_failed) == (0, 1, (("crash", 1),))
+    assert "1 of them failed before: crash 1; --retry-failed crash runs them again" in skipped.describe()
+    assert not read_profile(out).steps
+
+    again = profiler.profile(spec("tiny"), retry_failed=True, **common)
+    assert (again.ran, again.failed) == (1, 0)
+    profile = read_profile(out)
+    assert [(s.workers, s.local_batch) for s in profile.steps] == [(1, 4)]
+    assert [f.failure for f in profile.failures] == ["crash"]  # append-only: the old record stays
+    # and now the point is done by its step: no 'failed before' on the next rerun
+    assert profiler.profile(spec("tiny"), **common).skipped_failed == ()
+
+
+@pytest.mark.slow
+def test_an_out_of_memory_is_retried_only_when_named_and_a_step_above_it_lifts_the_cap(tmp_path):
+    import profiler
+
+    out = tmp_path / "oom.jsonl"
+    common = dict(out=str(out), workers=[1], local_batches=[4, 16], curves=[], quiet=True,
+                  probe=profiler.ProbeSettings(device="cpu", warmup_steps=2, min_timed_steps=5, max_timed_steps=15,
+                                               max_timed_s=3.0))
+    profiler.profile(spec("oom_above_8"), **common)
+    assert read_profile(out).max_local_batch("cpu") == 15
+    # bare retry is crash and timeout: the out-of-memory stands
+    assert profiler.profile(spec("tiny"), retry_failed=True, **common).ran == 0
+    ran = profiler.profile(spec("tiny"), retry_failed=["oom"], **common)
+    assert (ran.ran, ran.failed) == (1, 0)
+    profile = read_profile(out)
+    assert sorted(s.local_batch for s in profile.steps) == [4, 16]
+    assert profile.max_local_batch("cpu") is None  # the step at 16 contradicts the old out-of-memory
