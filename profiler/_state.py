@@ -24,8 +24,7 @@ from typing import Any, ClassVar
 
 from cotune.errors import InputError
 from cotune.profile import (
-    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path, oom_bound,
-    read_profile,
+    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path, read_profile,
 )
 
 __all__ = ["DEFAULT_RETRY", "RETRY_KINDS", "ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
@@ -82,6 +81,7 @@ class ProfileState:
     workload: WorkloadRecord | None = None
     steps: dict[TimingKey, StepRecord] = field(default_factory=dict)
     failures: dict[TimingKey, FailureRecord] = field(default_factory=dict)
+    superseded: set[TimingKey] = field(default_factory=set)  # out-of-memory points a later step superseded
     evals: dict[CurveKey, list[EvalRecord]] = field(default_factory=lambda: defaultdict(list))
     curves_done: dict[CurveKey, str] = field(default_factory=dict)
     noise: list[NoiseRecord] = field(default_factory=list)
@@ -92,10 +92,10 @@ class ProfileState:
         return key in self.steps or key in self.failures
 
     def oom_bound(self, gpu: str) -> int | None:
-        """Smallest local batch that ran out of memory on ``gpu`` and that no step at or
-        above it contradicts (None: none did; :func:`cotune.profile.oom_bound`)."""
-        return oom_bound([k[3] for k, f in self.failures.items() if k[0] == gpu and f.failure == "oom"],
-                         [k[3] for k in self.steps if k[0] == gpu])
+        """Smallest local batch that ran out of memory on ``gpu`` and that no later step
+        superseded (None: none did; :func:`cotune.profile.oom_superseded`, the solver's rule)."""
+        bounds = [k[3] for k, f in self.failures.items() if k[0] == gpu and f.failure == "oom" and k not in self.superseded]
+        return min(bounds) if bounds else None
 
     def forget_failures(self, kinds: frozenset[str]) -> int:
         """Forget the failed timing points and curves of ``kinds`` so that this run probes
@@ -121,8 +121,14 @@ class ProfileState:
             self.workload = record
         elif isinstance(record, StepRecord):
             self.steps[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
+            # A step at a local batch supersedes the out-of-memory failures at or below it (in
+            # file order: add() is called in the order the session appends).
+            self.superseded.update(k for k, f in self.failures.items()
+                                   if f.failure == "oom" and k[0] == record.gpu and k[3] <= record.local_batch)
         elif isinstance(record, FailureRecord):
-            self.failures[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
+            key = (record.gpu, record.workers, record.hosts, record.local_batch)
+            self.failures[key] = record
+            self.superseded.discard(key)
         elif isinstance(record, EvalRecord):
             self.evals[(record.global_batch, record.seed)].append(record)
         elif isinstance(record, NoiseRecord):
@@ -161,8 +167,15 @@ def read_state(path: Path) -> ProfileState:
     if b"\n" not in head and len(head) <= 4 * MAX_LINE_CHARS:
         return state  # empty, or only a torn first line: nothing was recorded yet
     profile = read_profile(path)
-    for rec in profile.records():
+    for rec in profile.records():  # grouped by type: the file's order of steps and failures is in the flags below
         state.add(rec)
+    flags = profile.oom_superseded or (False,) * len(profile.failures)
+    for f, gone in zip(profile.failures, flags):  # in file order: the last failure of a point decides
+        key = (f.gpu, f.workers, f.hosts, f.local_batch)
+        if gone:
+            state.superseded.add(key)
+        else:
+            state.superseded.discard(key)
     for data in _optional_lines(path):
         try:
             if data["record"] == "probe_cost":

@@ -48,7 +48,7 @@ __all__ = [
     "MAX_LINE_CHARS",
     "MAX_PROFILE_LINES",
     "MAX_PROFILE_CHARS",
-    "oom_bound",
+    "oom_superseded",
 ]
 
 #: Longest line of a profile: a record is one short JSON object (~200 characters).
@@ -61,15 +61,21 @@ MAX_PROFILE_LINES = 1_000_000
 MAX_PROFILE_CHARS = 2**30
 
 
-def oom_bound(oom_batches: Iterable[int], ran_batches: Iterable[int]) -> int | None:
-    """The smallest local batch that ran out of memory on a GPU type, where no step at that
-    local batch or above ran on it (None: no such batch). Memory grows with the local
-    batch, so a step measured at ``b`` or above means ``b`` fits: the out-of-memory was
-    of another time (a probe retried after a fix, a tracked job, another run's records).
-    The profiler's resume and the solver's space read the same rule."""
-    largest_ran = max(ran_batches, default=0)
-    live = [b for b in oom_batches if b > largest_ran]
-    return min(live) if live else None
+def oom_superseded(records: Sequence[Record]) -> tuple[bool, ...]:
+    """For each ``failure`` record of ``records`` (in file order): whether it is an
+    out-of-memory that a *later* ``step`` on its GPU type, at its local batch or above,
+    supersedes. Memory grows with the local batch, so a step measured at ``b`` or above
+    after the out-of-memory at ``b`` means ``b`` fits now (a probe retried after a fix,
+    another run's records); a step *before* it does not (a job that ran at ``b`` for a
+    while and then ran out of memory there). The profiler's resume reads the same flags."""
+    later_max: dict[str, int] = {}
+    flags: list[bool] = []
+    for rec in reversed(records):
+        if isinstance(rec, StepRecord):
+            later_max[rec.gpu] = max(later_max.get(rec.gpu, 0), rec.local_batch)
+        elif isinstance(rec, FailureRecord):
+            flags.append(rec.failure == "oom" and rec.local_batch <= later_max.get(rec.gpu, 0))
+    return tuple(reversed(flags))
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,9 @@ class Profile:
     # From the profiler's optional ``probe_cost`` lines: what measuring cost.
     n_probes: int = field(default=0, compare=False)
     probe_worker_hours: float = field(default=0.0, compare=False)
+    # Per failure record: an out-of-memory a later step superseded (oom_superseded; the
+    # file's order, which the grouping by type loses). () : none is.
+    oom_superseded: tuple[bool, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def gpus(self) -> tuple[str, ...]:
@@ -93,10 +102,14 @@ class Profile:
         return tuple(dict.fromkeys(s.gpu for s in self.steps))
 
     def records(self) -> Iterator[Record]:
-        """Every record, workload first, in a stable order."""
+        """Every record, workload first, in a stable order that keeps what the file's order
+        said: an out-of-memory a later step superseded comes before the steps, every other
+        failure after them (so :func:`oom_superseded` of a written copy is the same)."""
+        flags = self.oom_superseded or (False,) * len(self.failures)
         yield self.workload
+        yield from (f for f, gone in zip(self.failures, flags) if gone)
         yield from self.steps
-        yield from self.failures
+        yield from (f for f, gone in zip(self.failures, flags) if not gone)
         yield from self.evals
         yield from self.noise
 
@@ -125,10 +138,10 @@ class Profile:
 
     def max_local_batch(self, gpu: str) -> int | None:
         """Largest local batch below the smallest out-of-memory probe on ``gpu`` that no
-        step measured at or above it contradicts (None if none: :func:`oom_bound`)."""
-        bound = oom_bound([f.local_batch for f in self.failures if f.gpu == gpu and f.failure == "oom"],
-                          [s.local_batch for s in self.steps if s.gpu == gpu])
-        return None if bound is None else bound - 1
+        later step supersedes (None if none; :func:`oom_superseded`)."""
+        flags = self.oom_superseded or (False,) * len(self.failures)
+        ooms = [f.local_batch for f, gone in zip(self.failures, flags) if f.gpu == gpu and f.failure == "oom" and not gone]
+        return min(ooms) - 1 if ooms else None
 
     def to_frame(self, record: str | None = None) -> "pd.DataFrame":
         """The records as a pandas DataFrame, one row per record, one column per field.
@@ -143,8 +156,16 @@ class Profile:
         wanted = None if record is None else record.rstrip("s") if record != "noise" else "noise"
         if wanted is not None and wanted not in groups:
             raise ProfileError(f"unknown record type {record!r} for to_frame: use one of {', '.join(groups)} or None for all")
+        order: list[tuple[str, Sequence[Record]]] = list(groups.items())
+        if wanted is None and any(self.oom_superseded):
+            # Stacked, the rows keep what the file's order said (as records() does): an
+            # out-of-memory a later step superseded comes before the steps.
+            flags = self.oom_superseded
+            order = [("failure", [f for f, gone in zip(self.failures, flags) if gone]), ("step", self.steps),
+                     ("eval", self.evals), ("failure", [f for f, gone in zip(self.failures, flags) if not gone]),
+                     ("noise", self.noise)]
         frames = []
-        for kind, recs in groups.items():
+        for kind, recs in order:
             if wanted is not None and kind != wanted:
                 continue
             cls = {"step": StepRecord, "eval": EvalRecord, "failure": FailureRecord, "noise": NoiseRecord}[kind]
@@ -298,6 +319,7 @@ def _build(
 ) -> Profile:
     workload: WorkloadRecord | None = None
     steps, evals, failures, noise = [], [], [], []
+    timing: list[Record] = []  # steps and failures in file order: what supersedes an out-of-memory
     for rec in records:
         if isinstance(rec, WorkloadRecord):
             if workload is not None and rec != workload:
@@ -310,10 +332,12 @@ def _build(
             workload = rec
         elif isinstance(rec, StepRecord):
             steps.append(rec)
+            timing.append(rec)
         elif isinstance(rec, EvalRecord):
             evals.append(rec)
         elif isinstance(rec, FailureRecord):
             failures.append(rec)
+            timing.append(rec)
         elif isinstance(rec, NoiseRecord):
             noise.append(rec)
     if workload is None:
@@ -329,6 +353,7 @@ def _build(
         noise=tuple(noise),
         path=path,
         warnings=tuple(warnings),
+        oom_superseded=oom_superseded(timing),
         n_probes=len(probe_costs),
         probe_worker_hours=float(sum(probe_costs)),
     )

@@ -410,3 +410,38 @@ def test_a_missing_path_or_a_name_near_no_example_gets_no_guess(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ProfileError, match="no such file: check the path, or run 'cotune examples'"):
         load_profile(name)
+
+
+def _oom_story() -> list[str]:
+    """A job that ran at local batch 64 and then ran out of memory there; an out-of-memory
+    at 256 that a retried probe at 256 later superseded."""
+    import json
+
+    rows = [
+        {"record": "workload", "name": "j", "dataset_size": 10_000},
+        {"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 256, "failure": "oom"},
+        {"record": "step", "gpu": "t4", "workers": 1, "local_batch": 32, "step_time_s": 0.1},
+        {"record": "step", "gpu": "a100", "workers": 1, "local_batch": 64, "step_time_s": 0.1},
+        {"record": "failure", "gpu": "a100", "workers": 1, "local_batch": 64, "failure": "oom"},
+        {"record": "step", "gpu": "t4", "workers": 2, "local_batch": 256, "step_time_s": 0.3},
+    ]
+    return [json.dumps(r) + "\n" for r in rows]
+
+
+def test_an_out_of_memory_caps_unless_a_later_step_at_its_batch_supersedes_it():
+    profile = parse_profile(_oom_story())
+    assert profile.oom_superseded == (True, False)
+    assert profile.max_local_batch("t4") is None  # 256 ran after its out-of-memory
+    assert profile.max_local_batch("a100") == 63  # 64 ran before its out-of-memory: the cap stands
+
+
+def test_what_superseded_an_out_of_memory_survives_a_file_and_a_frame(tmp_path):
+    from cotune.profile import Profile
+
+    profile = parse_profile(_oom_story())
+    write_profile(profile, tmp_path / "p.jsonl")
+    again = read_profile(tmp_path / "p.jsonl")
+    framed = Profile.from_frame(profile.to_frame(), workload=profile.workload)
+    for copy in (again, framed):
+        assert copy.oom_superseded == profile.oom_superseded
+        assert (copy.max_local_batch("t4"), copy.max_local_batch("a100")) == (None, 63)

@@ -214,13 +214,13 @@ def test_oom_failures_cap_the_local_batch():
     assert any("out of memory" in n for n in rec.notes)
 
 
-def test_an_out_of_memory_a_measured_step_contradicts_caps_nothing():
-    # a step ran at local batch 128 (a probe retried after a fix, a tracked job): the old
+def test_an_out_of_memory_a_later_step_supersedes_caps_nothing():
+    # steps ran at local batch 128 after it (a probe retried after a fix): the old
     # out-of-memory at 128 no longer bounds the space
     import json
 
     recs = synthetic_records(seed=1)
-    recs.append({"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 128, "failure": "oom"})
+    recs.insert(1, {"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 128, "failure": "oom"})
     prof = parse_profile([json.dumps(r) + "\n" for r in recs])
     assert prof.max_local_batch("t4") is None
     rec = recommend(prof, target=0.85, local_batches=[16, 32, 64, 128, 256])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cotune.errors import InputError
-from cotune.profile import FailureRecord, StepRecord, oom_bound
+from cotune.profile import FailureRecord, StepRecord, oom_superseded
 from profiler._session import _retry_kinds
 from profiler._settings import SessionSummary
 from profiler._state import DEFAULT_RETRY, CurveDoneRecord, ProfileState
@@ -61,15 +61,33 @@ def test_an_unknown_retry_kind_is_refused_with_the_known_ones():
         _retry_kinds(["diverged"])
 
 
-@pytest.mark.parametrize(("ooms", "ran", "bound"), [
-    ([], [4, 8], None),
-    ([16], [4, 8], 16),
-    ([16], [4, 16], None),  # measured at the batch that once ran out of memory
-    ([16, 64], [32], 64),  # the smaller one is contradicted, the larger stands
-    ([64, 16], [], 16),
+def _step(b: int, gpu: str = "t4") -> StepRecord:
+    return StepRecord(gpu=gpu, workers=1, hosts=1, local_batch=b, step_time_s=0.1)
+
+
+def _oom(b: int, gpu: str = "t4") -> FailureRecord:
+    return FailureRecord(gpu=gpu, workers=1, hosts=1, local_batch=b, failure="oom", message="x")
+
+
+@pytest.mark.parametrize(("records", "flags"), [
+    ([_oom(16), _step(16)], (True,)),  # retried after a fix: it fits now
+    ([_step(16), _oom(16)], (False,)),  # a job that ran at 16 for a while, then ran out of memory there
+    ([_oom(16), _step(8)], (False,)),  # a smaller batch says nothing about 16
+    ([_oom(16), _step(32, gpu="v100")], (False,)),  # another GPU type's memory
+    ([_oom(16), _oom(64), _step(32)], (True, False)),
 ])
-def test_oom_bound_is_the_smallest_out_of_memory_no_step_contradicts(ooms, ran, bound):
-    assert oom_bound(ooms, ran) == bound
+def test_an_out_of_memory_is_superseded_only_by_a_later_step_at_its_batch_or_above(records, flags):
+    assert oom_superseded(records) == flags
+
+
+def test_the_profiler_state_reads_the_files_order_and_follows_the_session():
+    state = ProfileState()
+    state.add(_oom(16))
+    assert state.oom_bound("t4") == 16
+    state.add(_step(32))  # a retried point ran
+    assert state.oom_bound("t4") is None
+    state.add(_oom(16))  # and ran out of memory again
+    assert state.oom_bound("t4") == 16
 
 
 def _summary(**kw) -> SessionSummary:
