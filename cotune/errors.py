@@ -34,6 +34,7 @@ __all__ = [
     "EXIT_INPUT",
     "EXIT_ENVIRONMENT",
     "EXIT_INTERNAL",
+    "is_out_of_memory",
 ]
 
 EXIT_OK = 0
@@ -131,3 +132,21 @@ class ProfileLockedError(StorageError):
 
         super().__init__(message, errno=_errno.EWOULDBLOCK, filename=filename)
         self.holder_pid = holder_pid
+
+
+# Exception classes that mean "out of memory", by name so that no framework is imported:
+# torch.cuda.OutOfMemoryError (torch.OutOfMemoryError), TensorFlow's ResourceExhaustedError.
+_OOM_CLASS_NAMES = frozenset({"OutOfMemoryError", "ResourceExhaustedError"})
+# ... and texts of those raised as a plain RuntimeError: CUDA's, the CUDA driver's, Apple
+# MPS's ("MPS backend out of memory"), XLA's RESOURCE_EXHAUSTED, the host allocator's.
+_OOM_TEXTS = ("out of memory", "cuda_error_out_of_memory", "resource_exhausted", "can't allocate memory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an accelerator's or the host's out-of-memory: a fact about the
+    local batch it ran at (a ``failure`` record of kind ``oom``), not a crash. One rule for
+    the profiler's torch and TensorFlow workers and the tracker of a running job."""
+    if isinstance(exc, MemoryError) or any(t.__name__ in _OOM_CLASS_NAMES for t in type(exc).__mro__):
+        return True
+    text = str(exc).lower()
+    return any(t in text for t in _OOM_TEXTS)

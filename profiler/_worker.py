@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from cotune.errors import is_out_of_memory
 from profiler._entry import scratch_write, worker_main, write_batch_result
 from profiler._noise import NoiseAccumulator
 from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
@@ -32,15 +33,6 @@ from profiler._workload import Workload, load_workload
 
 class SimulatedOutOfMemory(MemoryError):
     """Raised for ``Workload.simulate_oom_above``: behaves like a real out-of-memory."""
-
-
-def _is_oom(exc: BaseException) -> bool:
-    import torch
-
-    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
-        return True
-    text = str(exc).lower()
-    return "out of memory" in text or "cuda_error_out_of_memory" in text or "can't allocate memory" in text
 
 
 class _Env:
@@ -467,7 +459,7 @@ class TorchBackend:
         return run_timing(task, env) if isinstance(task, TimingTask) else run_curve(task, env)
 
     def is_oom(self, exc: BaseException) -> bool:
-        return _is_oom(exc)
+        return is_out_of_memory(exc)
 
     def finish(self, env: _Env) -> None:
         env.dist.barrier()  # every rank has written its result before any exits

@@ -271,6 +271,23 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
     return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
 
 
+def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
+    """The local batch at which the job ran out of memory where it runs — the smallest
+    out-of-memory on its GPU type at or below its micro-batch that no later step
+    superseded (:func:`cotune.profile.oom_superseded`) — or None."""
+    if profile is None:
+        return None
+    micro = progress.local_batch
+    if job is not None:
+        own = [s for s in profile.steps if s.job == job.job]
+        last = own[-1] if own else None
+        # its last step's micro-batch, unless the progress given says it runs elsewhere now
+        if last is not None and (last.gpu, last.local_batch * last.accum_steps) == (progress.gpu, progress.local_batch):
+            micro = last.local_batch
+    cap = profile.max_local_batch(progress.gpu)
+    return None if cap is None or micro <= cap else cap + 1
+
+
 def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: int):
     return _config_candidates(space_gpus, gpu=progress.gpu, workers=progress.workers_now, local_batch=progress.local_batch,
                               gpus_per_host=gpus_per_host)
@@ -606,6 +623,14 @@ def replan(
         ok &= ~same
         mask &= ~same
 
+    oom_at = _out_of_memory_at(loaded, job, progress)
+    if oom_at is not None and stay is not None:
+        # The job ran out of memory where it runs (its tracker's failure record, after its
+        # steps there): it cannot go on as it was, and every option is below that batch.
+        stay = replace(stay, p_success=0.0)
+        notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} (a failure record after its "
+                     f"steps there): staying is not an option; every option runs a local batch below {oom_at}")
+
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one
     # it runs), priced as `recommend` prices it — the closed-loop replay's rule.
@@ -704,6 +729,9 @@ def replan(
         decision, reason = "switch", (
             "the job is on spot and behind the straight-line schedule: the uniform-progress rule moves it off pure spot"
         )
+    elif d.decision == "switch" and oom_at is not None:
+        best = d.chosen
+        decision, reason = "switch", f"the job ran out of memory at local batch {oom_at} on {progress.gpu}: it cannot continue as it ran"
     elif d.decision == "switch":
         best = d.chosen
         decision, reason = "switch", d.reason

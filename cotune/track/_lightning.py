@@ -23,6 +23,7 @@ import math
 import time
 from typing import Any
 
+from cotune.errors import is_out_of_memory
 from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args
 from cotune.track._tracker import Tracker
 
@@ -102,6 +103,18 @@ class TrackerCallback(_Callback):
         metric = float(value.item() if hasattr(value, "item") else value)
         self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
         self._guard.written_evals += 1
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        # Training died: an out-of-memory is recorded at the job's configuration (cotune
+        # replan moves it off), and the tracker is closed as at the end of training.
+        if not self._guard.tracking or not trainer.is_global_zero:
+            return
+        if is_out_of_memory(exception):
+            self.tracker.out_of_memory(f"{type(exception).__name__}: {exception}")
+        if self.close_at_end:
+            self.tracker.close()
+        else:
+            self.tracker.flush()
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if not self._guard.tracking:

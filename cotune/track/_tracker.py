@@ -24,6 +24,7 @@ imports torch: the tracker takes plain numbers.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -36,10 +37,10 @@ from pathlib import Path
 from typing import Literal
 
 from cotune._checks import MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name
-from cotune.errors import InputError, StorageError
+from cotune.errors import InputError, StorageError, is_out_of_memory
 from cotune.profile import (
-    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, NoiseRecord, ProfileLockedError,
-    ProfileWriter, StepRecord, WorkloadRecord, check_profile_path, read_profile,
+    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
+    ProfileLockedError, ProfileWriter, StepRecord, WorkloadRecord, check_profile_path, read_profile,
 )
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
@@ -365,7 +366,12 @@ class Tracker:
     def __enter__(self) -> "Tracker":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        # The job ran out of memory at its configuration: a fact the next plan must know
+        # (cotune replan moves the job off it). Never in the way of the exception itself.
+        if exc is not None and is_out_of_memory(exc):
+            with contextlib.suppress(Exception):
+                self.out_of_memory(f"{type(exc).__name__}: {exc}")
         self.close()
 
     @property
@@ -465,6 +471,33 @@ class Tracker:
             b_noise=_positive("b_noise", b_noise), global_batch=self.config.global_batch,
             epoch=self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0), job=self.job,
         )
+        self._write(rec)
+        return rec
+
+    def out_of_memory(self, message: str = "") -> FailureRecord | None:
+        """Record that the job ran out of memory at its configuration: a ``failure`` record
+        of kind ``oom`` at its GPU type, workers, hosts and local batch (the micro-batch a
+        step holds), written after the step window it ends. Local batches from it up are
+        then out of the search on that GPU type — ``cotune recommend`` caps them, and
+        ``cotune replan`` moves the job off its configuration instead of staying — until a
+        step at it or above is recorded later (:func:`cotune.profile.oom_superseded`).
+
+        ``with Tracker(...)`` calls it when the block ends in an out-of-memory
+        (:func:`cotune.errors.is_out_of_memory`: torch's ``OutOfMemoryError``, TensorFlow's
+        ``ResourceExhaustedError``, ``MemoryError``, "out of memory" texts), and so does the
+        Lightning callback; a loop that catches the error itself calls it.
+        """
+        if not self.enabled:
+            return None
+        if self._writer is None:
+            raise InputError("the tracker is closed: create a new Tracker to record more")
+        if not isinstance(message, str):
+            raise InputError(f"message: must be text, got {excerpt(message)}")
+        self.flush()  # the steps before it first: they ran, and do not supersede it
+        text = " ".join(message.split())  # one line: a CUDA message spans several
+        c = self.config
+        rec = FailureRecord(gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, failure="oom", hosts=c.hosts,
+                            message=text[:500])
         self._write(rec)
         return rec
 

@@ -20,14 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cotune.errors import is_out_of_memory
 from profiler._entry import scratch_write, worker_main, write_batch_result
 from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
 from profiler._stats import median_rel_halfwidth
-
-
-def _is_oom(exc: BaseException) -> bool:
-    name = type(exc).__name__
-    return isinstance(exc, MemoryError) or name == "ResourceExhaustedError" or "out of memory" in str(exc).lower()
 
 
 class _TF:
@@ -239,7 +235,7 @@ class TFBackend:
         return run_timing(task, env) if isinstance(task, TimingTask) else run_curve(task, env)
 
     def is_oom(self, exc: BaseException) -> bool:
-        return _is_oom(exc)
+        return is_out_of_memory(exc)
 
     def finish(self, env: _TF) -> None:
         return None  # the spawner waits for every worker; no barrier needed

@@ -213,3 +213,32 @@ def test_a_monitor_that_names_nothing_is_refused_when_the_callback_is_made(tmp_p
     with pytest.raises(InputError, match="monitor must name a logged validation value"):
         module.TrackerCallback(tracker, monitor=monitor)
     tracker.close()
+
+
+@pytest.mark.slow
+def test_lightning_callback_records_an_out_of_memory_that_ends_training(tmp_path: Path) -> None:
+    L, module, data = _lightning_job()
+    import torch
+
+    from cotune.track.lightning import TrackerCallback
+
+    real_step = type(module).training_step
+
+    def step_then_oom(self, batch, batch_idx):
+        if self.trainer.current_epoch == 1 and batch_idx == 3:  # an epoch in, as a fragmented allocator does
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+        return real_step(self, batch, batch_idx)
+
+    module.training_step = step_then_oom.__get__(module)
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
+    trainer = L.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[TrackerCallback(tracker, monitor="val_acc")])
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        trainer.fit(module, data, data)
+    p = read_profile(path)
+    (failure,) = p.failures
+    assert (failure.failure, failure.local_batch, failure.workers) == ("oom", 32, 1)
+    assert "CUDA out of memory" in failure.message
+    assert p.steps and p.max_local_batch("cpu") == 31  # after its steps at 32: the cap stands
+    assert tracker.closed

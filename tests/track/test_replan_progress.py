@@ -387,3 +387,37 @@ def test_a_job_tracked_for_one_evaluation_at_a_new_batch_keeps_every_door_answer
     rc = main(["recommend", str(dst), "--target", "0.94", "--deadline", "1m", "--price", "t4=0.526", "--no-cache"])
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err  # infeasible, with its hints
+
+
+def _oom_record(local_batch: int = 128):
+    from cotune.profile import FailureRecord
+
+    return FailureRecord(gpu="t4", workers=4, hosts=1, local_batch=local_batch, failure="oom", message="CUDA out of memory")
+
+
+def test_a_job_that_ran_out_of_memory_where_it_runs_is_moved_below_that_batch(tmp_path: Path) -> None:
+    path = _job_profile(tmp_path / "oom.jsonl")
+    append_records(path, [_oom_record()])  # the tracker's record, after the job's steps at 128
+    r = cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16)
+    assert r.decision == "switch"
+    assert r.reason == "the job ran out of memory at local batch 128 on t4: it cannot continue as it ran"
+    assert r.stay is not None and r.stay.p_success == 0.0
+    assert r.best is not None and r.best.local_batch < 128
+    assert any("staying is not an option; every option runs a local batch below 128" in n for n in r.notes)
+
+
+def test_an_out_of_memory_a_later_step_superseded_leaves_the_job_where_it_is(tmp_path: Path, job_path: Path) -> None:
+    path = _job_profile(tmp_path / "retried.jsonl")
+    head = path.read_text().splitlines(keepends=True)
+    # the out-of-memory first (a probe of long ago), the job's steps at 128 after it
+    path.write_text(head[0] + _oom_json() + "".join(head[1:]))
+    r = cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16)
+    base = cotune.replan(job_path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16)
+    assert not any("ran out of memory" in n for n in r.notes)
+    assert (r.decision, r.stay.p_success) == (base.decision, base.stay.p_success)
+
+
+def _oom_json() -> str:
+    from cotune.profile import record_to_dict
+
+    return json.dumps(record_to_dict(_oom_record())) + "\n"

@@ -562,3 +562,74 @@ def test_an_evaluation_that_goes_back_in_epochs_is_warned_once_and_kept(tmp_path
             warnings.simplefilter("error")
             tr.eval(epoch=0.5, metric=0.6)  # said once
     assert [e.epoch for e in read_profile(path).evals] == [3.0, 1.0, 0.5]
+
+
+class OutOfMemoryError(RuntimeError):
+    """Named as torch's is: the tracker tells an out-of-memory by its class name, not by torch."""
+
+
+def test_a_with_block_that_ends_in_an_out_of_memory_records_it_after_the_steps(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(OutOfMemoryError):
+        with Tracker(path, gpu="t4", workers=1, local_batch=512, workload=WORKLOAD, window=3, warmup_steps=0) as t:
+            for _ in range(4):
+                t.step(step_time_s=0.5)
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB\n(GPU 0; 15.75 GiB total)")
+    p = read_profile(path)
+    (failure,) = p.failures
+    assert (failure.gpu, failure.workers, failure.hosts, failure.local_batch, failure.failure) == ("t4", 1, 1, 512, "oom")
+    assert failure.message == "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.75 GiB total)"
+    assert sum(s.timed_steps for s in p.steps) == 4  # the open window was written first
+    assert p.max_local_batch("t4") == 511  # its own steps at 512 came before it
+
+
+def test_a_with_block_that_ends_in_another_error_records_no_failure(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(ValueError):
+        with Tracker(path, gpu="t4", workers=1, local_batch=64, workload=WORKLOAD) as t:
+            t.step(step_time_s=0.5)
+            raise ValueError("a bug in the loop")
+    assert read_profile(path).failures == ()
+
+
+def test_out_of_memory_called_by_a_loop_that_catches_it(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=256, workload=WORKLOAD, warmup_steps=0) as t:
+        rec = t.out_of_memory("RuntimeError: out of memory")
+        t.reconfigure(local_batch=128)  # the loop halves its batch and goes on
+        for _ in range(10):
+            t.step(step_time_s=0.3)
+    assert rec is not None and rec.local_batch == 256
+    p = read_profile(path)
+    assert p.max_local_batch("t4") == 255 and {s.local_batch for s in p.steps} == {128}
+
+
+def test_a_tracker_of_another_rank_records_no_out_of_memory(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=256, workload=WORKLOAD, rank=1) as t:
+        assert t.out_of_memory("out of memory") is None
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("exc", [MemoryError(), OutOfMemoryError("x"), RuntimeError("CUDA error: out of memory"),
+                                 RuntimeError("MPS backend out of memory (MPS allocated: 1 GB)"),
+                                 RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate"),
+                                 type("ResourceExhaustedError", (Exception,), {})("OOM when allocating tensor")])
+def test_out_of_memory_errors_are_told_by_class_name_or_text(exc) -> None:
+    from cotune.errors import is_out_of_memory
+
+    assert is_out_of_memory(exc)
+
+
+@pytest.mark.parametrize("exc", [ValueError("shapes do not match"), RuntimeError("NCCL timeout"), KeyError("memory")])
+def test_other_errors_are_not_out_of_memory(exc) -> None:
+    from cotune.errors import is_out_of_memory
+
+    assert not is_out_of_memory(exc)
+
+
+def test_torchs_own_out_of_memory_error_is_one() -> None:
+    torch = pytest.importorskip("torch")
+    from cotune.errors import is_out_of_memory
+
+    assert is_out_of_memory(torch.cuda.OutOfMemoryError("Tried to allocate 20.00 MiB"))
