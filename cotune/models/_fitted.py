@@ -135,7 +135,7 @@ def _note(what: str, count: int, total: int, reasons: tuple[str, ...]) -> str:
     shown = "; ".join(reasons[:3]) + (f"; and {count - 3} more" if count > 3 else "")
     many = count > 1
     return (
-        f"{what}: {count:,} of {total:,} {'records' if many else 'record'} left out as {'outliers' if many else 'an outlier'} "
+        f"{what}: {count:,} of {total:,} records left out as {'outliers' if many else 'an outlier'} "
         f"({shown}): check or re-measure {'them' if many else 'it'}"
     )
 

@@ -97,7 +97,7 @@ def test_one_absurd_record_leaves_the_plan_unchanged_and_is_reported(tmp_path):
     assert (dirty.chosen.workers, dirty.chosen.local_batch, dirty.chosen.gpu) == (clean.chosen.workers, clean.chosen.local_batch, clean.chosen.gpu)
     assert dirty.chosen.time_s == pytest.approx(clean.chosen.time_s, rel=1e-6)
     notes = [n for n in dirty.notes if "outlier" in n]
-    assert len(notes) == 1 and "t4 step: 1 of 1,513 record left out as an outlier" in notes[0] and "local batch 1e+12" in notes[0]
+    assert len(notes) == 1 and "t4 step: 1 of 1,513 records left out as an outlier" in notes[0] and "local batch 1e+12" in notes[0]
     assert not [n for n in clean.notes if "outlier" in n]
 
 
@@ -182,7 +182,7 @@ def test_one_absurd_eval_record_leaves_the_plan_unchanged_and_is_reported(tmp_pa
     dirty = cotune.recommend(path, **kwargs)
     assert (dirty.chosen.workers, dirty.chosen.local_batch) == (clean.chosen.workers, clean.chosen.local_batch)
     assert dirty.chosen.time_s == pytest.approx(clean.chosen.time_s, rel=1e-6)
-    assert any(n.startswith("eval: 1 of 601 record left out as an outlier") for n in dirty.notes), dirty.notes
+    assert any(n.startswith("eval: 1 of 601 records left out as an outlier") for n in dirty.notes), dirty.notes
 
 
 @pytest.mark.parametrize(
