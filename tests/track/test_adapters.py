@@ -242,3 +242,26 @@ def test_lightning_callback_records_an_out_of_memory_that_ends_training(tmp_path
     assert "CUDA out of memory" in failure.message
     assert p.steps and p.max_local_batch("cpu") == 31  # after its steps at 32: the cap stands
     assert tracker.closed
+
+
+@pytest.mark.slow
+def test_keras_fit_inside_with_tracker_records_an_out_of_memory(tmp_path: Path) -> None:
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+    from cotune.track.keras import TrackerCallback
+
+    class RunsOutOfMemory(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 5:
+                raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[32,4]")
+
+    x, y = _xy()
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        with Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=2, warmup_steps=1) as tracker:
+            _keras_model(keras).fit(x, y, batch_size=32, epochs=2, verbose=0,
+                                    callbacks=[TrackerCallback(tracker, monitor="val_accuracy"), RunsOutOfMemory()])
+    p = read_profile(path)
+    (failure,) = p.failures
+    assert (failure.failure, failure.local_batch) == ("oom", 32) and "OOM when allocating" in failure.message
+    assert p.steps and p.max_local_batch("cpu") == 31
