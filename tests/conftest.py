@@ -48,3 +48,18 @@ def _private_tempdir(tmp_path_factory):
     tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
     yield
     tempfile.tempdir = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_launcher_rank():
+    """A tracker left to find its rank reads the launcher's variables (RANK, SLURM_PROCID,
+    OMPI_COMM_WORLD_RANK...): a suite run inside an srun or mpirun task other than the first
+    would track nothing. The tests that read them set them themselves."""
+    import os
+
+    from cotune.track._tracker import GLOBAL_RANK_VARIABLES
+
+    names = (*GLOBAL_RANK_VARIABLES, "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_PROCID", "TF_CONFIG")
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
+    yield
+    os.environ.update(saved)

@@ -18,7 +18,8 @@ ran at and with the job's name (``job``), which tells them apart from probes:
 
 Only one process of a data-parallel job should write: every rank but 0 does nothing
 (``rank``; by default read from the launcher's environment: torchrun's ``RANK``,
-Lightning's ``LOCAL_RANK``/``NODE_RANK``, TensorFlow's ``TF_CONFIG``). Nothing here
+Horovod's and MPI's ranks, Lightning's ``LOCAL_RANK``/``NODE_RANK``, srun's
+``SLURM_PROCID``, TensorFlow's ``TF_CONFIG``). Nothing here
 imports torch: the tracker takes plain numbers.
 """
 
@@ -103,11 +104,16 @@ def _positive(name: str, value: object) -> float:
     return number(value, where=name, gt=0.0)
 
 
-#: ``rank``'s default: the ``RANK`` environment variable that torchrun (and every
-#: torch.distributed launcher) sets for each process; else ``LOCAL_RANK`` and ``NODE_RANK``
-#: (``GROUP_RANK``), which Lightning's launcher sets instead; else TensorFlow's ``TF_CONFIG``
-#: (its chief, or worker 0 without one); else 0 (a single process).
+#: ``rank``'s default: the global rank a launcher sets for each process
+#: (:data:`GLOBAL_RANK_VARIABLES`: torchrun's ``RANK``, Horovod's, MPI's); else
+#: ``LOCAL_RANK`` and ``NODE_RANK`` (``GROUP_RANK``), which Lightning's launcher sets
+#: instead; else srun's ``SLURM_PROCID``; else TensorFlow's ``TF_CONFIG`` (its chief, or
+#: worker 0 without one); else 0 (a single process).
 RANK_FROM_ENV = "auto"
+#: A process's global rank, as its launcher sets it, in the order read: torchrun (and
+#: DeepSpeed's, Accelerate's launchers), Horovod's horovodrun, then MPI — Open MPI's mpirun,
+#: PMIx (Open MPI 5, srun --mpi=pmix) and MPICH / Intel MPI's Hydra.
+GLOBAL_RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 
 
 def _env_rank(name: str) -> int | None:
@@ -144,14 +150,20 @@ def _rank(rank: object) -> int:
         # Left out in a data-parallel job, every rank wrote (and all but one died of the
         # profile's lock): the launcher's variables say which process this is. Only
         # "rank 0 or not" matters, so a local rank on a node > 0 counts as some other rank.
-        global_rank = _env_rank("RANK")
-        if global_rank is not None:
-            return global_rank
+        for name in GLOBAL_RANK_VARIABLES:
+            global_rank = _env_rank(name)
+            if global_rank is not None:
+                return global_rank
         local = _env_rank("LOCAL_RANK")
         node = _env_rank("NODE_RANK")
         node = _env_rank("GROUP_RANK") if node is None else node
         if local is not None or node is not None:
             return 0 if not local and not node else max(local or 0, 1)
+        # srun's task rank, after the per-process variables: a batch script's own step has
+        # SLURM_PROCID 0, which every process a framework spawns from it inherits.
+        slurm = _env_rank("SLURM_PROCID")
+        if slurm is not None:
+            return slurm
         return _tf_config_rank(os.environ.get("TF_CONFIG"))
     # os.environ["RANK"] is a string: "0" is rank 0, not "some other rank" that records nothing
     text = rank.strip() if isinstance(rank, str) else None

@@ -473,6 +473,17 @@ def test_the_same_workload_without_the_profiles_provenance_is_accepted(tmp_path:
     ({"LOCAL_RANK": "2", "NODE_RANK": "0"}, None, False),
     ({"LOCAL_RANK": "0", "NODE_RANK": "1"}, None, False),  # local rank 0 of the second node
     ({"LOCAL_RANK": "0", "GROUP_RANK": "1"}, None, False),
+    ({"HOROVOD_RANK": "0"}, None, True),                # horovodrun
+    ({"HOROVOD_RANK": "1"}, None, False),
+    ({"OMPI_COMM_WORLD_RANK": "2"}, None, False),       # Open MPI's mpirun
+    ({"OMPI_COMM_WORLD_RANK": "0"}, None, True),
+    ({"PMIX_RANK": "1"}, None, False),                  # srun --mpi=pmix, Open MPI 5
+    ({"PMI_RANK": "1"}, None, False),                   # MPICH / Intel MPI
+    ({"SLURM_PROCID": "1"}, None, False),               # srun, one task a process
+    ({"SLURM_PROCID": "0"}, None, True),
+    # a batch script's step (SLURM_PROCID 0) that spawns its processes: their own variable decides
+    ({"SLURM_PROCID": "0", "LOCAL_RANK": "1"}, None, False),
+    ({"SLURM_PROCID": "1", "RANK": "0"}, None, True),  # torchrun inside an srun task: its RANK
     # TensorFlow multi-worker (Keras callback): the chief records, or worker 0 without one
     ({"TF_CONFIG": '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}'}, None, True),
     ({"TF_CONFIG": '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}'}, None, False),
@@ -482,7 +493,8 @@ def test_the_same_workload_without_the_profiles_provenance_is_accepted(tmp_path:
 def test_the_rank_defaults_to_the_launchers_rank_variable(tmp_path, monkeypatch, env, explicit, records):
     # With rank= left out every process of a data-parallel job tracked: all but one died
     # of the profile's lock. torchrun sets RANK for each process, Lightning LOCAL_RANK and NODE_RANK.
-    for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "TF_CONFIG"):
+    for name in ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "LOCAL_RANK", "NODE_RANK",
+                 "GROUP_RANK", "SLURM_PROCID", "TF_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
