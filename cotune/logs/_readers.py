@@ -414,12 +414,48 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
         )
     # With a wall clock in use, the export's other clocks (W&B writes _runtime and _timestamp) are no series.
     clocks = tuple(h for h in header if h.strip().lower() in TIME_COLUMNS) if time_col is not None else ()
-    series, skipped, empty = _table_series(header, rows, step_col=step_col, epoch_col=epoch_col, step_offset=0.0,
-                                           epoch_is_passes=True, time_col=time_col, clocks=clocks)
+    download = _tensorboard_download(path, header) if not (step_column or epoch_column) else None
+    keras = download is not None and download[2]
+    # A Keras download's Step is the 0-based index of the epoch just finished (as in its
+    # event files, which the tensorboard format reads the same way).
+    series, skipped, empty = _table_series(header, rows, step_col=None if keras else step_col,
+                                           epoch_col="Step" if keras else epoch_col, step_offset=0.0,
+                                           epoch_is_passes=True, epoch_offset=1.0 if keras else 0.0, time_col=time_col,
+                                           clocks=clocks)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
     hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
-    return LogData(format="csv", source=str(path), run_name=path.stem, series=series,
-                   notes=_skipped_note(skipped, "row", x) + hint, text_columns=empty)
+    run_name, notes = path.stem, ()
+    if download is not None and "Value" in series:
+        # The tag's name is in the download's file name only: the series is named after it,
+        # so --metric, the goal and the profile's metric read as they did in TensorBoard.
+        run_name, name, _ = download
+        series = {(name if k == "Value" else k): (replace(v, name=name) if k == "Value" else v) for k, v in series.items()}
+        notes = (f"a TensorBoard CSV download: its 'Value' column read as {name!r} of run {run_name!r}, from the file's "
+                 "name" + ("; its Step as the index of the epoch just finished (Keras)" if keras else ""),)
+    return LogData(format="csv", source=str(path), run_name=run_name, series=series,
+                   notes=_skipped_note(skipped, "row", x) + hint + notes, text_columns=empty)
+
+
+#: TensorBoard's scalar dashboard names a download ``run-<run>-tag-<tag>.csv`` (``/`` in the
+#: run and the tag written as ``_``), and its columns are ``Wall time,Step,Value``.
+_TB_DOWNLOAD = re.compile(r"^run-(?P<run>.*)-tag-(?P<tag>.+)$")
+
+
+def _tensorboard_download(path: Path, header: list[str]) -> tuple[str, str, bool] | None:
+    """(run, series name, Keras?) of a TensorBoard CSV download, from its file name; None
+    for another file. Keras's TensorBoard callback writes ``epoch_*`` tags into runs
+    ``train`` and ``validation``: the series is named ``validation/epoch_accuracy`` as the
+    tensorboard reader names it, and its Step is an epoch index."""
+    if [h.strip() for h in header] != ["Wall time", "Step", "Value"]:
+        return None
+    match = _TB_DOWNLOAD.match(path.stem)
+    if match is None or not match["tag"].strip():
+        return None
+    run, tag = match["run"] or path.stem, match["tag"]
+    half = next((h for h in KERAS_RUNS if run == h or run.endswith("_" + h)), None)
+    if tag.startswith("epoch_") and half is not None:
+        return run, f"{half}/{tag}", True
+    return run, tag, False
 
 
 # --- TensorBoard event files -------------------------------------------------------

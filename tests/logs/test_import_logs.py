@@ -721,8 +721,9 @@ def test_a_wandb_export_gives_the_step_time_from_its_runtime_column(tmp_path):
 
 
 def test_a_tensorboard_csv_download_gives_the_step_time_from_its_wall_time(tmp_path):
-    # TensorBoard's "download CSV" of one scalar: Wall time, Step, Value.
-    log = tmp_path / "run-validation-tag-epoch_accuracy.csv"
+    # TensorBoard's "download CSV" of one scalar: Wall time, Step, Value; a file name that is
+    # not the dashboard's says nothing of the tag.
+    log = tmp_path / "val_acc.csv"
     pd.DataFrame({"Wall time": [1.7e9 + 0.33 * s for s in range(100, 3001, 100)], "Step": list(range(100, 3001, 100)),
                   "Value": [0.9 * (1 - math.exp(-s / 1000)) for s in range(100, 3001, 100)]}).to_csv(log, index=False)
     p = import_log("csv", log, global_batch=128, dataset_size=60_000, metric="Value", goal="max", gpu="v100",
@@ -731,6 +732,34 @@ def test_a_tensorboard_csv_download_gives_the_step_time_from_its_wall_time(tmp_p
     with pytest.raises(InputError, match=r"a TensorBoard CSV download holds one tag's values as 'Value': pass "
                                          r"--metric Value and --goal max or min"):
         import_log("csv", log, global_batch=128, dataset_size=60_000)  # the tag's name is not in the file
+
+
+def test_a_tensorboard_csv_download_takes_its_tag_from_the_dashboards_file_name(tmp_path):
+    # The dashboard names the file run-<run>-tag-<tag>.csv: the tag names the metric and its goal.
+    log = tmp_path / "run-version_0-tag-val_acc.csv"
+    steps = list(range(100, 3001, 100))
+    pd.DataFrame({"Wall time": [1.7e9 + 0.33 * s for s in steps], "Step": steps,
+                  "Value": [0.9 * (1 - math.exp(-s / 1000)) for s in steps]}).to_csv(log, index=False)
+    p = import_log("csv", log, global_batch=128, dataset_size=60_000, name="resnet")
+    assert (p.workload.metric, p.workload.goal) == ("val_acc", "max")
+    assert [e.epoch for e in p.evals] == pytest.approx([s / math.ceil(60_000 / 128) for s in steps])  # optimizer steps
+    assert any("read as 'val_acc' of run 'version_0', from the file's name" in n for n in p.warnings), p.warnings
+
+
+def test_a_keras_tensorboard_download_reads_its_step_as_the_epoch_index(tmp_path):
+    # Keras's TensorBoard callback writes epoch_* tags into runs train/ and validation/, each
+    # at step = the 0-based index of the epoch just finished (as its event files, which the
+    # tensorboard format reads the same way).
+    log = tmp_path / "run-20261205-101500_validation-tag-epoch_accuracy.csv"
+    pd.DataFrame({"Wall time": [1.7e9 + 60.0 * k for k in range(5)], "Step": list(range(5)),
+                  "Value": [0.5, 0.62, 0.7, 0.74, 0.76]}).to_csv(log, index=False)
+    p = import_log("csv", log, global_batch=128, dataset_size=60_000, name="resnet")
+    assert p.workload.metric == "validation/epoch_accuracy" and p.workload.goal == "max"
+    assert [e.epoch for e in p.evals] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    train = tmp_path / "run-train-tag-epoch_loss.csv"
+    pd.read_csv(log).to_csv(train, index=False)
+    with pytest.raises(InputError, match=r"no validation metric recognised \(series: train/epoch_loss\)"):
+        import_log("csv", train, global_batch=128, dataset_size=60_000)  # the training half: not a target's curve
 
 
 def test_a_named_time_column_must_hold_numbers_and_is_for_csv_only(tmp_path, capsys):
