@@ -421,3 +421,16 @@ def _oom_json() -> str:
     from cotune.profile import record_to_dict
 
     return json.dumps(record_to_dict(_oom_record())) + "\n"
+
+
+def test_a_schedulers_replan_request_with_the_jobs_out_of_memory_inline_moves_it(tmp_path: Path) -> None:
+    # The same answer through the JSON door (POST /v1/replan's function): the records inline.
+    from cotune.api import replan_request
+
+    path = _job_profile(tmp_path / "oom.jsonl")
+    append_records(path, [_oom_record()])
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = replan_request({"profile": {"records": records}, "target": TARGET, "deadline_s": 10800,
+                          "prices": {"t4": 0.526}, "max_workers": 16})
+    assert out["decision"] == "switch" and "ran out of memory at local batch 128" in out["reason"]
+    assert out["stay"]["p_success"] == 0.0 and out["best"]["local_batch"] < 128
