@@ -178,6 +178,17 @@ def _old_budget(args: argparse.Namespace) -> None:
           "'cotune recommend --budget': write --probe-budget", file=sys.stderr)
 
 
+def _retry_list(text: str | None) -> list[str]:
+    """``--retry-failed KINDS`` as a list (empty when the option is absent)."""
+    if text is None:
+        return []
+    kinds = [k for k in text.split(",") if k.strip()]
+    if not kinds:
+        raise _ArgError("--retry-failed: name the failure kinds to run again (crash,timeout,oom), or give it bare for "
+                        "crash,timeout")
+    return kinds
+
+
 def _run(args: argparse.Namespace) -> int:
     from profiler._launcher import TorchrunLauncher
     from profiler._session import CurveSettings, ProbeSettings, run_session
@@ -229,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
         curve_workers=args.curve_workers, max_workers=args.max_workers, min_batch=args.min_batch,
         max_batch=args.max_batch, probe=probe, curve=curve, gpu=args.gpu, budget_s=args.budget,
         quiet=args.quiet, question=question, timing_groups=not args.launch_per_point,
-        retry_failed=[k for k in (args.retry_failed or "").split(",") if k.strip()],
+        retry_failed=_retry_list(args.retry_failed),
     )
     if workload is None:
         from profiler.tf import is_tf_workload_spec, run_tf_session

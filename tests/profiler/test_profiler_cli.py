@@ -60,6 +60,8 @@ ROOT = Path(__file__).resolve().parents[2]
           "--local-batch", "8", "--cpu-threads", "100000"], "--cpu-threads 100000 is more than this host's"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
           "--local-batch", "8", "--retry-failed", "crash,ooms"], "--retry-failed: unknown failure kind 'ooms'"),
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--device", "cpu", "--workers", "1",
+          "--local-batch", "8", "--retry-failed=,"], "--retry-failed: name the failure kinds to run again"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
