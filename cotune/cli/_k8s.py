@@ -24,9 +24,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Kubeflow Trainer v2 TrainJob (--kind trainjob: fixed size per submission) or a v1 PyTorchJob (elastic "
         "min/max replicas where the plan allows), GPU requests, host packing, and gang scheduling with Volcano or "
         "Kueue. See docs/scheduler.md.",
-        epilog="Exit codes: 0 ok, 1 nothing feasible (nothing printed on stdout), 2 bad input.",
+        epilog="Exit codes: 0 ok, 1 nothing to render (nothing feasible, or a saved re-plan that stays; nothing "
+        "printed on stdout), 2 bad input.",
     )
-    add_question_arguments(p)
+    add_question_arguments(p, optional=True)
+    p.add_argument("--answer", default=None, metavar="FILE",
+                   help="render a saved answer instead of solving: the JSON of 'cotune recommend --json' or 'cotune replan "
+                        "--json' (a switch: its new configuration), or the service's; '-' reads stdin. Leave out PROFILE "
+                        "and the question's options")
     k = p.add_argument_group("manifest")
     k.add_argument("--kind", choices=("trainjob", "pytorchjob"), default="pytorchjob",
                    help="trainjob: Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1); pytorchjob: the v1 training operator (default)")
@@ -74,18 +79,72 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
         raise InputError(f"--{str(exc)}" if str(exc).split(" ", 1)[0] in ("name", "image", "namespace", "queue", "runtime") else str(exc)) from None
 
 
+#: The question's options, which a saved answer already answered: given with --answer, they
+#: would be ignored, so they are refused (dest, option, default).
+_QUESTION = (("profile", "PROFILE", None), ("target", "--target", None), ("deadline", "--deadline", None),
+             ("max_workers", "--max-workers", None), ("cluster", "--cluster", None), ("price", "--price", None),
+             ("objective", "--objective", "cost"), ("confidence", "--confidence", None), ("gpu", "--gpu", None),
+             ("local_batch", "--local-batch", None), ("hosts", "--hosts", "packed"), ("interval", "--interval", None),
+             ("budget", "--budget", None), ("workers", "--workers", None), ("startup", "--startup", None),
+             ("global_batch", "--global-batch", None), ("baseline_batch", "--baseline-batch", None),
+             ("baseline_workers", "--baseline-workers", None), ("top", "--top", None), ("pareto_limit", "--pareto-limit", None))
+
+
+def _saved_answer(args: argparse.Namespace):  # -> Mapping: the recommendation document to render
+    import sys
+
+    from cotune._checks import file_problem, load_json, not_text_reason
+    from cotune.errors import InputError
+    from cotune.k8s import answer_document
+
+    given = [option for dest, option, default in _QUESTION if getattr(args, dest, default) != default]
+    if given:
+        raise InputError(f"--answer renders a saved answer: leave out {', '.join(given)} (the answer already holds "
+                         "the question it answered)")
+    source = args.answer
+    if source == "-":
+        raw = sys.stdin.buffer.read(_MAX_ANSWER_BYTES + 1)
+        source = "stdin"
+    else:
+        problem = file_problem(source)
+        if problem is not None:
+            raise InputError(f"--answer {source}: {problem}: give the file 'cotune recommend/replan --json' wrote")
+        try:
+            with open(source, "rb") as fh:
+                raw = fh.read(_MAX_ANSWER_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"--answer {source}: cannot read it ({exc.strerror or exc}): give the file 'cotune "
+                             "recommend/replan --json' wrote") from None
+    if len(raw) > _MAX_ANSWER_BYTES:
+        raise InputError(f"--answer {source}: larger than {_MAX_ANSWER_BYTES // 2**20} MiB: an answer is a few kB")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        why = not_text_reason(raw)
+        raise InputError(f"--answer {source}: {why or 'not UTF-8 text: give the JSON cotune wrote'}") from None
+    return answer_document(load_json(text, where=f"--answer {source}"))
+
+
+_MAX_ANSWER_BYTES = 16 * 2**20
+
+
 def run(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit, emit_json, error
-    from cotune.errors import EXIT_OK
+    from cotune.errors import EXIT_OK, InputError
     from cotune.k8s import manifest_warnings, render_manifests, to_yaml
 
     if args.name is not None:  # a bad name fails before the solve
         from cotune.k8s import check_name
 
         check_name(args.name, what="--name")
-    rec = recommend_from_args(args)
-    opts = _options(args, rec.workload)
-    doc = rec.to_dict()
+    if args.answer is not None:
+        doc = _saved_answer(args)
+    else:
+        if args.profile is None or args.target is None:
+            missing = ", ".join(n for n, v in (("PROFILE", args.profile), ("--target", args.target)) if v is None)
+            raise InputError(f"the following arguments are required: {missing} (or --answer FILE: a saved answer)")
+        doc = recommend_from_args(args).to_dict()
+    opts = _options(args, str(doc["workload"]))
     manifests = render_manifests(doc, opts)
     for line in manifest_warnings(doc, opts):
         error(line)

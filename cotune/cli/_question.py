@@ -17,8 +17,10 @@ from cotune.cli import _args
 __all__ = ["add_question_arguments", "request_from_args", "cli_error", "recommend_from_args"]
 
 
-def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) -> None:
-    """Every field of the question as an option (``replan``: the subset replan uses, deadline required)."""
+def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, optional: bool = False) -> None:
+    """Every field of the question as an option (``replan``: the subset replan uses, deadline required;
+    ``optional``: PROFILE and --target may be left out, for a command that can answer from
+    elsewhere — ``cotune k8s --answer`` — and checks them itself)."""
     from cotune._request import (
         DEFAULT_GPUS_PER_HOST,
         DEFAULT_INTERVAL,
@@ -30,8 +32,9 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False) 
     )
 
     workers_default = DEFAULT_REPLAN_MAX_WORKERS if replan else DEFAULT_MAX_WORKERS
-    p.add_argument("profile", metavar="PROFILE", help="profile file (JSON Lines) or a bundled example name (cotune examples)")
-    p.add_argument("--target", type=_args.finite_float, required=True, help="metric to reach (e.g. 0.94 top-1; a loss for goal 'min')")
+    p.add_argument("profile", metavar="PROFILE", nargs="?" if optional else None, default=None,
+                   help="profile file (JSON Lines) or a bundled example name (cotune examples)")
+    p.add_argument("--target", type=_args.finite_float, required=not optional, help="metric to reach (e.g. 0.94 top-1; a loss for goal 'min')")
     p.add_argument("--deadline", type=_args.duration, default=None, required=replan, metavar="DURATION",
                    help="time limit: 90m, 2h, 1h30m or seconds" + (", counted from the job's start" if replan else ""))
     p.add_argument("--max-workers", action="append", type=_args.gpu_count, default=None, metavar="N|GPU=N",

@@ -4,6 +4,7 @@ allows), gang scheduling with Volcano or Kueue, GPU requests and host packing. P
 functions: a recommendation document in, manifests (plain ``dict``s) out; ``cotune k8s``
 prints them as YAML or JSON."""
 
+from cotune.k8s._answer import answer_document
 from cotune.k8s._names import check_name, derive_name
 from cotune.k8s._render import (
     DEFAULT_IMAGE,
@@ -23,6 +24,7 @@ __all__ = [
     "KINDS",
     "JobOptions",
     "Layout",
+    "answer_document",
     "check_name",
     "derive_name",
     "layout_for",

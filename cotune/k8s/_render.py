@@ -160,6 +160,9 @@ def _env(doc: Mapping[str, Any]) -> dict[str, str]:
         "COTUNE_LOCAL_BATCH": str(plan["local_batch"]),
         "COTUNE_GLOBAL_BATCH": str(choice["global_batch"]),
         "COTUNE_TARGET": repr(float(doc["constraints"]["target"])),
+        # A re-plan that changes the batch: the factor the training script scales its
+        # learning rate by when it resumes from the checkpoint (the answer's lr_rule).
+        **({"COTUNE_LR_SCALE": repr(float(doc["lr_scale"]))} if doc.get("lr_scale") is not None else {}),
     }
 
 
@@ -237,6 +240,8 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         out["cotune.dev/budget"] = f"{doc['constraints']['budget']:.6g} {doc['cost_unit']}"
     if doc["constraints"].get("confidence") is not None:
         out["cotune.dev/confidence"] = f"{doc['constraints']['confidence']:.6g}"
+    if doc.get("lr_scale") is not None:
+        out["cotune.dev/lr-scale"] = f"{doc['lr_scale']:.6g}"
     return out
 
 

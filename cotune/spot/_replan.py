@@ -132,6 +132,12 @@ class ReplanResult:
     budget_left: float | None = None
     job: str | None = None
     priced: bool = True  # costs in USD; False: worker-hours (no prices, no cluster file)
+    # What makes the answer deployable on its own (cotune k8s --answer): the workload, the
+    # target, the intervals' level and the hosts' size the plan of a switch is laid out on.
+    workload: str | None = None
+    target: float | None = None
+    interval: float | None = None
+    gpus_per_host: int | None = None
 
     @property
     def ahead(self) -> bool:
@@ -153,6 +159,20 @@ class ReplanResult:
     @property
     def chosen(self):
         return self.best if self.decision == "switch" else self.stay if self.decision == "stay" else None
+
+    @property
+    def plan(self):  # -> cotune.solver.Plan | None
+        """The deployable plan of a switch (hosts packed as the solver packs them; one size:
+        a re-plan answers for one configuration), else None: nothing new to submit."""
+        from cotune.solver import Plan, balanced_hosts
+
+        best = self.best
+        if self.decision != "switch" or best is None or self.gpus_per_host is None:
+            return None
+        return Plan(gpu=best.gpu, market=best.market, local_batch=int(best.local_batch), workers=int(best.workers),
+                    hosts=int(best.hosts), gpus_per_host=int(self.gpus_per_host),
+                    workers_per_host=balanced_hosts(workers=int(best.workers), hosts=int(best.hosts)),
+                    min_workers=int(best.workers), max_workers=int(best.workers))
 
     def to_dict(self) -> dict[str, Any]:
         """The re-plan document (``docs/schema/replan-response.v1.json``), what every door answers."""
@@ -185,6 +205,10 @@ class ReplanResult:
             "budget_left": num(self.budget_left),
             "job": self.job,
             "cost_unit": "USD" if self.priced else "worker_hours",
+            "workload": self.workload,
+            "target": num(self.target),
+            "interval": self.interval,
+            "plan": None if self.plan is None else self.plan.to_dict(),
         }
 
 
@@ -756,6 +780,8 @@ def replan(
         confidence=confidence, gain=gain, notes=tuple(notes), changes=changes, nearest=nearest, lr_rule=rr.lr_rule,
         lr_scale=scale_lr, forecast=forecast, epochs_done=progress.epochs_done, spent=progress.spent,
         budget_left=budget_left, job=None if job is None else job.job, priced=priced,
+        workload=None if loaded is None else loaded.workload.name, target=float(target), interval=req.interval,
+        gpus_per_host=int(plan.gpus_per_host),
     )
 
 

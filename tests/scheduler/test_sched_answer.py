@@ -1,0 +1,149 @@
+"""``cotune k8s --answer FILE``: a saved answer (recommend or replan, CLI or service) rendered
+without solving again — a re-plan's switch as its new size, with its learning-rate factor."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from sched_helpers import closed
+
+from cotune.api import schema
+from cotune.cli import main
+
+DATA = Path(__file__).parent / "data" / "k8s"
+QUESTION = ["--target", "0.94", "--deadline", "30m", "--price", "t4=0.526", "--max-workers", "16"]
+JOB = ["--name", "cifar", "--image", "ghcr.io/me/train:1", "--command", "torchrun train.py --resume"]
+
+
+def _cli(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(list(argv))
+    finally:
+        sys.stdin = old
+    return code, out.getvalue(), err.getvalue()
+
+
+@lru_cache(maxsize=None)
+def _pytorchjob_validator() -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(closed(json.loads((DATA / "pytorchjob.kubeflow.org.v1.json").read_text())))
+
+
+@pytest.fixture(scope="module")
+def switch_answer(tmp_path_factory) -> Path:
+    """A saved 'cotune replan --json' that switches: a job at 4 × 512 that ran out of memory there."""
+    from cotune.examples import example_path
+    from cotune.track import Tracker
+
+    folder = tmp_path_factory.mktemp("answer")
+    profile = folder / "job.jsonl"
+    shutil.copy(example_path("cifar10-resnet18"), profile)
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    with pytest.raises(OutOfMemoryError):
+        with Tracker(profile, gpu="t4", workers=4, local_batch=512, window=20) as tracker:
+            for epoch in range(3):
+                for _ in range(25):
+                    tracker.step(step_time_s=0.9)
+                tracker.eval(metric=0.5 + 0.1 * epoch)
+            raise OutOfMemoryError("CUDA out of memory")
+    code, out, err = _cli("replan", str(profile), "--target", "0.93", "--deadline", "2h", "--max-workers", "16",
+                          "--price", "t4=0.526", "--elapsed", "10m", "--json")
+    assert code == 0, err
+    path = folder / "replan.json"
+    path.write_text(out)
+    return path
+
+
+def test_a_saved_recommend_answer_renders_what_the_question_renders(tmp_path):
+    code, out, _ = _cli("recommend", "cifar10-resnet18", *QUESTION, "--json")
+    assert code == 0
+    saved = tmp_path / "rec.json"
+    saved.write_text(out)
+    asked = _cli("k8s", "cifar10-resnet18", *QUESTION, *JOB)
+    answered = _cli("k8s", "--answer", str(saved), *JOB)
+    assert answered[0] == asked[0] == 0 and answered[1] == asked[1]
+
+
+def test_a_saved_switch_renders_its_new_size_the_remaining_deadline_and_the_learning_rate_factor(switch_answer):
+    answer = json.loads(switch_answer.read_text())
+    jsonschema.validate({"schema_version": 1, **answer}, schema("replan-response.v1"))
+    assert answer["decision"] == "switch" and answer["plan"]["workers"] == answer["best"]["workers"]
+    code, out, err = _cli("k8s", "--answer", str(switch_answer), *JOB, "--gang", "volcano")
+    assert code == 0, err
+    group, job = yaml.safe_load_all(out)
+    _pytorchjob_validator().validate(job)
+    best = answer["best"]
+    pods = job["spec"]["pytorchReplicaSpecs"]
+    gpus = sum(int(spec["replicas"]) * int(spec["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+               for spec in pods.values())
+    assert gpus == best["workers"] and "elasticPolicy" not in job["spec"]  # one size: what the re-plan chose
+    env = {e["name"]: e["value"] for e in next(iter(pods.values()))["template"]["spec"]["containers"][0]["env"]}
+    assert env["COTUNE_LOCAL_BATCH"] == str(best["local_batch"]) and env["COTUNE_TARGET"] == "0.93"
+    assert float(env["COTUNE_LR_SCALE"]) == pytest.approx(answer["lr_scale"]) and answer["lr_scale"] < 1
+    notes = job["metadata"]["annotations"]
+    assert notes["cotune.dev/deadline-s"] == f"{answer['remaining_deadline_s']:.0f}"  # what is left, not the whole 2 h
+    assert notes["cotune.dev/lr-scale"] == f"{answer['lr_scale']:.6g}"
+    assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == sum(int(s["replicas"]) for s in pods.values())
+
+
+def test_an_answer_is_read_from_stdin(switch_answer):
+    from_file = _cli("k8s", "--answer", str(switch_answer), *JOB)
+    from_stdin = _cli("k8s", "--answer", "-", *JOB, stdin=switch_answer.read_text())
+    assert from_stdin[0] == 0 and from_stdin[1] == from_file[1]
+
+
+@pytest.mark.parametrize("decision", ["stay", "infeasible"])
+def test_a_replan_with_nothing_to_submit_renders_nothing_and_exits_1(switch_answer, tmp_path, decision):
+    answer = json.loads(switch_answer.read_text()) | {"decision": decision, "reason": "because", "plan": None}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(answer))
+    code, out, err = _cli("k8s", "--answer", str(path), *JOB)
+    assert code == 1 and out == "" and err.count("\n") == 1 and f"the re-plan answer is '{decision}'" in err
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["k8s", *JOB], "the following arguments are required: PROFILE, --target (or --answer FILE: a saved answer)"),
+    (["k8s", "cifar10-resnet18", *JOB], "the following arguments are required: --target"),
+    (["k8s", "--answer", "ANSWER", "cifar10-resnet18", *JOB], "--answer renders a saved answer: leave out PROFILE"),
+    (["k8s", "--answer", "ANSWER", "--deadline", "1h", "--objective", "time", *JOB],
+     "leave out --deadline, --objective (the answer already holds the question it answered)"),
+])
+def test_the_question_or_a_saved_answer_but_not_both(switch_answer, argv, needle):
+    code, out, err = _cli(*[str(switch_answer) if a == "ANSWER" else a for a in argv])
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"not json", "--answer FILE: not valid JSON"),
+    (b"[1, 2]", "the answer must be a JSON object (cotune recommend/replan --json), got list"),
+    (b'{"status": "ok"}', "the answer has no 'plan', 'recommendation'"),
+    (b'{"decision": "switch", "best": {}}', "a re-plan answer renders from its 'plan'"),
+    (b'{"decision": "maybe"}', "the re-plan answer's decision is 'maybe'"),
+    (b"\x1f\x8b\x08\x00", "gzip-compressed: decompress it first"),
+])
+def test_a_file_that_is_no_answer_is_one_line_and_exit_2(tmp_path, content, needle):
+    path = tmp_path / "FILE"
+    path.write_bytes(content)
+    code, out, err = _cli("k8s", "--answer", str(path), *JOB)
+    assert code == 2 and out == "" and err.count("\n") == 1 and needle in err.replace(str(path), "FILE"), err
+
+
+def test_a_missing_answer_file_is_named(tmp_path):
+    code, _, err = _cli("k8s", "--answer", str(tmp_path / "nope.json"), *JOB)
+    assert code == 2 and "--answer" in err and "nope.json" in err and err.count("\n") == 1
