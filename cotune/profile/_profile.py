@@ -61,6 +61,28 @@ MAX_PROFILE_LINES = 1_000_000
 MAX_PROFILE_CHARS = 2**30
 
 
+def _column_hint(message: str, kind: Any, columns: Sequence[str]) -> str:
+    """For a table whose columns are named its own way (a published trace's ``local_bsz``,
+    ``step_time``): when a field is missing, the columns that are no field of the record,
+    each with the field its name is nearest to."""
+    import difflib
+
+    from cotune.profile._schema import _TYPES
+
+    cls = _TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None or "missing field" not in message:
+        return ""
+    known = [f.name for f in fields(cls)] + (["global_batch"] if kind == "step" else [])
+    foreign = [c for c in columns if c not in known and c != "record"]
+    if not foreign:
+        return ""
+    named = []
+    for c in foreign[:8]:
+        near = difflib.get_close_matches(c.lower(), known, n=1, cutoff=0.5)
+        named.append(f"{c!r} (is it {near[0]!r}?)" if near else repr(c))
+    return f"; the table's columns {', '.join(named)} are no fields of a {kind} record: rename them"
+
+
 def oom_superseded(records: Sequence[Record]) -> tuple[bool, ...]:
     """For each ``failure`` record of ``records`` (in file order): whether it is an
     out-of-memory that a *later* ``step`` on its GPU type, at its local batch or above,
@@ -251,7 +273,7 @@ class Profile:
             try:
                 rec = record_from_dict(data)
             except ProfileError as exc:
-                raise ProfileError(f"row {excerpt(index)}: {exc}") from None
+                raise ProfileError(f"row {excerpt(index)}: {exc}{_column_hint(str(exc), kind, columns)}") from None
             if derived is not None:
                 product = rec.workers * rec.local_batch * rec.accum_steps
                 if not isinstance(derived, (int, float, np.integer, np.floating)) or float(derived) != product:

@@ -852,3 +852,15 @@ def test_a_run_appended_to_a_profile_takes_its_dataset_size(tmp_path, capsys):
     assert len(read_profile(out).evals) == 8 and read_profile(out).workload.dataset_size == N
     code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(out), "--append", "--global-batch", str(N + 1))
     assert code == 2 and f"global batch {N + 1} is more than the dataset size of {out}'s workload, {N}" in err
+
+
+def test_a_table_with_columns_named_its_own_way_is_told_which_field_each_is_near(tmp_path, capsys):
+    # A published trace's own column names (Sia SOSP'23 profiles: gpu_type, local_bsz, step_time)
+    table = tmp_path / "trace.csv"
+    table.write_text("gpu_type,local_bsz,placement,step_time,sync_time\nrtx,1024,1,0.31,0.0003\n")
+    code, _, err = _cli(capsys, "import", "records", str(table), "--out", str(tmp_path / "p.jsonl"), "--name", "c",
+                        "--dataset-size", "50000", "--metric", "top1", "--record", "step")
+    assert code == 2 and err.count("\n") == 1
+    assert ("the table's columns 'gpu_type' (is it 'gpu'?), 'local_bsz' (is it 'local_batch'?), 'step_time' (is it "
+            "'step_time_s'?), 'sync_time' (is it 'sync_time_s'?) are no fields of a step record: rename them") in err
+    assert not (tmp_path / "p.jsonl").exists()
