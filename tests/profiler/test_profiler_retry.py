@@ -108,3 +108,8 @@ def test_a_run_whose_every_probe_failed_says_so_and_a_partly_failed_one_does_not
                          "say why; fix the cause, then run the same command with --retry-failed crash")
     assert "every probe" not in _summary(ran=2, failed=1, failed_kinds=("crash",)).describe()
     assert "every probe" not in _summary().describe()
+
+
+def test_the_summary_counts_one_launch_in_the_singular():
+    assert "2 probes run (0 failed) in 1 launch, 0 records written" in _summary(ran=2, launches=1).describe()
+    assert "3 probes run (0 failed) in 2 launches" in _summary(ran=3, launches=2).describe()
