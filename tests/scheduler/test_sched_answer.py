@@ -147,3 +147,12 @@ def test_a_file_that_is_no_answer_is_one_line_and_exit_2(tmp_path, content, need
 def test_a_missing_answer_file_is_named(tmp_path):
     code, _, err = _cli("k8s", "--answer", str(tmp_path / "nope.json"), *JOB)
     assert code == 2 and "--answer" in err and "nope.json" in err and err.count("\n") == 1
+
+
+def test_a_saved_infeasible_recommend_answer_renders_nothing(tmp_path):
+    code, out, _ = _cli("recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "5s", "--json")
+    assert code == 1
+    saved = tmp_path / "rec.json"
+    saved.write_text(out)
+    code, out, err = _cli("k8s", "--answer", str(saved), *JOB)
+    assert code == 1 and out == "" and "nothing is feasible, so there is no job to render" in err
