@@ -122,7 +122,11 @@ def _saved_answer(args: argparse.Namespace):  # -> Mapping: the recommendation d
     except UnicodeDecodeError:
         why = not_text_reason(raw)
         raise InputError(f"--answer {source}: {why or 'not UTF-8 text: give the JSON cotune wrote'}") from None
-    return answer_document(load_json(text, where=f"--answer {source}"))
+    try:
+        return answer_document(load_json(text, where=f"--answer {source}"))
+    except InputError as exc:
+        message = str(exc)
+        raise InputError(message if message.startswith("--answer ") else f"--answer {source}: {message}") from None
 
 
 _MAX_ANSWER_BYTES = 16 * 2**20

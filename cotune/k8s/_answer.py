@@ -13,9 +13,74 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from cotune._checks import BadValue, excerpt, integer, number, one_line_name
 from cotune.errors import InfeasibleError, InputError
 
 __all__ = ["answer_document"]
+
+MARKETS = ("on_demand", "spot", "mixed")
+COST_UNITS = ("USD", "worker_hours")
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise BadValue(f"must be an object, got {excerpt(value)}: give the answer as cotune wrote it", where=where)
+    return value
+
+
+def _optional(value: Any, where: str, **bounds: float) -> float | None:
+    return None if value is None else number(value, where=where, **bounds)
+
+
+def _check_plan(plan: Any, where: str = "/plan") -> None:
+    """What the renderer reads of a plan, checked: a saved answer is the user's file (a hand
+    edit, a truncated copy), and a bad value must be one line, not a crash or a manifest
+    whose pods do not add up to the plan."""
+    plan = _object(plan, where)
+    one_line_name(plan.get("gpu"), what=f"{where}/gpu", example="t4")
+    if plan.get("market") not in MARKETS:
+        raise BadValue(f"must be one of {', '.join(MARKETS)}, got {excerpt(plan.get('market'))}", where=f"{where}/market")
+    workers = integer(plan.get("workers"), where=f"{where}/workers", ge=1)
+    hosts = integer(plan.get("hosts"), where=f"{where}/hosts", ge=1, le=workers)
+    integer(plan.get("local_batch"), where=f"{where}/local_batch", ge=1)
+    integer(plan.get("gpus_per_host"), where=f"{where}/gpus_per_host", ge=1)
+    per_host = plan.get("workers_per_host")
+    if not isinstance(per_host, list) or len(per_host) != hosts:
+        raise BadValue(f"must list the workers of each of the {hosts} hosts, got {excerpt(per_host)}",
+                       where=f"{where}/workers_per_host")
+    counts = [integer(v, where=f"{where}/workers_per_host/{i}", ge=1) for i, v in enumerate(per_host)]
+    if sum(counts) != workers:
+        raise BadValue(f"adds up to {sum(counts)} workers, not the plan's {workers}", where=f"{where}/workers_per_host")
+    elastic = _object(plan.get("elastic"), f"{where}/elastic")
+    lo = integer(elastic.get("min_workers"), where=f"{where}/elastic/min_workers", ge=1, le=workers)
+    integer(elastic.get("max_workers"), where=f"{where}/elastic/max_workers", ge=max(lo, workers))
+
+
+def _check_rendered(doc: Mapping[str, Any]) -> None:
+    """Every value of a recommendation document the manifests are made of."""
+    _check_plan(doc["plan"])
+    choice = _object(doc["recommendation"], "/recommendation")
+    integer(choice.get("global_batch"), where="/recommendation/global_batch", ge=1)
+    _optional(choice.get("time_s"), "/recommendation/time_s", ge=0.0)
+    _optional(choice.get("cost"), "/recommendation/cost", ge=0.0)
+    _optional(choice.get("p_success"), "/recommendation/p_success", ge=0.0, le=1.0)
+    span = choice.get("time_interval_s")
+    if span is not None:
+        if not isinstance(span, list) or len(span) != 2:
+            raise BadValue(f"must be [lower, upper] or null, got {excerpt(span)}", where="/recommendation/time_interval_s")
+        for i, v in enumerate(span):
+            _optional(v, f"/recommendation/time_interval_s/{i}", ge=0.0)
+    constraints = _object(doc["constraints"], "/constraints")
+    number(constraints.get("target"), where="/constraints/target")
+    _optional(constraints.get("deadline_s"), "/constraints/deadline_s", ge=0.0)
+    _optional(constraints.get("budget"), "/constraints/budget", ge=0.0)
+    _optional(constraints.get("confidence"), "/constraints/confidence", gt=0.0, lt=1.0)
+    if not isinstance(doc["workload"], str):
+        raise BadValue(f"must be the workload's name, got {excerpt(doc['workload'])}", where="/workload")
+    if doc["cost_unit"] not in COST_UNITS:
+        raise BadValue(f"must be one of {', '.join(COST_UNITS)}, got {excerpt(doc['cost_unit'])}", where="/cost_unit")
+    number(doc["interval"], where="/interval", gt=0.0, lt=1.0)
+    _optional(doc.get("lr_scale"), "/lr_scale", gt=0.0)
 
 
 def _fields(doc: Mapping[str, Any], names: tuple[str, ...], *, what: str) -> None:
@@ -36,6 +101,8 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
     if "decision" not in doc:  # a recommend answer: rendered as it is
         _fields(doc, ("status", "plan", "recommendation", "constraints", "workload", "cost_unit", "interval"),
                 what="give the output of 'cotune recommend --json' or 'cotune replan --json' (or the service's answer)")
+        if doc["status"] == "ok":
+            _check_rendered(doc)
         return doc
     decision = doc["decision"]
     if decision == "stay":
@@ -47,20 +114,18 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
         raise InputError(f"the re-plan answer's decision is {decision!r}: expected 'stay', 'switch' or 'infeasible'")
     _fields(doc, ("best", "plan", "remaining_deadline_s", "cost_unit"),
             what="a re-plan answer renders from its 'plan', which answers since 2026-12-05 carry: ask again")
-    best, plan = doc["best"], doc["plan"]
-    if not isinstance(best, Mapping) or not isinstance(plan, Mapping):
-        raise InputError("the re-plan answer's 'best' and 'plan' must be objects: give the answer as cotune wrote it")
+    best, plan = _object(doc["best"], "/best"), _object(doc["plan"], "/plan")
     target = doc.get("target", best.get("metric"))
-    if not isinstance(target, (int, float)) or isinstance(target, bool):
+    if target is None:
         raise InputError("the re-plan answer names no target: give the answer as cotune wrote it")
-    return {
+    out = {
         "status": "ok",
         "workload": doc.get("workload") or doc.get("job") or "job",
         "cost_unit": doc["cost_unit"],
         "interval": doc.get("interval") or 0.9,
         "plan": plan,
         "recommendation": {
-            "global_batch": best["global_batch"], "time_s": best.get("time_s"), "cost": best.get("cost"),
+            "global_batch": best.get("global_batch"), "time_s": best.get("time_s"), "cost": best.get("cost"),
             "time_interval_s": best.get("time_interval_s"), "p_success": best.get("p_success"),
         },
         # The re-plan's own constraints: what is left of the deadline and of the budget.
@@ -68,3 +133,11 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
                         "confidence": doc.get("confidence")},
         "lr_scale": doc.get("lr_scale"),
     }
+    try:
+        _check_rendered(out)
+    except BadValue as exc:
+        # the document's own pointers: /best/... for what came from best
+        where = exc.where.replace("/recommendation/", "/best/", 1).replace("/constraints/deadline_s", "/remaining_deadline_s")
+        where = where.replace("/constraints/budget", "/budget_left").replace("/constraints/", "/")
+        raise BadValue(exc.detail, where=where) from None
+    return out

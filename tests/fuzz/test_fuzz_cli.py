@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from fuzz_helpers import FAST, HEAVY, NUMBER_TEXTS, REPO, TEXTS, captured, check_cli_result, memory_bound, synthetic_profile, time_bound
@@ -221,3 +222,79 @@ def test_the_installed_command_keeps_the_contract_in_a_fresh_process(argv):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=env)
     check_cli_result(argv, r.returncode, r.stdout, r.stderr)
+
+
+# --- cotune k8s --answer: a saved answer, hand-edited or cut short --------------------------
+
+@pytest.fixture(scope="module")
+def answers(files, tmp_path_factory):
+    """A recommend answer and a replan switch (built on it: its chosen option as best, its
+    plan at one size) on the synthetic profile, as valid documents to mutate."""
+    d = tmp_path_factory.mktemp("fuzz-answers")
+    with captured() as (out, _):
+        assert main(["recommend", files["profile"], "--target", "0.9", "--max-workers", "4", "--price", "t4=0.5",
+                     "--json"]) == 0
+    rec = json.loads(out.getvalue())
+    plan = dict(rec["plan"], elastic={"min_workers": rec["plan"]["workers"], "max_workers": rec["plan"]["workers"]})
+    switch = {"decision": "switch", "reason": "r", "best": rec["recommendation"], "plan": plan, "remaining_deadline_s": 900.0,
+              "budget_left": None, "confidence": None, "cost_unit": rec["cost_unit"], "workload": rec["workload"],
+              "target": 0.9, "interval": 0.9, "lr_scale": 0.5, "job": "j"}
+    return {"recommend": rec, "switch": switch, "dir": d}
+
+
+def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _mutated(doc: Any, path: tuple, value: Any, delete: bool) -> Any:
+    import copy
+
+    out = copy.deepcopy(doc)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    if delete and isinstance(node, dict):
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return out
+
+
+def _check_answer(answers, data) -> None:
+    import yaml
+
+    from fuzz_helpers import JSON_VALUES
+
+    kind = data.draw(st.sampled_from(["recommend", "switch"]))
+    doc = answers[kind]
+    path = data.draw(st.sampled_from(_paths(doc)))
+    bad = _mutated(doc, path, data.draw(JSON_VALUES), data.draw(st.booleans()))
+    saved = answers["dir"] / "answer.json"
+    saved.write_text(json.dumps(bad))
+    argv = ["k8s", "--answer", str(saved), "--image", "i", "--command", "c", *(["--json"] if data.draw(st.booleans()) else [])]
+    with time_bound((argv, path)):
+        code, out, err = _run(argv)
+    check_cli_result(argv, code, out, err)
+    if code == 0:
+        docs = json.loads(out)["items"] if "--json" in argv else [x for x in yaml.safe_load_all(out) if x is not None]
+        assert docs and all(isinstance(x, dict) and x.get("kind") for x in docs), out[:500]
+
+
+@FAST
+@given(data=st.data())
+def test_a_mutated_saved_answer_renders_or_is_one_error_line(answers, data):
+    _check_answer(answers, data)
+
+
+@pytest.mark.slow
+@HEAVY
+@given(data=st.data())
+def test_many_mutated_saved_answers_render_or_are_one_error_line(answers, data):
+    _check_answer(answers, data)
