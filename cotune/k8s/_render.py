@@ -269,9 +269,14 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
 
 
 def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:
-    """The manifests for a recommendation document (``Recommendation.to_dict()`` or the
-    HTTP answer): a TrainJob (``opts.kind == "trainjob"``), or a PyTorchJob preceded by a
-    PodGroup when ``opts.gang == "volcano"``."""
+    """The manifests for an answer: a recommendation document (``Recommendation.to_dict()``
+    or the HTTP answer), or a re-plan document that switches (its new configuration,
+    :func:`~cotune.k8s.answer_document`): a TrainJob (``opts.kind == "trainjob"``), or a
+    PyTorchJob preceded by a PodGroup when ``opts.gang == "volcano"``. Every value read is
+    checked first (:class:`~cotune.errors.InputError` naming it by its JSON pointer)."""
+    from cotune.k8s._answer import answer_document
+
+    doc = answer_document(doc)
     _feasible(doc)
     if opts.kind == "trainjob":
         return [_trainjob(doc, opts)]

@@ -156,3 +156,18 @@ def test_a_saved_infeasible_recommend_answer_renders_nothing(tmp_path):
     saved.write_text(out)
     code, out, err = _cli("k8s", "--answer", str(saved), *JOB)
     assert code == 1 and out == "" and "nothing is feasible, so there is no job to render" in err
+
+
+def test_render_manifests_takes_a_switch_document_and_checks_what_it_reads(switch_answer):
+    from cotune.errors import InputError
+    from cotune.k8s import JobOptions, render_manifests
+
+    answer = json.loads(switch_answer.read_text())
+    opts = JobOptions(name="cifar-2", image="i", command=("c",), kind="trainjob")
+    (job,) = render_manifests(answer, opts)
+    assert job["spec"]["trainer"]["numNodes"] * job["spec"]["trainer"]["numProcPerNode"] == answer["best"]["workers"]
+    code, out, _ = _cli("recommend", "cifar10-resnet18", *QUESTION, "--json")
+    rec = json.loads(out)
+    rec["plan"]["workers_per_host"] = [n + 1 for n in rec["plan"]["workers_per_host"]]  # a hand edit that no longer adds up
+    with pytest.raises(InputError, match=r"/plan/workers_per_host: adds up to \d+ workers, not the plan's \d+"):
+        render_manifests(rec, opts)
