@@ -138,8 +138,10 @@ class ProfileLockedError(StorageError):
 # torch.cuda.OutOfMemoryError (torch.OutOfMemoryError), TensorFlow's ResourceExhaustedError.
 _OOM_CLASS_NAMES = frozenset({"OutOfMemoryError", "ResourceExhaustedError"})
 # ... and texts of those raised as a plain RuntimeError: CUDA's, the CUDA driver's, Apple
-# MPS's ("MPS backend out of memory"), XLA's RESOURCE_EXHAUSTED, the host allocator's.
-_OOM_TEXTS = ("out of memory", "cuda_error_out_of_memory", "resource_exhausted", "can't allocate memory")
+# MPS's ("MPS backend out of memory"), XLA's ("RESOURCE_EXHAUSTED: Out of memory while
+# ..."), the host allocator's. Not a bare RESOURCE_EXHAUSTED: gRPC says it of a message
+# over its size limit, which no smaller batch on this GPU type fixes.
+_OOM_TEXTS = ("out of memory", "cuda_error_out_of_memory", "can't allocate memory")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -633,7 +633,8 @@ def test_out_of_memory_errors_are_told_by_class_name_or_text(exc) -> None:
     assert is_out_of_memory(exc)
 
 
-@pytest.mark.parametrize("exc", [ValueError("shapes do not match"), RuntimeError("NCCL timeout"), KeyError("memory")])
+@pytest.mark.parametrize("exc", [ValueError("shapes do not match"), RuntimeError("NCCL timeout"), KeyError("memory"),
+                                 RuntimeError("RESOURCE_EXHAUSTED: Received message larger than max (4194304 vs. 67108864)")])
 def test_other_errors_are_not_out_of_memory(exc) -> None:
     from cotune.errors import is_out_of_memory
 
