@@ -223,8 +223,8 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         "cotune.dev/workload": annotation_text(str(doc["workload"])),
         "cotune.dev/plan": f"{plan['workers']}x{annotation_text(plan['gpu'], limit=60)} ({plan['market']}) on {plan['hosts']} "
         f"host{'s' if plan['hosts'] != 1 else ''}, local batch {plan['local_batch']}",
-        "cotune.dev/predicted-time-s": f"{choice['time_s']:.0f}" if choice["time_s"] is not None else "unknown",
-        "cotune.dev/predicted-cost": f"{choice['cost']:.4g} {doc['cost_unit']}" if choice["cost"] is not None else "unknown",
+        "cotune.dev/predicted-time-s": f"{choice['time_s']:.0f}" if choice.get("time_s") is not None else "unknown",
+        "cotune.dev/predicted-cost": f"{choice['cost']:.4g} {doc['cost_unit']}" if choice.get("cost") is not None else "unknown",
     }
     # A prediction is a distribution: the interval and the chance travel with the job, so a
     # scheduler reading the manifest sees how sure the plan is, not only its median.

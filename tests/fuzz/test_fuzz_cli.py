@@ -298,3 +298,17 @@ def test_a_mutated_saved_answer_renders_or_is_one_error_line(answers, data):
 @given(data=st.data())
 def test_many_mutated_saved_answers_render_or_are_one_error_line(answers, data):
     _check_answer(answers, data)
+
+
+@pytest.mark.parametrize("kind", ["recommend", "switch"])
+def test_every_field_of_a_saved_answer_left_out_or_null_renders_or_is_one_error_line(answers, kind):
+    # Exhaustive where the generated door samples: a renderer that indexed a field the
+    # checks let through as optional (recommendation.time_s) crashed with exit 4.
+    doc = answers[kind]
+    saved = answers["dir"] / f"every-{kind}.json"
+    for path in _paths(doc):
+        for delete in (True, False):
+            saved.write_text(json.dumps(_mutated(doc, path, None, delete)))
+            argv = ["k8s", "--answer", str(saved), "--image", "i", "--command", "c"]
+            code, out, err = _run(argv)
+            check_cli_result([*argv, f"(path {path}, {'deleted' if delete else 'null'})"], code, out, err)
