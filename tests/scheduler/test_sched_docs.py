@@ -24,3 +24,6 @@ def test_python_scheduler_example_runs():
     with redirect_stdout(buf):
         runpy.run_path(str(REPO / "examples" / "scheduler_python.py"), run_name="__main__")
     assert "kind: PyTorchJob" in buf.getvalue() and "kueue.x-k8s.io/queue-name" in buf.getvalue()
+    # the second half: the job's out-of-memory re-planned, the switch rendered below that batch
+    assert "switch: the job ran out of memory at local batch" in buf.getvalue()
+    assert buf.getvalue().count("kind: PyTorchJob") == 2 and "name: cifar10-2" in buf.getvalue()
