@@ -194,6 +194,9 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
                        f"on one host or both across hosts): it is the prior, {SYNC_GROWTH_RATIO:g} x the two-worker sync cost "
                        f"per doubling, and intervals past {t.workers_range[1]} workers carry its spread over public clusters "
                        f"({lo:g}-{hi:g}); probe another worker count to measure it")
+    for gpu, batch in report.out_of_memory:
+        out.append(f"{gpu}: local batch {batch} ran out of memory (a failure record): recommend and replan search local "
+                   f"batches below it; a step measured at {batch} or above after it lifts the limit")
     out.append("")
     if report.notes:
         out += ["Left out of the fit:"] + [f"  - {n}" for n in report.notes] + [""]

@@ -151,6 +151,9 @@ class FitReport:
         ]
         return pd.DataFrame(rows, columns=columns)
     notes: tuple[str, ...] = ()  # step records left out as outliers
+    # (gpu, local batch) where the search stops: the smallest out-of-memory local batch on
+    # that GPU type that no later step superseded (cotune.profile.oom_superseded)
+    out_of_memory: tuple[tuple[str, int], ...] = ()
 
 
 def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, tick=lambda: None) -> TimeFitReport:
@@ -314,4 +317,7 @@ def validate_profile(
         acc, err = _accuracy_report(profile, tick, clean.evals), None
     except ModelError as exc:
         acc, err = None, str(exc)
-    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=clean.notes)
+    # The memory limits the search keeps (out-of-memory failure records no later step superseded).
+    limits = tuple((gpu, cap + 1) for gpu in profile.gpus if (cap := profile.max_local_batch(gpu)) is not None)
+    return FitReport(workload=profile.workload.name, time=times, accuracy=acc, accuracy_error=err, notes=clean.notes,
+                     out_of_memory=limits)

@@ -47,3 +47,17 @@ def test_the_terminal_and_json_reports_carry_the_coverage(tmp_path, capsys):
     assert main(["fit", str(path), "--json"]) == 0
     acc = json.loads(capsys.readouterr().out)["accuracy"]
     assert acc["interval_coverage"] == pytest.approx(1.0) and len(acc["loo_lower"]) == len(BATCHES)
+
+
+def test_the_report_names_the_memory_limit_the_search_keeps(tmp_path):
+    from cotune.cli._render import render_fit_report
+
+    oom = {"record": "failure", "gpu": "t4", "workers": 1, "local_batch": 128, "failure": "oom"}
+    recs = synthetic_records()
+    after = validate_profile(cotune.load_profile(str(write_jsonl(tmp_path / "a.jsonl", [*recs, oom]))))
+    assert after.out_of_memory == (("t4", 128),)
+    assert ("t4: local batch 128 ran out of memory (a failure record): recommend and replan search local batches below it"
+            in render_fit_report(after))
+    # the same out-of-memory before steps at 128 (a probe retried after a fix): no limit
+    before = validate_profile(cotune.load_profile(str(write_jsonl(tmp_path / "b.jsonl", [recs[0], oom, *recs[1:]]))))
+    assert before.out_of_memory == () and "ran out of memory" not in render_fit_report(before)
