@@ -155,17 +155,22 @@ def k8s_argv(draw, files) -> list[str]:
 
 
 def _check_k8s(files, data) -> None:
-    import yaml
-
     argv = data.draw(k8s_argv(files))
     with time_bound(argv):
         code, out, err = _run(argv)
     check_cli_result(argv, code, out, err)
-    if code == 0:  # what kubectl would read: one JSON list, or YAML documents, each an object with a valid name
-        docs = json.loads(out)["items"] if "--json" in argv else [d for d in yaml.safe_load_all(out) if d is not None]
-        assert docs and all(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") for d in docs), out[:500]
-        for d in docs:
-            assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", d["metadata"]["name"]), d["metadata"]
+    if code == 0:
+        _check_manifests(argv, out)
+
+
+def _check_manifests(argv: list[str], out: str) -> None:
+    """What kubectl would read: one JSON list, or YAML documents, each an object with a valid name."""
+    import yaml
+
+    docs = json.loads(out)["items"] if "--json" in argv else [d for d in yaml.safe_load_all(out) if d is not None]
+    assert docs and all(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") for d in docs), out[:500]
+    for d in docs:
+        assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", d["metadata"]["name"]), d["metadata"]
 
 
 @FAST
@@ -268,8 +273,6 @@ def _mutated(doc: Any, path: tuple, value: Any, delete: bool) -> Any:
 
 
 def _check_answer(answers, data) -> None:
-    import yaml
-
     from fuzz_helpers import JSON_VALUES
 
     kind = data.draw(st.sampled_from(["recommend", "switch"]))
@@ -283,8 +286,7 @@ def _check_answer(answers, data) -> None:
         code, out, err = _run(argv)
     check_cli_result(argv, code, out, err)
     if code == 0:
-        docs = json.loads(out)["items"] if "--json" in argv else [x for x in yaml.safe_load_all(out) if x is not None]
-        assert docs and all(isinstance(x, dict) and x.get("kind") for x in docs), out[:500]
+        _check_manifests(argv, out)
 
 
 @FAST
