@@ -107,11 +107,11 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
     decision = doc["decision"]
     if decision == "stay":
         raise InfeasibleError("the re-plan answer is 'stay': the job goes on where it runs, so there is no new job to "
-                              f"submit ({doc.get('reason', '')})")
+                              f"submit ({excerpt(doc.get('reason', ''), limit=300)})")
     if decision == "infeasible":
-        raise InfeasibleError(f"the re-plan answer is 'infeasible', so there is no job to render: {doc.get('reason', '')}")
+        raise InfeasibleError(f"the re-plan answer is 'infeasible', so there is no job to render: {excerpt(doc.get('reason', ''), limit=300)}")
     if decision != "switch":
-        raise InputError(f"the re-plan answer's decision is {decision!r}: expected 'stay', 'switch' or 'infeasible'")
+        raise InputError(f"the re-plan answer's decision is {excerpt(decision)}: expected 'stay', 'switch' or 'infeasible'")
     _fields(doc, ("best", "plan", "remaining_deadline_s", "cost_unit"),
             what="a re-plan answer renders from its 'plan', which answers since 2026-12-05 carry: ask again")
     best, plan = _object(doc["best"], "/best"), _object(doc["plan"], "/plan")

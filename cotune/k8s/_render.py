@@ -247,7 +247,9 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
 
 def _feasible(doc: Mapping[str, Any]) -> None:
     if doc.get("status") != "ok" or doc.get("plan") is None:
-        relax = "; ".join(doc.get("relax") or []) or "relax the constraints"
+        hints = doc.get("relax")
+        relax = "; ".join(map(str, hints)) if isinstance(hints, list) else ""
+        relax = " ".join(relax.split())[:500] or "relax the constraints"  # one line, whatever a saved answer holds
         raise InfeasibleError(f"nothing is feasible, so there is no job to render: {relax}")
 
 
