@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from cotune._request import DEFAULT_GPUS_PER_HOST, DEFAULT_MAX_CANDIDATES
 from cotune.cli._question import add_question_arguments, recommend_from_args
 
 __all__ = ["add_parser", "run"]
@@ -82,7 +83,9 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
 #: The question's options, which a saved answer already answered: given with --answer, they
 #: would be ignored, so they are refused (dest, option, default).
 _QUESTION = (("profile", "PROFILE", None), ("target", "--target", None), ("deadline", "--deadline", None),
-             ("max_workers", "--max-workers", None), ("cluster", "--cluster", None), ("price", "--price", None),
+             ("max_workers", "--max-workers", None), ("gpus_per_host", "--gpus-per-host", DEFAULT_GPUS_PER_HOST),
+             ("max_candidates", "--max-candidates", DEFAULT_MAX_CANDIDATES),
+             ("cluster", "--cluster", None), ("price", "--price", None),
              ("objective", "--objective", "cost"), ("confidence", "--confidence", None), ("gpu", "--gpu", None),
              ("local_batch", "--local-batch", None), ("hosts", "--hosts", "packed"), ("interval", "--interval", None),
              ("budget", "--budget", None), ("workers", "--workers", None), ("startup", "--startup", None),

@@ -123,6 +123,7 @@ def test_a_replan_with_nothing_to_submit_renders_nothing_and_exits_1(switch_answ
     (["k8s", "--answer", "ANSWER", "cifar10-resnet18", *JOB], "--answer renders a saved answer: leave out PROFILE"),
     (["k8s", "--answer", "ANSWER", "--deadline", "1h", "--objective", "time", *JOB],
      "leave out --deadline, --objective (the answer already holds the question it answered)"),
+    (["k8s", "--answer", "ANSWER", "--gpus-per-host", "8", *JOB], "leave out --gpus-per-host (the answer already"),
 ])
 def test_the_question_or_a_saved_answer_but_not_both(switch_answer, argv, needle):
     code, out, err = _cli(*[str(switch_answer) if a == "ANSWER" else a for a in argv])
