@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 
 from cotune.errors import InputError
 from cotune.profile import (
-    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path, read_profile,
+    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path,
+    oom_superseded, read_profile,
 )
 
 __all__ = ["DEFAULT_RETRY", "RETRY_KINDS", "ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
@@ -81,7 +82,9 @@ class ProfileState:
     workload: WorkloadRecord | None = None
     steps: dict[TimingKey, StepRecord] = field(default_factory=dict)
     failures: dict[TimingKey, FailureRecord] = field(default_factory=dict)
-    superseded: set[TimingKey] = field(default_factory=set)  # out-of-memory points a later step superseded
+    # Steps and failures in the order added (the profile's records(), then the session's
+    # appends): what oom_superseded reads, the solver's rule.
+    timing: list[StepRecord | FailureRecord] = field(default_factory=list)
     evals: dict[CurveKey, list[EvalRecord]] = field(default_factory=lambda: defaultdict(list))
     curves_done: dict[CurveKey, str] = field(default_factory=dict)
     noise: list[NoiseRecord] = field(default_factory=list)
@@ -93,8 +96,12 @@ class ProfileState:
 
     def oom_bound(self, gpu: str) -> int | None:
         """Smallest local batch that ran out of memory on ``gpu`` and that no later step
-        superseded (None: none did; :func:`cotune.profile.oom_superseded`, the solver's rule)."""
-        bounds = [k[3] for k, f in self.failures.items() if k[0] == gpu and f.failure == "oom" and k not in self.superseded]
+        superseded (None: none did; :func:`cotune.profile.oom_superseded`, the solver's rule).
+        A failure ``forget_failures`` dropped, or a later one of its point replaced, is not counted."""
+        failures = [r for r in self.timing if isinstance(r, FailureRecord)]
+        bounds = [f.local_batch for f, gone in zip(failures, oom_superseded(self.timing))
+                  if f.gpu == gpu and f.failure == "oom" and not gone
+                  and self.failures.get((f.gpu, f.workers, f.hosts, f.local_batch)) is f]
         return min(bounds) if bounds else None
 
     def forget_failures(self, kinds: frozenset[str]) -> int:
@@ -121,14 +128,10 @@ class ProfileState:
             self.workload = record
         elif isinstance(record, StepRecord):
             self.steps[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
-            # A step at a local batch supersedes the out-of-memory failures at or below it (in
-            # file order: add() is called in the order the session appends).
-            self.superseded.update(k for k, f in self.failures.items()
-                                   if f.failure == "oom" and k[0] == record.gpu and k[3] <= record.local_batch)
+            self.timing.append(record)
         elif isinstance(record, FailureRecord):
-            key = (record.gpu, record.workers, record.hosts, record.local_batch)
-            self.failures[key] = record
-            self.superseded.discard(key)
+            self.failures[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
+            self.timing.append(record)
         elif isinstance(record, EvalRecord):
             self.evals[(record.global_batch, record.seed)].append(record)
         elif isinstance(record, NoiseRecord):
@@ -167,15 +170,8 @@ def read_state(path: Path) -> ProfileState:
     if b"\n" not in head and len(head) <= 4 * MAX_LINE_CHARS:
         return state  # empty, or only a torn first line: nothing was recorded yet
     profile = read_profile(path)
-    for rec in profile.records():  # grouped by type: the file's order of steps and failures is in the flags below
+    for rec in profile.records():  # an order that keeps what supersedes an out-of-memory (Profile.records)
         state.add(rec)
-    flags = profile.oom_superseded or (False,) * len(profile.failures)
-    for f, gone in zip(profile.failures, flags):  # in file order: the last failure of a point decides
-        key = (f.gpu, f.workers, f.hosts, f.local_batch)
-        if gone:
-            state.superseded.add(key)
-        else:
-            state.superseded.discard(key)
     for data in _optional_lines(path):
         try:
             if data["record"] == "probe_cost":

@@ -123,15 +123,22 @@ class Profile:
         """GPU types with at least one step record, in first-seen order."""
         return tuple(dict.fromkeys(s.gpu for s in self.steps))
 
+    def _failures_by_supersession(self) -> tuple[list[FailureRecord], list[FailureRecord]]:
+        """(the out-of-memory failures a later step superseded, every other failure)."""
+        flags = self.oom_superseded or (False,) * len(self.failures)
+        gone = [f for f, g in zip(self.failures, flags) if g]
+        standing = [f for f, g in zip(self.failures, flags) if not g]
+        return gone, standing
+
     def records(self) -> Iterator[Record]:
         """Every record, workload first, in a stable order that keeps what the file's order
         said: an out-of-memory a later step superseded comes before the steps, every other
         failure after them (so :func:`oom_superseded` of a written copy is the same)."""
-        flags = self.oom_superseded or (False,) * len(self.failures)
+        gone, standing = self._failures_by_supersession()
         yield self.workload
-        yield from (f for f, gone in zip(self.failures, flags) if gone)
+        yield from gone
         yield from self.steps
-        yield from (f for f, gone in zip(self.failures, flags) if not gone)
+        yield from standing
         yield from self.evals
         yield from self.noise
 
@@ -161,8 +168,8 @@ class Profile:
     def max_local_batch(self, gpu: str) -> int | None:
         """Largest local batch below the smallest out-of-memory probe on ``gpu`` that no
         later step supersedes (None if none; :func:`oom_superseded`)."""
-        flags = self.oom_superseded or (False,) * len(self.failures)
-        ooms = [f.local_batch for f, gone in zip(self.failures, flags) if f.gpu == gpu and f.failure == "oom" and not gone]
+        _, standing = self._failures_by_supersession()
+        ooms = [f.local_batch for f in standing if f.gpu == gpu and f.failure == "oom"]
         return min(ooms) - 1 if ooms else None
 
     def to_frame(self, record: str | None = None) -> "pd.DataFrame":
@@ -182,9 +189,8 @@ class Profile:
         if wanted is None and any(self.oom_superseded):
             # Stacked, the rows keep what the file's order said (as records() does): an
             # out-of-memory a later step superseded comes before the steps.
-            flags = self.oom_superseded
-            order = [("failure", [f for f, gone in zip(self.failures, flags) if gone]), ("step", self.steps),
-                     ("eval", self.evals), ("failure", [f for f, gone in zip(self.failures, flags) if not gone]),
+            gone, standing = self._failures_by_supersession()
+            order = [("failure", gone), ("step", self.steps), ("eval", self.evals), ("failure", standing),
                      ("noise", self.noise)]
         frames = []
         for kind, recs in order:
