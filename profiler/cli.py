@@ -27,8 +27,14 @@ class _ArgError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # as cotune's own commands: cotune.cli._args.usage_hint
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgError(message)
+        from cotune.cli._args import usage_hint
+
+        raise _ArgError(usage_hint(self, message))
 
 
 def _int_list(text: str) -> list[int]:

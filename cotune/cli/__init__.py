@@ -26,12 +26,32 @@ _ARGV: ContextVar[list[str]] = ContextVar("cotune_argv", default=[])
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (``cotune: …``) and exit code 2."""
+    """argparse with one-line errors (``cotune: …``), the nearest spelling, exit code 2, and
+    no abbreviated options (``_args.usage_hint`` says why)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _command_parser(self) -> argparse.ArgumentParser | None:
+        """The subcommand's parser of the arguments being parsed: argparse hands the words a
+        subcommand did not know up to the top parser, whose options are not the ones meant."""
+        argv = _ARGV.get()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and argv and argv[0] in action.choices:
+                return action.choices[argv[0]]
+        return None
 
     def error(self, message: str) -> None:  # type: ignore[override]
         import re
 
+        from cotune.cli._args import usage_hint
         from cotune.cli._output import error
+
+        parser: argparse.ArgumentParser = self
+        if message.startswith("unrecognized arguments:"):
+            parser = self._command_parser() or self
+        message = usage_hint(parser, message)
 
         m = re.fullmatch(r"argument (--[\w-]+).*: expected one argument", message)
         if m:
@@ -40,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
             given = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == m.group(1)), None)
             if given is not None and given.startswith("-") and given[1:2].isdigit():
                 message += f", got {given!r}: write {m.group(1)}={given} for a value that starts with '-'"
-        error(f"{message} (see '{self.prog} --help')")
+        error(f"{message} (see '{parser.prog} --help')")
         raise SystemExit(EXIT_INPUT)
 
 

@@ -6,6 +6,8 @@ list, ``KEY=VALUE`` — through :mod:`cotune._checks` (finite, bounded, never Na
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 from typing import Any, Callable
 
 from cotune._checks import parse_key_number, parse_number, unique_pairs
@@ -23,6 +25,7 @@ __all__ = [
     "port",
     "positive_int",
     "unique_pairs",
+    "usage_hint",
     "whole_number",
 ]
 
@@ -109,3 +112,37 @@ def gpu_count(text: str) -> tuple[str | None, int]:
     if sep and not key.strip():
         raise InputError(f"expected N or GPU=N such as t4=8, got {text[:60]!r}")
     return (key.strip().lower() if sep else None), parse_number(num if sep else key, where="", integer=True)
+
+
+def _nearest(word: str, choices: list[str]) -> list[str]:
+    """At most two of ``choices`` near ``word``: close spellings first, then those it begins
+    (an abbreviation, which the parsers refuse: ``allow_abbrev=False``)."""
+    close = difflib.get_close_matches(word, choices, n=2, cutoff=0.7)
+    begun = [c for c in choices if c.startswith(word) and c != word] if len(word) > 2 else []
+    return list(dict.fromkeys(close + begun))[:2]
+
+
+def usage_hint(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's usage ``message`` with the nearest spelling the ``parser`` knows.
+
+    "unrecognized arguments: --gpus 8" gains "; did you mean --gpu or --gpus-per-host?" and
+    "invalid choice: 'pack'" gains "; did you mean 'packed'?". The parsers take no
+    abbreviations (``allow_abbrev=False``): a prefix such as ``--gpus`` bound silently to
+    ``--gpus-per-host``, and an option added later would change what an old script means.
+    """
+    m = re.fullmatch(r"unrecognized arguments: (.*)", message, flags=re.DOTALL)
+    if m:
+        options = sorted({s for a in parser._actions for s in a.option_strings if s.startswith("--")})
+        unknown = [t.split("=", 1)[0] for t in m.group(1).split() if t.startswith("--") and len(t) > 2]
+        if unknown:
+            near = _nearest(unknown[0], options)
+            if near:
+                return f"{message}; did you mean {' or '.join(near)}?"
+        return message
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if m:
+        choices = re.findall(r"'([^']*)'", m.group(2))
+        near = _nearest(m.group(1), choices)
+        if near:
+            return f"{message}; did you mean {' or '.join(repr(c) for c in near)}?"
+    return message
