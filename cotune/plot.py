@@ -8,13 +8,17 @@ suffix (:data:`PLOT_FORMATS`; PNG without one).
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import math
 import os
+import tempfile
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cotune.errors import InputError
+from cotune.errors import InputError, StorageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -58,14 +62,42 @@ def _figure(width: float, height: float) -> "Figure":
     return fig
 
 
+# Write errors of the machine, not of the path the user chose: exit 3 as for every file cotune
+# writes (cotune.errors.StorageError), not "choose a writable path" and exit 2.
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+
+
 def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
+    """Write ``fig`` to ``path`` whole or not at all: into a temporary file beside it, then
+    renamed over it, so a full disk or a kill mid-write leaves an earlier picture there intact
+    rather than a truncated one. A path that exists and is no regular file (``/dev/stdout``,
+    a pipe) is written directly: renaming over it would replace the device with a file."""
     if path is None:
         return
     fmt = plot_format(path)
+    text = os.fspath(path)
+    tmp: str | None = None
     try:
-        fig.savefig(os.fspath(path), format=fmt)
+        if os.path.exists(text) and not os.path.isfile(text):
+            buf = io.BytesIO()  # a pipe cannot seek, which a PNG writer does
+            fig.savefig(buf, format=fmt)
+            with open(text, "wb") as fh:
+                fh.write(buf.getvalue())
+            return
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(text)}.", suffix=".tmp",
+                                   dir=os.path.dirname(text) or ".")
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, format=fmt)
+        os.replace(tmp, text)
+        tmp = None
     except OSError as exc:
-        raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}; choose a writable path") from None
+        if exc.errno in _STORAGE_ERRNOS:
+            raise StorageError.from_os_error(exc, path=text, doing="write the plot") from None
+        raise InputError(f"cannot write the plot to {text}: {exc.strerror or exc}; choose a writable path") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _interval(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

@@ -52,6 +52,43 @@ def test_unwritable_plot_path_is_a_one_line_error(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "cannot write the plot" in err
 
 
+def test_a_full_disk_keeps_the_earlier_picture_whole_and_exits_3(tmp_path, capsys):
+    # The picture was written in place: a full disk left a truncated PNG where the last good
+    # one had been, and said "choose a writable path" with exit 2, as for a typo in the path.
+    from _fsfaults import fill, tmpfs
+
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=1800)
+    with tmpfs(tmp_path / "small", size_kib=512) as mount:
+        rec.plot(mount / "r.png")
+        before = (mount / "r.png").read_bytes()
+        fill(mount)
+        code = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--quiet",
+                     "--plot", str(mount / "r.png")])
+        err = capsys.readouterr().err
+        assert code == 3 and err.count("\n") == 1 and "cannot write the plot: No space left on device" in err, err
+        assert (mount / "r.png").read_bytes() == before
+        assert sorted(p.name for p in mount.iterdir()) == ["filler.bin", "r.png"]  # no temporary file left
+
+
+def test_a_plot_path_that_is_a_pipe_gets_the_picture(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        cotune.recommend("cifar10-resnet18", target=0.94).plot(fifo)  # a PNG writer seeks; a pipe cannot
+    finally:
+        if reader.is_alive():  # the write failed before opening the pipe: let the reader go
+            with open(fifo, "wb"):
+                pass
+        reader.join(timeout=60)
+    assert got and got[0][:8] == PNG and fifo.is_fifo()
+
+
 def test_plotting_does_not_touch_pyplot_state():
     import sys
 
