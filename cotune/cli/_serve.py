@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "serve",
         help="serve POST /v1/recommend, POST /v1/replan and GET /health over HTTP (extra: cotune[serve])",
         description="Serve the API over HTTP: POST /v1/recommend (docs/schema/recommend-request.v1.json), "
-        "POST /v1/replan (docs/schema/replan-request.v1.json), GET /health, OpenAPI at /openapi.json and /docs. Profiles are bundled examples or inline records; "
+        "POST /v1/replan (docs/schema/replan-request.v1.json), GET /health, GET /metrics (Prometheus), OpenAPI at /openapi.json and /docs. Profiles are bundled examples or inline records; "
         "reading files needs --profile-dir. See docs/scheduler.md.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     guard = "bearer token required" if token else "no authentication"
     run_server(
         create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
-        on_listen=lambda url: info(f"serving {url} (POST /v1/recommend and /v1/replan, GET /health; {guard}); Ctrl-C stops"),
+        on_listen=lambda url: info(f"serving {url} (POST /v1/recommend and /v1/replan, GET /health and /metrics; {guard}); Ctrl-C stops"),
     )
     return 0
 

@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/recommend`` (body: ``recommend-request.v1``; answer:
 ``recommend-response.v1``), ``POST /v1/replan`` (``replan-request.v1`` →
-``replan-response.v1``), ``GET /health``, ``GET /v1/schema/{name}``, and FastAPI's
+``replan-response.v1``), ``GET /health``, ``GET /metrics`` (Prometheus: ``_metrics``),
+``GET /v1/schema/{name}``, and FastAPI's
 ``/openapi.json`` and ``/docs``, whose schemas are the published JSON Schemas themselves.
 
 Every answer that is not a recommendation is an ``error.v1`` document. Bad input is
@@ -26,7 +27,7 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -200,6 +201,26 @@ def _ref(name: str) -> dict[str, Any]:
     return {"application/json": {"schema": {"$ref": f"#/components/schemas/{_COMPONENTS[name]}"}}}
 
 
+def _metrics(app: FastAPI, admission: Admission) -> Any:
+    """The app's :class:`~cotune.serve._metrics.ServiceMetrics`, or None without prometheus-client
+    (an install of fastapi and uvicorn alone: the service answers, ``/metrics`` says what to add)."""
+    try:
+        from cotune.serve._metrics import ServiceMetrics
+    except ImportError:
+        return None
+    from starlette.routing import Match
+
+    def route_of(scope: Any) -> str:
+        # The route's template, never the raw path: a scan of random paths adds no series.
+        for route in app.router.routes:
+            if route.matches(scope)[0] != Match.NONE:
+                return str(getattr(route, "path", "other"))
+        return "other"
+
+    return ServiceMetrics(version=__version__, routes=route_of, pending=lambda: admission.pending,
+                          candidates=lambda: admission.candidates_in_flight)
+
+
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """The FastAPI application (pass it to any ASGI server, or use ``cotune serve``)."""
     cfg = settings or ServiceSettings()
@@ -221,6 +242,12 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.state.admission = admission
     if cfg.token is not None:
         app.add_middleware(_BearerAuth, token=cfg.token)
+    metrics = _metrics(app, admission)
+    app.state.metrics = metrics
+    if metrics is not None:
+        from cotune.serve._metrics import CountedApp
+
+        app.add_middleware(CountedApp, metrics=metrics)  # added last: outermost, so a 401 is counted too
     error_responses = {
         status: {"description": text, "content": _ref("error.v1")}
         for status, text in (
@@ -246,6 +273,14 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     # HEAD as load balancers probe it; one route per method keeps OpenAPI's operation ids unique
     app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
 
+    @app.get("/metrics", include_in_schema=False)
+    def get_metrics(request: Request) -> Response:
+        if metrics is None:
+            return _error(501, "not_implemented", "this service counts nothing: /metrics needs prometheus-client, "
+                          "pip install 'cotune[serve]'")
+        body, content_type = metrics.exposition(request.headers.get("accept"))
+        return Response(body, media_type=content_type)
+
     @app.get("/v1/schema/{name}", summary="A published JSON Schema", responses={404: {"content": _ref("error.v1")}})
     def get_schema(name: str) -> Any:
         name = name[: -len(".json")] if name.endswith(".json") else name  # as the schema's own $id spells it
@@ -261,7 +296,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         responses={200: {"description": "A recommendation", "content": _ref("recommend-response.v1")}, **error_responses},
     )
     async def recommend(request: Request) -> Any:
-        return await answer(request, recommend_request)
+        return await answer(request, recommend_request, route="/v1/recommend")
 
     @app.post(
         "/v1/replan",
@@ -272,9 +307,9 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         responses={200: {"description": "A re-plan", "content": _ref("replan-response.v1")}, **error_responses},
     )
     async def replan(request: Request) -> Any:
-        return await answer(request, replan_request)
+        return await answer(request, replan_request, route="/v1/replan")
 
-    async def answer(request: Request, solve: Any) -> Any:
+    async def answer(request: Request, solve: Any, *, route: str) -> Any:
         """Read, parse and answer one request with ``solve`` (recommend_request or replan_request)."""
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
@@ -309,6 +344,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             return JSONResponse(error_document(exc), status_code=exc.status)
         except InputError as exc:  # a valid request that the solver refuses (e.g. a price for an unknown gpu)
             return JSONResponse(error_document(exc), status_code=422)
+        if metrics is not None:
+            metrics.answered(route, doc)
         return JSONResponse(doc)
 
     @app.exception_handler(StarletteHTTPException)
