@@ -98,8 +98,13 @@ def format_money(amount: float, *, priced: bool) -> str:
     """Dollars when prices were given, worker-hours (``w·h``) when they were not."""
     if not math.isfinite(amount):
         return "inf"
-    # Two decimals hide small jobs ($0.00): below 1, show three significant digits.
-    text = f"{amount:,.2f}" if abs(amount) >= 1 or amount == 0 else f"{amount:.3g}"
+    # Two decimals hide small jobs ($0.00): below 1, three significant digits — with their
+    # trailing zeros, so a column reads $0.490 under $0.464, not $0.49 (and $0.700, not $0.7).
+    if abs(amount) >= 1 or amount == 0:
+        text = f"{amount:,.2f}"
+    else:
+        decimals = 2 - math.floor(math.log10(abs(amount)))
+        text = f"{amount:.{decimals}f}" if round(abs(amount), decimals) < 1 else f"{amount:.2f}"
     return f"${text}" if priced else f"{text} w·h"
 
 

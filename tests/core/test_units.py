@@ -103,3 +103,20 @@ def test_money_at_least_is_never_below_the_amount_and_shows_what_format_money_sh
     shown = float(format_money(amount, priced=True)[1:].replace(",", ""))
     assert float(text[1:].replace(",", "")) - shown <= 10 ** -(len(text.split(".")[1])) + 1e-12
     assert format_money_at_least(amount, priced=False).endswith(" w·h")
+
+
+@pytest.mark.parametrize(("amount", "shown"), [(0.49, "$0.490"), (0.7, "$0.700"), (0.464, "$0.464"), (0.0144, "$0.0144"),
+                                               (0.1, "$0.100"), (0.9996, "$1.00"), (0.0, "$0.00"), (1234.5, "$1,234.50")])
+def test_money_below_a_dollar_keeps_three_significant_digits_with_their_trailing_zeros(amount, shown):
+    # "%.3g" printed $0.49 under $0.464 in the table's COST column, and $0.7 in the frontier.
+    from cotune.units import format_money
+
+    assert format_money(amount, priced=True) == shown
+
+
+@given(st.floats(min_value=1e-6, max_value=0.9994))
+def test_money_below_a_dollar_has_as_many_decimals_as_its_at_least_form(amount):
+    from cotune.units import format_money, format_money_at_least
+
+    decimals = len(format_money(amount, priced=True).split(".")[1])
+    assert decimals == len(format_money_at_least(amount, priced=True).split(".")[1]) or amount > 0.999
