@@ -126,7 +126,8 @@ def usage_hint(parser: argparse.ArgumentParser, message: str) -> str:
     """argparse's usage ``message`` with the nearest spelling the ``parser`` knows.
 
     "unrecognized arguments: --gpus 8" gains "; did you mean --gpu or --gpus-per-host?" and
-    "invalid choice: 'pack'" gains "; did you mean 'packed'?". The parsers take no
+    "invalid choice: 'pack'" gains "; did you mean 'packed'?". A parser's ``option_hints``
+    (option → text) say what a known mistake meant instead. The parsers take no
     abbreviations (``allow_abbrev=False``): a prefix such as ``--gpus`` bound silently to
     ``--gpus-per-host``, and an option added later would change what an old script means.
     """
@@ -134,6 +135,9 @@ def usage_hint(parser: argparse.ArgumentParser, message: str) -> str:
     if m:
         options = sorted({s for a in parser._actions for s in a.option_strings if s.startswith("--")})
         unknown = [t.split("=", 1)[0] for t in m.group(1).split() if t.startswith("--") and len(t) > 2]
+        hints: dict[str, str] = getattr(parser, "option_hints", {})  # a command's words for what was meant
+        if unknown and unknown[0] in hints:
+            return f"{message}; {hints[unknown[0]]}"
         if unknown:
             near = _nearest(unknown[0], options)
             if near:

@@ -65,6 +65,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         f"replacement delay; {DEFAULT_RESTART_S:g} s where it gives none)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+    # The running job's size is part of --current: "--workers 4" is what people write first.
+    current = "the running job's configuration is --current GPU:MARKET:WORKERS:LOCAL_BATCH, e.g. t4:on_demand:4:129"
+    p.option_hints = {"--workers": f"{current} (--max-workers caps the search)",  # type: ignore[attr-defined]
+                      "--market": current}
 
 
 def render(result) -> str:  # ReplanResult; untyped to keep imports lazy

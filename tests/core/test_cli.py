@@ -152,6 +152,14 @@ def test_a_misspelt_command_is_named_with_the_nearest_one(capsys):
     assert code == 2 and "did you mean 'recommend'?" in err and "(see 'cotune --help')" in err, err
 
 
+def test_replan_names_current_for_the_running_jobs_workers(capsys):
+    # --workers was an ambiguous prefix of --workers-lost and --workers-added; the nearest
+    # spelling would be one of them, and neither is what was meant.
+    code, _, err = run(capsys, "replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--workers", "4")
+    assert code == 2
+    assert "--workers 4; the running job's configuration is --current GPU:MARKET:WORKERS:LOCAL_BATCH" in err, err
+
+
 def test_the_profilers_options_take_no_abbreviation_either(capsys):
     # cotune profile has its own parser: --seed was read as --seeds.
     code, _, err = run(capsys, "profile", "--workload", "w.py:W", "--out", "p.jsonl", "--seed", "0")
