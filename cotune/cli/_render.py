@@ -28,12 +28,12 @@ def _row(mark: str, c: Choice, priced: bool, against: float | None = None) -> li
         format_duration(c.time_s),
         _span(*c.time_interval_s),
         format_money(c.cost, priced=priced),
-        _prob(c.p_success, against),
+        table_chance(c.p_success, against),
         ",".join(c.extrapolated) or "",
     ]
 
 
-def _prob(p: float | None, against: float | None = None) -> str:
+def table_chance(p: float | None, against: float | None = None) -> str:
     # Whole percentages, never 100 % or 0 % (the model is not certain of either); more digits
     # where whole ones would read as meeting a confidence it misses (99.85 % against 0.999).
     return format_chance(p, against=against, digits=0, percent=True)
@@ -76,7 +76,7 @@ def render_recommendation(rec: Recommendation) -> str:
             f"{format_money(c.cost, priced=rec.priced)}; predicted {one_line(rec.metric_name)} {fmt_num(c.metric)}.",
             f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}"
             f"{' within the budget' if rec.budget is not None else ''}: "
-            f"{_prob(c.p_success, rec.confidence)} (target reached at all: {_prob(c.p_reach)}).",
+            f"{table_chance(c.p_success, rec.confidence)} (target reached at all: {table_chance(c.p_reach)}).",
         ]
         savings = rec.savings()
         lines = []

@@ -73,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     from cotune.cli._output import table
+    from cotune.cli._render import table_chance
     from cotune.units import format_chance, format_duration, format_money
 
     q = result.confidence if result.confidence is not None else 0.5  # what each chance was judged against
@@ -85,7 +86,7 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         rows.append([
             label, c.gpu, c.market, str(c.workers), str(c.local_batch), f"{c.epochs:.1f}",
             format_duration(c.time_at_confidence_s if result.confidence else c.time_s), format_money(c.cost, priced=result.priced),
-            format_chance(p, against=q),
+            table_chance(p, against=q),  # as recommend's table: whole percentages
         ])
     # P(SUCCESS): of the remaining work, within the remaining deadline (restart included).
     head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", "TIME_Q" if result.confidence else "TIME", "COST",
