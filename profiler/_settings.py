@@ -100,10 +100,16 @@ class SessionSummary:
         names = ",".join(k for k, _ in self.skipped_failed)
         return f" ({n} of them failed before: {kinds}; --retry-failed {names} runs them again)"
 
+    @property
+    def all_failed(self) -> bool:
+        """Whether this run started probes and every one of them failed: it measured nothing
+        (``cotune profile`` exits 1 then, so a script does not go on as if it had)."""
+        return bool(self.ran) and self.failed >= self.ran
+
     def _all_failed(self) -> str:
         """A run whose every probe failed measured nothing: most often the workload's own
         error (the same one at every point), which a rerun would skip as done."""
-        if not self.ran or self.failed < self.ran:
+        if not self.all_failed:
             return ""
         kinds = ",".join(k for k in self.failed_kinds if k != "other") or "crash,timeout"
         return (f"\nevery probe of this run failed ({', '.join(self.failed_kinds)}): the lines above and the logs under "

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from cotune._checks import parse_key_number, parse_number, unique_pairs
-from cotune.errors import EXIT_INPUT, CotuneError, StorageError
+from cotune.errors import EXIT_INFEASIBLE, EXIT_INPUT, CotuneError, StorageError
 from cotune.units import parse_duration
 
 __all__ = ["main", "build_parser"]
@@ -98,6 +98,8 @@ def build_parser(prog: str = "cotune profile") -> argparse.ArgumentParser:
         prog=prog,
         description="Run timing probes (torchrun + DDP) and learning curves of a workload; append the results "
         "to a profile file. Run the same command again to continue an interrupted run.",
+        epilog="Exit codes: 0 ok (failed probes are records), 1 every probe of this run failed, 2 bad input, "
+        "3 the environment failed, 4 a bug in cotune, 130 interrupted. Docs: docs/profiler.md",
     )
     p.add_argument("--workload", required=True, metavar="FILE.py:NAME",
                    help="the workload: FILE.py:NAME or MODULE:NAME of a profiler.Workload (or profiler.tf.TFWorkload)")
@@ -263,7 +265,11 @@ def _run(args: argparse.Namespace) -> int:
         summary = run_session(args.workload, launcher=launcher, **common)
     if not args.quiet:
         print(summary.describe(), file=sys.stderr)
-    return 0
+    elif summary.all_failed:  # the one line --quiet keeps: the exit code alone would not say why
+        print(f"cotune: every probe of this run failed ({', '.join(summary.failed_kinds)}): the logs under "
+              f"{summary.out}.cotune/logs/ say why", file=sys.stderr)
+    # Failed probes are records, not errors; a run that measured nothing at all is not a success.
+    return EXIT_INFEASIBLE if summary.all_failed else 0
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> int:

@@ -169,6 +169,13 @@ def test_a_workload_file_that_fails_to_import_names_the_fix_for_its_cause(body, 
     assert not (tmp_path / "x.jsonl").exists()
 
 
+def _nothing_ran():
+    from profiler._settings import SessionSummary
+
+    return SessionSummary(out="p.jsonl", gpu="cpu", ran=0, failed=0, skipped_done=0, skipped_oom=0, skipped_budget=0,
+                          records_written=0, session_wall_s=0.0, probe_wall_s=0.0, probe_worker_s=0.0)
+
+
 @pytest.mark.parametrize(("flag", "grouped"), [([], True), (["--launch-per-point"], False)])
 def test_launch_per_point_reaches_the_session(flag, grouped, capsys, tmp_path, monkeypatch):
     import profiler._session
@@ -177,6 +184,7 @@ def test_launch_per_point_reaches_the_session(flag, grouped, capsys, tmp_path, m
 
     def fake_session(workload, **kwargs):
         seen.update(kwargs)  # nothing runs: only the arguments matter here
+        return _nothing_ran()
 
     monkeypatch.setattr(profiler._session, "run_session", fake_session)  # the CLI imports it when it runs
     code, _ = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
@@ -190,7 +198,7 @@ def test_retry_failed_reaches_the_session(flag, kinds, capsys, tmp_path, monkeyp
     import profiler._session
 
     seen = {}
-    monkeypatch.setattr(profiler._session, "run_session", lambda workload, **kwargs: seen.update(kwargs))
+    monkeypatch.setattr(profiler._session, "run_session", lambda workload, **kwargs: seen.update(kwargs) or _nothing_ran())
     code, _ = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
                        "--local-batch", "4", "--no-curves", "--quiet", *flag], capsys)
     assert code == 0 and seen["retry_failed"] == kinds

@@ -30,15 +30,17 @@ def test_oom_is_recorded_and_bounds_the_batch(tmp_path, capsys):
 def test_crash_on_every_rank_and_on_one_rank_are_recorded(tmp_path, capsys):
     out = tmp_path / "crash.jsonl"
     code, err = run_cli(["--workload", spec("crashing"), "--workers", "1", "--local-batch", "4", "--out", str(out),
-                         "--no-curves", *FAST], capsys)
-    assert code == 0, err
+                         "--no-curves", "--quiet", *FAST], capsys)
+    # The run measured nothing: exit 1 (it was 0, and with --quiet nothing said so either).
+    assert code == 1, err
+    assert err.count("\n") == 1 and err.startswith("cotune: every probe of this run failed (crash): the logs under "), err
     (failure,) = read_profile(out).failures
     assert failure.failure == "crash" and "boom: the model factory is broken" in failure.message
 
     out2 = tmp_path / "crash2.jsonl"
     code, err = run_cli(["--workload", spec("rank1_crashing"), "--workers", "2", "--local-batch", "4,8",
                          "--out", str(out2), "--no-curves", *FAST], capsys)
-    assert code == 0, err
+    assert code == 1 and "every probe of this run failed (crash)" in err, err
     profile = read_profile(out2)
     assert [(f.workers, f.local_batch, f.failure) for f in profile.failures] == [(2, 4, "crash"), (2, 8, "crash")]
     assert all("boom on rank 1 only" in f.message for f in profile.failures)
@@ -52,7 +54,7 @@ def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
     code, err = run_cli(["--workload", spec("hanging"), "--workers", "2", "--local-batch", "4",
                          "--probe-timeout", "8s", "--out", str(out), "--no-curves", *FAST], capsys)
     took = time.monotonic() - began
-    assert code == 0, err
+    assert code == 1 and "every probe of this run failed (timeout)" in err, err
     (failure,) = read_profile(out).failures
     assert failure.failure == "timeout" and failure.workers == 2
     assert "--probe-timeout" in failure.message
