@@ -4,7 +4,7 @@
   operators name Services after the job, and Services need DNS-1035: a name must start
   with a letter (``1job`` is refused; a workload called ``3d-unet`` becomes ``job-3d-unet``);
 * label keys (an optional DNS-subdomain prefix and a name) and values (63 characters);
-* container images: no whitespace or control characters (a newline would end the YAML value);
+* container images: a reference the container runtime parses (``_IMAGE``; a newline would end the YAML value);
 * annotation values quoting user text (a workload's name): printable and short.
 """
 
@@ -23,7 +23,16 @@ _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+# An image reference as the container runtimes parse it (the distribution project's grammar,
+# github.com/distribution/reference): [host[:port]/]path[:tag][@digest], path components
+# lower case. A reference outside it (MyOrg/Train, a tag of 200 characters, "img:") is applied
+# by kubectl and then fails at every pod's start as InvalidImageName, after the job was admitted.
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_HOST_PART = r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
+_HOST = rf"(?:{_HOST_PART}(?:\.{_HOST_PART})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}"
+_IMAGE = re.compile(rf"(?:(?P<host>{_HOST})/)?(?P<path>{_PATH_PART}(?:/{_PATH_PART})*)(?::(?P<tag>[\w][\w.-]{{0,127}}))?"
+                    rf"(?:@(?P<digest>{_DIGEST}))?")
 
 
 def check_name(value: str, *, what: str = "name", limit: int = JOB_NAME_MAX) -> str:
@@ -70,11 +79,31 @@ def check_label_value(value: str, *, what: str) -> str:
 
 
 def check_image(value: str) -> str:
-    if not (isinstance(value, str) and 0 < len(value) <= 500 and _IMAGE.fullmatch(value)):
-        raise InputError(
-            f"image {excerpt(value)} is not a container image reference (no spaces or control characters, at most "
-            "500 characters): e.g. ghcr.io/me/train:1.0"
-        )
+    """``value`` if the container runtime can parse it as an image reference (``_IMAGE``)."""
+    example = "e.g. ghcr.io/me/train:1.0"
+    if not (isinstance(value, str) and 0 < len(value) <= 500 and value.isprintable() and " " not in value):
+        raise InputError(f"image {excerpt(value)} is not a container image reference (no spaces or control characters, "
+                         f"at most 500 characters): {example}")
+    m = _IMAGE.fullmatch(value)
+    first, slash, _ = value.partition("/")
+    if m is None or len(m.group("path")) + len(m.group("host") or "") + 1 > 255:
+        tag = value.rpartition("@")[0] if "@" in value else value
+        tag = tag.rpartition(":")[2] if ":" in tag.rpartition("/")[2] else ""
+        if m is not None:
+            why = "the registry and repository path are at most 255 characters"
+        elif _IMAGE.fullmatch(value.lower()) and value.lower() != value:
+            why = "the repository path is lower case"
+        elif len(tag) > 128:
+            why = "a tag is at most 128 characters"
+        else:
+            why = "[registry[:port]/]path[:tag][@sha256:digest], the path in lower-case letters, digits and . _ -"
+        raise InputError(f"image {excerpt(value)} is not a container image reference ({why}): {example}")
+    if slash and first.lower() != first and not any(c in first for c in ".:") and first != "localhost":
+        # The runtimes read a first component with capitals as a registry's host name (and
+        # fail to resolve it); a repository path is lower case.
+        raise InputError(f"image {excerpt(value)}: {first!r} would be read as a registry host, and a repository path is "
+                         f"lower case: write {value.lower().split(':')[0] + (':' + value.split(':', 1)[1] if ':' in value else '')!r}"
+                         f" or name the registry ({example})")
     return value
 
 

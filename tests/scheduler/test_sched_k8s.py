@@ -115,6 +115,32 @@ def test_infeasible_and_bad_names_are_errors():
             JobOptions(name=bad, image="i")
 
 
+@pytest.mark.parametrize("image", [
+    "train", "python:3.11-slim", "ghcr.io/me/train:1.0", "nvcr.io/nvidia/pytorch:24.01-py3", "localhost:5000/a/b:latest",
+    "registry.example.com:5000/a_b/c__d/e-f:v1.2", "me/train@sha256:" + "0" * 64, "me/train:TAG_ok.1", "[::1]:5000/img",
+])
+def test_image_references_the_runtimes_parse_are_taken(image):
+    assert JobOptions(name="t", image=image).image == image
+
+
+@pytest.mark.parametrize(("image", "needle"), [
+    # kubectl applied these; every pod then failed to start with InvalidImageName.
+    ("me/Train:1", "the repository path is lower case"),
+    ("ghcr.io/Me/train", "the repository path is lower case"),
+    ("MyOrg/train:1", "'MyOrg' would be read as a registry host, and a repository path is lower case: write 'myorg/train:1'"),
+    ("img:", "[registry[:port]/]path[:tag]"),
+    ("a//b", "[registry[:port]/]path[:tag]"),
+    ("me/train:-x", "[registry[:port]/]path[:tag]"),
+    ("me/train:" + "t" * 129, "a tag is at most 128 characters"),
+    ("r.io/" + "x" * 300, "at most 255 characters"),
+    ("me/train:1\nkind: Secret", "no spaces or control characters"),
+])
+def test_an_image_reference_the_runtimes_refuse_is_named_with_the_rule(image, needle):
+    with pytest.raises(InputError) as info:
+        JobOptions(name="t", image=image)
+    assert needle in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
 @settings(max_examples=200, deadline=None)
 @given(gph=st.integers(1, 8), workers=st.integers(1, 64), data=st.data())
 def test_layout_invariants(gph, workers, data):
