@@ -106,13 +106,23 @@ def read_token(path: str) -> str:
             raw = fh.read(4097)
     except OSError as exc:
         raise InputError(f"--token-file {excerpt(path)}: cannot read it ({exc.strerror}): give a readable file holding the token") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        # Notepad's "UTF-8" writes a byte-order mark first: invisible in an editor, and every
+        # client's header would then be refused. The token itself is what follows it.
+        raw = raw[3:]
     try:
         token = raw.decode("ascii").strip()
     except UnicodeDecodeError:
         token = ""
     if not token or len(raw) > 4096 or not token.isprintable() or any(c.isspace() for c in token):
+        from cotune._checks import not_text_reason
+
+        why = ("it is empty" if not raw.strip() else "it holds more than 4,096 bytes" if len(raw) > 4096
+               else "it holds several lines" if len(raw.strip().splitlines()) > 1
+               else "it holds a space" if " " in token or "\t" in token
+               else not_text_reason(raw) or "it holds characters other than printable ASCII")
         raise InputError(
-            f"--token-file {excerpt(path)}: must hold one token of 1 to 4096 printable ASCII characters without spaces; "
+            f"--token-file {excerpt(path)}: {why}; it must hold one token of 1 to 4096 printable ASCII characters without spaces; "
             "e.g. write the output of 'openssl rand -hex 32' into it"
         )
     return token

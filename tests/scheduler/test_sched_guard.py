@@ -162,12 +162,23 @@ def test_serve_warns_when_exposed_without_a_token_and_fails_cleanly_when_it_cann
     assert "cannot listen on" in lines[1] and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("content", [b"", b"   \n", b"\xff\xfe", b"two words\n"])
-def test_serve_refuses_an_unusable_token_file(tmp_path, content):
+@pytest.mark.parametrize(("content", "why"), [(b"", "it is empty"), (b"   \n", "it is empty"),
+                                            (b"\xff\xfea\x00", "UTF-16 text"), (b"two words\n", "it holds a space"),
+                                            (b"abc\r\ndef\r\n", "it holds several lines"),
+                                            ("t\u00f6ken".encode(), "characters other than printable ASCII")])
+def test_serve_refuses_an_unusable_token_file_and_says_why(tmp_path, content, why):
     path = tmp_path / "token"
     path.write_bytes(content)
     r = _cotune("serve", "--token-file", str(path), "--port", "8000")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--token-file" in r.stderr, r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--token-file" in r.stderr and why in r.stderr, r.stderr
+
+
+def test_a_token_file_saved_with_a_byte_order_mark_holds_the_token_after_it(tmp_path):
+    # Notepad's UTF-8 writes EF BB BF first: the file was refused as "not printable ASCII".
+    from cotune.cli._serve import read_token
+
+    (tmp_path / "t").write_bytes(b"\xef\xbb\xbf" + TOKEN.encode() + b"\r\n")
+    assert read_token(str(tmp_path / "t")) == TOKEN
 
 
 def test_read_token_strips_the_newline(tmp_path):
