@@ -34,6 +34,9 @@ __all__ = ["CountedApp", "ServiceMetrics", "LATENCY_BUCKETS_S"]
 #: large solve that waited for its turn.
 LATENCY_BUCKETS_S: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
+# HTTP servers pass any token as a method ("FOO / HTTP/1.1"): a label per method sent would
+# let a client grow the series without bound, so the rest count as "other".
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
 # An error body is a few hundred bytes; past this the code is not read (the label stays empty).
 _MAX_ERROR_BODY = 64 * 1024
 
@@ -103,7 +106,8 @@ class CountedApp:
         try:
             await self.app(scope, receive, watch)
         finally:  # a bug's exception goes on to the 500 handler outside: counted as 500 here
-            m.requests.labels(route=route, method=str(scope.get("method", ""))[:16], status=str(seen["status"]),
+            method = str(scope.get("method", ""))
+            m.requests.labels(route=route, method=method if method in _METHODS else "other", status=str(seen["status"]),
                               code=_error_code(seen["body"])).inc()
 
 

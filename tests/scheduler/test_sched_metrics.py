@@ -73,6 +73,14 @@ def test_unknown_paths_add_one_series_not_one_per_path():
     assert routes == {"other", "/v1/schema/{name}"}
 
 
+def test_made_up_methods_add_one_series_not_one_per_method():
+    client = TestClient(create_app())
+    for i in range(20):
+        assert client.request(f"X{uuid.uuid4().hex[:8].upper()}", "/health").status_code == 405
+    methods = {dict(ls)["method"] for (n, ls) in samples(client.get("/metrics").text) if n == "cotune_requests_total"}
+    assert methods == {"other"}
+
+
 def test_metrics_need_the_token_and_the_refusals_are_counted():
     client = TestClient(create_app(ServiceSettings(token=TOKEN)))
     assert client.get("/metrics").status_code == 401
