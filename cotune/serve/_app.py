@@ -22,6 +22,8 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +151,37 @@ class _BearerAuth:
         await response(scope, receive, send)
 
 
+# A client's X-Request-ID is echoed when it is a plain token; anything else (too long, spaces,
+# control characters that would forge log lines) is replaced by a fresh one.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+
+
+class _RequestId:
+    """Pure ASGI middleware: every answer carries ``X-Request-ID`` — the client's (a
+    scheduler's trace id) when it sent a plain one, else a fresh UUID — and the id is in
+    ``request.state.request_id`` for the log line of a bug (the 500 handler adds it too)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v for k, v in scope.get("headers", ()) if k == b"x-request-id"), b"")
+        text = given.decode("latin-1")
+        request_id = text if _REQUEST_ID.fullmatch(text) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def tagged(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"x-request-id"]
+                message = {**message, "headers": [*headers, (b"x-request-id", request_id.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, tagged)
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -247,7 +280,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     if metrics is not None:
         from cotune.serve._metrics import CountedApp
 
-        app.add_middleware(CountedApp, metrics=metrics)  # added last: outermost, so a 401 is counted too
+        app.add_middleware(CountedApp, metrics=metrics)  # outside the token check, so a 401 is counted too
+    app.add_middleware(_RequestId)  # outermost: every answer carries the id
     error_responses = {
         status: {"description": text, "content": _ref("error.v1")}
         for status, text in (
@@ -355,8 +389,11 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:  # a bug: log it, answer a clean 500
-        _log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse(error_document(exc), status_code=500)
+        # Answered outside the middleware (Starlette's outermost layer): the id is added here.
+        request_id = getattr(request.state, "request_id", None)
+        _log.exception("unhandled error on %s %s (request %s)", request.method, request.url.path, request_id)
+        return JSONResponse(error_document(exc), status_code=500,
+                            headers=None if request_id is None else {"X-Request-ID": request_id})
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
