@@ -25,6 +25,7 @@ __all__ = [
     "CotuneError",
     "InputError",
     "ProfileError",
+    "ProfileNotFoundError",
     "ModelError",
     "InfeasibleError",
     "StorageError",
@@ -69,6 +70,11 @@ class ProfileError(InputError):
         super().__init__(where + message)
         self.path = path
         self.line = line
+
+
+class ProfileNotFoundError(ProfileError):
+    """The profile named is neither a file nor a bundled example (``unknown_profile`` in an
+    ``error.v1`` document, as the HTTP service says of a name it does not know)."""
 
 
 class ModelError(InputError):

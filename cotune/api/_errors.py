@@ -35,14 +35,25 @@ class LimitError(RequestError):
         super().__init__(message, path=path, status=status, code=code)
 
 
-def error_document(exc: BaseException) -> dict[str, Any]:
-    """The JSON body of an error answer (schema: ``docs/schema/error.v1.json``)."""
+def error_document(exc: BaseException, *, internal_message: str | None = None) -> dict[str, Any]:
+    """The JSON body of an error answer (schema: ``docs/schema/error.v1.json``): of the HTTP
+    service, and of a CLI command run with ``--json``. ``internal_message`` replaces the
+    service's text for a bug (the CLI names the file that keeps its traceback)."""
+    from cotune._checks import BadValue
+    from cotune.errors import ProfileError, ProfileNotFoundError, StorageError
+
     if isinstance(exc, RequestError):
         code, message, path = exc.code, exc.detail, exc.path
+    elif isinstance(exc, BadValue) and exc.where.startswith("/"):  # a request field, by its pointer
+        code, message, path = "invalid_request", str(exc), exc.where
+    elif isinstance(exc, ProfileError):
+        code, message, path = ("unknown_profile" if isinstance(exc, ProfileNotFoundError) else "invalid_profile"), str(exc), None
     elif isinstance(exc, InputError):
         code, message, path = "invalid_request", str(exc), None
+    elif isinstance(exc, StorageError):  # a file cotune writes could not be written (CLI exit 3)
+        code, message, path = "storage_error", str(exc), None
     else:
-        code, message, path = "internal_error", "internal error: the server logged it; please report it", None
+        code, message, path = "internal_error", internal_message or "internal error: the server logged it; please report it", None
     return {
         "schema_version": ERROR_SCHEMA_VERSION,
         "status": "error",

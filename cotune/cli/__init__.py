@@ -14,7 +14,7 @@ import warnings
 from contextvars import ContextVar
 from typing import Sequence
 
-from cotune.errors import EXIT_INPUT, EXIT_INTERNAL, CotuneError
+from cotune.errors import EXIT_INPUT, EXIT_INTERNAL, CotuneError, InfeasibleError, InputError
 
 __all__ = ["main", "build_parser"]
 
@@ -52,6 +52,7 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments:"):
             parser = self._command_parser() or self
         message = usage_hint(parser, message)
+        _error_json(InputError(f"{message} (see '{parser.prog} --help')"))
 
         m = re.fullmatch(r"argument (--[\w-]+).*: expected one argument", message)
         if m:
@@ -62,6 +63,30 @@ class _Parser(argparse.ArgumentParser):
                 message += f", got {given!r}: write {m.group(1)}={given} for a value that starts with '-'"
         error(f"{message} (see '{parser.prog} --help')")
         raise SystemExit(EXIT_INPUT)
+
+
+def _error_json(exc: BaseException, *, message: str | None = None) -> None:
+    """With ``--json`` among the arguments, the failure as an ``error.v1`` document on stdout
+    too — the body the HTTP service answers with — so a script that parses stdout always gets
+    JSON; the one line on stderr and the exit code stay as without it."""
+    argv = _ARGV.get()
+    if "--json" not in (argv[: argv.index("--")] if "--" in argv else argv) or argv[:1] == ["k8s"]:
+        # k8s's stdout goes to kubectl apply: it stays empty on failure (docs/scheduler.md).
+        return
+    if isinstance(exc, InfeasibleError):  # exit 1 is an answer, not an error: its own document says why
+        return
+    from cotune.api import error_document
+    from cotune.cli._output import emit_json, json_emitted
+
+    if json_emitted():  # the answer is out: one document on stdout, never two
+        return
+    doc = error_document(exc, internal_message=message)
+    if message is not None:
+        doc["error"]["message"] = " ".join(message.split())
+    try:
+        emit_json(doc)
+    except OSError:  # stdout closed or full: the line on stderr and the exit code still say it
+        pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +125,9 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    from cotune.cli._output import error
+    from cotune.cli._output import error, forget_emitted
+
+    forget_emitted()
 
     # `cotune profile` forwards its arguments untouched to the profiler's own parser.
     if args_list[:1] == ["profile"]:
@@ -128,7 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # A request field judged later, against the profile (a cap for an unprofiled gpu),
         # reads with its option name too (/max_workers/a100 -> --max-workers a100).
-        error(str(cli_error(exc)))
+        shown = str(cli_error(exc))
+        error(shown)
+        _error_json(exc, message=shown)
         return exc.exit_code
     except KeyboardInterrupt:
         error("interrupted")
@@ -142,5 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         from cotune.cli._output import internal_error
 
-        error(internal_error(exc, ["cotune", *_ARGV.get()]))
+        line = internal_error(exc, ["cotune", *_ARGV.get()])
+        error(line)
+        _error_json(exc, message=line)
         return EXIT_INTERNAL

@@ -61,9 +61,25 @@ def emit(text: str = "", *, stream: TextIO | None = None) -> None:
     print(terminal_safe(text), file=stream or sys.stdout)
 
 
+# Whether this command has printed its JSON answer: a failure after it (a plot that cannot be
+# written) must not add a second document to stdout (cotune.cli._error_json).
+_EMITTED: list[bool] = []
+
+
 def emit_json(obj: Any) -> None:
+    _EMITTED.append(True)
     json.dump(obj, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def json_emitted() -> bool:
+    """Whether :func:`emit_json` has printed a document in this command."""
+    return bool(_EMITTED)
+
+
+def forget_emitted() -> None:
+    """A new command begins (``cotune.cli.main``; tests call it many times in one process)."""
+    _EMITTED.clear()
 
 
 def error(message: str) -> None:

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, unique_keys
-from cotune.errors import ProfileError, ProfileLockedError, StorageError
+from cotune.errors import ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
     FailureRecord,
@@ -508,7 +508,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         guess = nearest_example(text)
         hint = ("check the path, or run 'cotune examples' for bundled profiles" if guess is None else
                 f"check the path; the bundled example of the nearest name is '{guess}' (cotune examples lists them)")
-        raise ProfileError(f"no such file: {hint}", path=shown) from None
+        raise ProfileNotFoundError(f"no such file: {hint}", path=shown) from None
     except UnicodeDecodeError:
         why = not_text_reason(p)
         raise ProfileError(f"{why}; a profile is JSON Lines" if why else "not UTF-8 text: a profile is JSON Lines",

@@ -167,6 +167,56 @@ def test_the_profilers_options_take_no_abbreviation_either(capsys):
     assert "unrecognized arguments: --seed 0; did you mean --seeds? (see 'cotune profile --help')" in err, err
 
 
+def _error_doc(out: str) -> dict:
+    import jsonschema
+
+    from cotune.api import schema
+
+    doc = json.loads(out)  # one document: json.loads refuses two
+    jsonschema.Draft202012Validator(schema("error.v1")).validate(doc)
+    return doc["error"]
+
+
+@pytest.mark.parametrize(("argv", "code_name", "exit_code"), [
+    (["recommend", "no-such-profile", "--target", "0.9"], "unknown_profile", 2),
+    (["recommend", "cifar10-resnet18", "--target", "0.9", "--frobnicate"], "invalid_request", 2),
+    (["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--current", "t4:4:129", "--epochs-done",
+      "-3"], "invalid_request", 2),
+    (["fit", "BAD_PROFILE"], "invalid_profile", 2),
+])
+def test_with_json_a_failure_is_an_error_document_on_stdout_too(capsys, tmp_path, argv, code_name, exit_code):
+    # A script that parses stdout got nothing to parse: the error was only a line on stderr.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"record": "workload", "name": "x", "dataset_size": -5}\n')
+    argv = [str(bad) if a == "BAD_PROFILE" else a for a in argv]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == exit_code and err.count("\n") == 1
+    doc = _error_doc(out)
+    assert doc["code"] == code_name and doc["message"] == err[len("cotune: "):].strip()
+    code, out, err = run(capsys, *argv)  # without --json stdout stays empty
+    assert code == exit_code and out == ""
+
+
+def test_with_json_a_file_that_cannot_be_written_is_a_storage_error_document(capsys):
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--plot", "/dev/full", "--json")
+    assert code == 3 and _error_doc(out)["code"] == "storage_error" and "No space left" in err
+
+
+def test_with_json_a_bug_is_an_internal_error_document_naming_the_traceback_file(capsys, monkeypatch):
+    import cotune.cli._recommend
+
+    def broken(args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cotune.cli._recommend, "run", broken)
+    monkeypatch.delenv("COTUNE_DEBUG", raising=False)
+    code, out, err = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--json")
+    doc = _error_doc(out)
+    assert code == 4 and doc["code"] == "internal_error" and "cotune-crash-" in doc["message"]
+    assert doc["message"] == err[len("cotune: "):].strip()
+
+
 def test_profile_without_eval_records_says_how_to_get_them(capsys, tmp_path):
     recs = [r for r in synthetic_records() if r["record"] != "eval"]
     path = write_jsonl(tmp_path / "noeval.jsonl", recs)

@@ -155,6 +155,12 @@ def check_cli_result(argv: list[str], code: int, out: str, err: str) -> None:
     problems = [line for line in lines if not line.startswith("cotune: warning: ")]
     if code == 2:
         assert len(problems) == 1 and problems[0].startswith("cotune: "), f"exit 2 without one error line for {shown}: {err[-800:]}"
+        if "--json" in argv and argv[:1] != ["k8s"]:  # the failure as one error.v1 document on stdout too
+            doc = json.loads(out)
+            assert doc["status"] == "error" and doc["error"]["message"] == problems[0][len("cotune: "):], (
+                f"exit 2 with --json: stdout is not the error document for {shown}: {out[-300:]}")
+        else:
+            assert not out.strip(), f"exit 2 with output on stdout for {shown}: {out[-300:]}"
     elif code == 1 and argv[:1] == ["k8s"]:
         # Nothing feasible has no manifest: stdout (piped to kubectl apply) stays empty and
         # the one line that says why goes to stderr (docs/scheduler.md).
