@@ -13,7 +13,7 @@ import errno
 import io
 import math
 import os
-import tempfile
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -84,9 +84,13 @@ def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
             with open(text, "wb") as fh:
                 fh.write(buf.getvalue())
             return
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(text)}.", suffix=".tmp",
-                                   dir=os.path.dirname(text) or ".")
+        tmp = os.path.join(os.path.dirname(text) or ".", f".{os.path.basename(text)}.{uuid.uuid4().hex[:12]}.tmp")
+        # 0o666 less the umask, as open() would make the picture (mkstemp's 0o600 would hide it
+        # from a web server that serves it); a picture replaced keeps its own mode.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as fh:
+            if os.path.isfile(text) and hasattr(os, "fchmod"):  # not on Windows before Python 3.13
+                os.fchmod(fh.fileno(), os.stat(text).st_mode & 0o7777)
             fig.savefig(fh, format=fmt)
         os.replace(tmp, text)
         tmp = None

@@ -70,6 +70,22 @@ def test_a_full_disk_keeps_the_earlier_picture_whole_and_exits_3(tmp_path, capsy
         assert sorted(p.name for p in mount.iterdir()) == ["filler.bin", "r.png"]  # no temporary file left
 
 
+def test_a_replaced_picture_keeps_its_mode_and_a_new_one_gets_the_umasks(tmp_path):
+    # Written through a temporary file, the picture would get mkstemp's 0600.
+    import os
+    import stat
+
+    rec = cotune.recommend("cifar10-resnet18", target=0.94)
+    rec.plot(tmp_path / "new.png")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.png").st_mode) == 0o666 & ~umask
+    os.chmod(tmp_path / "new.png", 0o640)
+    rec.plot(tmp_path / "new.png")
+    assert stat.S_IMODE(os.stat(tmp_path / "new.png").st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["new.png"]
+
+
 def test_a_plot_path_that_is_a_pipe_gets_the_picture(tmp_path):
     import os
     import threading
