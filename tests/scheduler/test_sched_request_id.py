@@ -48,3 +48,18 @@ def test_a_bug_is_a_clean_500_with_the_id_in_the_header_and_the_log(monkeypatch,
     body = r.json()
     assert body["status"] == "error" and body["error"]["code"] == "internal_error"
     assert any("(request trace-500)" in rec.getMessage() for rec in caplog.records)
+
+
+@pytest.mark.slow  # starts a real server
+def test_the_http_example_plans_through_a_real_server_and_reads_its_request_id():
+    import subprocess
+    import sys
+
+    from sched_server import REPO, running_server
+
+    with running_server() as url:
+        done = subprocess.run([sys.executable, str(REPO / "examples" / "scheduler_http.py"), url],
+                              capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("ok ") and "x t4, local batch" in done.stdout
+    assert done.stdout.rstrip().endswith("(request example-job-1)"), done.stdout
