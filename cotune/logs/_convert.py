@@ -121,7 +121,42 @@ def _global_batch(log: LogData, opts: ImportOptions) -> int:
     said = ""
     if "train_batch_size" in log.facts:
         said = f" ({log.source} says train_batch_size {int(log.facts['train_batch_size'])} per process, before gradient accumulation)"
-    raise InputError(f"the log does not state the run's global batch{said}: pass --global-batch B (or --workers N --local-batch b)")
+    raise InputError(f"the log does not state the run's global batch{said}: pass --global-batch B (or --workers N --local-batch b)"
+                     + _implied_global_batch(log, opts.dataset_size))
+
+
+def _implied_global_batch(log: LogData, dataset_size: int | None) -> str:
+    """A hint, not a guess acted on: the global batch the log's own epoch counter implies
+    (its steps per epoch, read at the point furthest into training, against ``dataset_size``),
+    a multiple of the per-process batch the log states when it states one; "" when the log
+    counts no epochs or the numbers do not agree on a whole multiple."""
+    if not dataset_size:
+        return ""
+    far: tuple[float, float] | None = None
+    for s in log.series.values():
+        if s.epoch is None:
+            continue
+        ok = np.isfinite(s.step) & np.isfinite(s.epoch) & (s.step > 0) & (s.epoch > 0)
+        if np.any(ok):
+            i = int(np.argmax(np.where(ok, s.epoch, -np.inf)))
+            if far is None or s.epoch[i] > far[0]:
+                far = (float(s.epoch[i]), float(s.step[i]))
+    if far is None or far[0] < 0.5:  # a fraction of an epoch rounds too coarsely to read a batch from
+        return ""
+    steps_per_epoch = far[1] / far[0]
+    per_process = log.facts.get("train_batch_size")
+    raw = dataset_size / steps_per_epoch
+    if per_process:
+        k = max(1, round(raw / per_process))
+        batch = int(per_process) * k
+    else:
+        batch, k = max(1, round(raw)), 0
+    # The batch must give back the log's steps per epoch (⌈N/B⌉, within a step or 2 %).
+    if abs(math.ceil(dataset_size / batch) - steps_per_epoch) > max(1.0, 0.02 * steps_per_epoch):
+        return ""
+    why = (f" ({int(per_process)} per process × {k} processes or accumulation steps)" if per_process and k > 1 else "")
+    return (f"; the log counts {steps_per_epoch:.4g} steps an epoch, which with --dataset-size {dataset_size:,} is "
+            f"{batch:,} samples a step{why}: --global-batch {batch} if that was the run's")
 
 
 def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | None, int | None, str] | None:

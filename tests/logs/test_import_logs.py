@@ -81,6 +81,25 @@ def test_missing_global_batch_names_the_flag_and_what_the_log_says(capsys, tmp_p
     assert code == 2 and "--global-batch" in err and "train_batch_size 16" in err
 
 
+def test_missing_global_batch_names_the_one_the_logs_epoch_counter_implies(capsys, tmp_path):
+    # The real run: 96 samples, 16 a step, 6 steps an epoch.
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(tmp_path / "p.jsonl"), "--metric", "eval_loss",
+                        "--dataset-size", "96")
+    assert code == 2 and "the log counts 6 steps an epoch, which with --dataset-size 96 is 16 samples a step: " \
+                         "--global-batch 16 if that was the run's" in err, err
+    # Two processes (or two accumulation steps): twice the samples a step of the per-process batch.
+    path = _trainer_state(tmp_path, [{"loss": 0.9, "step": 391, "epoch": 1.0}, {"eval_loss": 0.7, "step": 1173, "epoch": 3.0}])
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(path), "--out", str(tmp_path / "q.jsonl"), "--dataset-size", "12500")
+    assert code == 2 and "12,500 is 32 samples a step (16 per process × 2 processes or accumulation steps)" in err, err
+    assert not (tmp_path / "q.jsonl").exists()
+
+
+def test_no_global_batch_is_named_where_the_epoch_counter_fits_no_multiple_of_the_per_process_batch(capsys, tmp_path):
+    path = _trainer_state(tmp_path, [{"eval_loss": 0.7, "step": 100, "epoch": 1.0}])  # 100 steps of 8.5: not 16 × k
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(path), "--out", str(tmp_path / "q.jsonl"), "--dataset-size", "850")
+    assert code == 2 and "--global-batch B" in err and "samples a step" not in err, err
+
+
 def test_missing_dataset_size_names_the_flag(capsys, tmp_path):
     code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16")
     assert code == 2 and "--dataset-size" in err
