@@ -127,7 +127,8 @@ def _global_batch(log: LogData, opts: ImportOptions) -> int:
 
 def _implied_global_batch(log: LogData, dataset_size: int | None) -> str:
     """A hint, not a guess acted on: the global batch the log's own epoch counter implies
-    (its steps per epoch, read at the point furthest into training, against ``dataset_size``),
+    (its steps per epoch, read at the point furthest into training or, for an epoch index,
+    from the steps between epoch ends, against ``dataset_size``),
     a multiple of the per-process batch the log states when it states one; "" when the log
     counts no epochs or the numbers do not agree on a whole multiple."""
     if not dataset_size:
@@ -141,9 +142,12 @@ def _implied_global_batch(log: LogData, dataset_size: int | None) -> str:
             i = int(np.argmax(np.where(ok, s.epoch, -np.inf)))
             if far is None or s.epoch[i] > far[0]:
                 far = (float(s.epoch[i]), float(s.step[i]))
-    if far is None or far[0] < 0.5:  # a fraction of an epoch rounds too coarsely to read a batch from
+    if far is not None and far[0] >= 0.5:  # a fraction of an epoch rounds too coarsely to read a batch from
+        steps_per_epoch = far[1] / far[0]
+    elif log.facts.get("steps_per_epoch"):  # Lightning's epoch index: the steps between epoch ends
+        steps_per_epoch = float(log.facts["steps_per_epoch"])
+    else:
         return ""
-    steps_per_epoch = far[1] / far[0]
     per_process = log.facts.get("train_batch_size")
     raw = dataset_size / steps_per_epoch
     if per_process:

@@ -94,6 +94,13 @@ def test_missing_global_batch_names_the_one_the_logs_epoch_counter_implies(capsy
     assert not (tmp_path / "q.jsonl").exists()
 
 
+def test_a_lightning_logs_epoch_index_names_the_global_batch_by_the_steps_between_epoch_ends(capsys, tmp_path):
+    # CSVLogger's epoch column is an index (0, 1, ...), not passes: step / epoch would read 8, not 6.
+    code, _, err = _cli(capsys, "import", "lightning-csv", str(LIGHTNING), "--out", str(tmp_path / "p.jsonl"),
+                        "--dataset-size", str(N))
+    assert code == 2 and f"6 steps an epoch, which with --dataset-size {N} is {B} samples a step" in err, err
+
+
 def test_no_global_batch_is_named_where_the_epoch_counter_fits_no_multiple_of_the_per_process_batch(capsys, tmp_path):
     path = _trainer_state(tmp_path, [{"eval_loss": 0.7, "step": 100, "epoch": 1.0}])  # 100 steps of 8.5: not 16 × k
     code, _, err = _cli(capsys, "import", "hf-trainer", str(path), "--out", str(tmp_path / "q.jsonl"), "--dataset-size", "850")
