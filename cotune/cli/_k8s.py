@@ -47,6 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--no-elastic", dest="elastic", action="store_false", help="PyTorchJob: fixed size even when the plan allows a range")
     k.add_argument("--gpu-resource", default="nvidia.com/gpu", help="extended resource name of a GPU (default nvidia.com/gpu)")
     k.add_argument("--node-selector", action="append", type=_selector, default=None, metavar="KEY=VALUE", help="node label to require (repeatable)")
+    k.add_argument("--toleration", action="append", default=None, metavar="KEY[=VALUE][:EFFECT]",
+                   help="taint the pods tolerate (repeatable), e.g. kubernetes.azure.com/scalesetpriority=spot:NoSchedule "
+                        "for AKS's spot nodes")
     p.add_argument("--json", action="store_true", help="print the objects as one JSON List (kubectl apply -f accepts it)")
     p.set_defaults(run=run)
 
@@ -74,10 +77,11 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
             elastic=args.elastic,
             gpu_resource=args.gpu_resource,
             node_selector=unique_pairs(args.node_selector, "--node-selector") or {},
+            tolerations=tuple(args.toleration or ()),
             runtime=args.runtime,
         )
     except InputError as exc:
-        raise InputError(f"--{str(exc)}" if str(exc).split(" ", 1)[0] in ("name", "image", "namespace", "queue", "runtime") else str(exc)) from None
+        raise InputError(f"--{str(exc)}" if str(exc).split(" ", 1)[0] in ("name", "image", "namespace", "queue", "runtime", "toleration") else str(exc)) from None
 
 
 #: The question's options, which a saved answer already answered: given with --answer, they

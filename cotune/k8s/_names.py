@@ -15,7 +15,11 @@ import re
 from cotune._checks import excerpt
 from cotune.errors import InputError
 
-__all__ = ["JOB_NAME_MAX", "annotation_text", "check_image", "check_label_key", "check_label_value", "check_name", "derive_name"]
+__all__ = ["JOB_NAME_MAX", "TAINT_EFFECTS", "annotation_text", "check_image", "check_label_key", "check_label_value",
+           "check_name", "check_toleration", "derive_name", "parse_toleration"]
+
+#: A taint's effects, as Kubernetes spells them; a toleration without one tolerates all three.
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 #: Longest job name: pod names add a suffix such as ``-worker-12`` or ``-node-0-12-abcde`` within 63.
 JOB_NAME_MAX = 50
@@ -112,3 +116,52 @@ def annotation_text(text: str, *, limit: int = 200) -> str:
     clean = "".join(c if c.isprintable() else " " for c in str(text)[: limit * 4])
     clean = " ".join(clean.split())
     return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+def parse_toleration(text: str) -> dict[str, str]:
+    """``KEY[=VALUE][:EFFECT]`` as a pod's toleration: with a value it must equal the taint's
+    (``operator: Equal``), without one any value is tolerated (``Exists``); without an effect
+    every effect is. ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule`` lets pods onto
+    AKS's spot nodes, which carry that taint."""
+    if not isinstance(text, str):
+        raise InputError(f"toleration must be text KEY[=VALUE][:EFFECT], got {excerpt(text)}")
+    head, colon, effect = text.partition(":")
+    key, eq, value = head.partition("=")
+    toleration = {"key": key.strip(), "operator": "Equal" if eq else "Exists"}
+    if eq:
+        toleration["value"] = value.strip()
+    if colon:
+        toleration["effect"] = effect.strip()
+    return check_toleration(toleration)
+
+
+def check_toleration(toleration: object) -> dict[str, str]:
+    """A toleration as a plain mapping (``key``, ``operator``, ``value``, ``effect``), checked:
+    a label key, a label value with ``Equal``, none with ``Exists``, one of :data:`TAINT_EFFECTS`.
+    A toleration without a key (tolerate every taint) is refused: it would also let the job
+    onto nodes tainted to keep it off (GPU maintenance, other teams' pools)."""
+    if not isinstance(toleration, dict) or set(toleration) - {"key", "operator", "value", "effect"}:
+        raise InputError(f"toleration {excerpt(toleration)}: give KEY[=VALUE][:EFFECT] (or a mapping of key, operator, "
+                         "value, effect), e.g. kubernetes.azure.com/scalesetpriority=spot:NoSchedule")
+    key, operator = toleration.get("key"), toleration.get("operator", "Equal")
+    if not isinstance(key, str) or not key:
+        raise InputError("toleration without a key would tolerate every taint: name the taint's key, e.g. "
+                         "kubernetes.azure.com/scalesetpriority=spot:NoSchedule")
+    check_label_key(key, what="toleration")
+    if operator not in ("Equal", "Exists"):
+        raise InputError(f"toleration {key}: operator must be Equal or Exists, got {excerpt(operator)}")
+    out = {"key": key, "operator": operator}
+    if operator == "Equal":
+        value = toleration.get("value", "")
+        if not isinstance(value, str):
+            raise InputError(f"toleration {key}: value must be text, got {excerpt(value)}")
+        out["value"] = check_label_value(value, what="toleration")
+    elif toleration.get("value") not in (None, ""):
+        raise InputError(f"toleration {key}: operator Exists takes no value, got {excerpt(toleration.get('value'))}")
+    effect = toleration.get("effect")
+    if effect not in (None, ""):
+        if effect not in TAINT_EFFECTS:
+            raise InputError(f"toleration {key}: effect must be one of {', '.join(TAINT_EFFECTS)} (or left out for all), "
+                             f"got {excerpt(effect)}")
+        out["effect"] = effect
+    return out

@@ -36,7 +36,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 from cotune.errors import InfeasibleError, InputError
-from cotune.k8s._names import JOB_NAME_MAX, annotation_text, check_image, check_label_key, check_label_value, check_name
+from cotune.k8s._names import (
+    JOB_NAME_MAX,
+    annotation_text,
+    check_image,
+    check_label_key,
+    check_label_value,
+    check_name,
+    check_toleration,
+    parse_toleration,
+)
 
 __all__ = [
     "DEFAULT_IMAGE", "GANGS", "KINDS", "JobOptions", "Layout", "layout_for", "manifest_warnings", "render_manifests", "to_yaml",
@@ -63,6 +72,10 @@ class JobOptions:
     gang : ``"volcano"``, ``"kueue"`` or ``"none"``.
     queue : Volcano queue or Kueue LocalQueue name (default ``"default"``).
     elastic : PyTorchJob only: use the plan's elastic range when it has one.
+    node_selector : node labels the pods require (e.g. the provider's spot label).
+    tolerations : taints the pods tolerate, as ``KEY[=VALUE][:EFFECT]`` text or mappings of
+        ``key``, ``operator``, ``value``, ``effect`` (kept as checked mappings): AKS taints
+        its spot nodes ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule``.
     runtime, runtime_kind : the TrainJob's ``runtimeRef``.
     """
 
@@ -75,6 +88,7 @@ class JobOptions:
     elastic: bool = True
     gpu_resource: str = "nvidia.com/gpu"
     node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, str], ...] = ()
     max_restarts: int = 3
     kind: Literal["trainjob", "pytorchjob"] = "pytorchjob"
     runtime: str = "torch-distributed"
@@ -104,6 +118,12 @@ class JobOptions:
         for key, value in self.node_selector.items():
             check_label_key(key, what="node selector")
             check_label_value(value, what="node selector")
+        if isinstance(self.tolerations, (str, dict)) or not isinstance(self.tolerations, (tuple, list)):
+            raise InputError(f"tolerations must be a sequence of tolerations, got {annotation_text(str(self.tolerations), limit=40)!r}")
+        # Checked once, kept as the plain mappings the pod spec takes ("a=b:NoSchedule" text too).
+        object.__setattr__(self, "tolerations", tuple(
+            parse_toleration(t) if isinstance(t, str) else check_toleration(dict(t) if isinstance(t, Mapping) else t)
+            for t in self.tolerations))
         check_name(self.runtime, what="runtime", limit=253)
         if self.runtime_kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
             raise InputError(f"runtime kind must be ClusterTrainingRuntime or TrainingRuntime, got {self.runtime_kind!r}")
@@ -195,6 +215,8 @@ def _placement(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict
     spec: dict[str, Any] = {}
     if opts.node_selector:
         spec["nodeSelector"] = dict(opts.node_selector)
+    if opts.tolerations:
+        spec["tolerations"] = [dict(t) for t in opts.tolerations]
     if layout.max_pods > 1 and layout.gpus_per_pod < int(doc["plan"]["gpus_per_host"]):
         # Pack the job's pods onto few machines: prefer nodes already running one of them.
         spec["affinity"] = {
@@ -267,7 +289,17 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
             "cloud.google.com/gke-spot=true, eks.amazonaws.com/capacityType=SPOT or "
             "kubernetes.azure.com/scalesetpriority=spot)"
         )
+    for key, value in opts.node_selector.items():
+        taint = _TAINTED_SELECTORS.get((key, value))
+        if taint is not None and not any(t["key"] == key for t in opts.tolerations):
+            # The pods would wait for nodes they may never run on (Pending, with no error).
+            out.append(f"warning: --node-selector {key}={value} picks nodes that carry the taint {taint} by default, and "
+                       f"nothing tolerates it: the pods would stay Pending; add --toleration {taint}")
     return out
+
+
+# Node labels whose nodes their provider taints by default: AKS's spot node pools.
+_TAINTED_SELECTORS = {("kubernetes.azure.com/scalesetpriority", "spot"): "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"}
 
 
 def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:

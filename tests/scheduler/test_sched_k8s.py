@@ -181,3 +181,45 @@ def test_cli_infeasible_prints_nothing(capsys):
     code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "5s"])
     captured = capsys.readouterr()
     assert code == 1 and captured.out == "" and captured.err.startswith("cotune: ")
+
+
+SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
+
+
+def test_tolerations_reach_every_pytorchjob_pod_and_validate():
+    doc = json.loads(_doc(1800))
+    out = render_manifests(doc, JobOptions(name="t", image="i", node_selector={SPOT_LABEL: "spot"},
+                                           tolerations=(f"{SPOT_LABEL}=spot:NoSchedule", "dedicated")))
+    for manifest in out:
+        _check(manifest)
+    (job,) = [m for m in out if m["kind"] == "PyTorchJob"]
+    for replica in _pods(job):
+        assert replica["template"]["spec"]["tolerations"] == [
+            {"key": SPOT_LABEL, "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Exists"}]
+
+
+@pytest.mark.parametrize(("toleration", "needle"), [
+    (":NoSchedule", "without a key would tolerate every taint"),
+    ("a=b:Sometimes", "effect must be one of NoSchedule, PreferNoSchedule, NoExecute"),
+    ("a=b c", "not a valid label value"),
+    ("bad key", "not a valid label key"),
+    ({"key": "a", "operator": "Exists", "value": "b"}, "operator Exists takes no value"),
+    ({"key": "a", "operator": "In"}, "operator must be Equal or Exists"),
+    ({"key": "a", "tolerationSeconds": 5}, "give KEY[=VALUE][:EFFECT]"),
+])
+def test_a_bad_toleration_is_refused_with_the_rule(toleration, needle):
+    with pytest.raises(InputError) as info:
+        JobOptions(name="t", image="i", tolerations=(toleration,))
+    assert needle in str(info.value), str(info.value)
+
+
+def test_a_selector_for_tainted_spot_nodes_without_its_toleration_is_warned_about(capsys):
+    argv = ["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--name", "t", "--image", "i",
+            "--command", "torchrun train.py", "--node-selector", f"{SPOT_LABEL}=spot"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"add --toleration {SPOT_LABEL}=spot:NoSchedule" in err and "stay Pending" in err, err
+    assert main([*argv, "--toleration", f"{SPOT_LABEL}=spot:NoSchedule"]) == 0
+    out, err = capsys.readouterr()
+    assert "stay Pending" not in err and "tolerations:" in out

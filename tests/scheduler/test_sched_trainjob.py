@@ -203,3 +203,17 @@ def test_the_manifest_names_the_budget_and_confidence_its_chance_was_judged_by()
     notes = next(o for o in out if o["kind"] == "TrainJob")["metadata"]["annotations"]
     assert notes["cotune.dev/budget"] == f"0.5 {doc['cost_unit']}" and notes["cotune.dev/confidence"] == "0.8"
     assert float(notes["cotune.dev/p-success"]) >= 0.8
+
+
+def test_tolerations_reach_the_trainjobs_pods_and_validate():
+    # AKS taints its spot nodes: without a toleration the pods of a spot plan stay Pending.
+    doc = json.loads(_doc(1800))
+    spot = "kubernetes.azure.com/scalesetpriority"
+    opts = JobOptions(kind="trainjob", name="train-1", image="ghcr.io/me/train:1", command=("torchrun", "train.py"),
+                      node_selector={spot: "spot"}, tolerations=(f"{spot}=spot:NoSchedule", {"key": "gpu", "operator": "Exists"}))
+    (job,) = render_manifests(doc, opts)
+    _check(job)
+    (patch,) = job["spec"]["runtimePatches"]
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"key": spot, "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
+                                  {"key": "gpu", "operator": "Exists"}]
