@@ -52,7 +52,6 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments:"):
             parser = self._command_parser() or self
         message = usage_hint(parser, message)
-        _error_json(InputError(f"{message} (see '{parser.prog} --help')"))
 
         m = re.fullmatch(r"argument (--[\w-]+).*: expected one argument", message)
         if m:
@@ -61,7 +60,9 @@ class _Parser(argparse.ArgumentParser):
             given = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == m.group(1)), None)
             if given is not None and given.startswith("-") and given[1:2].isdigit():
                 message += f", got {given!r}: write {m.group(1)}={given} for a value that starts with '-'"
-        error(f"{message} (see '{parser.prog} --help')")
+        line = f"{message} (see '{parser.prog} --help')"
+        error(line)
+        _error_json(InputError(line))
         raise SystemExit(EXIT_INPUT)
 
 
