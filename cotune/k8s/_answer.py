@@ -98,6 +98,12 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
     cotune answer."""
     if not isinstance(doc, Mapping):
         raise InputError(f"the answer must be a JSON object (cotune recommend/replan --json), got {type(doc).__name__}")
+    if doc.get("status") == "error" and isinstance(doc.get("error"), Mapping):
+        # An error.v1 document: what `--json` printed when the question failed, or a 4xx body.
+        error = doc["error"]
+        message = " ".join(str(error.get("message", "")).split())[:300]  # one line; error() escapes the rest
+        code = " ".join(str(error.get("code", "")).split())[:40]
+        raise InputError(f"the answer is an error ({code}), not a plan: {message}; fix the question and ask again")
     if "decision" not in doc:  # a recommend answer: rendered as it is
         _fields(doc, ("status", "plan", "recommendation", "constraints", "workload", "cost_unit", "interval"),
                 what="give the output of 'cotune recommend --json' or 'cotune replan --json' (or the service's answer)")

@@ -153,6 +153,18 @@ def test_a_missing_answer_file_is_named(tmp_path):
     assert code == 2 and "--answer" in err and "nope.json" in err and err.count("\n") == 1
 
 
+def test_a_saved_error_document_is_named_as_the_error_it_holds(tmp_path):
+    # recommend --json prints an error.v1 document when the question fails; saved and rendered,
+    # it read "the answer has no 'plan', 'recommendation', ...".
+    code, out, _ = _cli("recommend", "no-such-profile", "--target", "0.94", "--json")
+    assert code == 2
+    saved = tmp_path / "rec.json"
+    saved.write_text(out)
+    code, out, err = _cli("k8s", "--answer", str(saved), *JOB)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "the answer is an error (unknown_profile), not a plan: no-such-profile: no such file" in err, err
+
+
 def test_a_saved_infeasible_recommend_answer_renders_nothing(tmp_path):
     code, out, _ = _cli("recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "5s", "--json")
     assert code == 1
