@@ -1,4 +1,4 @@
-"""What the Lightning and Keras callbacks share (no framework import here).
+"""What the Lightning, Keras and Transformers callbacks share (no framework import here).
 
 * :class:`StepTimer` turns micro-batch hooks into optimizer steps: a step is
   ``accum_steps`` micro-batches, timed from the start of its first to the end of its

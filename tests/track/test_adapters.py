@@ -15,7 +15,8 @@ WORKLOAD = WorkloadRecord(name="tiny", dataset_size=256, metric="acc", goal="max
 
 
 def test_importing_cotune_track_imports_no_framework() -> None:
-    code = "import sys, cotune.track; print(sorted(m for m in ('torch', 'lightning', 'keras', 'tensorflow') if m in sys.modules))"
+    code = ("import sys, cotune.track; print(sorted(m for m in ('torch', 'lightning', 'keras', 'tensorflow', 'transformers') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -265,3 +266,136 @@ def test_keras_fit_inside_with_tracker_records_an_out_of_memory(tmp_path: Path) 
     (failure,) = p.failures
     assert (failure.failure, failure.local_batch) == ("oom", 32) and "OOM when allocating" in failure.message
     assert p.steps and p.max_local_batch("cpu") == 31
+
+
+def _hf_trainer(tmp_path: Path, callback, *, n: int = 256, epochs: float = 3, accum: int = 1, max_steps: int = -1,
+                eval_strategy: str = "epoch", eval_steps: int | None = None):
+    """A real Hugging Face Trainer on CPU: a linear model, ``n`` samples in batches of 32."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    torch.manual_seed(0)
+    x = torch.randn(n, 4)
+    y = (x.sum(dim=1) > 0).long()
+
+    class Rows(torch.utils.data.Dataset):
+        def __len__(self):
+            return n
+
+        def __getitem__(self, i):
+            return {"x": x[i], "labels": y[i]}
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 2)
+
+        def forward(self, x, labels=None):
+            logits = self.layer(x)
+            return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+    def accuracy(pred):
+        return {"accuracy": float((pred.predictions.argmax(-1) == pred.label_ids).mean())}
+
+    args = TrainingArguments(output_dir=str(tmp_path / "hf"), per_device_train_batch_size=32, per_device_eval_batch_size=64,
+                             num_train_epochs=epochs, max_steps=max_steps, gradient_accumulation_steps=accum,
+                             eval_strategy=eval_strategy, eval_steps=eval_steps, save_strategy="no", learning_rate=0.5, report_to=[], use_cpu=True,
+                             seed=0, disable_tqdm=True, logging_strategy="no")
+    return Trainer(model=Net(), args=args, train_dataset=Rows(), eval_dataset=Rows(), compute_metrics=accuracy,
+                   callbacks=[callback])
+
+
+@pytest.mark.slow
+def test_transformers_callback_writes_steps_and_one_eval_per_evaluation(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from cotune.track.transformers import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
+    trainer = _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="eval_accuracy"))
+    trainer.train()
+    trainer.evaluate()  # outside train(): no point of the job's curve (the tracker is closed by then)
+    p = read_profile(path)
+    assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0, 3.0])  # 8 steps x 32 = one epoch of 256
+    assert all(0.0 <= e.metric <= 1.0 and e.global_batch == 32 and e.job == "tiny" for e in p.evals)
+    assert sum(s.timed_steps for s in p.steps) == 3 * 8 - 1  # every step after the warm-up one
+    assert all(s.step_time_s > 0 for s in p.steps)
+    assert all(e.schedule_epochs == 3 for e in p.evals)  # TrainingArguments.num_train_epochs
+
+
+@pytest.mark.slow
+def test_transformers_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from cotune.track.transformers import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    # 8 batches of 32 an epoch, 3 accumulated a step: steps of 3, 3 and 2 micro-batches
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
+                      warmup_steps=0)
+    _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="eval_accuracy"), epochs=2, accum=3).train()
+    p = read_profile(path)
+    assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])
+    assert len(p.steps) == 2 * 3 and all(s.accum_steps == 3 for s in p.steps)
+
+
+@pytest.mark.slow
+def test_transformers_callback_warns_and_trains_on_when_evaluation_lacks_the_monitor(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from cotune.track.transformers import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=1, warmup_steps=0)
+    trainer = _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="accuracy"), n=64, epochs=2)
+    with pytest.warns(RuntimeWarning, match="no 'accuracy' in the evaluation metrics .*eval_accuracy.*prefixes"):
+        trainer.train()
+    assert trainer.state.global_step == 4  # training went on to its end
+    p = read_profile(path)
+    assert not p.evals and len(p.steps) == 4
+
+
+@pytest.mark.slow
+def test_transformers_callback_leaves_the_schedule_unknown_for_a_run_given_in_steps(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from cotune.track.transformers import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=1, warmup_steps=0)
+    _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="eval_accuracy"), max_steps=12, eval_strategy="steps",
+                eval_steps=4).train()
+    p = read_profile(path)
+    assert [e.epoch for e in p.evals] == pytest.approx([0.5, 1.0, 1.5])  # every 4 steps of 32 samples, of 256
+    assert all(e.schedule_epochs is None for e in p.evals)  # max_steps: where it ends in epochs is not what it says
+
+
+@pytest.mark.slow
+def test_transformers_train_inside_with_tracker_records_an_out_of_memory(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    import torch
+
+    from cotune.track.transformers import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
+    trainer = _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="eval_accuracy"))
+    import functools
+
+    real_forward = trainer.model.forward
+    calls = {"n": 0}
+
+    @functools.wraps(real_forward)  # the Trainer keeps the dataset's columns the forward's signature names
+    def forward_then_oom(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 16:  # 8 training and 4 evaluation forwards an epoch: in the second epoch, after an evaluation
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+        return real_forward(*args, **kwargs)
+
+    trainer.model.forward = forward_then_oom
+    with pytest.raises(torch.cuda.OutOfMemoryError), tracker:  # the Trainer has no exception hook: the tracker's own
+        trainer.train()
+    p = read_profile(path)
+    (failure,) = p.failures
+    assert (failure.failure, failure.local_batch, failure.workers) == ("oom", 32, 1)
+    assert p.steps and len(p.evals) == 1 and p.max_local_batch("cpu") == 31
+    assert tracker.closed
