@@ -121,6 +121,10 @@ def _global_batch(log: LogData, opts: ImportOptions) -> int:
     said = ""
     if "train_batch_size" in log.facts:
         said = f" ({log.source} says train_batch_size {int(log.facts['train_batch_size'])} per process, before gradient accumulation)"
+        if opts.workers is not None:  # the per-process batch is the local batch the flags lack
+            per_process = int(log.facts["train_batch_size"])
+            raise InputError(f"--workers {opts.workers} needs --local-batch too{said}: pass --local-batch {per_process} "
+                             f"(and --accum-steps K if the run accumulated gradients), or --global-batch B")
     raise InputError(f"the log does not state the run's global batch{said}: pass --global-batch B (or --workers N --local-batch b)"
                      + _implied_global_batch(log, opts.dataset_size))
 

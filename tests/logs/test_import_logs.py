@@ -101,6 +101,13 @@ def test_a_lightning_logs_epoch_index_names_the_global_batch_by_the_steps_betwee
     assert code == 2 and f"6 steps an epoch, which with --dataset-size {N} is {B} samples a step" in err, err
 
 
+def test_workers_without_a_local_batch_name_the_logs_per_process_batch(capsys, tmp_path):
+    code, _, err = _cli(capsys, "import", "hf-trainer", str(HF), "--out", str(tmp_path / "p.jsonl"), "--dataset-size", str(N),
+                        "--gpu", "t4", "--workers", "2")
+    assert code == 2 and err.count("\n") == 1
+    assert "--workers 2 needs --local-batch too" in err and "pass --local-batch 16 (and --accum-steps K" in err, err
+
+
 def test_no_global_batch_is_named_where_the_epoch_counter_fits_no_multiple_of_the_per_process_batch(capsys, tmp_path):
     path = _trainer_state(tmp_path, [{"eval_loss": 0.7, "step": 100, "epoch": 1.0}])  # 100 steps of 8.5: not 16 × k
     code, _, err = _cli(capsys, "import", "hf-trainer", str(path), "--out", str(tmp_path / "q.jsonl"), "--dataset-size", "850")
