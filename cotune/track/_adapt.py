@@ -93,6 +93,14 @@ class CallbackGuard:
         if self.tracking and self.evals and self.written_evals == 0:
             self._refuse(f"{self.name}: {message}", stop="evals")
 
+    def finish(self, *, close: bool) -> None:
+        """Training ended (or died): the tracker closed (its last window written), or, to
+        track another ``fit()``/``train()`` with it, only flushed."""
+        if close:
+            self.tracker.close()
+        else:
+            self.tracker.flush()
+
     def _refuse(self, message: str, *, stop: str) -> None:
         if self.tracker.errors == "raise":
             raise InputError(message)

@@ -93,7 +93,4 @@ class TrackerCallback(_keras.callbacks.Callback):
             return
         self._guard.never_evaluated(f"no epoch logged {self.monitor!r}: pass validation_data to fit() for a val_ "
                                     "metric, or set monitor= to a value the logs hold")
-        if self.close_at_end:
-            self.tracker.close()
-        else:
-            self.tracker.flush()
+        self._guard.finish(close=self.close_at_end)

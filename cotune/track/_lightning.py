@@ -111,10 +111,7 @@ class TrackerCallback(_Callback):
             return
         if is_out_of_memory(exception):
             self.tracker.out_of_memory(f"{type(exception).__name__}: {exception}")
-        if self.close_at_end:
-            self.tracker.close()
-        else:
-            self.tracker.flush()
+        self._guard.finish(close=self.close_at_end)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if not self._guard.tracking:
@@ -122,7 +119,4 @@ class TrackerCallback(_Callback):
         if trainer.is_global_zero:
             self._guard.never_evaluated(f"no validation logged {self.monitor!r}: give fit() validation data and log it "
                                         "with self.log(...) in validation_step, or set monitor= to a value it logs")
-        if self.close_at_end:
-            self.tracker.close()
-        else:
-            self.tracker.flush()
+        self._guard.finish(close=self.close_at_end)

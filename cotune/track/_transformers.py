@@ -106,7 +106,4 @@ class TrackerCallback(_TrainerCallback):
         if state.is_world_process_zero:
             self._guard.never_evaluated(f"no evaluation gave {self.monitor!r}: give the Trainer an eval_dataset and an "
                                         "eval_strategy, or set monitor= to a metric it reports")
-        if self.close_at_end:
-            self.tracker.close()
-        else:
-            self.tracker.flush()
+        self._guard.finish(close=self.close_at_end)
