@@ -69,10 +69,20 @@ def planning_profile(profile: Profile) -> Profile:
     """What models of a running job are fitted on: every step record (the job's own step
     windows are real timings at its configuration) but only offline learning curves (the
     job's curve is evidence of its own, pooled with the model's prior by the curve module,
-    and its epochs run on across restarts, which a curve at one batch never does)."""
-    return replace(
-        profile, evals=tuple(e for e in profile.evals if e.job is None), noise=tuple(n for n in profile.noise if n.job is None)
-    )
+    and its epochs run on across restarts, which a curve at one batch never does).
+
+    A profile whose only evaluations are a running job's has no such curve: that is said
+    here, by name, rather than as "no eval records" from the fit of a profile that holds
+    some."""
+    offline = tuple(e for e in profile.evals if e.job is None)
+    if not offline and profile.evals:
+        jobs = ", ".join(repr(j) for j in dict.fromkeys(e.job for e in profile.evals))
+        raise InputError(
+            f"the profile's evaluations are all the running job's ({jobs}): re-planning fits its accuracy model on an "
+            "offline learning curve and pools the job's own curve with it; add one — a previous run's log (cotune "
+            "import FORMAT LOG --out PROFILE --append) or profiled curves (cotune profile --curves ...)"
+        )
+    return replace(profile, evals=offline, noise=tuple(n for n in profile.noise if n.job is None))
 
 
 def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -434,3 +435,27 @@ def test_a_schedulers_replan_request_with_the_jobs_out_of_memory_inline_moves_it
                           "prices": {"t4": 0.526}, "max_workers": 16})
     assert out["decision"] == "switch" and "ran out of memory at local batch 128" in out["reason"]
     assert out["stay"]["p_success"] == 0.0 and out["best"]["local_batch"] < 128
+
+
+def test_a_profile_with_only_the_jobs_own_curve_is_named_at_every_door(tmp_path: Path, capsys) -> None:
+    # A job tracked into a fresh profile: "the profile has no eval records", of a profile holding three.
+    from cotune.api import replan_request
+    from cotune.cli import main
+    from cotune.profile import Profile, WorkloadRecord, write_profile
+
+    path = tmp_path / "job.jsonl"
+    steps = tuple(StepRecord(gpu="t4", workers=4, hosts=1, local_batch=128, step_time_s=0.1, job="run1", timed_steps=50)
+                  for _ in range(3))
+    evals = tuple(EvalRecord(global_batch=512, epoch=float(k), metric=0.5 + 0.1 * k, job="run1", elapsed_s=60.0 * k)
+                  for k in (1, 2, 3))
+    write_profile(Profile(workload=WorkloadRecord(name="tiny", dataset_size=50_000, metric="acc"), steps=steps, evals=evals),
+                  path)
+    needle = "the profile's evaluations are all the running job's ('run1'): re-planning fits its accuracy model on an offline"
+    with pytest.raises(cotune.InputError, match=re.escape(needle)):
+        cotune.replan(path, target=0.9, deadline_s=3600)
+    assert main(["replan", str(path), "--target", "0.9", "--deadline", "1h"]) == 2
+    assert needle in capsys.readouterr().err
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    with pytest.raises(cotune.InputError) as info:  # the service answers an InputError with 422
+        replan_request({"profile": {"records": records}, "target": 0.9, "deadline_s": 3600})
+    assert needle in str(info.value)
