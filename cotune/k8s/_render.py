@@ -118,7 +118,7 @@ class JobOptions:
         for key, value in self.node_selector.items():
             check_label_key(key, what="node selector")
             check_label_value(value, what="node selector")
-        if isinstance(self.tolerations, (str, dict)) or not isinstance(self.tolerations, (tuple, list)):
+        if not isinstance(self.tolerations, (tuple, list)):  # a lone "key=v:Effect" or mapping is not a sequence of them
             raise InputError(f"tolerations must be a sequence of tolerations, got {annotation_text(str(self.tolerations), limit=40)!r}")
         # Checked once, kept as the plain mappings the pod spec takes ("a=b:NoSchedule" text too).
         object.__setattr__(self, "tolerations", tuple(

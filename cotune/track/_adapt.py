@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from cotune.errors import InputError
@@ -92,6 +93,13 @@ class CallbackGuard:
         """Training ended and no evaluation gave the monitor."""
         if self.tracking and self.evals and self.written_evals == 0:
             self._refuse(f"{self.name}: {message}", stop="evals")
+
+    def write_eval(self, value: float) -> None:
+        """An evaluation the framework reported, as the tracker's ``eval`` (a diverged run's
+        infinity written as NaN, as the profile keeps a diverged point)."""
+        metric = float(value)
+        self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
+        self.written_evals += 1
 
     def finish(self, *, close: bool) -> None:
         """Training ended (or died): the tracker closed (its last window written), or, to

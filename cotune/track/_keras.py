@@ -17,7 +17,6 @@ A tracker without ``schedule_epochs`` takes ``fit(epochs=)``.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -84,9 +83,7 @@ class TrackerCallback(_keras.callbacks.Callback):
                 "one of those; training goes on without evaluations"
             )
             return
-        metric = float(logs[self.monitor])
-        self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
-        self._guard.written_evals += 1
+        self._guard.write_eval(logs[self.monitor])
 
     def on_train_end(self, logs: Any = None) -> None:
         if not self._guard.tracking:

@@ -100,9 +100,7 @@ class TrackerCallback(_Callback):
                 "validation_step, or set monitor= to one of those; training goes on without evaluations"
             )
             return
-        metric = float(value.item() if hasattr(value, "item") else value)
-        self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
-        self._guard.written_evals += 1
+        self._guard.write_eval(value.item() if hasattr(value, "item") else value)
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         # Training died: an out-of-memory is recorded at the job's configuration (cotune

@@ -95,9 +95,7 @@ class TrackerCallback(_TrainerCallback):
                 "without evaluations"
             )
             return
-        metric = float(value)
-        self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
-        self._guard.written_evals += 1
+        self._guard.write_eval(value)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._training = False
