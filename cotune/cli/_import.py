@@ -14,7 +14,7 @@ _FORMATS = ("hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv", "kera
 _TABLE = "records"
 # Flags that describe one run's log: a table of records states its own fields
 _RUN_FLAGS = ("global_batch", "seed", "gpu", "workers", "local_batch", "step_column", "epoch_column", "mlflow_run",
-              "run_column", "time_column")
+              "run_column", "time_column", "time_unit")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,8 +56,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--record", default=None, metavar="TYPE", help="records: the type of every row (step, eval, failure, "
                    "noise) when the table has no 'record' column")
     p.add_argument("--time-column", default=None, metavar="NAME",
-                   help="csv: the column of wall-clock seconds, for the step time (default: _runtime or _timestamp of a "
+                   help="csv, keras-csv: the column of wall-clock seconds, for the step time (default: _runtime or _timestamp of a "
                    "Weights & Biases export, 'Wall time' of a TensorBoard one)")
+    p.add_argument("--time-unit", default=None, choices=("s", "min", "h"),
+                   help="csv, keras-csv: what the clock column counts (default: the unit its name says, as in 'hours', else s)")
     p.set_defaults(run=run)
 
 
@@ -114,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         run=args.mlflow_run,
         run_column=args.run_column,
         time_column=args.time_column,
+        time_unit=args.time_unit,
     )
     verb = "appended to" if args.append else "wrote"
     n = len(profile.evals) + len(profile.steps) + len(profile.noise)

@@ -69,6 +69,7 @@ def import_log(
     run: str | None = None,
     run_column: str | None = None,
     time_column: str | None = None,
+    time_unit: Literal["s", "min", "h"] | None = None,
 ) -> Profile:
     """Turn one run's training log into a profile (and write it to ``out`` if given).
 
@@ -80,7 +81,10 @@ def import_log(
     store that holds several, or one run's rows of a CSV that pools several (``run_column``,
     else a column named ``run``, ``run_id`` or ``run_name``). ``time_column`` names a CSV's
     column of wall-clock seconds (else one that Weights & Biases or TensorBoard exports
-    write: ``_runtime``, ``_timestamp``, ``Wall time``), from which the step time is read.
+    write: ``_runtime``, ``_timestamp``, ``Wall time``), from which the step time is read;
+    ``time_unit`` says what it counts (``"s"``, ``"min"``, ``"h"``; default: the unit its
+    name says, as DAWNBench's ``hours`` does, else seconds). A table indexed by epoch alone
+    gives the step time of its whole epochs, evaluations included.
     """
     for flag, value in (("--global-batch", global_batch), ("--dataset-size", dataset_size), ("--workers", workers),
                         ("--hosts", hosts), ("--local-batch", local_batch), ("--accum-steps", accum_steps)):
@@ -89,7 +93,7 @@ def import_log(
     _check_run_flags(global_batch=global_batch, dataset_size=dataset_size, workers=workers, hosts=hosts,
                      local_batch=local_batch, accum_steps=accum_steps)
     log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column,
-                   time_column=time_column)
+                   time_column=time_column, time_unit=time_unit)
     opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
                          seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,
                          accum_steps=accum_steps)

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 
 from cotune.errors import InputError, ProfileError
-from cotune.logs._readers import LogData, Series
+from cotune.logs._readers import LogData, Series, clock_like
 from cotune.profile import EvalRecord, NoiseRecord, Record, StepRecord, WorkloadRecord, record_from_dict, record_to_dict
 
 __all__ = ["ImportOptions", "log_to_records"]
@@ -167,7 +167,8 @@ def _implied_global_batch(log: LogData, dataset_size: int | None) -> str:
             f"{batch:,} samples a step{why}: --global-batch {batch} if that was the run's")
 
 
-def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | None, int | None, str] | None:
+def _median_step_time(log: LogData, global_batch: int,
+                      steps_per_epoch: int) -> tuple[float, float | None, int | None, str] | None:
     """(seconds per step, spread, how many measurements, where from) or None."""
     # A rate logged once is a run summary (Trainer's train_steps_per_second through
     # TensorBoard: evaluation pauses included); series over training come first.
@@ -191,6 +192,18 @@ def _median_step_time(log: LogData, global_batch: int) -> tuple[float, float | N
         ok = (d_step > 0) & (d_t > 0)
         if np.count_nonzero(ok) >= 2:
             return _summarise(d_t[ok] / d_step[ok], f"wall-clock times of {s.name!r}")
+    # A table indexed by epoch alone (DAWNBench's TSVs: epoch, hours, accuracy): its clock
+    # times whole epochs of ⌈N/B⌉ steps, each with its evaluation in it — no pause to skip.
+    by_epoch = [s for s in every.values() if s.wall_time_s is not None and s.epoch is not None
+                and np.isfinite(s.epoch).all() and s.epoch.size >= 3]
+    if by_epoch:
+        s = max(by_epoch, key=lambda x: x.epoch.size)
+        d_epoch, d_t = np.diff(s.epoch), np.diff(s.wall_time_s)
+        ok = (d_epoch > 0) & (d_t > 0)
+        if np.count_nonzero(ok) >= 2:
+            return _summarise(d_t[ok] / (d_epoch[ok] * steps_per_epoch),
+                              f"the wall clock of each epoch of {s.name!r} over {steps_per_epoch:,} steps an epoch "
+                              "(its evaluations and checkpoints included: an upper bound)")
     steps_per_s = log.summary.get("train_steps_per_second")
     if steps_per_s and steps_per_s > 0:
         runtime, paused = log.summary.get("train_runtime"), log.summary.get("eval_runtime_in_train_s", 0.0)
@@ -323,9 +336,12 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     notes.append(f"{len(evals)} point{'' if len(evals) == 1 else 's'} of {metric.name!r} ({goal}) at global batch "
                  f"{global_batch}, seed {opts.seed}")
 
-    timing = _median_step_time(log, global_batch)
+    timing = _median_step_time(log, global_batch, steps_per_epoch)
     if timing is None:
-        notes.append("the log has no step times: time the steps with 'cotune profile' (its timing probes) to fit the time model")
+        clocks = [n for n in log.series if clock_like(n)] if log.format in ("csv", "keras-csv") else []
+        hint = (f" (if column {clocks[0]!r} is a wall clock, name it: --time-column {clocks[0]})" if clocks else "")
+        notes.append(f"the log has no step times{hint}: time the steps with 'cotune profile' (its timing probes) to fit "
+                     "the time model")
     elif opts.gpu is None:
         notes.append(f"step times found ({timing[0]:.4g} s/step, from {timing[3]}) but not written: pass --gpu G --workers N to record them")
     else:

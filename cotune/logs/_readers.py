@@ -227,11 +227,12 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
 def _table_series(
     header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
     epoch_is_passes: bool, epoch_offset: float = 0.0, time_col: str | None = None, clocks: tuple[str, ...] = (),
+    seconds_per_unit: float = 1.0,
 ) -> tuple[dict[str, Series], int]:
     """The series of every column (with the cells in it that are not numbers), and how many
     rows had no usable x (step, or epoch as passes). ``time_col`` holds each row's
-    wall-clock seconds (any origin), kept beside every value of the row; ``clocks`` are
-    other clock columns, no series either."""
+    wall-clock time (any origin) in units of ``seconds_per_unit`` seconds, kept in seconds
+    beside every value of the row; ``clocks`` are other clock columns, no series either."""
     out: dict[str, list] = {}
     unreadable: dict[str, list[str]] = {}
     skipped = 0
@@ -239,6 +240,7 @@ def _table_series(
         step = _number(row.get(step_col)) if step_col else None
         epoch = _number(row.get(epoch_col)) if epoch_col else None
         wall = _number(row.get(time_col)) if time_col else None
+        wall = wall * seconds_per_unit if wall is not None else None
         if step is None and (epoch is None or not epoch_is_passes):
             skipped += 1
             continue
@@ -309,16 +311,21 @@ def _steps_per_epoch_of_index(rows: list[dict[str, str]]) -> float | None:
     return float(np.median(gaps)) if gaps else None
 
 
-def read_keras_csv(path: Path) -> LogData:
+def read_keras_csv(path: Path, *, time_column: str | None = None, time_unit: str | None = None) -> LogData:
     """Keras ``CSVLogger``: one row per epoch, ``epoch`` the 0-based index of the epoch just
-    finished (row ``k`` is measured after ``k + 1`` passes over the data)."""
+    finished (row ``k`` is measured after ``k + 1`` passes over the data). CSVLogger writes
+    no clock, but a log of its layout may hold one (a callback's, DAWNBench's ``hours``)."""
     header, rows = _read_table(path, "keras-csv", "training log that keras.callbacks.CSVLogger writes")
     if "epoch" not in header:
         raise InputError(f"{path}: no 'epoch' column: this is not a Keras CSVLogger log (use format csv and --epoch-column)")
+    time_col, seconds_per, unit_note = _clock(path, header, rows, time_column, time_unit, x=("epoch",))
+    clocks = tuple(h for h in header if h.strip().lower() in TIME_COLUMNS) if time_col is not None else ()
     series, skipped, empty = _table_series(header, rows, step_col=None, epoch_col="epoch", step_offset=0.0,
-                                           epoch_is_passes=True, epoch_offset=1.0)
+                                           epoch_is_passes=True, epoch_offset=1.0, time_col=time_col, clocks=clocks,
+                                           seconds_per_unit=seconds_per)
     return LogData(format="keras-csv", source=str(path), run_name=path.stem, series=series,
-                   notes=_skipped_note(skipped, "row", "'epoch'"), text_columns=empty)
+                   notes=_skipped_note(skipped, "row", "'epoch'") + ((unit_note,) if unit_note else ()),
+                   text_columns=empty)
 
 
 def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, ...]:
@@ -367,6 +374,38 @@ def _one_run(path: Path, header: list[str], rows: list[dict[str, str]], *, run: 
 # TensorBoard's CSV download ("Wall time", Unix time).
 TIME_COLUMNS = ("_runtime", "_timestamp", "wall time", "wall_time", "walltime")
 
+#: Units a table's clock column may count in (``--time-unit``), as seconds per unit.
+TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+# The last word of a clock column's name that says its unit (DAWNBench's TSVs count `hours`).
+_UNIT_WORDS = {"h": {"h", "hr", "hrs", "hour", "hours"}, "min": {"min", "mins", "minute", "minutes"},
+               "s": {"s", "sec", "secs", "second", "seconds"}}
+
+
+def clock_like(name: str) -> bool:
+    """Whether a column's name reads as a clock a reader did not take as one (``hours``,
+    ``elapsed_min``, ``time``): named in the "no step times" note, never taken unasked."""
+    words = [w.lower() for w in re.split(r"[^A-Za-z]+", name) if w]
+    return bool(words) and (words[-1] in set().union(*_UNIT_WORDS.values()) - {"s", "h"}
+                            or words[-1] in {"time", "elapsed", "walltime", "wallclock", "clock"}) \
+        and "step" not in words
+
+
+def _time_unit(column: str, given: str | None) -> tuple[float, str | None]:
+    """Seconds per unit of the clock ``column``, and a note when the unit was read off its
+    name: ``given`` (``--time-unit``) if set, else the unit the name's last word says
+    (``hours``, ``time_min``), else seconds."""
+    if given is not None:
+        if given not in TIME_UNITS:
+            raise InputError(f"--time-unit must be one of {', '.join(TIME_UNITS)}, got {given!r}")
+        return TIME_UNITS[given], None
+    words = [w.lower() for w in re.split(r"[^A-Za-z]+", column) if w]
+    unit = next((u for u, names in _UNIT_WORDS.items() if words and words[-1] in names), "s")
+    if unit == "s":
+        return 1.0, None
+    word = "hours" if unit == "h" else "minutes"
+    return TIME_UNITS[unit], (f"column {column!r} read as {word} of wall-clock time (its name says so): pass "
+                              "--time-unit s if it holds seconds")
+
 
 def _time_column(path: Path, header: list[str], rows: list[dict[str, str]], given: str | None) -> str | None:
     """The column of wall-clock seconds: the one named by ``--time-column``, else the first
@@ -388,8 +427,24 @@ def _time_column(path: Path, header: list[str], rows: list[dict[str, str]], give
     return None
 
 
+def _clock(path: Path, header: list[str], rows: list[dict[str, str]], given: str | None, unit: str | None, *,
+           x: tuple[str | None, ...]) -> tuple[str | None, float, str | None]:
+    """A table's clock column (:func:`_time_column`), seconds per unit of it, and the note on
+    a unit read off its name."""
+    col = _time_column(path, header, rows, given)
+    if col is None:
+        if unit is not None:
+            raise InputError(f"{path}: --time-unit needs a clock column, and none was found: name it with --time-column NAME")
+        return None, 1.0, None
+    if col in x:
+        raise InputError(f"{path}: column {col!r} is both the x axis and the wall clock: name another "
+                         "--time-column, --step-column or --epoch-column")
+    seconds_per, note = _time_unit(col, unit)
+    return col, seconds_per, note
+
+
 def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None, run: str | None = None,
-             run_column: str | None = None, time_column: str | None = None) -> LogData:
+             run_column: str | None = None, time_column: str | None = None, time_unit: str | None = None) -> LogData:
     header, rows = _read_table(path, "csv", "CSV file")
     rows = _one_run(path, header, rows, run=run, run_column=run_column)
     # The x axis by name, whatever its case ('Epoch', 'STEP'), when not named by an option.
@@ -399,10 +454,7 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
     for flag, col in (("--step-column", step_column), ("--epoch-column", epoch_column)):
         if col is not None and col not in header:
             raise InputError(f"{path}: no column {col!r} ({flag}); columns are {', '.join(header)}")
-    time_col = _time_column(path, header, rows, time_column)
-    if time_col is not None and time_col in (step_col, epoch_col):
-        raise InputError(f"{path}: column {time_col!r} is both the x axis and the wall clock: name another "
-                         "--time-column, --step-column or --epoch-column")
+    time_col, seconds_per, unit_note = _clock(path, header, rows, time_column, time_unit, x=(step_col, epoch_col))
     if step_col is None and epoch_col is None:
         # A Weights & Biases export's _step counts wandb.log calls: the optimizer step only
         # where the loop logged once a step, so it is named, not taken.
@@ -421,7 +473,7 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
     series, skipped, empty = _table_series(header, rows, step_col=None if keras else step_col,
                                            epoch_col="Step" if keras else epoch_col, step_offset=0.0,
                                            epoch_is_passes=True, epoch_offset=1.0 if keras else 0.0, time_col=time_col,
-                                           clocks=clocks)
+                                           clocks=clocks, seconds_per_unit=seconds_per)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
     hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
     run_name, notes = path.stem, ()
@@ -432,6 +484,7 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
         series = {(name if k == "Value" else k): (replace(v, name=name) if k == "Value" else v) for k, v in series.items()}
         notes = (f"a TensorBoard CSV download: its 'Value' column read as {name!r} of run {run_name!r}, from the file's "
                  "name" + ("; its Step as the index of the epoch just finished (Keras)" if keras else ""),)
+    notes += (unit_note,) if unit_note else ()
     return LogData(format="csv", source=str(path), run_name=run_name, series=series,
                    notes=_skipped_note(skipped, "row", x) + hint + notes, text_columns=empty)
 
@@ -654,7 +707,8 @@ FORMATS = tuple(_READERS)
 
 
 def read_log(format: str, path: str | Path, *, step_column: str | None = None, epoch_column: str | None = None,
-             run: str | None = None, run_column: str | None = None, time_column: str | None = None) -> LogData:
+             run: str | None = None, run_column: str | None = None, time_column: str | None = None,
+             time_unit: str | None = None) -> LogData:
     """Read one run's log in ``format`` (one of :data:`FORMATS`); ``run`` picks an MLflow run,
     or the rows of one run in a CSV that pools several (``run_column``, else a column named
     ``run``, ``run_id`` or ``run_name``)."""
@@ -667,15 +721,17 @@ def read_log(format: str, path: str | Path, *, step_column: str | None = None, e
         raise InputError("--run applies to formats mlflow and csv only")
     if format != "csv" and run_column is not None:
         raise InputError("--run-column applies to format csv only")
-    if format != "csv" and time_column is not None:
-        raise InputError("--time-column applies to format csv only")
+    if format not in ("csv", "keras-csv") and (time_column is not None or time_unit is not None):
+        raise InputError("--time-column and --time-unit apply to formats csv and keras-csv only")
     if format == "mlflow" and str(path).startswith("sqlite:///"):
         # A tracking URI, as given to mlflow.set_tracking_uri (a Path would fold the '///').
         return read_mlflow_db(Path(str(path)[len("sqlite:///"):]), run)
     p = Path(path)
     if format == "csv":
         return read_csv(p, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column,
-                        time_column=time_column)
+                        time_column=time_column, time_unit=time_unit)
     if format == "mlflow":
         return read_mlflow(p, run)
+    if format == "keras-csv":
+        return read_keras_csv(p, time_column=time_column, time_unit=time_unit)
     return reader(p)
