@@ -394,6 +394,10 @@ def _probe_cost_worker_hours(data: dict) -> float | None:
     return wall * workers / 3600.0 if ok else None
 
 
+# How to turn a JSON array of records into JSON Lines, for the messages that meet one.
+_ONE_PER_LINE = "jq -c '.[]' FILE > PROFILE.jsonl, or json.dumps(record) per line"
+
+
 def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     """Parse JSON Lines text into a :class:`Profile`.
 
@@ -414,6 +418,12 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
             if last and not raw.endswith("\n"):
                 warnings.append(f"line {number}: skipped a torn last line (an interrupted write)")
                 continue
+            if text in ("[", "{"):
+                # json.dump(..., indent=...): one document over many lines, each no record
+                how = _ONE_PER_LINE if text == "[" else "jq -c . FILE > PROFILE.jsonl, or json.dumps(record) per line"
+                raise ProfileError(f"a line holding only {text!r}: this looks like one JSON document spread over lines "
+                                   f"({'an array' if text == '[' else 'an indented object'}), not JSON Lines: write one "
+                                   f"compact record per line ({how})", path=path, line=number) from None
             raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
         except DuplicateKey as exc:
             raise ProfileError(f"{exc}: keep one of them", path=path, line=number) from None
@@ -453,9 +463,11 @@ def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str,
                 line=number,
             )
         if len(raw) > MAX_LINE_CHARS:
+            array = raw.lstrip().startswith("[")
             raise ProfileError(
                 f"line longer than {MAX_LINE_CHARS:,} characters: a record is one short JSON object; "
-                "is this a profile (JSON Lines)?",
+                + (f"a JSON array of records? a profile is JSON Lines, one record per line ({_ONE_PER_LINE})"
+                   if array else "is this a profile (JSON Lines)?"),
                 path=path,
                 line=number,
             )

@@ -347,7 +347,8 @@ _TYPES: dict[str, type] = {t.kind: t for t in (WorkloadRecord, StepRecord, EvalR
 def record_from_dict(data: Mapping[str, Any]) -> Record | None:
     """Parse one decoded JSON object; ``None`` for an unknown record marked optional."""
     if not isinstance(data, Mapping):
-        hint = ": a profile is JSON Lines, one record object per line, not a JSON array" if isinstance(data, list) else ""
+        hint = (": a profile is JSON Lines, one record object per line, not a JSON array (jq -c '.[]' FILE > PROFILE.jsonl)"
+                if isinstance(data, list) else "")
         raise ProfileError(f"each line must be a JSON object, got {type(data).__name__}{hint}")
     kind = data.get("record")
     cls = _TYPES.get(kind) if isinstance(kind, str) else None

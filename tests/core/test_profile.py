@@ -325,6 +325,32 @@ def test_recommend_dev_zero_is_exit_2_at_once(capsys):
     assert err == "cotune: /dev/zero: is not a regular file (a device, a pipe or a socket): give the path of a profile file\n"
 
 
+@pytest.mark.parametrize(("layout", "needle"), [
+    ("indented array", "a line holding only '[': this looks like one JSON document spread over lines (an array), not "
+                       "JSON Lines: write one compact record per line (jq -c '.[]' FILE > PROFILE.jsonl"),
+    ("indented object", "a line holding only '{': this looks like one JSON document spread over lines (an indented "
+                        "object), not JSON Lines: write one compact record per line (jq -c . FILE > PROFILE.jsonl"),
+    ("short array", "each line must be a JSON object, got list: a profile is JSON Lines, one record object per line, "
+                    "not a JSON array (jq -c '.[]' FILE > PROFILE.jsonl)"),
+    ("long array", "a JSON array of records? a profile is JSON Lines, one record per line (jq -c '.[]' FILE"),
+])
+def test_a_profile_saved_as_one_json_document_is_named_with_the_way_to_json_lines(tmp_path, layout, needle):
+    # json.dump(records, f, indent=2) is what people write first: it read as "not valid
+    # JSON (Expecting value at column 2)" of line 1, or "is this a profile?".
+    import cotune
+
+    records = [json.loads(line) for line in Path(cotune.load_profile("cifar10-resnet18").path).read_text().splitlines()]
+    path = tmp_path / "profile.json"
+    doc = {"indented array": lambda: json.dumps(records[:5], indent=2),
+           "indented object": lambda: json.dumps(records[0], indent=2),
+           "short array": lambda: json.dumps(records[:5]),
+           "long array": lambda: json.dumps(records)}[layout]()
+    path.write_text(doc + "\n")
+    with pytest.raises(ProfileError) as info:
+        read_profile(path)
+    assert str(info.value).startswith(f"{path}:1: ") and needle in str(info.value), str(info.value)
+
+
 def test_a_file_with_an_endless_first_line_is_refused_after_reading_past_the_cap(tmp_path):
     from cotune.profile import MAX_LINE_CHARS
 
