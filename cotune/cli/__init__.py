@@ -136,12 +136,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return forward(args_list[1:])
     parser = build_parser()
+    # `cotune k8s ... -- torchrun train.py --epochs 90`: the words after `--` are the
+    # container's command, word for word (as kubectl run and torchrun take theirs).
+    container_argv: list[str] | None = None
+    if args_list[:1] == ["k8s"] and "--" in args_list:
+        cut = args_list.index("--")
+        args_list, container_argv = args_list[:cut], args_list[cut + 1:]
     args_list = _attach_negative_values(args_list)
     _ARGV.set(args_list)
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # --help / --version / usage errors
         return int(exc.code or 0)
+    if container_argv is not None:
+        args.container_argv = tuple(container_argv)
     if args.command is None:
         parser.print_help()
         return EXIT_INPUT

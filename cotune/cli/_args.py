@@ -79,6 +79,20 @@ def finite_float(text: str) -> float:
     return parse_number(text, where="")
 
 
+@_wrap
+def target_value(text: str) -> float:
+    """A target metric: a number in the unit the profile's curves are logged in. '94%'
+    is refused with both readings named — the unit is the log's, not the option's."""
+    if text.strip().endswith("%"):
+        try:
+            number = parse_number(text.strip()[:-1], where="")
+        except InputError:
+            number = parse_number(text, where="")  # not a number with a percent sign: say so of the whole text
+        raise InputError(f"expected a number in the metric's own unit, got {text[:40]!r}: write {number:g} if the "
+                         f"curves log percentages, {number / 100:g} if they log fractions")
+    return parse_number(text, where="")
+
+
 def _ints(text: str, example: str) -> list[int]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts or len(parts) > 10_000:

@@ -40,7 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--namespace", default="default", help="namespace (default 'default')")
     k.add_argument("--image", default=None, help="training container image (without it: a loud warning, and the runtime's "
                    "image for a TrainJob or pytorch/pytorch:latest for a PyTorchJob)")
-    k.add_argument("--command", dest="container_command", default=None, metavar="CMD", help="container command, e.g. 'torchrun train.py --epochs 90'")
+    k.add_argument("--command", dest="container_command", default=None, metavar="CMD",
+                   help="container command as one shell-quoted string, e.g. 'torchrun train.py --epochs 90'; or give it "
+                        "word for word after '--' at the end: cotune k8s ... -- torchrun train.py --epochs 90")
     k.add_argument("--runtime", default="torch-distributed", help="TrainJob: the ClusterTrainingRuntime to use (default torch-distributed)")
     k.add_argument("--gang", choices=("volcano", "kueue", "none"), default="volcano", help="gang scheduler (default volcano)")
     k.add_argument("--queue", default="default", help="Volcano queue or Kueue LocalQueue (default 'default')")
@@ -61,8 +63,13 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
     from cotune.errors import InputError
     from cotune.k8s import JobOptions, derive_name
 
+    argv = getattr(args, "container_argv", None)  # the words after `--`
+    if argv is not None and args.container_command is not None:
+        raise InputError("the container command is given twice, as --command and after '--': keep one")
+    if argv is not None and not argv:
+        raise InputError("nothing after '--': give the container's command there (-- torchrun train.py), or leave '--' out")
     try:
-        command = tuple(shlex.split(args.container_command)) if args.container_command else ()
+        command = argv if argv is not None else (tuple(shlex.split(args.container_command)) if args.container_command else ())
     except ValueError as exc:
         raise InputError(f"--command is not a valid shell word list ({exc}): quote it as one argument") from None
     try:

@@ -34,7 +34,7 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
     workers_default = DEFAULT_REPLAN_MAX_WORKERS if replan else DEFAULT_MAX_WORKERS
     p.add_argument("profile", metavar="PROFILE", nargs="?" if optional else None, default=None,
                    help="profile file (JSON Lines) or a bundled example name (cotune examples)")
-    p.add_argument("--target", type=_args.finite_float, required=not optional, help="metric to reach (e.g. 0.94 top-1; a loss for goal 'min')")
+    p.add_argument("--target", type=_args.target_value, required=not optional, help="metric to reach (e.g. 0.94 top-1; a loss for goal 'min')")
     p.add_argument("--deadline", type=_args.duration, default=None, required=replan, metavar="DURATION",
                    help="time limit: 90m, 2h, 1h30m or seconds" + (", counted from the job's start" if replan else ""))
     p.add_argument("--max-workers", action="append", type=_args.gpu_count, default=None, metavar="N|GPU=N",

@@ -177,6 +177,26 @@ def test_cli_prints_valid_yaml():
     assert docs[1]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"] == ["torchrun", "train.py"]
 
 
+def test_the_words_after_a_double_dash_are_the_container_command_word_for_word(capsys):
+    # As kubectl run and torchrun take a command; --command 'x y' needs shell quoting inside
+    # quoting, and `-- python train.py` was refused as "unrecognized arguments".
+    code, out = _cli("k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--image", "ghcr.io/me/t:1",
+                     "--", "torchrun", "train.py", "--lr", "0.1 x", "--", "--json")
+    assert code == 0
+    (job,) = [d for d in yaml.safe_load_all(out) if d["kind"] == "PyTorchJob"]
+    _check(job)
+    for replica in _pods(job):
+        assert replica["template"]["spec"]["containers"][0]["command"] == [
+            "torchrun", "train.py", "--lr", "0.1 x", "--", "--json"]
+    code, out = _cli("k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--command", "python t.py",
+                     "--", "python", "t.py")
+    assert code == 2 and out == ""
+    assert capsys.readouterr().err == ("cotune: the container command is given twice, as --command and after '--': "
+                                       "keep one\n")
+    code, out = _cli("k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--")
+    assert code == 2 and "nothing after '--'" in capsys.readouterr().err
+
+
 def test_cli_infeasible_prints_nothing(capsys):
     code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "5s"])
     captured = capsys.readouterr()
