@@ -15,7 +15,15 @@ def _span(lo: float, hi: float) -> str:
     return f"[{format_duration(lo)}–{format_duration(hi)}]"
 
 
+def time_at_label(q: float) -> str:
+    """The column of the time a plan is promised by at confidence ``q`` (its ``q``-quantile)."""
+    return f"TIME@{q:.0%}" if round(q * 100, 6) == round(q * 100) else f"TIME@{q:.1%}"
+
+
 def _row(mark: str, c: Choice, priced: bool, against: float | None = None) -> list[str]:
+    # With a confidence, the time promised at it beside the median: what the deadline is
+    # held against, and what --objective time minimises.
+    at_q = [format_duration(c.time_at_confidence_s)] if against else []
     return [
         mark,
         c.gpu,
@@ -26,6 +34,7 @@ def _row(mark: str, c: Choice, priced: bool, against: float | None = None) -> li
         str(c.global_batch),
         f"{c.epochs:.1f}" if math.isfinite(c.epochs) else "—",
         format_duration(c.time_s),
+        *at_q,
         _span(*c.time_interval_s),
         format_money(c.cost, priced=priced),
         table_chance(c.p_success, against),
@@ -44,6 +53,14 @@ _HEAD = [
     "EXTRAPOLATED",
 ]
 _RIGHT = [False, False, False, True, True, True, True, True, True, False, True, True, False]
+
+
+def _columns(confidence: float | None) -> tuple[list[str], list[bool]]:
+    """The candidate table's header and alignment (with a confidence: its time column too)."""
+    if not confidence:
+        return _HEAD, _RIGHT
+    at = _HEAD.index("TIME") + 1
+    return _HEAD[:at] + [time_at_label(confidence)] + _HEAD[at:], _RIGHT[:at] + [True] + _RIGHT[at:]
 
 
 def render_recommendation(rec: Recommendation) -> str:
@@ -67,12 +84,15 @@ def render_recommendation(rec: Recommendation) -> str:
     if rec.chosen is not None:
         rows = [_row("CHOSEN", rec.chosen, rec.priced, rec.confidence)] + [_row("", c, rec.priced, rec.confidence)
                                                                              for c in rec.runner_ups]
-        out.append(table(_HEAD, rows, right=_RIGHT))
+        head, right = _columns(rec.confidence)
+        out.append(table(head, rows, right=right))
         c = rec.chosen
+        by_q = (f" (done by {format_duration(c.time_at_confidence_s)} with probability {rec.confidence:g})"
+                if rec.confidence else "")
         out += [
             "",
             f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
-            f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}, "
+            f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}{by_q}, "
             f"{format_money(c.cost, priced=rec.priced)}; predicted {one_line(rec.metric_name)} {fmt_num(c.metric)}.",
             f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}"
             f"{' within the budget' if rec.budget is not None else ''}: "
@@ -106,7 +126,8 @@ def render_recommendation(rec: Recommendation) -> str:
         out.append("NO FEASIBLE CONFIGURATION.")
         if rec.nearest:
             out += ["", "Nearest candidates:",
-                    table(_HEAD, [_row("", c, rec.priced, rec.confidence) for c in rec.nearest], right=_RIGHT)]
+                    table(_columns(rec.confidence)[0], [_row("", c, rec.priced, rec.confidence) for c in rec.nearest],
+                          right=_columns(rec.confidence)[1])]
         out += ["", "To find one:"] + [f"  - {r}" for r in rec.relax]
     if rec.pareto:
         out += ["", "Cost–time frontier (target reached; ignoring deadline and budget):"]

@@ -73,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     from cotune.cli._output import table
-    from cotune.cli._render import table_chance
+    from cotune.cli._render import table_chance, time_at_label
     from cotune.units import format_chance, format_duration, format_money
 
     q = result.confidence if result.confidence is not None else 0.5  # what each chance was judged against
@@ -89,7 +89,7 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
             table_chance(p, against=q),  # as recommend's table: whole percentages
         ])
     # P(SUCCESS): of the remaining work, within the remaining deadline (restart included).
-    head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", "TIME_Q" if result.confidence else "TIME", "COST",
+    head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", time_at_label(result.confidence) if result.confidence else "TIME", "COST",
             "P(SUCCESS)"]
     status = "ahead of" if result.ahead else "behind"
     out = [

@@ -45,6 +45,23 @@ def test_objective_time_is_faster_than_objective_cost(capsys):
     assert fast["time_s"] <= cheap["time_s"] and cheap["cost"] <= fast["cost"]
 
 
+def test_with_a_confidence_the_table_shows_the_time_promised_at_it_and_orders_by_it_for_speed(capsys):
+    from cotune.units import format_duration
+
+    args = ["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--max-workers", "16",
+            "--confidence", "0.9", "--objective", "time"]
+    code, out, _ = run(capsys, *args)
+    answer = json.loads(run(capsys, *args, "--json")[1])
+    chosen, others = answer["recommendation"], answer["runner_ups"]
+    promised = [c["time_at_confidence_s"] for c in [chosen] + others]
+    assert code == 0 and promised == sorted(promised) and len(promised) >= 3  # fastest at 0.9 first
+    assert "TIME@90%" in out and f"(done by {format_duration(chosen['time_at_confidence_s'])} with probability 0.9)" in out
+    for c in [chosen] + others:
+        assert f" {format_duration(c['time_s'])}  " in out and f" {format_duration(c['time_at_confidence_s'])}  " in out
+    code, out, _ = run(capsys, *args[:-4])  # no confidence: the table as it was
+    assert code == 0 and "TIME@" not in out and "done by" not in out
+
+
 def test_per_gpu_max_workers_and_budget(capsys, tmp_path):
     path = write_jsonl(tmp_path / "two.jsonl", synthetic_records(gpus=("t4", "v100")))
     code, out, err = run(capsys, "recommend", str(path), "--target", "0.85", "--max-workers", "t4=2",
