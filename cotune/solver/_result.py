@@ -153,8 +153,10 @@ class Recommendation:
             if self.chosen is None or base is None:
                 out[name] = None
                 continue
+            # The quantity the objective ranks by (objective time: the time promised at the confidence).
             mine, theirs = (
-                (self.chosen.cost, base.cost) if self.objective == "cost" else (self.chosen.time_s, base.time_s)
+                (self.chosen.cost, base.cost) if self.objective == "cost"
+                else (self.chosen.time_at_confidence_s, base.time_at_confidence_s)
             )
             out[name] = None if not (math.isfinite(theirs) and theirs > 0) else 1.0 - mine / theirs
         return out

@@ -174,6 +174,15 @@ def test_baselines_are_never_cheaper_than_the_co_tuned_choice(cifar_models):
         assert 0 <= rec.savings()[name] < 1
 
 
+def test_for_speed_at_a_confidence_the_baselines_are_compared_at_it_too(cifar_models):
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16,
+                    objective="time", confidence=0.9)
+    for name, base in rec.baselines.items():
+        assert base is not None, name
+        assert rec.chosen.time_at_confidence_s <= base.time_at_confidence_s * (1 + NEAR_TIE_MAX)
+        assert rec.savings()[name] == pytest.approx(1 - rec.chosen.time_at_confidence_s / base.time_at_confidence_s)
+
+
 def test_a_baseline_batch_no_candidate_has_is_reported_as_the_one_used(cifar_models):
     rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, max_workers=16,
                     baseline_local_batch=7)
