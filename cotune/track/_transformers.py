@@ -17,7 +17,8 @@ partial step counts the samples it holds. After each evaluation *inside* ``train
 ``monitor`` entry of its metrics (``eval_<name>``, as ``compute_metrics`` names it with the
 Trainer's prefix) is written as an ``eval`` record; a ``trainer.evaluate()`` outside
 training writes nothing. A tracker without ``schedule_epochs`` takes
-``TrainingArguments.num_train_epochs`` when the run is given in epochs (``max_steps`` unset).
+``TrainingArguments.num_train_epochs`` for a run given in epochs, and ``max_steps`` over the
+optimizer steps of an epoch for one given in steps (none for an iterable dataset).
 Only the world's process zero records (``TrainerState.is_world_process_zero``).
 """
 
@@ -37,6 +38,29 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
                       "(or use Tracker directly)") from exc
 
 __all__ = ["TrackerCallback"]
+
+
+def _schedule_epochs(args: Any, loader: Any) -> float | None:
+    """The epochs a run's schedule spans, as the tracker counts them (samples over the
+    dataset): ``num_train_epochs`` for a run given in epochs; for one given in ``max_steps``,
+    where those steps end — whole epochs of ``⌈batches / accumulation⌉`` optimizer steps (the
+    last one partial), then the rest at ``accumulation`` of the epoch's
+    ``len(train_dataloader)`` micro-batches each (5 steps of 3 on 8 batches an epoch: 1 + 6/8,
+    not 5/3). None where the loader has no length (an iterable dataset)."""
+    max_steps = getattr(args, "max_steps", -1) or -1
+    if isinstance(max_steps, int) and max_steps > 0:
+        try:
+            batches = len(loader)
+        except TypeError:  # None, or an IterableDataset's loader
+            return None
+        if batches < 1:
+            return None
+        accum = max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1)
+        whole, rest = divmod(max_steps, -(-batches // accum))
+        return whole + min(rest * accum, batches) / batches
+    epochs = getattr(args, "num_train_epochs", None)
+    ok = isinstance(epochs, (int, float)) and not isinstance(epochs, bool) and math.isfinite(epochs) and epochs > 0
+    return float(epochs) if ok else None
 
 
 class TrackerCallback(_TrainerCallback):
@@ -63,12 +87,9 @@ class TrackerCallback(_TrainerCallback):
         self._guard.start()
         self._training = True
         self._began, self._micro = None, 0
-        # Epochs given: that is where the learning-rate schedule ends; a tracker told otherwise keeps its own.
-        epochs = getattr(args, "num_train_epochs", None)
-        by_epochs = (getattr(args, "max_steps", -1) or -1) <= 0
-        if (self._guard.tracking and self.tracker.schedule_epochs is None and by_epochs
-                and isinstance(epochs, (int, float)) and math.isfinite(epochs) and epochs > 0):
-            self.tracker.schedule_epochs = float(epochs)
+        # Where the learning-rate schedule ends; a tracker told otherwise keeps its own.
+        if self._guard.tracking and self.tracker.schedule_epochs is None:
+            self.tracker.schedule_epochs = _schedule_epochs(args, kwargs.get("train_dataloader"))
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._began, self._micro = time.perf_counter(), 0

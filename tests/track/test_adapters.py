@@ -356,7 +356,9 @@ def test_transformers_callback_warns_and_trains_on_when_evaluation_lacks_the_mon
 
 
 @pytest.mark.slow
-def test_transformers_callback_leaves_the_schedule_unknown_for_a_run_given_in_steps(tmp_path: Path) -> None:
+def test_transformers_callback_reads_the_schedule_of_a_run_given_in_steps_in_epochs(tmp_path: Path) -> None:
+    # It left the schedule unknown, so a re-plan of a max_steps run could not tell a curve
+    # that flattens because the learning rate ran out from one that stalls.
     pytest.importorskip("transformers")
     from cotune.track.transformers import TrackerCallback
 
@@ -366,7 +368,16 @@ def test_transformers_callback_leaves_the_schedule_unknown_for_a_run_given_in_st
                 eval_steps=4).train()
     p = read_profile(path)
     assert [e.epoch for e in p.evals] == pytest.approx([0.5, 1.0, 1.5])  # every 4 steps of 32 samples, of 256
-    assert all(e.schedule_epochs is None for e in p.evals)  # max_steps: where it ends in epochs is not what it says
+    assert all(e.schedule_epochs == pytest.approx(1.5) for e in p.evals)  # 12 steps of the 8 an epoch
+    # 8 batches an epoch, 3 a step: steps of 3, 3 and 2 batches, so 5 steps end 6 batches into
+    # the second epoch — 1.75 epochs (the Trainer's own count too), not 5 / 3
+    path = tmp_path / "accum.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
+                      warmup_steps=0)
+    _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="eval_accuracy"), max_steps=5, accum=3,
+                eval_strategy="steps", eval_steps=5).train()
+    (last,) = read_profile(path).evals
+    assert last.schedule_epochs == pytest.approx(1.75) and last.epoch == pytest.approx(1.75)
 
 
 @pytest.mark.slow
