@@ -20,7 +20,18 @@ import warnings
 from cotune.errors import InputError
 from cotune.track._tracker import Tracker
 
-__all__ = ["StepTimer", "CallbackGuard", "check_callback_args"]
+__all__ = ["StepTimer", "CallbackGuard", "check_callback_args", "epochs_at_step"]
+
+
+def epochs_at_step(steps: int, *, batches: int, accum: int) -> float:
+    """The epoch, as the tracker counts it (passes over the data), at which a run given in
+    optimizer ``steps`` ends: whole epochs of ``⌈batches / accum⌉`` steps (the last one
+    partial, as both frameworks step there), then the rest at ``accum`` of the epoch's
+    ``batches`` micro-batches each — 5 steps of 3 on 8 batches an epoch end at 1 + 6/8, not 5/3."""
+    if steps < 1 or batches < 1 or accum < 1:
+        raise ValueError(f"steps, batches and accum must be >= 1, got {steps}, {batches}, {accum}")
+    whole, rest = divmod(steps, -(-batches // accum))
+    return whole + min(rest * accum, batches) / batches
 
 
 def check_callback_args(tracker: object, monitor: object) -> tuple[Tracker, str]:

@@ -14,7 +14,8 @@ last (``accumulate_grad_batches``; the epoch's last batch ends a partial step, c
 with its own micro-batches), data loading between batches left out, as the profiler
 times steps. After each validation (not the sanity check) the logged
 ``monitor`` value is written as an ``eval`` record at the epochs the tracker counted.
-A tracker without ``schedule_epochs`` takes the trainer's ``max_epochs`` (when set).
+A tracker without ``schedule_epochs`` takes where the trainer stops: ``max_epochs``, or the
+epoch its ``max_steps`` end at, whichever comes first.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from typing import Any
 
 from cotune.errors import is_out_of_memory
-from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args
+from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args, epochs_at_step
 from cotune.track._tracker import Tracker
 
 try:  # the unified package first; the standalone one is the same API
@@ -38,6 +39,21 @@ except ImportError:  # pragma: no cover - depends on what is installed
         ) from exc
 
 __all__ = ["TrackerCallback"]
+
+
+def _schedule_epochs(trainer: Any) -> float | None:
+    """Where training stops, in the tracker's epochs: ``max_epochs``, or where ``max_steps``
+    ends (:func:`~cotune.track._adapt.epochs_at_step` on ``num_training_batches``), whichever
+    comes first; None when neither is known (an iterable dataset's epoch has no length)."""
+    ends = []
+    max_epochs = getattr(trainer, "max_epochs", None)
+    if isinstance(max_epochs, int) and max_epochs > 0:
+        ends.append(float(max_epochs))
+    max_steps, batches = getattr(trainer, "max_steps", -1), getattr(trainer, "num_training_batches", math.inf)
+    if isinstance(max_steps, int) and max_steps > 0 and isinstance(batches, int) and batches > 0:
+        accum = getattr(trainer, "accumulate_grad_batches", 1)
+        ends.append(epochs_at_step(max_steps, batches=batches, accum=accum if isinstance(accum, int) and accum > 0 else 1))
+    return min(ends) if ends else None
 
 
 class TrackerCallback(_Callback):
@@ -60,9 +76,8 @@ class TrackerCallback(_Callback):
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self._guard.start()
         # The trainer knows where the schedule ends; a tracker told otherwise keeps its own.
-        max_epochs = getattr(trainer, "max_epochs", None)
-        if self._guard.tracking and self.tracker.schedule_epochs is None and isinstance(max_epochs, int) and max_epochs > 0:
-            self.tracker.schedule_epochs = max_epochs
+        if self._guard.tracking and self.tracker.schedule_epochs is None:
+            self.tracker.schedule_epochs = _schedule_epochs(trainer)
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         self._timer.batch_start(time.perf_counter())

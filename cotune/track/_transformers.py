@@ -28,7 +28,7 @@ import math
 import time
 from typing import Any
 
-from cotune.track._adapt import CallbackGuard, check_callback_args
+from cotune.track._adapt import CallbackGuard, check_callback_args, epochs_at_step
 from cotune.track._tracker import Tracker
 
 try:
@@ -41,12 +41,10 @@ __all__ = ["TrackerCallback"]
 
 
 def _schedule_epochs(args: Any, loader: Any) -> float | None:
-    """The epochs a run's schedule spans, as the tracker counts them (samples over the
-    dataset): ``num_train_epochs`` for a run given in epochs; for one given in ``max_steps``,
-    where those steps end — whole epochs of ``⌈batches / accumulation⌉`` optimizer steps (the
-    last one partial), then the rest at ``accumulation`` of the epoch's
-    ``len(train_dataloader)`` micro-batches each (5 steps of 3 on 8 batches an epoch: 1 + 6/8,
-    not 5/3). None where the loader has no length (an iterable dataset)."""
+    """The epochs a run's schedule spans, as the tracker counts them: ``num_train_epochs``
+    for a run given in epochs; for one given in ``max_steps``, the epoch those steps end at
+    (:func:`~cotune.track._adapt.epochs_at_step` on ``len(train_dataloader)``). None where
+    the loader has no length (an iterable dataset)."""
     max_steps = getattr(args, "max_steps", -1) or -1
     if isinstance(max_steps, int) and max_steps > 0:
         try:
@@ -55,9 +53,8 @@ def _schedule_epochs(args: Any, loader: Any) -> float | None:
             return None
         if batches < 1:
             return None
-        accum = max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1)
-        whole, rest = divmod(max_steps, -(-batches // accum))
-        return whole + min(rest * accum, batches) / batches
+        return epochs_at_step(max_steps, batches=batches,
+                              accum=max(int(getattr(args, "gradient_accumulation_steps", 1) or 1), 1))
     epochs = getattr(args, "num_train_epochs", None)
     ok = isinstance(epochs, (int, float)) and not isinstance(epochs, bool) and math.isfinite(epochs) and epochs > 0
     return float(epochs) if ok else None

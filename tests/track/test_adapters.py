@@ -183,6 +183,27 @@ def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp
 
 
 @pytest.mark.slow
+def test_lightning_callback_reads_where_a_max_steps_run_stops_in_epochs(tmp_path: Path) -> None:
+    # Given max_steps alone, Lightning's max_epochs is -1 and the schedule was left unknown.
+    L, module, data = _lightning_job()
+    from cotune.track.lightning import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
+                      warmup_steps=0)
+    # 8 batches an epoch, 3 a step (3, 3, 2): 5 steps stop 6 batches into the second epoch
+    trainer = L.Trainer(max_steps=5, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        accumulate_grad_batches=3, val_check_interval=6, check_val_every_n_epoch=None,
+                        callbacks=[TrackerCallback(tracker, monitor="val_acc")])
+    trainer.fit(module, data, data)
+    assert trainer.global_step == 5
+    p = read_profile(path)
+    assert p.evals and all(e.schedule_epochs == pytest.approx(1.75) for e in p.evals)
+    assert len(p.steps) == 5
+
+
+@pytest.mark.slow
 def test_lightning_callback_warns_and_trains_on_when_validation_does_not_log_the_monitor(tmp_path: Path) -> None:
     L, module, data = _lightning_job(64)
     from cotune.track.lightning import TrackerCallback

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from cotune.errors import InputError
 from cotune.profile import WorkloadRecord, read_profile
@@ -646,3 +646,19 @@ def test_torchs_own_out_of_memory_error_is_one() -> None:
     from cotune.errors import is_out_of_memory
 
     assert is_out_of_memory(torch.cuda.OutOfMemoryError("Tried to allocate 20.00 MiB"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.integers(1, 400), batches=st.integers(1, 60), accum=st.integers(1, 9))
+def test_epochs_at_a_step_count_are_the_passes_its_micro_batches_make(steps, batches, accum):
+    # The oracle: step through the epochs one optimizer step at a time, each taking accum
+    # micro-batches or what is left of the epoch (both frameworks step at an epoch's end).
+    from cotune.track._adapt import epochs_at_step
+
+    done, left = 0, batches
+    for _ in range(steps):
+        take = min(accum, left)
+        done, left = done + take, left - take
+        if left == 0:
+            left = batches
+    assert epochs_at_step(steps, batches=batches, accum=accum) == pytest.approx(done / batches)
