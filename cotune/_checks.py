@@ -54,6 +54,7 @@ __all__ = [
     "BadValue",
     "MAX_DEPTH",
     "MAX_INTEGER",
+    "MAX_GRAD_STAT",
     "MAX_MAGNITUDE",
     "excerpt",
     "integer",
@@ -71,6 +72,10 @@ __all__ = [
 #: Largest magnitude of any number a user may give (prices, targets, seconds...): far above
 #: anything meaningful, far below where float arithmetic overflows when multiplied.
 MAX_MAGNITUDE = 1e15
+#: Largest magnitude of a gradient statistic (``grad_sqr``, ``grad_var``): sums of squares over
+#: every parameter, 7e15 for BERT in the Pollux traces; only their ratio is used, so a bound
+#: far below overflow is the only one that matters.
+MAX_GRAD_STAT = 1e100
 #: Largest whole number a user may give unless the field says less.
 MAX_INTEGER = 10**15
 #: Deepest JSON nesting accepted (a request or a record is a flat object of fields).
@@ -200,8 +205,10 @@ def number(
     lt: float | None = None,
     le: float | None = None,
     what: str = "a finite number",
+    magnitude: float = MAX_MAGNITUDE,
 ) -> float:
-    """``value`` as a finite ``float`` within the bounds (and within ``±MAX_MAGNITUDE``), or :class:`BadValue`.
+    """``value`` as a finite ``float`` within the bounds (and within ``±magnitude``, by default
+    :data:`MAX_MAGNITUDE`), or :class:`BadValue`.
 
     ``what`` names the kind of value in the message (``"a probability"``).
     """
@@ -222,8 +229,8 @@ def number(
         as_pct = what == "a probability" and 1.0 < x <= 100.0 and _in_bounds(x / 100, gt, ge, lt, le)
         pct = f"; write {x / 100:g} for {x:g} %" if as_pct else ""
         raise BadValue(f"must be {want()}, got {excerpt(value)}{pct}", where=where)
-    if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
-        raise BadValue(f"must be {want()} (at most {MAX_MAGNITUDE:g} in magnitude), got {excerpt(value)}", where=where)
+    if not math.isfinite(x) or abs(x) > magnitude:
+        raise BadValue(f"must be {want()} (at most {magnitude:g} in magnitude), got {excerpt(value)}", where=where)
     return x + 0.0  # -0.0 is 0 (and would print as '-0.0s')
 
 

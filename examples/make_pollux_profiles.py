@@ -16,14 +16,17 @@ Usage::
 
     python examples/make_pollux_profiles.py ../shared/data/pollux-osdi21/traces cotune/data/profiles
     python examples/make_pollux_profiles.py --sweep examples/logs/sweep.csv   # a table for `cotune import records`
+
+The same mapping reads any AdaptDL trace from the command line: ``cotune import adaptdl
+TRACE_DIR --gpu t4 --dataset-size N --metric NAME --out PROFILE`` (docs/logs.md).
 """
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
+from cotune.logs import read_adaptdl
 from cotune.profile import EvalRecord, Profile, StepRecord, WorkloadRecord, write_profile
 
 # name, trace folder, dataset size (training samples), metric, goal
@@ -36,58 +39,12 @@ WORKLOADS = [
 SOURCE = "Pollux OSDI'21 traces (petuum/adaptdl@c793c70, Apache-2.0), 4x T4 per node"
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def convert(trace_dir: Path, name: str, dataset_size: int, metric: str, goal: str) -> Profile:
-    steps = []
-    for row in _rows(trace_dir / "placements.csv"):
-        digits = [int(d) for d in row["placement"]]
-        steps.append(
-            StepRecord(
-                gpu="t4",
-                workers=sum(digits),
-                hosts=len(digits),
-                local_batch=int(row["local_bsz"]),
-                step_time_s=float(row["step_time"]),
-                sync_time_s=min(float(row["sync_time"]), float(row["step_time"])),
-                placement=row["placement"],
-            )
-        )
-    scal = trace_dir / "scalability.csv"
-    if scal.exists():
-        for row in _rows(scal):
-            steps.append(
-                StepRecord(
-                    gpu="t4",
-                    workers=int(row["num_replicas"]),
-                    hosts=int(row["num_nodes"]),
-                    local_batch=int(row["local_bsz"]),
-                    step_time_s=float(row["step_time"]),
-                    sync_time_s=min(float(row["sync_time"]), float(row["step_time"])),
-                )
-            )
-    files = sorted(trace_dir.glob("validation-*.csv"), key=lambda p: int(p.stem.split("-")[1]))
-    ref_batch = int(files[0].stem.split("-")[1])
-    evals = []
-    for path in files:
-        batch = int(path.stem.split("-")[1])
-        for row in _rows(path):
-            evals.append(
-                EvalRecord(
-                    global_batch=batch,
-                    epoch=round(int(row["iteration"]) * batch / dataset_size, 6),
-                    metric=float(row["metric"]),
-                    seed=0,
-                    grad_sqr=float(row["grad_sqr"]),
-                    grad_var=float(row["grad_var"]),
-                    grad_batch=ref_batch,
-                )
-            )
+    # The trace's own reader (`cotune import adaptdl` behind it): the mapping above.
+    records, _ = read_adaptdl(trace_dir, dataset_size=dataset_size, gpu="t4")
     workload = WorkloadRecord(name=name, dataset_size=dataset_size, metric=metric, goal=goal, source=SOURCE)  # type: ignore[arg-type]
-    return Profile(workload=workload, steps=tuple(steps), evals=tuple(evals))
+    return Profile(workload=workload, steps=tuple(r for r in records if isinstance(r, StepRecord)),
+                   evals=tuple(r for r in records if isinstance(r, EvalRecord)))
 
 
 SWEEP_WORKERS = (1, 2, 4, 8)

@@ -12,6 +12,8 @@ __all__ = ["add_parser", "run"]
 _FORMATS = ("hf-trainer", "lightning-csv", "tensorboard", "mlflow", "csv", "keras-csv")
 # Not a log: a table of profile records (cotune.logs.import_table)
 _TABLE = "records"
+# Not a log either: an AdaptDL trace (Pollux, Sia artifacts: cotune.logs.import_adaptdl)
+_TRACE = "adaptdl"
 # Flags that describe one run's log: a table of records states its own fields
 _RUN_FLAGS = ("global_batch", "seed", "gpu", "workers", "local_batch", "step_column", "epoch_column", "mlflow_run",
               "run_column", "time_column", "time_unit")
@@ -27,11 +29,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "lightning-csv (CSVLogger metrics.csv), tensorboard (event files; needs cotune[logs]), mlflow (a run of "
         "the local file store or a SQLite store, mlflow.db), csv (named columns), keras-csv (keras.callbacks.CSVLogger: "
         "its epoch column counts from 0); records (a CSV table of profile records, one per row: a sweep's step times at "
-        "many configurations). Docs: docs/logs.md",
+        "many configurations); adaptdl (an AdaptDL trace: step times by placement and learning curves by batch, as "
+        "the Pollux and Sia artifacts publish them). Docs: docs/logs.md",
         epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add).",
     )
-    p.add_argument("format", choices=_FORMATS + (_TABLE,), metavar="FORMAT",
-                   help=f"log format: {', '.join(_FORMATS)}; or {_TABLE}: a table of profile records")
+    p.add_argument("format", choices=_FORMATS + (_TABLE, _TRACE), metavar="FORMAT",
+                   help=f"log format: {', '.join(_FORMATS)}; or {_TABLE}: a table of profile records; or {_TRACE}: an "
+                        "AdaptDL trace directory (placements.csv, validation-<B>.csv: the Pollux and Sia artifacts)")
     p.add_argument("path", metavar="PATH", help="the log file or run directory")
     p.add_argument("--out", required=True, metavar="PROFILE", help="profile file to write (JSON Lines)")
     p.add_argument("--append", action="store_true", help="add this run to an existing PROFILE (same workload)")
@@ -85,6 +89,29 @@ def _run_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_trace(args: argparse.Namespace) -> int:
+    from cotune.cli._output import emit
+    from cotune.errors import InputError
+    from cotune.logs import import_adaptdl
+
+    given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if k != "gpu" and getattr(args, k) is not None]
+    if args.hosts != 1 or args.accum_steps != 1 or args.record is not None:
+        given += (["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
+                  + ["--record"] * (args.record is not None))
+    if given:
+        # The trace's files state these: the placement, the batch of each curve.
+        raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
+                         f"{_TRACE}: its files state them (--gpu names a GPU type no file does)")
+    profile = import_adaptdl(args.path, out=args.out, append=args.append, gpu=args.gpu, name=args.name,
+                             dataset_size=args.dataset_size, metric=args.metric, goal=args.goal)
+    verb = "appended to" if args.append else "wrote"
+    emit(f"{verb} {args.out}: workload {profile.workload.name!r}, {len(profile.steps):,} step and "
+         f"{len(profile.evals):,} eval records")
+    for note in profile.warnings:
+        emit(f"  {note}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit
     from cotune.errors import InputError
@@ -92,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == _TABLE:
         return _run_table(args)
+    if args.format == _TRACE:
+        return _run_trace(args)
     if args.record is not None:
         raise InputError(f"--record applies to format {_TABLE} only (a table of profile records)")
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from cotune._checks import not_text_reason
 from cotune.errors import InputError
+from cotune.logs._adaptdl import read_adaptdl
 from cotune.logs._convert import ImportOptions, log_to_records
 from cotune.logs._readers import FORMATS, LogData, Series, read_log
 from cotune.profile import (
@@ -24,7 +25,8 @@ from cotune.profile import (
 )
 from cotune.profile._profile import TEXT_FIELDS, _build
 
-__all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_log", "import_table", "log_to_records", "read_log"]
+__all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_adaptdl", "import_log", "import_table", "log_to_records",
+           "read_adaptdl", "read_log"]
 
 
 def _check_run_flags(*, global_batch: int | None, dataset_size: int | None, workers: int | None, hosts: int,
@@ -203,6 +205,60 @@ def import_table(
         raise InputError(f"{p}: {'line ' + text[4:] if text.startswith('row ') else text}") from None
     records = list(profile.records())
     _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
+    _save(out, existing, profile, records)
+    return profile
+
+
+def import_adaptdl(
+    path: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    append: bool = False,
+    gpu: str | None = None,
+    name: str | None = None,
+    dataset_size: int | None = None,
+    metric: str | None = None,
+    goal: Literal["max", "min"] | None = None,
+) -> Profile:
+    """A profile from an AdaptDL trace (``cotune import adaptdl``): the step-time tables and
+    learning curves AdaptDL's profiler records, as the Pollux (OSDI'21) and Sia (SOSP'23)
+    artifacts publish them — a directory (``placements*.csv``, ``scalability*.csv``,
+    ``validation-<B>.csv``) or one of its files; :mod:`cotune.logs._adaptdl` says how each
+    column is read. ``gpu`` names the GPU type where no ``gpu_type`` column or file name
+    does. The workload comes from the flags (``name``, default the directory's name;
+    ``dataset_size`` and ``metric`` required) or, with ``append=True``, from ``out``.
+    Nothing is written unless every row is a valid record."""
+    from cotune.logs._convert import _goal, _readable
+
+    if dataset_size is not None and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1):
+        raise InputError(f"--dataset-size must be a whole number >= 1, got {dataset_size!r}")
+    existing = _existing(out, append=append, what="this trace")
+    if existing is not None:
+        held = existing.workload
+        for flag, given, have in (("--name", name, held.name), ("--dataset-size", dataset_size, held.dataset_size),
+                                  ("--metric", metric, held.metric), ("--goal", goal, held.goal)):
+            if given is not None and given != have:
+                raise InputError(f"{out} is workload {held.name!r} with {flag.lstrip('-').replace('-', '_')} {have!r}, "
+                                 f"not {given!r}: leave {flag} out to add to it, or choose another --out")
+        workload = held
+    else:
+        for flag, value in (("--dataset-size", dataset_size), ("--metric", metric)):
+            if value is None:
+                raise InputError(f"a new profile needs the workload's {flag.lstrip('-').replace('-', ' ')}: pass {flag}"
+                                 + (" (training samples per epoch: a curve's steps become epochs with it)"
+                                    if flag == "--dataset-size" else " (what the curves' metric column measures, "
+                                    "e.g. top1 or val_loss)"))
+        p = Path(path)
+        workload = WorkloadRecord(name=name or (p.name if p.is_dir() else p.parent.name) or p.stem,
+                                  dataset_size=int(dataset_size), metric=str(metric), goal=_goal(str(metric), goal),
+                                  source=f"adaptdl trace {path}")
+    records, notes = read_adaptdl(path, dataset_size=workload.dataset_size, gpu=gpu)
+    records, dropped = _readable(records)
+    if dropped:
+        raise InputError(f"{path}: {dropped[0]}")
+    records = [workload] + records
+    _lines_after(out, existing, records, fix="import one trace file at a time")
+    profile = _build(records, path=None if out is None else str(out), warnings=notes)
     _save(out, existing, profile, records)
     return profile
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal, Mapping, Union
 
-from cotune._checks import BadValue, excerpt, line_break_in
+from cotune._checks import MAX_GRAD_STAT, BadValue, excerpt, line_break_in
 from cotune._checks import integer as _integer
 from cotune._checks import number as _number
 from cotune.errors import ProfileError
@@ -99,12 +99,15 @@ class _Field:
         default: float | None = None,
         minimum: float | None = None,
         strict_minimum: bool = False,
+        magnitude: float | None = None,
     ) -> float | None:
         if key not in data or data[key] is None:
             if required:
                 raise ProfileError(_missing(data, key))
             return default
-        bounds = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
+        bounds: dict[str, float] = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
+        if magnitude is not None:
+            bounds["magnitude"] = magnitude
         try:
             return _number(data[key], where=f"field {key!r}", **bounds)
         except BadValue as exc:
@@ -275,8 +278,8 @@ class EvalRecord:
             epoch=_Field.number(data, "epoch", minimum=0.0),
             metric=float(metric),
             seed=seed,
-            grad_sqr=_Field.number(data, "grad_sqr", required=False, minimum=0.0),
-            grad_var=_Field.number(data, "grad_var", required=False, minimum=0.0),
+            grad_sqr=_Field.number(data, "grad_sqr", required=False, minimum=0.0, magnitude=MAX_GRAD_STAT),
+            grad_var=_Field.number(data, "grad_var", required=False, minimum=0.0, magnitude=MAX_GRAD_STAT),
             grad_batch=_Field.integer(data, "grad_batch", required=False),
             job=_Field.text(data, "job", required=False),
             elapsed_s=_Field.number(data, "elapsed_s", required=False, minimum=0.0),

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cotune._checks import MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name
+from cotune._checks import MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name
 from cotune.errors import InputError, StorageError, is_out_of_memory
 from cotune.profile import (
     MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
@@ -466,8 +466,8 @@ class Tracker:
                           "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
                           "to count them from the steps)", RuntimeWarning, stacklevel=2)
         self._last_eval_epoch = max(self._last_eval_epoch, epoch)
-        grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0)
-        grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0)
+        grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
+        grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
         rec = EvalRecord(
             global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
             grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3), schedule_epochs=self._schedule_epochs,

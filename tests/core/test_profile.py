@@ -471,3 +471,18 @@ def test_what_superseded_an_out_of_memory_survives_a_file_and_a_frame(tmp_path):
     for copy in (again, framed):
         assert copy.oom_superseded == profile.oom_superseded
         assert (copy.max_local_batch("t4"), copy.max_local_batch("a100")) == (None, 63)
+
+
+def test_gradient_statistics_beyond_the_cap_of_other_numbers_are_read_and_only_absurd_ones_refused():
+    # BERT's gradient variance in the Pollux traces reaches 7.4e15: sums of squares over every
+    # parameter; only grad_var / grad_sqr is used, so the 1e15 cap of other numbers refused a
+    # published trace for nothing.
+    from cotune.profile import record_from_dict
+
+    rec = record_from_dict({"record": "eval", "global_batch": 12, "epoch": 1.0, "metric": 86.7,
+                            "grad_sqr": 1.96e14, "grad_var": 6.89e15})
+    assert rec.grad_var == 6.89e15
+    with pytest.raises(ProfileError, match=r"field 'grad_var': must be a finite number >= 0 \(at most 1e\+100"):
+        record_from_dict({"record": "eval", "global_batch": 12, "epoch": 1.0, "metric": 86.7, "grad_var": 1e101})
+    with pytest.raises(ProfileError, match=r"field 'metric'.*at most 1e\+15"):
+        record_from_dict({"record": "eval", "global_batch": 12, "epoch": 1.0, "metric": 7e15})

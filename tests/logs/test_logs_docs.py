@@ -23,7 +23,21 @@ def _in_copy(tmp_path, monkeypatch) -> None:
 def test_every_format_has_a_worked_command_that_runs(tmp_path, monkeypatch, capsys):
     _in_copy(tmp_path, monkeypatch)
     commands = [line[2:] for line in PAGE.splitlines() if line.startswith("$ cotune import ")]
-    assert {shlex.split(c)[2] for c in commands} == set(FORMATS) | {"records"}
+    assert {shlex.split(c)[2] for c in commands} == set(FORMATS) | {"records", "adaptdl"}
+    trace = next(c for c in commands if shlex.split(c)[2] == "adaptdl")  # a published trace, in shared/data
+    commands.remove(trace)
+    argv = shlex.split(trace)[1:]
+    data = next(a for a in argv if a.startswith("../shared/data/"))
+    try:
+        from benchmarks.traces import data_root
+
+        argv[argv.index(data)] = str(data_root() / data[len("../shared/data/"):])
+    except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
+        pass
+    else:
+        assert main(argv) == 0, (trace, capsys.readouterr().err)
+        profile = read_profile(argv[argv.index("--out") + 1])
+        assert len(profile.steps) == 720 and len(profile.evals) == 12
     table = next(c for c in commands if shlex.split(c)[2] == "records")  # not a run's log: its own check
     argv = shlex.split(table)[1:]
     assert main(argv) == 0, (table, capsys.readouterr().err)

@@ -222,6 +222,8 @@ HOSTILE = [10**400, -(10**400), "x", [1], {"a": 1}, True, float("nan"), float("i
 @pytest.mark.parametrize("value", HOSTILE, ids=repr)
 @pytest.mark.parametrize("call", ["step_time_s", "epoch", "b_noise", "grad_sqr"])
 def test_hostile_numbers_at_a_call_are_an_input_error(tmp_path: Path, call: str, value: object) -> None:
+    if call == "grad_sqr" and value == 10**30:
+        value = 10**101  # gradient statistics may reach 1e100 (sums over every parameter; only their ratio is used)
     t = Tracker(tmp_path / "p.jsonl", gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, warmup_steps=0)
     with pytest.raises(InputError) as err:
         if call == "step_time_s":
