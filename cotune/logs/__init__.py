@@ -232,6 +232,9 @@ def import_adaptdl(
 
     if dataset_size is not None and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1):
         raise InputError(f"--dataset-size must be a whole number >= 1, got {dataset_size!r}")
+    for flag, text in (("--gpu", gpu), ("--name", name), ("--metric", metric)):
+        if text is not None and (not isinstance(text, str) or not text.strip()):
+            raise InputError(f"{flag} must be a non-empty name, got {text!r}")
     existing = _existing(out, append=append, what="this trace")
     if existing is not None:
         held = existing.workload
@@ -253,10 +256,9 @@ def import_adaptdl(
                                   dataset_size=int(dataset_size), metric=str(metric), goal=_goal(str(metric), goal),
                                   source=f"adaptdl trace {path}")
     records, notes = read_adaptdl(path, dataset_size=workload.dataset_size, gpu=gpu)
-    records, dropped = _readable(records)
+    records, dropped = _readable([workload] + records)  # the profile reader's rule, the workload's fields too
     if dropped:
         raise InputError(f"{path}: {dropped[0]}")
-    records = [workload] + records
     _lines_after(out, existing, records, fix="import one trace file at a time")
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
     _save(out, existing, profile, records)
