@@ -67,18 +67,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _refuse_run_flags(args: argparse.Namespace, fmt: str, fix: str, *, allow: tuple[str, ...] = (),
+                      record: bool = False) -> None:
+    """Refuse the one-run flags (and ``--record`` with ``record``) given to a format whose
+    files state those fields themselves."""
+    from cotune.errors import InputError
+
+    given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if k not in allow and getattr(args, k) is not None]
+    given += (["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
+              + ["--record"] * (record and args.record is not None))
+    if given:
+        raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
+                         f"{fmt}: {fix}")
+
+
 def _run_table(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit
-    from cotune.errors import InputError
     from cotune.logs import import_table
 
-    given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if getattr(args, k) is not None]
-    if args.hosts != 1 or args.accum_steps != 1:
-        given += ["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
-    if given:
-        # They describe one run's log; a table of records states these fields in its columns.
-        raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
-                         f"{_TABLE}: put the field in the table's columns (docs/profile-format.md names them)")
+    # They describe one run's log; a table of records states these fields in its columns.
+    _refuse_run_flags(args, _TABLE, "put the field in the table's columns (docs/profile-format.md names them)")
     profile = import_table(args.path, out=args.out, append=args.append, record=args.record, name=args.name,
                            dataset_size=args.dataset_size, metric=args.metric, goal=args.goal)
     verb = "appended to" if args.append else "wrote"
@@ -91,17 +99,11 @@ def _run_table(args: argparse.Namespace) -> int:
 
 def _run_trace(args: argparse.Namespace) -> int:
     from cotune.cli._output import emit
-    from cotune.errors import InputError
     from cotune.logs import import_adaptdl
 
-    given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if k != "gpu" and getattr(args, k) is not None]
-    if args.hosts != 1 or args.accum_steps != 1 or args.record is not None:
-        given += (["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
-                  + ["--record"] * (args.record is not None))
-    if given:
-        # The trace's files state these: the placement, the batch of each curve.
-        raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
-                         f"{_TRACE}: its files state them (--gpu names a GPU type no file does)")
+    # The trace's files state these: the placement, the batch of each curve.
+    _refuse_run_flags(args, _TRACE, "its files state them (--gpu names a GPU type no file does)", allow=("gpu",),
+                      record=True)
     profile = import_adaptdl(args.path, out=args.out, append=args.append, gpu=args.gpu, name=args.name,
                              dataset_size=args.dataset_size, metric=args.metric, goal=args.goal)
     verb = "appended to" if args.append else "wrote"

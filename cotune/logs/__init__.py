@@ -167,7 +167,6 @@ def import_table(
     """
     import pandas as pd
 
-    from cotune.logs._convert import _goal
     from cotune.logs._readers import _need_file
 
     p = _need_file(Path(path), "CSV table of profile records", "records")
@@ -181,22 +180,10 @@ def import_table(
             raise InputError(f"{p}: {why}") from None
         raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "
                          "file with a header row of field names") from None
-    existing = _existing(out, append=append, what="these records")
-    if existing is not None:
-        held = existing.workload
-        for flag, given, have in (("--name", name, held.name), ("--dataset-size", dataset_size, held.dataset_size),
-                                  ("--metric", metric, held.metric), ("--goal", goal, held.goal)):
-            if given is not None and given != have:
-                raise InputError(f"{out} is workload {held.name!r} with {flag.lstrip('-').replace('-', '_')} {have!r}, "
-                                 f"not {given!r}: leave {flag} out to add to it, or choose another --out")
-        workload: Any = held
-    else:
-        for flag, value in (("--dataset-size", dataset_size), ("--metric", metric)):
-            if value is None:
-                raise InputError(f"a new profile needs the workload's {flag.lstrip('-').replace('-', ' ')}: pass {flag}"
-                                 + (" (training samples per epoch)" if flag == "--dataset-size" else
-                                    " (the name of the validation metric the eval rows hold)"))
-        workload = {"name": name or p.stem, "dataset_size": dataset_size, "metric": metric, "goal": _goal(metric, goal)}
+    existing, workload = _workload_of(out, append=append, what="these records", name=name or p.stem,
+                                      named=name is not None, dataset_size=dataset_size, metric=metric, goal=goal,
+                                      why_size="training samples per epoch",
+                                      why_metric="the name of the validation metric the eval rows hold")
     frame.index = pd.RangeIndex(2, len(frame) + 2)  # a row's file line (the header is line 1), for the errors
     try:
         profile = Profile.from_frame(frame, workload=workload, record=record)
@@ -228,33 +215,20 @@ def import_adaptdl(
     does. The workload comes from the flags (``name``, default the directory's name;
     ``dataset_size`` and ``metric`` required) or, with ``append=True``, from ``out``.
     Nothing is written unless every row is a valid record."""
-    from cotune.logs._convert import _goal, _readable
+    from cotune.logs._convert import _readable
 
     if dataset_size is not None and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1):
         raise InputError(f"--dataset-size must be a whole number >= 1, got {dataset_size!r}")
     for flag, text in (("--gpu", gpu), ("--name", name), ("--metric", metric)):
         if text is not None and (not isinstance(text, str) or not text.strip()):
             raise InputError(f"{flag} must be a non-empty name, got {text!r}")
-    existing = _existing(out, append=append, what="this trace")
-    if existing is not None:
-        held = existing.workload
-        for flag, given, have in (("--name", name, held.name), ("--dataset-size", dataset_size, held.dataset_size),
-                                  ("--metric", metric, held.metric), ("--goal", goal, held.goal)):
-            if given is not None and given != have:
-                raise InputError(f"{out} is workload {held.name!r} with {flag.lstrip('-').replace('-', '_')} {have!r}, "
-                                 f"not {given!r}: leave {flag} out to add to it, or choose another --out")
-        workload = held
-    else:
-        for flag, value in (("--dataset-size", dataset_size), ("--metric", metric)):
-            if value is None:
-                raise InputError(f"a new profile needs the workload's {flag.lstrip('-').replace('-', ' ')}: pass {flag}"
-                                 + (" (training samples per epoch: a curve's steps become epochs with it)"
-                                    if flag == "--dataset-size" else " (what the curves' metric column measures, "
-                                    "e.g. top1 or val_loss)"))
-        p = Path(path)
-        workload = WorkloadRecord(name=name or (p.name if p.is_dir() else p.parent.name) or p.stem,
-                                  dataset_size=int(dataset_size), metric=str(metric), goal=_goal(str(metric), goal),
-                                  source=f"adaptdl trace {path}")
+    p = Path(path)
+    existing, fields_ = _workload_of(out, append=append, what="this trace",
+                                     name=name or (p.name if p.is_dir() else p.parent.name) or p.stem,
+                                     named=name is not None, dataset_size=dataset_size, metric=metric, goal=goal,
+                                     why_size="training samples per epoch: a curve's steps become epochs with it",
+                                     why_metric="what the curves' metric column measures, e.g. top1 or val_loss")
+    workload = fields_ if isinstance(fields_, WorkloadRecord) else WorkloadRecord(**fields_, source=f"adaptdl trace {path}")
     records, notes = read_adaptdl(path, dataset_size=workload.dataset_size, gpu=gpu)
     records, dropped = _readable([workload] + records)  # the profile reader's rule, the workload's fields too
     if dropped:
@@ -263,6 +237,31 @@ def import_adaptdl(
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
     _save(out, existing, profile, records)
     return profile
+
+
+def _workload_of(out: Any, *, append: bool, what: str, name: str, named: bool, dataset_size: int | None,
+                 metric: str | None, goal: str | None, why_size: str, why_metric: str) -> tuple[Profile | None, Any]:
+    """The profile ``out`` holds (None: a new one) and the workload of what is imported: the
+    held one, whose fields given flags must match, or the flags' fields (``dataset_size`` and
+    ``metric`` required; the goal from the metric's name when not given) — for a table or a
+    trace, which carry no workload of their own. ``named``: ``name`` was given, not derived."""
+    from cotune.logs._convert import _goal
+
+    existing = _existing(out, append=append, what=what)
+    if existing is not None:
+        held = existing.workload
+        for flag, given, have in (("--name", name if named else None, held.name),
+                                  ("--dataset-size", dataset_size, held.dataset_size),
+                                  ("--metric", metric, held.metric), ("--goal", goal, held.goal)):
+            if given is not None and given != have:
+                raise InputError(f"{out} is workload {held.name!r} with {flag.lstrip('-').replace('-', '_')} {have!r}, "
+                                 f"not {given!r}: leave {flag} out to add to it, or choose another --out")
+        return existing, held
+    for flag, value, why in (("--dataset-size", dataset_size, why_size), ("--metric", metric, why_metric)):
+        if value is None:
+            raise InputError(f"a new profile needs the workload's {flag.lstrip('-').replace('-', ' ')}: pass {flag} "
+                             f"({why})")
+    return None, {"name": name, "dataset_size": dataset_size, "metric": metric, "goal": _goal(str(metric), goal)}
 
 
 def _existing(out: str | os.PathLike[str] | None, *, append: bool, what: str) -> Profile | None:

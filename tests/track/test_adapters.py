@@ -164,19 +164,23 @@ def test_a_second_fit_after_the_tracker_closed_trains_untracked_with_a_warning(t
     assert (tmp_path / "j.jsonl").read_bytes() == before
 
 
+def _accumulating_trainer(L, path: Path, **limits):
+    """A quiet CPU Trainer that accumulates 3 batches a step, tracked into ``path``."""
+    from cotune.track.lightning import TrackerCallback
+
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
+                      warmup_steps=0)
+    return L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                     enable_model_summary=False, num_sanity_val_steps=0, accumulate_grad_batches=3,
+                     callbacks=[TrackerCallback(tracker, monitor="val_acc")], **limits)
+
+
 @pytest.mark.slow
 def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp_path: Path) -> None:
     L, module, data = _lightning_job()
-    from cotune.track.lightning import TrackerCallback
-
     path = tmp_path / "job.jsonl"
     # 8 batches of 32 an epoch, 3 accumulated a step: steps of 3, 3 and 2 micro-batches
-    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
-                      warmup_steps=0)
-    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                        accumulate_grad_batches=3, callbacks=[TrackerCallback(tracker, monitor="val_acc")])
-    trainer.fit(module, data, data)
+    _accumulating_trainer(L, path, max_epochs=2).fit(module, data, data)
     p = read_profile(path)
     assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])  # were 0.75 and 1.5
     assert len(p.steps) == 2 * 3 and all(s.accum_steps == 3 for s in p.steps)
@@ -186,16 +190,9 @@ def test_lightning_callback_counts_the_partial_accumulation_at_an_epochs_end(tmp
 def test_lightning_callback_reads_where_a_max_steps_run_stops_in_epochs(tmp_path: Path) -> None:
     # Given max_steps alone, Lightning's max_epochs is -1 and the schedule was left unknown.
     L, module, data = _lightning_job()
-    from cotune.track.lightning import TrackerCallback
-
     path = tmp_path / "job.jsonl"
-    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, accum_steps=3, workload=WORKLOAD, window=1,
-                      warmup_steps=0)
     # 8 batches an epoch, 3 a step (3, 3, 2): 5 steps stop 6 batches into the second epoch
-    trainer = L.Trainer(max_steps=5, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                        accumulate_grad_batches=3, val_check_interval=6, check_val_every_n_epoch=None,
-                        callbacks=[TrackerCallback(tracker, monitor="val_acc")])
+    trainer = _accumulating_trainer(L, path, max_steps=5, val_check_interval=6, check_val_every_n_epoch=None)
     trainer.fit(module, data, data)
     assert trainer.global_step == 5
     p = read_profile(path)
