@@ -45,7 +45,7 @@ _NOT_METRICS = re.compile(r"(runtime|per_sec|per_second|samples_per|steps_per|st
 _MIN_TOKENS = {"loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse", "nll"}
 _MAX_TOKENS = {"acc", "accuracy", "top1", "top5", "f1", "precision", "recall", "auc", "auroc", "map", "bleu", "rouge",
                "iou", "miou", "dice", "r2", "exact", "match", "em", "score", "matthews", "mcc", "pearson", "spearman",
-               "correlation", "meteor", "ndcg", "mrr", "chrf", "sacrebleu"}
+               "correlation", "meteor", "ndcg", "mrr", "chrf", "sacrebleu", "hr", "hit", "hits", "hitrate"}
 
 
 def _tokens(name: str) -> set[str]:

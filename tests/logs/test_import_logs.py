@@ -416,7 +416,7 @@ def test_a_metric_name_matching_several_validation_series_asks_for_one(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["eval_rouge1", "eval_rougeL", "ValAcc", "eval_matthews_correlation", "val_mcc",
-                                  "eval_sacrebleu", "valAccuracy"])
+                                  "eval_sacrebleu", "valAccuracy", "val_hr", "HR@10", "hit_rate"])
 def test_common_higher_is_better_metrics_need_no_goal(tmp_path, name):
     path = tmp_path / "run.csv"
     path.write_text(f"epoch,{name}\n1,0.3\n2,0.4\n")
