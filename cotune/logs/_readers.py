@@ -304,7 +304,8 @@ def _steps_per_epoch_of_index(rows: list[dict[str, str]]) -> float | None:
     last: dict[int, float] = {}
     for row in rows:
         step, epoch = _number(row.get("step")), _number(row.get("epoch"))
-        if step is not None and epoch is not None and epoch == int(epoch):
+        # an index is a finite whole number ('1e400' reads as inf, which has no int)
+        if step is not None and epoch is not None and math.isfinite(step) and math.isfinite(epoch) and epoch == int(epoch):
             last[int(epoch)] = max(last.get(int(epoch), -math.inf), step)
     gaps = [last[e + 1] - last[e] for e in sorted(last) if e + 1 in last]
     gaps = [g for g in gaps if g > 0]

@@ -129,6 +129,16 @@ def test_lightning_validation_rows_become_epochs_from_steps(tmp_path):
     assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]
 
 
+def test_a_lightning_log_with_an_infinite_epoch_cell_is_read_not_a_crash(tmp_path):
+    # '1e400' in the epoch column (a corrupted cell: float reads it as inf) crashed the
+    # epoch-index reader with "cannot convert float infinity to integer" (found by the
+    # import fuzz, tests/fuzz/test_fuzz_import.py).
+    log = tmp_path / "metrics.csv"
+    log.write_text(LIGHTNING.read_text().replace("\n0,", "\n1e400,", 1))
+    profile = import_log("lightning-csv", log, metric="val_acc", global_batch=B, dataset_size=N)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]  # epochs come from the steps
+
+
 def test_lightning_throughput_monitor_gives_the_step_time():
     frame = pd.read_csv(LIGHTNING)
     per_sec = frame["train/device/batches_per_sec"].dropna().to_numpy()

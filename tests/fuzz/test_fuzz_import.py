@@ -1,0 +1,175 @@
+"""Fuzz ``cotune import``: the door that reads files nobody checked — training logs,
+tables of records, AdaptDL traces — with their cells, lines and bytes mutated and its
+flags given hostile values.
+
+The contract (fuzz_helpers): exit 0 or 2, one error line, no traceback, bounded time and
+memory; and what an import writes, every door reads (the profile it writes parses), while
+a refused import writes nothing (a new ``--out`` is not created; an ``--append`` target
+keeps its bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from fuzz_helpers import FAST, HEAVY, REPO, TEXTS, captured, check_cli_result, memory_bound, time_bound
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cotune.cli import main
+from cotune.profile import read_profile
+
+PAGE = (REPO / "docs" / "logs.md").read_text()
+# The worked command of every format (docs/logs.md), the examples every mutation starts from.
+WORKED = {shlex.split(line[2:])[2]: shlex.split(line[2:])[2:] for line in PAGE.splitlines()
+          if line.startswith("$ cotune import ")}  # FORMAT PATH --flag value ...
+TEXT_FORMATS = ("csv", "keras-csv", "lightning-csv", "hf-trainer", "records", "adaptdl")
+ALL_FORMATS = TEXT_FORMATS + ("mlflow", "tensorboard")
+
+CELLS = st.one_of(TEXTS, st.sampled_from(["nan", "inf", "-1", "0", "1e308", "1e-320", "", '"', "a,b", "1;2", "\t",
+                                          "true", "null", "[]", "{}", "0,5", "９", "\u202e1"]))
+
+
+def _trace(d: Path) -> Path:
+    t = d / "trace"
+    t.mkdir()
+    (t / "placements.csv").write_text("placement,local_bsz,step_time,sync_time\n1,32,0.10,0.0\n22,32,0.12,0.03\n")
+    (t / "scalability.csv").write_text("local_bsz,step_time,sync_time,num_nodes,num_replicas\n32,0.2,0.05,4,16\n")
+    (t / "validation-64.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n10,100,0.5,2.0,8.0\n")
+    return t
+
+
+@pytest.fixture(scope="module")
+def originals(tmp_path_factory) -> Path:
+    """A copy of examples/logs plus a small AdaptDL trace: what every example copies and mutates."""
+    d = tmp_path_factory.mktemp("fuzz-import-originals")
+    shutil.copytree(REPO / "examples" / "logs", d / "examples" / "logs", ignore=shutil.ignore_patterns("*.py"))
+    _trace(d)
+    return d
+
+
+def _argv_and_target(fmt: str) -> tuple[list[str], str]:
+    """The worked command (its PATH relative to the copy) and the file its mutation edits."""
+    argv = list(WORKED[fmt])
+    if fmt == "adaptdl":
+        argv[1] = "trace"
+        return argv, "trace/placements.csv"
+    path = argv[1]
+    targets = {"lightning-csv": path + "/version_0/metrics.csv", "tensorboard": None, "mlflow": None}
+    return argv, targets.get(fmt, path) or path
+
+
+@st.composite
+def mutated_text(draw, text: str) -> str:
+    lines = text.splitlines(keepends=True) or [""]
+    kind = draw(st.sampled_from(["cell", "cell", "cell", "line", "truncate", "header", "bytes", "blank", "many"]))
+    if kind == "cell":
+        i = draw(st.integers(0, len(lines) - 1))
+        sep = "\t" if "\t" in lines[i] else ","
+        cells = lines[i].rstrip("\r\n").split(sep)
+        cells[draw(st.integers(0, len(cells) - 1))] = draw(CELLS)
+        lines[i] = sep.join(cells) + "\n"
+    elif kind == "line":
+        lines.insert(draw(st.integers(0, len(lines))), draw(TEXTS) + "\n")
+    elif kind == "truncate":
+        return text[: draw(st.integers(0, max(len(text) - 1, 0)))]
+    elif kind == "header":
+        cells = lines[0].rstrip("\r\n").split(",")
+        cells[draw(st.integers(0, len(cells) - 1))] = draw(st.sampled_from(["", cells[0], "x" * 300, "epoch", "step",
+                                                                            "record", "run", "_runtime", "hours"]))
+        lines[0] = ",".join(cells) + "\n"
+    elif kind == "bytes":
+        at = draw(st.integers(0, len(text)))
+        return text[:at] + draw(st.sampled_from(["\x00", "\ufeff", "\x1b[2J", "\r", "\udcff", "\x85"])) + text[at:]
+    elif kind == "blank":
+        return draw(st.sampled_from(["", "\n", "\ufeff", "epoch\n", "{}", "[]", "null"]))
+    else:  # many rows: a long log, still a bounded one
+        lines += lines[1:] * draw(st.integers(1, 200))
+    return "".join(lines)
+
+
+@st.composite
+def mutated_json(draw, text: str) -> str:
+    """trainer_state.json with one value of its log_history replaced, or its shape broken."""
+    from fuzz_helpers import JSON_VALUES
+
+    doc = json.loads(text)
+    kind = draw(st.sampled_from(["entry", "entry", "history", "top", "text"]))
+    if kind == "entry" and doc.get("log_history"):
+        entry = doc["log_history"][draw(st.integers(0, len(doc["log_history"]) - 1))]
+        key = draw(st.sampled_from(sorted(entry) + ["eval_accuracy", "step", "epoch", "eval_runtime", "train_runtime"]))
+        entry[key] = draw(JSON_VALUES)
+    elif kind == "history":
+        doc["log_history"] = draw(JSON_VALUES)
+    elif kind == "top":
+        doc[draw(st.sampled_from(["train_batch_size", "global_step", "epoch", "log_history"]))] = draw(JSON_VALUES)
+    else:
+        return draw(mutated_text(text))
+    try:
+        return json.dumps(doc, allow_nan=True)
+    except (TypeError, ValueError):
+        return text
+
+
+def _flags(draw, argv: list[str]) -> list[str]:
+    """The worked command with up to two of its values hostile, a flag dropped or one added."""
+    argv = list(argv)
+    values = [i for i, a in enumerate(argv) if i > 1 and not a.startswith("--") and argv[i - 1].startswith("--")]
+    hostile = draw(st.lists(st.sampled_from(values), max_size=2, unique=True)) if values else []
+    for i in hostile if draw(st.integers(0, 2)) == 0 else []:  # mostly sane flags: the files are the point
+        argv[i] = draw(TEXTS)
+    if draw(st.integers(0, 5)) == 0:
+        extra = draw(st.sampled_from(["--workers", "--local-batch", "--accum-steps", "--hosts", "--seed", "--time-column",
+                                      "--time-unit", "--step-column", "--epoch-column", "--run", "--goal", "--name"]))
+        argv += [extra, draw(TEXTS)]
+    return argv
+
+
+def _check(originals: Path, tmp: Path, data, formats: tuple[str, ...]) -> None:
+    fmt = data.draw(st.sampled_from(formats))
+    work = tmp / "w"
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(originals, work)
+    argv, target = _argv_and_target(fmt)
+    path = work / target
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+        new = data.draw(mutated_json(text) if fmt == "hf-trainer" else mutated_text(text))
+        path.write_bytes(new.encode("utf-8", "surrogateescape"))
+    argv = _flags(data.draw, argv)
+    out = work / "out.jsonl"
+    argv = ["import"] + [str(work / a) if i == 1 else a for i, a in enumerate(argv)]
+    argv[argv.index("--out") + 1] = str(out)
+    append = data.draw(st.integers(0, 4)) == 0
+    if append:
+        # a profile to add to: the sweep's step records, of a workload with the logs' dataset size
+        with captured():
+            assert main(["import", "records", str(originals / "examples/logs/sweep.csv"), "--record", "step", "--out",
+                         str(out), "--name", "w", "--dataset-size", "96", "--metric", "val_acc"]) == 0
+        argv.append("--append")
+    before = out.read_bytes() if out.exists() else None
+    with time_bound(argv), memory_bound(), captured() as (o, e):
+        code = main(argv)
+    check_cli_result(argv, code, o.getvalue(), e.getvalue())
+    if code == 0:
+        read_profile(out)  # what an import writes, every door reads
+    else:
+        assert (out.read_bytes() if out.exists() else None) == before, f"a refused import changed {out}: {argv}"
+
+
+@FAST
+@given(data=st.data())
+def test_a_mutated_log_imports_or_is_one_error_line_and_writes_nothing(originals, tmp_path_factory, data):
+    _check(originals, tmp_path_factory.mktemp("fuzz-import", numbered=True), data, TEXT_FORMATS)
+
+
+@pytest.mark.slow
+@HEAVY
+@given(data=st.data())
+def test_many_mutated_logs_of_every_format_import_or_are_one_error_line(originals, tmp_path_factory, data):
+    _check(originals, tmp_path_factory.mktemp("fuzz-import", numbered=True), data, ALL_FORMATS)
