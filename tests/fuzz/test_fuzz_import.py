@@ -59,8 +59,7 @@ def _argv_and_target(fmt: str) -> tuple[list[str], str]:
         argv[1] = "trace"
         return argv, "trace/placements.csv"
     path = argv[1]
-    targets = {"lightning-csv": path + "/version_0/metrics.csv", "tensorboard": None, "mlflow": None}
-    return argv, targets.get(fmt, path) or path
+    return argv, path + "/version_0/metrics.csv" if fmt == "lightning-csv" else path
 
 
 @st.composite
@@ -137,7 +136,20 @@ def _check(originals: Path, tmp: Path, data, formats: tuple[str, ...]) -> None:
     shutil.copytree(originals, work)
     argv, target = _argv_and_target(fmt)
     path = work / target
-    if path.is_file():
+    if path.is_dir():  # mlflow, tensorboard: one of the run's files (a metric's lines, a meta.yaml, the event file)
+        path = data.draw(st.sampled_from(sorted(p for p in path.rglob("*") if p.is_file())))
+    if "tfevents" in path.name:  # a binary record file: flip, cut or insert bytes
+        raw = bytearray(path.read_bytes())
+        at = data.draw(st.integers(0, len(raw) - 1))
+        how = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if how == "flip":
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif how == "cut":
+            del raw[at:]
+        else:
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=64))
+        path.write_bytes(bytes(raw))
+    else:
         text = path.read_text(encoding="utf-8")
         new = data.draw(mutated_json(text) if fmt == "hf-trainer" else mutated_text(text))
         path.write_bytes(new.encode("utf-8", "surrogateescape"))
