@@ -77,13 +77,14 @@ def _error_json(exc: BaseException, *, message: str | None = None) -> None:
     if isinstance(exc, InfeasibleError):  # exit 1 is an answer, not an error: its own document says why
         return
     from cotune.api import error_document
-    from cotune.cli._output import emit_json, json_emitted
+    from cotune.cli._output import emit_json, json_emitted, terminal_safe
 
     if json_emitted():  # the answer is out: one document on stdout, never two
         return
     doc = error_document(exc, internal_message=message)
     if message is not None:
-        doc["error"]["message"] = " ".join(message.split())
+        # the line stderr shows, character for character: an unprintable one escaped in both
+        doc["error"]["message"] = terminal_safe(" ".join(message.split()))
     try:
         emit_json(doc)
     except OSError:  # stdout closed or full: the line on stderr and the exit code still say it

@@ -133,6 +133,40 @@ PY_VALUES = st.one_of(SCALARS, JSON_VALUES, st.sampled_from([(), (1, 2), {1, 2},
 DEEP = st.integers(min_value=30, max_value=3000).map(lambda n: json.loads("[" * min(n, 900) + "]" * min(n, 900)))
 
 
+# Cells of a table, lines of a text file: what a corrupted, hand-edited or half-written file holds.
+CELLS = st.one_of(TEXTS, st.sampled_from(["nan", "inf", "-1", "0", "1e308", "1e-320", "", '"', "a,b", "1;2", "\t",
+                                          "true", "null", "[]", "{}", "0,5", "９", "\u202e1"]))
+
+
+@st.composite
+def mutated_text(draw, text: str) -> str:
+    lines = text.splitlines(keepends=True) or [""]
+    kind = draw(st.sampled_from(["cell", "cell", "cell", "line", "truncate", "header", "bytes", "blank", "many"]))
+    if kind == "cell":
+        i = draw(st.integers(0, len(lines) - 1))
+        sep = "\t" if "\t" in lines[i] else ","
+        cells = lines[i].rstrip("\r\n").split(sep)
+        cells[draw(st.integers(0, len(cells) - 1))] = draw(CELLS)
+        lines[i] = sep.join(cells) + "\n"
+    elif kind == "line":
+        lines.insert(draw(st.integers(0, len(lines))), draw(TEXTS) + "\n")
+    elif kind == "truncate":
+        return text[: draw(st.integers(0, max(len(text) - 1, 0)))]
+    elif kind == "header":
+        cells = lines[0].rstrip("\r\n").split(",")
+        cells[draw(st.integers(0, len(cells) - 1))] = draw(st.sampled_from(["", cells[0], "x" * 300, "epoch", "step",
+                                                                            "record", "run", "_runtime", "hours"]))
+        lines[0] = ",".join(cells) + "\n"
+    elif kind == "bytes":
+        at = draw(st.integers(0, len(text)))
+        return text[:at] + draw(st.sampled_from(["\x00", "\ufeff", "\x1b[2J", "\r", "\udcff", "\x85"])) + text[at:]
+    elif kind == "blank":
+        return draw(st.sampled_from(["", "\n", "\ufeff", "epoch\n", "{}", "[]", "null"]))
+    else:  # many rows: a long log, still a bounded one
+        lines += lines[1:] * draw(st.integers(1, 200))
+    return "".join(lines)
+
+
 def synthetic_profile(directory: Path) -> Path:
     """A small, quickly fitted profile (the fuzz examples fit it many times)."""
     return write_jsonl(directory / "synthetic.jsonl", synthetic_records(seed=11, workers=(1, 2, 4), batches=(16, 32, 64)))

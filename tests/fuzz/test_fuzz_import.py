@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fuzz_helpers import FAST, HEAVY, REPO, TEXTS, captured, check_cli_result, memory_bound, time_bound
+from fuzz_helpers import FAST, HEAVY, REPO, TEXTS, captured, check_cli_result, memory_bound, mutated_text, time_bound
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,10 +29,6 @@ WORKED = {shlex.split(line[2:])[2]: shlex.split(line[2:])[2:] for line in PAGE.s
           if line.startswith("$ cotune import ")}  # FORMAT PATH --flag value ...
 TEXT_FORMATS = ("csv", "keras-csv", "lightning-csv", "hf-trainer", "records", "adaptdl")
 ALL_FORMATS = TEXT_FORMATS + ("mlflow", "tensorboard")
-
-CELLS = st.one_of(TEXTS, st.sampled_from(["nan", "inf", "-1", "0", "1e308", "1e-320", "", '"', "a,b", "1;2", "\t",
-                                          "true", "null", "[]", "{}", "0,5", "９", "\u202e1"]))
-
 
 def _trace(d: Path) -> Path:
     t = d / "trace"
@@ -60,35 +56,6 @@ def _argv_and_target(fmt: str) -> tuple[list[str], str]:
         return argv, "trace/placements.csv"
     path = argv[1]
     return argv, path + "/version_0/metrics.csv" if fmt == "lightning-csv" else path
-
-
-@st.composite
-def mutated_text(draw, text: str) -> str:
-    lines = text.splitlines(keepends=True) or [""]
-    kind = draw(st.sampled_from(["cell", "cell", "cell", "line", "truncate", "header", "bytes", "blank", "many"]))
-    if kind == "cell":
-        i = draw(st.integers(0, len(lines) - 1))
-        sep = "\t" if "\t" in lines[i] else ","
-        cells = lines[i].rstrip("\r\n").split(sep)
-        cells[draw(st.integers(0, len(cells) - 1))] = draw(CELLS)
-        lines[i] = sep.join(cells) + "\n"
-    elif kind == "line":
-        lines.insert(draw(st.integers(0, len(lines))), draw(TEXTS) + "\n")
-    elif kind == "truncate":
-        return text[: draw(st.integers(0, max(len(text) - 1, 0)))]
-    elif kind == "header":
-        cells = lines[0].rstrip("\r\n").split(",")
-        cells[draw(st.integers(0, len(cells) - 1))] = draw(st.sampled_from(["", cells[0], "x" * 300, "epoch", "step",
-                                                                            "record", "run", "_runtime", "hours"]))
-        lines[0] = ",".join(cells) + "\n"
-    elif kind == "bytes":
-        at = draw(st.integers(0, len(text)))
-        return text[:at] + draw(st.sampled_from(["\x00", "\ufeff", "\x1b[2J", "\r", "\udcff", "\x85"])) + text[at:]
-    elif kind == "blank":
-        return draw(st.sampled_from(["", "\n", "\ufeff", "epoch\n", "{}", "[]", "null"]))
-    else:  # many rows: a long log, still a bounded one
-        lines += lines[1:] * draw(st.integers(1, 200))
-    return "".join(lines)
 
 
 @st.composite
