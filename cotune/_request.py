@@ -483,7 +483,11 @@ class Progress:
     ``workers_added`` workers. ``schedule_epochs``: where its learning-rate schedule ends
     (its configured epochs; None: not given) — a target not reached by then is missed, and
     a batch change keeps the epoch count. A profile with the job's tracked records can tell
-    all but ``spent`` and ``schedule_epochs`` (:func:`cotune.track.progress_from_records`)."""
+    all but ``spent`` and ``schedule_epochs`` (:func:`cotune.track.progress_from_records`).
+    ``out_of_memory``: the job stopped with an out-of-memory at its current configuration
+    that its profile does not record (a rank other than 0 ran out, whose tracker writes
+    nothing; a pod the kernel killed) — it cannot go on as it ran, and every option runs a
+    micro-batch below the one it ran out at."""
 
     epochs_done: float
     elapsed_s: float
@@ -495,9 +499,12 @@ class Progress:
     workers_added: int = 0
     spent: float = 0.0
     schedule_epochs: float | None = None
+    out_of_memory: bool = False
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if not isinstance(self.out_of_memory, bool):  # "false" or 0 would read as a different answer
+            raise BadValue(f"must be true or false, got {excerpt(self.out_of_memory)}", where="/progress/out_of_memory")
         put("epochs_done", number(self.epochs_done, where="/progress/epochs_done", ge=0.0))
         if self.schedule_epochs is not None:
             put("schedule_epochs", number(self.schedule_epochs, where="/progress/schedule_epochs", gt=0.0,
@@ -527,6 +534,9 @@ class Progress:
     def global_batch(self) -> int:
         return self.workers * self.local_batch
 
+
+#: The fields of a progress, in every door (Python keywords, the HTTP body's ``progress``).
+PROGRESS_FIELDS = tuple(f.name for f in fields(Progress))
 
 # Fields of the question that replan does not use (yet): refusing them beats ignoring them.
 _REPLAN_UNUSED = ("workers", "global_batch_range", "baseline_local_batch", "baseline_workers")

@@ -23,7 +23,9 @@ import difflib
 from typing import Any, Callable, Mapping
 
 from cotune._checks import MAX_DEPTH, BadValue, excerpt
-from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, ProfileRef, Progress, RecommendRequest, ReplanRequest, pointer_key
+from cotune._request import (
+    DEFAULT_REPLAN_MAX_WORKERS, PROGRESS_FIELDS, ProfileRef, Progress, RecommendRequest, ReplanRequest, pointer_key,
+)
 from cotune.api._errors import RequestError
 from cotune.errors import InputError
 
@@ -42,10 +44,6 @@ REPLAN_FIELDS = (
     "schema_version", "profile", "target", "deadline_s", "max_workers", "gpus_per_host", "cluster", "objective",
     "confidence", "gpus", "local_batches", "hosts", "interval", "progress", "margin", "restart_s", "prices",
     "budget", "lr_rule", "job",
-)
-_PROGRESS_FIELDS = (
-    "epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent",
-    "schedule_epochs",
 )
 _PROFILE_KEYS = ("example", "records", "path")
 _MISSING = object()
@@ -207,7 +205,7 @@ def parse_replan_request(
     its own, which confines paths to its profile directory and bounds the records)."""
     given = _top(request, REPLAN_FIELDS, ("profile", "target", "deadline_s"))
     progress = _object(given.pop("progress", {}), "/progress")
-    _unknown_keys(progress, _PROGRESS_FIELDS, "/progress")
+    _unknown_keys(progress, PROGRESS_FIELDS, "/progress")
     rule = {k: given.pop(k) for k in ("margin", "restart_s", "prices", "lr_rule", "job") if k in given}
     caps = given.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
     if isinstance(caps, dict) and "*" not in caps:

@@ -58,6 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="how the job scales its learning rate with the global batch (default sqrt); reported with a batch change")
     g.add_argument("--workers-lost", type=_args.whole_number, default=0, metavar="N", help="workers revoked and not replaced")
     g.add_argument("--workers-added", type=_args.whole_number, default=0, metavar="N", help="workers added since the start")
+    g.add_argument("--out-of-memory", action="store_true",
+                   help="the job stopped with an out-of-memory at its current configuration that the profile does not "
+                        "record (a rank other than 0 ran out, a pod OOMKilled): it cannot go on as it ran, and every "
+                        "option runs a smaller micro-batch")
     g.add_argument("--margin", type=_args.finite_float, default=None, metavar="F",
                    help=f"switch only if the gain, after the restart, exceeds this fraction of staying (default {DEFAULT_MARGIN:g})")
     g.add_argument("--restart", type=_args.duration_or_zero, default=None, metavar="DURATION",
@@ -126,7 +130,8 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
         caps = [(None, DEFAULT_REPLAN_MAX_WORKERS)] + list(caps)
     question = request_from_args(args, max_workers={("*" if g is None else g): n for g, n in caps}, prices=None)
     given = dict(epochs_done=args.epochs_done, elapsed_s=args.elapsed, workers_lost=args.workers_lost,
-                 workers_added=args.workers_added, spent=args.spent, schedule_epochs=args.schedule_epochs)
+                 workers_added=args.workers_added, spent=args.spent, schedule_epochs=args.schedule_epochs,
+                 out_of_memory=args.out_of_memory)
     if args.current is not None:
         given.update(zip(("gpu", "market", "workers", "local_batch"), args.current))
     try:

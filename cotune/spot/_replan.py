@@ -295,19 +295,28 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
     return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
 
 
-def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
-    """The local batch at which the job ran out of memory where it runs — the smallest
-    out-of-memory on its GPU type at or below its micro-batch that no later step
-    superseded (:func:`cotune.profile.oom_superseded`) — or None."""
-    if profile is None:
-        return None
-    micro = progress.local_batch
-    if job is not None:
+def _micro_batch(profile: Any, job: Any, progress: Progress) -> int:
+    """The samples per worker per micro-step the job runs: its last tracked step's, when it
+    accumulates where the progress says it runs; else the progress's local batch."""
+    if profile is not None and job is not None:
         own = [s for s in profile.steps if s.job == job.job]
         last = own[-1] if own else None
         # its last step's micro-batch, unless the progress given says it runs elsewhere now
         if last is not None and (last.gpu, last.local_batch * last.accum_steps) == (progress.gpu, progress.local_batch):
-            micro = last.local_batch
+            return last.local_batch
+    return progress.local_batch
+
+
+def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
+    """The local batch at which the job ran out of memory where it runs — the one the
+    progress reports (``out_of_memory``), else the smallest out-of-memory on its GPU type at
+    or below its micro-batch that no later step superseded
+    (:func:`cotune.profile.oom_superseded`) — or None."""
+    micro = _micro_batch(profile, job, progress)
+    if progress.out_of_memory:
+        return micro
+    if profile is None:
+        return None
     cap = profile.max_local_batch(progress.gpu)
     return None if cap is None or micro <= cap else cap + 1
 
@@ -456,6 +465,16 @@ def replan(
     job = None if loaded is None else job_progress(loaded, job=rr.job)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
+    if progress.out_of_memory:
+        # An out-of-memory the profile does not hold: the same cap a failure record gives,
+        # on the models' copy only (the profile and the fit cache stay as measured).
+        micro = _micro_batch(loaded, job, progress)
+        held = models.max_local_batch.get(progress.gpu)
+        cap = micro - 1 if held is None else min(held, micro - 1)
+        if cap < 1:
+            raise InputError(f"the job ran out of memory at a micro-batch of {micro} on {progress.gpu}: no smaller one "
+                             "exists on it; re-plan with another gpu (--gpu) or fewer samples per step")
+        models = replace(models, max_local_batch={**models.max_local_batch, progress.gpu: cap})
     unsearched = req.check_cap_names(models.gpus)
     if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
         raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
@@ -652,8 +671,9 @@ def replan(
         # The job ran out of memory where it runs (its tracker's failure record, after its
         # steps there): it cannot go on as it was, and every option is below that batch.
         stay = replace(stay, p_success=0.0)
-        notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} (a failure record after its "
-                     f"steps there): staying is not an option; every option runs a local batch below {oom_at}")
+        how = "as the re-plan reports" if progress.out_of_memory else "a failure record after its steps there"
+        notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): staying is not an "
+                     f"option; every option runs a local batch below {oom_at}")
 
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one

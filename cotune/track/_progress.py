@@ -140,8 +140,6 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
     )
 
 
-_PROGRESS_KEYS = ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch", "workers_lost", "workers_added", "spent",
-                  "schedule_epochs")
 
 
 def progress_from_records(profile: Profile, *, job: str | None = None, default_market: str | None = None,
@@ -160,11 +158,11 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     take it: the records are not read, so its schedule end is the one given or none.
     """
     from cotune._checks import BadValue
-    from cotune._request import Progress
+    from cotune._request import PROGRESS_FIELDS, Progress
 
-    unknown = sorted(set(given) - set(_PROGRESS_KEYS))
+    unknown = sorted(set(given) - set(PROGRESS_FIELDS))
     if unknown:
-        raise InputError(f"unknown progress field(s) {', '.join(unknown)}: use {', '.join(_PROGRESS_KEYS)}")
+        raise InputError(f"unknown progress field(s) {', '.join(unknown)}: use {', '.join(PROGRESS_FIELDS)}")
     fields = {k: v for k, v in given.items() if v is not None}
     needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
     if needed:

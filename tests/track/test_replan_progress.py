@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cotune
+from cotune.errors import InputError
 from cotune.examples import example_path
 from cotune.profile import EvalRecord, StepRecord, append_records, read_profile
 
@@ -435,6 +436,35 @@ def test_a_schedulers_replan_request_with_the_jobs_out_of_memory_inline_moves_it
                           "prices": {"t4": 0.526}, "max_workers": 16})
     assert out["decision"] == "switch" and "ran out of memory at local batch 128" in out["reason"]
     assert out["stay"]["p_success"] == 0.0 and out["best"]["local_batch"] < 128
+
+
+def test_an_out_of_memory_the_profile_does_not_hold_is_reported_at_every_door(tmp_path: Path, job_path: Path,
+                                                                               capsys) -> None:
+    # Rank 1 ran out of memory: torchrun stopped rank 0, whose tracker wrote nothing, so the
+    # re-plan said STAY at the batch that had just failed. The request now says so itself.
+    from cotune.api import replan_request
+    from cotune.cli import main
+
+    before = job_path.read_bytes()
+    r = cotune.replan(job_path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16,
+                      progress={"out_of_memory": True})
+    assert r.decision == "switch" and r.reason == "the job ran out of memory at local batch 128 on t4: it cannot continue as it ran"
+    assert r.stay.p_success == 0.0 and r.best.local_batch < 128
+    assert any("ran out of memory at local batch 128 on t4 (as the re-plan reports)" in n for n in r.notes)
+    assert job_path.read_bytes() == before  # reported, not written: the profile stays as measured
+    base = cotune.replan(job_path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16)
+    assert not any("ran out of memory" in n for n in base.notes)
+    records = [json.loads(line) for line in job_path.read_text().splitlines() if line.strip()]
+    out = replan_request({"profile": {"records": records}, "target": TARGET, "deadline_s": 10800,
+                          "prices": {"t4": 0.526}, "max_workers": 16, "progress": {"out_of_memory": True}})
+    assert (out["decision"], out["best"]["local_batch"]) == ("switch", r.best.local_batch)
+    code = main(["replan", str(job_path), "--target", str(TARGET), "--deadline", "3h", "--price", "t4=0.526",
+                 "--max-workers", "16", "--out-of-memory", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["decision"] == "switch" and doc["best"]["local_batch"] == r.best.local_batch
+    with pytest.raises(InputError, match="/progress/out_of_memory: must be true or false, got 'yes'"):
+        replan_request({"profile": {"records": records}, "target": TARGET, "deadline_s": 10800,
+                        "progress": {"out_of_memory": "yes"}})
 
 
 def test_a_profile_with_only_the_jobs_own_curve_is_named_at_every_door(tmp_path: Path, capsys) -> None:
