@@ -222,9 +222,9 @@ def import_adaptdl(
     for flag, text in (("--gpu", gpu), ("--name", name), ("--metric", metric)):
         if text is not None and (not isinstance(text, str) or not text.strip()):
             raise InputError(f"{flag} must be a non-empty name, got {text!r}")
-    p = Path(path)
-    existing, fields_ = _workload_of(out, append=append, what="this trace",
-                                     name=name or (p.name if p.is_dir() else p.parent.name) or p.stem,
+    from cotune.logs._adaptdl import trace_name
+
+    existing, fields_ = _workload_of(out, append=append, what="this trace", name=name or trace_name(Path(path)),
                                      named=name is not None, dataset_size=dataset_size, metric=metric, goal=goal,
                                      why_size="training samples per epoch: a curve's steps become epochs with it",
                                      why_metric="what the curves' metric column measures, e.g. top1 or val_loss")

@@ -30,10 +30,20 @@ from cotune.errors import InputError
 from cotune.logs._readers import _read_table
 from cotune.profile import EvalRecord, StepRecord
 
-__all__ = ["read_adaptdl"]
+__all__ = ["read_adaptdl", "trace_name"]
 
 _STEP_FILE = re.compile(r"^(placements|scalability)(?:-(?P<cluster>[^.]+))?$")
 _CURVE_FILE = re.compile(r"^validation-(?P<batch>\d+)$")
+
+
+def trace_name(path: Path) -> str:
+    """The workload a trace is of, by its path: a directory's name (``traces/cifar10``), a
+    trace file's directory (``traces/cifar10/placements.csv``), else a per-job profile's
+    own name (Sia's ``profiles/cifar10.csv``)."""
+    if path.is_dir():
+        return path.resolve().name or "trace"
+    named = _STEP_FILE.match(path.stem) or _CURVE_FILE.match(path.stem)
+    return (path.resolve().parent.name if named else path.stem) or "trace"
 
 
 def _trace_files(path: Path) -> tuple[list[Path], list[tuple[int, Path]]]:

@@ -39,6 +39,8 @@ def _trace(tmp_path: Path) -> Path:
 def test_a_trace_directory_becomes_steps_by_placement_and_curves_in_real_epochs(tmp_path):
     p = import_adaptdl(_trace(tmp_path), gpu="T4", dataset_size=6400, metric="top1")
     assert p.workload.name == "mytrace" and p.workload.goal == "max"
+    one = import_adaptdl(tmp_path / "mytrace" / "placements.csv", gpu="t4", dataset_size=6400, metric="top1")
+    assert one.workload.name == "mytrace" and len(one.steps) == 3  # a trace file: its directory's workload
     assert [(s.gpu, s.workers, s.hosts, s.local_batch, s.placement) for s in p.steps] == [
         ("t4", 1, 1, 32, "1"), ("t4", 4, 2, 32, "22"), ("t4", 4, 2, 64, "13"), ("t4", 16, 4, 32, None)]
     assert [s.sync_time_s for s in p.steps] == [0.0, 0.03, 0.30, 0.05]  # a sync time past the step: capped at it
@@ -83,9 +85,9 @@ def test_sia_traces_name_each_gpu_type_by_its_cluster_and_append_to_a_profile(tm
     # --gpu over files of several clusters would call them all one type
     with pytest.raises(InputError, match=r"several clusters .* import one file at a time with --gpu"):
         import_adaptdl(_shared("sia-sosp23", "traces", "cifar10"), gpu="v100", dataset_size=50000, metric="top1")
-    # a per-job profile names each row's GPU type in a column
+    # a per-job profile names each row's GPU type in a column, and its workload by its name
     one = import_adaptdl(_shared("sia-sosp23", "profiles", "cifar10.csv"), dataset_size=50000, metric="top1")
-    assert set(one.gpus) == {"dgx", "rtx", "v100", "quad", "t4"} and not one.evals
+    assert set(one.gpus) == {"dgx", "rtx", "v100", "quad", "t4"} and not one.evals and one.workload.name == "cifar10"
     assert any("no learning curve" in n for n in one.warnings)
 
 
