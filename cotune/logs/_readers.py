@@ -384,11 +384,16 @@ _UNIT_WORDS = {"h": {"h", "hr", "hrs", "hour", "hours"}, "min": {"min", "mins", 
 
 def clock_like(name: str) -> bool:
     """Whether a column's name reads as a clock a reader did not take as one (``hours``,
-    ``elapsed_min``, ``time``): named in the "no step times" note, never taken unasked."""
+    ``elapsed_s``, ``elapsed_min``, ``wall_clock``, ``time``): named in the "no step times"
+    note, never taken unasked. A duration of one step or epoch (``step_time``,
+    ``epoch_time_s``) is no clock."""
     words = [w.lower() for w in re.split(r"[^A-Za-z]+", name) if w]
-    return bool(words) and (words[-1] in set().union(*_UNIT_WORDS.values()) - {"s", "h"}
-                            or words[-1] in {"time", "elapsed", "walltime", "wallclock", "clock"}) \
-        and "step" not in words
+    if not words or words[-1] in ("s", "sec", "secs", "seconds", "min", "mins", "h", "hr") and len(words) > 1:
+        words = words[:-1] or words  # a unit suffix: judge the name before it (elapsed_s, time_min)
+    clockish = {"elapsed", "walltime", "wallclock", "clock", "timestamp", "runtime"} & set(words)
+    unit = words[-1] in set().union(*_UNIT_WORDS.values()) - {"s", "h"}
+    bare_time = words[-1] == "time" and not {"step", "epoch", "eval", "batch", "iteration", "iter"} & set(words)
+    return bool(clockish or unit or bare_time) and "step" not in words
 
 
 def _time_unit(column: str, given: str | None) -> tuple[float, str | None]:
