@@ -388,8 +388,10 @@ def clock_like(name: str) -> bool:
     note, never taken unasked. A duration of one step or epoch (``step_time``,
     ``epoch_time_s``) is no clock."""
     words = [w.lower() for w in re.split(r"[^A-Za-z]+", name) if w]
-    if not words or words[-1] in ("s", "sec", "secs", "seconds", "min", "mins", "h", "hr") and len(words) > 1:
-        words = words[:-1] or words  # a unit suffix: judge the name before it (elapsed_s, time_min)
+    if not words:  # a name of digits or punctuation ('1;2'): nothing says clock
+        return False
+    if len(words) > 1 and words[-1] in ("s", "sec", "secs", "seconds", "min", "mins", "h", "hr"):
+        words = words[:-1]  # a unit suffix: judge the name before it (elapsed_s, time_min)
     clockish = {"elapsed", "walltime", "wallclock", "clock", "timestamp", "runtime"} & set(words)
     unit = words[-1] in set().union(*_UNIT_WORDS.values()) - {"s", "h"}
     bare_time = words[-1] == "time" and not {"step", "epoch", "eval", "batch", "iteration", "iter"} & set(words)

@@ -891,6 +891,17 @@ def test_a_published_mlperf_run_gives_its_step_time_from_its_evaluations_clock()
     assert p.steps[0].step_time_s == pytest.approx(per_step, rel=0.02)  # evaluations inside: a little above
 
 
+@pytest.mark.parametrize(("name", "clock"), [
+    ("hours", True), ("elapsed_s", True), ("elapsed_min", True), ("wall_clock", True), ("epoch_end_elapsed_s", True),
+    ("time", True), ("epoch_time_s", False), ("step_time", False), ("eval_accuracy", False), ("s", False),
+    ("1;2", False), ("", False), ("_", False),  # no word at all: an IndexError once (the import fuzz found it)
+])
+def test_a_column_reads_as_a_clock_by_its_words(name, clock):
+    from cotune.logs._readers import clock_like
+
+    assert clock_like(name) is clock
+
+
 def test_an_unnamed_clock_column_is_named_in_the_no_step_time_note_not_taken(tmp_path, capsys):
     log = _dawnbench_tsv(tmp_path / "dawn.tsv")
     p = import_log("csv", log, global_batch=1024, dataset_size=50_000, metric="top1Accuracy", gpu="v100", workers=8)
