@@ -288,21 +288,25 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     from_steps = np.array([to_epoch(s) if to_epoch(s) is not None else math.nan for s in metric.step])
     if metric.epoch is not None:
         epochs = metric.epoch
-        finite = np.isfinite(metric.step) & (metric.epoch > 0)
+        finite = np.isfinite(metric.step) & np.isfinite(metric.epoch) & (metric.epoch > 0)
         if np.any(finite):
             check(float(np.median(metric.step[finite] / metric.epoch[finite])))
             # Older Trainers wrote epoch rounded to 2 decimals (0.03 for step 100 of 3137 a
             # pass: 6 % off). Where every epoch is a multiple of 0.01 and the steps, at the
             # flags' steps per epoch, agree with each to within that unit (a real log of
             # 3,137 steps a pass strays 0.0051 from step / 3137), the steps give them.
-            rounded = np.all(np.abs(epochs * 100.0 - np.round(epochs * 100.0)) <= 1e-6)
+            shown = epochs[np.isfinite(epochs)]  # an infinite epoch (a corrupted cell) has no decimals
+            rounded = np.all(np.abs(shown * 100.0 - np.round(shown * 100.0)) <= 1e-6)
             if rounded and np.all(np.isfinite(from_steps)) and np.all(np.abs(from_steps - epochs) <= 0.01 + 1e-9):
                 epochs = from_steps
     else:
         epochs = from_steps
         if "steps_per_epoch" in log.facts:
             check(float(log.facts["steps_per_epoch"]))
-    finite_x = epochs[~np.isnan(epochs)]
+    infinite = int(np.count_nonzero(np.isinf(epochs)))
+    if infinite:  # '1e400' in a text log, 10**400 in a JSON one: no place on the curve
+        notes.append(f"left out {infinite} point(s) of {metric.name!r} at an infinite step or epoch (a corrupted log?)")
+    finite_x = epochs[np.isfinite(epochs)]
     if finite_x.size and np.all(finite_x == 0.0):
         raise InputError(f"{log.source}: every point of {metric.name!r} is at epoch 0 (before any training, or logged "
                          "without a step): log it with its step (mlflow.log_metric(key, value, step=...)) or import a "
@@ -325,7 +329,7 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     evals, dropped = _readable(
         EvalRecord(global_batch=global_batch, epoch=float(e), metric=float(v), seed=opts.seed)
         for e, v in zip(epochs, metric.value)
-        if not math.isnan(e)  # no x at all: counted by the reader's note
+        if math.isfinite(e)  # no x at all: counted by the reader's note; infinite: above
     )
     if dropped:
         notes.append(f"left out {len(dropped)} point(s) of {metric.name!r} a profile cannot hold ({dropped[0]}): "

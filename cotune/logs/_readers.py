@@ -72,8 +72,10 @@ def _series(name: str, rows: list[tuple[float, float, float | None, float | None
 def _number(text: object) -> float | None:
     if isinstance(text, bool):
         return None
-    if isinstance(text, (int, float)):
-        return float(text)
+    if isinstance(text, int):  # JSON's integers are unbounded: 10**400 is inf, as the text '1e400' reads
+        return float(text) if abs(text) < 2**1023 else (math.inf if text > 0 else -math.inf)
+    if isinstance(text, float):
+        return text
     # float() reads '1_0' as 10 (Python literal syntax), which no logger writes
     if isinstance(text, str) and text.strip() and "_" not in text:
         try:

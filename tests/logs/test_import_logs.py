@@ -409,6 +409,21 @@ def _trainer_state(tmp_path, history) -> Path:
     return path
 
 
+def test_a_json_integer_beyond_float_range_in_a_log_is_read_as_infinite_not_a_crash(tmp_path):
+    # JSON integers are unbounded: a step of 10**400 in trainer_state.json raised OverflowError
+    # (exit 4; found by the import fuzz). It reads as the text '1e400' does: infinite; a point
+    # at an infinite epoch is left out and said so.
+    path = _trainer_state(tmp_path, [{"eval_loss": 0.9, "step": 100, "epoch": 1.0},
+                                     {"eval_loss": 0.7, "step": 10**400, "epoch": 2.0},
+                                     {"eval_loss": 0.6, "step": 300, "epoch": 10**400},
+                                     {"eval_loss": 0.5, "step": 400, "epoch": 4.0}])
+    profile = import_log("hf-trainer", path, global_batch=16, dataset_size=1600)
+    # the point logged at an infinite epoch is left out; the one with a bogus step keeps its epoch
+    assert sorted((e.epoch, e.metric) for e in profile.evals) == [(1.0, 0.9), (2.0, 0.7), (4.0, 0.5)]
+    assert all(math.isfinite(e.epoch) for e in profile.evals)
+    assert any("at an infinite step or epoch" in n for n in profile.warnings), profile.warnings
+
+
 def test_a_training_series_picked_by_name_beside_a_validation_one_is_flagged(tmp_path):
     path = _trainer_state(tmp_path, [{"loss": 0.9, "step": 50, "epoch": 0.5}, {"loss": 0.6, "step": 100, "epoch": 1.0},
                                      {"eval_loss": 0.7, "step": 100, "epoch": 1.0}])
