@@ -128,9 +128,9 @@ def render_recommendation(rec: Recommendation) -> str:
     else:
         out.append("NO FEASIBLE CONFIGURATION.")
         if rec.nearest:
+            head, right = _columns(rec.confidence)
             out += ["", "Nearest candidates:",
-                    table(_columns(rec.confidence)[0], [_row("", c, rec.priced, rec.confidence) for c in rec.nearest],
-                          right=_columns(rec.confidence)[1])]
+                    table(head, [_row("", c, rec.priced, rec.confidence) for c in rec.nearest], right=right)]
         out += ["", "To find one:"] + [f"  - {r}" for r in rec.relax]
     if rec.pareto:
         out += ["", "Cost–time frontier (target reached; ignoring deadline and budget):"]
