@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cotune._checks import not_text_reason
+from cotune._checks import MAX_INTEGER, excerpt, not_text_reason
 from cotune.errors import InputError
 from cotune.logs._adaptdl import read_adaptdl
 from cotune.logs._convert import ImportOptions, log_to_records
@@ -27,6 +27,15 @@ from cotune.profile._profile import TEXT_FIELDS, _build
 
 __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_adaptdl", "import_log", "import_table", "log_to_records",
            "read_adaptdl", "read_log"]
+
+
+def _whole(flag: str, value: object) -> None:
+    """A count flag of the Python door: None (not given), or a whole number from 1 to the
+    largest any number may be (10**400 samples an epoch overflowed the epoch arithmetic)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INTEGER:
+        raise InputError(f"{flag} must be a whole number from 1 to {MAX_INTEGER:.0e}, got {excerpt(value)}")
 
 
 def _check_run_flags(*, global_batch: int | None, dataset_size: int | None, workers: int | None, hosts: int,
@@ -88,10 +97,20 @@ def import_log(
     name says, as DAWNBench's ``hours`` does, else seconds). A table indexed by epoch alone
     gives the step time of its whole epochs, evaluations included.
     """
+    hosts = 1 if hosts is None else hosts  # None is the default, as for every other keyword
+    accum_steps = 1 if accum_steps is None else accum_steps
     for flag, value in (("--global-batch", global_batch), ("--dataset-size", dataset_size), ("--workers", workers),
                         ("--hosts", hosts), ("--local-batch", local_batch), ("--accum-steps", accum_steps)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise InputError(f"{flag} must be a whole number >= 1, got {value!r}")
+        _whole(flag, value)
+    for flag, text in (("--metric", metric), ("--name", name), ("--gpu", gpu), ("--step-column", step_column),
+                       ("--epoch-column", epoch_column), ("--run", run), ("--run-column", run_column),
+                       ("--time-column", time_column)):
+        if text is not None and (not isinstance(text, str) or not text.strip()):
+            raise InputError(f"{flag} must be a non-empty name, got {excerpt(text)}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(f"--seed must be a whole number >= 0, got {excerpt(seed)}")
+    if goal is not None and goal not in ("max", "min"):
+        raise InputError(f"--goal must be 'max' or 'min', got {excerpt(goal)}")
     _check_run_flags(global_batch=global_batch, dataset_size=dataset_size, workers=workers, hosts=hosts,
                      local_batch=local_batch, accum_steps=accum_steps)
     log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column,
@@ -217,11 +236,8 @@ def import_adaptdl(
     Nothing is written unless every row is a valid record."""
     from cotune.logs._convert import _readable
 
-    if dataset_size is not None and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1):
-        raise InputError(f"--dataset-size must be a whole number >= 1, got {dataset_size!r}")
-    for flag, text in (("--gpu", gpu), ("--name", name), ("--metric", metric)):
-        if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise InputError(f"{flag} must be a non-empty name, got {text!r}")
+    if gpu is not None and (not isinstance(gpu, str) or not gpu.strip()):
+        raise InputError(f"--gpu must be a non-empty name, got {excerpt(gpu)}")
     from cotune.logs._adaptdl import trace_name
 
     existing, fields_ = _workload_of(out, append=append, what="this trace", name=name or trace_name(Path(path)),
@@ -247,6 +263,12 @@ def _workload_of(out: Any, *, append: bool, what: str, name: str, named: bool, d
     trace, which carry no workload of their own. ``named``: ``name`` was given, not derived."""
     from cotune.logs._convert import _goal
 
+    _whole("--dataset-size", dataset_size)
+    for flag, text in (("--name", name if named else None), ("--metric", metric)):
+        if text is not None and (not isinstance(text, str) or not text.strip()):
+            raise InputError(f"{flag} must be a non-empty name, got {excerpt(text)}")
+    if goal is not None and goal not in ("max", "min"):
+        raise InputError(f"--goal must be 'max' or 'min', got {excerpt(goal)}")
     existing = _existing(out, append=append, what=what)
     if existing is not None:
         held = existing.workload

@@ -243,9 +243,9 @@ class Profile:
         kinds = {"step", "eval", "failure", "noise"}
         wanted = None
         if "record" not in frame.columns:
-            wanted = None if record is None else (record if record == "noise" else record.rstrip("s"))
+            wanted = None if not isinstance(record, str) else (record if record == "noise" else record.rstrip("s"))
             if wanted not in kinds:
-                raise ProfileError(f"the table has no 'record' column and record={record!r}: name the rows' type, "
+                raise ProfileError(f"the table has no 'record' column and record={repr(record) if record is None or isinstance(record, str) else excerpt(record)}: name the rows' type, "
                                    f"record= (--record) one of {', '.join(sorted(kinds))}")
         elif record is not None:
             raise ProfileError("the table has a 'record' column and record= is given too: leave one out")

@@ -16,11 +16,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fuzz_helpers import FAST, HEAVY, REPO, TEXTS, captured, check_cli_result, memory_bound, mutated_text, time_bound
+from fuzz_helpers import (
+    FAST, HEAVY, PY_VALUES, REPO, TEXTS, captured, check_cli_result, memory_bound, mutated_text, one_line, time_bound,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cotune.cli import main
+from cotune.errors import InputError
+from cotune.logs import import_adaptdl, import_log, import_table
 from cotune.profile import read_profile
 
 PAGE = (REPO / "docs" / "logs.md").read_text()
@@ -152,3 +156,45 @@ def test_a_mutated_log_imports_or_is_one_error_line_and_writes_nothing(originals
 @given(data=st.data())
 def test_many_mutated_logs_of_every_format_import_or_are_one_error_line(originals, tmp_path_factory, data):
     _check(originals, tmp_path_factory.mktemp("fuzz-import", numbered=True), data, ALL_FORMATS)
+
+
+# The Python door's keywords, each importer with a sane call whose one or two keywords turn hostile.
+_CALLS = {
+    "log": (lambda path, **kw: import_log("csv", path, **kw), "examples/logs/run.csv",
+            dict(global_batch=16, dataset_size=96, gpu="cpu", workers=1, metric=None, goal=None, name=None, seed=None,
+                 hosts=1, local_batch=None, accum_steps=1, time_column=None, time_unit=None, run=None)),
+    "table": (import_table, "examples/logs/sweep.csv", dict(record="step", name="w", dataset_size=50000, metric="top1",
+                                                            goal=None)),
+    "trace": (import_adaptdl, "trace", dict(gpu="t4", dataset_size=6400, metric="top1", goal=None, name=None)),
+}
+
+
+def _check_keywords(originals: Path, tmp: Path, data) -> None:
+    call, path, kw = _CALLS[data.draw(st.sampled_from(sorted(_CALLS)))]
+    kw = dict(kw)
+    for k in data.draw(st.lists(st.sampled_from(sorted(kw)), min_size=1, max_size=2, unique=True)):
+        kw[k] = data.draw(PY_VALUES)
+    out = tmp / "out.jsonl"
+    with time_bound(kw), memory_bound():
+        try:
+            call(originals / path, out=out, **kw)
+        except InputError as exc:  # never a TypeError, an AttributeError or an OverflowError from inside
+            assert one_line(str(exc)) and len(str(exc)) < 2000, str(exc)[:2000]
+            assert not out.exists()
+            return
+    read_profile(out)
+
+
+@FAST
+@given(data=st.data())
+def test_the_importers_hostile_keywords_raise_only_input_error(originals, tmp_path_factory, data):
+    # import_log(accum_steps=None), import_table(record=False), import_adaptdl(dataset_size=10**400)
+    # raised TypeError, AttributeError and OverflowError.
+    _check_keywords(originals, tmp_path_factory.mktemp("fuzz-import-kw", numbered=True), data)
+
+
+@pytest.mark.slow
+@HEAVY
+@given(data=st.data())
+def test_many_hostile_keywords_of_the_importers_raise_only_input_error(originals, tmp_path_factory, data):
+    _check_keywords(originals, tmp_path_factory.mktemp("fuzz-import-kw", numbered=True), data)
