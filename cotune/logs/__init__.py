@@ -29,6 +29,12 @@ __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_adaptdl", "i
            "read_adaptdl", "read_log"]
 
 
+def _name(flag: str, value: object) -> None:
+    """A name flag of the Python door: None (not given), or a non-empty string."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise InputError(f"{flag} must be a non-empty name, got {excerpt(value)}")
+
+
 def _whole(flag: str, value: object) -> None:
     """A count flag of the Python door: None (not given), or a whole number from 1 to the
     largest any number may be (10**400 samples an epoch overflowed the epoch arithmetic)."""
@@ -105,8 +111,7 @@ def import_log(
     for flag, text in (("--metric", metric), ("--name", name), ("--gpu", gpu), ("--step-column", step_column),
                        ("--epoch-column", epoch_column), ("--run", run), ("--run-column", run_column),
                        ("--time-column", time_column)):
-        if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise InputError(f"{flag} must be a non-empty name, got {excerpt(text)}")
+        _name(flag, text)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise InputError(f"--seed must be a whole number >= 0, got {excerpt(seed)}")
     if goal is not None and goal not in ("max", "min"):
@@ -236,8 +241,7 @@ def import_adaptdl(
     Nothing is written unless every row is a valid record."""
     from cotune.logs._convert import _readable
 
-    if gpu is not None and (not isinstance(gpu, str) or not gpu.strip()):
-        raise InputError(f"--gpu must be a non-empty name, got {excerpt(gpu)}")
+    _name("--gpu", gpu)
     from cotune.logs._adaptdl import trace_name
 
     existing, fields_ = _workload_of(out, append=append, what="this trace", name=name or trace_name(Path(path)),
@@ -264,9 +268,8 @@ def _workload_of(out: Any, *, append: bool, what: str, name: str, named: bool, d
     from cotune.logs._convert import _goal
 
     _whole("--dataset-size", dataset_size)
-    for flag, text in (("--name", name if named else None), ("--metric", metric)):
-        if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise InputError(f"{flag} must be a non-empty name, got {excerpt(text)}")
+    _name("--name", name if named else None)
+    _name("--metric", metric)
     if goal is not None and goal not in ("max", "min"):
         raise InputError(f"--goal must be 'max' or 'min', got {excerpt(goal)}")
     existing = _existing(out, append=append, what=what)

@@ -46,6 +46,12 @@ def trace_name(path: Path) -> str:
     return (path.resolve().parent.name if named else path.stem) or "trace"
 
 
+def _cluster_of(path: Path) -> str | None:
+    """The cluster a step table's name ends with (``placements-azure.csv``: ``azure``), or None."""
+    m = _STEP_FILE.match(path.stem)
+    return m.group("cluster").lower() if m and m.group("cluster") else None
+
+
 def _trace_files(path: Path) -> tuple[list[Path], list[tuple[int, Path]]]:
     """The step tables and the curves (with their global batch) at ``path``."""
     if path.is_dir():
@@ -95,12 +101,11 @@ def _step_records(path: Path, gpu: str | None, clusters: list[str]) -> list[Step
     header, rows = _read_table(path, "adaptdl", "AdaptDL step-time table")
     placed = "placement" in header
     _need(path, header, ("local_bsz", "step_time", "sync_time") + (() if placed else ("num_replicas", "num_nodes")))
-    cluster = _STEP_FILE.match(path.stem)
-    suffix = cluster.group("cluster") if cluster else None
+    suffix = _cluster_of(path)
     out = []
     for line, row in enumerate(rows, start=2):
         where = f"{path}:{line}"
-        kind = (row.get("gpu_type") or "").strip().lower() or gpu or (suffix.lower() if suffix else None)
+        kind = (row.get("gpu_type") or "").strip().lower() or gpu or suffix
         if not kind:
             raise InputError(f"{path}: its rows name no GPU type (no gpu_type column, no cluster in the file's name): "
                              "pass --gpu G")
@@ -119,7 +124,7 @@ def _step_records(path: Path, gpu: str | None, clusters: list[str]) -> list[Step
         out.append(StepRecord(gpu=kind, workers=workers, hosts=hosts, local_batch=_whole(row, "local_bsz", where),
                               step_time_s=step_s, sync_time_s=sync_s, placement=placement))
     if suffix and gpu is None and "gpu_type" not in header:
-        clusters.append(suffix.lower())
+        clusters.append(suffix)
     return out
 
 
@@ -155,8 +160,7 @@ def read_adaptdl(path: str | Path, *, dataset_size: int, gpu: str | None = None)
     file names none. ``dataset_size`` (training samples) turns a curve's steps into epochs."""
     p = Path(path)
     steps, curves = _trace_files(p)
-    if gpu is not None and len({_STEP_FILE.match(f.stem).group("cluster") if _STEP_FILE.match(f.stem) else None
-                                for f in steps}) > 1:
+    if gpu is not None and len({_cluster_of(f) for f in steps}) > 1:
         raise InputError(f"{p}: its step tables are of several clusters ({', '.join(f.name for f in steps)}): --gpu "
                          "would name them all one GPU type; import one file at a time with --gpu, or leave --gpu out "
                          "to name each by its cluster")
