@@ -55,13 +55,13 @@ def baselines(
     g0 = chosen.gpu if chosen is not None else space.gpus[0]
     gi0 = space.gpus.index(g0)
     b0 = local_batch or _nearest_batch(space.local_batches[g0], float(models.accuracy.batches_[0]))
-    n0 = workers or min(space.gpus_per_host, space.max_workers[g0])
+    n0 = workers or min(space.host_size(g0), space.max_workers[g0])
     b_mask = np.zeros(len(cands), dtype=bool)
     used: dict[str, int] = {}
     for gi, g in enumerate(space.gpus):
         used[g] = b0 if b0 in space.local_batches[g] else _nearest_batch(space.local_batches[g], b0)
         b_mask |= (cands.gpu == gi) & (cands.local_batch == used[g])
-    w_mask = (cands.gpu == gi0) & (cands.workers == n0) & (cands.hosts == -(-n0 // space.gpus_per_host))
+    w_mask = (cands.gpu == gi0) & (cands.workers == n0) & (cands.hosts == -(-n0 // space.host_size(g0)))
     baselines: dict[str, Choice | None] = {}
     for name, mask in (("resource_only", b_mask), ("batch_only", w_mask)):
         i = best_index(est, mask & ok, objective)

@@ -234,8 +234,9 @@ def _check_profile(value: Any) -> Any:
     )
 
 
-def _check_max_workers(value: Any) -> int | Mapping[str, int]:
-    where = "/max_workers"
+def _check_per_gpu_count(value: Any, where: str) -> int | Mapping[str, int]:
+    """One whole number ≥ 1 for every gpu type, or an object of gpu → number (``"*"``: the
+    types not named): ``max_workers`` and ``gpus_per_host`` alike."""
     if not isinstance(value, Mapping) and callable(getattr(value, "to_dict", None)):
         value = _mapping(value, where, "gpu → number")  # a pandas Series keyed by gpu
     if isinstance(value, Mapping):
@@ -294,7 +295,8 @@ class RecommendRequest:
     target : metric to reach (accuracy for ``goal: max``, loss for ``goal: min``).
     deadline_s : wall-clock limit in seconds (None: no limit).
     max_workers : workers available, for all GPU types or per type (``"*"``: the others).
-    gpus_per_host : accelerators per machine (hosts = ⌈workers / gpus_per_host⌉).
+    gpus_per_host : accelerators per machine (hosts = ⌈workers / gpus_per_host⌉), for all GPU
+        types or per type (``"*"``: the others) — a fleet of 8-GPU V100 servers and 4-GPU T4 ones.
     prices : USD per worker-hour by GPU type (``"t4"``) or ``"t4:on_demand"``; None → worker-hours.
     cluster : a cluster file, a :class:`~cotune.spot.Cluster`, or the file's fields as a
         mapping: availability, prices and spot risk (``docs/spot.md``). Replaces ``prices``.
@@ -318,7 +320,7 @@ class RecommendRequest:
     target: float
     deadline_s: float | None = None
     max_workers: int | Mapping[str, int] = DEFAULT_MAX_WORKERS
-    gpus_per_host: int = DEFAULT_GPUS_PER_HOST
+    gpus_per_host: int | Mapping[str, int] = DEFAULT_GPUS_PER_HOST
     prices: Mapping[str, float] | None = None
     cluster: "Cluster | str | os.PathLike[str] | Mapping[str, Any] | None" = None
     objective: Objective = "cost"
@@ -344,8 +346,8 @@ class RecommendRequest:
         put("target", number(self.target, where="/target"))
         if self.deadline_s is not None:
             put("deadline_s", _seconds(self.deadline_s, "/deadline_s", gt=0.0))
-        put("max_workers", _check_max_workers(self.max_workers))
-        put("gpus_per_host", integer(self.gpus_per_host, where="/gpus_per_host", ge=1))
+        put("max_workers", _check_per_gpu_count(self.max_workers, "/max_workers"))
+        put("gpus_per_host", _check_per_gpu_count(self.gpus_per_host, "/gpus_per_host"))
         if self.prices is not None:
             put("prices", _check_prices(self.prices))
         if self.cluster is not None:
@@ -401,9 +403,18 @@ class RecommendRequest:
     def caps(self, gpus: Sequence[str]) -> dict[str, int]:
         return {g: self.cap_for(g) for g in gpus}
 
+    def host_size_for(self, gpu: str) -> int:
+        """The GPUs per machine of ``gpu``: its own entry, else ``"*"``, else :data:`DEFAULT_GPUS_PER_HOST`."""
+        if isinstance(self.gpus_per_host, Mapping):
+            return int(self.gpus_per_host.get(gpu, self.gpus_per_host.get("*", DEFAULT_GPUS_PER_HOST)))
+        return int(self.gpus_per_host)
+
+    def host_sizes(self, gpus: Sequence[str]) -> dict[str, int]:
+        return {g: self.host_size_for(g) for g in gpus}
+
     def check_cap_names(self, profiled: Sequence[str]) -> list[str]:
         """Every entry of ``gpus`` must name a profiled GPU type (the error points at it,
-        ``/gpus/1``). A per-GPU cap or price may name a type the profile has no probes for —
+        ``/gpus/1``). A per-GPU cap, host size or price may name a type the profile has no probes for —
         a scheduler sends its whole inventory and price list with every job — but only where
         every searched type has a cap of its own (``"*"`` does not count: a typo, ``t5`` for
         ``t4``, would otherwise leave that type at the ``"*"`` or default cap without a
@@ -415,20 +426,23 @@ class RecommendRequest:
                 raise BadValue(f"gpu {excerpt(g)} has no timing probes in this profile (profiled: {', '.join(profiled)}): "
                                "check the name, or probe it (cotune profile)", where=f"/gpus/{k}")
         named: set[str] = set()
-        if isinstance(self.max_workers, Mapping):
-            unknown = sorted(k for k in self.max_workers if k != "*" and k not in profiled)
+        for field, what in (("max_workers", "a cap"), ("gpus_per_host", "a host size")):
+            per_gpu = getattr(self, field)
+            if not isinstance(per_gpu, Mapping):
+                continue
+            unknown = sorted(k for k in per_gpu if k != "*" and k not in profiled)
             searched = self.gpus or profiled
-            covered = all(g in self.max_workers for g in searched)
+            covered = all(g in per_gpu for g in searched)
             if unknown and not covered:
                 raise BadValue(
                     f"names gpu {', '.join(unknown)}, which has no timing probes in this profile (profiled: "
-                    f"{', '.join(profiled)}): check the name (other types are taken, and left out, only beside a cap "
+                    f"{', '.join(profiled)}): check the name (other types are taken, and left out, only beside {what} "
                     f"of its own for {', '.join(searched)})",
-                    where=f"/max_workers/{unknown[0]}",
+                    where=f"/{field}/{pointer_key(unknown[0])}",
                 )
             named.update(unknown)
         named.update(g for g in (k.split(":", 1)[0] for k in (self.prices or {})) if g not in profiled)
-        return [unsearched_note(named, profiled, named_in="the caps or prices")] if named else []
+        return [unsearched_note(named, profiled, named_in="the caps, host sizes or prices")] if named else []
 
     def replace(self, **changes: Any) -> "RecommendRequest":
         """A copy with some fields changed, validated again."""
@@ -446,7 +460,7 @@ class RecommendRequest:
 
 
 def unsearched_note(names: Iterable[str], profiled: Sequence[str], *, named_in: str) -> str:
-    """The note for GPU types a question names (``named_in``: its caps or prices) that the
+    """The note for GPU types a question names (``named_in``: its caps, host sizes or prices) that the
     profile has no timing probes for: left out of the search, not refused."""
     return (f"{', '.join(sorted(set(names)))} named in {named_in} but without timing probes in this profile "
             f"(profiled: {', '.join(profiled)}): not searched; probe it (cotune profile) to weigh it too")

@@ -201,7 +201,8 @@ def candidate_count(req: RecommendRequest, batches_per_gpu: Mapping[str, Collect
         return 0
     return count_candidates(SearchSpace(
         gpus=tuple(batches), max_workers={g: req.cap_for(g) for g in batches}, local_batches=batches,
-        gpus_per_host=req.gpus_per_host, hosts=req.hosts, workers=None if req.workers is None else tuple(req.workers),
+        gpus_per_host=req.host_sizes(tuple(batches)), hosts=req.hosts,
+        workers=None if req.workers is None else tuple(req.workers),
         max_global_batch=dataset_size,
     ))
 

@@ -94,7 +94,7 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
 #: The question's options, which a saved answer already answered: given with --answer, they
 #: would be ignored, so they are refused (dest, option, default).
 _QUESTION = (("profile", "PROFILE", None), ("target", "--target", None), ("deadline", "--deadline", None),
-             ("max_workers", "--max-workers", None), ("gpus_per_host", "--gpus-per-host", DEFAULT_GPUS_PER_HOST),
+             ("max_workers", "--max-workers", None), ("gpus_per_host", "--gpus-per-host", None),
              ("max_candidates", "--max-candidates", DEFAULT_MAX_CANDIDATES),
              ("cluster", "--cluster", None), ("price", "--price", None),
              ("objective", "--objective", "cost"), ("confidence", "--confidence", None), ("gpu", "--gpu", None),

@@ -40,8 +40,9 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
     p.add_argument("--max-workers", action="append", type=_args.gpu_count, default=None, metavar="N|GPU=N",
                    help=f"workers available: one number for every gpu type, or GPU=N per type (repeatable); "
                    f"types not named get N, else {workers_default}")
-    p.add_argument("--gpus-per-host", type=_args.whole_number, default=DEFAULT_GPUS_PER_HOST, metavar="N",
-                   help=f"accelerators per machine (default {DEFAULT_GPUS_PER_HOST})")
+    p.add_argument("--gpus-per-host", action="append", type=_args.gpu_count, default=None, metavar="N|GPU=N",
+                   help=f"accelerators per machine: one number for every gpu type, or GPU=N per type (repeatable, "
+                   f"e.g. v100=8 --gpus-per-host t4=4); types not named get N, else {DEFAULT_GPUS_PER_HOST}")
     p.add_argument("--cluster", default=None, metavar="FILE",
                    help="cluster file (TOML/YAML): availability, prices and spot risk; considers on-demand, spot and mixed plans (docs/spot.md)"
                    + ("; without it, on-demand servers at --price" if replan else ""))
@@ -73,8 +74,10 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
     p.add_argument("--pareto-limit", type=_args.whole_number, default=None, metavar="N", help=f"cost-time frontier points to show (default {DEFAULT_PARETO_LIMIT})")
 
 
-def _max_workers(values: list[tuple[str | None, int]] | None) -> Any:
-    given = _args.unique_pairs(values, "--max-workers")
+def _per_gpu(values: list[tuple[str | None, int]] | None, option: str) -> Any:
+    """``--max-workers`` / ``--gpus-per-host`` as the request takes them: one number, or
+    gpu → number with ``"*"`` for an unnamed ``N``."""
+    given = _args.unique_pairs(values, option)
     if given is None:
         return None
     per = {("*" if gpu is None else gpu): n for gpu, n in given.items()}
@@ -113,8 +116,8 @@ def request_from_args(args: argparse.Namespace, **overrides: Any) -> Any:
         profile=args.profile,
         target=args.target,
         deadline_s=args.deadline,
-        max_workers=_max_workers(args.max_workers),
-        gpus_per_host=args.gpus_per_host,
+        max_workers=_per_gpu(args.max_workers, "--max-workers"),
+        gpus_per_host=_per_gpu(args.gpus_per_host, "--gpus-per-host"),
         prices=_args.unique_pairs(args.price, "--price"),
         cluster=args.cluster,
         objective=args.objective,

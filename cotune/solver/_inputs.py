@@ -98,7 +98,7 @@ def price_table(
     return table, True
 
 
-def _host_size_notes(models: "FittedModels", gpus: Sequence[str], gpus_per_host: int) -> list[str]:
+def _host_size_notes(models: "FittedModels", gpus: Sequence[str], gpus_per_host: Mapping[str, int]) -> list[str]:
     """A note per GPU type whose probes ran more workers on one host than the space puts
     there: its hosts hold more GPUs than ``gpus_per_host`` says, and every candidate of that
     size is split over hosts it was never measured on (an imported 8-GPU run, planned on 2
@@ -108,11 +108,12 @@ def _host_size_notes(models: "FittedModels", gpus: Sequence[str], gpus_per_host:
         points = models.time_models[gpu].points_
         per_host = np.ceil(points[:, 0] / points[:, 1])
         k = int(np.argmax(per_host))
-        if per_host[k] > gpus_per_host:
+        size = gpus_per_host[gpu]
+        if per_host[k] > size:
             hosts = int(points[k, 1])
             out.append(f"{gpu}: the profile measured {int(points[k, 0])} workers on {hosts} host{'' if hosts == 1 else 's'}, "
-                       f"but gpus_per_host (--gpus-per-host, or the cluster file's) is {gpus_per_host}: candidates put at "
-                       f"most {gpus_per_host} workers on a host; give {int(per_host[k])} if the hosts hold that many GPUs")
+                       f"but gpus_per_host (--gpus-per-host, or the cluster file's) is {size}: candidates put at "
+                       f"most {size} workers on a host; give {gpu}={int(per_host[k])} if its hosts hold that many GPUs")
     return out
 
 
@@ -121,7 +122,7 @@ def build_space(
     *,
     gpus: Sequence[str] | None,
     max_workers: int | Mapping[str, int],
-    gpus_per_host: int,
+    gpus_per_host: int | Mapping[str, int],
     local_batches: Sequence[int] | None,
     markets: Sequence[str] = ("on_demand",),
     hosts: Literal["packed", "any"] = "packed",
@@ -135,7 +136,8 @@ def build_space(
         raise InputError(
             f"gpu {', '.join(unknown)} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}"
         )
-    notes += _host_size_notes(models, chosen, gpus_per_host)
+    sizes = _per_gpu(gpus_per_host, chosen, "gpus_per_host")
+    notes += _host_size_notes(models, chosen, sizes)
     caps = _per_gpu(max_workers, chosen, "max_workers")
     batches: dict[str, tuple[int, ...]] = {}
     for g in chosen:
@@ -176,7 +178,7 @@ def build_space(
         gpus=chosen,
         max_workers=caps,
         local_batches=batches,
-        gpus_per_host=gpus_per_host,
+        gpus_per_host=sizes,
         markets=tuple(markets),
         hosts=hosts,
         workers=None if workers is None else tuple(int(w) for w in workers),
@@ -220,7 +222,7 @@ def placements(*, cap: int, gpus_per_host: int, hosts: str, workers: Sequence[in
 def count_candidates(space: SearchSpace) -> int:
     """How many candidates :func:`~cotune.solver.enumerate_candidates` makes of ``space``, without making them."""
     return sum(
-        placements(cap=space.worker_cap(gpu, b), gpus_per_host=space.gpus_per_host, hosts=space.hosts,
+        placements(cap=space.worker_cap(gpu, b), gpus_per_host=space.host_size(gpu), hosts=space.hosts,
                    workers=space.workers, min_workers=space.min_workers)
         for gpu in space.gpus
         for b in space.local_batches[gpu]

@@ -70,9 +70,9 @@ class OnDemandMarket:
     document: Mapping[str, Any] | None = None
 
     def space(self, request: "RecommendRequest", models: "FittedModels") -> tuple[SearchSpace, list[str]]:
-        gpus = request.gpus or models.gpus
+        gpus = [g.lower() for g in request.gpus or models.gpus]
         return build_space(
-            models, gpus=gpus, max_workers=request.caps([g.lower() for g in gpus]), gpus_per_host=request.gpus_per_host,
+            models, gpus=gpus, max_workers=request.caps(gpus), gpus_per_host=request.host_sizes(gpus),
             local_batches=request.local_batches, hosts=request.hosts, workers=request.workers,
         )
 

@@ -81,7 +81,7 @@ def _propose(trial, space: SearchSpace) -> tuple[int, int, int, int, int]:
         batches = batches[workers * batches <= space.max_global_batch]
     braw = trial.suggest_float(f"local_batch_{gpu}", float(batches[0]), float(batches[-1]), log=True) if batches.size > 1 else float(batches[0])
     local = _snap(batches, braw)
-    packed = -(-workers // space.gpus_per_host)
+    packed = -(-workers // space.host_size(gpu))
     hosts = packed
     if space.hosts == "any" and workers > packed:
         hosts = packed + int(round(trial.suggest_float("hosts_spread", 0.0, 1.0) * (workers - packed)))

@@ -9,7 +9,7 @@ same estimates the solver ranked, so it costs nothing extra and cannot disagree 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -67,10 +67,13 @@ class Plan:
         }
 
 
-def plan_for(est: Estimates, ok: np.ndarray, index: int, *, gpus_per_host: int) -> Plan:
-    """The plan of candidate ``index``, given the feasibility mask ``ok`` of all candidates."""
+def plan_for(est: Estimates, ok: np.ndarray, index: int, *, gpus_per_host: int | Mapping[str, int]) -> Plan:
+    """The plan of candidate ``index``, given the feasibility mask ``ok`` of all candidates
+    (``gpus_per_host``: one size, or the search space's per GPU type)."""
     c = est.candidates
     gi, mi, b = int(c.gpu[index]), int(c.market[index]), int(c.local_batch[index])
+    if isinstance(gpus_per_host, Mapping):
+        gpus_per_host = int(gpus_per_host[c.gpus[gi]])
     w0, h0 = int(c.workers[index]), int(c.hosts[index])
     packed = -(-c.workers // gpus_per_host)
     same = (c.gpu == gi) & (c.market == mi) & (c.local_batch == b) & (c.hosts == packed)

@@ -21,7 +21,8 @@ class SearchSpace:
 
     ``max_workers`` caps each GPU type (available accelerators); ``local_batches``
     lists the per-worker batches to consider for each GPU type (already capped by
-    memory); ``hosts`` is ``"packed"`` (fewest hosts: ⌈workers / gpus_per_host⌉) or
+    memory); ``gpus_per_host`` is one size for every GPU type or one per type;
+    ``hosts`` is ``"packed"`` (fewest hosts: ⌈workers / gpus_per_host⌉) or
     ``"any"`` (every host count that fits, for schedulers that cannot pack).
     ``max_global_batch`` (the training set's size, when known) leaves out every
     (workers, local batch) whose step would hold more samples than the training set:
@@ -31,7 +32,7 @@ class SearchSpace:
     gpus: tuple[str, ...]
     max_workers: Mapping[str, int]
     local_batches: Mapping[str, tuple[int, ...]]
-    gpus_per_host: int = 4
+    gpus_per_host: int | Mapping[str, int] = 4
     markets: tuple[str, ...] = ("on_demand",)
     hosts: Literal["packed", "any"] = "packed"
     min_workers: int = 1
@@ -41,9 +42,11 @@ class SearchSpace:
     def __post_init__(self) -> None:
         if not self.gpus:
             raise InputError("the search space has no gpu type: profile at least one")
-        if self.gpus_per_host < 1:
-            raise InputError(f"gpus_per_host must be >= 1, got {self.gpus_per_host}")
         for gpu in self.gpus:
+            if isinstance(self.gpus_per_host, Mapping) and gpu not in self.gpus_per_host:
+                raise InputError(f"gpus_per_host has no entry for gpu {gpu!r}: give one per gpu type")
+            if self.host_size(gpu) < 1:
+                raise InputError(f"gpus_per_host for {gpu!r} must be >= 1, got {self.host_size(gpu)}")
             if self.max_workers.get(gpu, 0) < 1:
                 raise InputError(f"max_workers for {gpu!r} must be >= 1, got {self.max_workers.get(gpu)}")
             if not self.local_batches.get(gpu):
@@ -55,6 +58,12 @@ class SearchSpace:
             raise InputError(f"hosts must be 'packed' or 'any', got {self.hosts!r}")
         if self.max_global_batch is not None and self.max_global_batch < 1:
             raise InputError(f"max_global_batch must be >= 1, got {self.max_global_batch}")
+
+    def host_size(self, gpu: str) -> int:
+        """GPUs per machine of ``gpu``: a fleet's server types differ (8 V100s, 4 T4s a host)."""
+        if isinstance(self.gpus_per_host, Mapping):
+            return int(self.gpus_per_host[gpu])
+        return int(self.gpus_per_host)
 
     def worker_counts(self, gpu: str) -> np.ndarray:
         """Worker counts of ``gpu`` some local batch allows (the smallest batch allows the most)."""
@@ -113,7 +122,7 @@ def enumerate_candidates(space: SearchSpace) -> Candidates:
     """Every candidate of the space, as flat arrays (gpu-major order)."""
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("gpu", "market", "workers", "hosts", "local_batch")}
     for gi, gpu in enumerate(space.gpus):
-        w, h = _placements(space.worker_counts(gpu), space.gpus_per_host, space.hosts)
+        w, h = _placements(space.worker_counts(gpu), space.host_size(gpu), space.hosts)
         b = np.asarray(space.local_batches[gpu], dtype=np.int64)
         ww, bb = np.meshgrid(w, b, indexing="ij")
         hh = np.broadcast_to(h[:, None], ww.shape)

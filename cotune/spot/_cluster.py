@@ -5,6 +5,7 @@ A cluster file is TOML (``.toml``) or YAML (``.yaml``/``.yml``) with the same ke
 
     version = 1
     gpus_per_host = 1                 # optional: GPUs per server, the unit that is revoked
+                                      # (a [gpu.NAME] table may give its own)
 
     [checkpoint]                      # needed when any spot servers are offered
     write_s = 20                      # seconds to write one checkpoint, or both of:
@@ -19,6 +20,7 @@ A cluster file is TOML (``.toml``) or YAML (``.yaml``/``.yml``) with the same ke
     spot_price_per_hour = 0.158
     revocation_rate_per_hour = 0.05   # revocations per spot server-hour
     replacement_delay_s = 120         # a number of seconds or a span such as "2m"
+    # gpus_per_host = 4               # optional: this type's servers hold 4 (not the file's)
 
 Validation errors are one line: the file, the field, a short escaped excerpt of the
 value that broke the rule (never its ``repr``: a YAML value built from nested aliases
@@ -72,6 +74,7 @@ _GPU_KEYS = {
     "spot_price_per_hour",
     "revocation_rate_per_hour",
     "replacement_delay_s",
+    "gpus_per_host",
 }
 
 
@@ -90,7 +93,8 @@ class GpuOffer:
 
     ``revocation_rate_per_hour`` is per spot *server*-hour; a job on ``h`` spot servers
     is revoked at ``h ×`` that rate. ``replacement_delay_s`` is how long a new server
-    takes to join (also used as the delay of switching markets).
+    takes to join (also used as the delay of switching markets). ``gpus_per_host``: the
+    GPUs in one of its servers, where they differ from the file's (8 V100s, 4 T4s).
     """
 
     name: str
@@ -100,6 +104,7 @@ class GpuOffer:
     spot_price_per_hour: float | None = None
     revocation_rate_per_hour: float = 0.0
     replacement_delay_s: float = 0.0
+    gpus_per_host: int | None = None
 
     def available(self, market: str) -> int:
         if market == "on_demand":
@@ -120,6 +125,11 @@ class Cluster:
     gpus_per_host: int | None = None
     source: str = "<cluster>"
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def host_size(self, gpu: str) -> int | None:
+        """GPUs per server of ``gpu``: its table's ``gpus_per_host``, else the file's (None: neither says)."""
+        own = self.gpus[gpu].gpus_per_host if gpu in self.gpus else None
+        return own if own is not None else self.gpus_per_host
 
     @property
     def has_spot(self) -> bool:
@@ -202,6 +212,17 @@ def _check_offer(o: GpuOffer, source: str, *, has_checkpoint: bool) -> None:
             raise _fail(source, "[checkpoint]", "is missing but spot servers are offered", "add a [checkpoint] table with write_s (seconds)")
 
 
+def _host_size(source: str, at: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        if isinstance(value, float):
+            raise BadValue(f"must be a whole number >= 1, got {excerpt(value)}")
+        return integer(value, where=at, ge=1, le=MAX_GPUS_PER_HOST)
+    except BadValue as exc:
+        raise _fail(source, at, exc.detail, "give the GPUs in one server (1 for one-GPU servers)") from None
+
+
 def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Cluster:
     """Validate a cluster description already read into plain data (from TOML, YAML, JSON)."""
     if not isinstance(data, Mapping):
@@ -211,14 +232,7 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
     version = data.get("version", CLUSTER_FILE_VERSION)
     if version != CLUSTER_FILE_VERSION:
         raise _fail(source, "version", f"is {excerpt(version)}, not supported", f"write version = {CLUSTER_FILE_VERSION}")
-    per_host = data.get("gpus_per_host")
-    if per_host is not None:
-        try:
-            if isinstance(per_host, float):
-                raise BadValue(f"must be a whole number >= 1, got {excerpt(per_host)}")
-            per_host = integer(per_host, where="gpus_per_host", ge=1, le=MAX_GPUS_PER_HOST)
-        except BadValue as exc:
-            raise _fail(source, "gpus_per_host", exc.detail, "give the GPUs in one server (1 for one-GPU servers)") from None
+    per_host = _host_size(source, "gpus_per_host", data.get("gpus_per_host"))
 
     ckpt = None
     raw_ckpt = data.get("checkpoint")
@@ -284,6 +298,7 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
                 source, at + "replacement_delay_s", table.get("replacement_delay_s", 0.0),
                 fix="give seconds or a span such as 2m",
             ),
+            gpus_per_host=_host_size(source, at + "gpus_per_host", table.get("gpus_per_host")),
         )
         if offer.spot > 0 and "revocation_rate_per_hour" not in table:
             raise _fail(source, at + "revocation_rate_per_hour", "is missing", "give revocations per spot server-hour, e.g. 0.05")

@@ -106,6 +106,15 @@ def cluster_of(value: Cluster | str | Mapping[str, Any]) -> Cluster:
     return parse_cluster(value, source="cluster") if isinstance(value, Mapping) else load_cluster(value)
 
 
+def _size_function(gpus_per_host: int | Mapping[str, int] | Callable[[str], int]) -> Callable[[str], int]:
+    """GPUs per server by gpu type (``"*"``: the size of types not named)."""
+    if callable(gpus_per_host):
+        return gpus_per_host
+    if isinstance(gpus_per_host, Mapping):
+        return lambda g: int(gpus_per_host.get(g, gpus_per_host.get("*", DEFAULT_GPUS_PER_HOST)))
+    return lambda g: int(gpus_per_host)
+
+
 def _cap_function(max_workers: int | Mapping[str, int] | Callable[[str], int]) -> Callable[[str], int]:
     if callable(max_workers):
         return max_workers
@@ -130,10 +139,13 @@ class SpotMarket:
     cluster: Cluster
     gpus: tuple[str, ...]
     max_workers: Mapping[str, int]
-    gpus_per_host: int
+    gpus_per_host: Mapping[str, int]
     runs: int = 400
     seed: int = 0
     notes: tuple[str, ...] = ()
+    #: The file's own gpus_per_host, else the request's for the types it does not name: the
+    #: report's top-level ``gpus_per_host`` (each gpu's entry has the size it was searched at).
+    default_gpus_per_host: int = DEFAULT_GPUS_PER_HOST
 
     space_markets: tuple[str, ...] = ("on_demand", "spot")
     # Mixed rows are copies of the spot rows: at most 3 rows per 2 enumerated candidates.
@@ -147,12 +159,13 @@ class SpotMarket:
         profiled_gpus: Sequence[str],
         gpus: Sequence[str] | None,
         max_workers: int | Mapping[str, int] | Callable[[str], int],
-        gpus_per_host: int,
+        gpus_per_host: int | Mapping[str, int] | Callable[[str], int],
         runs: int = 400,
         seed: int = 0,
     ) -> "SpotMarket":
         """``cluster``: a file, a :class:`Cluster`, or the file's fields as a mapping;
-        ``max_workers``: one cap, one per gpu type, or a function of the gpu type."""
+        ``max_workers``: one cap, one per gpu type, or a function of the gpu type;
+        ``gpus_per_host`` alike (the request's; the file's own sizes rule where it gives them)."""
         cl = cluster_of(cluster)
         user_cap = _cap_function(max_workers)
         wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
@@ -176,14 +189,20 @@ class SpotMarket:
         for g in chosen:
             o = cl.gpus[g]
             caps[g] = int(min(max(o.on_demand, o.spot), user_cap(g)))
-        if cl.gpus_per_host and gpus_per_host not in (DEFAULT_GPUS_PER_HOST, cl.gpus_per_host):
-            # as prices: the file says what its servers hold; a different value asked for
-            # alongside it is a contradiction, not a preference to drop without a word
-            raise InputError(f"gpus_per_host {gpus_per_host} contradicts {cl.source}'s gpus_per_host = {cl.gpus_per_host}: "
-                             "drop --gpus-per-host (gpus_per_host) or edit the cluster file")
+        user_size = _size_function(gpus_per_host)
+        sizes = {}
+        for g in chosen:
+            asked, filed = user_size(g), cl.host_size(g)
+            if filed is not None and asked not in (DEFAULT_GPUS_PER_HOST, filed):
+                # as prices: the file says what its servers hold; a different value asked for
+                # alongside it is a contradiction, not a preference to drop without a word
+                key = "gpus_per_host" if cl.gpus[g].gpus_per_host is None else f"gpu.{g}.gpus_per_host"
+                raise InputError(f"gpus_per_host {asked} for {g} contradicts {cl.source}'s {key} = {filed}: "
+                                 "drop --gpus-per-host (gpus_per_host) or edit the cluster file")
+            sizes[g] = filed if filed is not None else asked
         return cls(
-            cluster=cl, gpus=chosen, max_workers=caps,
-            gpus_per_host=cl.gpus_per_host or gpus_per_host, runs=runs, seed=seed, notes=tuple(notes),
+            cluster=cl, gpus=chosen, max_workers=caps, gpus_per_host=sizes,
+            default_gpus_per_host=cl.gpus_per_host or user_size("*"), runs=runs, seed=seed, notes=tuple(notes),
         )
 
     @classmethod
@@ -191,7 +210,7 @@ class SpotMarket:
         """The stage of a :class:`~cotune.RecommendRequest` with a ``cluster`` (or the given, updated one)."""
         return cls.create(
             cluster if cluster is not None else request.cluster, profiled_gpus=models.gpus, gpus=request.gpus,
-            max_workers=request.cap_for, gpus_per_host=request.gpus_per_host,
+            max_workers=request.cap_for, gpus_per_host=request.host_size_for,
         )
 
     # --- MarketStage -------------------------------------------------------------------
@@ -214,7 +233,7 @@ class SpotMarket:
         ck = self.cluster.checkpoint
         return {
             "source": self.cluster.source,
-            "gpus_per_host": self.gpus_per_host,
+            "gpus_per_host": self.default_gpus_per_host,
             "checkpoint": None if ck is None else {"write_s": ck.write_s, "restart_s": ck.restart_s},
             "gpus": {
                 g: {
@@ -225,6 +244,7 @@ class SpotMarket:
                     "revocation_rate_per_hour": o.revocation_rate_per_hour,
                     "replacement_delay_s": o.replacement_delay_s,
                     "max_workers": self.max_workers[g],
+                    "gpus_per_host": self.gpus_per_host[g],
                 }
                 for g, o in self.cluster.gpus.items()
                 if g in self.gpus

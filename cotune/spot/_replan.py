@@ -321,9 +321,9 @@ def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
     return None if cap is None or micro <= cap else cap + 1
 
 
-def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: int):
+def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: Mapping[str, int]):
     return _config_candidates(space_gpus, gpu=progress.gpu, workers=progress.workers_now, local_batch=progress.local_batch,
-                              gpus_per_host=gpus_per_host)
+                              gpus_per_host=gpus_per_host[progress.gpu])
 
 
 def _config_candidates(space_gpus: tuple[str, ...], *, gpu: str, workers: int, local_batch: int, gpus_per_host: int):
@@ -339,7 +339,7 @@ def _config_candidates(space_gpus: tuple[str, ...], *, gpu: str, workers: int, l
     )
 
 
-def _job_cost(models, *, space_gpus, gpus_per_host: int, table, target: float, start: Any, progress: Progress) -> float:
+def _job_cost(models, *, space_gpus, gpus_per_host: Mapping[str, int], table, target: float, start: Any, progress: Progress) -> float:
     """The models' cost of the whole job at the configuration it started at (``start``, a
     step record; None: the one it runs), on its market; ∞ off the profiled GPU types."""
     from cotune.solver import estimate
@@ -350,7 +350,8 @@ def _job_cost(models, *, space_gpus, gpus_per_host: int, table, target: float, s
     )
     if gpu not in space_gpus or gpu not in models.time_models or workers < 1:
         return math.inf
-    cands = _config_candidates(space_gpus, gpu=gpu, workers=workers, local_batch=local_batch, gpus_per_host=gpus_per_host)
+    cands = _config_candidates(space_gpus, gpu=gpu, workers=workers, local_batch=local_batch,
+                               gpus_per_host=gpus_per_host[gpu])
     est = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0)
     cost = float(est.cost[0 if market == "on_demand" else 1])  # mixed starts on spot, at its price
     return cost if math.isfinite(cost) else math.inf  # unpriced market: no redo counted
@@ -801,7 +802,7 @@ def replan(
         lr_scale=scale_lr, forecast=forecast, epochs_done=progress.epochs_done, spent=progress.spent,
         budget_left=budget_left, job=None if job is None else job.job, priced=priced,
         workload=None if loaded is None else loaded.workload.name, target=float(target), interval=req.interval,
-        gpus_per_host=int(plan.gpus_per_host),
+        gpus_per_host=None if best is None else int(plan.gpus_per_host[best.gpu]),
     )
 
 
@@ -817,8 +818,10 @@ def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[s
     # price refused without a cluster file's revocation rates
     given = {**(req.prices or {}), **(new_prices or {})}  # keys already normalised by the request (_check_prices)
     table, priced = price_table(given or None, names, ("on_demand",))
-    gpus = {g: {"on_demand": req.cap_for(g), "on_demand_price_per_hour": float(table[i, 0])} for i, g in enumerate(names)}
-    cluster = parse_cluster({"version": 1, "gpus_per_host": req.gpus_per_host, "gpu": gpus}, source="(on-demand servers at --price)")
+    gpus = {g: {"on_demand": req.cap_for(g), "on_demand_price_per_hour": float(table[i, 0]),
+                "gpus_per_host": req.host_size_for(g)} for i, g in enumerate(names)}
+    cluster = parse_cluster({"version": 1, "gpus_per_host": req.host_size_for("*"), "gpu": gpus},
+                            source="(on-demand servers at --price)")
     return cluster, priced
 
 

@@ -190,7 +190,7 @@ def test_a_schedulers_whole_inventory_and_price_list_is_searched_where_profiled_
                            max_workers={"t4": 8, "v100": 4, "a100": 2}, prices={"t4": 0.526, "v100": 2.48, "a100:on_demand": 3.1})
     assert rec.feasible and rec.chosen.gpu == "t4" and rec.chosen.workers <= 8
     (note,) = [n for n in rec.notes if "without timing probes" in n]
-    assert note.startswith("a100, v100 named in the caps or prices") and "not searched" in note
+    assert note.startswith("a100, v100 named in the caps, host sizes or prices") and "not searched" in note
     same = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, max_workers={"t4": 8},
                             prices={"t4": 0.526})
     assert same.chosen == rec.chosen

@@ -400,7 +400,7 @@ def test_probes_on_hosts_larger_than_gpus_per_host_are_noted_at_every_door():
     profile = parse_profile([json.dumps(r) for r in recs])
     question = dict(target=0.9, deadline_s=3600, prices={"t4": 1.0})
     said = ("t4: the profile measured 8 workers on 1 host, but gpus_per_host (--gpus-per-host, or the cluster file's) "
-            "is 4: candidates put at most 4 workers on a host; give 8 if the hosts hold that many GPUs")
+            "is 4: candidates put at most 4 workers on a host; give t4=8 if its hosts hold that many GPUs")
     assert said in recommend(profile, **question).notes
     assert not any("gpus_per_host" in n for n in recommend(profile, gpus_per_host=8, **question).notes)
     from cotune.spot import replan

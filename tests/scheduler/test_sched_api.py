@@ -144,7 +144,7 @@ def test_deep_nesting_is_refused_without_recursion():
 @given(
     caps=st.lists(st.integers(1, 40), min_size=1, max_size=3),
     batches=st.lists(st.integers(1, 6), min_size=1, max_size=3),
-    gph=st.integers(1, 8),
+    gph=st.integers(1, 8) | st.lists(st.integers(1, 8), min_size=3, max_size=3),
     hosts=st.sampled_from(["packed", "any"]),
     workers=st.none() | st.lists(st.integers(1, 50), min_size=1, max_size=6),
     data=st.none() | st.integers(1, 200),
@@ -153,19 +153,29 @@ def test_candidate_count_matches_enumeration(caps, batches, gph, hosts, workers,
     gpus = tuple(f"g{i}" for i in range(min(len(caps), len(batches))))
     cap_map = {g: caps[i] for i, g in enumerate(gpus)}
     nb = {g: batches[i] for i, g in enumerate(gpus)}
+    # One host size for all, or one per type (the request's "*" stands for the last type's).
+    sizes = {g: gph for g in gpus} if isinstance(gph, int) else {g: gph[i] for i, g in enumerate(gpus)}
+    asked = gph if isinstance(gph, int) else {**{g: sizes[g] for g in gpus[:-1]}, "*": sizes[gpus[-1]]}
     space = SearchSpace(
         gpus=gpus,
         max_workers=cap_map,
         local_batches={g: tuple(range(1, nb[g] + 1)) for g in gpus},
-        gpus_per_host=gph,
+        gpus_per_host=sizes,
         hosts=hosts,
         workers=None if workers is None else tuple(workers),
         max_global_batch=data,
     )
-    req = parse_request({"profile": "x", "target": 1, "max_workers": cap_map, "gpus_per_host": gph, "hosts": hosts, "workers": workers})
+    req = parse_request({"profile": "x", "target": 1, "max_workers": cap_map, "gpus_per_host": asked, "hosts": hosts, "workers": workers})
     values = {g: range(1, nb[g] + 1) for g in gpus}
     made = enumerate_candidates(space)
     assert candidate_count(req, values, dataset_size=data) == len(made) == count_candidates(space)
+    # Each type's hosts follow its own size: packed is ⌈w / size⌉; "any" never fewer.
+    for i, g in enumerate(gpus):
+        mine = made.gpu == i
+        least = -(-made.workers[mine] // sizes[g])
+        assert (made.hosts[mine] >= least).all() and (made.hosts[mine] <= made.workers[mine]).all()
+        if hosts == "packed":
+            assert (made.hosts[mine] == least).all()
     if data is not None:
         assert (made.global_batch <= data).all()
         # Brute force: every (workers, batch) pair whose step fits, under each type's cap.

@@ -83,7 +83,7 @@ def test_a_cap_for_an_unprofiled_gpu_is_refused_at_its_pointer_where_it_leaves_a
     assert info.value.path == "/max_workers/a100" and info.value.status == 422 and "profiled: t4" in info.value.detail
     # Every profiled gpu capped (a scheduler's whole inventory): answered, the others noted.
     doc = replan_request(dict(copy.deepcopy(REPLAN_REQUEST), max_workers={"t4": 8, "a100": 4}))
-    assert any(n.startswith("a100 named in the caps or prices") for n in doc["notes"])
+    assert any(n.startswith("a100 named in the caps, host sizes or prices") for n in doc["notes"])
 
 
 @pytest.mark.slow

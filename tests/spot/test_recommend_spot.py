@@ -120,7 +120,7 @@ def test_a_host_size_that_contradicts_the_cluster_file_is_refused(make_cluster, 
     rc = main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path,
                "--gpus-per-host", "8"])
     err = capsys.readouterr().err
-    assert rc == 2 and "gpus_per_host 8 contradicts" in err and "gpus_per_host = 1" in err and err.count("\n") == 1
+    assert rc == 2 and "gpus_per_host 8 for t4 contradicts" in err and "gpus_per_host = 1" in err and err.count("\n") == 1
     assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path,
                  "--gpus-per-host", "1", "--quiet"]) == 0  # the same value is no contradiction
     capsys.readouterr()

@@ -146,7 +146,7 @@ def test_a_miss_is_priced_as_the_whole_job_at_the_configuration_it_started_at(ci
 
     table = np.array([[0.5, 0.2, 0.2]])  # t4: on-demand, spot, mixed
     now = Progress(epochs_done=30, elapsed_s=900, gpu="t4", market="on_demand", workers=4, local_batch=129)
-    common = dict(space_gpus=("t4",), gpus_per_host=4, table=table, target=0.94, progress=now)
+    common = dict(space_gpus=("t4",), gpus_per_host={"t4": 4}, table=table, target=0.94, progress=now)
     started = _job_cost(cifar_models, start=StepRecord(gpu="t4", workers=2, local_batch=129, step_time_s=0.2), **common)
     running = _job_cost(cifar_models, start=None, **common)
     ask = dict(models=cifar_models, target=0.94, local_batches=(129,), prices={"t4": 0.5})
