@@ -20,6 +20,7 @@ __all__ = [
     "gpu_count",
     "int_list",
     "int_range",
+    "key_text",
     "key_value",
     "non_negative_int",
     "port",
@@ -117,6 +118,19 @@ def int_range(text: str) -> tuple[int, int]:
 
 # One definition of a KEY=NUMBER option (--price) for every command, the profiler's too.
 key_value = _wrap(parse_key_number)
+
+
+def key_text(example: str) -> Callable[[str], tuple[str, str]]:
+    """The parser of a ``KEY=VALUE`` option whose value is text (``--node-selector``,
+    ``--where``, ``--column``): both sides trimmed, the key non-empty; ``example`` is shown
+    when the form is wrong."""
+    def parse(text: str) -> tuple[str, str]:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE such as {example}, got {text[:60]!r}")
+        return key.strip(), value.strip()
+
+    return parse
 
 
 @_wrap

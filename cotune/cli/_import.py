@@ -59,6 +59,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-column", default=None, metavar="NAME", help="csv: the column that names each row's run")
     p.add_argument("--record", default=None, metavar="TYPE", help="records: the type of every row (step, eval, failure, "
                    "noise) when the table has no 'record' column")
+    p.add_argument("--where", action="append", type=_args.key_text("model=ResNet-18"), default=None, metavar="COLUMN=VALUE",
+                   help="records: keep the rows whose COLUMN holds VALUE, as the file writes it (repeatable: all must "
+                   "hold), e.g. --where model=ResNet-18 to read one workload of a pooled table; COLUMN!=VALUE keeps "
+                   "the others, COLUMN!= the rows where COLUMN is filled in")
+    p.add_argument("--column", action="append", type=_args.key_text("workers=num_gpus"), default=None, metavar="FIELD=COLUMN",
+                   help="records: read the record field FIELD from COLUMN (repeatable), e.g. --column workers=num_gpus, "
+                   "for a table named its own way")
     p.add_argument("--time-column", default=None, metavar="NAME",
                    help="csv, keras-csv: the column of wall-clock seconds, for the step time (default: _runtime or _timestamp of a "
                    "Weights & Biases export, 'Wall time' of a TensorBoard one)")
@@ -88,7 +95,9 @@ def _run_table(args: argparse.Namespace) -> int:
     # They describe one run's log; a table of records states these fields in its columns.
     _refuse_run_flags(args, _TABLE, "put the field in the table's columns (docs/profile-format.md names them)")
     profile = import_table(args.path, out=args.out, append=args.append, record=args.record, name=args.name,
-                           dataset_size=args.dataset_size, metric=args.metric, goal=args.goal)
+                           dataset_size=args.dataset_size, metric=args.metric, goal=args.goal,
+                           where=_args.unique_pairs(args.where, "--where"),
+                           columns=_args.unique_pairs(args.column, "--column"))
     verb = "appended to" if args.append else "wrote"
     counts = {"step": len(profile.steps), "eval": len(profile.evals), "failure": len(profile.failures),
               "noise": len(profile.noise)}
@@ -121,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == _TABLE:
         return _run_table(args)
+    given = [flag for flag, value in (("--where", args.where), ("--column", args.column)) if value]
+    if given:
+        raise InputError(f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to format {_TABLE} only "
+                         "(a table of profile records); a log's own columns are named with --step-column, "
+                         "--epoch-column, --time-column and --metric")
     if args.format == _TRACE:
         return _run_trace(args)
     if args.record is not None:

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from cotune._request import DEFAULT_GPUS_PER_HOST, DEFAULT_MAX_CANDIDATES
+from cotune._request import DEFAULT_MAX_CANDIDATES
+from cotune.cli import _args
 from cotune.cli._question import add_question_arguments, recommend_from_args
 
 __all__ = ["add_parser", "run"]
-
-
-def _selector(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE such as nvidia.com/gpu.product=Tesla-T4, got {text[:60]!r}")
-    return key.strip(), value.strip()
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--queue", default="default", help="Volcano queue or Kueue LocalQueue (default 'default')")
     k.add_argument("--no-elastic", dest="elastic", action="store_false", help="PyTorchJob: fixed size even when the plan allows a range")
     k.add_argument("--gpu-resource", default="nvidia.com/gpu", help="extended resource name of a GPU (default nvidia.com/gpu)")
-    k.add_argument("--node-selector", action="append", type=_selector, default=None, metavar="KEY=VALUE", help="node label to require (repeatable)")
+    k.add_argument("--node-selector", action="append", type=_args.key_text("nvidia.com/gpu.product=Tesla-T4"), default=None, metavar="KEY=VALUE", help="node label to require (repeatable)")
     k.add_argument("--toleration", action="append", default=None, metavar="KEY[=VALUE][:EFFECT]",
                    help="taint the pods tolerate (repeatable), e.g. kubernetes.azure.com/scalesetpriority=spot:NoSchedule "
                         "for AKS's spot nodes")

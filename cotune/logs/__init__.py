@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from cotune._checks import MAX_INTEGER, excerpt, not_text_reason
 from cotune.errors import InputError
@@ -178,11 +178,16 @@ def import_table(
     dataset_size: int | None = None,
     metric: str | None = None,
     goal: Literal["max", "min"] | None = None,
+    where: Mapping[str, str] | None = None,
+    columns: Mapping[str, str] | None = None,
 ) -> Profile:
     """Profile records from a CSV table of them (``cotune import records``): one row per
     record, one column per field, as :meth:`Profile.from_frame` reads it — a sweep's export of
-    step times at many configurations, a spreadsheet of measured curves.
+    step times at many configurations, a spreadsheet of measured curves, a published table.
 
+    ``where`` (column → text) keeps the rows whose cells hold that text (a pooled table's one
+    workload: ``{"model": "ResNet-18"}``); ``columns`` (record field → column) reads a field
+    from a column named otherwise (``{"workers": "num_gpus"}``): :mod:`cotune.logs._table`.
     ``record`` is the type of every row when the table has no ``record`` column. The
     workload comes from the flags (``name``, default the file's stem; ``dataset_size`` and
     ``metric`` required; ``goal`` from the metric's name when left out), or with
@@ -193,11 +198,23 @@ def import_table(
 
     from cotune.logs._readers import _need_file
 
+    from cotune.logs._table import check_columns, check_where, map_columns, select_rows, where_columns
+
+    wanted, mapped = check_where(where), check_columns(columns)
     p = _need_file(Path(path), "CSV table of profile records", "records")
-    try:
+    # Text fields are read as the file writes them ('007' stays a name, not 7).
+    as_text = {**dict.fromkeys(TEXT_FIELDS, str), **{c: str for f, c in mapped.items() if f in TEXT_FIELDS}}
+
+    def read(**kw: Any) -> "pd.DataFrame":
         # One row past the profile's cap is enough to refuse it: memory stays bounded whatever the file.
-        frame = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, dtype=dict.fromkeys(TEXT_FIELDS, str),
-                            nrows=MAX_PROFILE_LINES + 1)
+        return pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, nrows=MAX_PROFILE_LINES + 1, **kw)
+
+    try:
+        frame = read(dtype=as_text)
+        # The filters compare text as the file writes it ('1' is not '1.0'): their columns
+        # are read again as text (a filtered column may be a number field too).
+        on = [c for c in dict.fromkeys(where_columns(wanted)) if c in frame.columns]
+        text = read(dtype=str, usecols=on) if on else None
     except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         why = not_text_reason(p)
         if why:
@@ -209,15 +226,48 @@ def import_table(
                                       why_size="training samples per epoch",
                                       why_metric="the name of the validation metric the eval rows hold")
     frame.index = pd.RangeIndex(2, len(frame) + 2)  # a row's file line (the header is line 1), for the errors
+    if text is not None:
+        text.index = frame.index
+    try:
+        frame = map_columns(select_rows(frame, wanted, text=text), mapped)
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}") from None
     try:
         profile = Profile.from_frame(frame, workload=workload, record=record)
     except InputError as exc:
-        text = str(exc)
-        raise InputError(f"{p}: {'line ' + text[4:] if text.startswith('row ') else text}") from None
+        said = str(exc)
+        said = "line " + said[4:] if said.startswith("row ") else said
+        raise InputError(f"{p}: {_empty_cell_fix(said, frame, mapped) or said.replace(': rename them', _mapping_fix(said))}") from None
     records = list(profile.records())
     _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
     _save(out, existing, profile, records)
     return profile
+
+
+def _empty_cell_fix(message: str, frame: Any, mapped: Mapping[str, str]) -> str | None:
+    """For a field missing on a line where the table has its column (an empty cell: a
+    published table's configuration that never ran, out of memory), the message that says
+    so and the filter that leaves such rows out; None otherwise."""
+    import re
+
+    m = re.match(r"(line \S+): missing field '([^']+)'", message)
+    if m is None:
+        return None
+    column = mapped.get(m.group(2), m.group(2))
+    if column not in frame.columns:
+        return None
+    return (f"{m.group(1)}: missing field {m.group(2)!r}: its column {column!r} is empty there (a configuration that "
+            f"never ran?): keep the rows that have one with --where '{column}!=' (where={{'{column}!': ''}})")
+
+
+def _mapping_fix(message: str) -> str:
+    """The fix for a table whose columns are named its own way, as ``import records`` takes
+    it: the mapping flags, the first the message suggests as the example."""
+    import re
+
+    m = re.search(r"'([^']+)' \(is it '([^']+)'\?\)", message)
+    example = f" --column {m.group(2)}={m.group(1)}" if m else " --column FIELD=COLUMN"
+    return f": read each from its column with{example} (repeatable; columns= in Python), or rename them"
 
 
 def import_adaptdl(

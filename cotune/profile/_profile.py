@@ -61,6 +61,23 @@ MAX_PROFILE_LINES = 1_000_000
 MAX_PROFILE_CHARS = 2**30
 
 
+#: What published tables call a record's fields, where the nearest spelling misleads
+#: (``num_gpus`` reads as ``gpu``, ``per_worker_batch_size`` as ``workers``): Gavel's and
+#: Shockwave's throughput tables, AdaptDL's traces, Hugging Face's and torchrun's names.
+_ALIASES = {
+    "num_gpus": "workers", "gpus": "workers", "num_workers": "workers", "num_replicas": "workers",
+    "world_size": "workers", "replicas": "workers", "n_gpus": "workers",
+    "per_worker_batch_size": "local_batch", "local_bsz": "local_batch", "batch_size_per_gpu": "local_batch",
+    "per_device_train_batch_size": "local_batch", "per_gpu_batch_size": "local_batch", "micro_batch_size": "local_batch",
+    "gpu_type": "gpu", "accelerator": "gpu", "device": "gpu", "worker_type": "gpu",
+    "num_nodes": "hosts", "nodes": "hosts", "num_hosts": "hosts", "machines": "hosts",
+    "step_time": "step_time_s", "iteration_time_s": "step_time_s", "sync_iteration_time_s": "step_time_s",
+    "iter_time": "step_time_s", "time_per_step": "step_time_s", "sync_time": "sync_time_s",
+    "global_batch_size": "global_batch",
+    "epoch_num": "epoch", "eval_accuracy": "metric", "accuracy": "metric",
+}
+
+
 def _column_hint(message: str, kind: Any, columns: Sequence[str]) -> str:
     """For a table whose columns are named its own way (a published trace's ``local_bsz``,
     ``step_time``): when a field is missing, the columns that are no field of the record,
@@ -78,7 +95,8 @@ def _column_hint(message: str, kind: Any, columns: Sequence[str]) -> str:
         return ""
     named = []
     for c in foreign[:8]:
-        near = difflib.get_close_matches(c.lower(), known, n=1, cutoff=0.5)
+        alias = _ALIASES.get(c.strip().lower())
+        near = [alias] if alias in known else difflib.get_close_matches(c.lower(), known, n=1, cutoff=0.5)
         named.append(f"{c!r} (is it {near[0]!r}?)" if near else repr(c))
     return f"; the table's columns {', '.join(named)} are no fields of a {kind} record: rename them"
 

@@ -29,8 +29,10 @@ from cotune.profile import read_profile
 
 PAGE = (REPO / "docs" / "logs.md").read_text()
 # The worked command of every format (docs/logs.md), the examples every mutation starts from.
-WORKED = {shlex.split(line[2:])[2]: shlex.split(line[2:])[2:] for line in PAGE.splitlines()
-          if line.startswith("$ cotune import ")}  # FORMAT PATH --flag value ...
+WORKED: dict[str, list[str]] = {}  # FORMAT PATH --flag value ...: each format's first, on a bundled file
+for _line in PAGE.splitlines():
+    if _line.startswith("$ cotune import "):
+        WORKED.setdefault(shlex.split(_line[2:])[2], shlex.split(_line[2:])[2:])
 TEXT_FORMATS = ("csv", "keras-csv", "lightning-csv", "hf-trainer", "records", "adaptdl")
 ALL_FORMATS = TEXT_FORMATS + ("mlflow", "tensorboard")
 
@@ -94,7 +96,8 @@ def _flags(draw, argv: list[str]) -> list[str]:
         argv[i] = draw(TEXTS)
     if draw(st.integers(0, 5)) == 0:
         extra = draw(st.sampled_from(["--workers", "--local-batch", "--accum-steps", "--hosts", "--seed", "--time-column",
-                                      "--time-unit", "--step-column", "--epoch-column", "--run", "--goal", "--name"]))
+                                      "--time-unit", "--step-column", "--epoch-column", "--run", "--goal", "--name",
+                                      "--where", "--column"]))
         argv += [extra, draw(TEXTS)]
     return argv
 
@@ -164,7 +167,7 @@ _CALLS = {
             dict(global_batch=16, dataset_size=96, gpu="cpu", workers=1, metric=None, goal=None, name=None, seed=None,
                  hosts=1, local_batch=None, accum_steps=1, time_column=None, time_unit=None, run=None)),
     "table": (import_table, "examples/logs/sweep.csv", dict(record="step", name="w", dataset_size=50000, metric="top1",
-                                                            goal=None)),
+                                                            goal=None, where=None, columns=None)),
     "trace": (import_adaptdl, "trace", dict(gpu="t4", dataset_size=6400, metric="top1", goal=None, name=None)),
 }
 

@@ -1017,5 +1017,6 @@ def test_a_table_with_columns_named_its_own_way_is_told_which_field_each_is_near
                         "--dataset-size", "50000", "--metric", "top1", "--record", "step")
     assert code == 2 and err.count("\n") == 1
     assert ("the table's columns 'gpu_type' (is it 'gpu'?), 'local_bsz' (is it 'local_batch'?), 'step_time' (is it "
-            "'step_time_s'?), 'sync_time' (is it 'sync_time_s'?) are no fields of a step record: rename them") in err
+            "'step_time_s'?), 'sync_time' (is it 'sync_time_s'?) are no fields of a step record: read each from its "
+            "column with --column gpu=gpu_type (repeatable; columns= in Python), or rename them") in err
     assert not (tmp_path / "p.jsonl").exists()
