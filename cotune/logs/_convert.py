@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from cotune._checks import excerpt
 from cotune.errors import InputError, ProfileError
 from cotune.logs._readers import LogData, Series, clock_like
 from cotune.profile import EvalRecord, NoiseRecord, Record, StepRecord, WorkloadRecord, record_from_dict, record_to_dict
@@ -104,13 +105,14 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
 def _goal(metric: str, given: str | None) -> Literal["max", "min"]:
     if given is not None:
         if given not in ("max", "min"):
-            raise InputError(f"--goal must be 'max' or 'min', got {given!r}")
+            raise InputError(f"--goal must be 'max' or 'min', got {excerpt(given)}")
         return given  # type: ignore[return-value]
     tokens = _tokens(metric)
     is_min, is_max = bool(tokens & _MIN_TOKENS), bool(tokens & _MAX_TOKENS)
     if is_min != is_max:
         return "min" if is_min else "max"
-    raise InputError(f"cannot tell whether {metric!r} should go up or down: pass --goal max (accuracy-like) or --goal min (loss-like)")
+    raise InputError(f"cannot tell whether {excerpt(metric)} should go up or down: pass --goal max (accuracy-like) or "
+                     "--goal min (loss-like)")
 
 
 def _global_batch(log: LogData, opts: ImportOptions) -> int:

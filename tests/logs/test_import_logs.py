@@ -1020,3 +1020,13 @@ def test_a_table_with_columns_named_its_own_way_is_told_which_field_each_is_near
             "'step_time_s'?), 'sync_time' (is it 'sync_time_s'?) are no fields of a step record: read each from its "
             "column with --column gpu=gpu_type (repeatable; columns= in Python), or rename them") in err
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_metric_name_whose_goal_is_unclear_is_quoted_in_brief(tmp_path):
+    # A 5,000-character --metric was echoed whole in the one-line error (the importers' fuzz).
+    from cotune.logs import import_table
+
+    with pytest.raises(InputError, match=r"cannot tell whether '9+\.\.\.' \(5000 characters\) should go up or down") as info:
+        import_table(LOGS / "sweep.csv", out=tmp_path / "p.jsonl", record="step", name="w",
+                     dataset_size=5, metric="9" * 5000)
+    assert len(str(info.value)) < 300 and not (tmp_path / "p.jsonl").exists()
