@@ -296,7 +296,8 @@ class RecommendRequest:
     deadline_s : wall-clock limit in seconds (None: no limit).
     max_workers : workers available, for all GPU types or per type (``"*"``: the others).
     gpus_per_host : accelerators per machine (hosts = ⌈workers / gpus_per_host⌉), for all GPU
-        types or per type (``"*"``: the others) — a fleet of 8-GPU V100 servers and 4-GPU T4 ones.
+        types or per type (``"*"``: the others) — a fleet of 8-GPU V100 servers and 4-GPU T4 ones;
+        None: :data:`DEFAULT_GPUS_PER_HOST`, or the cluster file's.
     prices : USD per worker-hour by GPU type (``"t4"``) or ``"t4:on_demand"``; None → worker-hours.
     cluster : a cluster file, a :class:`~cotune.spot.Cluster`, or the file's fields as a
         mapping: availability, prices and spot risk (``docs/spot.md``). Replaces ``prices``.
@@ -320,7 +321,7 @@ class RecommendRequest:
     target: float
     deadline_s: float | None = None
     max_workers: int | Mapping[str, int] = DEFAULT_MAX_WORKERS
-    gpus_per_host: int | Mapping[str, int] = DEFAULT_GPUS_PER_HOST
+    gpus_per_host: int | Mapping[str, int] | None = None
     prices: Mapping[str, float] | None = None
     cluster: "Cluster | str | os.PathLike[str] | Mapping[str, Any] | None" = None
     objective: Objective = "cost"
@@ -347,7 +348,8 @@ class RecommendRequest:
         if self.deadline_s is not None:
             put("deadline_s", _seconds(self.deadline_s, "/deadline_s", gt=0.0))
         put("max_workers", _check_per_gpu_count(self.max_workers, "/max_workers"))
-        put("gpus_per_host", _check_per_gpu_count(self.gpus_per_host, "/gpus_per_host"))
+        if self.gpus_per_host is not None:  # None: not stated (DEFAULT_GPUS_PER_HOST, or the cluster file's)
+            put("gpus_per_host", _check_per_gpu_count(self.gpus_per_host, "/gpus_per_host"))
         if self.prices is not None:
             put("prices", _check_prices(self.prices))
         if self.cluster is not None:
@@ -403,11 +405,18 @@ class RecommendRequest:
     def caps(self, gpus: Sequence[str]) -> dict[str, int]:
         return {g: self.cap_for(g) for g in gpus}
 
+    def stated_host_size(self, gpu: str) -> int | None:
+        """The GPUs per machine the request states for ``gpu`` (its own entry, else ``"*"``),
+        None where it states none: a cluster file's size then rules without contradiction."""
+        if isinstance(self.gpus_per_host, Mapping):
+            size = self.gpus_per_host.get(gpu, self.gpus_per_host.get("*"))
+            return None if size is None else int(size)
+        return None if self.gpus_per_host is None else int(self.gpus_per_host)
+
     def host_size_for(self, gpu: str) -> int:
         """The GPUs per machine of ``gpu``: its own entry, else ``"*"``, else :data:`DEFAULT_GPUS_PER_HOST`."""
-        if isinstance(self.gpus_per_host, Mapping):
-            return int(self.gpus_per_host.get(gpu, self.gpus_per_host.get("*", DEFAULT_GPUS_PER_HOST)))
-        return int(self.gpus_per_host)
+        size = self.stated_host_size(gpu)
+        return DEFAULT_GPUS_PER_HOST if size is None else size
 
     def host_sizes(self, gpus: Sequence[str]) -> dict[str, int]:
         return {g: self.host_size_for(g) for g in gpus}

@@ -106,13 +106,14 @@ def cluster_of(value: Cluster | str | Mapping[str, Any]) -> Cluster:
     return parse_cluster(value, source="cluster") if isinstance(value, Mapping) else load_cluster(value)
 
 
-def _size_function(gpus_per_host: int | Mapping[str, int] | Callable[[str], int]) -> Callable[[str], int]:
-    """GPUs per server by gpu type (``"*"``: the size of types not named)."""
+def _size_function(gpus_per_host: int | Mapping[str, int] | Callable[[str], int | None] | None
+                   ) -> Callable[[str], int | None]:
+    """GPUs per server stated by gpu type (``"*"``: the size of types not named; None: not stated)."""
     if callable(gpus_per_host):
         return gpus_per_host
     if isinstance(gpus_per_host, Mapping):
-        return lambda g: int(gpus_per_host.get(g, gpus_per_host.get("*", DEFAULT_GPUS_PER_HOST)))
-    return lambda g: int(gpus_per_host)
+        return lambda g: gpus_per_host.get(g, gpus_per_host.get("*"))
+    return lambda g: None if gpus_per_host is None else int(gpus_per_host)
 
 
 def _cap_function(max_workers: int | Mapping[str, int] | Callable[[str], int]) -> Callable[[str], int]:
@@ -159,13 +160,14 @@ class SpotMarket:
         profiled_gpus: Sequence[str],
         gpus: Sequence[str] | None,
         max_workers: int | Mapping[str, int] | Callable[[str], int],
-        gpus_per_host: int | Mapping[str, int] | Callable[[str], int],
+        gpus_per_host: int | Mapping[str, int] | Callable[[str], int | None] | None = None,
         runs: int = 400,
         seed: int = 0,
     ) -> "SpotMarket":
         """``cluster``: a file, a :class:`Cluster`, or the file's fields as a mapping;
         ``max_workers``: one cap, one per gpu type, or a function of the gpu type;
-        ``gpus_per_host`` alike (the request's; the file's own sizes rule where it gives them)."""
+        ``gpus_per_host`` alike, None where not stated (the file's sizes rule where it gives
+        them, and a stated size that differs is a contradiction)."""
         cl = cluster_of(cluster)
         user_cap = _cap_function(max_workers)
         wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
@@ -193,16 +195,17 @@ class SpotMarket:
         sizes = {}
         for g in chosen:
             asked, filed = user_size(g), cl.host_size(g)
-            if filed is not None and asked not in (DEFAULT_GPUS_PER_HOST, filed):
+            if filed is not None and asked is not None and asked != filed:
                 # as prices: the file says what its servers hold; a different value asked for
                 # alongside it is a contradiction, not a preference to drop without a word
                 key = "gpus_per_host" if cl.gpus[g].gpus_per_host is None else f"gpu.{g}.gpus_per_host"
                 raise InputError(f"gpus_per_host {asked} for {g} contradicts {cl.source}'s {key} = {filed}: "
                                  "drop --gpus-per-host (gpus_per_host) or edit the cluster file")
-            sizes[g] = filed if filed is not None else asked
+            sizes[g] = filed if filed is not None else asked if asked is not None else DEFAULT_GPUS_PER_HOST
         return cls(
             cluster=cl, gpus=chosen, max_workers=caps, gpus_per_host=sizes,
-            default_gpus_per_host=cl.gpus_per_host or user_size("*"), runs=runs, seed=seed, notes=tuple(notes),
+            default_gpus_per_host=cl.gpus_per_host or user_size("*") or DEFAULT_GPUS_PER_HOST, runs=runs, seed=seed,
+            notes=tuple(notes),
         )
 
     @classmethod
@@ -210,7 +213,7 @@ class SpotMarket:
         """The stage of a :class:`~cotune.RecommendRequest` with a ``cluster`` (or the given, updated one)."""
         return cls.create(
             cluster if cluster is not None else request.cluster, profiled_gpus=models.gpus, gpus=request.gpus,
-            max_workers=request.cap_for, gpus_per_host=request.host_size_for,
+            max_workers=request.cap_for, gpus_per_host=request.stated_host_size,
         )
 
     # --- MarketStage -------------------------------------------------------------------

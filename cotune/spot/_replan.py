@@ -820,8 +820,7 @@ def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[s
     table, priced = price_table(given or None, names, ("on_demand",))
     gpus = {g: {"on_demand": req.cap_for(g), "on_demand_price_per_hour": float(table[i, 0]),
                 "gpus_per_host": req.host_size_for(g)} for i, g in enumerate(names)}
-    cluster = parse_cluster({"version": 1, "gpus_per_host": req.host_size_for("*"), "gpu": gpus},
-                            source="(on-demand servers at --price)")
+    cluster = parse_cluster({"version": 1, "gpu": gpus}, source="(on-demand servers at --price)")
     return cluster, priced
 
 

@@ -150,8 +150,12 @@ def test_a_cluster_files_gpu_table_sizes_its_own_servers(two_gpu_models, tmp_pat
     assert {g: e["gpus_per_host"] for g, e in doc["cluster"]["gpus"].items()} == {"t4": 4}  # only the searched type
     # The request agreeing with the file is no contradiction; disagreeing is, named with the file's key.
     assert _ask(two_gpu_models, gpus=("v100",), cluster=str(path), prices=None, gpus_per_host={"v100": 8}).feasible
-    with pytest.raises(InputError, match=r"gpus_per_host 2 for v100 contradicts .*fleet.toml's gpu\.v100\.gpus_per_host = 8"):
-        _ask(two_gpu_models, gpus=("v100",), cluster=str(path), prices=None, gpus_per_host={"v100": 2, "t4": 8})
+    # 4 is the default size, yet stated it is a contradiction too (a request that states no
+    # size is none: the file's rule).
+    with pytest.raises(InputError, match=r"gpus_per_host 4 for v100 contradicts .*fleet.toml's gpu\.v100\.gpus_per_host = 8"):
+        _ask(two_gpu_models, gpus=("v100",), cluster=str(path), prices=None, gpus_per_host={"v100": 4, "t4": 8})
+    with pytest.raises(InputError, match=r"gpus_per_host 8 for t4 contradicts .*fleet.toml's gpus_per_host = 4"):
+        _ask(two_gpu_models, gpus=("t4",), cluster=str(path), prices=None, gpus_per_host=8)
 
 
 @pytest.mark.parametrize("value", ["0", "2.5", '"eight"', "5000"])

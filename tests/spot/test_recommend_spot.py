@@ -124,6 +124,10 @@ def test_a_host_size_that_contradicts_the_cluster_file_is_refused(make_cluster, 
     assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path,
                  "--gpus-per-host", "1", "--quiet"]) == 0  # the same value is no contradiction
     capsys.readouterr()
+    # The default size stated is a size stated: it was taken for "not given" and the file's 1 used silently.
+    assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--cluster", path,
+                 "--gpus-per-host", "4"]) == 2
+    assert "gpus_per_host 4 for t4 contradicts" in capsys.readouterr().err
 
 
 def test_spot_details_are_structured_in_the_json_and_match_the_schema(cifar_models, make_cluster, repo_root):
