@@ -669,6 +669,10 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
                    series={k: _mlflow_series(k, v) for k, v in rows.items()})
 
 
+#: The most of an MLflow tag file read (a run name is a few dozen characters).
+_MAX_TAG_BYTES = 4096
+
+
 def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     # The file store's documented layout: <run>/metrics/<key> holds one
     # "timestamp_ms value step" line per logged point; <run>/tags/mlflow.runName the name.
@@ -701,7 +705,12 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     if not series:
         raise InputError(f"{run}: the run logged no metrics: log the validation metric with mlflow.log_metric")
     name_file = run / "tags" / "mlflow.runName"
-    name = name_file.read_text(encoding="utf-8").strip() if name_file.is_file() else run.name
+    name = run.name
+    if name_file.is_file():
+        # Only a label: a damaged tag (bytes that are no UTF-8, a huge file) names the run as far
+        # as it reads; its metrics are what the import is for.
+        with name_file.open("rb") as fh:
+            name = fh.read(_MAX_TAG_BYTES).decode("utf-8", errors="replace").strip()
     return LogData(format="mlflow", source=str(run), run_name=name or run.name, series=series)
 
 

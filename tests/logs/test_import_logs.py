@@ -1030,3 +1030,15 @@ def test_a_metric_name_whose_goal_is_unclear_is_quoted_in_brief(tmp_path):
         import_table(LOGS / "sweep.csv", out=tmp_path / "p.jsonl", record="step", name="w",
                      dataset_size=5, metric="9" * 5000)
     assert len(str(info.value)) < 300 and not (tmp_path / "p.jsonl").exists()
+
+
+def test_an_mlflow_run_name_tag_of_bytes_that_are_no_utf8_still_imports_the_run(tmp_path):
+    # The tag file of the run name, damaged (a 0xff byte), was an internal error (the importers' fuzz).
+    import shutil
+
+    store = tmp_path / "mlruns"
+    shutil.copytree(MLRUNS, store)
+    tag = next(store.rglob("tags/mlflow.runName"))
+    tag.write_bytes(b"\xff" + tag.read_bytes())
+    profile = import_log("mlflow", store, global_batch=16, dataset_size=96, out=tmp_path / "p.jsonl")
+    assert profile.workload.name.endswith(tag.read_bytes()[1:].decode().strip()) and len(profile.evals) == 4
