@@ -33,8 +33,9 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
     best = None
     for gpu in models.gpus:
         batches = sorted({int(v) for v in models.time_models[gpu].points_[:, 2]})
+        size = gpus_per_host[gpu] if isinstance(gpus_per_host, dict) else gpus_per_host
         for n in range(1, max_workers + 1):
-            h = -(-n // gpus_per_host)
+            h = -(-n // size)
             for b in batches:
                 st_ = models.predict_step(gpu, np.array([n]), np.array([h]), np.array([b]))
                 ep = models.predict_epochs(np.array([n * b]), target)
@@ -91,17 +92,20 @@ def _brute_force(models, *, target, deadline_s, budget, max_workers, gpus_per_ho
     objective=st.sampled_from(["cost", "time"]),
     confidence=st.one_of(st.none(), st.sampled_from([0.5, 0.9, 0.99])),
     v100_price=st.floats(0.2, 3.0),
+    # one size for every type, or one per type (servers of 8 V100s beside servers of 2 T4s)
+    sizes=st.one_of(st.just(4), st.fixed_dictionaries({"t4": st.integers(1, 8), "v100": st.integers(1, 8)})),
 )
 @pytest.mark.slow
-def test_solver_equals_brute_force(seed, target, deadline_s, budget, max_workers, objective, confidence, v100_price):
+def test_solver_equals_brute_force(seed, target, deadline_s, budget, max_workers, objective, confidence, v100_price,
+                                   sizes):
     models = _models(seed)
     prices = {"t4": 0.5, "v100": v100_price}
     rec = recommend(
         "unused", models=models, target=target, deadline_s=deadline_s, budget=budget, max_workers=max_workers,
-        gpus_per_host=4, prices=prices, objective=objective, confidence=confidence,
+        gpus_per_host=sizes, prices=prices, objective=objective, confidence=confidence,
     )
     expected = _brute_force(
-        models, target=target, deadline_s=deadline_s, budget=budget, max_workers=max_workers, gpus_per_host=4,
+        models, target=target, deadline_s=deadline_s, budget=budget, max_workers=max_workers, gpus_per_host=sizes,
         prices=prices, objective=objective, confidence=confidence,
     )
     if expected is None:
@@ -115,6 +119,8 @@ def test_solver_equals_brute_force(seed, target, deadline_s, budget, max_workers
         assert expected[0][0] * (1 - 1e-9) <= got_key[0] <= expected[0][0] * (1 + NEAR_TIE_MAX + 1e-9)
         assert any(n.startswith("near-tie") for n in rec.notes)
     assert rec.n_feasible >= 1 + len(rec.runner_ups) - 1
+    size = sizes[rec.chosen.gpu] if isinstance(sizes, dict) else sizes
+    assert rec.chosen.hosts == -(-rec.chosen.workers // size) and rec.plan.gpus_per_host == size
 
 
 @pytest.mark.parametrize("max_workers", [7, 9])
