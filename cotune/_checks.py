@@ -78,6 +78,9 @@ MAX_MAGNITUDE = 1e15
 MAX_GRAD_STAT = 1e100
 #: Largest whole number a user may give unless the field says less.
 MAX_INTEGER = 10**15
+#: Longest name a user may give (a gpu type, a workload, a metric, a log's column, a run):
+#: far above any real one; longer, it is a mistake, and it is never echoed whole.
+MAX_NAME = 200
 #: Deepest JSON nesting accepted (a request or a record is a flat object of fields).
 MAX_DEPTH = 32
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from cotune._checks import MAX_INTEGER, BadValue, excerpt, integer, number, plain_number
+from cotune._checks import MAX_INTEGER, MAX_NAME, BadValue, excerpt, integer, number, plain_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.profile import Profile
@@ -79,7 +79,6 @@ DEFAULT_RESTART_S = 120.0
 DEFAULT_MAX_CANDIDATES = 1_000_000
 #: Most runner-ups / frontier points a request may ask for.
 MAX_LISTED = 1000
-MAX_NAME = 200
 
 #: The CLI option of each field (``None``: positional or not a CLI option).
 CLI_OPTIONS: Mapping[str, str] = MappingProxyType(

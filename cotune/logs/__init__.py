@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from cotune._checks import MAX_INTEGER, excerpt, not_text_reason
+from cotune._checks import MAX_INTEGER, MAX_NAME, excerpt, not_text_reason
 from cotune.errors import InputError
 from cotune.logs._adaptdl import read_adaptdl
 from cotune.logs._convert import ImportOptions, log_to_records
@@ -30,9 +30,11 @@ __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_adaptdl", "i
 
 
 def _name(flag: str, value: object) -> None:
-    """A name flag of the Python door: None (not given), or a non-empty string."""
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise InputError(f"{flag} must be a non-empty name, got {excerpt(value)}")
+    """A name flag: None (not given), or a non-empty string of at most ``MAX_NAME``
+    characters (a 5,000-character --metric or --run was echoed whole by every message
+    that names it)."""
+    if value is not None and (not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME):
+        raise InputError(f"{flag} must be a non-empty name of at most {MAX_NAME} characters, got {excerpt(value)}")
 
 
 def _whole(flag: str, value: object) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any, Mapping
 
-from cotune._checks import excerpt
+from cotune._checks import MAX_NAME, excerpt
 from cotune.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,8 +51,9 @@ RECORD_FIELDS: tuple[str, ...] = _record_fields()
 
 
 def _text(flag: str, value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{flag} must name {what} with a non-empty string, got {excerpt(value)}")
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME:
+        raise InputError(f"{flag} must name {what} with a non-empty string of at most {MAX_NAME} characters, "
+                         f"got {excerpt(value)}")
     return value.strip()
 
 
@@ -84,9 +85,9 @@ def check_where(where: Mapping[str, str] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for column, value in where.items():
         key = _text("--where (where=)", column, "a column")
-        if not isinstance(value, str):  # a number would be compared as Python writes it (1.0), not as the file does
-            raise InputError(f"--where {key}=…: give the value as the file writes it, as text (where={{{key!r}: "
-                             f"'1'}}), got {excerpt(value)}")
+        if not isinstance(value, str) or len(value) > MAX_NAME:  # a number would read as Python writes it (1.0)
+            raise InputError(f"--where {excerpt(key)}=…: give the value as the file writes it, as text of at most "
+                             f"{MAX_NAME} characters (where={{'{excerpt(key)[1:-1]}': '1'}}), got {excerpt(value)}")
         out[key] = value.strip()
     return out
 

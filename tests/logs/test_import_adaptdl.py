@@ -128,7 +128,7 @@ def test_what_a_trace_states_itself_is_refused_as_a_flag(tmp_path, capsys):
     with pytest.raises(InputError, match="its rows name no GPU type .* pass --gpu G"):
         import_adaptdl(d, dataset_size=6400, metric="top1")
     # the Python door: a wrong type is a one-line error, not an AttributeError from inside
-    with pytest.raises(InputError, match="--gpu must be a non-empty name, got 3"):
+    with pytest.raises(InputError, match="--gpu must be a non-empty name of at most 200 characters, got 3"):
         import_adaptdl(d, gpu=3, dataset_size=6400, metric="top1")
     with pytest.raises(InputError, match="--dataset-size must be a whole number from 1 to 1e\\+15, got 6400.0"):
         import_adaptdl(d, gpu="t4", dataset_size=6400.0, metric="top1")

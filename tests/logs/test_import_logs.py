@@ -1022,14 +1022,25 @@ def test_a_table_with_columns_named_its_own_way_is_told_which_field_each_is_near
     assert not (tmp_path / "p.jsonl").exists()
 
 
-def test_a_metric_name_whose_goal_is_unclear_is_quoted_in_brief(tmp_path):
-    # A 5,000-character --metric was echoed whole in the one-line error (the importers' fuzz).
+@pytest.mark.parametrize("flag", ["metric", "run", "name"])
+def test_a_name_flag_of_thousands_of_characters_is_refused_in_brief(tmp_path, flag):
+    # A 5,000-character --metric (or --run) was echoed whole in the one-line error that named
+    # it ("cannot tell whether '999…' should go up or down", "no series '999…'": the importers' fuzz).
     from cotune.logs import import_table
 
-    with pytest.raises(InputError, match=r"cannot tell whether '9+\.\.\.' \(5000 characters\) should go up or down") as info:
-        import_table(LOGS / "sweep.csv", out=tmp_path / "p.jsonl", record="step", name="w",
-                     dataset_size=5, metric="9" * 5000)
+    call = (lambda **kw: import_log("csv", LOGS / "run.csv", global_batch=16, dataset_size=96, **kw)) if flag == "run" \
+        else (lambda **kw: import_table(LOGS / "sweep.csv", record="step", dataset_size=5, **{"name": "w", **kw}))
+    with pytest.raises(InputError, match=rf"--{flag} must be a non-empty name of at most 200 characters, "
+                                         r"got '9+\.\.\.' \(5000 characters\)") as info:
+        call(out=tmp_path / "p.jsonl", **{flag: "9" * 5000}, **({} if flag == "metric" else {"metric": "top1"}))
     assert len(str(info.value)) < 300 and not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_metric_name_whose_goal_is_unclear_is_quoted_in_brief():
+    from cotune.logs._convert import _goal
+
+    with pytest.raises(InputError, match=r"cannot tell whether 'x+\.\.\.' \(190 characters\) should go up or down"):
+        _goal("x" * 190, None)
 
 
 def test_an_mlflow_run_name_tag_of_bytes_that_are_no_utf8_still_imports_the_run(tmp_path):
