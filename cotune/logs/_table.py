@@ -86,8 +86,8 @@ def check_where(where: Mapping[str, str] | None) -> dict[str, str]:
     for column, value in where.items():
         key = _text("--where (where=)", column, "a column")
         if not isinstance(value, str) or len(value) > MAX_NAME:  # a number would read as Python writes it (1.0)
-            raise InputError(f"--where {excerpt(key)}=…: give the value as the file writes it, as text of at most "
-                             f"{MAX_NAME} characters (where={{'{excerpt(key)[1:-1]}': '1'}}), got {excerpt(value)}")
+            raise InputError(f"--where {key}=…: give the value as the file writes it, as text of at most "
+                             f"{MAX_NAME} characters (where={{{key!r}: '1'}}), got {excerpt(value)}")
         out[key] = value.strip()
     return out
 
