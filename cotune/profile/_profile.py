@@ -101,6 +101,29 @@ def _column_hint(message: str, kind: Any, columns: Sequence[str]) -> str:
     return f"; the table's columns {', '.join(named)} are no fields of a {kind} record: rename them"
 
 
+def _local_of(global_batch: Any, row: Mapping[str, Any], index: Any) -> Any:
+    """The local batch of a step row that gives its global batch instead: ``global / (workers ×
+    accum_steps)``, which must be whole (a global batch that does not split evenly was no
+    data-parallel step of equal workers). A field that is no number is left to the record's
+    own check, which names it."""
+    def whole(v: Any) -> bool:
+        return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                and math.isfinite(float(v)) and float(v) >= 1 and float(v) == int(v) and float(v) <= 1e15)
+
+    if not whole(global_batch):
+        raise ProfileError(f"row {excerpt(index)}: field 'global_batch': must be a whole number >= 1, got "
+                           f"{excerpt(global_batch)}: fix it, or give local_batch")
+    workers, accum = row.get("workers"), row.get("accum_steps", 1)
+    if not (whole(workers) and whole(accum)):
+        return 1  # a placeholder: the record's own rule names the missing or bad workers / accum_steps
+    split = float(global_batch) / (float(workers) * float(accum))
+    if split != int(split):
+        raise ProfileError(f"row {excerpt(index)}: global_batch {excerpt(global_batch)} does not split into "
+                           f"{excerpt(workers)} workers × {excerpt(accum)} accumulation steps: give local_batch, "
+                           "the samples per worker per micro-step")
+    return int(split)
+
+
 def oom_superseded(records: Sequence[Record]) -> tuple[bool, ...]:
     """For each ``failure`` record of ``records`` (in file order): whether it is an
     out-of-memory that a *later* ``step`` on its GPU type, at its local batch or above,
@@ -248,7 +271,9 @@ class Profile:
         stacking several record types has one in every column another type owns — except
         an ``eval`` row's ``metric``, where ``NaN`` is a diverged evaluation, as in a file.
         A step row's derived ``global_batch`` column (``to_frame`` adds it) must equal
-        ``workers × local_batch × accum_steps``. At most :data:`MAX_PROFILE_LINES` rows.
+        ``workers × local_batch × accum_steps``; a step row without ``local_batch`` reads it
+        from ``global_batch / (workers × accum_steps)``, which must be whole (a sweep that
+        names the global batch). At most :data:`MAX_PROFILE_LINES` rows.
         """
         import pandas as pd
 
@@ -291,8 +316,13 @@ class Profile:
             if _empty_cell(kind):
                 raise ProfileError(f"row {excerpt(index)}: its 'record' cell is empty: name the row's type "
                                    f"({', '.join(sorted(kinds))})")
-            # A step's global_batch is derived (to_frame adds it): checked against the record, not read.
+            # A step's global_batch is derived (to_frame adds it): checked against the record, not
+            # read — unless the row has no local_batch (a sweep that names its global batch and
+            # GPU count): then the local batch is the global one split over workers × accumulation.
             derived = data.pop("global_batch", None) if kind == "step" else None
+            if derived is not None and "local_batch" not in data:
+                data["local_batch"] = _local_of(derived, data, index)
+                derived = None
             data["record"] = kind
             try:
                 rec = record_from_dict(data)

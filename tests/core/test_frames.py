@@ -97,6 +97,36 @@ def test_a_frame_whose_derived_global_batch_disagrees_is_refused():
         Profile.from_frame(frame, workload=_WORKLOAD)
 
 
+def test_a_step_row_may_give_its_global_batch_instead_of_its_local_batch():
+    # A sweep names its global batch and GPU count (ElasticFlow's tables, most papers' sweeps):
+    # the local batch is the global one split over workers x accumulation steps.
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    frame = pd.DataFrame({"gpu": ["a100"] * 3, "workers": [1, 4, 8], "accum_steps": [1, 2, None],
+                          "global_batch": [256, 256, 256], "step_time_s": [0.5, 0.2, 0.1]})
+    p = Profile.from_frame(frame, workload=_WORKLOAD, record="step")
+    assert [(s.workers, s.local_batch, s.accum_steps) for s in p.steps] == [(1, 256, 1), (4, 32, 2), (8, 32, 1)]
+    assert all(s.workers * s.local_batch * s.accum_steps == 256 for s in p.steps)
+
+
+@pytest.mark.parametrize("row, match", [
+    ({"workers": 3, "global_batch": 256}, r"row 0: global_batch 256 does not split into 3 workers × 1 accumulation steps"),
+    ({"workers": 4, "global_batch": "many"}, r"row 0: field 'global_batch': must be a whole number >= 1, got 'many'"),
+    ({"workers": 4, "global_batch": 25.5}, r"field 'global_batch': must be a whole number >= 1, got 25.5"),
+    ({"global_batch": 256}, r"row 0: missing field 'workers'"),
+    ({"workers": 0, "global_batch": 256}, r"row 0: field 'workers': must be"),
+])
+def test_a_global_batch_that_gives_no_local_batch_is_one_clear_error(row, match):
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    with pytest.raises(ProfileError, match=match):
+        Profile.from_frame(pd.DataFrame([{"gpu": "t4", "step_time_s": 0.1, **row}]), workload=_WORKLOAD, record="step")
+
+
 @pytest.mark.parametrize("frame_kw, match", [
     ({"record": "step"}, "has a 'record' column and record= is given too"),
     ({}, None),
