@@ -156,7 +156,8 @@ def _top(request: Any, fields: tuple[str, ...], required: tuple[str, ...]) -> di
     _unknown_keys(obj, fields, "")
     version = obj.get("schema_version", REQUEST_SCHEMA_VERSION)
     if isinstance(version, bool) or not isinstance(version, (int, float)) or version != REQUEST_SCHEMA_VERSION:
-        if isinstance(version, (int, float)) and not isinstance(version, bool) and float(version).is_integer():
+        # a whole number, but not this one (an integer of 400 digits has no float: no float() here)
+        if (isinstance(version, int) and not isinstance(version, bool)) or (isinstance(version, float) and version.is_integer()):
             raise RequestError(
                 f"request schema_version {excerpt(version)} is not understood: this cotune reads version {REQUEST_SCHEMA_VERSION}",
                 path="/schema_version",

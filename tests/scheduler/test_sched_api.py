@@ -188,3 +188,11 @@ def test_candidate_count_matches_enumeration(caps, batches, gph, hosts, workers,
 def test_cotune_exports_recommend_request():
     assert cotune.recommend_request is recommend_request
     assert math.isfinite(np.float64(recommend_request(BASE_REQUEST)["recommendation"]["cost"]))
+
+
+@pytest.mark.parametrize("version", [10**400, 2, 2.0, 1e300])
+def test_a_schema_version_of_any_size_is_an_unsupported_version_not_a_500(version):
+    # An integer of 400 digits was an OverflowError (float(version)) and a 500 (the HTTP fuzz).
+    exc = _err(dict(BASE_REQUEST, schema_version=version))
+    assert exc.status == 422 and exc.code == "unsupported_version" and exc.path == "/schema_version"
+    assert len(str(exc)) < 300
