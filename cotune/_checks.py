@@ -144,7 +144,10 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
             return f"an integer of {'about ' if n.bit_length() >= 14000 else ''}{digits} digits"
         return str(n)
     if isinstance(value, numbers.Real):
-        return repr(float(value))
+        try:
+            return repr(float(value))
+        except (OverflowError, ValueError):  # a Fraction of 400-digit parts has no float
+            return f"a {type(value).__name__} beyond any float"
     if isinstance(value, (str, bytes)):
         text = value if isinstance(value, str) else value.decode("utf-8", "replace")
         # The limit is on what is shown: an escaped control character takes up to 10.

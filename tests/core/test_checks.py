@@ -142,3 +142,13 @@ def test_negative_zero_is_read_as_zero():
 def test_excerpt_marks_bytes_where_text_belongs():
     # gpus=[b"t4"] was refused as "must be a non-empty string, got 't4'"
     assert excerpt(b"t4") == "b't4'" and excerpt("t4") == "'t4'"
+
+
+def test_excerpt_of_a_number_beyond_any_float_names_its_type():
+    # float() of a Fraction of 400-digit parts raised OverflowError inside the message itself.
+    from fractions import Fraction
+
+    from cotune._checks import excerpt
+
+    assert excerpt(Fraction(10**400, 3)) == "a Fraction beyond any float"
+    assert excerpt(Fraction(1, 3)) == repr(1 / 3)
