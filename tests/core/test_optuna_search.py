@@ -48,9 +48,10 @@ def test_sampled_search_is_deterministic(cifar_models):
 
 
 @pytest.mark.slow
-def test_sampler_stays_inside_the_space_and_finds_a_planted_optimum():
+@pytest.mark.parametrize("sizes", [8, {"a": 8, "b": 2}])
+def test_sampler_stays_inside_the_space_and_finds_a_planted_optimum(sizes):
     space = SearchSpace(gpus=("a", "b"), max_workers={"a": 5000, "b": 300}, local_batches={"a": (16, 32, 64, 128, 256), "b": (8, 512)},
-                        gpus_per_host=8, hosts="any")
+                        gpus_per_host=sizes, hosts="any")
 
     def evaluate(c):
         # Cheapest at 37 workers, local batch 64 on gpu 'a'; more than 60 workers is infeasible.
@@ -60,7 +61,8 @@ def test_sampler_stays_inside_the_space_and_finds_a_planted_optimum():
     cands, proposals = sample_candidates(space, evaluate, n_trials=300, seed=1)
     assert proposals == 300 and len(cands) <= 300
     caps = np.where(cands.gpu == 0, 5000, 300)
-    packed = -(-cands.workers // 8)
+    per_host = np.where(cands.gpu == 0, 8, 8 if sizes == 8 else 2)  # each type's own servers
+    packed = -(-cands.workers // per_host)
     assert np.all((cands.workers >= 1) & (cands.workers <= caps))
     assert np.all((cands.hosts >= packed) & (cands.hosts <= cands.workers))
     for g, allowed in ((0, {16, 32, 64, 128, 256}), (1, {8, 512})):
