@@ -171,8 +171,8 @@ class SpotMarket:
         cl = cluster_of(cluster)
         user_cap = _cap_function(max_workers)
         wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
-        for g in wanted:
-            cl.offer(g)  # raises if the cluster lacks it
+        for g in wanted if gpus else ():
+            cl.offer(g)  # a type asked for by name: refused if the cluster lacks it (else left out with a note)
         chosen = tuple(g for g in wanted if g in cl.gpus and g in profiled_gpus)
         notes = []
         left_out = [g for g in profiled_gpus if g not in cl.gpus and not gpus]

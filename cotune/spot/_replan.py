@@ -504,7 +504,10 @@ def replan(
             continue
         field_name = "spot_price_per_hour" if market == "spot" else "on_demand_price_per_hour"
         cl = cl.with_offer(gpu, **{field_name: float(value)})
-    cl.offer(progress.gpu)
+    if req.cluster is None and progress.gpu not in cl.gpus:  # profiled (checked above): --gpu leaves it out
+        raise InputError(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(cl.gpus)}), so "
+                         "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu")
+    cl.offer(progress.gpu)  # a cluster file that does not offer it: named, with the table to add
 
     notes: list[str] = [] if loaded is None else list(loaded.warnings)  # e.g. a torn last line a kill left, as recommend says
     if unpriced:
@@ -600,8 +603,9 @@ def replan(
     budget_left = None if req.budget is None else req.budget - progress.spent
 
     plan = SpotMarket.from_request(req, models, cluster=cl)
-    if progress.gpu not in plan.gpus:
-        raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}")
+    if progress.gpu not in plan.gpus:  # profiled (checked above): the cluster or --gpu leaves it out
+        raise InputError(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(plan.gpus)}), so "
+                         "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu")
     space, space_notes = build_space(
         models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
         local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,

@@ -156,3 +156,20 @@ def test_a_cluster_gpu_without_probes_is_named_as_not_searched(make_cluster):
     only = SpotMarket.create(make_cluster(text=PACKED.format(rate=0.5)), profiled_gpus=("t4",), gpus=None,
                              max_workers=16, gpus_per_host=4)
     assert not any("no timing probes" in n for n in only.notes)
+
+
+def test_a_profiled_gpu_type_the_cluster_does_not_offer_is_left_out_unless_asked_for(make_cluster):
+    # A profile with probes on t4 and v100 and a cluster file of t4 servers only was refused
+    # ("gpu 'v100' is not in the cluster file") although the note for that case was written.
+    from _helpers import synthetic_records
+    from cotune import recommend
+    from cotune.errors import InputError
+    from cotune.profile import parse_profile
+
+    profile = parse_profile([json.dumps(r) for r in synthetic_records(gpus=("t4", "v100"))])
+    path = str(make_cluster(rate=0.1))  # offers t4 only
+    rec = recommend(profile, target=0.9, deadline_s=3600, cluster=path)
+    assert rec.chosen.gpu == "t4"
+    assert any(n.startswith("profiled gpu v100 not in") and n.endswith("not considered") for n in rec.notes)
+    with pytest.raises(InputError, match=r"gpu 'v100' is not in the cluster file .*add a \[gpu\.v100\] table"):
+        recommend(profile, target=0.9, deadline_s=3600, cluster=path, gpus=("v100",))

@@ -352,3 +352,26 @@ def test_a_bad_part_of_current_is_named(capsys, current, said):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"cotune: {said}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("kw", [
+    dict(prices={"t4": 0.5, "v100": 1.0}, gpus=("t4",)),  # no cluster file: it read "not in the cluster file"
+    dict(cluster={"version": 1, "checkpoint": {"write_s": 10},
+                  "gpu": {"t4": {"on_demand": 16, "on_demand_price_per_hour": 0.5},
+                          "v100": {"on_demand": 16, "on_demand_price_per_hour": 1.5}}}, gpus=("t4",)),
+])
+def test_a_current_gpu_that_gpu_leaves_out_is_named_as_such(kw):
+    # It read "(on-demand servers at --price): gpu 'v100' is not in the cluster file" without a
+    # cluster file, and "has no timing probes in this profile" for a profiled gpu.
+    import json
+
+    from _helpers import synthetic_records
+    from cotune import replan
+    from cotune.errors import InputError
+    from cotune.profile import parse_profile
+
+    profile = parse_profile([json.dumps(r) for r in synthetic_records(gpus=("t4", "v100"))])
+    progress = {"gpu": "v100", "market": "on_demand", "workers": 2, "local_batch": 64, "epochs_done": 1, "elapsed_s": 60}
+    with pytest.raises(InputError, match=r"^current gpu 'v100' is not among the gpus asked for \(t4\), so staying "
+                                         r"cannot be weighed: add it to --gpu \(gpus\), or drop --gpu$"):
+        replan(profile, target=0.9, deadline_s=3600, progress=progress, **kw)
