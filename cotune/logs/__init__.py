@@ -199,7 +199,6 @@ def import_table(
     import pandas as pd
 
     from cotune.logs._readers import _need_file
-
     from cotune.logs._table import check_columns, check_where, map_columns, select_rows, where_columns
 
     wanted, mapped = check_where(where), check_columns(columns)
