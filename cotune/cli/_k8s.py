@@ -11,6 +11,24 @@ from cotune.cli._question import add_question_arguments, recommend_from_args
 __all__ = ["add_parser", "run"]
 
 
+def _gpu_label(text: str) -> tuple[str, tuple[str, str]]:
+    """``GPU:KEY=VALUE`` (a label key has no ':')."""
+    gpu, sep, label = text.partition(":")
+    if not sep or not gpu.strip():
+        raise argparse.ArgumentTypeError(f"expected GPU:KEY=VALUE such as v100:nvidia.com/gpu.product=Tesla-V100-SXM2-16GB, "
+                                         f"got {text[:60]!r}")
+    return gpu.strip().lower(), _args.key_text("v100:nvidia.com/gpu.product=Tesla-V100-SXM2-16GB")(label)
+
+
+def _gpu_labels(given: list[tuple[str, tuple[str, str]]] | None) -> dict[str, dict[str, str]]:
+    from cotune.cli._args import unique_pairs
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    for gpu, pair in given or ():
+        out.setdefault(gpu, []).append(pair)
+    return {gpu: unique_pairs(pairs, f"--gpu-label {gpu}:") or {} for gpu, pairs in out.items()}
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "k8s",
@@ -43,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--no-elastic", dest="elastic", action="store_false", help="PyTorchJob: fixed size even when the plan allows a range")
     k.add_argument("--gpu-resource", default="nvidia.com/gpu", help="extended resource name of a GPU (default nvidia.com/gpu)")
     k.add_argument("--node-selector", action="append", type=_args.key_text("nvidia.com/gpu.product=Tesla-T4"), default=None, metavar="KEY=VALUE", help="node label to require (repeatable)")
+    k.add_argument("--gpu-label", action="append", type=_gpu_label, default=None, metavar="GPU:KEY=VALUE",
+                   help="node label of a gpu type's nodes (repeatable; give every type the answer may choose), e.g. "
+                        "v100:nvidia.com/gpu.product=Tesla-V100-SXM2-16GB: the chosen type's join the node selector")
     k.add_argument("--toleration", action="append", default=None, metavar="KEY[=VALUE][:EFFECT]",
                    help="taint the pods tolerate (repeatable), e.g. kubernetes.azure.com/scalesetpriority=spot:NoSchedule "
                         "for AKS's spot nodes")
@@ -78,6 +99,7 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
             elastic=args.elastic,
             gpu_resource=args.gpu_resource,
             node_selector=unique_pairs(args.node_selector, "--node-selector") or {},
+            gpu_labels=_gpu_labels(args.gpu_label),
             tolerations=tuple(args.toleration or ()),
             runtime=args.runtime,
         )

@@ -73,6 +73,10 @@ class JobOptions:
     queue : Volcano queue or Kueue LocalQueue name (default ``"default"``).
     elastic : PyTorchJob only: use the plan's elastic range when it has one.
     node_selector : node labels the pods require (e.g. the provider's spot label).
+    gpu_labels : per GPU type, the node labels that select its nodes (``{"v100":
+        {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB"}}``): the chosen type's join the
+        node selector, so a plan made for V100s does not land on T4 nodes. A scheduler
+        passes its whole inventory; only the chosen type's are used.
     tolerations : taints the pods tolerate, as ``KEY[=VALUE][:EFFECT]`` text or mappings of
         ``key``, ``operator``, ``value``, ``effect`` (kept as checked mappings): AKS taints
         its spot nodes ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule``.
@@ -88,6 +92,7 @@ class JobOptions:
     elastic: bool = True
     gpu_resource: str = "nvidia.com/gpu"
     node_selector: Mapping[str, str] = field(default_factory=dict)
+    gpu_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, str], ...] = ()
     max_restarts: int = 3
     kind: Literal["trainjob", "pytorchjob"] = "pytorchjob"
@@ -118,6 +123,18 @@ class JobOptions:
         for key, value in self.node_selector.items():
             check_label_key(key, what="node selector")
             check_label_value(value, what="node selector")
+        if not isinstance(self.gpu_labels, Mapping):
+            raise InputError(f"gpu_labels must map gpu types to node labels, got {annotation_text(str(self.gpu_labels), limit=40)!r}")
+        labels: dict[str, dict[str, str]] = {}
+        for gpu, selector in self.gpu_labels.items():
+            if not isinstance(gpu, str) or not gpu.strip() or not isinstance(selector, Mapping) or not selector:
+                raise InputError(f"gpu_labels: {annotation_text(str(gpu), limit=40)!r} must name a gpu type and map it to "
+                                 "node labels, e.g. {'v100': {'nvidia.com/gpu.product': 'Tesla-V100-SXM2-16GB'}}")
+            for key, value in selector.items():
+                check_label_key(key, what=f"gpu label of {gpu.strip().lower()}")
+                check_label_value(value, what=f"gpu label of {gpu.strip().lower()}")
+            labels[gpu.strip().lower()] = dict(selector)
+        object.__setattr__(self, "gpu_labels", labels)  # gpu names compared as every door compares them
         if not isinstance(self.tolerations, (tuple, list)):  # a lone "key=v:Effect" or mapping is not a sequence of them
             raise InputError(f"tolerations must be a sequence of tolerations, got {annotation_text(str(self.tolerations), limit=40)!r}")
         # Checked once, kept as the plain mappings the pod spec takes ("a=b:NoSchedule" text too).
@@ -210,11 +227,32 @@ def _template(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict[
     return {"metadata": meta, "spec": spec}
 
 
+def node_selector(doc: Mapping[str, Any], opts: JobOptions) -> dict[str, str]:
+    """The pods' node selector: ``opts.node_selector`` and the chosen GPU type's labels
+    (``opts.gpu_labels``); a key the two set to different values is refused."""
+    out = dict(opts.node_selector)
+    gpu = str(doc["plan"]["gpu"]).lower()
+    for key, value in opts.gpu_labels.get(gpu, {}).items():
+        if out.get(key, value) != value:
+            raise InputError(f"the node selector sets {key}={out[key]} and the gpu label of {gpu} (the plan's type) "
+                             f"{key}={value}: drop one of them")
+        out[key] = value
+    return out
+
+
+def _weighed_gpus(doc: Mapping[str, Any]) -> set[str]:
+    """The GPU types the answer shows it weighed: its choice, runner-ups, frontier, cluster."""
+    rows = [doc.get("recommendation") or {}, *(doc.get("runner_ups") or []), *(doc.get("pareto") or [])]
+    return ({str(r["gpu"]).lower() for r in rows if isinstance(r, Mapping) and r.get("gpu")}
+            | {str(g).lower() for g in ((doc.get("cluster") or {}).get("gpus") or {})})
+
+
 def _placement(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict[str, Any]:
     """Node selector and host packing of the job's pods (a pod-spec fragment)."""
     spec: dict[str, Any] = {}
-    if opts.node_selector:
-        spec["nodeSelector"] = dict(opts.node_selector)
+    selector = node_selector(doc, opts)
+    if selector:
+        spec["nodeSelector"] = selector
     if opts.tolerations:
         spec["tolerations"] = [dict(t) for t in opts.tolerations]
     if layout.max_pods > 1 and layout.gpus_per_pod < int(doc["plan"]["gpus_per_host"]):
@@ -289,7 +327,18 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
             "cloud.google.com/gke-spot=true, eks.amazonaws.com/capacityType=SPOT or "
             "kubernetes.azure.com/scalesetpriority=spot)"
         )
-    for key, value in opts.node_selector.items():
+    gpu = str((doc.get("plan") or {}).get("gpu", "")).lower()
+    weighed = _weighed_gpus(doc)
+    selector = node_selector(doc, opts) if gpu else dict(opts.node_selector)
+    # A plan made for one type among several, and nothing that sends its pods to that type's
+    # nodes: the scheduler may start it on any GPU, and its time and cost assume this one.
+    if gpu and len(weighed) > 1 and gpu not in opts.gpu_labels and not any(gpu in v.lower() for v in selector.values()):
+        others = ", ".join(sorted(weighed - {gpu}))
+        out.append(f"warning: the plan is for {gpu} (the answer weighed {others} too), but nothing in the manifest sends "
+                   f"its pods to {gpu} nodes: add --gpu-label {gpu}:KEY=VALUE for your cluster's GPU label (e.g. "
+                   "nvidia.com/gpu.product from NVIDIA's GPU feature discovery, cloud.google.com/gke-accelerator on GKE, "
+                   "or --node-selector)")
+    for key, value in selector.items():
         taint = _TAINTED_SELECTORS.get((key, value))
         if taint is not None and not any(t["key"] == key for t in opts.tolerations):
             # The pods would wait for nodes they may never run on (Pending, with no error).

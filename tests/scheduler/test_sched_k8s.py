@@ -21,7 +21,7 @@ from sched_helpers import BASE_REQUEST, closed
 from cotune.api import recommend_request
 from cotune.cli import main
 from cotune.errors import InfeasibleError, InputError
-from cotune.k8s import JobOptions, layout_for, render_manifests
+from cotune.k8s import JobOptions, layout_for, manifest_warnings, render_manifests
 
 DATA = Path(__file__).parent / "data" / "k8s"
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?|m)?$")
@@ -243,3 +243,67 @@ def test_a_selector_for_tainted_spot_nodes_without_its_toleration_is_warned_abou
     assert main([*argv, "--toleration", f"{SPOT_LABEL}=spot:NoSchedule"]) == 0
     out, err = capsys.readouterr()
     assert "stay Pending" not in err and "tolerations:" in out
+
+
+V100_LABEL = {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB"}
+
+
+@lru_cache(maxsize=None)
+def _two_type_doc(gpu: str) -> str:
+    # An answer that weighed t4 and v100 and chose `gpu` (t4 dear, or v100 dear).
+    from _helpers import synthetic_records
+
+    prices = {"t4": 0.5, "v100": 0.6} if gpu == "v100" else {"t4": 0.5, "v100": 9.0}
+    return json.dumps(recommend_request({"schema_version": 1, "profile": {"records": synthetic_records(gpus=("t4", "v100"))},
+                                         "target": 0.9, "deadline_s": 3600, "prices": prices,
+                                         "gpus_per_host": {"v100": 8, "t4": 4}}))
+
+
+def test_the_chosen_gpu_types_labels_reach_every_pod_and_validate():
+    # A plan made for V100s among T4s and V100s had no node selector: its pods could start on T4 nodes.
+    doc = json.loads(_two_type_doc("v100"))
+    assert doc["plan"]["gpu"] == "v100"
+    labels = {"V100": V100_LABEL, "t4": {"nvidia.com/gpu.product": "Tesla-T4"}}
+    opts = JobOptions(name="t", image="i", command=("torchrun", "t.py"), node_selector={"pool": "gpu"}, gpu_labels=labels)
+    out = render_manifests(doc, opts)
+    for manifest in out:
+        _check(manifest)
+    (job,) = [m for m in out if m["kind"] == "PyTorchJob"]
+    for replica in _pods(job):
+        assert replica["template"]["spec"]["nodeSelector"] == {"pool": "gpu", **V100_LABEL}
+    assert not any("nothing in the manifest sends its pods" in w for w in manifest_warnings(doc, opts))
+
+
+def test_a_plan_among_several_gpu_types_without_their_labels_is_warned_about():
+    doc = json.loads(_two_type_doc("t4"))
+    assert doc["plan"]["gpu"] == "t4"
+    said = manifest_warnings(doc, JobOptions(name="t", image="i", command=("x",)))
+    assert any(w.startswith("warning: the plan is for t4 (the answer weighed v100 too), but nothing in the manifest "
+                            "sends its pods to t4 nodes: add --gpu-label t4:KEY=VALUE") for w in said), said
+    # a selector that names the type pins it too; a label given for another type only does not
+    pinned = JobOptions(name="t", image="i", command=("x",), node_selector={"nvidia.com/gpu.product": "Tesla-T4"})
+    assert not any("nothing in the manifest sends" in w for w in manifest_warnings(doc, pinned))
+    other = JobOptions(name="t", image="i", command=("x",), gpu_labels={"v100": V100_LABEL})
+    assert any("sends its pods to t4 nodes" in w for w in manifest_warnings(doc, other))
+    # an answer of one type only (the bundled T4 profile) needs no such label
+    assert not any("nothing in the manifest sends" in w
+                   for w in manifest_warnings(json.loads(_doc(1800)), JobOptions(name="t", image="i", command=("x",))))
+
+
+def test_a_gpu_label_that_contradicts_the_node_selector_is_refused():
+    doc = json.loads(_two_type_doc("v100"))
+    opts = JobOptions(name="t", image="i", node_selector={"nvidia.com/gpu.product": "Tesla-T4"}, gpu_labels={"v100": V100_LABEL})
+    with pytest.raises(InputError, match=r"sets nvidia.com/gpu.product=Tesla-T4 and the gpu label of v100 .*drop one of them"):
+        render_manifests(doc, opts)
+
+
+@pytest.mark.parametrize("given, needle", [
+    (["--gpu-label", "nvidia.com/gpu.product=Tesla-T4"], "expected GPU:KEY=VALUE"),
+    (["--gpu-label", "t4:"], "expected KEY=VALUE"),
+    (["--gpu-label", "t4:a=b", "--gpu-label", "T4:a=c"], "gives 'a' twice"),
+    (["--gpu-label", "t4:bad key=x"], "not a valid label key"),
+])
+def test_a_bad_gpu_label_is_one_line_exit_2(capsys, given, needle):
+    rc = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--image", "i", *given])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and err.count("\n") == 1, err
