@@ -21,12 +21,10 @@ def _gpu_label(text: str) -> tuple[str, tuple[str, str]]:
 
 
 def _gpu_labels(given: list[tuple[str, tuple[str, str]]] | None) -> dict[str, dict[str, str]]:
-    from cotune.cli._args import unique_pairs
-
     out: dict[str, list[tuple[str, str]]] = {}
     for gpu, pair in given or ():
         out.setdefault(gpu, []).append(pair)
-    return {gpu: unique_pairs(pairs, f"--gpu-label {gpu}:") or {} for gpu, pairs in out.items()}
+    return {gpu: _args.unique_pairs(pairs, f"--gpu-label {gpu}:") or {} for gpu, pairs in out.items()}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
