@@ -66,6 +66,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--column", action="append", type=_args.key_text("workers=num_gpus"), default=None, metavar="FIELD=COLUMN",
                    help="records: read the record field FIELD from COLUMN (repeatable), e.g. --column workers=num_gpus, "
                    "for a table named its own way")
+    p.add_argument("--wide", type=_args.key_text("workers=steps_per_s"), default=None, metavar="FIELD=CELLS",
+                   help="records: a wide table, one column per value of FIELD (headers that are numbers: "
+                   "'global_batch_size,1,2,4,8'), each cell the field CELLS, e.g. --wide workers=steps_per_s; "
+                   "empty cells (and zeros of a time or rate) are no measurement and are left out")
+    p.add_argument("--set", dest="constants", action="append", type=_args.key_text("gpu=a100"), default=None,
+                   metavar="FIELD=VALUE", help="records: a field the table states once, not in a column, on every "
+                   "row (repeatable), e.g. --set gpu=a100")
+    p.add_argument("--gpus-per-host", type=_args.positive_int, default=None, metavar="N",
+                   help="records: a table of GPU counts without hosts ran on servers of N GPUs: hosts = "
+                   "ceil(workers / N)")
     p.add_argument("--time-column", default=None, metavar="NAME",
                    help="csv, keras-csv: the column of wall-clock seconds, for the step time (default: _runtime or _timestamp of a "
                    "Weights & Biases export, 'Wall time' of a TensorBoard one)")
@@ -93,16 +103,20 @@ def _run_table(args: argparse.Namespace) -> int:
     from cotune.logs import import_table
 
     # They describe one run's log; a table of records states these fields in its columns.
-    _refuse_run_flags(args, _TABLE, "put the field in the table's columns (docs/profile-format.md names them)")
+    _refuse_run_flags(args, _TABLE, "the table states those fields in its columns, or give one for every row with "
+                      "--set FIELD=VALUE (--set gpu=a100; docs/profile-format.md names the fields)")
     profile = import_table(args.path, out=args.out, append=args.append, record=args.record, name=args.name,
                            dataset_size=args.dataset_size, metric=args.metric, goal=args.goal,
                            where=_args.unique_pairs(args.where, "--where"),
-                           columns=_args.unique_pairs(args.column, "--column"))
+                           columns=_args.unique_pairs(args.column, "--column"), wide=args.wide,
+                           constants=_args.unique_pairs(args.constants, "--set"), gpus_per_host=args.gpus_per_host)
     verb = "appended to" if args.append else "wrote"
     counts = {"step": len(profile.steps), "eval": len(profile.evals), "failure": len(profile.failures),
               "noise": len(profile.noise)}
     said = ", ".join(f"{n:,} {k}{'' if n == 1 else 's'}" for k, n in counts.items() if n) or "no records"
     emit(f"{verb} {args.out}: workload {profile.workload.name!r}, {said}")
+    for note in profile.warnings:
+        emit(f"  {note}")
     return 0
 
 
@@ -130,11 +144,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == _TABLE:
         return _run_table(args)
-    given = [flag for flag, value in (("--where", args.where), ("--column", args.column)) if value]
+    given = [flag for flag, value in (("--where", args.where), ("--column", args.column), ("--wide", args.wide),
+                                      ("--set", args.constants), ("--gpus-per-host", args.gpus_per_host)) if value]
     if given:
         raise InputError(f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to format {_TABLE} only "
                          "(a table of profile records); a log's own columns are named with --step-column, "
-                         "--epoch-column, --time-column and --metric")
+                         "--epoch-column, --time-column and --metric, its run's fields with --gpu, --workers, --hosts, "
+                         "--local-batch")
     if args.format == _TRACE:
         return _run_trace(args)
     if args.record is not None:

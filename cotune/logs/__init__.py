@@ -10,6 +10,7 @@ imported when such a log is read. See ``docs/logs.md``.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -182,6 +183,9 @@ def import_table(
     goal: Literal["max", "min"] | None = None,
     where: Mapping[str, str] | None = None,
     columns: Mapping[str, str] | None = None,
+    wide: tuple[str, str] | None = None,
+    constants: Mapping[str, Any] | None = None,
+    gpus_per_host: int | None = None,
 ) -> Profile:
     """Profile records from a CSV table of them (``cotune import records``): one row per
     record, one column per field, as :meth:`Profile.from_frame` reads it — a sweep's export of
@@ -190,6 +194,13 @@ def import_table(
     ``where`` (column → text) keeps the rows whose cells hold that text (a pooled table's one
     workload: ``{"model": "ResNet-18"}``); ``columns`` (record field → column) reads a field
     from a column named otherwise (``{"workers": "num_gpus"}``): :mod:`cotune.logs._table`.
+    ``wide`` (header field, cell field) reads a table with a column per value of a field —
+    ElasticFlow's ``global_batch_size,1,2,…,64`` of iterations per second at that many GPUs
+    is ``wide=("workers", "steps_per_s")`` — as one record per filled cell (empty cells, and
+    zeros of a time or rate, are left out and counted in the profile's ``warnings``).
+    ``constants`` (field → value) gives every row a field the table states in its caption
+    (``{"gpu": "a100"}``); ``gpus_per_host`` lays each row's workers on servers of that many
+    GPUs (``hosts = ⌈workers / gpus_per_host⌉``) where the table gives no hosts.
     ``record`` is the type of every row when the table has no ``record`` column. The
     workload comes from the flags (``name``, default the file's stem; ``dataset_size`` and
     ``metric`` required; ``goal`` from the metric's name when left out), or with
@@ -199,9 +210,12 @@ def import_table(
     import pandas as pd
 
     from cotune.logs._readers import _need_file
-    from cotune.logs._table import check_columns, check_where, map_columns, select_rows, where_columns
+    from cotune._checks import integer
+    from cotune.logs._table import (add_constants, add_hosts, check_columns, check_constants, check_where, check_wide,
+                                    map_columns, numbers_as_numbers, select_rows, unpivot, where_columns)
 
-    wanted, mapped = check_where(where), check_columns(columns)
+    wanted, mapped, pivot, fixed = check_where(where), check_columns(columns), check_wide(wide), check_constants(constants)
+    per_host = None if gpus_per_host is None else integer(gpus_per_host, where="--gpus-per-host (gpus_per_host=)", ge=1)
     p = _need_file(Path(path), "CSV table of profile records", "records")
     # Text fields are read as the file writes them ('007' stays a name, not 7).
     as_text = {**dict.fromkeys(TEXT_FIELDS, str), **{c: str for f, c in mapped.items() if f in TEXT_FIELDS}}
@@ -229,16 +243,24 @@ def import_table(
     frame.index = pd.RangeIndex(2, len(frame) + 2)  # a row's file line (the header is line 1), for the errors
     if text is not None:
         text.index = frame.index
+    left_out = ""
     try:
-        frame = map_columns(select_rows(frame, wanted, text=text), mapped)
+        frame = select_rows(frame, wanted, text=text)
+        if pivot is not None:
+            frame, places, left_out = unpivot(frame, pivot, limit=MAX_PROFILE_LINES)
+        else:
+            places = [f"line {i}" for i in frame.index]
+        frame = add_hosts(numbers_as_numbers(add_constants(map_columns(frame, mapped), fixed), TEXT_FIELDS), per_host)
     except InputError as exc:
         raise InputError(f"{p}: {exc}") from None
+    frame.index = pd.RangeIndex(len(frame))  # a row's number in ``places``
     try:
         profile = Profile.from_frame(frame, workload=workload, record=record)
     except InputError as exc:
-        said = str(exc)
-        said = "line " + said[4:] if said.startswith("row ") else said
+        said = re.sub(r"^row (\d+)", lambda m: places[int(m.group(1))], str(exc))
         raise InputError(f"{p}: {_empty_cell_fix(said, frame, mapped) or said.replace(': rename them', _mapping_fix(said))}") from None
+    if left_out:
+        profile = replace(profile, warnings=(left_out,))
     records = list(profile.records())
     _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
     _save(out, existing, profile, records)
@@ -249,8 +271,6 @@ def _empty_cell_fix(message: str, frame: Any, mapped: Mapping[str, str]) -> str 
     """For a field missing on a line where the table has its column (an empty cell: a
     published table's configuration that never ran, out of memory), the message that says
     so and the filter that leaves such rows out; None otherwise."""
-    import re
-
     m = re.match(r"(line \S+): missing field '([^']+)'", message)
     if m is None:
         return None
@@ -264,8 +284,6 @@ def _empty_cell_fix(message: str, frame: Any, mapped: Mapping[str, str]) -> str 
 def _mapping_fix(message: str) -> str:
     """The fix for a table whose columns are named its own way, as ``import records`` takes
     it: the mapping flags, the first the message suggests as the example."""
-    import re
-
     m = re.search(r"'([^']+)' \(is it '([^']+)'\?\)", message)
     example = f" --column {m.group(2)}={m.group(1)}" if m else " --column FIELD=COLUMN"
     return f": read each from its column with{example} (repeatable; columns= in Python), or rename them"

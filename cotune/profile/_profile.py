@@ -74,6 +74,10 @@ _ALIASES = {
     "step_time": "step_time_s", "iteration_time_s": "step_time_s", "sync_iteration_time_s": "step_time_s",
     "iter_time": "step_time_s", "time_per_step": "step_time_s", "sync_time": "sync_time_s",
     "global_batch_size": "global_batch",
+    "iterations_per_s": "steps_per_s", "iterations_per_sec": "steps_per_s", "iters_per_s": "steps_per_s",
+    "it_per_s": "steps_per_s", "steps_per_sec": "steps_per_s", "steps_per_second": "steps_per_s",
+    "samples_per_sec": "samples_per_s", "samples_per_second": "samples_per_s", "images_per_sec": "samples_per_s",
+    "examples_per_sec": "samples_per_s", "throughput_samples_per_s": "samples_per_s",
     "epoch_num": "epoch", "eval_accuracy": "metric", "accuracy": "metric",
 }
 
@@ -89,7 +93,7 @@ def _column_hint(message: str, kind: Any, columns: Sequence[str]) -> str:
     cls = _TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None or "missing field" not in message:
         return ""
-    known = [f.name for f in fields(cls)] + (["global_batch"] if kind == "step" else [])
+    known = [f.name for f in fields(cls)] + (["global_batch", *STEP_RATES] if kind == "step" else [])
     foreign = [c for c in columns if c not in known and c != "record"]
     if not foreign:
         return ""
@@ -122,6 +126,53 @@ def _local_of(global_batch: Any, row: Mapping[str, Any], index: Any) -> Any:
                            f"{excerpt(workers)} workers × {excerpt(accum)} accumulation steps: give local_batch, "
                            "the samples per worker per micro-step")
     return int(split)
+
+
+#: A step row's rates, read in place of its ``step_time_s`` (a published table gives a
+#: throughput far more often than a step time): the step time each one means.
+STEP_RATES: dict[str, str] = {
+    "steps_per_s": "1 / steps_per_s",
+    "samples_per_s": "workers × local_batch × accum_steps / samples_per_s",
+}
+#: How far a table's rate may be from the step time it gives too: published tables round.
+_RATE_TOLERANCE = 1e-3
+
+
+def _step_time_of(rates: Mapping[str, Any], row: Mapping[str, Any], index: Any) -> Any:
+    """The step time of a step row that gives rates (:data:`STEP_RATES`), numbers > 0 (a rate
+    of 0 is no measurement: published tables mark a configuration that never ran, out of
+    memory, with it): its ``step_time_s`` where it has one, else its first rate's; every
+    other one given must agree within 0.1 % (a derived column checked, as ``global_batch``).
+    A batch field that is no number is left to the record's own check, which names it."""
+    times: dict[str, float] = {}
+    for name, rate in rates.items():
+        if not (isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)
+                and math.isfinite(float(rate)) and float(rate) > 0):
+            never = " (a rate of 0 is no measurement: a configuration that never ran? leave the row out)" if (
+                isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)
+                and float(rate) == 0) else ""
+            raise ProfileError(f"row {excerpt(index)}: field {name!r}: must be a finite number > 0, got "
+                               f"{excerpt(rate)}{never}")
+        if name == "steps_per_s":
+            times[name] = 1.0 / float(rate)
+            continue
+        sizes = [row.get("workers"), row.get("local_batch"), row.get("accum_steps", 1)]
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 1 <= v <= 10**15 for v in sizes):
+            return row.get("step_time_s", 1.0)  # a placeholder: the record's own rule names the bad batch field
+        times[name] = float(sizes[0]) * float(sizes[1]) * float(sizes[2]) / float(rate)
+    given = row.get("step_time_s")
+    (first, time), *others = ([("step_time_s", given)] if given is not None else []) + list(times.items())
+    if not (isinstance(time, (int, float, np.integer, np.floating)) and not isinstance(time, bool)
+            and math.isfinite(float(time)) and float(time) > 0):
+        return time  # the record's own rule names a bad step_time_s
+    for name, other in others:
+        if abs(other - float(time)) > _RATE_TOLERANCE * float(time):
+            said = (f"step_time_s {float(time):.6g} s" if first == "step_time_s"
+                    else f"{first} {excerpt(rates[first])} ({float(time):.6g} s)")
+            raise ProfileError(f"row {excerpt(index)}: {name} {excerpt(rates[name])} means a step time of "
+                               f"{other:.6g} s, not the row's {said}: give one of step_time_s, "
+                               f"{', '.join(STEP_RATES)}, or fix the other")
+    return float(time)
 
 
 def oom_superseded(records: Sequence[Record]) -> tuple[bool, ...]:
@@ -273,7 +324,9 @@ class Profile:
         A step row's derived ``global_batch`` column (``to_frame`` adds it) must equal
         ``workers × local_batch × accum_steps``; a step row without ``local_batch`` reads it
         from ``global_batch / (workers × accum_steps)``, which must be whole (a sweep that
-        names the global batch). At most :data:`MAX_PROFILE_LINES` rows.
+        names the global batch). A step row may give its throughput instead of
+        ``step_time_s``: ``steps_per_s`` or ``samples_per_s`` (:data:`STEP_RATES`, a number
+        > 0). At most :data:`MAX_PROFILE_LINES` rows.
         """
         import pandas as pd
 
@@ -323,6 +376,10 @@ class Profile:
             if derived is not None and "local_batch" not in data:
                 data["local_batch"] = _local_of(derived, data, index)
                 derived = None
+            # A step's throughput stands for its step time (STEP_RATES), after the local batch.
+            rates = {k: data.pop(k) for k in STEP_RATES if k in data} if kind == "step" else {}
+            if rates:
+                data["step_time_s"] = _step_time_of(rates, data, index)
             data["record"] = kind
             try:
                 rec = record_from_dict(data)

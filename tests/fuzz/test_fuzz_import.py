@@ -33,7 +33,12 @@ WORKED: dict[str, list[str]] = {}  # FORMAT PATH --flag value ...: each format's
 for _line in PAGE.splitlines():
     if _line.startswith("$ cotune import "):
         WORKED.setdefault(shlex.split(_line[2:])[2], shlex.split(_line[2:])[2:])
-TEXT_FORMATS = ("csv", "keras-csv", "lightning-csv", "hf-trainer", "records", "adaptdl")
+# A wide table (a column per GPU count, ElasticFlow's layout) read with --wide, --set, --gpus-per-host.
+WIDE_TABLE = "global_batch_size,1,2,4,8,16\n64,6.84,11.8,18.3,21.3,0\n128,3.66,6.62,11.2,16.5,\n"
+WORKED["records-wide"] = ["records", "wide.csv", "--record", "step", "--out", "w.jsonl", "--name", "w",
+                          "--dataset-size", "50000", "--metric", "top1", "--wide", "workers=steps_per_s", "--column",
+                          "global_batch=global_batch_size", "--set", "gpu=a100", "--gpus-per-host", "8"]
+TEXT_FORMATS = ("csv", "keras-csv", "lightning-csv", "hf-trainer", "records", "records-wide", "adaptdl")
 ALL_FORMATS = TEXT_FORMATS + ("mlflow", "tensorboard")
 
 def _trace(d: Path) -> Path:
@@ -51,6 +56,7 @@ def originals(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("fuzz-import-originals")
     shutil.copytree(REPO / "examples" / "logs", d / "examples" / "logs", ignore=shutil.ignore_patterns("*.py"))
     _trace(d)
+    (d / "wide.csv").write_text(WIDE_TABLE)
     return d
 
 
@@ -97,7 +103,7 @@ def _flags(draw, argv: list[str]) -> list[str]:
     if draw(st.integers(0, 5)) == 0:
         extra = draw(st.sampled_from(["--workers", "--local-batch", "--accum-steps", "--hosts", "--seed", "--time-column",
                                       "--time-unit", "--step-column", "--epoch-column", "--run", "--goal", "--name",
-                                      "--where", "--column"]))
+                                      "--where", "--column", "--wide", "--set", "--gpus-per-host"]))
         argv += [extra, draw(TEXTS)]
     return argv
 
@@ -169,6 +175,9 @@ _CALLS = {
     "table": (import_table, "examples/logs/sweep.csv", dict(record="step", name="w", dataset_size=50000, metric="top1",
                                                             goal=None, where=None, columns=None)),
     "trace": (import_adaptdl, "trace", dict(gpu="t4", dataset_size=6400, metric="top1", goal=None, name=None)),
+    "wide": (import_table, "wide.csv", dict(record="step", name="w", dataset_size=50000, metric="top1",
+                                            wide=("workers", "steps_per_s"), columns={"global_batch": "global_batch_size"},
+                                            constants={"gpu": "a100"}, gpus_per_host=8, where=None)),
 }
 
 

@@ -24,10 +24,11 @@ def test_every_format_has_a_worked_command_that_runs(tmp_path, monkeypatch, caps
     _in_copy(tmp_path, monkeypatch)
     commands = [line[2:] for line in PAGE.splitlines() if line.startswith("$ cotune import ")]
     assert {shlex.split(c)[2] for c in commands} == set(FORMATS) | {"records", "adaptdl"}
-    # Published data, in shared/data: the AdaptDL trace, Gavel's table. What each holds was
-    # counted from the files themselves (720 placements and 12 curve points; 60 ResNet-18
-    # rows on one server: 3 GPU types x 5 per-worker batches x 4 GPU counts).
-    expected = {"adaptdl": (720, 12), "gavel": (60, 0)}
+    # Published data, in shared/data: the AdaptDL trace, Gavel's and ElasticFlow's tables.
+    # What each holds was counted from the files themselves (720 placements and 12 curve
+    # points; 60 ResNet-18 rows on one server: 3 GPU types x 5 per-worker batches x 4 GPU
+    # counts; ResNet-50 on A100s: 3 global batches x 7 GPU counts, every cell filled).
+    expected = {"adaptdl": (720, 12), "gavel": (60, 0), "elasticflow": (21, 0)}
     for command in [c for c in commands if "../shared/data/" in c]:
         commands.remove(command)
         argv = shlex.split(command)[1:]
@@ -40,7 +41,7 @@ def test_every_format_has_a_worked_command_that_runs(tmp_path, monkeypatch, caps
             continue
         assert main(argv) == 0, (command, capsys.readouterr().err)
         profile = read_profile(argv[argv.index("--out") + 1])
-        steps, evals = expected["gavel" if "gavel" in data else argv[1]]
+        steps, evals = expected[next((k for k in ("gavel", "elasticflow") if k in data), argv[1])]
         assert (len(profile.steps), len(profile.evals)) == (steps, evals), command
     table = next(c for c in commands if shlex.split(c)[2] == "records")  # not a run's log: its own check
     argv = shlex.split(table)[1:]
