@@ -147,7 +147,7 @@ def recommend(
             f"searched it with Optuna's TPE sampler (seed 0, {proposals} proposals, {len(base):,} distinct candidates "
             "evaluated); the plan is the best found, not a proven optimum — narrow the space to enumerate it"
         )
-    notes.extend(models.notes)  # records the fit left out (outliers)
+    notes.extend(models.notes_for(space.gpus))  # records the fit left out (outliers), of the types searched
     if prof is not None:
         notes.extend(prof.warnings)
     cands = market.candidates(base, request)

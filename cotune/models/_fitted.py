@@ -8,7 +8,7 @@ report them instead of silently following them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -34,8 +34,16 @@ class FittedModels:
     time_models: Mapping[str, StepTimeModel]
     accuracy: AccuracyModel
     max_local_batch: Mapping[str, int | None] = field(default_factory=dict)
-    # What the fit left out and why (outlier records), for the user to read.
+    # What the fit left out and why (outlier records), for the user to read: about the
+    # workload's curves here, about one GPU type's step times in gpu_notes.
     notes: tuple[str, ...] = ()
+    gpu_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def notes_for(self, gpus: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The notes about each of ``gpus`` (every GPU type when None), then those about the
+        workload: a question that searches T4s only has nothing to learn from the K80 probes'."""
+        chosen = self.gpu_notes if gpus is None else {g: self.gpu_notes.get(g, ()) for g in dict.fromkeys(gpus)}
+        return tuple(n for these in chosen.values() for n in these) + self.notes
 
     @property
     def gpus(self) -> tuple[str, ...]:
@@ -93,17 +101,15 @@ def fit_models(
         )
         if progress is not None:
             progress(done, total)
-    departures = tuple(
-        f"step time on {gpu} at {w} workers ({where}) is faster in the probes than the monotone prior allows: "
-        "followed as measured, not forced monotone"
-        for gpu, m in time_models.items()
-        for w, where in m.departures_
-    )
+    gpu_notes = {gpu: list(clean.gpu_notes.get(gpu, ())) for gpu in time_models}
+    for gpu, m in time_models.items():
+        gpu_notes[gpu] += [f"step time on {gpu} at {w} workers ({where}) is faster in the probes than the monotone "
+                           "prior allows: followed as measured, not forced monotone" for w, where in m.departures_]
     for gpu, m in time_models.items():
         largest = largest_level_effects(m.effects_, m.points_, limit=2) if m.level_effects_ else ()
         if largest:
-            departures += (f"step time on {gpu} follows the probes where they depart from the monotone law (largest: "
-                           f"{', '.join(map(describe_level_effect, largest))}; cotune fit names them)",)
+            gpu_notes[gpu].append(f"step time on {gpu} follows the probes where they depart from the monotone law "
+                                  f"(largest: {', '.join(map(describe_level_effect, largest))}; cotune fit names them)")
     e = clean.evals
     accuracy = AccuracyModel(
         goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
@@ -118,7 +124,8 @@ def fit_models(
         time_models=time_models,
         accuracy=accuracy,
         max_local_batch={gpu: profile.max_local_batch(gpu) for gpu in profile.gpus},
-        notes=clean.notes + departures,
+        notes=clean.workload_notes,
+        gpu_notes={gpu: tuple(these) for gpu, these in gpu_notes.items() if these},
     )
 
 
@@ -129,6 +136,8 @@ class CleanArrays:
     steps: Mapping[str, dict[str, np.ndarray]]
     evals: dict[str, np.ndarray]
     notes: tuple[str, ...]  # one per GPU type or for the curves that had records left out
+    gpu_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # those of notes about one GPU type
+    workload_notes: tuple[str, ...] = ()  # the rest: about the curves
 
 
 def _note(what: str, count: int, total: int, reasons: tuple[str, ...]) -> str:
@@ -186,6 +195,7 @@ def clean_arrays(profile: Profile) -> CleanArrays:
     """The columns the models are fitted on: outlier records (:mod:`cotune.models._outliers`) left out, with notes."""
     steps: dict[str, dict[str, np.ndarray]] = {}
     notes: list[str] = []
+    gpu_notes: dict[str, tuple[str, ...]] = {}
     for gpu in profile.gpus:
         a = profile.step_arrays(gpu)
         found = find_step_outliers(
@@ -194,8 +204,10 @@ def clean_arrays(profile: Profile) -> CleanArrays:
         if found.count:
             a = {k: v[~found.mask] for k, v in a.items()}
             notes.append(_note(f"{gpu} step", found.count, found.mask.size, found.reasons))
+            gpu_notes[gpu] = (notes[-1],)
         steps[gpu] = a
     e, job_notes = curve_columns(profile)
+    first = len(notes)
     notes.extend(job_notes)
     found_e = find_eval_outliers(
         global_batch=e["global_batch"], epoch=e["epoch"], metric=e["metric"], seed=e["seed"], goal=profile.workload.goal
@@ -203,4 +215,4 @@ def clean_arrays(profile: Profile) -> CleanArrays:
     if found_e.count:
         e = {k: v[~found_e.mask] for k, v in e.items()}
         notes.append(_note("eval", found_e.count, found_e.mask.size, found_e.reasons))
-    return CleanArrays(steps=steps, evals=e, notes=tuple(notes))
+    return CleanArrays(steps=steps, evals=e, notes=tuple(notes), gpu_notes=gpu_notes, workload_notes=tuple(notes[first:]))

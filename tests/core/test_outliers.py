@@ -216,3 +216,29 @@ def test_a_curve_that_peaks_at_its_first_evaluation_keeps_it():
     m = 0.98 - 0.02 * (e - 1.0)
     found = _find_eval({"global_batch": np.full(e.size, 256.0), "epoch": e, "metric": m, "seed": np.zeros(e.size)})
     assert found.count == 0, found.reasons
+
+
+def test_a_gpu_types_notes_reach_only_the_questions_that_search_it(tmp_path):
+    # A profile with T4 and V100 probes, one absurd V100 record among them: a question about
+    # T4s alone printed the V100 note too (Gavel's K80 departures under `--gpu t4`).
+    import cotune
+    from cotune.examples import example_path
+    from cotune.models import fit_models
+    from cotune.profile import read_profile
+
+    lines = example_path("cifar10-resnet18").read_text().splitlines()
+    steps = [json.loads(line) for line in lines if '"step"' in line]
+    v100 = [dict(s, gpu="v100", step_time_s=s["step_time_s"] / 2, sync_time_s=None) for s in steps[:400]]
+    v100.append(dict(v100[0], local_batch=10**12))
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(lines + [json.dumps(s) for s in v100]) + "\n")
+    models = fit_models(read_profile(path), n_bootstrap=2)
+
+    def about_v100(notes):
+        return [n for n in notes if "v100 step: 1 of 401 records left out as an outlier" in n]
+
+    assert about_v100(models.notes_for(["v100"])) and about_v100(models.notes_for())
+    assert not about_v100(models.notes_for(["t4"])) and not about_v100(models.notes)
+    kwargs = dict(target=0.94, deadline_s=1800, max_workers=16, gpus_per_host=4, prices={"t4": 0.526, "v100": 2.48})
+    assert not about_v100(cotune.recommend(path, models=models, gpus=["t4"], **kwargs).notes)
+    assert about_v100(cotune.recommend(path, models=models, **kwargs).notes)
