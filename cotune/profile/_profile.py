@@ -341,7 +341,7 @@ class Profile:
         if "record" not in frame.columns:
             wanted = None if not isinstance(record, str) else (record if record == "noise" else record.rstrip("s"))
             if wanted not in kinds:
-                raise ProfileError(f"the table has no 'record' column and record={repr(record) if record is None or isinstance(record, str) else excerpt(record)}: name the rows' type, "
+                raise ProfileError(f"the table has no 'record' column and record={'None' if record is None else excerpt(record)}: name the rows' type, "
                                    f"record= (--record) one of {', '.join(sorted(kinds))}")
         elif record is not None:
             raise ProfileError("the table has a 'record' column and record= is given too: leave one out")

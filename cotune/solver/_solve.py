@@ -183,6 +183,10 @@ def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.
         return order, None
     key = est.cost if objective == "cost" else _time_key(est)
     best = int(order[0])
+    if not np.isfinite(key[best]):
+        # The best finishes by no time at its confidence (a chance of exactly q): nothing to
+        # be within a relative margin of, and no tie to break beyond the ranking's own keys.
+        return order, None
     tol = min(NEAR_TIE_SIGMAS * float(est.log_sigma_time[best]), NEAR_TIE_MAX)
     ties = [int(i) for i in order if key[int(i)] <= key[best] * (1.0 + tol)]
     safest = min(ties, key=lambda i: (_risk_key(est, i), key[i]))

@@ -265,3 +265,15 @@ def test_any_profile_survives_the_round_trip_through_its_frame():
             assert same(getattr(back, kind), getattr(p, kind)), kind
 
     check()
+
+
+def test_a_long_record_type_is_quoted_short():
+    # record= of 5,000 nines was quoted whole: an error line of 5,200 characters.
+    import pandas as pd
+
+    from cotune.profile import Profile
+
+    frame = pd.DataFrame({"gpu": ["t4"], "workers": [2], "local_batch": [32], "step_time_s": [0.1]})
+    with pytest.raises(ProfileError) as err:
+        Profile.from_frame(frame, workload=_WORKLOAD, record="9" * 5000)
+    assert "(5000 characters)" in str(err.value) and len(str(err.value)) < 300, str(err.value)
