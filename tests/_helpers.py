@@ -45,3 +45,16 @@ def synthetic_records(
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+def shared_data(*parts: str) -> Path:
+    """A file of the published data beside the repository (``../shared/data``); the test is
+    skipped where that folder is not checked out (CI and development have it)."""
+    import pytest
+
+    from benchmarks.traces import data_root
+
+    try:
+        return data_root().joinpath(*parts)
+    except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
+        pytest.skip("shared/data not found beside the repository")

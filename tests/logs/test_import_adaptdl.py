@@ -8,19 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _helpers import shared_data
+
 from cotune.cli import main
 from cotune.errors import InputError
 from cotune.logs import import_adaptdl
 from cotune.profile import read_profile
 
-
-def _shared(*parts: str) -> Path:
-    from benchmarks.traces import data_root
-
-    try:
-        return data_root().joinpath(*parts)
-    except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
-        pytest.skip("shared/data not found beside the repository")
 
 
 def _trace(tmp_path: Path) -> Path:
@@ -54,7 +48,7 @@ def test_a_trace_directory_becomes_steps_by_placement_and_curves_in_real_epochs(
 def test_the_published_pollux_bert_trace_imports_whole_and_plans(tmp_path, capsys):
     # BERT's gradient variance reaches 7.4e15, past the profile's cap for ordinary numbers:
     # the whole import was refused for one field only a ratio of is used.
-    trace = _shared("pollux-osdi21", "traces", "bert")
+    trace = shared_data("pollux-osdi21", "traces", "bert")
     out = tmp_path / "bert.jsonl"
     code = main(["import", "adaptdl", str(trace), "--out", str(out), "--gpu", "t4", "--dataset-size", "88641",
                  "--metric", "f1"])
@@ -74,9 +68,9 @@ def test_the_published_pollux_bert_trace_imports_whole_and_plans(tmp_path, capsy
 
 def test_sia_traces_name_each_gpu_type_by_its_cluster_and_append_to_a_profile(tmp_path, capsys):
     out = tmp_path / "cifar.jsonl"
-    assert main(["import", "adaptdl", str(_shared("pollux-osdi21", "traces", "cifar10")), "--out", str(out), "--gpu",
+    assert main(["import", "adaptdl", str(shared_data("pollux-osdi21", "traces", "cifar10")), "--out", str(out), "--gpu",
                  "t4", "--dataset-size", "50000", "--metric", "top1", "--name", "cifar10"]) == 0
-    assert main(["import", "adaptdl", str(_shared("sia-sosp23", "traces", "cifar10")), "--out", str(out),
+    assert main(["import", "adaptdl", str(shared_data("sia-sosp23", "traces", "cifar10")), "--out", str(out),
                  "--append"]) == 0
     said = capsys.readouterr().out
     assert "GPU types 'azure', 'dgx-ext', 'dgx', 'quad', 'rtx': the cluster each file's name ends with" in said
@@ -84,9 +78,9 @@ def test_sia_traces_name_each_gpu_type_by_its_cluster_and_append_to_a_profile(tm
     assert set(p.gpus) == {"t4", "azure", "dgx-ext", "dgx", "quad", "rtx"} and p.evals
     # --gpu over files of several clusters would call them all one type
     with pytest.raises(InputError, match=r"several clusters .* import one file at a time with --gpu"):
-        import_adaptdl(_shared("sia-sosp23", "traces", "cifar10"), gpu="v100", dataset_size=50000, metric="top1")
+        import_adaptdl(shared_data("sia-sosp23", "traces", "cifar10"), gpu="v100", dataset_size=50000, metric="top1")
     # a per-job profile names each row's GPU type in a column, and its workload by its name
-    one = import_adaptdl(_shared("sia-sosp23", "profiles", "cifar10.csv"), dataset_size=50000, metric="top1")
+    one = import_adaptdl(shared_data("sia-sosp23", "profiles", "cifar10.csv"), dataset_size=50000, metric="top1")
     assert set(one.gpus) == {"dgx", "rtx", "v100", "quad", "t4"} and not one.evals and one.workload.name == "cifar10"
     assert any("no learning curve" in n for n in one.warnings)
 

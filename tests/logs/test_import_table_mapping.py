@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import shared_data
+
 from cotune import recommend
 from cotune.cli import main
 from cotune.errors import InputError
@@ -21,14 +23,6 @@ GAVEL_COLUMNS = {"gpu": "gpu_type", "workers": "num_gpus", "local_batch": "per_w
                  "step_time_s": "sync_iteration_time_s"}
 WORKLOAD = dict(record="step", name="cifar10-resnet18", dataset_size=50000, metric="top1")
 
-
-def _shared(*parts: str) -> Path:
-    from benchmarks.traces import data_root
-
-    try:
-        return data_root().joinpath(*parts)
-    except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
-        pytest.skip("shared/data not found beside the repository")
 
 
 def _rows(path: Path, **where: str) -> set[tuple]:
@@ -49,7 +43,7 @@ def _steps(profile) -> set[tuple]:
     (("shockwave-nsdi23", "wisr_throughputs_flat.csv"), "Transformer"),
 ])
 def test_a_pooled_table_gives_the_rows_of_one_workload_read_from_its_own_columns(tmp_path, table, model):
-    path = _shared(*table)
+    path = shared_data(*table)
     want = _rows(path, model=model, consolidated="1")
     assert want, "the table has such rows"
     # A configuration that never ran (out of memory: ResNet-50 at 128 on a K80) has an empty
@@ -64,7 +58,7 @@ def test_a_pooled_table_gives_the_rows_of_one_workload_read_from_its_own_columns
 def test_the_worked_gavel_import_plans_across_four_gpu_types_on_their_own_servers(tmp_path, capsys):
     mine = tmp_path / "het.jsonl"
     shutil.copy(REPO / "cotune" / "data" / "profiles" / "cifar10-resnet18.jsonl", mine)  # its curves and T4 probes
-    argv = ["import", "records", str(_shared("gavel-osdi20", "gavel_simulation_throughputs_flat.csv")), "--out",
+    argv = ["import", "records", str(shared_data("gavel-osdi20", "gavel_simulation_throughputs_flat.csv")), "--out",
             str(mine), "--append", "--record", "step", "--where", "model=ResNet-18", "--where", "consolidated=1"]
     for field, column in GAVEL_COLUMNS.items():
         argv += ["--column", f"{field}={column}"]
@@ -84,7 +78,7 @@ def test_the_worked_gavel_import_plans_across_four_gpu_types_on_their_own_server
 
 def _cli(tmp_path, capsys, *extra: str, table: str = "gavel") -> tuple[int, str, Path]:
     out = tmp_path / "p.jsonl"
-    path = (_shared("gavel-osdi20", "gavel_simulation_throughputs_flat.csv") if table == "gavel"
+    path = (shared_data("gavel-osdi20", "gavel_simulation_throughputs_flat.csv") if table == "gavel"
             else REPO / "examples" / "logs" / "sweep.csv")
     rc = main(["import", "records", str(path), "--out", str(out), "--record", "step", "--name", "w",
                "--dataset-size", "50000", "--metric", "top1", *extra])
@@ -112,7 +106,7 @@ def test_a_bad_filter_or_mapping_is_one_line_and_writes_nothing(tmp_path, capsys
 
 
 def test_an_empty_cell_of_a_mapped_field_names_the_filter_that_leaves_such_rows_out(tmp_path, capsys):
-    path = _shared("shockwave-nsdi23", "tacc_throughputs_flat.csv")
+    path = shared_data("shockwave-nsdi23", "tacc_throughputs_flat.csv")
     argv = ["import", "records", str(path), "--out", str(tmp_path / "p.jsonl"), "--record", "step", "--name", "w",
             "--dataset-size", "50000", "--metric", "top1", "--where", "model=ResNet-50", *MAPPED]
     assert main(argv) == 2

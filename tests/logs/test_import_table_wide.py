@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _helpers import shared_data
+
 from cotune.cli import main
 from cotune.errors import InputError
 from cotune.logs import import_table
@@ -21,17 +23,9 @@ A100 = dict(wide=("workers", "steps_per_s"), columns={"global_batch": "global_ba
             gpus_per_host=8)
 
 
-def _shared(*parts: str) -> Path:
-    from benchmarks.traces import data_root
-
-    try:
-        return data_root().joinpath(*parts)
-    except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
-        pytest.skip("shared/data not found beside the repository")
-
 
 def _elasticflow(model: str) -> Path:
-    return _shared("elasticflow-asplos23", "throughputs_A100", f"{model}.csv")
+    return shared_data("elasticflow-asplos23", "throughputs_A100", f"{model}.csv")
 
 
 def _cells(path: Path) -> tuple[set[tuple], int]:
