@@ -225,11 +225,21 @@ def import_table(
         return pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, nrows=MAX_PROFILE_LINES + 1, **kw)
 
     try:
+        # pandas renames a header's repeated name ('workers', 'workers.1'): the second column
+        # would be read as no field, or a wide table's repeated '1' as 1.1 workers.
+        header = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, nrows=1, header=None, dtype=str)
+        names = [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"{p}: the header names column{'s' if len(twice) > 1 else ''} "
+                             f"{', '.join(excerpt(n) for n in twice[:8])} twice: name each column once")
         frame = read(dtype=as_text)
         # The filters compare text as the file writes it ('1' is not '1.0'): their columns
         # are read again as text (a filtered column may be a number field too).
         on = [c for c in dict.fromkeys(where_columns(wanted)) if c in frame.columns]
         text = read(dtype=str, usecols=on) if on else None
+    except InputError:
+        raise
     except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         why = not_text_reason(p)
         if why:
