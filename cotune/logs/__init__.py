@@ -209,7 +209,7 @@ def import_table(
     """
     import pandas as pd
 
-    from cotune.logs._readers import _need_file
+    from cotune.logs._readers import _need_file, check_unique_header
     from cotune._checks import integer
     from cotune.logs._table import (add_constants, add_hosts, check_columns, check_constants, check_where, check_wide,
                                     map_columns, numbers_as_numbers, select_rows, unpivot, where_columns)
@@ -228,11 +228,7 @@ def import_table(
         # pandas renames a header's repeated name ('workers', 'workers.1'): the second column
         # would be read as no field, or a wide table's repeated '1' as 1.1 workers.
         header = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, nrows=1, header=None, dtype=str)
-        names = [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise InputError(f"{p}: the header names column{'s' if len(twice) > 1 else ''} "
-                             f"{', '.join(excerpt(n) for n in twice[:8])} twice: name each column once")
+        check_unique_header(p, [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)])
         frame = read(dtype=as_text)
         # The filters compare text as the file writes it ('1' is not '1.0'): their columns
         # are read again as text (a filtered column may be a number field too).

@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from cotune._checks import not_text_reason
+from cotune._checks import excerpt, not_text_reason
 from cotune.errors import InputError
 
 __all__ = ["FORMATS", "Series", "LogData", "read_log"]
@@ -218,12 +218,19 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
         raise InputError(f"{path}: not a readable CSV file ({exc}): give a comma-separated file with a header row") from None
     if not header or not rows:
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
+    # DictReader keeps the last of two equal names: the other column would vanish
+    check_unique_header(path, header)
+    return header, rows
+
+
+def check_unique_header(path: Path, header: list[str]) -> None:
+    """Refuse a header that names a column twice: a reader keeps one of the two columns
+    (``csv.DictReader`` the last; pandas renames the second ``name.1``), so the other one
+    would vanish without a word."""
     twice = sorted({h for h in header if header.count(h) > 1})
     if twice:
-        # DictReader keeps the last of two equal names: the other column would vanish
-        raise InputError(f"{path}: column {twice[0]!r} appears {header.count(twice[0])} times in the header: "
+        raise InputError(f"{path}: column {excerpt(twice[0])} appears {header.count(twice[0])} times in the header: "
                          "give each column its own name")
-    return header, rows
 
 
 def _table_series(

@@ -207,10 +207,10 @@ def test_a_text_cell_in_a_number_column_is_named_at_its_own_line(tmp_path):
 
 @pytest.mark.parametrize("text, kw, said", [
     # pandas read the second 'workers' as 'workers.1', a column of no field: silently dropped.
-    ("gpu,workers,workers,local_batch,step_time_s\nt4,1,2,32,0.1\n", {}, "the header names column 'workers' twice"),
+    ("gpu,workers,workers,local_batch,step_time_s\nt4,1,2,32,0.1\n", {}, "column 'workers' appears 2 times in the header: give each column its own name"),
     # ... and a wide table's second '1' as 1.1 workers.
     ("global_batch,1,1,2\n64,5,6,7\n", dict(wide=("workers", "steps_per_s"), constants={"gpu": "a100"}),
-     "the header names column '1' twice"),
+     "column '1' appears 2 times in the header"),
 ])
 def test_a_header_that_names_a_column_twice_is_refused(tmp_path, text, kw, said):
     out = tmp_path / "p.jsonl"
