@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from cotune._checks import excerpt
 from cotune.errors import InputError
 from cotune.track._tracker import Tracker
 
@@ -41,7 +42,7 @@ def check_callback_args(tracker: object, monitor: object) -> tuple[Tracker, str]
     if not isinstance(tracker, Tracker):
         raise InputError(f"tracker must be a cotune.track.Tracker, got {type(tracker).__name__}")
     if not isinstance(monitor, str) or not monitor.strip():
-        raise InputError(f"monitor must name a logged validation value such as 'val_acc', got {monitor!r}")
+        raise InputError(f"monitor must name a logged validation value such as 'val_acc', got {excerpt(monitor)}")
     return tracker, monitor.strip()
 
 

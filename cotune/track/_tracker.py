@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cotune._checks import MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name
+from cotune._checks import (MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name,
+                            plain_number)
 from cotune.errors import InputError, StorageError, is_out_of_memory
 from cotune.profile import (
     MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
@@ -60,13 +61,15 @@ class TrackedConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.gpu, str) or not self.gpu.strip():
-            raise InputError(f"gpu must be a non-empty name such as 't4' or 'cpu', got {self.gpu!r}")
+            raise InputError(f"gpu must be a non-empty name such as 't4' or 'cpu', got {excerpt(self.gpu)}")
         for name in ("workers", "local_batch", "hosts", "accum_steps"):
-            integer(getattr(self, name), where=name, ge=1)
+            # Stored as the plain int: a numpy one (np.int64(8), a 0-d array) passes the check
+            # but is no JSON number, and the first record written would fail.
+            object.__setattr__(self, name, integer(getattr(self, name), where=name, ge=1))
         if self.hosts > self.workers:
             raise InputError(f"hosts ({self.hosts}) cannot exceed workers ({self.workers}): each host runs at least one worker")
-        if self.market not in ("on_demand", "spot"):
-            raise InputError(f"market must be 'on_demand' or 'spot', got {self.market!r}")
+        if not isinstance(self.market, str) or self.market not in ("on_demand", "spot"):
+            raise InputError(f"market must be 'on_demand' or 'spot', got {excerpt(self.market)}")
 
     @property
     def global_batch(self) -> int:
@@ -203,8 +206,9 @@ def _count_lines(path: Path) -> int:
 
 
 def _move_cause(cause: object) -> str:
-    if cause not in MOVE_CAUSES:
-        raise InputError(f"cause must be one of {', '.join(map(repr, MOVE_CAUSES))} (why the job moved); got {cause!r}")
+    if not isinstance(cause, str) or cause not in MOVE_CAUSES:  # an array's == is no answer to "in"
+        raise InputError(f"cause must be one of {', '.join(map(repr, MOVE_CAUSES))} (why the job moved); got "
+                         f"{excerpt(cause)}")
     return str(cause)
 
 
@@ -283,8 +287,8 @@ class Tracker:
             gpu=_gpu_name(gpu), workers=workers, local_batch=local_batch,
             hosts=hosts, accum_steps=accum_steps, market=market,
         )
-        integer(window, where="window", ge=1)
-        integer(warmup_steps, where="warmup_steps", ge=0)
+        window = integer(window, where="window", ge=1)
+        warmup_steps = integer(warmup_steps, where="warmup_steps", ge=0)
         self._flush_every_s = _positive("flush_every_s", flush_every_s)
         epochs_done = number(epochs_done, where="epochs_done", ge=0.0)
         self.schedule_epochs = schedule_epochs
@@ -305,10 +309,10 @@ class Tracker:
         self.records_written = 0
         self._writer: ProfileWriter | None = None
         self._syncer: _BackgroundSync | None = None
-        if fsync not in ("background", "each", "none"):
-            raise InputError(f"fsync must be 'background', 'each' or 'none', got {fsync!r}")
-        if errors not in ("warn", "raise"):
-            raise InputError(f"errors must be 'warn' or 'raise', got {errors!r}")
+        if not isinstance(fsync, str) or fsync not in ("background", "each", "none"):
+            raise InputError(f"fsync must be 'background', 'each' or 'none', got {excerpt(fsync)}")
+        if not isinstance(errors, str) or errors not in ("warn", "raise"):
+            raise InputError(f"errors must be 'warn' or 'raise', got {excerpt(errors)}")
         self.errors = errors
         if workload is not None and not isinstance(workload, WorkloadRecord):
             raise InputError(f"workload must be a cotune.profile.WorkloadRecord (name=..., dataset_size=...), got "
@@ -447,6 +451,7 @@ class Tracker:
         """
         if not self.enabled:
             return None
+        metric = plain_number(metric)  # a 0-d tensor or array, as a loop's mean accuracy is, as step_time_s takes it
         if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
             raise InputError(f"metric: must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
         try:

@@ -247,6 +247,21 @@ def test_hostile_metrics_are_an_input_error_but_nan_is_a_diverged_run(tmp_path: 
     t.close()
 
 
+def test_a_metric_held_in_a_0d_array_or_tensor_is_its_number(tmp_path: Path) -> None:
+    # A loop's accuracy is a reduction: np.mean(...) or (pred == y).float().mean(), a 0-d
+    # tensor. step_time_s took one; eval(metric=...) refused it.
+    import numpy as np
+
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, fsync="none") as t:
+        t.eval(metric=np.array(0.25), epoch=1.0)
+        t.eval(metric=torch.tensor(0.5), epoch=2.0)
+        with pytest.raises(InputError):
+            t.eval(metric=np.array([0.75]), epoch=3.0)  # one value, but not a scalar: which one is meant?
+    assert [e.metric for e in read_profile(path).evals] == [0.25, 0.5]
+
+
 @pytest.mark.parametrize("name", ["workers", "local_batch", "window", "flush_every_s", "epochs_done"])
 @pytest.mark.parametrize("value", [10**400, 10**30, "2", 2.5, -1, True], ids=repr)
 def test_hostile_configuration_is_an_input_error(tmp_path: Path, name: str, value: object) -> None:
@@ -664,3 +679,37 @@ def test_epochs_at_a_step_count_are_the_passes_its_micro_batches_make(steps, bat
         if left == 0:
             left = batches
     assert epochs_at_step(steps, batches=batches, accum=accum) == pytest.approx(done / batches)
+
+
+def test_numpy_integers_for_the_configuration_write_plain_records(tmp_path: Path) -> None:
+    # np.int64 (a config array's element) and a 0-d array passed the checks but were stored
+    # as they were: the first record's JSON failed with a TypeError inside the training loop.
+    import numpy as np
+
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="t4", workers=np.int64(2), local_batch=32, accum_steps=np.array(2), workload=WORKLOAD,
+                 window=np.int64(2), warmup_steps=np.int64(0), fsync="none") as t:
+        t.eval(metric=0.5, epoch=1.0)
+        t.reconfigure(workers=np.int64(4), local_batch=np.array(16))
+        t.step(step_time_s=0.1)
+        t.step(step_time_s=0.1)
+    profile = read_profile(path)
+    assert profile.evals[0].global_batch == 128 and type(t.config.workers) is int
+    assert [(s.workers, s.local_batch, s.accum_steps) for s in profile.steps] == [(4, 16, 2)]
+
+
+@pytest.mark.parametrize("kw, said", [
+    ({"cause": "x" * 5000}, "cause must be one of 'replan', 'revocation'"),
+    ({"market": "x" * 5000}, "market must be 'on_demand' or 'spot'"),
+    ({"fsync": ["each"]}, "fsync must be 'background', 'each' or 'none'"),
+    ({"errors": {"warn": 1}}, "errors must be 'warn' or 'raise'"),
+])
+def test_a_bad_choice_is_quoted_short(tmp_path: Path, kw: dict, said: str) -> None:
+    import numpy as np
+
+    with pytest.raises(InputError) as err:
+        Tracker(tmp_path / "p.jsonl", gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, **kw)
+    assert said in str(err.value) and len(str(err.value)) < 300, str(err.value)[:400]
+    with Tracker(tmp_path / "q.jsonl", gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, fsync="none") as t:
+        with pytest.raises(InputError, match="cause must be one of"):
+            t.reconfigure(workers=4, cause=np.array(["replan", "revocation"]))  # no elementwise 'in'
