@@ -166,7 +166,8 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
         return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return f"an object of {len(value)} field{'' if len(value) == 1 else 's'}"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 # --- numbers -------------------------------------------------------------------------------

@@ -19,13 +19,13 @@ import fcntl
 import json
 import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, unique_keys
+from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, plain_number, unique_keys
 from cotune.errors import ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
@@ -641,7 +641,24 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
 
 
 def _dump(record: Record) -> str:
-    return json.dumps(record_to_dict(record), separators=(", ", ": "), allow_nan=True) + "\n"
+    """A record's line, checked by the rule that reads it: a record built by hand
+    (``StepRecord(workers=-3, ...)``, a numpy integer) is refused before it is written, where
+    written it would make the whole profile unreadable; what is written is the checked
+    record's plain values."""
+    if not isinstance(record, (WorkloadRecord, StepRecord, EvalRecord, FailureRecord, NoiseRecord)):
+        if is_dataclass(record) and isinstance(getattr(record, "kind", None), str) and (
+                getattr(record, "optional", False) is True):
+            # A tool's own record that readers skip (the profiler's probe costs): as it is.
+            data = {k: plain_number(v) for k, v in record_to_dict(record).items()}  # type: ignore[arg-type]
+            return json.dumps(data, separators=(", ", ": "), allow_nan=True) + "\n"
+        raise ProfileError(f"a profile holds records (cotune.profile.StepRecord, EvalRecord, ...), got "
+                           f"{type(record).__name__}: build one, or read a dict with record_from_dict")
+    try:
+        # numpy scalars as plain numbers first: the reader's rule is for JSON, which has no other
+        checked = record_from_dict({k: plain_number(v) for k, v in record_to_dict(record).items()})
+    except ProfileError as exc:
+        raise ProfileError(f"{record.kind} record not written: {exc}") from None
+    return json.dumps(record_to_dict(checked), separators=(", ", ": "), allow_nan=True) + "\n"
 
 
 def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:

@@ -486,3 +486,35 @@ def test_gradient_statistics_beyond_the_cap_of_other_numbers_are_read_and_only_a
         record_from_dict({"record": "eval", "global_batch": 12, "epoch": 1.0, "metric": 86.7, "grad_var": 1e101})
     with pytest.raises(ProfileError, match=r"field 'metric'.*at most 1e\+15"):
         record_from_dict({"record": "eval", "global_batch": 12, "epoch": 1.0, "metric": 7e15})
+
+
+@pytest.mark.parametrize("record, said", [
+    (StepRecord(gpu="t4", workers=-3, local_batch=32, step_time_s=0.1), "step record not written: field 'workers'"),
+    (StepRecord(gpu="t4", workers=2, local_batch=32, step_time_s=-1.0), "step record not written: field 'step_time_s'"),
+    (EvalRecord(global_batch=64, epoch=-1.0, metric=0.5), "eval record not written: field 'epoch'"),
+    ({"record": "step", "gpu": "t4"}, "a profile holds records (cotune.profile.StepRecord, EvalRecord, ...), got dict"),
+])
+def test_a_record_the_readers_would_refuse_is_not_written(tmp_path, record, said):
+    # Written, it made the whole profile unreadable: every reader refused its line.
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write(WorkloadRecord(name="w", dataset_size=100, metric="acc"))
+        with pytest.raises(ProfileError) as err:
+            w.write(record)
+        w.write(StepRecord(gpu="t4", workers=2, local_batch=32, step_time_s=0.1))
+    assert said in str(err.value), str(err.value)
+    assert len(read_profile(path).steps) == 1
+
+
+def test_numpy_numbers_in_a_record_are_written_as_plain_json(tmp_path):
+    # np.int64 is no JSON number: the write raised TypeError inside a training loop.
+    import numpy as np
+
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write(WorkloadRecord(name="w", dataset_size=np.int64(100), metric="acc"))
+        w.write(StepRecord(gpu="T4", workers=np.int64(2), local_batch=np.int32(32), step_time_s=np.float32(0.25)))
+        w.write(EvalRecord(global_batch=np.int64(64), epoch=np.float64(1.0), metric=np.float32(0.5)))
+    profile = read_profile(path)
+    assert (profile.steps[0].gpu, profile.steps[0].workers, profile.steps[0].step_time_s) == ("t4", 2, 0.25)
+    assert (profile.evals[0].global_batch, profile.evals[0].metric) == (64, 0.5)
