@@ -122,6 +122,9 @@ class Recommendation:
     next_measurement: "NextMeasurement | None" = None
     # How the space was searched: "exhaustive", or "optuna-tpe" when it was over the candidate limit.
     search: str = "exhaustive"
+    # The GPU types the search weighed (its space): a scheduler that renders the plan must
+    # send its pods to the chosen one's nodes when there were several.
+    gpus: tuple[str, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -261,6 +264,7 @@ class Recommendation:
             },
             "n_candidates": self.n_candidates,
             "n_feasible": self.n_feasible,
+            "gpus": list(self.gpus),
             "relax": list(self.relax),
             "nearest": [c.to_dict() for c in self.nearest],
             "notes": list(self.notes),

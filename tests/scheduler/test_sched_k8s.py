@@ -290,6 +290,19 @@ def test_a_plan_among_several_gpu_types_without_their_labels_is_warned_about():
                    for w in manifest_warnings(json.loads(_doc(1800)), JobOptions(name="t", image="i", command=("x",))))
 
 
+def test_the_answer_names_every_type_it_searched_and_the_warning_reads_them():
+    # The warning knew only the types in the answer's rows: a type searched but never among
+    # the runner-ups or the frontier (dominated everywhere) left a plan with no label unwarned.
+    doc = json.loads(_two_type_doc("t4"))
+    assert doc["gpus"] == ["t4", "v100"]
+    for key in ("runner_ups", "pareto"):
+        doc[key] = [row for row in doc[key] if row["gpu"] == "t4"]
+    said = manifest_warnings(doc, JobOptions(name="t", image="i", command=("x",)))
+    assert any("the plan is for t4 (the answer weighed v100 too)" in w for w in said), said
+    del doc["gpus"]  # an answer saved before the field: only its rows tell
+    assert not any("nothing in the manifest sends" in w for w in manifest_warnings(doc, JobOptions(name="t", image="i", command=("x",))))
+
+
 def test_a_gpu_label_that_contradicts_the_node_selector_is_refused():
     doc = json.loads(_two_type_doc("v100"))
     opts = JobOptions(name="t", image="i", node_selector={"nvidia.com/gpu.product": "Tesla-T4"}, gpu_labels={"v100": V100_LABEL})
