@@ -209,8 +209,8 @@ def import_table(
     """
     import pandas as pd
 
-    from cotune.logs._readers import _need_file, check_unique_header
     from cotune._checks import integer
+    from cotune.logs._readers import _need_file, _separator, check_unique_header
     from cotune.logs._table import (add_constants, add_hosts, check_columns, check_constants, check_where, check_wide,
                                     map_columns, numbers_as_numbers, select_rows, unpivot, where_columns)
 
@@ -220,14 +220,21 @@ def import_table(
     # Text fields are read as the file writes them ('007' stays a name, not 7).
     as_text = {**dict.fromkeys(TEXT_FIELDS, str), **{c: str for f, c in mapped.items() if f in TEXT_FIELDS}}
 
-    def read(**kw: Any) -> "pd.DataFrame":
+    def read(nrows: int = MAX_PROFILE_LINES + 1, **kw: Any) -> "pd.DataFrame":
         # One row past the profile's cap is enough to refuse it: memory stays bounded whatever the file.
-        return pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, nrows=MAX_PROFILE_LINES + 1, **kw)
+        return pd.read_csv(p, sep=sep, decimal=decimal, encoding="utf-8-sig", skipinitialspace=True, nrows=nrows, **kw)
 
     try:
+        # The separator as the log readers find it: a spreadsheet's export may use tabs or
+        # semicolons (a locale whose decimal mark is a comma), read as one column otherwise.
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            sep = _separator(fh.readline(1 << 20))
+        # Semicolons separate where a comma is the decimal mark ('0,5'); a cell written '0.5'
+        # there is read as text, and numbers_as_numbers reads it as the number it is.
+        decimal = "," if sep == ";" else "."
         # pandas renames a header's repeated name ('workers', 'workers.1'): the second column
         # would be read as no field, or a wide table's repeated '1' as 1.1 workers.
-        header = pd.read_csv(p, encoding="utf-8-sig", skipinitialspace=True, nrows=1, header=None, dtype=str)
+        header = read(nrows=1, header=None, dtype=str)
         check_unique_header(p, [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)])
         frame = read(dtype=as_text)
         # The filters compare text as the file writes it ('1' is not '1.0'): their columns

@@ -217,3 +217,16 @@ def test_a_header_that_names_a_column_twice_is_refused(tmp_path, text, kw, said)
     with pytest.raises(InputError, match=said):
         import_table(_table(tmp_path, text), out=out, **WORKLOAD, **kw)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("sep, decimal", [("\t", "."), (";", ","), (";", "."), ("|", ".")])
+def test_a_table_separated_otherwise_reads_as_its_comma_separated_twin(tmp_path, sep, decimal):
+    # A spreadsheet's export in a locale whose decimal mark is a comma uses semicolons: read
+    # as one column, its every row was 'missing field workers'.
+    sweep = Path(__file__).resolve().parents[2] / "examples" / "logs" / "sweep.csv"
+    text = sweep.read_text().replace(",", sep)
+    if decimal == ",":
+        text = "\n".join(line if i == 0 else line.replace(".", ",") for i, line in enumerate(text.splitlines())) + "\n"
+    want = _steps(import_table(sweep, out=tmp_path / "a.jsonl", **WORKLOAD))
+    got = _steps(import_table(_table(tmp_path, text), out=tmp_path / "b.jsonl", **WORKLOAD))
+    assert got == want and len(got) == 44
