@@ -220,7 +220,13 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
     # DictReader keeps the last of two equal names: the other column would vanish
     check_unique_header(path, header)
+    if sep == ";":  # semicolons separate where a comma is the decimal mark: '0,71875'
+        rows = [{k: _DECIMAL_COMMA.sub(r"\1.\2", v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
     return header, rows
+
+
+# A number written with a decimal comma, and nothing else in the cell ('1,5', '-0,25e-3').
+_DECIMAL_COMMA = re.compile(r"^(\s*[-+]?\d+),(\d+(?:[eE][-+]?\d+)?\s*)$")
 
 
 def check_unique_header(path: Path, header: list[str]) -> None:

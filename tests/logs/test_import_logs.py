@@ -204,10 +204,11 @@ def test_csv_without_an_x_axis_names_the_flags(tmp_path):
     "text",
     [
         "Epoch;val_top1\n1;0.5\n2;0.75\n",  # a spreadsheet in a locale whose separator is ';'
+        "Epoch;val_top1\n1,0;0,5\n2,0;0,75\n",  # ... and whose decimal mark is ',' (read as no number before)
         "epoch\tval_top1\n1\t0.5\n2\t0.75\n",  # tab-separated
         "EPOCH, val_top1\n1, 0.5\n2, 0.75\n",  # spaces after the commas, the x axis in capitals
     ],
-    ids=["semicolons", "tabs", "spaces"],
+    ids=["semicolons", "decimal-commas", "tabs", "spaces"],
 )
 def test_a_csv_as_spreadsheets_write_it_reads_as_the_plain_one(tmp_path, text):
     plain = tmp_path / "plain.csv"
