@@ -10,7 +10,6 @@ imported when such a log is read. See ``docs/logs.md``.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -24,7 +23,7 @@ from cotune.profile import (
     MAX_PROFILE_LINES, EvalRecord, Profile, WorkloadRecord, append_records, check_profile_path, read_profile,
     write_profile,
 )
-from cotune.profile._profile import TEXT_FIELDS, _build
+from cotune.profile._profile import TEXT_FIELDS, RowError, _build
 
 __all__ = ["FORMATS", "ImportOptions", "LogData", "Series", "import_adaptdl", "import_log", "import_table", "log_to_records",
            "read_adaptdl", "read_log"]
@@ -269,9 +268,10 @@ def import_table(
     frame.index = pd.RangeIndex(len(frame))  # a row's number in ``places``
     try:
         profile = Profile.from_frame(frame, workload=workload, record=record)
+    except RowError as exc:
+        raise InputError(f"{p}: {places[exc.row]}: {_row_fix(exc, frame, mapped)}") from None
     except InputError as exc:
-        said = re.sub(r"^row (\d+)", lambda m: places[int(m.group(1))], str(exc))
-        raise InputError(f"{p}: {_empty_cell_fix(said, frame, mapped) or said.replace(': rename them', _mapping_fix(said))}") from None
+        raise InputError(f"{p}: {exc}") from None
     if left_out:
         profile = replace(profile, warnings=(left_out,))
     records = list(profile.records())
@@ -280,26 +280,21 @@ def import_table(
     return profile
 
 
-def _empty_cell_fix(message: str, frame: Any, mapped: Mapping[str, str]) -> str | None:
-    """For a field missing on a line where the table has its column (an empty cell: a
-    published table's configuration that never ran, out of memory), the message that says
-    so and the filter that leaves such rows out; None otherwise."""
-    m = re.match(r"(line \S+): missing field '([^']+)'", message)
-    if m is None:
-        return None
-    column = mapped.get(m.group(2), m.group(2))
-    if column not in frame.columns:
-        return None
-    return (f"{m.group(1)}: missing field {m.group(2)!r}: its column {column!r} is empty there (a configuration that "
-            f"never ran?): keep the rows that have one with --where '{column}!=' (where={{'{column}!': ''}})")
-
-
-def _mapping_fix(message: str) -> str:
-    """The fix for a table whose columns are named its own way, as ``import records`` takes
-    it: the mapping flags, the first the message suggests as the example."""
-    m = re.search(r"'([^']+)' \(is it '([^']+)'\?\)", message)
-    example = f" --column {m.group(2)}={m.group(1)}" if m else " --column FIELD=COLUMN"
-    return f": read each from its column with{example} (repeatable; columns= in Python), or rename them"
+def _row_fix(exc: RowError, frame: Any, mapped: Mapping[str, str]) -> str:
+    """What is wrong with a row of a table, with the fix ``import records`` offers: a field
+    missing where the table has its column is an empty cell (a published table's
+    configuration that never ran, out of memory), left out with a filter; columns named
+    their own way are read with the mapping flags, the first suggestion as the example."""
+    if exc.field is not None:
+        column = mapped.get(exc.field, exc.field)
+        if column in frame.columns:
+            return (f"missing field {exc.field!r}: its column {column!r} is empty there (a configuration that never "
+                    f"ran?): keep the rows that have one with --where '{column}!=' (where={{'{column}!': ''}})")
+    if exc.foreign:
+        column, field = next(((c, near) for c, near in exc.foreign if near), ("COLUMN", "FIELD"))
+        return (f"{exc.detail}; {exc.foreign_said()}: read each from its column with --column {field}={column} "
+                "(repeatable; columns= in Python), or rename them")
+    return exc.detail
 
 
 def import_adaptdl(

@@ -30,6 +30,7 @@ from cotune.errors import ProfileError, ProfileLockedError, ProfileNotFoundError
 from cotune.profile._schema import (
     EvalRecord,
     FailureRecord,
+    MissingFieldError,
     NoiseRecord,
     Record,
     StepRecord,
@@ -82,27 +83,47 @@ _ALIASES = {
 }
 
 
-def _column_hint(message: str, kind: Any, columns: Sequence[str]) -> str:
+class RowError(ProfileError):
+    """A row of a table (:meth:`Profile.from_frame`) that is no valid record: ``row`` is its
+    index, ``detail`` what is wrong with it; where a field is missing, ``field`` names it and
+    ``foreign`` lists the table's columns that are no field of the record, each with the
+    field its name is nearest to (or None) — what a caller that maps columns to fields
+    (``cotune import records --column``) turns into its own fix."""
+
+    def __init__(self, detail: str, *, row: Any, field: str | None = None,
+                 foreign: tuple[tuple[str, str | None], ...] = (), kind: str | None = None) -> None:
+        self.row, self.detail, self.field, self.foreign, self.kind = row, detail, field, foreign, kind
+        super().__init__(f"row {excerpt(row)}: {detail}" + (f"; {self.foreign_said()}: rename them" if foreign else ""))
+
+    def foreign_said(self) -> str:
+        """``foreign`` in words: "the table's columns 'local_bsz' (is it 'local_batch'?) …"."""
+        named = ", ".join(f"{c!r} (is it {near!r}?)" if near else repr(c) for c, near in self.foreign)
+        return f"the table's columns {named} are no fields of a {self.kind} record"
+
+
+def _foreign_columns(kind: Any, columns: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
     """For a table whose columns are named its own way (a published trace's ``local_bsz``,
-    ``step_time``): when a field is missing, the columns that are no field of the record,
-    each with the field its name is nearest to."""
+    ``step_time``): the columns that are no field of a ``kind`` record (at most 8), each with
+    the field its name is nearest to."""
     import difflib
 
     from cotune.profile._schema import _TYPES
 
     cls = _TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None or "missing field" not in message:
-        return ""
+    if cls is None:
+        return ()
     known = [f.name for f in fields(cls)] + (["global_batch", *STEP_RATES] if kind == "step" else [])
-    foreign = [c for c in columns if c not in known and c != "record"]
-    if not foreign:
-        return ""
-    named = []
-    for c in foreign[:8]:
+    # A spelling near a rate or a job's tag is no evidence of its meaning: Gavel's
+    # 'throughput_worker_steps_per_s' is steps per second × workers, its 'job_type' a model.
+    guessable = [k for k in known if k not in _NOT_GUESSED]
+    out = []
+    for c in [c for c in columns if c not in known and c != "record"]:
         alias = _ALIASES.get(c.strip().lower())
-        near = [alias] if alias in known else difflib.get_close_matches(c.lower(), known, n=1, cutoff=0.5)
-        named.append(f"{c!r} (is it {near[0]!r}?)" if near else repr(c))
-    return f"; the table's columns {', '.join(named)} are no fields of a {kind} record: rename them"
+        near = [alias] if alias in known else difflib.get_close_matches(c.lower(), guessable, n=1, cutoff=0.5)
+        out.append((c, near[0] if near else None))
+    # Those with a likely field first (the fix names them), then the rest, in the table's order.
+    return tuple(sorted(out, key=lambda pair: pair[1] is None)[:8])
+
 
 
 def _local_of(global_batch: Any, row: Mapping[str, Any], index: Any) -> Any:
@@ -115,16 +136,16 @@ def _local_of(global_batch: Any, row: Mapping[str, Any], index: Any) -> Any:
                 and math.isfinite(float(v)) and float(v) >= 1 and float(v) == int(v) and float(v) <= 1e15)
 
     if not whole(global_batch):
-        raise ProfileError(f"row {excerpt(index)}: field 'global_batch': must be a whole number >= 1, got "
-                           f"{excerpt(global_batch)}: fix it, or give local_batch")
+        raise RowError(f"field 'global_batch': must be a whole number >= 1, got {excerpt(global_batch)}: fix it, or "
+                       "give local_batch", row=index)
     workers, accum = row.get("workers"), row.get("accum_steps", 1)
     if not (whole(workers) and whole(accum)):
         return 1  # a placeholder: the record's own rule names the missing or bad workers / accum_steps
     split = float(global_batch) / (float(workers) * float(accum))
     if split != int(split):
-        raise ProfileError(f"row {excerpt(index)}: global_batch {excerpt(global_batch)} does not split into "
-                           f"{excerpt(workers)} workers × {excerpt(accum)} accumulation steps: give local_batch, "
-                           "the samples per worker per micro-step")
+        raise RowError(f"global_batch {excerpt(global_batch)} does not split into {excerpt(workers)} workers × "
+                       f"{excerpt(accum)} accumulation steps: give local_batch, the samples per worker per micro-step",
+                       row=index)
     return int(split)
 
 
@@ -134,6 +155,8 @@ STEP_RATES: dict[str, str] = {
     "steps_per_s": "1 / steps_per_s",
     "samples_per_s": "workers × local_batch × accum_steps / samples_per_s",
 }
+#: Fields a column is matched to by its exact name or a known alias only, never by a near spelling.
+_NOT_GUESSED = frozenset({*STEP_RATES, "job", "cause", "placement"})
 #: How far a table's rate may be from the step time it gives too: published tables round.
 _RATE_TOLERANCE = 1e-3
 
@@ -151,8 +174,7 @@ def _step_time_of(rates: Mapping[str, Any], row: Mapping[str, Any], index: Any) 
             never = " (a rate of 0 is no measurement: a configuration that never ran? leave the row out)" if (
                 isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)
                 and float(rate) == 0) else ""
-            raise ProfileError(f"row {excerpt(index)}: field {name!r}: must be a finite number > 0, got "
-                               f"{excerpt(rate)}{never}")
+            raise RowError(f"field {name!r}: must be a finite number > 0, got {excerpt(rate)}{never}", row=index)
         if name == "steps_per_s":
             times[name] = 1.0 / float(rate)
             continue
@@ -169,9 +191,8 @@ def _step_time_of(rates: Mapping[str, Any], row: Mapping[str, Any], index: Any) 
         if abs(other - float(time)) > _RATE_TOLERANCE * float(time):
             said = (f"step_time_s {float(time):.6g} s" if first == "step_time_s"
                     else f"{first} {excerpt(rates[first])} ({float(time):.6g} s)")
-            raise ProfileError(f"row {excerpt(index)}: {name} {excerpt(rates[name])} means a step time of "
-                               f"{other:.6g} s, not the row's {said}: give one of step_time_s, "
-                               f"{', '.join(STEP_RATES)}, or fix the other")
+            raise RowError(f"{name} {excerpt(rates[name])} means a step time of {other:.6g} s, not the row's "
+                           f"{said}: give one of step_time_s, {', '.join(STEP_RATES)}, or fix the other", row=index)
     return float(time)
 
 
@@ -363,12 +384,11 @@ class Profile:
             row = dict(zip(columns, values))
             kind = row.pop("record", None) if "record" in row else wanted
             if isinstance(kind, str) and kind.strip() == "workload":
-                raise ProfileError(f"row {excerpt(index)}: a workload row: give the workload as workload=, not as a row")
+                raise RowError("a workload row: give the workload as workload=, not as a row", row=index)
             data = {k: _whole(v) if k in _INT_FIELDS.get(kind, ()) else v for k, v in row.items()
                     if not _empty_cell(v) or (kind == "eval" and k == "metric")}
             if _empty_cell(kind):
-                raise ProfileError(f"row {excerpt(index)}: its 'record' cell is empty: name the row's type "
-                                   f"({', '.join(sorted(kinds))})")
+                raise RowError(f"its 'record' cell is empty: name the row's type ({', '.join(sorted(kinds))})", row=index)
             # A step's global_batch is derived (to_frame adds it): checked against the record, not
             # read — unless the row has no local_batch (a sweep that names its global batch and
             # GPU count): then the local batch is the global one split over workers × accumulation.
@@ -384,12 +404,14 @@ class Profile:
             try:
                 rec = record_from_dict(data)
             except ProfileError as exc:
-                raise ProfileError(f"row {excerpt(index)}: {exc}{_column_hint(str(exc), kind, columns)}") from None
+                missing = exc.field if isinstance(exc, MissingFieldError) else None
+                raise RowError(str(exc), row=index, field=missing, kind=kind if isinstance(kind, str) else None,
+                               foreign=_foreign_columns(kind, columns) if missing else ()) from None
             if derived is not None:
                 product = rec.workers * rec.local_batch * rec.accum_steps
                 if not isinstance(derived, (int, float, np.integer, np.floating)) or float(derived) != product:
-                    raise ProfileError(f"row {excerpt(index)}: global_batch {excerpt(derived)} is not workers × local_batch "
-                                       f"× accum_steps = {product}: fix it, or drop the derived column")
+                    raise RowError(f"global_batch {excerpt(derived)} is not workers × local_batch × accum_steps = "
+                                   f"{product}: fix it, or drop the derived column", row=index)
             if rec is not None:
                 records.append(rec)
         return _build(records, path=None, warnings=())

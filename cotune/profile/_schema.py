@@ -47,10 +47,20 @@ FAILURE_KINDS = ("oom", "crash", "timeout")
 MOVE_CAUSES = ("replan", "revocation")
 
 
-def _missing(data: Mapping[str, Any], key: str) -> str:
+class MissingFieldError(ProfileError):
+    """A record lacks a field it needs; ``field`` names it (a table's reader names the
+    column to read it from, or the empty cell, from this)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _missing(data: Mapping[str, Any], key: str) -> MissingFieldError:
     kind = data.get("record")
     what = f"a {kind!r} record" if isinstance(kind, str) else "this record"
-    return f"missing field {key!r}: {what} needs it (docs/profile-format.md lists every field and its unit)"
+    return MissingFieldError(f"missing field {key!r}: {what} needs it (docs/profile-format.md lists every field and its "
+                             "unit)", field=key)
 
 
 # No optimizer step of a real training job takes under a microsecond (a kernel launch alone
@@ -74,7 +84,7 @@ class _Field:
     def text(data: Mapping[str, Any], key: str, *, required: bool = True, default: str | None = None) -> str | None:
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(_missing(data, key))
+                raise _missing(data, key)
             return default
         value = data[key]
         if not isinstance(value, str) or not value.strip():
@@ -103,7 +113,7 @@ class _Field:
     ) -> float | None:
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(_missing(data, key))
+                raise _missing(data, key)
             return default
         bounds: dict[str, float] = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
         if magnitude is not None:
@@ -119,7 +129,7 @@ class _Field:
     ) -> int | None:
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(_missing(data, key))
+                raise _missing(data, key)
             return default
         try:
             return _integer(data[key], where=f"field {key!r}", ge=minimum)

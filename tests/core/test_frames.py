@@ -277,3 +277,37 @@ def test_a_long_record_type_is_quoted_short():
     with pytest.raises(ProfileError) as err:
         Profile.from_frame(frame, workload=_WORKLOAD, record="9" * 5000)
     assert "(5000 characters)" in str(err.value) and len(str(err.value)) < 300, str(err.value)
+
+
+def test_a_row_error_names_the_row_the_missing_field_and_the_columns_named_otherwise():
+    # import_table reads these to say which line and which --column to write; it used to
+    # parse them back out of the message.
+    import pandas as pd
+
+    from cotune.profile import Profile
+    from cotune.profile._profile import RowError
+
+    frame = pd.DataFrame({"source": ["x"], "gpu": ["t4"], "throughput_worker_steps_per_s": [9.0], "job_type": ["r"],
+                          "num_gpus": [2], "local_bsz": [32], "step_time": [0.1]}, index=[7])
+    with pytest.raises(RowError) as err:
+        Profile.from_frame(frame, workload=_WORKLOAD, record="step")
+    exc = err.value
+    assert (exc.row, exc.field, exc.kind) == (7, "workers", "step")
+    # Likely fields first; a rate or a job's tag is never guessed from a near spelling (Gavel's
+    # worker-steps per second are steps per second x workers).
+    assert exc.foreign == (("num_gpus", "workers"), ("local_bsz", "local_batch"), ("step_time", "step_time_s"),
+                           ("source", None), ("throughput_worker_steps_per_s", None), ("job_type", None))
+    assert str(exc).startswith("row 7: missing field 'workers'") and str(exc).endswith(": rename them")
+
+
+def test_a_bad_value_in_a_row_is_a_row_error_without_a_missing_field():
+    import pandas as pd
+
+    from cotune.profile import Profile
+    from cotune.profile._profile import RowError
+
+    frame = pd.DataFrame({"gpu": ["t4", "t4"], "workers": [1, -2], "local_batch": [8, 8], "step_time_s": [0.1, 0.1]})
+    with pytest.raises(RowError) as err:
+        Profile.from_frame(frame, workload=_WORKLOAD, record="step")
+    assert (err.value.row, err.value.field, err.value.foreign) == (1, None, ())
+    assert "field 'workers': must be a whole number >= 1, got -2" in err.value.detail
