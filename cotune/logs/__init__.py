@@ -209,7 +209,7 @@ def import_table(
     import pandas as pd
 
     from cotune._checks import integer
-    from cotune.logs._readers import _need_file, _separator, check_unique_header
+    from cotune.logs._readers import MAX_COLUMNS, _need_file, _separator, check_header
     from cotune.logs._table import (add_constants, add_hosts, check_columns, check_constants, check_where, check_wide,
                                     map_columns, numbers_as_numbers, select_rows, unpivot, where_columns)
 
@@ -227,14 +227,20 @@ def import_table(
         # The separator as the log readers find it: a spreadsheet's export may use tabs or
         # semicolons (a locale whose decimal mark is a comma), read as one column otherwise.
         with p.open(encoding="utf-8-sig", newline="") as fh:
-            sep = _separator(fh.readline(1 << 20))
+            first = fh.readline(1 << 20)
+        sep = _separator(first)
+        # Before pandas reads them all (its time grows with the columns, not the bytes).
+        if len(first) >= 1 << 20 and not first.endswith(("\n", "\r")):
+            raise InputError(f"{p}: the header line is longer than 1 MiB: give a table with a header row of field names")
+        if first.count(sep) >= MAX_COLUMNS:
+            check_header(p, first.split(sep))
         # Semicolons separate where a comma is the decimal mark ('0,5'); a cell written '0.5'
         # there is read as text, and numbers_as_numbers reads it as the number it is.
         decimal = "," if sep == ";" else "."
         # pandas renames a header's repeated name ('workers', 'workers.1'): the second column
         # would be read as no field, or a wide table's repeated '1' as 1.1 workers.
         header = read(nrows=1, header=None, dtype=str)
-        check_unique_header(p, [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)])
+        check_header(p, [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)])
         frame = read(dtype=as_text)
         # The filters compare text as the file writes it ('1' is not '1.0'): their columns
         # are read again as text (a filtered column may be a number field too).

@@ -15,6 +15,7 @@ import math
 import re
 import sys
 import types
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
@@ -209,8 +210,10 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
             fh.seek(0)
             # skipinitialspace: 'epoch, val_top1' names the column 'val_top1', not ' val_top1'
             reader = csv.DictReader(fh, delimiter=sep, skipinitialspace=True)
-            rows = list(reader)
             header = list(reader.fieldnames or [])
+            # Checked before the rows are read: a dict per row of every column
+            check_header(path, header)
+            rows = list(reader)
     except (UnicodeDecodeError, csv.Error) as exc:
         why = not_text_reason(path)
         if why:
@@ -218,8 +221,6 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
         raise InputError(f"{path}: not a readable CSV file ({exc}): give a comma-separated file with a header row") from None
     if not header or not rows:
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
-    # DictReader keeps the last of two equal names: the other column would vanish
-    check_unique_header(path, header)
     if sep == ";":  # semicolons separate where a comma is the decimal mark: '0,71875'
         rows = [{k: _DECIMAL_COMMA.sub(r"\1.\2", v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
     return header, rows
@@ -229,13 +230,24 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
 _DECIMAL_COMMA = re.compile(r"^(\s*[-+]?\d+),(\d+(?:[eE][-+]?\d+)?\s*)$")
 
 
-def check_unique_header(path: Path, header: list[str]) -> None:
-    """Refuse a header that names a column twice: a reader keeps one of the two columns
-    (``csv.DictReader`` the last; pandas renames the second ``name.1``), so the other one
-    would vanish without a word."""
-    twice = sorted({h for h in header if header.count(h) > 1})
+#: Columns a table or log may have: a training log has tens, a published table a few hundred
+#: (a wide one, a column per GPU count or epoch); past this a file is no such table, and the
+#: readers' time and memory grow with the columns whatever the file's size (200,000 columns
+#: of one row, 1.7 MB, took 7.5 minutes and 0.9 GB).
+MAX_COLUMNS = 10_000
+
+
+def check_header(path: Path, header: list[str]) -> None:
+    """Refuse a header of more than :data:`MAX_COLUMNS` columns, or one that names a column
+    twice: a reader keeps one of the two (``csv.DictReader`` the last; pandas renames the
+    second ``name.1``), so the other one would vanish without a word."""
+    if len(header) > MAX_COLUMNS:
+        raise InputError(f"{path}: the header names {len(header):,} columns, more than a table's {MAX_COLUMNS:,}: "
+                         "give a table with a column per field (or per value of one, with --wide)")
+    counts = Counter(header)
+    twice = sorted(h for h, n in counts.items() if n > 1)
     if twice:
-        raise InputError(f"{path}: column {excerpt(twice[0])} appears {header.count(twice[0])} times in the header: "
+        raise InputError(f"{path}: column {excerpt(twice[0])} appears {counts[twice[0]]} times in the header: "
                          "give each column its own name")
 
 

@@ -117,7 +117,7 @@ def _foreign_columns(kind: Any, columns: Sequence[str]) -> tuple[tuple[str, str 
     # 'throughput_worker_steps_per_s' is steps per second × workers, its 'job_type' a model.
     guessable = [k for k in known if k not in _NOT_GUESSED]
     out = []
-    for c in [c for c in columns if c not in known and c != "record"]:
+    for c in [c for c in columns if c not in known and c != "record"][:64]:  # a near spelling per column: bounded
         alias = _ALIASES.get(c.strip().lower())
         near = [alias] if alias in known else difflib.get_close_matches(c.lower(), guessable, n=1, cutoff=0.5)
         out.append((c, near[0] if near else None))
