@@ -19,6 +19,7 @@ import fcntl
 import json
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
@@ -377,7 +378,7 @@ class Profile:
             raise ProfileError(f"workload= must be a WorkloadRecord or a mapping of its fields, got {type(workload).__name__}")
         columns = [str(c) for c in frame.columns]
         if len(set(columns)) != len(columns):
-            twice = sorted({c for c in columns if columns.count(c) > 1})
+            twice = sorted(c for c, n in Counter(columns).items() if n > 1)
             raise ProfileError(f"column(s) {', '.join(map(repr, twice))} appear twice: keep one of each")
         records: list[Record] = [head]
         for index, values in zip(frame.index, frame.itertuples(index=False, name=None)):
