@@ -10,6 +10,7 @@ CSVLogger's 0-based epoch index plus one).
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import re
@@ -213,7 +214,14 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
             header = list(reader.fieldnames or [])
             # Checked before the rows are read: a dict per row of every column
             check_header(path, header)
-            rows = list(reader)
+            # Each cell becomes a few Python objects (~250 bytes, with its series point): the
+            # cells are capped, not only the bytes (a 44 MB log of 10 columns took 2.5 GB).
+            most = max(1, MAX_LOG_CELLS // max(len(header), 1))
+            rows = list(itertools.islice(reader, most + 1))
+            if len(rows) > most:
+                raise InputError(f"{path}: more than {most:,} rows of {len(header)} columns, more than the "
+                                 f"{MAX_LOG_CELLS:,} cells a log may hold: keep the columns the import needs (the "
+                                 "step or epoch, the metric, the clock), or log every k-th step")
     except (UnicodeDecodeError, csv.Error) as exc:
         why = not_text_reason(path)
         if why:
@@ -229,6 +237,9 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
 # A number written with a decimal comma, and nothing else in the cell ('1,5', '-0,25e-3').
 _DECIMAL_COMMA = re.compile(r"^(\s*[-+]?\d+),(\d+(?:[eE][-+]?\d+)?\s*)$")
 
+
+#: Cells (rows × columns) a CSV log may hold: about 1 GB of memory while it is read.
+MAX_LOG_CELLS = 4_000_000
 
 #: Columns a table or log may have: a training log has tens, a published table a few hundred
 #: (a wide one, a column per GPU count or epoch); past this a file is no such table, and the

@@ -1054,3 +1054,17 @@ def test_an_mlflow_run_name_tag_of_bytes_that_are_no_utf8_still_imports_the_run(
     tag.write_bytes(b"\xff" + tag.read_bytes())
     profile = import_log("mlflow", store, global_batch=16, dataset_size=96, out=tmp_path / "p.jsonl")
     assert profile.workload.name.endswith(tag.read_bytes()[1:].decode().strip()) and len(profile.evals) == 4
+
+
+def test_a_log_of_more_cells_than_the_cap_is_refused_while_it_is_read(tmp_path, monkeypatch):
+    # Each cell became a few Python objects: a 44 MB log of 10 columns took 2.5 GB before the
+    # import refused it for its number of records. The cap is lowered here to keep the file small.
+    import cotune.logs._readers as readers
+
+    monkeypatch.setattr(readers, "MAX_LOG_CELLS", 300)
+    path = tmp_path / "long.csv"
+    path.write_text("epoch,val_acc,loss\n" + "".join(f"{i + 1},0.5,1.0\n" for i in range(101)))
+    with pytest.raises(InputError, match=r"more than 100 rows of 3 columns, more than the 300 cells a log may hold"):
+        import_log("csv", path, global_batch=8, dataset_size=80)
+    path.write_text("epoch,val_acc,loss\n" + "".join(f"{i + 1},0.5,1.0\n" for i in range(100)))
+    assert len(import_log("csv", path, global_batch=8, dataset_size=80).evals) == 100
