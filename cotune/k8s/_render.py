@@ -242,8 +242,10 @@ def node_selector(doc: Mapping[str, Any], opts: JobOptions) -> dict[str, str]:
 
 def _weighed_gpus(doc: Mapping[str, Any]) -> set[str]:
     """The GPU types the answer shows it weighed: its search space's (``gpus``, in answers
-    since 2026-12-05), and for older ones its choice, runner-ups, frontier and cluster."""
-    rows = [doc.get("recommendation") or {}, *(doc.get("runner_ups") or []), *(doc.get("pareto") or [])]
+    since 2026-12-05), and for older ones its choice, runner-ups, frontier and cluster (a
+    re-plan's: where it stays and where it would go)."""
+    rows = [doc.get("recommendation") or {}, *(doc.get("runner_ups") or []), *(doc.get("pareto") or []),
+            doc.get("stay") or {}, doc.get("best") or {}]  # a re-plan's two options
     searched = doc.get("gpus")
     return ({str(r["gpu"]).lower() for r in rows if isinstance(r, Mapping) and r.get("gpu")}
             | {str(g).lower() for g in ((doc.get("cluster") or {}).get("gpus") or {})}

@@ -138,6 +138,7 @@ class ReplanResult:
     target: float | None = None
     interval: float | None = None
     gpus_per_host: int | None = None
+    gpus: tuple[str, ...] = ()  # the GPU types the re-plan weighed (its space)
 
     @property
     def ahead(self) -> bool:
@@ -209,6 +210,7 @@ class ReplanResult:
             "target": num(self.target),
             "interval": self.interval,
             "plan": None if self.plan is None else self.plan.to_dict(),
+            "gpus": list(self.gpus),
         }
 
 
@@ -806,7 +808,7 @@ def replan(
         lr_scale=scale_lr, forecast=forecast, epochs_done=progress.epochs_done, spent=progress.spent,
         budget_left=budget_left, job=None if job is None else job.job, priced=priced,
         workload=None if loaded is None else loaded.workload.name, target=float(target), interval=req.interval,
-        gpus_per_host=None if best is None else int(plan.gpus_per_host[best.gpu]),
+        gpus_per_host=None if best is None else int(plan.gpus_per_host[best.gpu]), gpus=tuple(space.gpus),
     )
 
 

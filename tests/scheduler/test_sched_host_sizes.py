@@ -178,6 +178,15 @@ def test_replan_lays_a_switch_out_on_the_new_types_servers(two_gpu_records):
     doc = replan_request(request)
     assert doc["decision"] == "switch" and doc["best"]["gpu"] == "v100", doc["reason"]
     assert doc["plan"]["gpus_per_host"] == 8 and doc["plan"]["hosts"] == -(-doc["best"]["workers"] // 8)
+    # The switch moves the job to another type: rendered with no label for it, cotune k8s
+    # warns (the answer names the types it weighed; a saved one without them, its two options).
+    from cotune.k8s import JobOptions, manifest_warnings
+
+    jsonschema.validate(doc, json.loads((REPO / "docs/schema/replan-response.v1.json").read_text()))
+    assert doc["gpus"] == ["t4", "v100"]
+    for answer in (doc, {k: v for k, v in doc.items() if k != "gpus"}):
+        said = manifest_warnings(answer, JobOptions(name="t", image="i", command=("x",)))
+        assert any("the plan is for v100 (the answer weighed t4 too)" in w for w in said), said
 
 
 @pytest.mark.parametrize("gpu", ["v100", "t4"])
