@@ -90,9 +90,12 @@ def _number(text: object) -> float | None:
 # Training logs are megabytes; a cap keeps a wrong path (a device, a dataset) from
 # filling memory before the error.
 MAX_LOG_BYTES = 256 * 2**20
+# A JSON log is parsed whole into Python objects, ~9x its size (a 122 MB trainer_state.json
+# of 1.7M entries took 1.0 GB): half the cap keeps it near the CSV logs' ~1 GB.
+MAX_JSON_LOG_BYTES = 128 * 2**20
 
 
-def _need_file(path: Path, what: str, fmt: str) -> Path:
+def _need_file(path: Path, what: str, fmt: str, *, limit: int | None = None) -> Path:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give the path of the {what}")
     from cotune._checks import file_problem
@@ -100,10 +103,10 @@ def _need_file(path: Path, what: str, fmt: str) -> Path:
     problem = file_problem(path)
     if problem is not None:
         raise InputError(f"{path} {problem}: give the {what} itself (format {fmt})")
-    size = path.stat().st_size
-    if size > MAX_LOG_BYTES:
+    size, most = path.stat().st_size, MAX_LOG_BYTES if limit is None else limit
+    if size > most:
         raise InputError(
-            f"{path} is {size / 2**20:.0f} MiB, more than a training log's {MAX_LOG_BYTES // 2**20} MiB limit: "
+            f"{path} is {size / 2**20:.0f} MiB, more than a {fmt} log's {most // 2**20} MiB limit: "
             f"give the {what} (format {fmt})"
         )
     return path
@@ -115,7 +118,7 @@ def _need_file(path: Path, what: str, fmt: str) -> Path:
 def read_hf_trainer(path: Path) -> LogData:
     if path.is_dir():
         path = path / "trainer_state.json"
-    _need_file(path, "trainer_state.json that Trainer writes into each checkpoint", "hf-trainer")
+    _need_file(path, "trainer_state.json that Trainer writes into each checkpoint", "hf-trainer", limit=MAX_JSON_LOG_BYTES)
     from cotune._checks import BadValue, load_json
 
     try:

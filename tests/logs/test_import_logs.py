@@ -1068,3 +1068,21 @@ def test_a_log_of_more_cells_than_the_cap_is_refused_while_it_is_read(tmp_path, 
         import_log("csv", path, global_batch=8, dataset_size=80)
     path.write_text("epoch,val_acc,loss\n" + "".join(f"{i + 1},0.5,1.0\n" for i in range(100)))
     assert len(import_log("csv", path, global_batch=8, dataset_size=80).evals) == 100
+
+
+@pytest.mark.parametrize("fmt, path, cap", [
+    ("hf-trainer", "examples/logs/hf-trainer/trainer_state.json", "MAX_JSON_LOG_BYTES"),
+    ("csv", "examples/logs/run.csv", "MAX_LOG_BYTES"),
+])
+def test_a_log_over_its_formats_size_cap_is_refused_before_it_is_parsed(monkeypatch, fmt, path, cap):
+    # A JSON log is parsed whole, ~9x its size in memory (122 MB took 1.0 GB): its cap is half
+    # the CSV logs'. Lowered here to the bundled example's size minus one byte.
+    import cotune.logs._readers as readers
+
+    file = Path(__file__).resolve().parents[2] / path
+    monkeypatch.setattr(readers, cap, file.stat().st_size - 1)
+    metric = "eval_accuracy" if fmt == "hf-trainer" else None
+    with pytest.raises(InputError, match=f"more than a {fmt} log's .* MiB limit"):
+        import_log(fmt, file, global_batch=16, dataset_size=96, metric=metric)
+    monkeypatch.setattr(readers, cap, file.stat().st_size)
+    assert import_log(fmt, file, global_batch=16, dataset_size=96, metric=metric).evals
