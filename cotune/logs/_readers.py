@@ -697,11 +697,15 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
         raise InputError(f"{path}: expected one MLflow run, found {len(runs)} ({listed}): pass --run RUN_ID (or the run name)")
     uuid, name = runs[0]
     rows: dict[str, list[tuple[float, float, float]]] = {}
+    # A store holds every run ever logged (gigabytes are usual): the cap is on this run's points.
     for key, value, ts, step, is_nan in db.execute(
-        "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY step, timestamp", (uuid,)
+        "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY step, timestamp LIMIT ?",
+        (uuid, MAX_LOG_POINTS + 1),
     ):
         rows.setdefault(key, []).append((float(step), math.nan if is_nan else float(value), float(ts)))
     db.close()
+    if sum(map(len, rows.values())) > MAX_LOG_POINTS:
+        raise _too_many_points(f"{path} run {uuid}")
     if not rows:
         raise InputError(f"{path}: run {uuid} logged no metrics: log the validation metric with mlflow.log_metric")
     return LogData(format="mlflow", source=f"{path} run {uuid}", run_name=name or uuid,
@@ -710,6 +714,14 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
 
 #: The most of an MLflow tag file read (a run name is a few dozen characters).
 _MAX_TAG_BYTES = 4096
+#: Metric points an MLflow run may hold (every metric together; each is a few Python objects
+#: while read: about 0.6 GB at the cap), as MAX_LOG_CELLS bounds a CSV log.
+MAX_LOG_POINTS = 4_000_000
+
+
+def _too_many_points(run: object) -> InputError:
+    return InputError(f"{run}: the run logged more than {MAX_LOG_POINTS:,} metric points: a profile needs the "
+                      "validation metric and the step time; log the others less often, or import a CSV export of those")
 
 
 def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
@@ -724,21 +736,28 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     run = _mlflow_run_dir(path, run_id)
     metrics_dir = run / "metrics"
     series: dict[str, Series] = {}
+    points = 0
     for file in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
         key = file.relative_to(metrics_dir).as_posix()
         rows = []
         _need_file(file, "metric file of the MLflow run", "mlflow")
-        for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) < 2:
-                raise InputError(f"{file}:{number}: expected 'timestamp value step', got {line!r}: the run's metric file is damaged")
-            ts, value = _number(parts[0]), _number(parts[1])
-            step = _number(parts[2]) if len(parts) > 2 else 0.0
-            if ts is None or value is None or step is None:
-                raise InputError(f"{file}:{number}: expected numbers 'timestamp value step', got {line!r}")
-            rows.append((step, value, ts))
+        with file.open(encoding="utf-8", errors="replace") as fh:  # line by line: memory follows the points kept
+            for number, line in enumerate(fh, start=1):
+                line = line.rstrip("\r\n")
+                parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) < 2:
+                    raise InputError(f"{file}:{number}: expected 'timestamp value step', got {excerpt(line)}: the run's "
+                                     "metric file is damaged")
+                ts, value = _number(parts[0]), _number(parts[1])
+                step = _number(parts[2]) if len(parts) > 2 else 0.0
+                if ts is None or value is None or step is None:
+                    raise InputError(f"{file}:{number}: expected numbers 'timestamp value step', got {excerpt(line)}")
+                rows.append((step, value, ts))
+                points += 1
+                if points > MAX_LOG_POINTS:
+                    raise _too_many_points(run)
         if rows:
             series[key] = _mlflow_series(key, rows)
     if not series:

@@ -1086,3 +1086,43 @@ def test_a_log_over_its_formats_size_cap_is_refused_before_it_is_parsed(monkeypa
         import_log(fmt, file, global_batch=16, dataset_size=96, metric=metric)
     monkeypatch.setattr(readers, cap, file.stat().st_size)
     assert import_log(fmt, file, global_batch=16, dataset_size=96, metric=metric).evals
+
+
+def _sqlite_store(path: Path, points: int) -> Path:
+    """A SQLite store with MLflow's two tables as its reader queries them, one run."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE runs (run_uuid TEXT, name TEXT, lifecycle_stage TEXT, start_time INTEGER)")
+    db.execute("CREATE TABLE metrics (key TEXT, value REAL, timestamp INTEGER, step INTEGER, is_nan INTEGER, run_uuid TEXT)")
+    db.execute("INSERT INTO runs VALUES ('r1', 'run', 'active', 0)")
+    db.executemany("INSERT INTO metrics VALUES ('val_accuracy', ?, ?, ?, 0, 'r1')",
+                   [(0.5 + i / (4 * points), 1000 * i, i) for i in range(1, points + 1)])
+    db.commit()
+    db.close()
+    return path
+
+
+def test_an_mlflow_run_of_more_points_than_the_cap_is_refused_while_it_is_read(tmp_path, monkeypatch):
+    # Every point of every metric became a tuple; a store holds gigabytes of runs, and a run's
+    # points were read whatever their number. The cap is lowered here to keep the stores small.
+    import shutil
+
+    import cotune.logs._readers as readers
+
+    store = tmp_path / "mlruns"
+    shutil.copytree(MLRUNS, store)
+    points = sum(len(f.read_text().split("\n")) - 1 for f in store.rglob("metrics/*") if f.is_file())
+    db = _sqlite_store(tmp_path / "mlflow.db", 12)
+    for cap, ok in ((points - 1, False), (points, True)):
+        monkeypatch.setattr(readers, "MAX_LOG_POINTS", cap)
+        if ok:
+            assert import_log("mlflow", store, global_batch=16, dataset_size=96).evals
+        else:
+            with pytest.raises(InputError, match=f"the run logged more than {cap} metric points"):
+                import_log("mlflow", store, global_batch=16, dataset_size=96)
+    monkeypatch.setattr(readers, "MAX_LOG_POINTS", 11)
+    with pytest.raises(InputError, match="mlflow.db run r1: the run logged more than 11 metric points"):
+        import_log("mlflow", db, global_batch=16, dataset_size=96)
+    monkeypatch.setattr(readers, "MAX_LOG_POINTS", 12)
+    assert len(import_log("mlflow", db, global_batch=16, dataset_size=96).evals) == 12
