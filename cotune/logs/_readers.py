@@ -586,6 +586,14 @@ def _scalar_events(path: Path) -> dict[str, list[tuple[float, float, float]]]:
     classic ``simple_value`` scalars (PyTorch's SummaryWriter, tensorboardX) and the rank-0
     tensors that TF2's ``tf.summary.scalar`` writes (Keras's TensorBoard callback), which
     the accumulator files under ``tensors`` with the ``scalars`` plugin."""
+    # Every event is kept (a sample would be a silently thinner curve): the files' size is
+    # bounded instead, as a JSON log's is (each event becomes a few Python objects).
+    files = [f for f in (path.glob("*tfevents*") if path.is_dir() else [path]) if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    if size > MAX_JSON_LOG_BYTES:
+        raise InputError(f"{path}: its event files hold {size / 2**20:.0f} MiB, more than a tensorboard log's "
+                         f"{MAX_JSON_LOG_BYTES // 2**20} MiB limit: import a CSV export of the validation metric "
+                         "(TensorBoard's 'Download CSV'), or give one run's directory")
     accumulator = _tensorboard_accumulator()(str(path), size_guidance={"scalars": 0, "tensors": 0})
     try:
         accumulator.Reload()

@@ -1126,3 +1126,16 @@ def test_an_mlflow_run_of_more_points_than_the_cap_is_refused_while_it_is_read(t
         import_log("mlflow", db, global_batch=16, dataset_size=96)
     monkeypatch.setattr(readers, "MAX_LOG_POINTS", 12)
     assert len(import_log("mlflow", db, global_batch=16, dataset_size=96).evals) == 12
+
+
+def test_tensorboard_event_files_over_the_cap_are_refused_before_they_are_loaded(monkeypatch):
+    # The accumulator keeps every event as Python objects, whatever the files' size.
+    pytest.importorskip("tensorboard")
+    import cotune.logs._readers as readers
+
+    size = sum(f.stat().st_size for f in TENSORBOARD.glob("*tfevents*"))
+    monkeypatch.setattr(readers, "MAX_JSON_LOG_BYTES", size - 1)
+    with pytest.raises(InputError, match="its event files hold 0 MiB, more than a tensorboard log's 0 MiB limit"):
+        import_log("tensorboard", TENSORBOARD, global_batch=B, dataset_size=N)
+    monkeypatch.setattr(readers, "MAX_JSON_LOG_BYTES", size)
+    assert import_log("tensorboard", TENSORBOARD, global_batch=B, dataset_size=N).evals
