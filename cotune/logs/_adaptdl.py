@@ -26,8 +26,9 @@ import math
 import re
 from pathlib import Path
 
+from cotune._checks import excerpt
 from cotune.errors import InputError
-from cotune.logs._readers import _read_table
+from cotune.logs._readers import MAX_LOG_BYTES, _read_table
 from cotune.profile import EvalRecord, StepRecord
 
 __all__ = ["read_adaptdl", "trace_name"]
@@ -68,6 +69,11 @@ def _trace_files(path: Path) -> tuple[list[Path], list[tuple[int, Path]]]:
     if not steps and not curves:
         raise InputError(f"{path}: no AdaptDL trace files (placements*.csv, scalability*.csv, validation-<B>.csv): give "
                          "a trace directory such as the Pollux artifact's simulator/traces/<model>")
+    # Each file is capped as a log is; together they are too (a directory of any number of them).
+    size = sum(f.stat().st_size for f in steps + [f for _, f in curves])
+    if size > MAX_LOG_BYTES:
+        raise InputError(f"{path}: its trace files hold {size / 2**20:.0f} MiB, more than a trace's "
+                         f"{MAX_LOG_BYTES // 2**20} MiB limit: import the files you need one at a time (--append)")
     return steps, sorted(curves)
 
 
@@ -86,7 +92,7 @@ def _number(row: dict[str, str], column: str, where: str, *, positive: bool = Tr
 def _whole(row: dict[str, str], column: str, where: str) -> int:
     value = _number(row, column, where)
     if value != int(value):
-        raise InputError(f"{where}: column {column!r} is {row.get(column)!r}: need a whole number")
+        raise InputError(f"{where}: column {column!r} is {excerpt(row.get(column))}: need a whole number")
     return int(value)
 
 

@@ -129,3 +129,16 @@ def test_what_a_trace_states_itself_is_refused_as_a_flag(tmp_path, capsys):
     with pytest.raises(InputError, match="workload record: field 'metric' must be one line"):
         import_adaptdl(d, gpu="t4", dataset_size=6400, metric="top\n1", goal="max")
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_trace_directory_over_the_size_cap_is_refused_before_its_files_are_read(tmp_path, monkeypatch):
+    # Each file was capped as a log is, but a directory could hold any number of them.
+    import cotune.logs._adaptdl as adaptdl
+
+    trace = _trace(tmp_path)
+    size = sum(f.stat().st_size for f in trace.glob("*.csv"))
+    monkeypatch.setattr(adaptdl, "MAX_LOG_BYTES", size - 1)
+    with pytest.raises(InputError, match="its trace files hold 0 MiB, more than a trace's 0 MiB limit"):
+        import_adaptdl(trace, dataset_size=6400, metric="top1", gpu="t4")
+    monkeypatch.setattr(adaptdl, "MAX_LOG_BYTES", size)
+    assert import_adaptdl(trace, dataset_size=6400, metric="top1", gpu="t4").steps
