@@ -89,7 +89,10 @@ class BadValue(InputError):
     """A user-supplied value is not what its field needs; ``where`` names the field."""
 
     def __init__(self, detail: str, *, where: str = "") -> None:
-        super().__init__(f"{where}: {detail}" if where else detail)
+        # The pointer may hold a caller's key ('/prices/0\n', an escape sequence): shown escaped,
+        # so the message stays one line and a terminal shows it as text; ``where`` stays exact.
+        shown = where if where.isprintable() else "".join(_escaped(c) for c in where)
+        super().__init__(f"{shown}: {detail}" if where else detail)
         self.where = where
         self.detail = detail
 

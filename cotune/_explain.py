@@ -104,7 +104,10 @@ def _round_easier(value: float, *, maximise: bool, digits: int = 4) -> float:
     when the metric is maximised): a hint printed rounded the other way asks for more."""
     if value == 0 or not math.isfinite(value):
         return value
-    scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(value))))
+    exponent = digits - 1 - math.floor(math.log10(abs(value)))
+    if exponent > 300:  # a subnormal target (5e-324): 10**327 is no float, and nothing to round
+        return value
+    scale = 10.0 ** exponent
     return (math.floor if maximise else math.ceil)(value * scale) / scale
 
 

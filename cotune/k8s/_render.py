@@ -244,12 +244,18 @@ def _weighed_gpus(doc: Mapping[str, Any]) -> set[str]:
     """The GPU types the answer shows it weighed: its search space's (``gpus``, in answers
     since 2026-12-05), and for older ones its choice, runner-ups, frontier and cluster (a
     re-plan's: where it stays and where it would go)."""
-    rows = [doc.get("recommendation") or {}, *(doc.get("runner_ups") or []), *(doc.get("pareto") or []),
-            doc.get("stay") or {}, doc.get("best") or {}]  # a re-plan's two options
-    searched = doc.get("gpus")
-    return ({str(r["gpu"]).lower() for r in rows if isinstance(r, Mapping) and r.get("gpu")}
-            | {str(g).lower() for g in ((doc.get("cluster") or {}).get("gpus") or {})}
-            | ({g.lower() for g in searched if isinstance(g, str)} if isinstance(searched, list) else set()))
+    # Only what is read: a saved answer may be hand-edited, and none of this is checked above
+    # (a 'cluster' of true, a 'runner_ups' of 3 were internal errors).
+    def listed(key: str) -> list:
+        value = doc.get(key)
+        return value if isinstance(value, list) else []
+
+    rows = [doc.get("recommendation"), *listed("runner_ups"), *listed("pareto"), doc.get("stay"), doc.get("best")]
+    cluster = doc.get("cluster")
+    offered = cluster.get("gpus") if isinstance(cluster, Mapping) else None
+    return ({r["gpu"].lower() for r in rows if isinstance(r, Mapping) and isinstance(r.get("gpu"), str)}
+            | ({g.lower() for g in offered if isinstance(g, str)} if isinstance(offered, (Mapping, list)) else set())
+            | {g.lower() for g in listed("gpus") if isinstance(g, str)})
 
 
 def _placement(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict[str, Any]:

@@ -152,3 +152,26 @@ def test_excerpt_of_a_number_beyond_any_float_names_its_type():
 
     assert excerpt(Fraction(10**400, 3)) == "a Fraction beyond any float"
     assert excerpt(Fraction(1, 3)) == repr(1 / 3)
+
+
+@pytest.mark.parametrize("key", ["0\n", "\x1b[2J", "a\rb"])
+def test_a_callers_key_in_the_pointer_is_shown_escaped_and_kept_exact(key):
+    # recommend(prices={'0\n': None}) gave a two-line message; an escape sequence reached the terminal.
+    import cotune
+
+    with pytest.raises(BadValue) as err:
+        cotune.recommend("cifar10-resnet18", target=0.9, prices={key: None})
+    assert err.value.where == f"/prices/{key}" and str(err.value).isprintable(), repr(str(err.value))
+    assert str(err.value).endswith(": must be a finite number >= 0, got null")
+
+
+@pytest.mark.parametrize("value, maximise, want", [
+    (5e-324, True, 5e-324),  # 10**327 is no float: OverflowError in the target hint (the profiles' fuzz)
+    (1.23456e-5, True, 1.234e-5),
+    (1.23456e-5, False, 1.235e-5),
+    (1e308, False, 1e308),
+])
+def test_a_target_hint_rounds_toward_the_easier_side_at_any_magnitude(value, maximise, want):
+    from cotune._explain import _round_easier
+
+    assert _round_easier(value, maximise=maximise) == pytest.approx(want, rel=1e-12)

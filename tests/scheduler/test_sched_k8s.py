@@ -303,6 +303,15 @@ def test_the_answer_names_every_type_it_searched_and_the_warning_reads_them():
     assert not any("nothing in the manifest sends" in w for w in manifest_warnings(doc, JobOptions(name="t", image="i", command=("x",))))
 
 
+@pytest.mark.parametrize("edit", [{"cluster": True}, {"cluster": {"gpus": 7}}, {"runner_ups": 3}, {"pareto": "t4"},
+                                  {"gpus": "v100"}, {"gpus": [1, None]}, {"stay": ["t4"]}])
+def test_a_hand_edited_answer_of_odd_types_still_renders_and_warns(edit):
+    # 'cluster': true in a saved answer was an internal error in the GPU-type warning (the CLI fuzz).
+    doc = {**json.loads(_two_type_doc("t4")), **edit}
+    said = manifest_warnings(doc, JobOptions(name="t", image="i", command=("x",)))
+    assert any("the plan is for t4 (the answer weighed v100 too)" in w for w in said), said
+
+
 def test_a_gpu_label_that_contradicts_the_node_selector_is_refused():
     doc = json.loads(_two_type_doc("v100"))
     opts = JobOptions(name="t", image="i", node_selector={"nvidia.com/gpu.product": "Tesla-T4"}, gpu_labels={"v100": V100_LABEL})
