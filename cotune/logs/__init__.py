@@ -258,6 +258,8 @@ def import_table(
                                       named=name is not None, dataset_size=dataset_size, metric=metric, goal=goal,
                                       why_size="training samples per epoch",
                                       why_metric="the name of the validation metric the eval rows hold")
+    if frame.empty:  # a header alone: nothing to import (the log readers say the same)
+        raise InputError(f"{p}: no data rows, only a header: give a table with a row per record")
     frame.index = pd.RangeIndex(2, len(frame) + 2)  # a row's file line (the header is line 1), for the errors
     if text is not None:
         text.index = frame.index

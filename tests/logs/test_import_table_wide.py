@@ -249,3 +249,11 @@ def test_a_header_of_more_columns_than_a_table_has_is_refused_before_it_is_read(
     with pytest.raises(InputError, match="the header line is longer than 1 MiB"):
         import_table(long, out=tmp_path / "p.jsonl", **WORKLOAD)
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_table_of_a_header_alone_is_refused_as_the_logs_are(tmp_path):
+    # It wrote a profile of the workload record alone: an import that imported nothing.
+    out = tmp_path / "p.jsonl"
+    with pytest.raises(InputError, match="no data rows, only a header: give a table with a row per record"):
+        import_table(_table(tmp_path, "gpu,workers,local_batch,step_time_s\n"), out=out, **WORKLOAD)
+    assert not out.exists()
