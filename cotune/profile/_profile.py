@@ -19,6 +19,7 @@ import fcntl
 import json
 import math
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -102,6 +103,14 @@ class RowError(ProfileError):
         return f"the table's columns {named} are no fields of a {self.kind} record"
 
 
+def _unit_of(name: str) -> str | None:
+    """The unit a column's or field's name ends with (``step_time_s``: 's', ``iter_ms``:
+    'ms'), or None."""
+    m = re.search(r"(?:^|[_\s(\[])(s|ms|us|ns|sec|secs|seconds|min|mins|minutes|h|hr|hrs|hours|bytes)[)\]]?$", name.strip().lower())
+    return None if m is None else {"sec": "s", "secs": "s", "seconds": "s", "mins": "min", "minutes": "min", "hr": "h",
+                                   "hrs": "h", "hours": "h"}.get(m.group(1), m.group(1))
+
+
 def _foreign_columns(kind: Any, columns: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
     """For a table whose columns are named its own way (a published trace's ``local_bsz``,
     ``step_time``): the columns that are no field of a ``kind`` record (at most 8), each with
@@ -120,7 +129,11 @@ def _foreign_columns(kind: Any, columns: Sequence[str]) -> tuple[tuple[str, str 
     out = []
     for c in [c for c in columns if c not in known and c != "record"][:64]:  # a near spelling per column: bounded
         alias = _ALIASES.get(c.strip().lower())
-        near = [alias] if alias in known else difflib.get_close_matches(c.lower(), guessable, n=1, cutoff=0.5)
+        # A near spelling in another unit is a wrong answer: 'step_time_ms' is not 'step_time_s'
+        # (every step time 1000x), 'time_s' not 'timed_steps'. Only fields of the column's unit.
+        unit = _unit_of(c)
+        pool = [k for k in guessable if _unit_of(k) == unit] if unit else guessable
+        near = [alias] if alias in known else difflib.get_close_matches(c.lower(), pool, n=1, cutoff=0.5)
         out.append((c, near[0] if near else None))
     # Those with a likely field first (the fix names them), then the rest, in the table's order.
     return tuple(sorted(out, key=lambda pair: pair[1] is None)[:8])

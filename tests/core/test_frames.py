@@ -311,3 +311,25 @@ def test_a_bad_value_in_a_row_is_a_row_error_without_a_missing_field():
         Profile.from_frame(frame, workload=_WORKLOAD, record="step")
     assert (err.value.row, err.value.field, err.value.foreign) == (1, None, ())
     assert "field 'workers': must be a whole number >= 1, got -2" in err.value.detail
+
+
+@pytest.mark.parametrize("column, guess", [
+    ("step_time_ms", None),  # was 'step_time_s': following the hint scaled every step time 1000x
+    ("batch_time_ms", None),  # was 'sync_time_s'
+    ("time_per_iter_ms", None),  # was 'timed_steps'
+    ("step_time_sec", "step_time_s"),
+    ("iter_time (s)", "step_time_s"),
+    ("local_bsz", "local_batch"),
+])
+def test_a_column_in_another_unit_is_not_guessed_as_a_field_in_seconds(column, guess):
+    import pandas as pd
+
+    from cotune.profile import Profile
+    from cotune.profile._profile import RowError
+
+    frame = pd.DataFrame({"gpu": ["t4"], "workers": [1], "local_batch": [8], column: [100.0]})
+    if column == "local_bsz":
+        frame = frame.drop(columns="local_batch")
+    with pytest.raises(RowError) as err:
+        Profile.from_frame(frame, workload=_WORKLOAD, record="step")
+    assert dict(err.value.foreign)[column] == guess
