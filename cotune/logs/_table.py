@@ -64,9 +64,9 @@ RECORD_FIELDS: tuple[str, ...] = _record_fields()
 
 
 def _table_fields() -> tuple[str, ...]:
-    from cotune.profile._profile import STEP_RATES
+    from cotune.profile._profile import MILLISECOND_FIELDS, STEP_RATES
 
-    return tuple(sorted({*RECORD_FIELDS, "global_batch", *STEP_RATES}))
+    return tuple(sorted({*RECORD_FIELDS, "global_batch", *STEP_RATES, *MILLISECOND_FIELDS}))
 
 
 #: What a table's column may hold: a record field, or a step's global batch or rate, which
@@ -75,7 +75,7 @@ TABLE_FIELDS: tuple[str, ...] = _table_fields()
 
 #: Cell fields whose zero is no measurement (a time, a rate): in a wide table, the mark of a
 #: configuration that never ran, as an empty cell is.
-_NO_ZERO = ("step_time_s", "steps_per_s", "samples_per_s")
+_NO_ZERO = ("step_time_s", "step_time_ms", "steps_per_s", "samples_per_s")
 
 
 def _text(flag: str, value: Any, what: str) -> str:

@@ -77,6 +77,11 @@ _ALIASES = {
     "step_time": "step_time_s", "iteration_time_s": "step_time_s", "sync_iteration_time_s": "step_time_s",
     "iter_time": "step_time_s", "time_per_step": "step_time_s", "sync_time": "sync_time_s",
     "global_batch_size": "global_batch",
+    "iter_time_ms": "step_time_ms", "iteration_time_ms": "step_time_ms", "batch_time_ms": "step_time_ms",
+    "time_per_iter_ms": "step_time_ms", "time_per_step_ms": "step_time_ms", "step_ms": "step_time_ms",
+    "allreduce_time": "sync_time_s", "allreduce_time_s": "sync_time_s", "comm_time": "sync_time_s",
+    "comm_time_s": "sync_time_s", "communication_time_s": "sync_time_s", "allreduce_time_ms": "sync_time_ms",
+    "comm_time_ms": "sync_time_ms", "sync_ms": "sync_time_ms",
     "iterations_per_s": "steps_per_s", "iterations_per_sec": "steps_per_s", "iters_per_s": "steps_per_s",
     "it_per_s": "steps_per_s", "steps_per_sec": "steps_per_s", "steps_per_second": "steps_per_s",
     "samples_per_sec": "samples_per_s", "samples_per_second": "samples_per_s", "images_per_sec": "samples_per_s",
@@ -122,7 +127,7 @@ def _foreign_columns(kind: Any, columns: Sequence[str]) -> tuple[tuple[str, str 
     cls = _TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return ()
-    known = [f.name for f in fields(cls)] + (["global_batch", *STEP_RATES] if kind == "step" else [])
+    known = [f.name for f in fields(cls)] + (["global_batch", *STEP_RATES, *MILLISECOND_FIELDS] if kind == "step" else [])
     # A spelling near a rate or a job's tag is no evidence of its meaning: Gavel's
     # 'throughput_worker_steps_per_s' is steps per second × workers, its 'job_type' a model.
     guessable = [k for k in known if k not in _NOT_GUESSED]
@@ -169,10 +174,33 @@ STEP_RATES: dict[str, str] = {
     "steps_per_s": "1 / steps_per_s",
     "samples_per_s": "workers × local_batch × accum_steps / samples_per_s",
 }
+#: A step row's times in milliseconds, read as the field in seconds each one stands for.
+MILLISECOND_FIELDS: dict[str, str] = {"step_time_ms": "step_time_s", "sync_time_ms": "sync_time_s"}
 #: Fields a column is matched to by its exact name or a known alias only, never by a near spelling.
-_NOT_GUESSED = frozenset({*STEP_RATES, "job", "cause", "placement"})
+_NOT_GUESSED = frozenset({*STEP_RATES, "sync_time_ms", "job", "cause", "placement"})
 #: How far a table's rate may be from the step time it gives too: published tables round.
 _RATE_TOLERANCE = 1e-3
+
+
+def _in_seconds(row: dict[str, Any], index: Any) -> None:
+    """Each millisecond field of a step row (:data:`MILLISECOND_FIELDS`) as its field in
+    seconds, in place: a number >= 0; where the row gives the seconds too, they must agree
+    within 0.1 % (a derived column checked, as ``global_batch``)."""
+    for name, field_s in MILLISECOND_FIELDS.items():
+        if name not in row:
+            continue
+        ms = row.pop(name)
+        if not (isinstance(ms, (int, float, np.integer, np.floating)) and not isinstance(ms, bool)
+                and math.isfinite(float(ms)) and float(ms) >= 0):
+            raise RowError(f"field {name!r}: must be a finite number >= 0 (milliseconds), got {excerpt(ms)}", row=index)
+        seconds = float(ms) / 1000.0
+        given = row.get(field_s)
+        if given is None:
+            row[field_s] = seconds
+        elif (isinstance(given, (int, float, np.integer, np.floating)) and not isinstance(given, bool)
+              and abs(float(given) - seconds) > _RATE_TOLERANCE * max(abs(float(given)), 1e-12)):
+            raise RowError(f"{name} {excerpt(ms)} is {seconds:.6g} s, not the row's {field_s} {excerpt(given)}: give one "
+                           "of them, or fix the other", row=index)
 
 
 def _step_time_of(rates: Mapping[str, Any], row: Mapping[str, Any], index: Any) -> Any:
@@ -356,8 +384,9 @@ class Profile:
         index. An empty cell (``NaN``, ``None``, ``pd.NA``) is a field left out — a table
         stacking several record types has one in every column another type owns — except
         an ``eval`` row's ``metric``, where ``NaN`` is a diverged evaluation, as in a file.
-        A step row's derived ``global_batch`` column (``to_frame`` adds it) must equal
-        ``workers × local_batch × accum_steps``; a step row without ``local_batch`` reads it
+        A step row may give ``step_time_ms`` / ``sync_time_ms`` for the fields in seconds
+        (:data:`MILLISECOND_FIELDS`). A step row's derived ``global_batch`` column
+        (``to_frame`` adds it) must equal ``workers × local_batch × accum_steps``; a step row without ``local_batch`` reads it
         from ``global_batch / (workers × accum_steps)``, which must be whole (a sweep that
         names the global batch). A step row may give its throughput instead of
         ``step_time_s``: ``steps_per_s`` or ``samples_per_s`` (:data:`STEP_RATES`, a number
@@ -410,6 +439,8 @@ class Profile:
             if derived is not None and "local_batch" not in data:
                 data["local_batch"] = _local_of(derived, data, index)
                 derived = None
+            if kind == "step":
+                _in_seconds(data, index)  # step_time_ms, sync_time_ms: the fields in seconds
             # A step's throughput stands for its step time (STEP_RATES), after the local batch.
             rates = {k: data.pop(k) for k in STEP_RATES if k in data} if kind == "step" else {}
             if rates:

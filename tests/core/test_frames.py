@@ -314,9 +314,12 @@ def test_a_bad_value_in_a_row_is_a_row_error_without_a_missing_field():
 
 
 @pytest.mark.parametrize("column, guess", [
-    ("step_time_ms", None),  # was 'step_time_s': following the hint scaled every step time 1000x
-    ("batch_time_ms", None),  # was 'sync_time_s'
-    ("time_per_iter_ms", None),  # was 'timed_steps'
+    ("latency_us", None),  # no field in microseconds: no guess
+    ("latency_ms", None),
+    ("batch_time_ms", "step_time_ms"),  # was 'sync_time_s': the wrong field, and every value 1000x
+    ("time_per_iter_ms", "step_time_ms"),  # was 'timed_steps'
+    ("allreduce_time_ms", "sync_time_ms"),  # a known name; sync_time_ms is never a near-spelling guess
+    ("comm_ms_total", None),
     ("step_time_sec", "step_time_s"),
     ("iter_time (s)", "step_time_s"),
     ("local_bsz", "local_batch"),

@@ -257,3 +257,16 @@ def test_a_table_of_a_header_alone_is_refused_as_the_logs_are(tmp_path):
     with pytest.raises(InputError, match="no data rows, only a header: give a table with a row per record"):
         import_table(_table(tmp_path, "gpu,workers,local_batch,step_time_s\n"), out=out, **WORKLOAD)
     assert not out.exists()
+
+
+def test_milliseconds_are_read_as_the_fields_in_seconds():
+    p = Profile.from_frame(_frame(step_time_ms=[250.0, 125.0], sync_time_ms=[0.0, 25.0]), workload=HEAD, record="step")
+    assert [(s.step_time_s, s.sync_time_s) for s in p.steps] == [(0.25, 0.0), (0.125, 0.025)]
+    # the same time in both units must agree; a negative or text millisecond cell is refused by name
+    with pytest.raises(InputError, match=r"row 1: step_time_ms 125.0 is 0.125 s, not the row's step_time_s 0.2"):
+        Profile.from_frame(_frame(step_time_ms=[250.0, 125.0], step_time_s=[0.25, 0.2]), workload=HEAD, record="step")
+    with pytest.raises(InputError, match=r"row 0: field 'sync_time_ms': must be a finite number >= 0 \(milliseconds\)"):
+        Profile.from_frame(_frame(step_time_s=[0.25, 0.2], sync_time_ms=[-1.0, 2.0]), workload=HEAD, record="step")
+    # and a millisecond column named otherwise is hinted at as the millisecond field
+    with pytest.raises(InputError, match=r"'iter_time_ms' \(is it 'step_time_ms'\?\)"):
+        Profile.from_frame(_frame(iter_time_ms=[250.0, 125.0]), workload=HEAD, record="step")
