@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from cotune._checks import MAX_NAME, excerpt
 from cotune.errors import InputError
+from cotune.logs._readers import _number
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -209,13 +210,8 @@ def check_wide(wide: Any) -> tuple[str, str] | None:
 def _header_value(name: Any) -> int | float | None:
     """A column header read as a number (``16``, ``0.5``), or None: the row's own column."""
     text = str(name).strip()
-    if not text or len(text) > 40 or "_" in text:  # float() reads '1_000'; a header named so is a name
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    if not math.isfinite(value):  # 'nan', 'inf' are names
+    value = _number(text) if len(text) <= 40 else None  # the log readers' rule: '1_000' is a name
+    if value is None or not math.isfinite(value):  # 'nan', 'inf' are names
         return None
     return int(value) if value.is_integer() else value
 
@@ -286,12 +282,7 @@ def check_constants(constants: Mapping[str, Any] | None) -> dict[str, Any]:
         if key in TEXT_FIELDS:
             out[key] = _text(f"--set {key}=VALUE", value, "its value")
             continue
-        number = value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip()) if len(value) <= 40 and "_" not in value else None
-            except ValueError:
-                number = None
+        number = (_number(value) if len(value) <= 40 else None) if isinstance(value, str) else value
         if (isinstance(number, bool) or not isinstance(number, (int, float))
                 or (isinstance(number, float) and not math.isfinite(number))):
             raise InputError(f"--set {key}=…: {key!r} holds a number, got {excerpt(value)}")

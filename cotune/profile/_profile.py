@@ -145,14 +145,25 @@ def _foreign_columns(kind: Any, columns: Sequence[str]) -> tuple[tuple[str, str 
 
 
 
+def _real(value: Any) -> float | None:
+    """A table cell that is a real number (numpy's too, not a bool) as a float — ±inf beyond
+    float range — or None: the one test the derived columns below share."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int of 400 digits in an object column
+        return math.inf if value > 0 else -math.inf
+
+
 def _local_of(global_batch: Any, row: Mapping[str, Any], index: Any) -> Any:
     """The local batch of a step row that gives its global batch instead: ``global / (workers ×
     accum_steps)``, which must be whole (a global batch that does not split evenly was no
     data-parallel step of equal workers). A field that is no number is left to the record's
     own check, which names it."""
     def whole(v: Any) -> bool:
-        return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-                and math.isfinite(float(v)) and float(v) >= 1 and float(v) == int(v) and float(v) <= 1e15)
+        x = _real(v)
+        return x is not None and math.isfinite(x) and 1 <= x <= 1e15 and x == int(x)
 
     if not whole(global_batch):
         raise RowError(f"field 'global_batch': must be a whole number >= 1, got {excerpt(global_batch)}: fix it, or "
@@ -190,15 +201,14 @@ def _in_seconds(row: dict[str, Any], index: Any) -> None:
         if name not in row:
             continue
         ms = row.pop(name)
-        if not (isinstance(ms, (int, float, np.integer, np.floating)) and not isinstance(ms, bool)
-                and math.isfinite(float(ms)) and float(ms) >= 0):
+        x = _real(ms)
+        if x is None or not math.isfinite(x) or x < 0:
             raise RowError(f"field {name!r}: must be a finite number >= 0 (milliseconds), got {excerpt(ms)}", row=index)
-        seconds = float(ms) / 1000.0
-        given = row.get(field_s)
+        seconds = x / 1000.0
+        given, g = row.get(field_s), _real(row.get(field_s))
         if given is None:
             row[field_s] = seconds
-        elif (isinstance(given, (int, float, np.integer, np.floating)) and not isinstance(given, bool)
-              and abs(float(given) - seconds) > _RATE_TOLERANCE * max(abs(float(given)), 1e-12)):
+        elif g is not None and abs(g - seconds) > _RATE_TOLERANCE * max(abs(g), 1e-12):
             raise RowError(f"{name} {excerpt(ms)} is {seconds:.6g} s, not the row's {field_s} {excerpt(given)}: give one "
                            "of them, or fix the other", row=index)
 
@@ -211,11 +221,9 @@ def _step_time_of(rates: Mapping[str, Any], row: Mapping[str, Any], index: Any) 
     A batch field that is no number is left to the record's own check, which names it."""
     times: dict[str, float] = {}
     for name, rate in rates.items():
-        if not (isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)
-                and math.isfinite(float(rate)) and float(rate) > 0):
-            never = " (a rate of 0 is no measurement: a configuration that never ran? leave the row out)" if (
-                isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)
-                and float(rate) == 0) else ""
+        x = _real(rate)
+        if x is None or not math.isfinite(x) or x <= 0:
+            never = " (a rate of 0 is no measurement: a configuration that never ran? leave the row out)" if x == 0 else ""
             raise RowError(f"field {name!r}: must be a finite number > 0, got {excerpt(rate)}{never}", row=index)
         if name == "steps_per_s":
             times[name] = 1.0 / float(rate)
@@ -226,8 +234,8 @@ def _step_time_of(rates: Mapping[str, Any], row: Mapping[str, Any], index: Any) 
         times[name] = float(sizes[0]) * float(sizes[1]) * float(sizes[2]) / float(rate)
     given = row.get("step_time_s")
     (first, time), *others = ([("step_time_s", given)] if given is not None else []) + list(times.items())
-    if not (isinstance(time, (int, float, np.integer, np.floating)) and not isinstance(time, bool)
-            and math.isfinite(float(time)) and float(time) > 0):
+    t = _real(time)
+    if t is None or not math.isfinite(t) or t <= 0:
         return time  # the record's own rule names a bad step_time_s
     for name, other in others:
         if abs(other - float(time)) > _RATE_TOLERANCE * float(time):
