@@ -21,7 +21,7 @@ from cotune.solver import (
     cost_at_confidence,
     ranked,
 )
-from cotune.units import format_duration, format_duration_at_least, format_money_at_least
+from cotune.units import count_of, format_duration, format_duration_at_least, format_money_at_least
 
 __all__ = ["baselines", "relax"]
 
@@ -322,7 +322,7 @@ def relax(
             out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} ({who}, "
                        f"{cfg}, needs it){also}")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
-            out.append(f"or allow more than {c.workers[i]} workers (--max-workers / max_workers): {who} uses them all")
+            out.append(f"or allow more than {count_of(c.workers[i], 'worker')} (--max-workers / max_workers): {who} uses them all")
         # The epochs each candidate trains by the deadline at the confidence the plan is judged
         # at (its median training time over its time at that confidence), and the metric the
         # curves give there: a target no harder than that has the chance it needs.

@@ -46,6 +46,7 @@ from cotune.solver import (
     thin_frontier,
     with_success,
 )
+from cotune.units import count_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune._request import ProfileRef
@@ -297,7 +298,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         if tm is not None and not getattr(tm, "growth_identified_", True) and chosen.workers > tm.workers_range_[1]:
             # Say which part of the time is a prior: the interval carries its spread (σ_growth).
             notes.append(
-                f"how synchronisation grows past {int(tm.workers_range_[1])} workers on {chosen.gpu} is not measured: the "
+                f"how synchronisation grows past {count_of(int(tm.workers_range_[1]), 'worker')} on {chosen.gpu} is not measured: the "
                 "time takes the prior growth and its interval the spread of that prior over public clusters; a probe at "
                 f"{GROWTH_PROBES}, measures it"
             )

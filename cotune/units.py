@@ -10,6 +10,7 @@ from cotune.errors import InputError
 
 __all__ = [
     "parse_duration", "format_duration", "format_duration_at_least", "format_money", "format_money_at_least", "format_chance",
+    "count_of",
 ]
 
 _UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
@@ -149,3 +150,13 @@ def format_chance(p: float | None, *, against: float | None = None, digits: int 
     if shown <= 0.0:
         return f"<{10.0 ** -d:.{d}f}{unit}"
     return f"{shown:.{d}f}{unit}"
+
+
+def count_of(n: float, noun: str) -> str:
+    """``n`` and ``noun`` in the number it takes: "1 worker", "8 workers", "1.5 hosts" (a
+    report reads "step time at 1 worker", never "1 workers").
+
+    >>> count_of(1, "worker"), count_of(8, "host")
+    ('1 worker', '8 hosts')
+    """
+    return f"{n:g} {noun}{'' if n == 1 else 's'}"

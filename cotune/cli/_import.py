@@ -68,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "for a table named its own way")
     p.add_argument("--wide", type=_args.key_text("workers=steps_per_s"), default=None, metavar="FIELD=CELLS",
                    help="records: a wide table, one column per value of FIELD (headers that are numbers: "
-                   "'global_batch_size,1,2,4,8'), each cell the field CELLS, e.g. --wide workers=steps_per_s; "
+                   "'global_batch_size,1,2,4,8', or '1 GPU,2 GPUs'), each cell the field CELLS, e.g. --wide workers=steps_per_s; "
                    "empty cells (and zeros of a time or rate) are no measurement and are left out")
     p.add_argument("--set", dest="constants", action="append", type=_args.key_text("gpu=a100"), default=None,
                    metavar="FIELD=VALUE", help="records: a field the table states once, not in a column, on every "

@@ -6,7 +6,7 @@ import math
 
 from cotune.cli._output import fmt_num, one_line, table
 from cotune.solver import Choice, Recommendation
-from cotune.units import format_chance, format_duration, format_money
+from cotune.units import count_of, format_chance, format_duration, format_money
 
 __all__ = ["render_recommendation", "render_fit_report"]
 
@@ -216,7 +216,7 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
             lo, hi = SYNC_GROWTH_RANGE
             out.append(f"{t.gpu}: how synchronisation grows with workers is not measured (it takes {GROWTH_PROBES}, "
                        f"on one host or both across hosts): it is the prior, {SYNC_GROWTH_RATIO:g} x the two-worker sync cost "
-                       f"per doubling, and intervals past {t.workers_range[1]} workers carry its spread over public clusters "
+                       f"per doubling, and intervals past {count_of(t.workers_range[1], 'worker')} carry its spread over public clusters "
                        f"({lo:g}-{hi:g}); probe another worker count to measure it")
     for gpu, batch in report.out_of_memory:
         out.append(f"{gpu}: local batch {batch} ran out of memory (a failure record): recommend and replan search local "

@@ -263,7 +263,7 @@ def import_table(
     frame.index = pd.RangeIndex(2, len(frame) + 2)  # a row's file line (the header is line 1), for the errors
     if text is not None:
         text.index = frame.index
-    left_out = ""
+    left_out: tuple[str, ...] = ()
     try:
         frame = select_rows(frame, wanted, text=text)
         if pivot is not None:
@@ -281,7 +281,7 @@ def import_table(
     except InputError as exc:
         raise InputError(f"{p}: {exc}") from None
     if left_out:
-        profile = replace(profile, warnings=(left_out,))
+        profile = replace(profile, warnings=left_out)
     records = list(profile.records())
     _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
     _save(out, existing, profile, records)

@@ -20,7 +20,9 @@ Three more steps read what a table leaves to its caption:
 
 * :func:`unpivot` turns a *wide* table — one column per value of a field, ElasticFlow's
   ``global_batch_size,1,2,4,…,64`` whose cells are iterations per second at that many GPUs —
-  into one record per cell (``--wide workers=steps_per_s``; pandas' ``melt``). An empty cell,
+  into one record per cell (``--wide workers=steps_per_s``; pandas' ``melt``). Headers that
+  name their value with one word (``1 GPU, 2 GPUs, 4 GPUs``; ``gpus=4``) are read by their
+  number when no header is a plain one (:func:`header_values`). An empty cell,
   and a zero where the cells are times or rates (never a measurement: the table's mark of a
   configuration that never ran), is no record; the caller reports how many were left out;
 * :func:`add_constants` gives every row a field the table states once, in its caption
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from cotune._checks import MAX_NAME, excerpt
@@ -43,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["RECORD_FIELDS", "TABLE_FIELDS", "add_constants", "add_hosts", "check_constants", "check_columns",
-           "check_wide", "check_where", "map_columns", "numbers_as_numbers", "select_rows", "unpivot", "where_columns"]
+           "check_wide", "check_where", "header_values", "map_columns", "numbers_as_numbers", "select_rows", "unpivot", "where_columns"]
 
 #: Most distinct values an error lists when a filter keeps no row.
 _LISTED = 8
@@ -216,25 +219,76 @@ def _header_value(name: Any) -> int | float | None:
     return int(value) if value.is_integer() else value
 
 
-def unpivot(frame: "pd.DataFrame", wide: tuple[str, str], *, limit: int) -> tuple["pd.DataFrame", list[str], str]:
+# A header that names its value with a word: "1 GPU", "8 GPUs", "4gpus", "gpus=4", "GPUs: 4",
+# "bs_32". A word and a number glued the other way round ("top1", "fp16", "resnet50") is a
+# name, never a value.
+_UNIT_AFTER = re.compile(r"^(\d+(?:\.\d+)?)\s*([a-z]+)$")
+_UNIT_BEFORE = re.compile(r"^([a-z]+)\s*(?:[=:_-]|\s)\s*(\d+(?:\.\d+)?)$")
+
+
+def _header_word(name: Any) -> tuple[str, int | float] | None:
+    """``(word, value)`` of a header that names its value with one word (the word folded to
+    lower case and singular: "1 GPU" and "2 GPUs" share ``gpu``), or None."""
+    text = str(name).strip().lower()
+    if len(text) > 40:
+        return None
+    hit = _UNIT_AFTER.match(text)
+    number, word = (hit.group(1), hit.group(2)) if hit else (None, None)
+    if hit is None:
+        hit = _UNIT_BEFORE.match(text)
+        if hit is None:
+            return None
+        word, number = hit.group(1), hit.group(2)
+    value = float(number)
+    word = word[:-1] if len(word) > 3 and word.endswith("s") else word  # 'gpus' is 'gpu'; 'bs' stays
+    return word, int(value) if value.is_integer() else value
+
+
+def header_values(columns: Any, flag: str) -> tuple[dict[Any, int | float | None], str]:
+    """Each column's value of the wide field, or None where the column is the row's own, and
+    a note ("" when the headers are plain numbers). Plain numbers (``1,2,4,8``) win: only a
+    table with none reads headers that name their value with a word ("1 GPU", "2 GPUs",
+    "gpus=4") — one word for all of them, else which columns hold values is no guess to make."""
+    plain = {c: _header_value(c) for c in columns}
+    if any(v is not None for v in plain.values()):
+        return plain, ""
+    worded = {c: _header_word(c) for c in columns}
+    words = sorted({w[0] for w in worded.values() if w is not None})
+    if len(words) > 1:
+        examples = "; ".join(f"{w}: " + ", ".join(repr(str(c)) for c, v in worded.items() if v and v[0] == w)
+                             for w in words[:4])
+        raise InputError(f"{flag}: the column headers name values with {len(words)} different words ({examples}): "
+                         "rename the columns whose headers do not hold the wide field (or leave them out of the table)")
+    values = {c: (v[1] if v is not None else None) for c, v in worded.items()}
+    if not words:
+        return values, ""
+    named = [(str(c), v) for c, v in values.items() if v is not None]
+    shown = ", ".join(f"{c!r} as {v:g}" for c, v in named[:6]) + (", …" if len(named) > 6 else "")
+    return values, f"{flag}: read the headers that name a {words[0]!r} count by their number ({shown})"
+
+
+def unpivot(frame: "pd.DataFrame", wide: tuple[str, str], *,
+            limit: int) -> tuple["pd.DataFrame", list[str], tuple[str, ...]]:
     """One row per cell of the columns whose headers are numbers, ``wide[0]`` the header's
     value and ``wide[1]`` the cell's; the other columns are each row's own, repeated. Rows
     come line by line, and each comes with its place (``"line 3, column '16'"``) for the
     errors; the frame's index is a fresh range. Empty cells — and zeros where the cells are a
-    time or a rate — are left out: the third value says how many ("" when none). At most
+    time or a rate — are left out: the third value, the notes for the profile's warnings, says how
+    many, and which worded headers (:func:`header_values`) were read as numbers. At most
     ``limit`` filled cells."""
     import numpy as np
     import pandas as pd
 
     head, cells = wide
-    numbered = {c: _header_value(c) for c in frame.columns}
-    values = [c for c, v in numbered.items() if v is not None]
     flag = f"--wide {head}={cells}"
+    numbered, worded = header_values(frame.columns, flag)
+    values = [c for c, v in numbered.items() if v is not None]
     if not values:
         names = [str(c) for c in frame.columns]
         raise InputError(f"{flag}: no column of the table is named by a number (its columns are "
                          f"{', '.join(names[:20])}{', …' if len(names) > 20 else ''}): --wide reads a table whose "
-                         f"headers are values of {head} (1,2,4,8); leave it out for a table of one record per row")
+                         f"headers are values of {head} (1,2,4,8, or '1 GPU','2 GPUs'); leave it out for a table of "
+                         "one record per row")
     for name in (head, cells):
         if name in frame.columns:
             raise InputError(f"{flag}: the table has a column {name!r} of its own: the wide columns cannot hold it too; "
@@ -264,7 +318,7 @@ def unpivot(frame: "pd.DataFrame", wide: tuple[str, str], *, limit: int) -> tupl
     gaps = int(block.size - count)
     said = (f"left out {gaps:,} empty{' or zero' if cells in _NO_ZERO else ''} cell{'' if gaps == 1 else 's'} of "
             f"the {len(values)} wide columns (no measurement)") if gaps else ""
-    return out, places, said
+    return out, places, tuple(note for note in (worded, said) if note)
 
 
 def check_constants(constants: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -167,5 +167,6 @@ def describe_level_effect(effect: tuple[str, tuple[float, ...], float]) -> str:
     if kind == "local batch":
         where = f"local batch {level[0]:g}"
     else:
-        where = f"{level[0]:g} workers on {level[1]:g} host{'s' * (level[1] != 1)}"
+        where = (f"{level[0]:g} worker{'s' * (level[0] != 1)} on "
+                 f"{level[1]:g} host{'s' * (level[1] != 1)}")
     return f"{where} {abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'}"

@@ -19,6 +19,7 @@ from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
+from cotune.units import count_of
 
 __all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays"]
 
@@ -103,7 +104,7 @@ def fit_models(
             progress(done, total)
     gpu_notes = {gpu: list(clean.gpu_notes.get(gpu, ())) for gpu in time_models}
     for gpu, m in time_models.items():
-        gpu_notes[gpu] += [f"step time on {gpu} at {w} workers ({where}) is faster in the probes than the monotone "
+        gpu_notes[gpu] += [f"step time on {gpu} at {count_of(w, 'worker')} ({where}) is faster in the probes than the monotone "
                            "prior allows: followed as measured, not forced monotone" for w, where in m.departures_]
     for gpu, m in time_models.items():
         largest = largest_level_effects(m.effects_, m.points_, limit=2) if m.level_effects_ else ()

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cotune.units import count_of
+
 __all__ = ["StepOutliers", "EvalOutliers", "find_step_outliers", "find_eval_outliers", "ISOLATION_FACTOR", "MIN_FACTOR", "MAX_FRACTION"]
 
 ISOLATION_FACTOR = 1000.0
@@ -139,7 +141,7 @@ def find_step_outliers(
             factor = math.exp(dev[i])
             side = "slower" if r[i] > centre else "faster"
             why[int(i)] = (
-                f"step time {step[i]:.4g} s at {int(workers[i])} workers, local batch {int(batch[i])} is "
+                f"step time {step[i]:.4g} s at {count_of(int(workers[i]), 'worker')}, local batch {int(batch[i])} is "
                 f"{factor:.3g}× {side} than the model of the other records"
             )
         residual_score = np.where(wild, dev - threshold, 0.0)

@@ -98,7 +98,7 @@ from cotune._request import (
     unsearched_note,
 )
 from cotune.errors import InputError
-from cotune.units import format_chance, format_duration, format_duration_at_least, format_money
+from cotune.units import count_of, format_chance, format_duration, format_duration_at_least, format_money
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
@@ -423,7 +423,7 @@ def _infeasible_levers(
         out.append(text)
         c = est.candidates
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
-            out.append(f"allow more than {c.workers[i]} workers (--max-workers / max_workers): {who} uses them all")
+            out.append(f"allow more than {count_of(c.workers[i], 'worker')} (--max-workers / max_workers): {who} uses them all")
     else:
         out.append("relax the deadline (--deadline / deadline_s)")
     out.append(f"lower the confidence (--confidence / confidence, now {confidence:g})")

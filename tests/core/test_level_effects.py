@@ -10,7 +10,8 @@ from sklearn.base import clone
 
 from cotune.errors import ModelError
 from cotune.models import StepTimeModel, predict_log_step
-from cotune.models._effects import fit_level_effects, largest_level_effects, predict_level_effects
+from cotune.models._effects import (describe_level_effect, fit_level_effects, largest_level_effects,
+                                    predict_level_effects)
 
 _THETA = np.array([0.02, 8e-4, 0.01, 0.004, 0.03, 0.01, 2.0])
 
@@ -61,6 +62,12 @@ def test_the_largest_effects_name_the_misaligned_batch_and_the_uneven_placement_
     assert largest[0][2] == pytest.approx(1.6, rel=0.02) and largest[1][2] == pytest.approx(1.3, rel=0.05)
     assert all(abs(r - 1) >= 0.05 for _, _, r in largest)  # the rest follow the law: not listed
     assert len(largest) == 2
+
+
+def test_an_effect_is_described_in_words_with_singular_and_plural_counts() -> None:
+    assert describe_level_effect(("placement", (1.0, 1.0), 1.13)) == "1 worker on 1 host 13% slower"
+    assert describe_level_effect(("placement", (8.0, 2.0), 0.76)) == "8 workers on 2 hosts 24% faster"
+    assert describe_level_effect(("local batch", (6.0,), 1.23)) == "local batch 6 23% slower"
 
 
 def test_negative_shrinkage_is_refused() -> None:

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cotune.errors import InputError
-from cotune.units import format_duration, format_duration_at_least, parse_duration
+from cotune.units import count_of, format_duration, format_duration_at_least, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -120,3 +120,9 @@ def test_money_below_a_dollar_has_as_many_decimals_as_its_at_least_form(amount):
 
     decimals = len(format_money(amount, priced=True).split(".")[1])
     assert decimals == len(format_money_at_least(amount, priced=True).split(".")[1]) or amount > 0.999
+
+
+@pytest.mark.parametrize(("n", "shown"), [(1, "1 worker"), (1.0, "1 worker"), (0, "0 workers"), (2, "2 workers"),
+                                          (1.5, "1.5 workers"), (64, "64 workers")])
+def test_a_count_takes_the_singular_only_for_exactly_one(n, shown):
+    assert count_of(n, "worker") == shown

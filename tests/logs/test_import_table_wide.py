@@ -118,6 +118,42 @@ def test_a_bad_wide_table_or_flag_is_one_line_and_writes_nothing(tmp_path, text,
     assert not out.exists()
 
 
+@pytest.mark.parametrize("headers, word", [(("1 GPU", "2 GPUs", "4 GPUs"), "gpu"), (("1gpu", "2gpus", "4gpus"), "gpu"),
+                                           (("gpus=1", "gpus=2", "gpus=4"), "gpu"),
+                                           (("GPUs: 1", "GPUs: 2", "GPUs: 4"), "gpu"), (("n_1", "n_2", "n_4"), "n")])
+def test_headers_that_name_their_value_with_a_word_read_as_the_plain_numbers(tmp_path, headers, word):
+    plain = import_table(_table(tmp_path, WIDE), **WORKLOAD, **A100)
+    worded = WIDE.replace("1,2,4\n", ",".join(headers) + "\n", 1)
+    got = import_table(_table(tmp_path, worded), **WORKLOAD, **A100)
+    assert _steps(got) == _steps(plain) and len(got.steps) == 6
+    assert got.warnings == (f"--wide workers=steps_per_s: read the headers that name a {word!r} count by their number "
+                            f"({headers[0]!r} as 1, {headers[1]!r} as 2, {headers[2]!r} as 4)",)
+
+
+def test_a_word_glued_before_a_number_is_a_name_not_a_value(tmp_path):
+    # 'top1', 'fp16', 'resnet50' are the row's own columns; only '1 GPU' and '2 GPUs' hold values.
+    text = "global_batch_size,top1,fp16,resnet50,1 GPU,2 GPUs\n64,0.9,1,1,6.8,11.8\n"
+    got = import_table(_table(tmp_path, text), **WORKLOAD, **A100)
+    assert sorted((s.workers, s.local_batch) for s in got.steps) == [(1, 64), (2, 32)]
+
+
+def test_plain_number_headers_win_over_worded_ones(tmp_path):
+    text = "global_batch_size,1,2,run 7\n64,6.8,11.8,x\n"
+    got = import_table(_table(tmp_path, text), **WORKLOAD, **A100)
+    assert sorted(s.workers for s in got.steps) == [1, 2] and got.warnings == ()
+
+
+def test_headers_worded_with_different_words_are_refused_with_the_words(tmp_path):
+    out = tmp_path / "p.jsonl"
+    text = "global_batch_size,1 GPU,2 GPUs,bs 32\n64,6.8,11.8,3\n"
+    with pytest.raises(InputError) as err:
+        import_table(_table(tmp_path, text), out=out, **WORKLOAD, **A100)
+    said = str(err.value)
+    assert ("the column headers name values with 2 different words (bs: 'bs 32'; gpu: '1 GPU', '2 GPUs')" in said
+            and "\n" not in said), said
+    assert not out.exists()
+
+
 def test_zeros_are_kept_where_the_cells_are_no_time_or_rate(tmp_path):
     # A learning curve as a wide table: a row per global batch, a column per epoch; an accuracy
     # of 0 is a measurement, an empty cell is not.
