@@ -54,7 +54,7 @@ replacement_delay_s = 180
 
 
 def best_per_market(models, path):
-    plan = SpotMarket.create(path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=4)
+    plan = SpotMarket.create(path, profiled_gpus=models.gpus, gpus=None, max_workers=16, gpus_per_host=None)
     space, _ = build_space(models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
                            local_batches=None, markets=plan.space_markets)
     cands = plan.candidates(enumerate_candidates(space), mixed=True)

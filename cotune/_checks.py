@@ -54,6 +54,7 @@ __all__ = [
     "BadValue",
     "MAX_DEPTH",
     "MAX_INTEGER",
+    "MAX_INTERVAL",
     "MAX_GRAD_STAT",
     "MAX_MAGNITUDE",
     "excerpt",
@@ -81,6 +82,10 @@ MAX_INTEGER = 10**15
 #: Longest name a user may give (a gpu type, a workload, a metric, a log's column, a run):
 #: far above any real one; longer, it is a mistake, and it is never echoed whole.
 MAX_NAME = 200
+#: Widest central probability of an interval: at 1 − 2⁻⁵³ the upper tail ``(1 + p) / 2``
+#: rounds to exactly 1 in floating point and its normal quantile is infinite; six nines
+#: is already wider than any interval a plan is judged by.
+MAX_INTERVAL = 0.999999
 #: Deepest JSON nesting accepted (a request or a record is a flat object of fields).
 MAX_DEPTH = 32
 

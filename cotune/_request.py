@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from cotune._checks import MAX_INTEGER, MAX_NAME, BadValue, excerpt, integer, number, plain_number
+from cotune._checks import MAX_INTEGER, MAX_INTERVAL, MAX_NAME, BadValue, excerpt, integer, number, plain_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.profile import Profile
@@ -174,6 +174,11 @@ def _mapping(value: Any, where: str, what: str) -> Mapping[Any, Any]:
 def pointer_key(key: str) -> str:
     """JSON Pointer escaping of one key (RFC 6901)."""
     return key.replace("~", "~0").replace("/", "~1")
+
+
+def _unique(values: Iterable[Any]) -> tuple[Any, ...]:
+    """``values`` without repeats, in the order first given."""
+    return tuple(dict.fromkeys(values))
 
 
 def _int_tuple(value: Any, where: str, *, ge: int = 1) -> tuple[int, ...]:
@@ -363,12 +368,15 @@ class RecommendRequest:
             put("budget", number(self.budget, where="/budget", gt=0.0))
         if self.confidence is not None:
             put("confidence", number(self.confidence, where="/confidence", gt=0.0, lt=1.0, what="a probability"))
+        # A list names a set: a repeat (--gpu t4 --gpu T4) is the same choice once. Kept, each
+        # copy was searched again — 800,000 copies of "t4" in a 3 MB body held the solver for
+        # hours while the candidate limit counted one type.
         if self.gpus is not None:
-            put("gpus", tuple(_name(g, f"/gpus/{i}") for i, g in enumerate(_sequence(self.gpus, "/gpus"))))
+            put("gpus", _unique(_name(g, f"/gpus/{i}") for i, g in enumerate(_sequence(self.gpus, "/gpus"))))
         if self.local_batches is not None:
-            put("local_batches", _int_tuple(self.local_batches, "/local_batches"))
+            put("local_batches", _unique(_int_tuple(self.local_batches, "/local_batches")))
         if self.workers is not None:
-            put("workers", _int_tuple(self.workers, "/workers"))
+            put("workers", _unique(_int_tuple(self.workers, "/workers")))
         _choice(self.hosts, "/hosts", ("packed", "any"))
         put("startup_s", _seconds(self.startup_s, "/startup_s", ge=0.0))
         if self.global_batch_range is not None:
@@ -383,7 +391,7 @@ class RecommendRequest:
             put("baseline_local_batch", integer(self.baseline_local_batch, where="/baseline_local_batch", ge=1))
         if self.baseline_workers is not None:
             put("baseline_workers", integer(self.baseline_workers, where="/baseline_workers", ge=1))
-        put("interval", number(self.interval, where="/interval", gt=0.0, lt=1.0, what="a probability"))
+        put("interval", number(self.interval, where="/interval", gt=0.0, le=MAX_INTERVAL, what="a probability"))
         put("top", integer(self.top, where="/top", ge=0, le=MAX_LISTED))
         put("pareto_limit", integer(self.pareto_limit, where="/pareto_limit", ge=1, le=MAX_LISTED))
         put("max_candidates", integer(self.max_candidates, where="/max_candidates", ge=1, le=MAX_INTEGER))

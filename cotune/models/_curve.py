@@ -100,8 +100,10 @@ _NORMAL = NormalDist()
 
 
 def _z(interval: float) -> float:
-    if not 0.0 < interval < 1.0:
-        raise InputError(f"interval must be a central probability in (0, 1), e.g. 0.9; got {interval!r}")
+    from cotune._checks import MAX_INTERVAL
+
+    if not 0.0 < interval <= MAX_INTERVAL:
+        raise InputError(f"interval must be a central probability > 0 and <= {MAX_INTERVAL:g}, e.g. 0.9; got {interval!r}")
     return _NORMAL.inv_cdf(0.5 + interval / 2.0)
 
 

@@ -162,8 +162,10 @@ def z_for(level: float) -> float:
     """Two-sided normal quantile for a central interval of ``level`` (0.9 → 1.645)."""
     from statistics import NormalDist
 
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"interval level must be in (0, 1), got {level}")
+    from cotune._checks import MAX_INTERVAL
+
+    if not 0.0 < level <= MAX_INTERVAL:
+        raise ValueError(f"interval level must be > 0 and <= {MAX_INTERVAL:g}, got {level}")
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 

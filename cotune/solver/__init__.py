@@ -25,6 +25,7 @@ from cotune.solver._estimate import (
     estimate,
     spend_time_s,
     success_probability,
+    success_time_quantile_s,
 )
 from cotune.solver._inputs import SearchSpaceTooLarge, build_space, check_candidate_limit, count_candidates, price_table
 from cotune.solver._market import MarketStage, OnDemandMarket
@@ -127,6 +128,7 @@ __all__ = [
     "ranked",
     "standard_options",
     "success_probability",
+    "success_time_quantile_s",
     "budget_deadline_s",
     "cost_at_confidence",
     "cost_rate_per_s",

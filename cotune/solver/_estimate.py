@@ -41,7 +41,7 @@ from cotune.solver._space import Candidates
 
 __all__ = [
     "DEFAULT_CONFIDENCE", "MIN_CHANCE", "Estimates", "budget_deadline_s", "cost_at_confidence", "cost_rate_per_s", "estimate",
-    "spend_time_s", "success_probability",
+    "spend_time_s", "success_probability", "success_time_quantile_s",
 ]
 
 # The confidence a plan is made at when none is asked for: P(success) ≥ ½, the median.
@@ -273,6 +273,27 @@ def success_probability(
         on_time = time_error_cdf(np.where(np.isnan(slack), -np.inf, slack), sigma_step=sig_step, sigma_epochs=sig_e,
                                  extra_var=extra)
     return np.where(np.isfinite(t), est.p_reach * on_time, 0.0)
+
+
+def success_time_quantile_s(est: Estimates, q: float, *, startup_s: float = 0.0) -> np.ndarray:
+    """The deadline each candidate meets with probability ``q`` by :func:`success_probability`'s
+    own law: the least ``D`` with ``P(success by D) ≥ q``,
+    ``D_q = startup_s + (T_reached − startup_s) · exp(G⁻¹(q / p_reach))``; ∞ where
+    ``p_reach ≤ q`` (no deadline is late enough) or no time is known.
+
+    A later stage (spot) that adds its own spread to ``log_sigma_success`` states its time
+    at a confidence here too, so that "done by ``time_at_confidence_s``" and
+    "``P(success) ≥ q``" are one promise, never two that disagree."""
+    t = est.time_s if est.time_if_reached_s is None else np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
+    sig_step, sig_e, extra = _time_spreads(est)
+    p_reach = np.asarray(est.p_reach, float)
+    ok = np.isfinite(t) & (p_reach > q)
+    out = np.full(t.shape, np.inf)
+    if ok.any():
+        z = time_error_ppf(q / p_reach[ok], sigma_step=sig_step[ok], sigma_epochs=sig_e[ok], extra_var=extra[ok])
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[ok] = startup_s + (t[ok] - startup_s) * np.exp(z)
+    return np.where(np.isnan(out), np.inf, out)
 
 
 def _time_spreads(est: Estimates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
 import re
 from decimal import Decimal
 
@@ -486,3 +487,37 @@ def test_listed_worker_counts_the_space_cannot_hold_are_a_422_at_workers():
     with pytest.raises(RequestError) as info:
         recommend_request({"profile": EXAMPLE, "target": 0.94, "workers": [50]})
     assert info.value.status == 422 and info.value.path == "/workers" and "no candidate" in info.value.detail
+
+
+def test_repeated_gpus_workers_and_batches_are_one_choice_each_in_the_order_given():
+    # 800,000 copies of "t4" (3 MB, under the body limit) held the solver for hours: the
+    # candidate limit counted one type, the search went through every copy.
+    req = RecommendRequest(profile=EXAMPLE, target=0.94, gpus=["t4", "T4", " t4 "] * 1000, workers=[4, 2, 4, 2, 1],
+                           local_batches=(128, 64, 128))
+    assert req.gpus == ("t4",) and req.workers == (4, 2, 1) and req.local_batches == (128, 64)
+
+
+def test_a_recommendation_over_repeated_gpus_lists_each_gpu_once(capsys):
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--gpu", "t4", "--gpu", "T4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["gpus"] == ["t4"]
+
+
+@pytest.mark.parametrize("interval", [0.9999999999999999, 0.9999995, 1 - 2**-40])
+def test_an_interval_too_close_to_one_is_refused_at_every_door(capsys, interval):
+    # (1 + p) / 2 rounds to 1: the normal quantile raised StatisticsError, read as "cannot
+    # fit models to this profile" over HTTP and as a bug in cotune (exit 4) at the CLI.
+    with pytest.raises(InputError, match=r"^/interval: must be a probability > 0 and <= 0\.999999, got "):
+        cotune.recommend(EXAMPLE, target=0.94, interval=interval)
+    with pytest.raises(InputError, match=r"^/interval: must be a probability > 0 and <= 0\.999999"):
+        cotune.replan(EXAMPLE, target=0.94, deadline_s=3600, interval=interval,
+                      progress={"epochs_done": 10, "elapsed_s": 600, "gpu": "t4", "market": "on_demand", "workers": 4,
+                                "local_batch": 128})
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--interval", repr(interval))
+    assert code == 2 and "--interval: must be a probability > 0 and <= 0.999999" in err and err.count("\n") == 1, err
+
+
+def test_the_widest_interval_allowed_is_answered():
+    rec = cotune.recommend(EXAMPLE, target=0.94, deadline_s=3600, interval=0.999999)
+    lo, hi = rec.chosen.time_interval_s
+    assert 0 < lo <= rec.chosen.time_s <= hi < math.inf

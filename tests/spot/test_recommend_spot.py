@@ -173,3 +173,21 @@ def test_a_profiled_gpu_type_the_cluster_does_not_offer_is_left_out_unless_asked
     assert any(n.startswith("profiled gpu v100 not in") and n.endswith("not considered") for n in rec.notes)
     with pytest.raises(InputError, match=r"gpu 'v100' is not in the cluster file .*add a \[gpu\.v100\] table"):
         recommend(profile, target=0.9, deadline_s=3600, cluster=path, gpus=("v100",))
+
+
+@pytest.mark.parametrize("rate, deadline_min, confidence", [(1.0, 10, 0.9), (2.0, 15, 0.95), (0.5, 12, 0.8),
+                                                             (4.0, 30, 0.9)])
+def test_every_plan_promised_at_a_confidence_has_that_chance(cifar_models, make_cluster, rate, deadline_min,
+                                                             confidence):
+    # A spot plan was offered at --confidence 0.9 with P(success) 0.81: its time at the
+    # confidence took the work's and the revocation count's quantiles one by one, and the
+    # chance (the solver's law with the revocations' spread) said otherwise.
+    rec = cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=deadline_min * 60, confidence=confidence,
+                           models=cifar_models, cluster=make_cluster(text=PACKED.format(rate=rate)))
+    est, feas = rec.estimates, rec.feasibility
+    ok = feas.all
+    assert np.all(est.p_success[ok] >= confidence - 1e-9), np.sort(est.p_success[ok])[:5]
+    # ... and its time at the confidence is no earlier than the chance's own quantile
+    assert np.all(est.time_at_confidence_s[ok] <= deadline_min * 60)
+    shown = [rec.chosen, *rec.runner_ups] if rec.chosen is not None else []
+    assert all(c.p_success >= confidence - 1e-9 for c in shown)
