@@ -10,6 +10,7 @@ imported when such a log is read. See ``docs/logs.md``.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -221,7 +222,14 @@ def import_table(
 
     def read(nrows: int = MAX_PROFILE_LINES + 1, **kw: Any) -> "pd.DataFrame":
         # One row past the profile's cap is enough to refuse it: memory stays bounded whatever the file.
-        return pd.read_csv(p, sep=sep, decimal=decimal, encoding="utf-8-sig", skipinitialspace=True, nrows=nrows, **kw)
+        # index_col=False: rows one cell longer than the header (a trailing separator) made
+        # pandas take the first column as the index and shift every other one a column left
+        # — batch 256, epoch 1, metric 0.5 was written as batch 1, epoch 0.5, no metric. A
+        # filled cell past the header is an error (pandas warns, and drops it), not a loss.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(p, sep=sep, decimal=decimal, encoding="utf-8-sig", skipinitialspace=True, nrows=nrows,
+                               index_col=False, **kw)
 
     try:
         # The separator as the log readers find it: a spreadsheet's export may use tabs or
@@ -248,10 +256,14 @@ def import_table(
         text = read(dtype=str, usecols=on) if on else None
     except InputError:
         raise
+    except pd.errors.ParserWarning:
+        raise InputError(f"{p}: {_longer_row(p, sep)}") from None
     except (UnicodeDecodeError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         why = not_text_reason(p)
         if why:
             raise InputError(f"{p}: {why}") from None
+        if isinstance(exc, pd.errors.ParserError) and "fields in line" in str(exc):  # "Expected 3 fields in line 3, saw 4"
+            raise InputError(f"{p}: {_longer_row(p, sep)}") from None
         raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "
                          "file with a header row of field names") from None
     existing, workload = _workload_of(out, append=append, what="these records", name=name or p.stem,
@@ -286,6 +298,20 @@ def import_table(
     _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
     _save(out, existing, profile, records)
     return profile
+
+
+def _longer_row(path: Path, sep: str) -> str:
+    """Which line of a table holds a filled cell past its header's columns, and the fix."""
+    import csv
+
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep, skipinitialspace=True)
+        width = len(next(reader, []))
+        for row in reader:
+            if len(row) > width and any(cell.strip() for cell in row[width:]):
+                return (f"line {reader.line_num} has {len(row):,} cells, the header names {width:,}: give every row the "
+                        "header's columns")
+    return "a row has more cells than the header names: give every row the header's columns"
 
 
 def _row_fix(exc: RowError, frame: Any, mapped: Mapping[str, str]) -> str:

@@ -19,7 +19,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -220,7 +220,7 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
             # Each cell becomes a few Python objects (~250 bytes, with its series point): the
             # cells are capped, not only the bytes (a 44 MB log of 10 columns took 2.5 GB).
             most = max(1, MAX_LOG_CELLS // max(len(header), 1))
-            rows = list(itertools.islice(reader, most + 1))
+            rows = list(itertools.islice(_as_long_as_the_header(reader, path), most + 1))
             if len(rows) > most:
                 raise InputError(f"{path}: more than {most:,} rows of {len(header)} columns, more than the "
                                  f"{MAX_LOG_CELLS:,} cells a log may hold: keep the columns the import needs (the "
@@ -235,6 +235,21 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
     if sep == ";":  # semicolons separate where a comma is the decimal mark: '0,71875'
         rows = [{k: _DECIMAL_COMMA.sub(r"\1.\2", v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
     return header, rows
+
+
+def _as_long_as_the_header(reader: "csv.DictReader[str]", path: Path) -> Iterator[dict[str, str]]:
+    """The rows of ``reader``, each with the header's columns only. Empty cells past the
+    header (a trailing separator on every line, as some exports write) are dropped; a
+    filled one is refused with its line: the row's values no longer sit under their
+    column's name (a logger that added a column mid-run), and ``DictReader`` would keep
+    them apart, uncounted by the cell cap."""
+    for row in reader:
+        extra = row.pop(None, None)  # type: ignore[call-overload]
+        if extra and any(cell.strip() for cell in extra):
+            n = len(row) + len(extra)
+            raise InputError(f"{path}: line {reader.line_num} has {n:,} cells, the header names {len(row):,}: give every "
+                             "row the header's columns (a log whose columns changed mid-run: split it where they do)")
+        yield row
 
 
 # A number written with a decimal comma, and nothing else in the cell ('1,5', '-0,25e-3').
