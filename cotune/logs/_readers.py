@@ -603,7 +603,12 @@ def _scalar_events(path: Path) -> dict[str, list[tuple[float, float, float]]]:
     the accumulator files under ``tensors`` with the ``scalars`` plugin."""
     # Every event is kept (a sample would be a silently thinner curve): the files' size is
     # bounded instead, as a JSON log's is (each event becomes a few Python objects).
-    files = [f for f in (path.glob("*tfevents*") if path.is_dir() else [path]) if f.is_file()]
+    files = list(path.glob("*tfevents*")) if path.is_dir() else [path]
+    odd = next((f for f in files if not f.is_file()), None)
+    if odd is not None:
+        # TensorBoard's reader opens every event file it lists: a named pipe blocked it for ever.
+        raise InputError(f"{odd}: not a regular file (a pipe, a device or a directory where an event file should be): "
+                         "give a run directory of event files")
     size = sum(f.stat().st_size for f in files)
     if size > MAX_JSON_LOG_BYTES:
         raise InputError(f"{path}: its event files hold {size / 2**20:.0f} MiB, more than a tensorboard log's "
@@ -708,11 +713,16 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
     default local store): its ``runs`` and ``metrics`` tables, read-only with sqlite3."""
     import sqlite3
 
+    if not path.is_file():
+        # A FIFO or a device would block sqlite's open for ever; a directory is no store.
+        what = "no such file" if not path.exists() else "not a regular file"
+        raise InputError(f"{path}: {what}: give an MLflow SQLite store (mlflow.db) or an mlruns directory")
+    not_a_store = "not an MLflow SQLite store ({}): give mlflow.db or an mlruns directory"
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         runs = db.execute("SELECT run_uuid, name FROM runs WHERE lifecycle_stage = 'active' ORDER BY start_time").fetchall()
     except sqlite3.DatabaseError as exc:
-        raise InputError(f"{path}: not an MLflow SQLite store ({exc}): give mlflow.db or an mlruns directory") from None
+        raise InputError(f"{path}: {not_a_store.format(exc)}") from None
     if run_id is not None:
         runs = [r for r in runs if run_id in (r[0], r[1])]
     if len(runs) != 1:
@@ -721,18 +731,38 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
     uuid, name = runs[0]
     rows: dict[str, list[tuple[float, float, float]]] = {}
     # A store holds every run ever logged (gigabytes are usual): the cap is on this run's points.
-    for key, value, ts, step, is_nan in db.execute(
-        "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY step, timestamp LIMIT ?",
-        (uuid, MAX_LOG_POINTS + 1),
-    ):
-        rows.setdefault(key, []).append((float(step), math.nan if is_nan else float(value), float(ts)))
-    db.close()
+    try:
+        for key, value, ts, step, is_nan in db.execute(
+            "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY step, timestamp LIMIT ?",
+            (uuid, MAX_LOG_POINTS + 1),
+        ):
+            point = _db_point(step, value, ts, is_nan)
+            if point is None:
+                raise InputError(f"{path}: run {uuid}: metric {excerpt(key)} has a point that is no number (step "
+                                 f"{excerpt(step)}, value {excerpt(value)}, timestamp {excerpt(ts)}): the store is "
+                                 "damaged; export the run's metrics as CSV and import that")
+            rows.setdefault(str(key), []).append(point)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: {not_a_store.format(exc)}") from None
+    finally:
+        db.close()
     if sum(map(len, rows.values())) > MAX_LOG_POINTS:
         raise _too_many_points(f"{path} run {uuid}")
     if not rows:
         raise InputError(f"{path}: run {uuid} logged no metrics: log the validation metric with mlflow.log_metric")
     return LogData(format="mlflow", source=f"{path} run {uuid}", run_name=name or uuid,
                    series={k: _mlflow_series(k, v) for k, v in rows.items()})
+
+
+def _db_point(step: object, value: object, ts: object, is_nan: object) -> tuple[float, float, float] | None:
+    """A metrics row of MLflow's SQL store as (step, value, timestamp), or None where a
+    column holds no number (NULL, text: a store written by something else, or damaged)."""
+    out = []
+    for cell in (step, math.nan if is_nan else value, ts):
+        if isinstance(cell, bool) or not isinstance(cell, (int, float)):
+            return None
+        out.append(float(cell))
+    return out[0], out[1], out[2]
 
 
 #: The most of an MLflow tag file read (a run name is a few dozen characters).
