@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, plain_number, unique_keys
-from cotune.errors import ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
+from cotune.errors import InputError, ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
 from cotune.profile._schema import (
     EvalRecord,
     FailureRecord,
@@ -736,9 +736,26 @@ def _dump(record: Record) -> str:
     return json.dumps(record_to_dict(checked), separators=(", ", ": "), allow_nan=True) + "\n"
 
 
+def make_folder(path: Path) -> None:
+    """Create a profile's folder where it is missing, as :class:`ProfileWriter` does
+    (``cotune import … --out runs/p.jsonl`` failed with "cannot write it: No such file or
+    directory", exit 3, as if the storage had failed). A file where a folder of the path
+    should be is a mistyped path: :class:`InputError` (exit 2)."""
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise InputError(f"{path}: {folder} is a file, not a folder: give a path inside a folder")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError.from_os_error(exc, path=path.parent, doing="create the folder") from None
+
+
 def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
     """Write a whole profile atomically (temporary file + rename)."""
     p = Path(path)
+    make_folder(p)
     tmp = p.with_name(p.name + ".tmp")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
@@ -875,8 +892,8 @@ class ProfileWriter:
         if self._fh is not None:
             return
         check_profile_path(self.path)
+        make_folder(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             # Unbuffered: every write goes to the kernel at once, so a failed write never
             # leaves bytes in a Python buffer to be flushed (half a line) at close.
             fh = open(self.path, "a+b", buffering=0)

@@ -197,3 +197,31 @@ def test_a_batch_is_written_with_one_fsync(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd)))
     append_records(path, [_step(i) for i in range(50)])
     assert len(calls) == 1 and len(read_profile(path).steps) == 50
+
+
+def test_a_missing_folder_of_a_profile_is_created_by_every_writer(tmp_path, capsys):
+    # `cotune import … --out runs/p.jsonl` said "cannot write it: No such file or directory"
+    # (exit 3, as if the storage had failed) where the tracker's writer made the folder.
+    from cotune.cli import main
+
+    out = tmp_path / "runs" / "today" / "p.jsonl"
+    rc = main(["import", "csv", str(ROOT / "examples" / "logs" / "run.csv"), "--out", str(out), "--global-batch", "16",
+               "--dataset-size", "96"])
+    assert rc == 0, capsys.readouterr().err
+    assert len(read_profile(out).evals) == 4
+    with ProfileWriter(tmp_path / "other" / "w.jsonl") as writer:
+        writer.write(WORKLOAD)
+    assert read_profile(tmp_path / "other" / "w.jsonl").workload.name == "w"
+
+
+def test_a_file_where_a_folder_of_the_path_should_be_is_bad_input(tmp_path, capsys):
+    from cotune.cli import main
+    from cotune.errors import InputError
+
+    (tmp_path / "afile").write_text("x")
+    rc = main(["import", "csv", str(ROOT / "examples" / "logs" / "run.csv"), "--out", str(tmp_path / "afile" / "p.jsonl"),
+               "--global-batch", "16", "--dataset-size", "96"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "afile is a file, not a folder: give a path inside a folder" in err and err.count("\n") == 1, err
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        ProfileWriter(tmp_path / "afile" / "deeper" / "w.jsonl").open()
