@@ -21,7 +21,7 @@ from cotune.logs._adaptdl import read_adaptdl
 from cotune.logs._convert import ImportOptions, log_to_records
 from cotune.logs._readers import FORMATS, LogData, Series, read_log
 from cotune.profile import (
-    MAX_PROFILE_LINES, EvalRecord, Profile, WorkloadRecord, append_records, check_profile_path, read_profile,
+    MAX_PROFILE_LINES, EvalRecord, Profile, StepRecord, WorkloadRecord, append_records, check_profile_path, read_profile,
     write_profile,
 )
 from cotune.profile._profile import TEXT_FIELDS, RowError, _build
@@ -162,7 +162,8 @@ def import_log(
             )
         if old.metric != workload.metric:
             # Tools name one metric differently (val/accuracy, val_accuracy): the profile keeps its name.
-            notes.append(f"metric {workload.metric!r} recorded as the profile's {old.metric!r}")
+            notes.append(f"metric {workload.metric!r} recorded as the profile's {old.metric!r} (tools name one metric "
+                         "their own way; a different quantity — top-5 beside top-1 — belongs in another profile)")
         records = [old] + records[1:]
     _lines_after(out, existing, records,
                  fix="import a validation metric (one point per evaluation, not per step) or thin the log")
@@ -425,9 +426,49 @@ def _save(out: Any, existing: Profile | None, profile: Profile, records: list) -
     if out is None:
         return
     if existing is not None:
+        _check_not_held(existing, records, out=out)
         append_records(out, records[1:])
     else:
         write_profile(profile, out)
+
+
+def _curve_key(points: list[EvalRecord]) -> tuple[tuple[float, str], ...]:
+    return tuple((e.epoch, repr(e.metric)) for e in sorted(points, key=lambda e: e.epoch))  # repr: NaN equals NaN
+
+
+def _check_not_held(existing: Profile, records: list, *, out: Any) -> None:
+    """Refuse an append of what the profile already holds — the same data imported twice
+    would count every point twice, and nothing would say so (an AdaptDL trace appended
+    again doubled its 600 points and 1,512 step times; a log imported twice became two
+    identical "runs"). Held: eval points under a (global batch, seed) the profile already
+    has, at or before its last epoch there (a run continues only past its end); a run whose
+    points equal a held run's at that batch under any seed; step records that are all in
+    the profile already."""
+    new_evals: dict[tuple[int, int], list[EvalRecord]] = {}
+    for r in records[1:]:
+        if isinstance(r, EvalRecord):
+            new_evals.setdefault((r.global_batch, r.seed), []).append(r)
+    held: dict[tuple[int, int], list[EvalRecord]] = {}
+    for e in existing.evals:
+        held.setdefault((e.global_batch, e.seed), []).append(e)
+    fix = ("import another run, or give these points another seed (a seed column or --set seed=N for a table, --seed "
+           "for a log), or import them into a new profile")
+    for (batch, seed), points in sorted(new_evals.items()):
+        last = max((e.epoch for e in held.get((batch, seed), ())), default=None)
+        first = min(e.epoch for e in points)
+        if last is not None and first <= last:
+            raise InputError(f"{out} already holds seed {seed} at global batch {batch} up to epoch {last:.4g}, and these "
+                             f"points there start at epoch {first:.4g}: under one seed the two would read as one run "
+                             f"(the same run imported twice counts every point twice): {fix}")
+        key = _curve_key(points)
+        twin = next((s for (b, s), pts in sorted(held.items()) if b == batch and _curve_key(pts) == key), None)
+        if twin is not None:
+            raise InputError(f"{out} already holds these {len(points):,} points as seed {twin} at global batch {batch}: "
+                             "the same run imported twice; it is in the profile already (import another run's log)")
+    steps = [r for r in records[1:] if isinstance(r, StepRecord)]
+    if steps and set(steps) <= set(existing.steps):
+        raise InputError(f"{out} already holds all {len(steps):,} of these step records: the same measurements imported "
+                         "twice would weigh every configuration double; leave them out")
 
 
 def _check_same_run(existing: Profile, records: list, *, seed: int, out: Any) -> None:

@@ -229,13 +229,34 @@ def test_unknown_direction_asks_for_goal(tmp_path):
     assert import_log("csv", path, global_batch=8, dataset_size=80, goal="min").workload.goal == "min"
 
 
+def _another_run(tmp_path) -> Path:
+    """A CSV log of another run of the bundled logs' job (those are one run, logged by each library)."""
+    path = tmp_path / "second.csv"
+    path.write_text("epoch,val_accuracy\n1,0.6875\n2,0.8125\n3,0.84375\n4,0.90625\n")
+    return path
+
+
 def test_append_adds_a_second_run_with_the_next_seed(tmp_path):
     out = tmp_path / "p.jsonl"
     import_log("tensorboard", TENSORBOARD, out=out, global_batch=B, dataset_size=N)
-    import_log("mlflow", MLRUNS, out=out, append=True, global_batch=B, dataset_size=N, metric="val_accuracy", goal="max")
+    import_log("csv", _another_run(tmp_path), out=out, append=True, global_batch=B, dataset_size=N, metric="val_accuracy", goal="max")
     profile = read_profile(out)
     assert sorted({e.seed for e in profile.evals}) == [0, 1] and len(profile.evals) == 8
     assert profile.workload.name == "tiny"
+
+
+def test_the_same_run_through_another_logger_is_not_a_second_run(tmp_path, capsys):
+    # The bundled logs are one run written by each library: its MLflow copy appended to its
+    # TensorBoard import became "seed 1", and the fit counted every point twice.
+    out = tmp_path / "p.jsonl"
+    import_log("tensorboard", TENSORBOARD, out=out, global_batch=B, dataset_size=N)
+    before = out.read_bytes()
+    with pytest.raises(InputError, match="already holds these 4 points as seed 0 at global batch 16: the same run "
+                                         "imported twice"):
+        import_log("mlflow", MLRUNS, out=out, append=True, global_batch=B, dataset_size=N, metric="val_accuracy")
+    code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(out), "--append", "--global-batch", "16")
+    assert code == 2 and "the same run imported twice" in err and err.count("\n") == 1, err
+    assert out.read_bytes() == before
 
 
 def test_existing_out_without_append_is_refused(capsys, tmp_path):
@@ -489,7 +510,7 @@ def test_a_metric_logged_without_a_step_is_refused(tmp_path):
 def test_append_names_the_seed_it_wrote_in_every_note(tmp_path):
     out = tmp_path / "p.jsonl"
     import_log("csv", CSV, out=out, global_batch=B, dataset_size=N)
-    again = import_log("csv", CSV, out=out, append=True, global_batch=B, dataset_size=N)
+    again = import_log("csv", _another_run(tmp_path), out=out, append=True, global_batch=B, dataset_size=N)
     assert {e.seed for e in again.evals} == {1}
     assert not any("seed 0" in n for n in again.warnings) and any(", seed 1" in n for n in again.warnings)
 
@@ -1004,7 +1025,7 @@ def test_a_run_appended_to_a_profile_takes_its_dataset_size(tmp_path, capsys):
     # It asked for --dataset-size, which the profile's workload record states.
     out = tmp_path / "p.jsonl"
     import_log("tensorboard", TENSORBOARD, out=out, global_batch=B, dataset_size=N)
-    import_log("mlflow", MLRUNS, out=out, append=True, global_batch=B, metric="val_accuracy", goal="max")
+    import_log("csv", _another_run(tmp_path), out=out, append=True, global_batch=B, metric="val_accuracy", goal="max")
     assert len(read_profile(out).evals) == 8 and read_profile(out).workload.dataset_size == N
     code, _, err = _cli(capsys, "import", "csv", str(CSV), "--out", str(out), "--append", "--global-batch", str(N + 1))
     assert code == 2 and f"global batch {N + 1} is more than the dataset size of {out}'s workload, {N}" in err
