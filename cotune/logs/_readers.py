@@ -381,8 +381,20 @@ def read_keras_csv(path: Path, *, time_column: str | None = None, time_unit: str
                                            epoch_is_passes=True, epoch_offset=1.0, time_col=time_col, clocks=clocks,
                                            seconds_per_unit=seconds_per)
     return LogData(format="keras-csv", source=str(path), run_name=path.stem, series=series,
-                   notes=_skipped_note(skipped, "row", "'epoch'") + ((unit_note,) if unit_note else ()),
-                   text_columns=empty)
+                   notes=_skipped_note(skipped, "row", "'epoch'") + ((unit_note,) if unit_note else ())
+                   + _one_based_hint(rows), text_columns=empty)
+
+
+def _one_based_hint(rows: list[dict[str, str]]) -> tuple[str, ...]:
+    # CSVLogger's first row is epoch 0 (unless a fit resumed at initial_epoch): a column
+    # that starts at 1 — DAWNBench's TSVs, of the same layout — counts passes already, and
+    # with the one added every point would read one epoch late.
+    first = next((e for e in (_number(r.get("epoch")) for r in rows) if e is not None), None)
+    if first is None or first < 1.0:
+        return ()
+    return (f"column 'epoch' starts at {first:g}, where Keras's CSVLogger starts at 0 (one is added to each: the "
+            "index of the epoch just finished): if it counts passes done (DAWNBench's logs), import the log as format "
+            "csv, or every point is one epoch late",)
 
 
 def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, ...]:

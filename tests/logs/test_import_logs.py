@@ -1160,3 +1160,19 @@ def test_tensorboard_event_files_over_the_cap_are_refused_before_they_are_loaded
         import_log("tensorboard", TENSORBOARD, global_batch=B, dataset_size=N)
     monkeypatch.setattr(readers, "MAX_JSON_LOG_BYTES", size)
     assert import_log("tensorboard", TENSORBOARD, global_batch=B, dataset_size=N).evals
+
+
+def test_a_keras_csv_log_whose_epochs_start_at_one_is_told_it_reads_one_epoch_late(tmp_path):
+    # DAWNBench's TSVs share CSVLogger's layout but count passes from 1: read as Keras's
+    # 0-based index, every point was one epoch late, unsaid.
+    path = tmp_path / "dawn.tsv"
+    path.write_text("epoch\thours\ttop1Accuracy\n1\t0.0016\t56.39\n2\t0.0024\t71.19\n3\t0.0033\t78.0\n")
+    keras = import_log("keras-csv", path, global_batch=512, dataset_size=50000, metric="top1Accuracy")
+    assert [e.epoch for e in keras.evals] == [2.0, 3.0, 4.0]
+    assert any("column 'epoch' starts at 1, where Keras's CSVLogger starts at 0" in n and "import the log as format csv"
+               in n for n in keras.warnings)
+    plain = import_log("csv", path, global_batch=512, dataset_size=50000, metric="top1Accuracy")
+    assert [e.epoch for e in plain.evals] == [1.0, 2.0, 3.0]
+    zero = tmp_path / "keras.csv"
+    zero.write_text("epoch,val_accuracy\n0,0.5\n1,0.6\n")
+    assert not any("starts at" in n for n in import_log("keras-csv", zero, global_batch=16, dataset_size=96).warnings)
