@@ -56,6 +56,8 @@ __all__ = ["ServiceSettings", "create_app", "DEFAULT_MAX_BODY_BYTES", "OPEN_PATH
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # Routes answered without a token: liveness probes (Kubernetes, load balancers) carry none.
 OPEN_PATHS = frozenset({"/health"})
+# What a 404 lists: the routes a client may call.
+ROUTES_SAID = "POST /v1/recommend, POST /v1/replan, GET /health, GET /metrics, GET /v1/schema/NAME, GET /openapi.json"
 _log = logging.getLogger("cotune.serve")
 
 _COMPONENTS = {
@@ -140,7 +142,9 @@ class _BearerAuth:
         given = b""
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
-                given = value
+                # The scheme is case-insensitive (RFC 9110 § 11.1: "bearer" is "Bearer"); the token is not.
+                scheme, _, rest = value.partition(b" ")
+                given = (b"Bearer " + rest) if scheme.lower() == b"bearer" else value
                 break
         # compare_digest: the time taken does not tell how much of a guess was right.
         if hmac.compare_digest(given, self._expected):
@@ -198,9 +202,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _parse_json(body: bytes) -> Any:
+def _parse_json(body: bytes, schema: str = "recommend-request.v1") -> Any:
     if not body.strip():
-        raise RequestError("empty body: send a JSON object (docs/schema/recommend-request.v1.json)", status=400, code="invalid_json")
+        raise RequestError(f"empty body: send a JSON object (docs/schema/{schema}.json)", status=400, code="invalid_json")
     try:  # NaN/Infinity literals, absurd nesting, huge integers, bad encodings: one 400, never a 500
         return load_json(body)
     except BadValue as exc:
@@ -367,7 +371,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                         408, "request_timeout", f"the body did not arrive within {cfg.request_timeout_s:g} s: send it at once",
                         headers={"Connection": "close"},
                     )
-                data = await anyio.to_thread.run_sync(_parse_json, body, limiter=limiter)
+                schema = "replan-request.v1" if route == "/v1/replan" else "recommend-request.v1"
+                data = await anyio.to_thread.run_sync(_parse_json, body, schema, limiter=limiter)
                 doc = await anyio.to_thread.run_sync(
                     lambda: solve(data, profile_dir=cfg.profile_dir, limits=cfg.limits, admit=admission.solve),
                     limiter=limiter,
@@ -385,7 +390,16 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "invalid_request" if exc.status_code < 500 else "internal_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        # The routing errors name what to send instead (Starlette's detail is "Not Found");
+        # a 405 keeps its Allow header (RFC 9110 requires one).
+        message = str(exc.detail)
+        where = excerpt(request.url.path)
+        if exc.status_code == 404:
+            message = f"no route {where}: the service answers {ROUTES_SAID}"
+        elif exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            message = f"method {excerpt(request.method)} is not allowed on {where}" + (f": use {allowed}" if allowed else "")
+        return _error(exc.status_code, code, message, headers=dict(exc.headers) if exc.headers else None)
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:  # a bug: log it, answer a clean 500

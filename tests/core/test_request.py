@@ -521,3 +521,12 @@ def test_the_widest_interval_allowed_is_answered():
     rec = cotune.recommend(EXAMPLE, target=0.94, deadline_s=3600, interval=0.999999)
     lo, hi = rec.chosen.time_interval_s
     assert 0 < lo <= rec.chosen.time_s <= hi < math.inf
+
+
+def test_a_note_names_a_few_unknown_gpus_and_counts_the_rest():
+    # A price list of 100,000 unknown GPU types made one note of 789 KB.
+    prices = {**{f"g{i:06d}": 1.0 for i in range(100_000)}, "t4": 1.0}
+    rec = cotune.recommend(EXAMPLE, target=0.94, prices=prices)
+    (note,) = [n for n in rec.notes if "named in the caps, host sizes or prices" in n]
+    assert note.startswith("g000000, g000001, g000002, g000003, g000004, g000005, g000006, g000007 and 99,992 more named")
+    assert len(note) < 400

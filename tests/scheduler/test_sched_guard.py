@@ -53,8 +53,10 @@ def test_schema_and_openapi_need_the_token_too(secured):
     assert secured.get("/v1/schema/error.v1", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
-def test_recommend_with_the_token_answers(secured):
-    r = secured.post("/v1/recommend", json=BASE_REQUEST, headers={"Authorization": f"Bearer {TOKEN}"})
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_recommend_with_the_token_answers(secured, scheme):
+    # The scheme is case-insensitive (RFC 9110 § 11.1); "bearer TOKEN" was a 401.
+    r = secured.post("/v1/recommend", json=BASE_REQUEST, headers={"Authorization": f"{scheme} {TOKEN}"})
     assert r.status_code == 200 and r.json()["status"] == "ok"
 
 

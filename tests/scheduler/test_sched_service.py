@@ -97,6 +97,16 @@ def test_wrong_method_and_route(client, error_validator):
         error_validator.validate(r.json())
 
 
+def test_a_wrong_method_names_the_allowed_one_and_a_wrong_route_the_routes(client):
+    # "Method Not Allowed" without an Allow header (RFC 9110 requires one), "Not Found" alone.
+    r = client.get("/v1/recommend")
+    assert r.headers["allow"] == "POST"
+    assert r.json()["error"]["message"] == "method 'GET' is not allowed on '/v1/recommend': use POST"
+    r = client.post("/v2/recommend", json={})
+    assert r.json()["error"]["message"].startswith("no route '/v2/recommend': the service answers POST /v1/recommend, "
+                                                   "POST /v1/replan, GET /health")
+
+
 def test_schemas_are_served(client):
     assert client.get("/v1/schema/recommend-request.v1").json()["title"].startswith("cotune recommend request")
     # as the schema's own $id names it
@@ -162,3 +172,9 @@ def test_a_field_sent_as_a_query_parameter_is_refused_not_dropped(client, error_
     assert r.status_code == 400, r.text
     error_validator.validate(r.json())
     assert r.json()["error"]["code"] == "invalid_request" and "'confidence'" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("route, schema", [("/v1/recommend", "recommend-request.v1"), ("/v1/replan", "replan-request.v1")])
+def test_an_empty_body_names_the_schema_of_its_own_route(client, route, schema):
+    r = client.post(route, content=b"  ", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["message"] == f"empty body: send a JSON object (docs/schema/{schema}.json)"
