@@ -21,6 +21,7 @@ from cotune._explain import baselines as _baselines
 from cotune._explain import relax as _relax
 from cotune._request import DEFAULT_MAX_WORKERS, RecommendRequest, request_from_call
 from cotune.models import FittedModels, fit_models
+from cotune.models._fitted import check_fitted
 from cotune.models._backbone import GROWTH_PROBES
 from cotune.profile import Profile
 from cotune.solver import (
@@ -118,6 +119,7 @@ def recommend(
     candidate is made.
     """
     request = request_from_call(profile, question)
+    models = check_fitted(models)
     # With models given, a Profile still contributes its warnings and probe costs to the notes.
     prof: Profile | None = None
     if models is None or isinstance(request.profile, Profile):

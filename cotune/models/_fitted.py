@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from cotune._checks import excerpt
-from cotune.errors import ModelError
+from cotune.errors import InputError, ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
@@ -21,7 +21,16 @@ from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile
 from cotune.units import count_of
 
-__all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays"]
+__all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays", "check_fitted"]
+
+
+def check_fitted(models: object) -> "FittedModels | None":
+    """``models=`` of ``recommend`` and ``replan``: None (fit the profile) or the result of
+    :func:`fit_models` — anything else was an ``AttributeError`` deep in the search."""
+    if models is None or isinstance(models, FittedModels):
+        return models
+    raise InputError(f"models: must be the result of cotune.fit_models(profile) (or left out to fit the profile), got "
+                     f"{excerpt(models)}")
 
 
 @dataclass(frozen=True)

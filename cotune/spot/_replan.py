@@ -457,7 +457,10 @@ def replan(
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
 
+    from cotune.models._fitted import check_fitted
+
     rr = _as_replan_request(profile, progress, question)
+    models = check_fitted(models)
     req, progress = rr.request, rr.progress
     target, deadline_s, confidence, objective = req.target, req.deadline_s, req.confidence, req.objective
     assert deadline_s is not None

@@ -530,3 +530,15 @@ def test_a_note_names_a_few_unknown_gpus_and_counts_the_rest():
     (note,) = [n for n in rec.notes if "named in the caps, host sizes or prices" in n]
     assert note.startswith("g000000, g000001, g000002, g000003, g000004, g000005, g000006, g000007 and 99,992 more named")
     assert len(note) < 400
+
+
+@pytest.mark.parametrize("models", ["x", 3, {"gpus": ["t4"]}])
+def test_models_that_are_no_fitted_models_are_an_input_error_at_both_python_doors(models):
+    # An AttributeError ('str' object has no attribute 'gpus') deep in the search.
+    said = r"^models: must be the result of cotune.fit_models\(profile\)"
+    with pytest.raises(InputError, match=said):
+        cotune.recommend(EXAMPLE, target=0.94, models=models)
+    with pytest.raises(InputError, match=said):
+        cotune.replan(EXAMPLE, target=0.94, deadline_s=3600, models=models,
+                      progress={"epochs_done": 10, "elapsed_s": 600, "gpu": "t4", "market": "on_demand", "workers": 4,
+                                "local_batch": 128})
