@@ -107,7 +107,9 @@ class ReplanOption:
 class ReplanDecision:
     """``decision`` is ``"stay"``, ``"switch"`` or ``"infeasible"``; ``chosen`` the option to
     run (None when infeasible), ``nearest`` the least-missing option when infeasible,
-    ``changes`` what a switch changes, ``gain`` stay − chosen in the objective's unit."""
+    ``changes`` what a switch changes, ``gain`` stay − chosen in the objective's unit;
+    ``compared`` the alternative a "stay" weighed staying against (the one its reason's
+    numbers are of), None where it weighed none."""
 
     decision: Literal["stay", "switch", "infeasible"]
     reason: str
@@ -116,6 +118,7 @@ class ReplanDecision:
     changes: tuple[str, ...]
     gain: float | None
     stay_feasible: bool
+    compared: Any = None
 
 
 def changes_between(old: Any, new: Any) -> tuple[str, ...]:
@@ -210,7 +213,8 @@ def decide_replan(
             f"the best alternative would save only {pct:.1%} of the {objective} after its restart"
             if pct > 0 else f"the best alternative is {-pct:.1%} worse in {objective} after its restart"
         )
-        return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
+        return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True,
+                              compared=best)
     if best is not None:
         gain = None if stay is None else key(stay) - key(best)
         why = "the current configuration cannot continue" if stay is None else f"the current configuration misses {where}"
@@ -364,7 +368,8 @@ def _decide_by_success(
             f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}" if pct > 0
             else f"the best alternative with {q_in} would add {-pct:.1%} to the job's {objective}, risk counted"
         )
-        return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True)
+        return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True,
+                              compared=best)
     if best is not None:
         gain = None if stay is None else key(stay) - key(best)
         why = "the current configuration cannot continue" if stay is None else (

@@ -790,6 +790,11 @@ def replan(
         best = d.chosen
         decision, reason = "switch", d.reason
     else:
+        if d.compared is not None:
+            # The alternative the reason's numbers are of (the best above the entry
+            # threshold), not the cheapest of all that keep q: the BEST row showed one
+            # option at P(success) 0.53 while the reason priced another at 0.55 or more.
+            best = d.compared
         decision, reason = "stay", d.reason + (f" (restart {restart_s:.0f} s)" if best is not None else "")
     key = (lambda c: c.cost) if objective == "cost" else (lambda c: c.time_s)
     gain = None if stay is None or best is None else key(stay) - key(best)

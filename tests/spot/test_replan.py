@@ -375,3 +375,14 @@ def test_a_current_gpu_that_gpu_leaves_out_is_named_as_such(kw):
     with pytest.raises(InputError, match=r"^current gpu 'v100' is not among the gpus asked for \(t4\), so staying "
                                          r"cannot be weighed: add it to --gpu \(gpus\), or drop --gpu$"):
         replan(profile, target=0.9, deadline_s=3600, progress=progress, **kw)
+
+
+def test_a_stay_shows_as_best_the_alternative_its_reason_weighed(capsys):
+    # The BEST row (and "best" in --json) was the cheapest option keeping q = 0.5, at
+    # P(success) 0.53, while the reason priced the best one above the entry threshold 0.55.
+    argv = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--elapsed", "10m", "--epochs-done", "10",
+            "--current", "t4:4:128", "--gpu", "t4", "--local-batch", "7", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["decision"] == "stay" and "the best alternative with P(success) ≥ 0.55" in doc["reason"]
+    assert doc["best"]["p_success"] >= 0.55
