@@ -325,8 +325,13 @@ class SpotMarket:
         startup_s: float,
         confidence: float | None,
         deadline_s: float | None,
+        every_mixed: bool = False,
     ):  # (Estimates, SpotDetails)
-        """Revocation-aware time and cost for spot and mixed rows (see the module doc)."""
+        """Revocation-aware time and cost for spot and mixed rows (see the module doc).
+
+        ``every_mixed``: simulate every mixed row that has both twins, not only those where
+        the rule can matter (on-demand meets the deadline, spot alone does not) — a job
+        running mixed must be weighed as it runs even where spot alone would do."""
         c = est.candidates
         n = len(c)
         row = self._per_row(est)
@@ -367,7 +372,7 @@ class SpotMarket:
             keep[m] = False
             if deadline_s is not None:
                 chosen, not_simulated = self._mixed(est, m, row, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s,
-                                     spot_at_conf=at_conf, od_at_conf=est.time_at_confidence_s)
+                                     spot_at_conf=at_conf, od_at_conf=est.time_at_confidence_s, every=every_mixed)
                 for i, vals in chosen.items():
                     keep[i] = True
                     time_s[i], lower[i], upper[i], at_conf[i] = vals["time"], vals["lower"], vals["upper"], vals["at_conf"]
@@ -402,7 +407,8 @@ class SpotMarket:
         idx = np.flatnonzero(keep)
         return out.take(idx), details.rows(idx)
 
-    def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf) -> tuple[dict[int, dict[str, float]], int]:
+    def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf,
+               every: bool = False) -> tuple[dict[int, dict[str, float]], int]:
         """Simulate the uniform-progress rule for mixed rows where it can matter; also the
         count of such rows left out for needing more than MAX_MIXED_ATTEMPTS segments."""
         c = est.candidates
@@ -420,7 +426,7 @@ class SpotMarket:
                 continue
             od_ok = od_at_conf[t["on_demand"]] <= deadline_s
             spot_ok = spot_at_conf[t["spot"]] <= deadline_s
-            if od_ok and not spot_ok and math.isfinite(train[i]):
+            if (every or (od_ok and not spot_ok)) and math.isfinite(train[i]):
                 todo.append(int(i))
         if not todo:
             return {}, 0

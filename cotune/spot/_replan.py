@@ -623,14 +623,15 @@ def replan(
 
     q = DEFAULT_CONFIDENCE if confidence is None else confidence
 
-    def evaluate(cands, startup: float, *, running: bool):
+    def evaluate(cands, startup: float, *, running: bool, every_mixed: bool = False):
         # The remaining work of every option as a distribution (cotune.solver.job_outlook →
         # remaining_work, the closed-loop replay's belief), then the spot stage on it.
         raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
         o = outlook(cands, running=running, forecast=forecast)
         rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval,
                                    schedule=schedule, budget_left=budget_left)
-        adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s)
+        adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s,
+                                   every_mixed=every_mixed)
         # The spot stage may drop mixed rows: the outlook of the rows it kept (no refit).
         kept = outlook(adj.candidates, running=running, forecast=forecast)
         return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s,
@@ -654,8 +655,11 @@ def replan(
 
     stay = None
     if progress.market in ("on_demand", "spot", "mixed"):
+        # A job running mixed is weighed as it runs, even where spot alone would now do (the
+        # spot stage offers a mixed row only where the rule can matter): it read "the current
+        # configuration cannot continue" and paid a restart ahead of schedule.
         s_est, _ = evaluate(plan.candidates(_stay_candidates(space.gpus, progress, plan.gpus_per_host), mixed=True), 0.0,
-                            running=True)
+                            running=True, every_mixed=progress.market == "mixed")
         rows = np.flatnonzero(s_est.candidates.in_market(progress.market))
         if rows.size:
             i = int(rows[0])

@@ -386,3 +386,16 @@ def test_a_stay_shows_as_best_the_alternative_its_reason_weighed(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["decision"] == "stay" and "the best alternative with P(success) ≥ 0.55" in doc["reason"]
     assert doc["best"]["p_success"] >= 0.55
+
+
+def test_a_job_running_mixed_ahead_of_schedule_can_stay(capsys, repo_root):
+    # The spot stage offers a mixed row only where spot alone misses: ahead of schedule the
+    # job's own configuration was missing, and it read "the current configuration cannot
+    # continue" and paid a 170 s restart to move to spot.
+    argv = ["replan", "cifar10-resnet18", "--cluster", str(repo_root / "examples" / "cluster.toml"), "--target", "0.94",
+            "--deadline", "45m", "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:mixed:4:129",
+            "--confidence", "0.9", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["stay"] is not None and doc["stay"]["market"] == "mixed" and doc["stay"]["p_success"] >= 0.9
+    assert "cannot continue" not in doc["reason"]
