@@ -50,6 +50,11 @@ def _market_spelling(market: str) -> str | None:
     return known if known is not None and known != market else None
 
 
+def _price_at(key: str) -> str:
+    """The JSON Pointer of a price (RFC 6901: '~' and '/' in a key escaped)."""
+    return "/prices/" + key.replace("~", "~0").replace("/", "~1")
+
+
 def price_table(
     prices: Mapping[str, float] | None, gpus: Sequence[str], markets: Sequence[str]
 ) -> tuple[np.ndarray, bool]:
@@ -66,18 +71,21 @@ def price_table(
     off_market = sorted(k for k in prices if ":" in k and k.split(":", 1)[1] not in markets)
     misspelt = {k: _market_spelling(k.split(":", 1)[1]) for k in off_market}
     misspelt = {k: m for k, m in misspelt.items() if m is not None}
+    # Each error points at the price it is about (/prices/t4:bogus; --price t4:bogus at the
+    # CLI), as every other field's check does: HTTP callers got "path": null.
     if misspelt:
         k, m = next(iter(misspelt.items()))
-        raise InputError(f"price key {k!r}: the market is written {m!r} ({k.split(':', 1)[0]}:{m}); markets are "
-                         "on_demand and spot")
+        raise BadValue(f"price key {k!r}: the market is written {m!r} ({k.split(':', 1)[0]}:{m}); markets are "
+                       "on_demand and spot", where=_price_at(k))
     unknown_market = [k for k in off_market if k.split(":", 1)[1] not in ("on_demand", "spot")]
     if unknown_market:
-        raise InputError(f"price key {unknown_market[0]!r} names no market cotune knows: markets are on_demand (a key "
-                         "without one means it) and spot")
+        raise BadValue(f"price key {unknown_market[0]!r} names no market cotune knows: markets are on_demand (a key "
+                       "without one means it) and spot", where=_price_at(unknown_market[0]))
     if off_market:
-        raise InputError(
+        raise BadValue(
             f"price for {', '.join(off_market)} names a market that is not searched ({', '.join(markets)}): "
-            "spot prices need revocation rates, so give them in a cluster file (--cluster FILE, docs/spot.md)"
+            "spot prices need revocation rates, so give them in a cluster file (--cluster FILE, docs/spot.md)",
+            where=_price_at(off_market[0]),
         )
     # A price for a type outside the search space is unused (a scheduler's whole price list, or
     # a type --gpu leaves out; the request's check_cap_names notes the unprofiled ones). A typo
@@ -91,9 +99,9 @@ def price_table(
                 table[gi, mi] = prices[gpu]
             else:
                 key = gpu if market == "on_demand" else key
-                raise InputError(
+                raise BadValue(
                     f"no price for {gpu} on the {market} market: add its USD per GPU-hour (--price {key}=USD_PER_HOUR / "
-                    f"prices[\"{key}\"]), or give no prices at all to compare worker-hours"
+                    f"prices[\"{key}\"]), or give no prices at all to compare worker-hours", where="/prices"
                 )
     return table, True
 

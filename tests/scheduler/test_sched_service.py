@@ -178,3 +178,11 @@ def test_a_field_sent_as_a_query_parameter_is_refused_not_dropped(client, error_
 def test_an_empty_body_names_the_schema_of_its_own_route(client, route, schema):
     r = client.post(route, content=b"  ", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["message"] == f"empty body: send a JSON object (docs/schema/{schema}.json)"
+
+
+@pytest.mark.parametrize("prices, path", [({"v100": 1.0}, "/prices"), ({"t4": 1.0, "t4:spot": 0.1}, "/prices/t4:spot"),
+                                          ({"t4": 1.0, "t4:bogus": 0.1}, "/prices/t4:bogus")])
+def test_a_price_error_points_at_the_price(client, prices, path):
+    # "path": null — every other field's error points at its value.
+    r = client.post("/v1/recommend", json={"profile": "cifar10-resnet18", "target": 0.94, "prices": prices})
+    assert r.status_code == 422 and r.json()["error"]["path"] == path, r.json()
