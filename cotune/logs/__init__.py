@@ -263,6 +263,10 @@ def import_table(
         why = not_text_reason(p)
         if why:
             raise InputError(f"{p}: {why}") from None
+        if isinstance(exc, UnicodeDecodeError):
+            from cotune.logs._readers import not_utf8
+
+            raise InputError(f"{p}: {not_utf8(exc)}") from None
         if isinstance(exc, pd.errors.ParserError) and "fields in line" in str(exc):  # "Expected 3 fields in line 3, saw 4"
             raise InputError(f"{p}: {_longer_row(p, sep)}") from None
         raise InputError(f"{p}: not a readable CSV table ({' '.join(str(exc).split())[:160]}): give a comma-separated "

@@ -229,6 +229,8 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
         why = not_text_reason(path)
         if why:
             raise InputError(f"{path}: {why}") from None
+        if isinstance(exc, UnicodeDecodeError):
+            raise InputError(f"{path}: {not_utf8(exc)}") from None
         raise InputError(f"{path}: not a readable CSV file ({exc}): give a comma-separated file with a header row") from None
     if not header or not rows:
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
@@ -250,6 +252,14 @@ def _as_long_as_the_header(reader: "csv.DictReader[str]", path: Path) -> Iterato
             raise InputError(f"{path}: line {reader.line_num} has {n:,} cells, the header names {len(row):,}: give every "
                              "row the header's columns (a log whose columns changed mid-run: split it where they do)")
         yield row
+
+
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """What a text file that is not UTF-8 needs (Latin-1 or Windows-1252: 'résultat' saved by
+    a spreadsheet in a Western locale)."""
+    # The byte, not its offset: pandas decodes in chunks, and its offsets count from the chunk.
+    return (f"not UTF-8 text (a byte 0x{exc.object[exc.start]:02x}): save it as UTF-8 (a "
+            "spreadsheet's 'CSV UTF-8'; iconv -f latin1 -t utf-8), then import it")
 
 
 # A number written with a decimal comma, and nothing else in the cell ('1,5', '-0,25e-3').

@@ -58,3 +58,15 @@ def test_a_named_pipe_where_a_store_or_event_file_should_be_is_refused_unread(ca
     rc, err, out = _import(capsys, fmt, make(tmp_path), tmp_path)
     assert rc == 2 and "not a regular file" in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("fmt, text", [("csv", b"epoch,val_acc,r\xe9sultat\n1,0.5,x\n"),
+                                       ("records", b"global_batch,epoch,metric,r\xe9sultat\n256,1,0.5,x\n")])
+def test_a_latin1_table_is_told_to_be_saved_as_utf8(capsys, tmp_path, fmt, text):
+    path = tmp_path / "t.csv"
+    path.write_bytes(text)
+    out = tmp_path / "p.jsonl"
+    flags = ["--record", "eval", "--metric", "top1", "--dataset-size", "96"] if fmt == "records" else FLAGS
+    rc = main(["import", fmt, str(path), "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not UTF-8 text (a byte 0xe9): save it as UTF-8" in err and err.count("\n") == 1, err
