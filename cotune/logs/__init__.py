@@ -211,7 +211,7 @@ def import_table(
     import pandas as pd
 
     from cotune._checks import integer
-    from cotune.logs._readers import MAX_COLUMNS, _need_file, _separator, check_header
+    from cotune.logs._readers import MAX_COLUMNS, _need_file, _separator, check_header, dot_decimal, uses_decimal_commas
     from cotune.logs._table import (add_constants, add_hosts, check_columns, check_constants, check_where, check_wide,
                                     map_columns, numbers_as_numbers, select_rows, unpivot, where_columns)
 
@@ -250,7 +250,16 @@ def import_table(
         # would be read as no field, or a wide table's repeated '1' as 1.1 workers.
         header = read(nrows=1, header=None, dtype=str)
         check_header(p, [str(v).strip() for v in (header.iloc[0] if len(header) else ()) if isinstance(v, str)])
-        frame = read(dtype=as_text)
+        if sep == ";":
+            # Every cell as text, then numbers as the file's locale writes them (dot_decimal:
+            # '0,5' and, where decimals take commas, '1.000' a thousand); numbers_as_numbers
+            # reads them below. pandas' own decimal=',' left '1.000' to be read as 1.0.
+            frame = read(dtype=str)
+            texts = set(as_text)
+            grouped = uses_decimal_commas(v for c in frame.columns if c not in texts for v in frame[c].tolist())
+            frame = frame.apply(lambda col: col if col.name in texts else col.map(lambda v: dot_decimal(v, grouped=grouped)))
+        else:
+            frame = read(dtype=as_text)
         # The filters compare text as the file writes it ('1' is not '1.0'): their columns
         # are read again as text (a filtered column may be a number field too).
         on = [c for c in dict.fromkeys(where_columns(wanted)) if c in frame.columns]

@@ -19,7 +19,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -235,7 +235,8 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
     if not header or not rows:
         raise InputError(f"{path}: no header row or no data rows: give a CSV file with named columns")
     if sep == ";":  # semicolons separate where a comma is the decimal mark: '0,71875'
-        rows = [{k: _DECIMAL_COMMA.sub(r"\1.\2", v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
+        grouped = uses_decimal_commas(v for row in rows for v in row.values())
+        rows = [{k: dot_decimal(v, grouped=grouped) for k, v in row.items()} for row in rows]
     return header, rows
 
 
@@ -264,6 +265,28 @@ def not_utf8(exc: UnicodeDecodeError) -> str:
 
 # A number written with a decimal comma, and nothing else in the cell ('1,5', '-0,25e-3').
 _DECIMAL_COMMA = re.compile(r"^(\s*[-+]?\d+),(\d+(?:[eE][-+]?\d+)?\s*)$")
+# ... with its thousands grouped by dots ('1.000', '12.345,5'): a leading group of 1-3 digits
+# not starting with 0 ('0.500' is a decimal), then groups of exactly three.
+_DOT_GROUPED = re.compile(r"^(\s*[-+]?[1-9]\d{0,2}(?:\.\d{3})+)((?:,\d+)?\s*)$")
+
+
+def uses_decimal_commas(cells: Iterable[object]) -> bool:
+    """Whether a semicolon-separated file writes decimals with a comma ('0,5') anywhere: its
+    locale then groups thousands with dots, and '1.000' is a thousand, not 1.0."""
+    return any(isinstance(c, str) and _DECIMAL_COMMA.match(c) for c in cells)
+
+
+def dot_decimal(cell: object, *, grouped: bool) -> object:
+    """A cell of a semicolon-separated file as the number readers parse: '0,5' → '0.5'; with
+    ``grouped`` (:func:`uses_decimal_commas`) also '1.000' → '1000' and '12.345,5' → '12345.5'
+    (the step 1.000 was read as 1.0: epochs 1000 times too small, without a word)."""
+    if not isinstance(cell, str):
+        return cell
+    if grouped:
+        hit = _DOT_GROUPED.match(cell)
+        if hit:
+            cell = hit.group(1).replace(".", "") + hit.group(2)
+    return _DECIMAL_COMMA.sub(r"\1.\2", cell)
 
 
 #: Cells (rows × columns) a CSV log may hold: about 1 GB of memory while it is read.

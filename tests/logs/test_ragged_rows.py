@@ -64,3 +64,24 @@ def test_cells_past_the_header_count_against_nothing_they_are_refused_at_the_fir
     with pytest.raises(InputError, match="line 2 has 5,002 cells, the header names 2"):
         import_log("csv", _write(tmp_path, "epoch,val_acc\n" + "\n".join([row] * 50) + "\n"),
                    out=tmp_path / "p.jsonl", global_batch=16, dataset_size=96)
+
+
+def test_a_semicolon_log_with_decimal_commas_groups_thousands_with_dots(tmp_path):
+    # Its step 1.000 was read as 1.0: epochs a thousand times too small, unsaid.
+    path = _write(tmp_path, "step;val_acc\n1.000;0,5\n2.000;0,6\n12.000;0,7\n")
+    profile = import_log("csv", path, out=tmp_path / "p.jsonl", global_batch=32, dataset_size=32000)
+    assert [(e.epoch, e.metric) for e in profile.evals] == [(1.0, 0.5), (2.0, 0.6), (12.0, 0.7)]
+
+
+def test_a_semicolon_log_with_dot_decimals_keeps_them(tmp_path):
+    # No decimal comma anywhere: the file's dots are decimals ('0.500' never a thousands group).
+    path = _write(tmp_path, "epoch;val_acc\n1.500;0.500\n3.000;0.600\n")
+    profile = import_log("csv", path, out=tmp_path / "p.jsonl", global_batch=32, dataset_size=32000)
+    assert [(e.epoch, e.metric) for e in profile.evals] == [(1.5, 0.5), (3.0, 0.6)]
+
+
+def test_a_semicolon_table_with_decimal_commas_groups_thousands_with_dots(tmp_path):
+    path = _write(tmp_path, "global_batch;epoch;metric\n1.024;1;0,5\n1.024;2;0,6\n2.048;1;0,45\n")
+    profile = import_table(path, out=tmp_path / "p.jsonl", **EVALS)
+    assert sorted((e.global_batch, e.epoch, e.metric) for e in profile.evals) == [(1024, 1, 0.5), (1024, 2, 0.6),
+                                                                                   (2048, 1, 0.45)]
