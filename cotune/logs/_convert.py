@@ -351,6 +351,10 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     if timing is None:
         clocks = [n for n in log.series if clock_like(n)] if log.format in ("csv", "keras-csv") else []
         hint = (f" (if column {clocks[0]!r} is a wall clock, name it: --time-column {clocks[0]})" if clocks else "")
+        # A rate column whose cells are no numbers ('1,234' samples a second) is why: say so.
+        unread = [note for k, note in log.text_columns.items() if any(w in k.lower() for w in ("per_s", "per_sec", "time"))]
+        if unread and not clocks:
+            hint = f" ({unread[0]})"
         notes.append(f"the log has no step times{hint}: time the steps with 'cotune profile' (its timing probes) to fit "
                      "the time model")
     elif opts.gpu is None:

@@ -316,14 +316,15 @@ def check_header(path: Path, header: list[str]) -> None:
 def _table_series(
     header: list[str], rows: list[dict[str, str]], *, step_col: str | None, epoch_col: str | None, step_offset: float,
     epoch_is_passes: bool, epoch_offset: float = 0.0, time_col: str | None = None, clocks: tuple[str, ...] = (),
-    seconds_per_unit: float = 1.0,
-) -> tuple[dict[str, Series], int]:
+    seconds_per_unit: float = 1.0, path: Path | str = "the log",
+) -> tuple[dict[str, Series], int, dict[str, str]]:
     """The series of every column (with the cells in it that are not numbers), and how many
     rows had no usable x (step, or epoch as passes). ``time_col`` holds each row's
     wall-clock time (any origin) in units of ``seconds_per_unit`` seconds, kept in seconds
     beside every value of the row; ``clocks`` are other clock columns, no series either."""
     out: dict[str, list] = {}
     unreadable: dict[str, list[str]] = {}
+    unread_x: dict[str, list[str]] = {}
     skipped = 0
     for row in rows:
         step = _number(row.get(step_col)) if step_col else None
@@ -332,6 +333,10 @@ def _table_series(
         wall = wall * seconds_per_unit if wall is not None else None
         if step is None and (epoch is None or not epoch_is_passes):
             skipped += 1
+            for col in (step_col, epoch_col):
+                cell = row.get(col) if col else None
+                if isinstance(cell, str) and cell.strip() and _number(cell) is None:
+                    unread_x.setdefault(col, []).append(cell.strip())
             continue
         for key in header:
             if key in (step_col, epoch_col, time_col) or key in clocks:
@@ -345,6 +350,11 @@ def _table_series(
             s = (step + step_offset) if step is not None else math.nan
             e = epoch + epoch_offset if epoch_is_passes and epoch is not None else None
             out.setdefault(key, []).append((s, value, e, wall))
+    if rows and skipped == len(rows) and unread_x:
+        # No row has an x: every series would be empty, and the error would say "no metric".
+        col, cells = next(iter(unread_x.items()))
+        raise InputError(f"{path}: no row has a number in column {col!r} (cells like {cells[0]!r}){_comma_hint(cells)}: "
+                         "the step or epoch of each row is what the curve is read against")
     series = {k: _series(k, v) for k, v in out.items()}
     for k, cells in unreadable.items():
         if k in series:
@@ -357,10 +367,18 @@ def _no_numbers_notes(columns: dict[str, list[str]]) -> dict[str, str]:
     (a decimal comma, '0,5', is the usual cause of a metric column without numbers)."""
     out = {}
     for k, cells in columns.items():
-        comma = any(re.fullmatch(r"[-+]?\d+,\d+", c) for c in cells)
-        out[k] = (f"column {k!r} holds no numbers (cells like {cells[0]!r})"
-                  + (": decimal commas? write decimal points (0.5)" if comma else ""))
+        out[k] = f"column {k!r} holds no numbers (cells like {cells[0]!r}){_comma_hint(cells)}"
     return out
+
+
+def _comma_hint(cells: list[str]) -> str:
+    """Why cells with a comma are no numbers: '1,234' groups thousands (or is a decimal
+    comma: no reader can tell), '0,5' is a decimal comma."""
+    if any(re.fullmatch(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+", c) for c in cells):
+        return ": thousands separators (or decimal commas)? write plain numbers (1234, 0.5)"
+    if any(re.fullmatch(r"[-+]?\d+,\d+", c) for c in cells):
+        return ": decimal commas? write decimal points (0.5)"
+    return ""
 
 
 def read_lightning_csv(path: Path) -> LogData:
@@ -376,7 +394,7 @@ def read_lightning_csv(path: Path) -> LogData:
     # CSVLogger's 'step' is the 0-based index of the step just taken; its 'epoch' is the
     # 0-based epoch index, not passes over the data, so epochs come from steps instead.
     series, skipped, empty = _table_series(header, rows, step_col="step", epoch_col="epoch" if "epoch" in header else None,
-                                           step_offset=1.0, epoch_is_passes=False)
+                                           step_offset=1.0, epoch_is_passes=False, path=path)
     run = path.parent.parent.name if path.parent.name.startswith("version_") else path.parent.name
     facts = {}
     if "epoch" in header:
@@ -412,7 +430,7 @@ def read_keras_csv(path: Path, *, time_column: str | None = None, time_unit: str
     clocks = tuple(h for h in header if h.strip().lower() in TIME_COLUMNS) if time_col is not None else ()
     series, skipped, empty = _table_series(header, rows, step_col=None, epoch_col="epoch", step_offset=0.0,
                                            epoch_is_passes=True, epoch_offset=1.0, time_col=time_col, clocks=clocks,
-                                           seconds_per_unit=seconds_per)
+                                           seconds_per_unit=seconds_per, path=path)
     return LogData(format="keras-csv", source=str(path), run_name=path.stem, series=series,
                    notes=_skipped_note(skipped, "row", "'epoch'") + ((unit_note,) if unit_note else ())
                    + _one_based_hint(rows), text_columns=empty)
@@ -582,7 +600,7 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
     series, skipped, empty = _table_series(header, rows, step_col=None if keras else step_col,
                                            epoch_col="Step" if keras else epoch_col, step_offset=0.0,
                                            epoch_is_passes=True, epoch_offset=1.0 if keras else 0.0, time_col=time_col,
-                                           clocks=clocks, seconds_per_unit=seconds_per)
+                                           clocks=clocks, seconds_per_unit=seconds_per, path=path)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
     hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
     run_name, notes = path.stem, ()

@@ -85,3 +85,20 @@ def test_a_semicolon_table_with_decimal_commas_groups_thousands_with_dots(tmp_pa
     profile = import_table(path, out=tmp_path / "p.jsonl", **EVALS)
     assert sorted((e.global_batch, e.epoch, e.metric) for e in profile.evals) == [(1024, 1, 0.5), (1024, 2, 0.6),
                                                                                    (2048, 1, 0.45)]
+
+
+def test_a_step_column_of_thousands_separated_cells_is_named_not_read_as_no_metric(tmp_path, capsys):
+    # "no validation metric recognised (series: none)": every row was skipped for its step.
+    path = _write(tmp_path, 'step,val_acc\n"1,000",0.5\n"2,000",0.6\n')
+    rc = main(["import", "csv", str(path), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "32",
+               "--dataset-size", "32000"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no row has a number in column 'step' (cells like '1,000'): thousands separators" in err, err
+
+
+def test_no_step_times_says_which_rate_column_holds_no_numbers(tmp_path):
+    path = _write(tmp_path, 'epoch,val_acc,samples_per_second\n1,0.5,"1,234"\n2,0.6,"1,300"\n')
+    profile = import_log("csv", path, global_batch=32, dataset_size=32000, gpu="t4", workers=1)
+    assert not profile.steps
+    assert any("the log has no step times (column 'samples_per_second' holds no numbers (cells like '1,234'): "
+               "thousands separators" in n for n in profile.warnings), profile.warnings
