@@ -230,7 +230,7 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
         raise InputError(f"{source}: the file must hold a table of fields (version, checkpoint, gpu), got {got}")
     _unknown(source, "", data, _TOP_KEYS)
     version = data.get("version", CLUSTER_FILE_VERSION)
-    if version != CLUSTER_FILE_VERSION:
+    if isinstance(version, bool) or version != CLUSTER_FILE_VERSION:  # True == 1 in Python; not in the schema
         raise _fail(source, "version", f"is {excerpt(version)}, not supported", f"write version = {CLUSTER_FILE_VERSION}")
     per_host = _host_size(source, "gpus_per_host", data.get("gpus_per_host"))
 

@@ -38,6 +38,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from cotune._request import DEFAULT_GPUS_PER_HOST
+from cotune._checks import BadValue
 from cotune.errors import InputError
 from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
 from cotune.spot._revocation import (
@@ -199,8 +200,8 @@ class SpotMarket:
                 # as prices: the file says what its servers hold; a different value asked for
                 # alongside it is a contradiction, not a preference to drop without a word
                 key = "gpus_per_host" if cl.gpus[g].gpus_per_host is None else f"gpu.{g}.gpus_per_host"
-                raise InputError(f"gpus_per_host {asked} for {g} contradicts {cl.source}'s {key} = {filed}: "
-                                 "drop --gpus-per-host (gpus_per_host) or edit the cluster file")
+                raise BadValue(f"gpus_per_host {asked} for {g} contradicts {cl.source}'s {key} = {filed}: "
+                               "drop --gpus-per-host (gpus_per_host) or edit the cluster file", where="/gpus_per_host")
             sizes[g] = filed if filed is not None else asked if asked is not None else DEFAULT_GPUS_PER_HOST
         return cls(
             cluster=cl, gpus=chosen, max_workers=caps, gpus_per_host=sizes,

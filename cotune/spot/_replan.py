@@ -97,6 +97,7 @@ from cotune._request import (
     request_from_call,
     unsearched_note,
 )
+from cotune._checks import BadValue, excerpt
 from cotune.errors import InputError
 from cotune.units import count_of, format_chance, format_duration, format_duration_at_least, format_money
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
@@ -482,15 +483,17 @@ def replan(
                              "exists on it; re-plan with another gpu (--gpu) or fewer samples per step")
         models = replace(models, max_local_batch={**models.max_local_batch, progress.gpu: cap})
     unsearched = req.check_cap_names(models.gpus)
+    # Each error points at the value it is about (HTTP answered "path": null).
     if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
-        raise InputError(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
-                         f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on")
+        raise BadValue(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
+                       f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on", where="/progress/gpu")
     for label, workers in (("runs", progress.workers), ("runs now", progress.workers_now)):
         if workers * progress.local_batch > models.dataset_size:
             # A step holds at most every training sample once (the profiler's rule too).
-            raise InputError(f"the job {label} {workers} × {progress.local_batch} = {workers * progress.local_batch:,} "
-                             f"samples a step, more than the profile's {models.dataset_size:,} training samples: "
-                             "check the current configuration (workers, local batch; workers added)")
+            raise BadValue(f"the job {label} {workers} × {progress.local_batch} = {workers * progress.local_batch:,} "
+                           f"samples a step, more than the profile's {models.dataset_size:,} training samples: "
+                           "check the current configuration (workers, local batch; workers added)",
+                           where="/progress/workers")
     priced = True  # a cluster file states its prices
     if req.cluster is None:
         cl, priced = _on_demand_cluster(models, req, rr.prices)
@@ -502,16 +505,20 @@ def replan(
     for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"
+        at = "/prices/" + key.replace("~", "~0").replace("/", "~1")
         if market not in ("on_demand", "spot"):
-            raise InputError(f"new price key {key!r}: use GPU (on-demand), GPU:on_demand or GPU:spot")
+            raise BadValue(f"new price key {key!r}: use GPU (on-demand), GPU:on_demand or GPU:spot", where=at)
         if req.cluster is None and gpu not in cl.gpus:
             unpriced.append(gpu)  # a type the profile has no probes for: unused, and said so
             continue
+        if gpu not in cl.gpus:
+            raise BadValue(f"gpu {excerpt(gpu)} is not in the cluster file (it lists {', '.join(cl.gpus)}): price only "
+                           f"what it offers, or add a [gpu.{gpu}] table to it", where=at)
         field_name = "spot_price_per_hour" if market == "spot" else "on_demand_price_per_hour"
         cl = cl.with_offer(gpu, **{field_name: float(value)})
     if req.cluster is None and progress.gpu not in cl.gpus:  # profiled (checked above): --gpu leaves it out
-        raise InputError(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(cl.gpus)}), so "
-                         "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu")
+        raise BadValue(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(cl.gpus)}), so "
+                       "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu", where="/progress/gpu")
     cl.offer(progress.gpu)  # a cluster file that does not offer it: named, with the table to add
 
     notes: list[str] = [] if loaded is None else list(loaded.warnings)  # e.g. a torn last line a kill left, as recommend says
@@ -609,8 +616,8 @@ def replan(
 
     plan = SpotMarket.from_request(req, models, cluster=cl)
     if progress.gpu not in plan.gpus:  # profiled (checked above): the cluster or --gpu leaves it out
-        raise InputError(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(plan.gpus)}), so "
-                         "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu")
+        raise BadValue(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(plan.gpus)}), so "
+                         "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu", where="/progress/gpu")
     space, space_notes = build_space(
         models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
         local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,

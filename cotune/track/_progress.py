@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from cotune._checks import BadValue
 from cotune.errors import InputError
 from cotune.profile import Profile, StepRecord
 
@@ -95,7 +96,8 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
     tagged = [r for r in (*profile.steps, *profile.evals) if r.job is not None]
     if not tagged:
         if job is not None:
-            raise InputError(f"the profile has no records of job {job!r}: track the job (cotune.track.Tracker) first")
+            raise BadValue(f"the profile has no records of job {job!r}: track the job (cotune.track.Tracker) first",
+                           where="/job")
         return None
     names = list(dict.fromkeys(r.job for r in (*profile.evals, *profile.steps) if r.job is not None))
     if job is None:
@@ -103,7 +105,8 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
             s.job for s in reversed(profile.steps) if s.job is not None
         )
     elif job not in names:
-        raise InputError(f"the profile has no records of job {job!r}; it has {', '.join(map(repr, names))}: pick one")
+        raise BadValue(f"the profile has no records of job {job!r}; it has {', '.join(map(repr, names))}: pick one",
+                       where="/job")
     steps = [s for s in profile.steps if s.job == job]
     evals = [e for e in profile.evals if e.job == job]
     last_step = steps[-1] if steps else None

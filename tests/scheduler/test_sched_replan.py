@@ -190,3 +190,17 @@ def test_a_spot_plan_rendered_without_a_node_selector_is_warned_about():
     assert manifest_warnings(doc, placed) == []
     on_demand = recommend_request({"profile": EXAMPLE, "target": 0.94, "deadline_s": 1800})
     assert manifest_warnings(on_demand, bare) == []
+
+
+@pytest.mark.parametrize("change, path", [
+    (dict(progress={**REPLAN_REQUEST["progress"], "gpu": "a100"}), "/progress/gpu"),
+    (dict(progress={**REPLAN_REQUEST["progress"], "workers": 10**9}), "/progress/workers"),
+    (dict(job="j2"), "/job"),
+    (dict(prices={"v100": 1.0}), "/prices/v100"),
+    (dict(gpus_per_host=8), "/gpus_per_host"),
+])
+def test_a_replan_error_points_at_its_value(change, path):
+    # Each answered 422 with "path": null.
+    with pytest.raises(RequestError) as err:
+        replan_request(dict(copy.deepcopy(REPLAN_REQUEST), **change))
+    assert err.value.status == 422 and err.value.path == path, (err.value, err.value.path)

@@ -239,3 +239,11 @@ def test_a_cluster_file_with_a_byte_order_mark_reads(tmp_path, repo_root):
     path = tmp_path / "c.toml"
     path.write_bytes("\ufeff".encode() + text.encode())  # as Windows editors save it
     assert load_cluster(path).offer("t4").spot == 32
+
+
+def test_a_version_of_true_is_no_version_one():
+    # True == 1 in Python: the schema's integer 1 took a boolean.
+    from cotune.spot import parse_cluster
+
+    with pytest.raises(InputError, match="version is true, not supported; write version = 1"):
+        parse_cluster({"version": True, "gpu": {"t4": {"on_demand": 4, "on_demand_price_per_hour": 1.0}}}, source="c")

@@ -372,7 +372,7 @@ def test_a_current_gpu_that_gpu_leaves_out_is_named_as_such(kw):
 
     profile = parse_profile([json.dumps(r) for r in synthetic_records(gpus=("t4", "v100"))])
     progress = {"gpu": "v100", "market": "on_demand", "workers": 2, "local_batch": 64, "epochs_done": 1, "elapsed_s": 60}
-    with pytest.raises(InputError, match=r"^current gpu 'v100' is not among the gpus asked for \(t4\), so staying "
+    with pytest.raises(InputError, match=r"^/progress/gpu: current gpu 'v100' is not among the gpus asked for \(t4\), so staying "
                                          r"cannot be weighed: add it to --gpu \(gpus\), or drop --gpu$"):
         replan(profile, target=0.9, deadline_s=3600, progress=progress, **kw)
 
