@@ -176,3 +176,16 @@ def test_a_target_above_a_loss_curve_gets_no_percentage_hint() -> None:
     rec = cotune.recommend("yolov3-voc", target=0.5)
     assert rec.chosen is None
     assert not any("fractions of 1" in h for h in rec.relax), rec.relax
+
+
+@pytest.mark.parametrize(("deadline_s", "confidence"), [(1800.0, 0.9), (1800.0, None), (None, 0.9), (None, None)])
+def test_a_target_beyond_every_curve_is_told_a_target_that_is_met_as_asked(deadline_s, confidence) -> None:
+    # It named the best fitted metric (0.9466) whatever the deadline and confidence, and
+    # following it gave a second "nothing feasible" ("the best chance of reaching it is 0.50").
+    rec = cotune.recommend("cifar10-resnet18", target=0.95, deadline_s=deadline_s, confidence=confidence)
+    assert rec.chosen is None
+    (hint,) = [h for h in rec.relax if "no measured learning curve reaches" in h]
+    suggested = float(re.search(r"lower the target \(--target / target\) to ([0-9.]+)", hint).group(1))
+    assert suggested < 0.95
+    assert cotune.recommend("cifar10-resnet18", target=suggested, deadline_s=deadline_s,
+                            confidence=confidence).chosen is not None
