@@ -533,6 +533,8 @@ class Tracker:
         configuration by force).
         """
         cause = _move_cause(cause)
+        if self.enabled and self._writer is None:  # as step() and eval(): a closed tracker records nothing more
+            raise InputError("the tracker is closed: create a new Tracker to record more")
         c = self.config
         moved = TrackedConfig(
             gpu=(c.gpu if gpu is None else _gpu_name(gpu)), workers=c.workers if workers is None else workers,
@@ -586,15 +588,17 @@ class Tracker:
             return
         try:
             self._writer.write(record)
+            self._lines += 1
+            self.records_written += 1
+            if self._syncer is not None:
+                # A sync that failed in the background (EIO, a late ENOSPC) is reported here:
+                # under errors="warn" it stops tracking like a failed write, never the training.
+                self._syncer.request()
         except StorageError as exc:
             if self.errors == "raise":
                 raise
             self._stop(f"{exc}: tracking stops and training goes on; the records written so far are intact")
             return
-        self._lines += 1
-        self.records_written += 1
-        if self._syncer is not None:
-            self._syncer.request()
 
     def _stop(self, why: str) -> None:
         """Stop tracking for good, said once: the job's training must not die of its tracker."""

@@ -355,6 +355,31 @@ def test_a_full_disk_stops_tracking_with_a_warning_and_training_goes_on(tmp_path
     assert len(read_profile(path).steps) == 1  # what was written is intact
 
 
+def test_a_background_sync_that_fails_stops_tracking_with_a_warning_not_the_training(tmp_path: Path, monkeypatch) -> None:
+    # The fsync thread's EIO was raised out of tr.step(), under the default errors="warn".
+    import errno
+
+    from _waiting import wait_for
+
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="background")
+    tr.step(step_time_s=0.1)
+
+    def broken(fd):  # noqa: ANN001
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    tr.step(step_time_s=0.1)  # asks the thread to sync: it fails there
+    wait_for(lambda: tr._syncer is None or tr._syncer.error is not None, timeout_s=60, what="the failed sync")
+    with pytest.warns(RuntimeWarning, match="Input/output error.*tracking stops and training goes on"):
+        for _ in range(3):
+            tr.step(step_time_s=0.1)
+    assert not tr.enabled
+    monkeypatch.undo()
+    assert len(read_profile(path).steps) >= 2  # what was written is intact
+
+
 def test_errors_raise_hands_a_full_disk_to_the_loop(tmp_path: Path, monkeypatch) -> None:
     from cotune.errors import StorageError
     from cotune.profile import ProfileWriter
@@ -713,3 +738,11 @@ def test_a_bad_choice_is_quoted_short(tmp_path: Path, kw: dict, said: str) -> No
     with Tracker(tmp_path / "q.jsonl", gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, fsync="none") as t:
         with pytest.raises(InputError, match="cause must be one of"):
             t.reconfigure(workers=4, cause=np.array(["replan", "revocation"]))  # no elementwise 'in'
+
+
+def test_a_closed_tracker_refuses_to_reconfigure_as_it_refuses_steps(tmp_path: Path) -> None:
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none")
+    tr.close()
+    with pytest.raises(InputError, match="the tracker is closed"):
+        tr.reconfigure(workers=2)
+    assert tr.config.workers == 1
