@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Protocol
 from profiler._protocol import (
     EXIT_CRASH,
     EXIT_OOM,
+    EXIT_SETUP,
     EXIT_STORAGE,
     STORAGE_ERRNOS,
     FailureResult,
@@ -115,7 +116,7 @@ class Backend(Protocol):
         """After this rank's result is written (e.g. wait until every rank has written)."""
 
 
-_EXIT = {"oom": EXIT_OOM, "crash": EXIT_CRASH, "storage": EXIT_STORAGE}
+_EXIT = {"oom": EXIT_OOM, "crash": EXIT_CRASH, "storage": EXIT_STORAGE, "setup": EXIT_SETUP}
 
 
 def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
@@ -134,12 +135,19 @@ def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
         mark_started(task.result_dir, rank)
     except OSError:
         os._exit(EXIT_STORAGE)
+    stage = "setup"
     try:
         env = backend.setup(task)
         rank = int(env.rank)
+        stage = "run"
         result = backend.run(task, env)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
         failure = failure_of(exc, rank=rank, is_oom=backend.is_oom)
+        if stage == "setup" and failure.status != "storage":
+            # No workload code runs in setup (the process group, the device): a failure there
+            # (GLOO_SOCKET_IFNAME naming no interface, a rendezvous store gone) is the
+            # environment's, and a crash record would make reruns skip the point.
+            failure = dataclasses.replace(failure, status="setup")
         code = _EXIT[failure.status]
         try:
             write_result(task.result_dir, failure)

@@ -43,6 +43,7 @@ __all__ = [
     "EXIT_OOM",
     "EXIT_CRASH",
     "EXIT_STORAGE",
+    "EXIT_SETUP",
     "STORAGE_ERRNOS",
 ]
 
@@ -50,6 +51,7 @@ __all__ = [
 EXIT_OOM = 3
 EXIT_CRASH = 4
 EXIT_STORAGE = 5  # writing (or reading) our own files failed: a fault of ours, not of the workload
+EXIT_SETUP = 6  # joining the process group or setting up the device failed: the environment's, not the workload's
 
 # errno values that mean "the storage failed", wherever they are raised.
 # EFBIG: a file-size limit (ulimit -f, RLIMIT_FSIZE) the environment sets, not the workload.
@@ -200,9 +202,11 @@ class CurveResult(_Record):
 @dataclass(frozen=True, kw_only=True)
 class FailureResult(_Record):
     """A rank that failed: ``oom`` and ``crash`` are facts about the workload; ``storage``
-    (our own files could not be written) is not, and is never recorded in the profile."""
+    (our own files could not be written) and ``setup`` (the rank could not join the process
+    group or set up its device, before any workload code ran) are not, and are never
+    recorded in the profile."""
 
-    status: Literal["oom", "crash", "storage"]
+    status: Literal["oom", "crash", "storage", "setup"]
     rank: int = 0
     message: str = ""
     traceback: str = ""
@@ -217,9 +221,9 @@ def result_from_dict(data: dict[str, Any], *, kind: str) -> Result:
     if status == "ok":
         cls: type = TimingResult if kind == "timing" else CurveResult
         return cls(**_fields(cls, data))
-    if status in ("oom", "crash", "storage"):
+    if status in ("oom", "crash", "storage", "setup"):
         return FailureResult(**_fields(FailureResult, data))
-    raise ValueError(f"result status must be ok, oom, crash or storage, got {status!r}")
+    raise ValueError(f"result status must be ok, oom, crash, storage or setup, got {status!r}")
 
 
 def write_result(result_dir: str | Path, result: Result) -> None:

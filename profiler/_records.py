@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord
 from profiler._launcher import LaunchOutcome
-from profiler._protocol import EXIT_STORAGE, EpochLine, FailureResult, Result, TimingResult
+from profiler._protocol import EXIT_SETUP, EXIT_STORAGE, EpochLine, FailureResult, Result, TimingResult
 from profiler._stats import summarize
 from profiler._workload import WorkloadError
 
@@ -102,6 +102,10 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
         return Verdict("storage", failures["storage"].message)
     if _exited_with(outcome, EXIT_STORAGE):
         return Verdict("storage", f"a worker could not read or write its files ({root_cause(outcome)}; log: {log})")
+    if "setup" in failures or _exited_with(outcome, EXIT_SETUP):
+        said = failures["setup"].message if "setup" in failures else root_cause(outcome)
+        return Verdict("launcher", f"a worker could not join the process group or set up its device ({said}; log: "
+                                   f"{log}): the environment's fault (network interface, rendezvous, device)")
     if "oom" in failures:
         return Verdict("oom", failures["oom"].message or "out of memory")
     if "crash" in failures:
@@ -136,9 +140,12 @@ def workload_record(workload: Any, *, spec: str) -> WorkloadRecord:
     """The profile's workload record (torch or TensorFlow workload: same attributes)."""
     try:
         samples = int(workload.count_samples())
-    except Exception as exc:  # the user's train_data(): its failure is theirs to fix, in one line
-        raise WorkloadError(f"workload {workload.name!r}: counting the training samples with train_data() failed with "
-                            f"{type(exc).__name__}: {exc}: fix it, or give the Workload dataset_size=N") from exc
+    except (Exception, SystemExit) as exc:  # the user's train_data(): its failure is theirs to fix, in one line
+        # SystemExit too (sys.exit("data not found: run download.py")): it escaped as --help's
+        # exit, a traceback or a silent exit 0 with nothing profiled.
+        what = f"exited ({exc.code!r})" if isinstance(exc, SystemExit) else f"failed with {type(exc).__name__}: {exc}"
+        raise WorkloadError(f"workload {workload.name!r}: counting the training samples with train_data() {what}: fix "
+                            "it, or give the Workload dataset_size=N") from None
     if samples < 1:  # no step can be formed: every probe would fail, and the profile would say so wrongly
         where = "its dataset_size" if getattr(workload, "dataset_size", None) is not None else "train_data() is empty"
         raise WorkloadError(f"workload {workload.name!r} has {samples} training samples ({where}): give it its training "

@@ -691,9 +691,11 @@ def _check_plan_fits_data(plan: Any, *, samples: int) -> None:
         for w in plan.workers:
             for b in plan.local_batches:
                 if w * b > samples:
+                    # With more workers than samples no local batch fits: fewer workers is the fix.
+                    fix = (f"choose local batches of at most {samples // w:,} for {w} worker(s)" if samples >= w
+                           else f"use at most {samples:,} workers (one sample each)")
                     raise InputError(f"--workers {w} × --local-batch {b} is a step of {w * b:,} samples, more than the "
-                                     f"workload's {samples:,} training samples: choose local batches of at most "
-                                     f"{max(1, samples // w):,} for {w} worker(s)")
+                                     f"workload's {samples:,} training samples: {fix}")
         for b in plan.curves:
             if b > samples:
                 raise InputError(f"--curves {b} is more than the workload's {samples:,} training samples (an epoch "

@@ -219,7 +219,9 @@ def _time_batch(task: TimingTask, env: _Env, workload: Workload, ddp: Any, loss_
     times: list[float] = []
     began = time.perf_counter()
     while True:
-        for _ in range(chunk if times else min_steps):
+        # Never past max_steps (a whole chunk more overshot it: --max-steps 5 timed 8);
+        # every rank takes the same count, so the collectives stay in step.
+        for _ in range(min(chunk, max_steps - len(times)) if times else min(min_steps, max_steps)):
             times.append(step(sync=True))
         # Rank 0 decides for everyone, outside the timed region.
         done = (

@@ -277,11 +277,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(prog)
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, or argparse's own usage error: only the parser's exits
+            return int(exc.code or 0)
         _old_budget(args)
         return _run(args)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
     except _ArgError as exc:
         print(f"cotune: {exc} (see '{prog} --help')", file=sys.stderr)
         return EXIT_INPUT

@@ -46,6 +46,9 @@ ROOT = Path(__file__).resolve().parents[2]
           "--local-batch", "99999999999999"], "more than the workload's 1,437 training samples"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1,2",
           "--local-batch", "8,1024"], "choose local batches of at most 718 for 2 worker(s)"),
+        # more workers than samples: no local batch fits, and 'at most 1' was the batch given
+        (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "2000",
+          "--local-batch", "1"], "use at most 1,437 workers (one sample each)"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--workers", "1",
           "--local-batch", "8", "--curves", "2048"], "--curves 2048 is more than"),
         (["--workload", "examples/digits_cnn.py:workload", "--out", "x.jsonl", "--min-batch", "2048", "--max-batch",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import json
 import time
 
 from _waiting import wait_for
@@ -123,3 +124,41 @@ def test_an_out_of_memory_is_retried_only_when_named_and_a_step_above_it_lifts_t
     profile = read_profile(out)
     assert sorted(s.local_batch for s in profile.steps) == [4, 16]
     assert profile.max_local_batch("cpu") is None  # the step at 16 contradicts the old out-of-memory
+
+
+@pytest.mark.slow
+def test_a_process_group_that_cannot_form_is_the_environments_fault_and_records_nothing(tmp_path, capsys, monkeypatch):
+    # GLOO_SOCKET_IFNAME naming no interface: written as a 'crash' of the workload at that
+    # point, which every rerun then skipped ("1 of them failed before: crash 1").
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "no-such-interface0")
+    out = tmp_path / "p.jsonl"
+    code, err = run_cli(["--workload", spec("tiny"), "--out", str(out), "--no-curves", "--workers", "2",
+                         "--local-batch", "4", *FAST], capsys)
+    assert code == 3 and "could not join the process group or set up its device" in err, err
+    assert "no-such-interface0" in err and "nothing was recorded" in err
+    assert not out.exists() or not read_profile(out).failures
+
+
+@pytest.mark.slow
+def test_timing_never_runs_past_max_steps(tmp_path):
+    # A whole chunk of 5 was added past the cap: --min-steps 3 --max-steps 5 timed 8 steps.
+    import profiler
+
+    out = tmp_path / "p.jsonl"
+    profiler.profile(spec("tiny"), out=str(out), workers=[1], local_batches=[4], curves=[], quiet=True,
+                     probe=profiler.ProbeSettings(device="cpu", warmup_steps=1, min_timed_steps=3, max_timed_steps=5,
+                                                  max_timed_s=60.0, rel_precision=1e-9))
+    lines_ = [json.loads(ln) for ln in out.read_text().splitlines()]
+    timed = [ln["timed_steps"] for ln in lines_ if ln.get("record") == "step"]
+    assert timed and all(3 <= t <= 5 for t in timed), timed
+
+
+def test_a_train_data_that_exits_is_one_line_and_exit_2_not_a_traceback_or_a_silent_0(tmp_path, capsys):
+    # SystemExit escaped the sample count: a traceback ("invalid literal for int()"), or with
+    # sys.exit(0) an exit 0 with nothing profiled and nothing said.
+    out = tmp_path / "p.jsonl"
+    code, err = run_cli(["--workload", spec("exits_for_data"), "--out", str(out), "--no-curves", "--workers", "1",
+                         "--local-batch", "4", *FAST], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "counting the training samples with train_data() exited ('data not found: run download.py first')" in err
+    assert not out.exists()

@@ -86,3 +86,14 @@ class _HangAbove4Loss(nn.Module):
 
 
 hang_above_4 = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _HangAbove4Loss})
+
+
+def _data_not_downloaded() -> TensorDataset:
+    import sys
+
+    sys.exit("data not found: run download.py first")
+
+
+# train_data() that exits while the parent counts its samples (no dataset_size given).
+exits_for_data = Workload(name="tiny", model=_model,
+                          **{**{k: v for k, v in _COMMON.items() if k != "dataset_size"}, "train_data": _data_not_downloaded})
