@@ -47,6 +47,7 @@ class TrackerCallback(_keras.callbacks.Callback):
         self.close_at_end = close_at_end
         self._timer = StepTimer()
         self._guard = CallbackGuard(tracker, name="TrackerCallback")
+        self._prev_batch = -1  # the last batch index this epoch reported (compile(steps_per_execution=N) skips N - 1)
 
     def on_train_begin(self, logs: Any = None) -> None:
         self._guard.start()
@@ -54,6 +55,9 @@ class TrackerCallback(_keras.callbacks.Callback):
         epochs = (self.params or {}).get("epochs")
         if self._guard.tracking and self.tracker.schedule_epochs is None and isinstance(epochs, int) and epochs > 0:
             self.tracker.schedule_epochs = epochs
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._prev_batch = -1
 
     def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
         self._timer.batch_start(time.perf_counter())
@@ -63,8 +67,27 @@ class TrackerCallback(_keras.callbacks.Callback):
         # every accum_steps batches and at the epoch's last (params["steps"], when known).
         steps = (self.params or {}).get("steps")
         last = isinstance(steps, int) and batch + 1 >= steps
+        # With compile(steps_per_execution=N) Keras calls the hooks once per N batches, the
+        # index of the last one: counted as one, the job's epochs and step time were N times off.
+        covered = batch - self._prev_batch if isinstance(batch, int) and batch > self._prev_batch else 1
+        self._prev_batch = batch if isinstance(batch, int) else self._prev_batch
+        if covered > 1:
+            self._record_many(self._timer.batch_end(time.perf_counter(), accum=1, last_of_epoch=True), covered)
+            return
         done = self._timer.batch_end(time.perf_counter(), accum=self.tracker.config.accum_steps, last_of_epoch=last)
         self._record(done)
+
+    def _record_many(self, done: tuple[float, int] | None, batches: int) -> None:
+        """One hook that ran ``batches`` batches: that many optimizer steps (``accum_steps``
+        batches each; a remainder is a partial step), the time shared evenly."""
+        if done is None or not self._guard.tracking:
+            return
+        accum = max(int(self.tracker.config.accum_steps), 1)
+        per_batch = done[0] / batches
+        for _ in range(batches // accum):
+            self.tracker.step(step_time_s=per_batch * accum)
+        if batches % accum:
+            self.tracker.step(step_time_s=per_batch * (batches % accum), micro_batches=batches % accum)
 
     def _record(self, done: tuple[float, int] | None) -> None:
         if done is not None and self._guard.tracking:
