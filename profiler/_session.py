@@ -68,7 +68,7 @@ from profiler._records import (
 from profiler._settings import CurveSettings, ProbeEstimator, ProbeSettings, SessionSummary
 from profiler._state import DEFAULT_RETRY, RETRY_KINDS, CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
 from profiler._storage import check_storage, storage_guard
-from profiler._workload import Workload, WorkloadError, load_workload
+from profiler._workload import Workload, WorkloadError, bounded, load_workload
 
 __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_session"]
 
@@ -646,7 +646,8 @@ class Session:
         began = time.monotonic()
         tally = _Tally()
         # Before the profile is opened: a workload whose data cannot be counted leaves no file behind.
-        mine = workload_record(self.workload, spec=self.spec)
+        with bounded(self.probe.timeout_s, f"counting the training samples of {self.spec} (train_data())"):
+            mine = workload_record(self.workload, spec=self.spec)
         _check_plan_fits_data(self.plan, samples=mine.dataset_size)
         self._check_plan_fits_devices()
         cores = os.cpu_count() or 1
@@ -780,7 +781,11 @@ def run_session(
         # was one rung at min_batch, probed and curved as if it were the whole range.
         raise InputError(f"--min-batch {min_batch} is above --max-batch {max_batch}: the plan's ladder runs from "
                          "--min-batch up to --max-batch (default 1024); lower --min-batch or raise --max-batch")
-    loaded = _workload if _workload is not None else load_workload(workload)
+    if _workload is not None:
+        loaded = _workload
+    else:
+        with bounded(probe.timeout_s, f"loading the workload {workload}"):
+            loaded = load_workload(workload)
     has_eval = loaded.eval_data is not None
     if curves and not has_eval:
         raise WorkloadError(f"{workload}: learning curves need held-out data: give the Workload an eval_data factory")

@@ -14,12 +14,15 @@ lambdas closed over objects built in ``__main__`` of another process).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from cotune.errors import InputError
 
@@ -137,6 +140,43 @@ def _import_fix(exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return f"module {exc.name!r} is not installed in this Python ({sys.executable}): install it there and rerun"
     return "fix the workload file"
+
+
+class WorkloadTimeout(WorkloadError):
+    """The workload's own code, run in the profiler's process, took too long (:func:`bounded`)."""
+
+
+class _OutOfTime(BaseException):
+    """Raised in the main thread by :func:`bounded`'s alarm (a BaseException: the user's
+    code catching ``Exception`` must not swallow it)."""
+
+
+@contextlib.contextmanager
+def bounded(seconds: float, what: str) -> Iterator[None]:
+    """Run the block — the user's code in the profiler's own process: importing the workload
+    file, counting its samples — for at most ``seconds``, else :class:`WorkloadError`. A
+    script that trains or downloads at import, or a ``train_data()`` that hangs, held
+    ``cotune profile`` for ever (the probes have their own time-out, this did not). The
+    alarm is a signal: only in the main thread, and only while Python code runs (a block
+    hung inside a C call ends when the call returns)."""
+    if not (seconds > 0 and hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _OutOfTime:
+        raise WorkloadTimeout(f"{what} took more than {seconds:g} s (a script that trains or downloads when imported, a "
+                            "train_data() that hangs): keep a script's own run behind `if __name__ == \"__main__\":`, "
+                            "give the Workload dataset_size=N, or raise --probe-timeout") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def load_workload(spec: str) -> Workload:

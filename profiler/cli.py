@@ -200,7 +200,7 @@ def _retry_list(text: str | None) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from profiler._launcher import TorchrunLauncher
     from profiler._session import CurveSettings, ProbeSettings, run_session
-    from profiler._workload import WorkloadError, load_workload
+    from profiler._workload import WorkloadError, WorkloadTimeout, bounded, load_workload
 
     if args.nnodes > 1 and not args.rdzv_endpoint:
         raise _ArgError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every host")
@@ -230,8 +230,12 @@ def _run(args: argparse.Namespace) -> int:
     )
     curve = CurveSettings(max_epochs=args.max_epochs, target=args.target, noise=args.noise,
                           timeout_s=args.curve_timeout, checkpoint=not args.no_checkpoint)
+    load = f"loading the workload {args.workload}"
     try:
-        workload = load_workload(args.workload)
+        with bounded(args.probe_timeout, load):
+            workload = load_workload(args.workload)
+    except WorkloadTimeout:
+        raise
     except WorkloadError:
         workload = None  # maybe a TensorFlow workload; the adapter reports its own errors
     curves = [] if args.no_curves else args.curves
@@ -253,8 +257,9 @@ def _run(args: argparse.Namespace) -> int:
     if workload is None:
         from profiler.tf import is_tf_workload_spec, run_tf_session
 
-        if not is_tf_workload_spec(args.workload):
-            load_workload(args.workload)  # re-raise the original, informative error
+        with bounded(args.probe_timeout, load):
+            if not is_tf_workload_spec(args.workload):
+                load_workload(args.workload)  # re-raise the original, informative error
         if args.nnodes > 1:
             raise _ArgError("--nnodes applies to torchrun probes; for TensorFlow on several hosts let the cluster "
                             "manager set TF_CONFIG and use a launcher of your own (docs/profiler.md §8)")

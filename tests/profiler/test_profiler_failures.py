@@ -162,3 +162,23 @@ def test_a_train_data_that_exits_is_one_line_and_exit_2_not_a_traceback_or_a_sil
     assert code == 2 and err.count("\n") == 1, err
     assert "counting the training samples with train_data() exited ('data not found: run download.py first')" in err
     assert not out.exists()
+
+
+def test_a_workload_file_that_hangs_when_imported_is_bounded_by_the_probe_timeout(tmp_path, capsys):
+    # `cotune profile` waited for ever: the probes have a time-out, loading the file had none.
+    script = tmp_path / "hangs.py"
+    script.write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    out = tmp_path / "p.jsonl"
+    code, err = run_cli(["--workload", f"{script}:workload", "--out", str(out), "--no-curves", "--workers", "1",
+                         "--local-batch", "4", *FAST, "--probe-timeout", "2s"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "loading the workload" in err and "took more than 2 s" in err and "if __name__" in err
+    assert not out.exists()
+
+
+def test_a_train_data_that_hangs_is_bounded_by_the_probe_timeout(tmp_path, capsys):
+    out = tmp_path / "p.jsonl"
+    code, err = run_cli(["--workload", spec("hangs_for_data"), "--out", str(out), "--no-curves", "--workers", "1",
+                         "--local-batch", "4", *FAST, "--probe-timeout", "2s"], capsys)
+    assert code == 2 and "counting the training samples" in err and "took more than 2 s" in err, err
+    assert not out.exists()

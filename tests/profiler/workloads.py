@@ -97,3 +97,13 @@ def _data_not_downloaded() -> TensorDataset:
 # train_data() that exits while the parent counts its samples (no dataset_size given).
 exits_for_data = Workload(name="tiny", model=_model,
                           **{**{k: v for k, v in _COMMON.items() if k != "dataset_size"}, "train_data": _data_not_downloaded})
+
+
+def _data_that_hangs() -> TensorDataset:
+    time.sleep(3600)  # a download that never ends
+    return _data(512, seed=1)
+
+
+# train_data() that hangs while the parent counts its samples (no dataset_size given).
+hangs_for_data = Workload(name="tiny", model=_model,
+                          **{**{k: v for k, v in _COMMON.items() if k != "dataset_size"}, "train_data": _data_that_hangs})
