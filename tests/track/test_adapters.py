@@ -70,7 +70,10 @@ def test_lightning_callback_writes_steps_and_one_eval_per_validation(tmp_path: P
 
 
 @pytest.mark.slow
-def test_keras_callback_writes_steps_and_one_eval_per_epoch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_execution", [1, 4])
+def test_keras_callback_writes_steps_and_one_eval_per_epoch(tmp_path: Path, per_execution: int) -> None:
+    # compile(steps_per_execution=N) runs the batch hooks once per N batches: counted as
+    # one, a run of 2 epochs read as epochs 0.5 and 1.0 and step times N times too long.
     keras = pytest.importorskip("keras")
     import numpy as np
 
@@ -80,7 +83,8 @@ def test_keras_callback_writes_steps_and_one_eval_per_epoch(tmp_path: Path) -> N
     x = rng.normal(size=(256, 4)).astype("float32")
     y = (x.sum(axis=1) > 0).astype("int64")
     model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
-    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
+                  steps_per_execution=per_execution)
     path = tmp_path / "job.jsonl"
     tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
     model.fit(x, y, batch_size=32, epochs=2, validation_data=(x, y), verbose=0,
@@ -429,23 +433,3 @@ def test_transformers_train_inside_with_tracker_records_an_out_of_memory(tmp_pat
     assert p.steps and len(p.evals) == 1 and p.max_local_batch("cpu") == 31
     assert tracker.closed
 
-
-@pytest.mark.slow
-@pytest.mark.parametrize("per_execution", [1, 4])
-def test_keras_steps_per_execution_counts_every_batch(tmp_path: Path, per_execution: int) -> None:
-    # Keras calls the batch hooks once per execution of N batches: with N = 5 a run of 2
-    # epochs read as epochs 0.2 and 0.4 and step times 5 times too long.
-    keras = pytest.importorskip("keras")
-    from cotune.track.keras import TrackerCallback
-
-    x, y = _xy(256)
-    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
-    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"], steps_per_execution=per_execution)
-    path = tmp_path / "job.jsonl"
-    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=2, warmup_steps=0)
-    model.fit(x, y, batch_size=32, epochs=2, validation_data=(x, y), verbose=0,
-              callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
-    p = read_profile(path)
-    assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])
-    assert sum(s.timed_steps for s in p.steps) == 2 * 8
