@@ -297,8 +297,17 @@ def parse_number(
         try:
             n = int(raw)
         except ValueError:
-            bounds = _bounds_text(None, ge, None, le)
-            raise BadValue(f"expected a whole number{' ' + bounds if bounds else ''}, got {excerpt(text)}", where=where) from None
+            # '16.0' is the whole number 16, as integer() takes 16.0 from JSON and Python (the
+            # CLI refused what HTTP accepted); '16.7' is refused, never truncated.
+            try:
+                x = float(raw)
+            except ValueError:
+                x = math.nan
+            if not (math.isfinite(x) and x.is_integer() and "_" not in raw):
+                bounds = _bounds_text(None, ge, None, le)
+                raise BadValue(f"expected a whole number{' ' + bounds if bounds else ''}, got {excerpt(text)}",
+                               where=where) from None
+            n = int(x)
         return _integer(n, where=where, ge=None if ge is None else int(ge), le=None if le is None else int(le))
     try:
         x = float(raw)

@@ -542,3 +542,13 @@ def test_models_that_are_no_fitted_models_are_an_input_error_at_both_python_door
         cotune.replan(EXAMPLE, target=0.94, deadline_s=3600, models=models,
                       progress={"epochs_done": 10, "elapsed_s": 600, "gpu": "t4", "market": "on_demand", "workers": 4,
                                 "local_batch": 128})
+
+
+def test_a_whole_number_written_with_a_point_is_that_number_at_every_door(capsys):
+    # The CLI refused --max-workers 16.0 ("expected a whole number") where HTTP and Python took 16.0.
+    code, out, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--max-workers", "16.0", "--workers", "2.0,4",
+                          "--json")
+    assert code == 0, err
+    assert json.loads(out)["recommendation"]["workers"] in (2, 4)  # '2.0' read as the worker count 2
+    code, _, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--max-workers", "16.5")
+    assert code == 2 and "expected a whole number, got '16.5'" in err
