@@ -182,3 +182,26 @@ def test_a_train_data_that_hangs_is_bounded_by_the_probe_timeout(tmp_path, capsy
                          "--local-batch", "4", *FAST, "--probe-timeout", "2s"], capsys)
     assert code == 2 and "counting the training samples" in err and "took more than 2 s" in err, err
     assert not out.exists()
+
+
+def test_the_load_bound_keeps_a_callers_own_alarm_and_handler():
+    import signal
+
+    from profiler._workload import bounded
+
+    fired = []
+
+    def mine(*_):  # noqa: ANN002
+        fired.append(1)
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        with bounded(5.0, "loading"):
+            pass
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 90.0 < left <= 100.0  # the caller's alarm still runs, with its time
+        assert signal.getsignal(signal.SIGALRM) is mine and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
