@@ -176,11 +176,14 @@ def test_a_workload_file_that_hangs_when_imported_is_bounded_by_the_probe_timeou
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_train_data_that_hangs_is_bounded_by_the_probe_timeout(tmp_path, capsys):
+    # A generous bound: loading the workloads file (it imports torch) must fit in it on a
+    # loaded machine, so that it is the sample count that runs out of time.
     out = tmp_path / "p.jsonl"
     code, err = run_cli(["--workload", spec("hangs_for_data"), "--out", str(out), "--no-curves", "--workers", "1",
-                         "--local-batch", "4", *FAST, "--probe-timeout", "2s"], capsys)
-    assert code == 2 and "counting the training samples" in err and "took more than 2 s" in err, err
+                         "--local-batch", "4", *FAST, "--probe-timeout", "30s"], capsys)
+    assert code == 2 and "counting the training samples" in err and "took more than 30 s" in err, err
     assert not out.exists()
 
 
