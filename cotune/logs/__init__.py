@@ -151,8 +151,6 @@ def import_log(
             records, notes = log_to_records(log, replace(opts, seed=fresh))
             notes.append(f"seed {fresh}: global batch {batch} already has runs with seeds {', '.join(map(str, sorted(taken)))}")
     assert isinstance(workload, WorkloadRecord)
-    if existing is not None and seed is not None:
-        _check_same_run(existing, records, seed=seed, out=out)
     if existing is not None:
         old = existing.workload
         if old.differs_from(workload, fields=("dataset_size", "goal")) is not None:  # the name is the profile's
@@ -168,7 +166,10 @@ def import_log(
     _lines_after(out, existing, records,
                  fix="import a validation metric (one point per evaluation, not per step) or thin the log")
     profile = _build(records, path=None if out is None else str(out), warnings=notes)
-    _save(out, existing, profile, records)
+    # A log under a seed the profile holds at its batch continues that run (a log split at a
+    # restart) only past its last evaluation; an unset seed was made the next free one above.
+    _save(out, existing, profile, records,
+          overlap_fix="Leave --seed out to import it as another run (the next free seed), or give a new seed")
     return profile
 
 
@@ -433,13 +434,13 @@ def _lines_after(out: Any, existing: Profile | None, records: list, *, fix: str)
                          f"{MAX_PROFILE_LINES:,} a profile may hold: {fix}")
 
 
-def _save(out: Any, existing: Profile | None, profile: Profile, records: list) -> None:
+def _save(out: Any, existing: Profile | None, profile: Profile, records: list, *, overlap_fix: str | None = None) -> None:
     """Write the new profile atomically, or append the new records (all but the workload)
     in one write: all of them or none."""
     if out is None:
         return
     if existing is not None:
-        _check_not_held(existing, records, out=out)
+        _check_not_held(existing, records, out=out, overlap_fix=overlap_fix)
         append_records(out, records[1:])
     else:
         write_profile(profile, out)
@@ -449,7 +450,7 @@ def _curve_key(points: list[EvalRecord]) -> tuple[tuple[float, str], ...]:
     return tuple((e.epoch, repr(e.metric)) for e in sorted(points, key=lambda e: e.epoch))  # repr: NaN equals NaN
 
 
-def _check_not_held(existing: Profile, records: list, *, out: Any) -> None:
+def _check_not_held(existing: Profile, records: list, *, out: Any, overlap_fix: str | None = None) -> None:
     """Refuse an append of what the profile already holds — the same data imported twice
     would count every point twice, and nothing would say so (an AdaptDL trace appended
     again doubled its 600 points and 1,512 step times; a log imported twice became two
@@ -464,8 +465,8 @@ def _check_not_held(existing: Profile, records: list, *, out: Any) -> None:
     held: dict[tuple[int, int], list[EvalRecord]] = {}
     for e in existing.evals:
         held.setdefault((e.global_batch, e.seed), []).append(e)
-    fix = ("import another run, or give these points another seed (a seed column or --set seed=N for a table, --seed "
-           "for a log), or import them into a new profile")
+    fix = overlap_fix or ("import another run, or give these points another seed (a seed column or --set seed=N for "
+                          "a table, --seed for a log), or import them into a new profile")
     for (batch, seed), points in sorted(new_evals.items()):
         last = max((e.epoch for e in held.get((batch, seed), ())), default=None)
         first = min(e.epoch for e in points)
@@ -482,24 +483,6 @@ def _check_not_held(existing: Profile, records: list, *, out: Any) -> None:
     if steps and set(steps) <= set(existing.steps):
         raise InputError(f"{out} already holds all {len(steps):,} of these step records: the same measurements imported "
                          "twice would weigh every configuration double; leave them out")
-
-
-def _check_same_run(existing: Profile, records: list, *, seed: int, out: Any) -> None:
-    """A run given the seed of one the profile holds at the same batch continues it (a log
-    split at a restart) only past its last evaluation: overlapping epochs are the same run
-    imported twice, which would count every point twice."""
-    new = [r for r in records if isinstance(r, EvalRecord)]
-    if not new:
-        return
-    batch = new[0].global_batch
-    held = [e.epoch for e in existing.evals if e.global_batch == batch and e.seed == seed]
-    if held and min(r.epoch for r in new) <= max(held):
-        raise InputError(
-            f"{out} already holds seed {seed} at global batch {batch} up to epoch {max(held):.4g}, and this log's points "
-            f"start at epoch {min(r.epoch for r in new):.4g}: under one seed the two would read as one run (the same "
-            "run imported twice would count every point twice). Leave --seed out to import it as another run (the next "
-            "free seed), or give a new seed"
-        )
 
 
 def _lines(path: str | os.PathLike[str]) -> int:

@@ -257,7 +257,7 @@ def success_probability(
     estimates as they stand: after a spot stage the times are the revocation-aware
     expectations.
     """
-    t = est.time_s if est.time_if_reached_s is None else np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
+    t = _time_if_reached(est)
     by_budget = budget_deadline_s(est, budget)
     if deadline_s is None and by_budget is None:
         return np.where(np.isfinite(t), est.p_reach, 0.0)
@@ -284,7 +284,7 @@ def success_time_quantile_s(est: Estimates, q: float, *, startup_s: float = 0.0)
     A later stage (spot) that adds its own spread to ``log_sigma_success`` states its time
     at a confidence here too, so that "done by ``time_at_confidence_s``" and
     "``P(success) ≥ q``" are one promise, never two that disagree."""
-    t = est.time_s if est.time_if_reached_s is None else np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
+    t = _time_if_reached(est)
     sig_step, sig_e, extra = _time_spreads(est)
     p_reach = np.asarray(est.p_reach, float)
     ok = np.isfinite(t) & (p_reach > q)
@@ -294,6 +294,14 @@ def success_time_quantile_s(est: Estimates, q: float, *, startup_s: float = 0.0)
         with np.errstate(over="ignore", invalid="ignore"):
             out[ok] = startup_s + (t[ok] - startup_s) * np.exp(z)
     return np.where(np.isnan(out), np.inf, out)
+
+
+def _time_if_reached(est: Estimates) -> np.ndarray:
+    """Each candidate's median time to success given the target is reached: its time, or
+    where that is ∞ (``p_reach < ½``) the time it takes if it is reached."""
+    if est.time_if_reached_s is None:
+        return est.time_s
+    return np.where(np.isfinite(est.time_s), est.time_s, est.time_if_reached_s)
 
 
 def _time_spreads(est: Estimates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -51,8 +51,10 @@ def _market_spelling(market: str) -> str | None:
 
 
 def _price_at(key: str) -> str:
-    """The JSON Pointer of a price (RFC 6901: '~' and '/' in a key escaped)."""
-    return "/prices/" + key.replace("~", "~0").replace("/", "~1")
+    """The JSON Pointer of a price."""
+    from cotune._request import pointer_key
+
+    return "/prices/" + pointer_key(key)
 
 
 def price_table(

@@ -88,16 +88,17 @@ from typing import Any, Literal, Mapping
 
 import numpy as np
 
+from cotune._checks import BadValue, excerpt
 from cotune._request import (
     DEFAULT_REPLAN_MAX_WORKERS,
     DEFAULT_RESTART_S,
     Progress,
     RecommendRequest,
     ReplanRequest,
+    pointer_key,
     request_from_call,
     unsearched_note,
 )
-from cotune._checks import BadValue, excerpt
 from cotune.errors import InputError
 from cotune.units import count_of, format_chance, format_duration, format_duration_at_least, format_money
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
@@ -505,7 +506,7 @@ def replan(
     for key, value in (rr.prices or {}).items():
         gpu, _, market = key.lower().partition(":")
         market = market or "on_demand"
-        at = "/prices/" + key.replace("~", "~0").replace("/", "~1")
+        at = "/prices/" + pointer_key(key)
         if market not in ("on_demand", "spot"):
             raise BadValue(f"new price key {key!r}: use GPU (on-demand), GPU:on_demand or GPU:spot", where=at)
         if req.cluster is None and gpu not in cl.gpus:
