@@ -59,6 +59,8 @@ _EXPORTS = {
     "ProfileError": "cotune.errors",
     "ModelError": "cotune.errors",
     "InfeasibleError": "cotune.errors",
+    "ProfileNotFoundError": "cotune.errors",
+    "StorageError": "cotune.errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -81,7 +83,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from cotune._pipeline import recommend
     from cotune._request import ProfileRef, Progress, RecommendRequest, ReplanRequest
     from cotune.api import recommend_request
-    from cotune.errors import CotuneError, InfeasibleError, InputError, ModelError, ProfileError
+    from cotune.errors import (
+        CotuneError,
+        InfeasibleError,
+        InputError,
+        ModelError,
+        ProfileError,
+        ProfileNotFoundError,
+        StorageError,
+    )
     from cotune.examples import example_path, list_examples
     from cotune.logs import import_log
     from cotune.models import AccuracyModel, FittedModels, StepTimeModel, fit_models, isotonic_grid

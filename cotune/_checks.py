@@ -143,7 +143,7 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
     """
     if value is None:
         return "null"
-    if isinstance(value, bool):
+    if _is_bool(value):  # numpy.bool_ too: a bool, not 'a bool_'
         return "true" if value else "false"
     if isinstance(value, numbers.Integral):
         n = int(value)
@@ -151,6 +151,8 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
             digits = len(str(n)) if n.bit_length() < 14000 else int(n.bit_length() * 0.30103) + 1
             return f"an integer of {'about ' if n.bit_length() >= 14000 else ''}{digits} digits"
         return str(n)
+    if isinstance(value, Decimal):  # as written ('Infinity', '1E+400'), not the float it rounds to
+        return excerpt(str(value), limit=limit)[1:-1] if len(str(value)) <= limit else excerpt(str(value), limit=limit)
     if isinstance(value, numbers.Real):
         try:
             return repr(float(value))
@@ -191,7 +193,8 @@ def _bounds_text(gt: float | None, ge: float | None, lt: float | None, le: float
 
 
 def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy.bool_ without importing numpy
+    # numpy's bool without importing numpy: named 'bool_' before numpy 2, 'bool' since.
+    return isinstance(value, bool) or (type(value).__name__ in ("bool_", "bool") and type(value).__module__ == "numpy")
 
 
 def _in_bounds(x: float, gt: Any, ge: Any, lt: Any, le: Any) -> bool:
@@ -205,7 +208,7 @@ def plain_number(value: Any) -> Any:
     (``np.array(0.94)``, what numpy reductions give) its item, a ``Decimal`` a float.
     Anything else is returned as it is, for the checks to judge."""
     if isinstance(value, Decimal):
-        return float(value) if value.is_finite() else math.nan
+        return float(value) if not value.is_nan() else math.nan  # ±Infinity stays ±inf
     if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
         return value.item()
     return value
@@ -231,10 +234,10 @@ def number(
         bounds = _bounds_text(gt, ge, lt, le)
         return f"{what}{' ' + bounds if bounds else ''}"
 
-    value = plain_number(value)
+    original, value = value, plain_number(value)
     if _is_bool(value) or not isinstance(value, numbers.Real):
         hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
-        raise BadValue(f"must be {want()}, got {excerpt(value)}{hint}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(original)}{hint}", where=where)
     try:
         x = float(value)
     except (OverflowError, ValueError):  # an int beyond float range
@@ -243,9 +246,9 @@ def number(
         # A probability written as a percentage (90 for 0.9): say how to write it.
         as_pct = what == "a probability" and 1.0 < x <= 100.0 and _in_bounds(x / 100, gt, ge, lt, le)
         pct = f"; write {x / 100:g} for {x:g} %" if as_pct else ""
-        raise BadValue(f"must be {want()}, got {excerpt(value)}{pct}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(original)}{pct}", where=where)
     if not math.isfinite(x) or abs(x) > magnitude:
-        raise BadValue(f"must be {want()} (at most {magnitude:g} in magnitude), got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()} (at most {magnitude:g} in magnitude), got {excerpt(original)}", where=where)
     return x + 0.0  # -0.0 is 0 (and would print as '-0.0s')
 
 
@@ -258,9 +261,9 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         bounds = _bounds_text(None, ge, None, le)
         return f"a whole number{' ' + bounds if bounds else ''}"
 
-    value = plain_number(value)
+    original, value = value, plain_number(value)
     if _is_bool(value) or not isinstance(value, numbers.Real):
-        raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
     if isinstance(value, numbers.Integral):
         n = int(value)
     else:
@@ -269,12 +272,12 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         except (OverflowError, ValueError):
             x = math.inf
         if not (math.isfinite(x) and x.is_integer()):
-            raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
+            raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
         n = int(x)
     if not _in_bounds(n, None, ge, None, le):
-        raise BadValue(f"must be {want()}, got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
     if abs(n) > MAX_INTEGER:
-        raise BadValue(f"must be {want()} (at most {MAX_INTEGER:.0e} in magnitude), got {excerpt(value)}", where=where)
+        raise BadValue(f"must be {want()} (at most {MAX_INTEGER:.0e} in magnitude), got {excerpt(original)}", where=where)
     return n
 
 

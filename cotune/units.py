@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 
 from cotune._checks import excerpt
@@ -26,7 +27,10 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
     5400.0
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
+        try:
+            value = float(text)
+        except OverflowError:  # an int beyond float range (10**400): out of range, said so below
+            value = math.inf
     else:
         raw = str(text).strip().lower().replace(" ", "")
         if not raw:
@@ -55,14 +59,20 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
                 raise unreadable from None
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise InputError(f"duration must be {'zero or more' if allow_zero else 'positive'} and finite, got {excerpt(text)}")
-    return value
+    return value + 0.0  # -0.0 is 0 seconds
 
 
 def format_duration(seconds: float) -> str:
-    """Format seconds as a short human span: ``'1h23m'``, ``'4m05s'``, ``'12.3s'``."""
+    """Format seconds as a short human span: ``'1h23m'``, ``'4m05s'``, ``'12.3s'``
+    (``'inf'``, ``'-inf'`` and ``'nan'`` for what is not a span; a negative span keeps its sign)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise InputError(f"seconds must be a number, got {excerpt(seconds)}")
+    seconds = float(seconds)
     if not math.isfinite(seconds):
-        return "inf"
-    if seconds < 60:
+        return str(seconds)  # 'inf', '-inf', 'nan'
+    if seconds < 0:
+        return "-" + format_duration(-seconds)
+    if round(seconds, 1) < 60:  # 59.96 shows as 1m00s, not 60.0s
         return f"{seconds:.1f}s"
     total = int(round(seconds))
     # Round to the last unit shown (minutes past an hour, hours past a day), not truncate.

@@ -68,11 +68,13 @@ import math
 import statistics
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from cotune._checks import MAX_INTERVAL, BadValue, _is_bool, excerpt, integer, number
 from cotune.errors import ModelError
-from cotune.models._estimator import EstimatorContract
+from cotune.models._estimator import EstimatorContract, as_column
 from cotune.models._isotonic import isotonic_grid, pava
 from cotune.models._normal import norm_cdf, norm_ppf
 from cotune.models._step_time import z_for
@@ -140,7 +142,8 @@ _CENSOR_FRACTION = 0.5
 
 
 # -- values ---------------------------------------------------------------------------
-@dataclass(frozen=True)
+# eq=False: equality of arrays has no one truth value; two predictions are equal only as one object.
+@dataclass(frozen=True, eq=False)
 class EpochsPrediction:
     """Epochs (passes over the data) until the metric first reaches the target.
 
@@ -539,6 +542,10 @@ class AccuracyModel(EstimatorContract):
         self.kappa_beyond_shape = kappa_beyond_shape
         self.run_scatter = run_scatter
 
+    def _target_score(self, target: float) -> float:
+        """A target in score space (higher is better), checked like a request's ``target``."""
+        return float(self._score(number(target, where="target")))
+
     def _score(self, metric: np.ndarray | float) -> np.ndarray:
         m = np.asarray(metric, float)
         return m if self.goal == "max" else -m
@@ -551,13 +558,40 @@ class AccuracyModel(EstimatorContract):
         metric: np.ndarray,
         seed: np.ndarray | None = None,
     ) -> "AccuracyModel":
+        """Fit to evaluation records: one (global batch, epoch, metric, seed) per evaluation.
+
+        A non-finite metric is a diverged evaluation (counted, not an error). Every
+        parameter and value is checked before anything is learned, and a fit that fails
+        leaves the model as it was.
+        """
+        return self._fit_fresh(global_batch, epoch, metric, seed)
+
+    def _check_params(self) -> None:
+        where = type(self).__name__
         if self.goal not in ("max", "min"):
-            raise ValueError(f"goal must be 'max' or 'min', got {self.goal!r}")
-        z_for(self.interval)  # validates the level
-        global_batch = np.asarray(global_batch, float)
-        epoch = np.asarray(epoch, float)
-        score = self._score(metric)
-        seed = np.zeros(global_batch.shape, int) if seed is None else np.asarray(seed, int)
+            raise BadValue(f"must be 'max' or 'min', got {excerpt(self.goal)}", where=f"{where}.goal")
+        number(self.interval, where=f"{where}.interval", gt=0.0, le=MAX_INTERVAL, what="a probability")
+        integer(self.grid_size, where=f"{where}.grid_size", ge=2)
+        if not _is_bool(self.batch_monotone):
+            raise BadValue(f"must be true or false, got {excerpt(self.batch_monotone)}", where=f"{where}.batch_monotone")
+        if self.b_noise is not None:
+            number(self.b_noise, where=f"{where}.b_noise", gt=0.0)
+        for name in ("kappa_beyond", "kappa_inside", "run_scatter"):
+            number(getattr(self, name), where=f"{where}.{name}", ge=0.0)
+        for t in np.atleast_1d(np.asarray(self.plateau_walk, dtype=object)).ravel():
+            number(t, where=f"{where}.plateau_walk", ge=0.0)
+
+    def _fit(self, global_batch: Any, epoch: Any, metric: Any, seed: Any) -> None:
+        self._check_params()
+        global_batch = as_column(global_batch, where="global_batch", gt=0.0).ravel()
+        epoch = as_column(epoch, where="epoch", ge=0.0).ravel()
+        score = self._score(as_column(metric, where="metric", finite=False).ravel())
+        seed = np.zeros(global_batch.shape, int) if seed is None else as_column(seed, where="seed", whole=True).ravel().astype(int)
+        if len({global_batch.size, epoch.size, score.size, seed.size}) > 1:
+            raise BadValue(
+                f"global_batch, epoch, metric and seed must be one value per evaluation, got "
+                f"{global_batch.size}, {epoch.size}, {score.size} and {seed.size} values"
+            )
         if global_batch.size == 0:
             raise ModelError(
                 "the profile has no eval records, so accuracy cannot be predicted: "
@@ -589,7 +623,6 @@ class AccuracyModel(EstimatorContract):
         self._fit_law_ladder()
         self._fit_spreads()
         self._cache: dict[float, tuple] = {}
-        return self
 
     def _fit_surface(self) -> None:
         """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`."""
@@ -659,7 +692,7 @@ class AccuracyModel(EstimatorContract):
         """``B_noise`` of the critical-batch law at this target (None if unknown)."""
         self._check_fitted()
         if self.noise_levels_.size:
-            t = float(self._score(target))
+            t = self._target_score(target)
             return float(math.exp(np.interp(t, self.noise_levels_, self.log_noise_scales_)))
         return self.b_noise
 
@@ -720,7 +753,7 @@ class AccuracyModel(EstimatorContract):
     def measured_epochs(self, target: float) -> dict[str, np.ndarray]:
         """Epochs to ``target`` (median, interval ends, reach probability) at each measured batch."""
         self._check_fitted()
-        ev = self._evidence(float(self._score(target)))
+        ev = self._evidence(self._target_score(target))
         z = z_for(self.interval)
         e = np.where(np.isfinite(ev.epochs) & (ev.p_reach >= 0.5), ev.epochs, np.inf)
         lo = np.where(np.isfinite(ev.epochs), ev.epochs * np.exp(-z * ev.log_sigma), np.inf)
@@ -729,7 +762,7 @@ class AccuracyModel(EstimatorContract):
 
     def outlier_batches(self, target: float) -> np.ndarray:
         """Measured batches whose epochs to ``target`` disagree with the robust law (set aside as anchors)."""
-        return self._anchors(float(self._score(target)))[3]
+        return self._anchors(self._target_score(target))[3]
 
     def _anchors(self, t: float) -> tuple:
         if t in self._cache:
@@ -760,20 +793,20 @@ class AccuracyModel(EstimatorContract):
         """The measured batches the prediction at ``target`` is pinned to (they reach it
         and agree with the law); empty when no measured batch reaches it."""
         self._check_fitted()
-        return np.asarray(self._anchors(float(self._score(target)))[1], float).copy()
+        return np.asarray(self._anchors(self._target_score(target))[1], float).copy()
 
     def scatter_at(self, target: float) -> float:
         """The run-to-run σ of log epochs used between measured batches at ``target``."""
         self._check_fitted()
-        return float(self._anchors(float(self._score(target)))[-1])
+        return float(self._anchors(self._target_score(target))[-1])
 
     def epochs_to_target(self, global_batch: np.ndarray, target: float) -> EpochsPrediction:
         """The distribution of epochs until the metric first reaches ``target`` at each global batch."""
         self._check_fitted()
-        gb = np.asarray(global_batch, float)
+        gb = as_column(global_batch, where="global_batch", gt=0.0)
         shape = gb.shape
         q = gb.ravel()
-        t = float(self._score(target))
+        t = self._target_score(target)
         ev, ab, ae, outliers, asg, bn, law, scatter = self._anchors(t)
         mu, sig = self._log_epochs(q, t, ev, ab, ae, asg, bn, law, scatter)
         p = self._p_reach(q, ev)
@@ -889,7 +922,9 @@ class AccuracyModel(EstimatorContract):
         batches outside them take the nearest measured row.
         """
         self._check_fitted()
-        gb, ep = np.broadcast_arrays(np.asarray(global_batch, float), np.asarray(epochs, float))
+        gb = as_column(global_batch, where="global_batch", gt=0.0)
+        ep = as_column(epochs, where="epochs", ge=0.0, allow_inf=True)
+        gb, ep = np.broadcast_arrays(gb, ep)
         rows = np.empty((len(self.batches_),) + gb.shape)
         for i, row in enumerate(self.surface_):
             valid = np.isfinite(row)

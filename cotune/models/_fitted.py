@@ -7,18 +7,19 @@ report them instead of silently following them."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from cotune._checks import excerpt
+from cotune._checks import MAX_INTERVAL, _is_bool, excerpt, integer, number
 from cotune.errors import InputError, ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
-from cotune.profile import Profile
+from cotune.profile import Profile, load_profile
 from cotune.units import count_of
 
 __all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays", "check_fitted"]
@@ -36,6 +37,9 @@ def check_fitted(models: object) -> "FittedModels | None":
 @dataclass(frozen=True)
 class FittedModels:
     """Fitted models of one workload; ``predict_*`` are what the solver calls."""
+
+    # Compared by value (==), never hashed: it holds mappings and tables, which have no hash.
+    __hash__ = None  # type: ignore[assignment]
 
     workload_name: str
     dataset_size: int
@@ -78,7 +82,7 @@ MAX_GPU_TYPES = 32
 
 
 def fit_models(
-    profile: Profile,
+    profile: "Profile | str | os.PathLike[str]",
     *,
     interval: float = 0.9,
     n_bootstrap: int = 16,
@@ -89,8 +93,15 @@ def fit_models(
     """Fit every model a recommendation needs from one profile.
 
     ``progress(done, total)`` is called after each model (one per GPU type, then the
-    accuracy model): the CLI draws a bar with it.
+    accuracy model): the CLI draws a bar with it. ``profile``: a :class:`Profile`, a
+    profile file or a bundled example's name, as :func:`cotune.recommend` takes it.
     """
+    profile = load_profile(profile)
+    number(interval, where="interval", gt=0.0, le=MAX_INTERVAL, what="a probability")
+    integer(n_bootstrap, where="n_bootstrap", ge=0)
+    integer(random_state, where="random_state", ge=0)
+    if not _is_bool(batch_monotone):
+        raise InputError(f"batch_monotone: must be true or false, got {excerpt(batch_monotone)}")
     if not profile.steps:
         raise ModelError(
             f"profile {excerpt(profile.workload.name)} has no step records: run timing probes (cotune profile) first"

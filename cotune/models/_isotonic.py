@@ -104,7 +104,7 @@ def isotonic_grid(
     y: np.ndarray,
     w: np.ndarray | None = None,
     *,
-    increasing: tuple[bool, ...] | list[bool],
+    increasing: bool | tuple[bool, ...] | list[bool],
     max_iter: int = 500,
     tol: float = 1e-9,
 ) -> np.ndarray:
@@ -116,7 +116,7 @@ def isotonic_grid(
         the same grid line). Points must be unique — aggregate repeats first and pass
         their count as weight.
     y : (m,) values. w : (m,) positive weights (default 1).
-    increasing : one flag per axis; ``False`` makes that axis non-increasing.
+    increasing : one flag per axis (or one for all); ``False`` makes that axis non-increasing.
 
     Returns the fitted values, in the order of ``y``.
     """
@@ -127,8 +127,14 @@ def isotonic_grid(
     m, d = coords.shape
     if y.shape != (m,):
         raise ValueError(f"y must have shape ({m},) to match coords, got {y.shape}")
+    if isinstance(increasing, (bool, np.bool_)):
+        increasing = (bool(increasing),) * d  # one flag for every axis
     if len(increasing) != d:
         raise ValueError(f"need one 'increasing' flag per axis ({d}), got {len(increasing)}")
+    if not np.all(np.isfinite(coords)):
+        raise ValueError("coords must be finite: a NaN coordinate lies on no grid line")
+    if m and np.unique(coords, axis=0).shape[0] != m:
+        raise ValueError("coords must be unique: aggregate repeated points first and pass their count as weight")
     w = np.ones(m) if w is None else np.asarray(w, dtype=float)
     if np.any(w <= 0) or not np.all(np.isfinite(w)):
         raise ValueError("weights must be positive and finite")

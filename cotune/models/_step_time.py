@@ -73,9 +73,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from cotune._checks import MAX_INTERVAL, BadValue, _is_bool, excerpt, integer, number
 from cotune.errors import ModelError
 from cotune.models._backbone import (
     ONE_BATCH_CONSTANT_SHARE,
@@ -87,7 +89,7 @@ from cotune.models._backbone import (
     predict_log_step,
 )
 from cotune.models._effects import fit_level_effects, predict_level_effects
-from cotune.models._estimator import EstimatorContract
+from cotune.models._estimator import EstimatorContract, as_column
 from cotune.models._isotonic import isotonic_grid
 
 __all__ = [
@@ -162,10 +164,8 @@ def z_for(level: float) -> float:
     """Two-sided normal quantile for a central interval of ``level`` (0.9 → 1.645)."""
     from statistics import NormalDist
 
-    from cotune._checks import MAX_INTERVAL
-
     if not 0.0 < level <= MAX_INTERVAL:
-        raise ValueError(f"interval level must be > 0 and <= {MAX_INTERVAL:g}, got {level}")
+        raise BadValue(f"must be a probability > 0 and <= {MAX_INTERVAL:g}, got {excerpt(level)}", where="interval")
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
@@ -206,7 +206,8 @@ def nearest_probe_doublings(points: np.ndarray, workers: np.ndarray, hosts: np.n
     return out
 
 
-@dataclass(frozen=True)
+# eq=False: equality of arrays has no one truth value; two predictions are equal only as one object.
+@dataclass(frozen=True, eq=False)
 class StepTimePrediction:
     """Predicted seconds per optimizer step, with a central interval."""
 
@@ -291,14 +292,45 @@ class StepTimeModel(EstimatorContract):
     def fit(
         self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray, step_time_s: np.ndarray
     ) -> "StepTimeModel":
-        workers = np.asarray(workers, float)
-        hosts = np.asarray(hosts, float)
-        local_batch = np.asarray(local_batch, float)
-        step_time_s = np.asarray(step_time_s, float)
+        """Fit to probed step times (one value per probe; repeats are pooled).
+
+        Every parameter and every value is checked before anything is learned, and a fit
+        that fails leaves the model as it was.
+        """
+        return self._fit_fresh(workers, hosts, local_batch, step_time_s)
+
+    def _check_params(self) -> None:
+        where = type(self).__name__
+        number(self.interval, where=f"{where}.interval", gt=0.0, le=MAX_INTERVAL, what="a probability")
+        integer(self.n_bootstrap, where=f"{where}.n_bootstrap", ge=0)
+        integer(self.random_state, where=f"{where}.random_state", ge=0)
+        for name in ("calibrate",):
+            if not _is_bool(getattr(self, name)):
+                raise BadValue(f"must be true or false, got {excerpt(getattr(self, name))}", where=f"{where}.{name}")
+        for name in ("kappa_step", "kappa_hosts", "growth_ratio"):
+            number(getattr(self, name), where=f"{where}.{name}", ge=0.0)
+        if not (self.level_effects is True or self.level_effects is False or self.level_effects == "auto"):
+            raise BadValue(f"must be True, False or 'auto', got {excerpt(self.level_effects)}", where=f"{where}.level_effects")
+
+    def _fit(self, workers: Any, hosts: Any, local_batch: Any, step_time_s: Any) -> None:
+        self._check_params()
+        workers = as_column(workers, where="workers", ge=1.0, whole=True).ravel()
+        hosts = as_column(hosts, where="hosts", ge=1.0, whole=True).ravel()
+        local_batch = as_column(local_batch, where="local_batch", gt=0.0).ravel()
+        step_time_s = as_column(step_time_s, where="step_time_s", gt=0.0).ravel()
+        sizes = {workers.size, hosts.size, local_batch.size, step_time_s.size}
+        if len(sizes) > 1:
+            raise BadValue(
+                f"workers, hosts, local_batch and step_time_s must be one value per probe, got "
+                f"{workers.size}, {hosts.size}, {local_batch.size} and {step_time_s.size} values"
+            )
         if workers.size == 0:
             raise ModelError("no step records to fit a time model: run timing probes (cotune profile) first")
-        if np.any(~np.isfinite(step_time_s)) or np.any(step_time_s <= 0):
-            raise ModelError("step times must be positive and finite")
+        over = np.flatnonzero(hosts > workers)
+        if over.size:
+            i = int(over[0])
+            raise BadValue(f"must be at most the workers (each host runs one worker or more), got hosts {hosts[i]:g} "
+                           f"with workers {workers[i]:g} at index {i}", where="hosts")
         log_step = np.log(step_time_s)
 
         # Repeats (several placements or runs at one configuration) become one point
@@ -328,8 +360,6 @@ class StepTimeModel(EstimatorContract):
         self.hosts_range_ = (float(points[:, 1].min()), float(points[:, 1].max()))
         self.local_batch_range_ = (float(points[:, 2].min()), float(points[:, 2].max()))
         self.n_observations_ = int(workers.size)
-        if self.level_effects not in (True, False, "auto"):
-            raise ModelError(f"level_effects must be True, False or 'auto', got {self.level_effects!r}")
         # One weight per configuration: repeats inside one probe share its systematic offset.
         self.effects_ = fit_level_effects(points, mean_log - self._monotone_log_mean(points[:, 0], points[:, 1], points[:, 2]))
         self.level_effects_ = self.level_effects is True
@@ -359,7 +389,6 @@ class StepTimeModel(EstimatorContract):
         self.cv_sigma_outside_ = self.cv_sigma_
         if self.calibrate:
             self._calibrate(points, mean_log, cv_errors)
-        return self
 
     def _refit(self, points: np.ndarray, mean_log: np.ndarray, *, growth_ratio: float | None = None, level_effects: bool = False) -> "StepTimeModel":
         ratio = self.growth_ratio if growth_ratio is None else growth_ratio
@@ -672,7 +701,10 @@ class StepTimeModel(EstimatorContract):
     def predict(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:
         """Step time at each configuration (arrays broadcast together)."""
         self._check_fitted()
-        workers, hosts, local_batch = (np.asarray(v, float) for v in np.broadcast_arrays(workers, hosts, local_batch))
+        workers = as_column(workers, where="workers", ge=1.0)
+        hosts = as_column(hosts, where="hosts", ge=1.0)
+        local_batch = as_column(local_batch, where="local_batch", gt=0.0)
+        workers, hosts, local_batch = np.broadcast_arrays(workers, hosts, local_batch)
         shape = workers.shape
         w, h, b = workers.ravel(), hosts.ravel(), local_batch.ravel()
         log_mean = self._log_mean(w, h, b)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -292,12 +293,19 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
 
 
 def validate_profile(
-    profile: Profile, *, folds: int = 5, seed: int = 0, progress: Callable[[int, int], None] | None = None
+    profile: "Profile | str | os.PathLike[str]", *, folds: int = 5, seed: int = 0, progress: Callable[[int, int], None] | None = None
 ) -> FitReport:
     """Cross-validated fit quality of every model of ``profile``.
 
     ``progress(done, total)`` is called as refits finish (the CLI draws a bar with it).
+    ``profile``: a :class:`Profile`, a profile file or a bundled example's name.
     """
+    from cotune._checks import integer
+    from cotune.profile import load_profile
+
+    profile = load_profile(profile)
+    folds = integer(folds, where="folds", ge=2)
+    seed = integer(seed, where="seed", ge=0)
     from cotune.errors import ModelError
 
     from cotune.models._fitted import clean_arrays

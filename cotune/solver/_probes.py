@@ -323,7 +323,10 @@ def probed_step_floor(est: Estimates, probed: np.ndarray) -> np.ndarray:
     return out
 
 
-def config_doublings(w1, h1, b1, w2, h2, b2) -> np.ndarray:
+def config_doublings(
+    w1: np.ndarray | float, h1: np.ndarray | float, b1: np.ndarray | float,
+    w2: np.ndarray | float, h2: np.ndarray | float, b2: np.ndarray | float,
+) -> np.ndarray:
     """Distance between configurations in doublings: ``|log₂ n₁/n₂| + |log₂ h₁/h₂| + |log₂ b₁/b₂|``
     (workers, hosts, local batch); broadcasts."""
     lw = np.abs(np.log2(np.asarray(w1, float) / np.asarray(w2, float)))

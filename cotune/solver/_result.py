@@ -86,6 +86,9 @@ class Recommendation:
     """The answer: the chosen candidate, runner-ups, the cost–time frontier, the paper's
     two independent baselines, and — when nothing is feasible — what to relax."""
 
+    # Compared by value (==), never hashed: it holds mappings and tables, which have no hash.
+    __hash__ = None  # type: ignore[assignment]
+
     workload: str
     metric_name: str
     goal: str

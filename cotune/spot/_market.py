@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from cotune._request import DEFAULT_GPUS_PER_HOST
 from cotune._checks import BadValue
 from cotune.errors import InputError
 from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
+if TYPE_CHECKING:  # annotations only: the solver imports this module
+    from cotune.solver import Candidates, Estimates, SearchSpace
+
 from cotune.spot._revocation import (
     RevocationEstimate,
     job_rate_per_s,
@@ -80,7 +83,7 @@ class SpotDetails:
 _ROW_FIELDS = tuple(f.name for f in fields(SpotDetails) if f.name != "mixed_not_simulated")  # the per-row arrays
 
 
-def take_estimates(est, keep: np.ndarray):  # Estimates -> Estimates (a subset of rows)
+def take_estimates(est: Estimates, keep: np.ndarray) -> Estimates:
     """The rows ``keep`` (indices or mask) of an :class:`~cotune.solver.Estimates`: ``est.take(keep)``."""
     return est.take(keep)
 
@@ -219,7 +222,7 @@ class SpotMarket:
 
     # --- MarketStage -------------------------------------------------------------------
 
-    def space(self, request: Any, models: Any):  # (SearchSpace, notes)
+    def space(self, request: Any, models: Any) -> tuple[SearchSpace, list[str]]:
         from cotune.solver import build_space
 
         return build_space(
@@ -255,10 +258,10 @@ class SpotMarket:
             },
         }
 
-    def adjust_for(self, est, request: Any):  # (Estimates, SpotDetails)
+    def adjust_for(self, est: Estimates, request: Any) -> tuple[Estimates, SpotDetails]:
         return self.adjust(est, startup_s=request.startup_s, confidence=request.confidence, deadline_s=request.deadline_s)
 
-    def report(self, est, details: "SpotDetails", index: int) -> tuple[list[str], Mapping[str, Any] | None]:
+    def report(self, est: Estimates, details: "SpotDetails", index: int) -> tuple[list[str], Mapping[str, Any] | None]:
         return self.describe(est, details, index), self.summary(est, details, index)
 
     def adjust_notes(self, details: "SpotDetails") -> list[str]:
@@ -283,7 +286,7 @@ class SpotMarket:
             table[gi] = (od, sp, sp)
         return table
 
-    def candidates(self, cands, request: Any = None, *, mixed: bool | None = None):  # Candidates -> Candidates
+    def candidates(self, cands: Candidates, request: Any = None, *, mixed: bool | None = None) -> Candidates:
         """Add mixed rows (copies of the spot rows; only with a deadline, which their schedule
         needs) and drop what the cluster cannot supply."""
         from cotune.solver import Candidates
@@ -305,7 +308,7 @@ class SpotMarket:
             workers=workers[keep], hosts=cands.hosts[idx][keep], local_batch=cands.local_batch[idx][keep],
         )
 
-    def _per_row(self, est) -> dict[str, np.ndarray]:
+    def _per_row(self, est: Estimates) -> dict[str, np.ndarray]:
         c = est.candidates
         g = c.gpu
         ck = self.cluster.checkpoint
@@ -482,7 +485,7 @@ class SpotMarket:
             )
         return out, not_simulated
 
-    def summary(self, est, details: SpotDetails, i: int) -> dict[str, float | str | None] | None:
+    def summary(self, est: Estimates, details: SpotDetails, i: int) -> dict[str, float | str | None] | None:
         """Candidate ``i``'s revocation details as plain data (None for on-demand)."""
         c = est.candidates
         market = c.markets[int(c.market[i])]
@@ -505,7 +508,7 @@ class SpotMarket:
             "schedule_s": num(float(details.schedule_s[i])) if market == "mixed" else None,
         }
 
-    def describe(self, est, details: SpotDetails, i: int) -> list[str]:
+    def describe(self, est: Estimates, details: SpotDetails, i: int) -> list[str]:
         """Plain-language notes about candidate ``i`` (its checkpointing and revocation risk)."""
         from cotune.units import format_duration
 

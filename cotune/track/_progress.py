@@ -7,12 +7,16 @@ re-planning. Nothing here writes.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cotune._checks import BadValue
 from cotune.errors import InputError
 from cotune.profile import Profile, StepRecord
+
+if TYPE_CHECKING:  # annotations only
+    from cotune._request import Progress
 
 __all__ = ["JobProgress", "job_progress", "offline_profile", "planning_profile", "progress_from_records"]
 
@@ -146,7 +150,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
 
 
 def progress_from_records(profile: Profile, *, job: str | None = None, default_market: str | None = None,
-                          **given: object):  # -> cotune.Progress
+                          **given: object) -> Progress:
     """A :class:`cotune.Progress` of the running job: each field given wins, the others come
     from the job's tracked records (:func:`job_progress`).
 

@@ -35,7 +35,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from cotune._checks import (MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name,
                             plain_number)
@@ -281,7 +281,7 @@ class Tracker:
         rank: int | str = RANK_FROM_ENV,
         fsync: Literal["background", "each", "none"] = "background",
         errors: Literal["warn", "raise"] = "warn",
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = TrackedConfig(
             gpu=_gpu_name(gpu), workers=workers, local_batch=local_batch,

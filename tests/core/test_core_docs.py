@@ -36,6 +36,46 @@ def test_cli_examples_run(capsys, tmp_path, monkeypatch):
     capsys.readouterr()
 
 
+def test_the_json_example_in_cli_md_is_the_quick_starts_real_answer(capsys):
+    import json
+
+    import pytest
+
+    block = (DOCS / "cli.md").read_text().split("### JSON (`--json`)", 1)[1]
+    shown = json.loads(re.search(r"```json\n(.*?)```", block, flags=re.S).group(1))
+    assert main(["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--max-workers", "16",
+                 "--gpus-per-host", "4", "--price", "t4=0.526", "--json"]) == 0
+    real = json.loads(capsys.readouterr().out)
+
+    def same(doc, truth, where=""):  # every value shown, as rounded in the page; cut lists/objects skipped
+        if isinstance(doc, dict):
+            for key, value in doc.items():
+                if key != "...":
+                    assert key in truth, f"{where}/{key} is not in the real answer"
+                    same(value, truth[key], f"{where}/{key}")
+        elif isinstance(doc, list):
+            if doc:
+                assert len(doc) == len(truth), where
+                for i, (a, b) in enumerate(zip(doc, truth)):
+                    same(a, b, f"{where}/{i}")
+        elif isinstance(doc, float):
+            assert truth == pytest.approx(doc, abs=0.5 * 10 ** -len(repr(doc).split(".")[1])), where
+        else:
+            assert doc == truth, where
+
+    same(shown, real)
+
+
+def test_every_exported_name_is_in_the_api_page():
+    import cotune
+
+    table = (DOCS / "api.md").read_text().split("## Every name `import cotune` exports", 1)[1]
+    missing = [name for name in cotune.__all__ if f"`{name}`" not in table]
+    assert not missing, f"exported but not in docs/api.md's table: {missing}"
+    for name in cotune.__all__:  # and each one is there to import
+        assert getattr(cotune, name) is not None
+
+
 def test_profile_format_example_is_valid_input():
     from cotune import parse_profile
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from cotune.errors import ModelError
+from cotune.errors import InputError
 from cotune.models import StepTimeModel, predict_log_step
 from cotune.models._effects import (describe_level_effect, fit_level_effects, largest_level_effects,
                                     predict_level_effects)
@@ -153,7 +153,7 @@ def test_the_intervals_inside_are_set_by_the_cross_validated_error_with_the_effe
 
 def test_level_effects_must_be_a_known_choice() -> None:
     n, h, b, y = _misaligned(np.random.default_rng(0))
-    with pytest.raises(ModelError, match="level_effects must be True, False or 'auto', got 'yes'"):
+    with pytest.raises(InputError, match=r"StepTimeModel\.level_effects: must be True, False or 'auto', got 'yes'"):
         StepTimeModel(level_effects="yes").fit(n, h, b, y)
 
 

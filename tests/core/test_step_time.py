@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cotune.errors import ModelError
+from cotune.errors import InputError, ModelError
 from cotune.models import StepTimeModel, predict_log_step
 
 
@@ -134,10 +134,10 @@ def test_single_worker_single_batch_profile_still_fits():
     assert np.all(np.isfinite(p.step_time_s)) and p.extrapolated.tolist() == [False, True]
 
 
-def test_bad_inputs_raise_model_error():
+def test_bad_inputs_raise_input_errors():
     with pytest.raises(ModelError):
         StepTimeModel().fit(np.array([]), np.array([]), np.array([]), np.array([]))
-    with pytest.raises(ModelError):
+    with pytest.raises(InputError, match="step_time_s: must be finite numbers > 0, got -1"):
         StepTimeModel().fit(np.array([1.0]), np.array([1.0]), np.array([8.0]), np.array([-1.0]))
     with pytest.raises(ModelError, match="not fitted"):
         StepTimeModel().predict(np.array([1.0]), np.array([1.0]), np.array([8.0]))
