@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat
 import sys
 import tempfile
 from functools import lru_cache
@@ -79,8 +80,14 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
     folder = directory or cache_dir()
     path = folder / f"{kind}-{digest}.pickle"
     try:
-        with path.open("rb") as fh:
-            if not (_trusted(os.fstat(fh.fileno())) and _trusted(folder.stat())):
+        # Non-blocking and not through a link: a FIFO planted at an entry's name blocked
+        # every fitting command in open(); anything but a regular file is a miss.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise IsADirectoryError("cache entry is not a regular file")
+            if not (_trusted(st) and _trusted(folder.stat())):
                 raise PermissionError("cache entry not private to this user")
             stored_key, value = pickle.load(fh)
         if stored_key == blob:
@@ -106,8 +113,6 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
 def _trusted(st: os.stat_result) -> bool:
     """Owned by this user and not writable by group or others (always true where POSIX
     ownership does not apply)."""
-    import stat
-
     if not hasattr(os, "getuid"):
         return True
     return st.st_uid == os.getuid() and not (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))

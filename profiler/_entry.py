@@ -142,6 +142,11 @@ def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
         stage = "run"
         result = backend.run(task, env)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        if isinstance(exc, KeyboardInterrupt):
+            # SIGINT from outside (a Ctrl-C in the worker's terminal, a kill -INT): die of it,
+            # so the launcher reports the signal, not a crash of the workload's.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         failure = failure_of(exc, rank=rank, is_oom=backend.is_oom)
         if stage == "setup" and failure.status != "storage":
             # No workload code runs in setup (the process group, the device): a failure there

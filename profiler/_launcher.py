@@ -63,6 +63,9 @@ class LaunchOutcome:
     timed_out: bool
     wall_s: float
     log_tail: str = ""
+    # OOM kills the kernel counted while the probe ran (/proc/vmstat's oom_kill; None where
+    # it keeps no count): a SIGKILL with none counted came from someone else.
+    oom_kills: int | None = None
 
 
 @runtime_checkable
@@ -143,6 +146,7 @@ def run_group(
     except OSError as exc:
         raise StorageError.from_os_error(exc, path=log_path, doing="open the probe's log") from None
     began = time.monotonic()
+    oom_before = oom_kill_count()
     with log:
         try:
             proc = subprocess.Popen(
@@ -177,12 +181,27 @@ def run_group(
             raise
         if poll is not None:
             poll()
+    oom_after = oom_kill_count()
     return LaunchOutcome(
         returncode=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - began,
         log_tail=log_tail(log_path),
+        oom_kills=None if oom_before is None or oom_after is None else oom_after - oom_before,
     )
+
+
+def oom_kill_count() -> int | None:
+    """The kernel's count of out-of-memory kills (``oom_kill`` in /proc/vmstat, Linux 4.13+;
+    it counts a container's memory-limit kills too), or None where there is none."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 @dataclass(frozen=True)

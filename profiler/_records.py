@@ -80,6 +80,35 @@ def root_cause(outcome: LaunchOutcome) -> str:
     return f"exit code {outcome.returncode}: {(lines or ['no output'])[-1][:300]}"
 
 
+# Signals someone sends to stop a process (HUP, INT, QUIT, TERM); torchrun reports a worker
+# they ended as "exitcode  : -15", and one sent to torchrun itself as a SignalException.
+_STOP_SIGNALS = (1, 2, 3, 15)
+
+
+def _outside_signal(outcome: LaunchOutcome) -> int | None:
+    """The stop signal that ended the launch, if one did: torchrun's root cause (its first
+    observed failure: a rank ended by a workload's own crash is the root cause even when
+    torchrun then stops the others with SIGTERM), or a signal torchrun itself received."""
+    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
+    for ln in lines:
+        if "SignalException" in ln and "got signal:" in ln:
+            try:
+                return int(ln.rsplit("got signal:", 1)[1].split()[0])
+            except (ValueError, IndexError):
+                return 15
+    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
+    if cause is None:
+        return None
+    code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
+    if code is None:
+        return None
+    try:
+        value = int(code.split(":", 1)[1].split()[0])
+    except (ValueError, IndexError):
+        return None
+    return -value if -value in _STOP_SIGNALS else None
+
+
 def _exited_with(outcome: LaunchOutcome, code: int) -> bool:
     # torchrun's failure report ("exitcode  : 5 (pid: ...)"), or the spawner's own exit code.
     return outcome.returncode == code or any(
@@ -123,8 +152,21 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     if ok is not None and (outcome.returncode == 0 or len(results) == workers):
         # Every rank reported success: a non-zero exit after that is teardown noise.
         return Verdict("ok", "", ok)
+    signal_no = _outside_signal(outcome)
+    if signal_no is not None:
+        # SIGTERM, SIGINT, SIGHUP or SIGQUIT, to a worker or to torchrun, that the profiler did
+        # not send (its own stop is a timeout, above): someone stopped the probe; the workload
+        # did nothing wrong, and a crash record would make reruns skip the point.
+        return Verdict("launcher", f"the probe was stopped by signal {signal_no} from outside the profiler (log: {log}); "
+                                   "rerun to measure this point")
     if "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail:
-        # A worker killed by SIGKILL that we did not send: the kernel's OOM killer.
+        if outcome.oom_kills == 0:
+            # The kernel counted no OOM kill while the probe ran: someone else's kill -9. An
+            # "oom" record would cap the local batch of every later search.
+            return Verdict("launcher", f"a worker was killed by SIGKILL, and not by the kernel's out-of-memory killer "
+                                       f"(it counted no OOM kill; log: {log}); rerun to measure this point")
+        # A worker killed by SIGKILL that we did not send: the kernel's OOM killer (it counted
+        # one, or keeps no count here).
         return Verdict("oom", "a worker was killed by SIGKILL (the kernel's out-of-memory killer, most likely)")
     if outcome.returncode is not None and outcome.returncode < 0:
         # The launcher itself (torchrun, the TensorFlow spawner) was killed by a signal the

@@ -21,7 +21,7 @@ from cotune.logs._adaptdl import read_adaptdl
 from cotune.logs._convert import ImportOptions, log_to_records
 from cotune.logs._readers import FORMATS, LogData, Series, read_log
 from cotune.profile import (
-    MAX_PROFILE_LINES, EvalRecord, Profile, StepRecord, WorkloadRecord, append_records, check_profile_path, read_profile,
+    MAX_PROFILE_LINES, EvalRecord, Profile, ProfileWriter, StepRecord, WorkloadRecord, check_profile_path, read_profile,
     write_profile,
 )
 from cotune.profile._profile import TEXT_FIELDS, RowError, _build
@@ -440,10 +440,13 @@ def _save(out: Any, existing: Profile | None, profile: Profile, records: list, *
     if out is None:
         return
     if existing is not None:
-        _check_not_held(existing, records, out=out, overlap_fix=overlap_fix)
-        append_records(out, records[1:])
+        # The check and the append under the writer's lock, on the profile as it is then: two
+        # imports of one log started together both passed a check made before either wrote.
+        with ProfileWriter(out) as writer:
+            _check_not_held(read_profile(out), records, out=out, overlap_fix=overlap_fix)
+            writer.write_all(records[1:])
     else:
-        write_profile(profile, out)
+        write_profile(profile, out, exclusive=True)
 
 
 def _curve_key(points: list[EvalRecord]) -> tuple[tuple[float, str], ...]:

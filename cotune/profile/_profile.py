@@ -585,6 +585,15 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     is a torn write from an interrupted run: it is skipped with a warning. Lines beyond
     :data:`MAX_LINE_CHARS` characters or :data:`MAX_PROFILE_LINES` lines are an error.
     """
+    if isinstance(lines, bytes):
+        try:
+            lines = lines.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("parse_profile: the bytes are not UTF-8 text; a profile is UTF-8 JSON Lines") from None
+    if isinstance(lines, str):  # the text itself: its lines, not its characters
+        lines = lines.splitlines(keepends=True)
+    elif not isinstance(lines, Iterable):
+        raise InputError(f"parse_profile reads lines of JSON text (a file object, a list of lines or a string), got {excerpt(lines)}")
     records: list[Record] = []
     warnings: list[str] = []
     probe_costs: list[float] = []
@@ -660,12 +669,24 @@ def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str,
         yield number, prev, True
 
 
+_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were no UTF-8, kept by errors="surrogateescape"
+
+
 def _lines_of(fh: IO[str]) -> Iterator[str]:
+    """Lines of a file opened with ``errors="surrogateescape"``: a line that is not UTF-8 is
+    an error, except the last one when it has no newline — a torn write, which may end
+    inside a multi-byte character (``"caf\xc3``) and is skipped as any torn line is."""
     # readline with a size: a file without newlines (/dev/zero) is read in bounded pieces.
+    first = True
     while True:
         line = fh.readline(MAX_LINE_CHARS + 1)
         if not line:
             return
+        if _UNDECODED.search(line) and (first or line.endswith("\n") or len(line) > MAX_LINE_CHARS
+                                        or not line.lstrip().startswith("{")):
+            # A torn record follows whole ones and starts as one; anything else is no text.
+            raise UnicodeDecodeError("utf-8", b"", 0, 1, "not UTF-8 text")
+        first = False
         yield line
 
 
@@ -692,7 +713,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         check_profile_path(p, shown=shown)
         # utf-8-sig: a byte-order mark at the start (a profile saved by a Windows editor or
         # PowerShell) is read past, not reported as line 1's bad JSON.
-        with p.open("r", encoding="utf-8-sig", newline="") as fh:
+        with p.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
             return parse_profile(_lines_of(fh), path=shown)
     except FileNotFoundError:
         from cotune.examples import nearest_example
@@ -752,26 +773,62 @@ def make_folder(path: Path) -> None:
         raise StorageError.from_os_error(exc, path=path.parent, doing="create the folder") from None
 
 
-def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
-    """Write a whole profile atomically (temporary file + rename)."""
+def write_profile(profile: Profile, path: str | os.PathLike[str], *, exclusive: bool = False) -> None:
+    """Write a whole profile atomically (a temporary file of its own, then a rename).
+
+    ``exclusive``: the profile is new — if a file appears at ``path`` meanwhile (a tracker
+    or another import started on it), it is kept and :class:`~cotune.errors.InputError`
+    says so, instead of replaced: a rename over it would unlink the records a live writer
+    is appending to another name-less file, and report success.
+    """
+    import tempfile
+
     p = Path(path)
     make_folder(p)
-    tmp = p.with_name(p.name + ".tmp")
+    tmp: Path | None = None
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        # A name of its own: two imports to one new --out once wrote into one shared
+        # '<out>.tmp' and published the mix of both.
+        fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        tmp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for rec in profile.records():
                 fh.write(_dump(rec))
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        if exclusive:
+            _publish_new(tmp, p)
+        else:
+            os.replace(tmp, p)
     except BaseException as exc:
         # A full disk, a record the reader would refuse (ProfileError from the serialiser)
         # or an interrupt: no half-written temporary file is left beside the profile.
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         if isinstance(exc, OSError):
             raise StorageError.from_os_error(exc, path=p, doing="write it") from None
         raise
+
+
+def _publish_new(tmp: Path, p: Path) -> None:
+    """Give ``tmp`` the name ``p`` only if nothing has it: a hard link fails with EEXIST
+    when another process created ``p`` since it was checked (a rename would replace it)."""
+    try:
+        os.link(tmp, p)
+    except FileExistsError:
+        raise InputError(f"{p} appeared while this profile was being written (another import, a tracker or a profiler "
+                         "started on it): it is left as it is; pass --append to add to it, or choose another --out") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+        # A filesystem without hard links: the narrower check-then-rename.
+        if p.exists():
+            raise InputError(f"{p} appeared while this profile was being written: it is left as it is; pass --append "
+                             "to add to it, or choose another --out") from None
+        os.replace(tmp, p)
+        return
+    tmp.unlink()
 
 
 def _repair_tail(fh: IO[bytes]) -> None:

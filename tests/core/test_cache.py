@@ -152,3 +152,11 @@ def test_an_entry_others_could_write_is_never_unpickled(cache, count_fits, capsy
     entry.chmod(0o600)
     cache.chmod(0o777)
     assert _answer(capsys) == good and len(count_fits) == 3
+
+
+def test_a_fifo_at_an_entrys_name_is_a_miss_not_a_hang(cache, count_fits, capsys):
+    _answer(capsys)
+    (entry,) = cache.glob("models-*.pickle")
+    entry.unlink()
+    os.mkfifo(entry)  # a reader's open() would block for ever waiting for a writer
+    assert _answer(capsys) and len(count_fits) == 2

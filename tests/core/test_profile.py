@@ -109,6 +109,21 @@ def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
     assert any("torn" in w for w in p.warnings)
 
 
+def test_a_torn_last_line_cut_inside_a_multibyte_character_is_skipped_too(tmp_path):
+    # a record written with ensure_ascii=False (another tool; an editor), cut mid-'é' by a kill
+    path = tmp_path / "p.jsonl"
+    path.write_bytes("".join(ISSUE_LINES).encode() + '{"record": "failure", "message": "caf\u00e9'.encode()[:-1])
+    p = read_profile(path)
+    assert len(p.steps) == 1 and any("torn" in w for w in p.warnings)
+
+
+def test_bytes_that_are_not_utf8_before_the_last_line_are_still_an_error(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(ISSUE_LINES[0].encode() + b'{"x": "caf\xc3"}\n' + "".join(ISSUE_LINES[1:]).encode())
+    with pytest.raises(ProfileError, match="not UTF-8"):
+        read_profile(path)
+
+
 def test_writer_repairs_a_torn_tail_before_appending(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text("".join(ISSUE_LINES) + '{"record": "step", "gpu"')

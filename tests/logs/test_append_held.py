@@ -63,3 +63,42 @@ def test_step_records_all_held_already_are_refused_some_new_are_appended(tmp_pat
     # a repeated measurement beside a new one is data, not a duplicate import
     import_table(_table(tmp_path, text + "t4,4,64,0.23\n"), out=out, append=True, record="step")
     assert len(read_profile(out).steps) == 5
+
+
+def test_two_imports_of_one_run_started_together_cannot_both_append_it(tmp_path, monkeypatch):
+    # Both read the profile before either appended: the check made then passed for both,
+    # and the run was written twice under one seed. The check now runs on the profile as it
+    # is under the writer's lock.
+    import cotune.logs as logs
+
+    out = tmp_path / "p.jsonl"
+    import_table(_table(tmp_path, "global_batch,epoch,metric\n128,1,0.40\n"), out=out, **EVALS)
+    stale = read_profile(out)  # what the second import read, before the first appended
+    text = "global_batch,epoch,metric\n256,1,0.50\n256,2,0.61\n"
+    import_table(_table(tmp_path, text), out=out, append=True, record="eval")
+    before = out.read_bytes()
+    monkeypatch.setattr(logs, "_existing", lambda *a, **k: stale)
+    with pytest.raises(InputError, match="already holds seed 0 at global batch 256"):
+        import_table(_table(tmp_path, text), out=out, append=True, record="eval")
+    assert out.read_bytes() == before
+
+
+def test_a_new_profile_that_appears_while_an_import_writes_it_is_kept(tmp_path, monkeypatch):
+    # A tracker (or another import) started on the path after this import checked it was
+    # free: a rename over it unlinked the records the tracker went on appending.
+    import cotune.logs as logs
+    from cotune.profile import StepRecord, WorkloadRecord, append_records
+
+    out = tmp_path / "p.jsonl"
+    real = logs._existing
+
+    def then_a_tracker_starts(*args, **kwargs):
+        found = real(*args, **kwargs)
+        append_records(out, [WorkloadRecord(name="job", dataset_size=100, metric="top1"),
+                             StepRecord(gpu="cpu", workers=1, local_batch=10, step_time_s=0.1)])
+        return found
+
+    monkeypatch.setattr(logs, "_existing", then_a_tracker_starts)
+    with pytest.raises(InputError, match="appeared while this profile was being written .* pass --append"):
+        import_table(_table(tmp_path, "global_batch,epoch,metric\n256,1,0.50\n"), out=out, **EVALS)
+    assert read_profile(out).steps and not list(tmp_path.glob(".p.jsonl.*.tmp"))

@@ -49,6 +49,22 @@ def test_crash_on_every_rank_and_on_one_rank_are_recorded(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("workload, said", [("sigtermed", "stopped by signal 15 from outside the profiler"),
+                                            ("sigkilled", "killed by SIGKILL, and not by the kernel's out-of-memory killer")])
+def test_a_probe_killed_from_outside_is_not_recorded_as_the_workloads_failure(tmp_path, capsys, workload, said):
+    from profiler._launcher import oom_kill_count
+
+    if workload == "sigkilled" and oom_kill_count() is None:
+        pytest.skip("this kernel keeps no OOM-kill count: a SIGKILL reads as the OOM killer's, as documented")
+    out = tmp_path / "killed.jsonl"
+    code, err = run_cli(["--workload", spec(workload), "--workers", "1", "--local-batch", "4", "--out", str(out),
+                         "--no-curves", "--quiet", *FAST], capsys)
+    assert code == 3, err  # the environment's: was exit 1 with a 'crash' (SIGTERM) or an 'oom' (SIGKILL) record
+    assert said in err and err.count("\n") == 1, err
+    assert not read_profile(out).failures
+
+
+@pytest.mark.slow
 def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
     out = tmp_path / "hang.jsonl"
     began = time.monotonic()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,55 @@ def test_the_tensorflow_spawner_names_a_sigkilled_worker_and_stops_a_peer_that_i
     assert res.returncode == 137
     assert "worker 1 exited: Signals.SIGKILL" in res.stderr and "exitcode  : -9" in res.stderr
     assert time.monotonic() - began < 300  # rank 0 was killed after the grace, not left for the probe's timeout
+
+
+def _torchrun_report(root_exitcode: int, *others: int) -> str:
+    """torchrun's failure report as it prints it (the first observed failure is the root cause)."""
+    other = "".join(f"[{i + 1}]:\n  rank      : {i + 1}\n  exitcode  : {c} (pid: {200 + i})\n" for i, c in enumerate(others))
+    return ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+            "============================================================\n"
+            f"Failures:\n{other or '  <NO_OTHER_FAILURES>'}\n"
+            "------------------------------------------------------------\n"
+            "Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n"
+            f"  exitcode  : {root_exitcode} (pid: 123)\n  error_file: <N/A>\n"
+            "============================================================\n")
+
+
+@pytest.mark.parametrize("signal_no", [1, 2, 3, 15])
+def test_a_worker_stopped_by_a_signal_from_outside_is_the_environments_not_a_crash(signal_no):
+    verdict = classify(_outcome(1, _torchrun_report(-signal_no)), [], timeout_s=60, log=LOG, workers=1, started=1)
+    assert verdict.kind == "launcher" and f"signal {signal_no} from outside" in verdict.message  # was 'crash'
+
+
+def test_a_workload_crash_stays_a_crash_when_torchrun_then_stops_the_other_ranks():
+    # rank 0 segfaults (the root cause); torchrun then SIGTERMs rank 1
+    assert classify(_outcome(1, _torchrun_report(-11, -15)), [], timeout_s=60, log=LOG, workers=2, started=2).kind == "crash"
+
+
+def test_a_signal_sent_to_torchrun_itself_is_the_environments():
+    tail = ("torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15\n")
+    verdict = classify(_outcome(1, tail), [], timeout_s=60, log=LOG, workers=1, started=1)
+    assert verdict.kind == "launcher" and "signal 15" in verdict.message
+
+
+def test_a_sigkill_is_out_of_memory_only_when_the_kernel_counted_an_oom_kill():
+    tail = _torchrun_report(-9)
+    counted = LaunchOutcome(returncode=1, timed_out=False, wall_s=1.0, log_tail=tail, oom_kills=1)
+    none = LaunchOutcome(returncode=1, timed_out=False, wall_s=1.0, log_tail=tail, oom_kills=0)
+    unknown = LaunchOutcome(returncode=1, timed_out=False, wall_s=1.0, log_tail=tail)
+    assert classify(counted, [], timeout_s=60, log=LOG, workers=1, started=1).kind == "oom"
+    verdict = classify(none, [], timeout_s=60, log=LOG, workers=1, started=1)
+    assert verdict.kind == "launcher" and "not by the kernel's out-of-memory killer" in verdict.message  # was 'oom'
+    assert classify(unknown, [], timeout_s=60, log=LOG, workers=1, started=1).kind == "oom"  # no count: as before
+
+
+def test_the_launch_counts_the_kernels_oom_kills_where_it_keeps_a_count(tmp_path):
+    from profiler._launcher import oom_kill_count, run_group
+
+    outcome = run_group([sys.executable, "-c", "pass"], env=dict(os.environ), timeout_s=120, log_path=tmp_path / "log.txt",
+                        poll=None)
+    assert outcome.returncode == 0
+    if oom_kill_count() is None:
+        assert outcome.oom_kills is None
+    else:
+        assert outcome.oom_kills is not None and outcome.oom_kills >= 0

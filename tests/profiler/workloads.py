@@ -39,6 +39,18 @@ def _rank1_crashing_model() -> nn.Module:
     return _model()
 
 
+def _model_killed_by(signal_name: str):
+    # A signal from outside the profiler (an operator's kill, a node agent) as the worker sees it.
+    def make() -> nn.Module:
+        import signal
+
+        os.kill(os.getpid(), getattr(signal, signal_name))
+        time.sleep(60)
+        return _model()
+
+    return make
+
+
 def _hanging_loss():
     time.sleep(3600)  # a worker that never gets to its first step
 
@@ -61,6 +73,8 @@ oom_above_8 = Workload(name="tiny", model=_model, simulate_oom_above=8, **_COMMO
 crashing = Workload(name="tiny", model=_crashing_model, **_COMMON)
 rank1_crashing = Workload(name="tiny", model=_rank1_crashing_model, **_COMMON)
 hanging = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _hanging_loss})
+sigtermed = Workload(name="tiny", model=_model_killed_by("SIGTERM"), **_COMMON)
+sigkilled = Workload(name="tiny", model=_model_killed_by("SIGKILL"), **_COMMON)
 no_eval = Workload(name="tiny", model=_model, **{**_COMMON, "eval_data": None})
 
 
