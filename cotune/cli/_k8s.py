@@ -69,12 +69,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
+def _default_name(doc) -> str:
+    """The job's name when --name is not given: the workload's; for a re-plan's switch, with
+    a suffix of its own (``-r`` and 4 hex digits of the new plan): the switch is a new
+    submission beside the running job, and under the running job's name ``kubectl apply``
+    would change that job in place (a PyTorchJob) or be refused (a TrainJob's trainer is
+    immutable). The same answer always renders the same name."""
+    import hashlib
+    import json
+
+    from cotune.k8s import JOB_NAME_MAX, derive_name
+
+    workload = str(doc["workload"])
+    if not doc.get("switch"):
+        return derive_name(workload)
+    key = json.dumps({k: doc.get(k) for k in ("plan", "recommendation", "constraints")}, sort_keys=True, default=str)
+    return f"{derive_name(workload, limit=JOB_NAME_MAX - 6)}-r{hashlib.sha256(key.encode()).hexdigest()[:4]}"
+
+
+def _options(args: argparse.Namespace, doc):  # -> JobOptions
     import shlex
 
     from cotune.cli._args import unique_pairs
     from cotune.errors import InputError
-    from cotune.k8s import JobOptions, derive_name
+    from cotune.k8s import JobOptions
 
     argv = getattr(args, "container_argv", None)  # the words after `--`
     if argv is not None and args.container_command is not None:
@@ -88,7 +106,7 @@ def _options(args: argparse.Namespace, workload: str):  # -> JobOptions
     try:
         return JobOptions(
             kind=args.kind,
-            name=args.name if args.name is not None else derive_name(workload),
+            name=args.name if args.name is not None else _default_name(doc),
             namespace=args.namespace,
             image=args.image,
             command=command,
@@ -165,6 +183,12 @@ def run(args: argparse.Namespace) -> int:
     from cotune.errors import EXIT_OK, InputError
     from cotune.k8s import manifest_warnings, render_manifests, to_yaml
 
+    if not args.json:  # YAML needs PyYAML (cotune[k8s]); say so before a solve, not after it as a crash
+        import importlib.util
+
+        if importlib.util.find_spec("yaml") is None:
+            raise InputError("cotune k8s writes YAML with PyYAML, which is not installed: pip install 'cotune[k8s]', "
+                             "or pass --json for the same objects as JSON")
     if args.name is not None:  # a bad name fails before the solve
         from cotune.k8s import check_name
 
@@ -176,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             missing = ", ".join(n for n, v in (("PROFILE", args.profile), ("--target", args.target)) if v is None)
             raise InputError(f"the following arguments are required: {missing} (or --answer FILE: a saved answer)")
         doc = recommend_from_args(args).to_dict()
-    opts = _options(args, str(doc["workload"]))
+    opts = _options(args, doc)
     manifests = render_manifests(doc, opts)
     for line in manifest_warnings(doc, opts):
         error(line)

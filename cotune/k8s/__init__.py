@@ -5,7 +5,7 @@ functions: a recommendation document in, manifests (plain ``dict``s) out; ``cotu
 prints them as YAML or JSON."""
 
 from cotune.k8s._answer import answer_document
-from cotune.k8s._names import check_name, derive_name
+from cotune.k8s._names import JOB_NAME_MAX, check_name, derive_name
 from cotune.k8s._render import (
     DEFAULT_IMAGE,
     GANGS,
@@ -21,6 +21,7 @@ from cotune.k8s._render import (
 __all__ = [
     "DEFAULT_IMAGE",
     "GANGS",
+    "JOB_NAME_MAX",
     "KINDS",
     "JobOptions",
     "Layout",

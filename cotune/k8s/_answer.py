@@ -20,6 +20,11 @@ __all__ = ["answer_document"]
 
 MARKETS = ("on_demand", "spot", "mixed")
 COST_UNITS = ("USD", "worker_hours")
+STATUSES = ("ok", "infeasible")
+#: The answer document versions this cotune renders (``schema_version`` of recommend/replan --json).
+SCHEMA_VERSIONS = (1,)
+#: Kubernetes counts (replicas, minMember) are int32.
+MAX_COUNT = 2**31 - 1
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -32,35 +37,44 @@ def _optional(value: Any, where: str, **bounds: float) -> float | None:
     return None if value is None else number(value, where=where, **bounds)
 
 
-def _check_plan(plan: Any, where: str = "/plan") -> None:
-    """What the renderer reads of a plan, checked: a saved answer is the user's file (a hand
-    edit, a truncated copy), and a bad value must be one line, not a crash or a manifest
-    whose pods do not add up to the plan."""
+def _check_plan(plan: Any, where: str = "/plan") -> dict[str, Any]:
+    """What the renderer reads of a plan, checked and returned with its counts as plain
+    integers (``3.0`` is 3, not ``COTUNE_WORKERS="3.0"``): a saved answer is the user's file
+    (a hand edit, a truncated copy), and a bad value must be one line, not a crash or a
+    manifest whose pods do not add up to the plan or ask for more GPUs than a host has."""
     plan = _object(plan, where)
     one_line_name(plan.get("gpu"), what=f"{where}/gpu", example="t4")
     if plan.get("market") not in MARKETS:
         raise BadValue(f"must be one of {', '.join(MARKETS)}, got {excerpt(plan.get('market'))}", where=f"{where}/market")
-    workers = integer(plan.get("workers"), where=f"{where}/workers", ge=1)
+    workers = integer(plan.get("workers"), where=f"{where}/workers", ge=1, le=MAX_COUNT)
     hosts = integer(plan.get("hosts"), where=f"{where}/hosts", ge=1, le=workers)
-    integer(plan.get("local_batch"), where=f"{where}/local_batch", ge=1)
-    integer(plan.get("gpus_per_host"), where=f"{where}/gpus_per_host", ge=1)
+    local_batch = integer(plan.get("local_batch"), where=f"{where}/local_batch", ge=1, le=MAX_COUNT)
+    gpus_per_host = integer(plan.get("gpus_per_host"), where=f"{where}/gpus_per_host", ge=1, le=MAX_COUNT)
     per_host = plan.get("workers_per_host")
     if not isinstance(per_host, list) or len(per_host) != hosts:
         raise BadValue(f"must list the workers of each of the {hosts} hosts, got {excerpt(per_host)}",
                        where=f"{where}/workers_per_host")
-    counts = [integer(v, where=f"{where}/workers_per_host/{i}", ge=1) for i, v in enumerate(per_host)]
+    # One worker a GPU: a host runs at most gpus_per_host of them.
+    counts = [integer(v, where=f"{where}/workers_per_host/{i}", ge=1, le=gpus_per_host) for i, v in enumerate(per_host)]
     if sum(counts) != workers:
         raise BadValue(f"adds up to {sum(counts)} workers, not the plan's {workers}", where=f"{where}/workers_per_host")
     elastic = _object(plan.get("elastic"), f"{where}/elastic")
     lo = integer(elastic.get("min_workers"), where=f"{where}/elastic/min_workers", ge=1, le=workers)
-    integer(elastic.get("max_workers"), where=f"{where}/elastic/max_workers", ge=max(lo, workers))
+    hi = integer(elastic.get("max_workers"), where=f"{where}/elastic/max_workers", ge=max(lo, workers), le=MAX_COUNT)
+    return {**plan, "workers": workers, "hosts": hosts, "local_batch": local_batch, "gpus_per_host": gpus_per_host,
+            "workers_per_host": counts, "elastic": {**elastic, "min_workers": lo, "max_workers": hi}}
 
 
-def _check_rendered(doc: Mapping[str, Any]) -> None:
-    """Every value of a recommendation document the manifests are made of."""
-    _check_plan(doc["plan"])
+def _check_rendered(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Every value of a recommendation document the manifests are made of, checked; the
+    document returned with its counts as plain integers."""
+    plan = _check_plan(doc["plan"])
     choice = _object(doc["recommendation"], "/recommendation")
-    integer(choice.get("global_batch"), where="/recommendation/global_batch", ge=1)
+    global_batch = integer(choice.get("global_batch"), where="/recommendation/global_batch", ge=1)
+    if global_batch != plan["workers"] * plan["local_batch"]:
+        raise BadValue(f"is {global_batch}, but the plan runs {plan['workers']} workers at local batch "
+                       f"{plan['local_batch']} ({plan['workers'] * plan['local_batch']}): give the answer as cotune wrote it",
+                       where="/recommendation/global_batch")
     _optional(choice.get("time_s"), "/recommendation/time_s", ge=0.0)
     _optional(choice.get("cost"), "/recommendation/cost", ge=0.0)
     _optional(choice.get("p_success"), "/recommendation/p_success", ge=0.0, le=1.0)
@@ -81,6 +95,10 @@ def _check_rendered(doc: Mapping[str, Any]) -> None:
         raise BadValue(f"must be one of {', '.join(COST_UNITS)}, got {excerpt(doc['cost_unit'])}", where="/cost_unit")
     number(doc["interval"], where="/interval", gt=0.0, lt=1.0)
     _optional(doc.get("lr_scale"), "/lr_scale", gt=0.0)
+    spot = doc.get("spot")
+    if spot is not None:
+        _optional(_object(spot, "/spot").get("checkpoint_interval_s"), "/spot/checkpoint_interval_s", gt=0.0)
+    return {**doc, "plan": plan, "recommendation": {**choice, "global_batch": global_batch}}
 
 
 def _fields(doc: Mapping[str, Any], names: tuple[str, ...], *, what: str) -> None:
@@ -104,11 +122,17 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
         message = " ".join(str(error.get("message", "")).split())[:300]  # one line; error() escapes the rest
         code = " ".join(str(error.get("code", "")).split())[:40]
         raise InputError(f"the answer is an error ({code}), not a plan: {message}; fix the question and ask again")
+    version = doc.get("schema_version", 1)  # a document built by hand without one: the version this cotune writes
+    if isinstance(version, bool) or version not in SCHEMA_VERSIONS:
+        raise BadValue(f"is {excerpt(version)}, and this cotune reads version {', '.join(map(str, SCHEMA_VERSIONS))}: "
+                       "render it with the cotune that wrote it, or ask this one again", where="/schema_version")
     if "decision" not in doc:  # a recommend answer: rendered as it is
         _fields(doc, ("status", "plan", "recommendation", "constraints", "workload", "cost_unit", "interval"),
                 what="give the output of 'cotune recommend --json' or 'cotune replan --json' (or the service's answer)")
+        if doc["status"] not in STATUSES:
+            raise BadValue(f"must be one of {', '.join(STATUSES)}, got {excerpt(doc['status'])}", where="/status")
         if doc["status"] == "ok":
-            _check_rendered(doc)
+            return _check_rendered(doc)
         return doc
     decision = doc["decision"]
     if decision == "stay":
@@ -124,11 +148,18 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
     target = doc.get("target", best.get("metric"))
     if target is None:
         raise InputError("the re-plan answer names no target: give the answer as cotune wrote it")
+    if best.get("workers") != plan.get("workers"):
+        raise BadValue(f"runs {excerpt(best.get('workers'))} workers, but the answer's plan lays out "
+                       f"{excerpt(plan.get('workers'))}: give the answer as cotune wrote it", where="/best/workers")
+    workload = doc.get("workload") if doc.get("workload") is not None else doc.get("job")
     out = {
+        "schema_version": version,
         "status": "ok",
-        "workload": doc.get("workload") or doc.get("job") or "job",
+        "workload": workload if workload is not None else "job",
+        # A switch is a new submission of the same job: its name must differ from the running one's.
+        "switch": True,
         "cost_unit": doc["cost_unit"],
-        "interval": doc.get("interval") or 0.9,
+        "interval": doc["interval"] if doc.get("interval") is not None else 0.9,
         "plan": plan,
         "recommendation": {
             "global_batch": best.get("global_batch"), "time_s": best.get("time_s"), "cost": best.get("cost"),
@@ -140,10 +171,9 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
         "lr_scale": doc.get("lr_scale"),
     }
     try:
-        _check_rendered(out)
+        return _check_rendered(out)
     except BadValue as exc:
         # the document's own pointers: /best/... for what came from best
         where = exc.where.replace("/recommendation/", "/best/", 1).replace("/constraints/deadline_s", "/remaining_deadline_s")
         where = where.replace("/constraints/budget", "/budget_left").replace("/constraints/", "/")
         raise BadValue(exc.detail, where=where) from None
-    return out

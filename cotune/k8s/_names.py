@@ -59,6 +59,27 @@ def derive_name(text: str, *, limit: int = JOB_NAME_MAX, default: str = "cotune-
     return name if name and _DNS_1035.fullmatch(name) else default
 
 
+def check_subdomain(value: str, *, what: str) -> str:
+    """``value`` if it is a DNS-1123 subdomain (what most object names are: at most 253
+    lower-case letters, digits, '-' and '.', starting and ending with a letter or digit)."""
+    if not isinstance(value, str) or not (len(value) <= 253 and _DNS_SUBDOMAIN.fullmatch(value)):
+        raise InputError(f"{what} {excerpt(value)} is not a valid Kubernetes object name: at most 253 lower-case "
+                         "letters, digits, '-' and '.', starting and ending with a letter or digit")
+    return value
+
+
+def check_extended_resource(name: str, *, what: str) -> str:
+    """``name`` if a container may request it: an extended resource is domain-qualified
+    (``nvidia.com/gpu``, ``amd.com/gpu``) and outside ``kubernetes.io``; the API server
+    refuses a bare ``gpu``."""
+    check_label_key(name, what=what)
+    prefix, slash, _ = name.rpartition("/")
+    if not slash or prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io"):
+        raise InputError(f"{what} {excerpt(name)} is not an extended resource name a container may request: give it "
+                         "with its vendor's domain, e.g. nvidia.com/gpu or amd.com/gpu")
+    return name
+
+
 def check_label_key(key: str, *, what: str) -> str:
     prefix, slash, name = key.rpartition("/")
     ok = (

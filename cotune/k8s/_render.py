@@ -39,10 +39,12 @@ from cotune.errors import InfeasibleError, InputError
 from cotune.k8s._names import (
     JOB_NAME_MAX,
     annotation_text,
+    check_extended_resource,
     check_image,
     check_label_key,
     check_label_value,
     check_name,
+    check_subdomain,
     check_toleration,
     parse_toleration,
 )
@@ -119,7 +121,7 @@ class JobOptions:
                 raise InputError("command words must be at most 64 KiB and hold no NUL character")
         if len(self.command) > 128:
             raise InputError(f"command has {len(self.command)} words, over the 128 a TrainJob allows: use a script")
-        check_label_key(self.gpu_resource, what="gpu resource")
+        check_extended_resource(self.gpu_resource, what="gpu resource")
         for key, value in self.node_selector.items():
             check_label_key(key, what="node selector")
             check_label_value(value, what="node selector")
@@ -141,7 +143,7 @@ class JobOptions:
         object.__setattr__(self, "tolerations", tuple(
             parse_toleration(t) if isinstance(t, str) else check_toleration(dict(t) if isinstance(t, Mapping) else t)
             for t in self.tolerations))
-        check_name(self.runtime, what="runtime", limit=253)
+        check_subdomain(self.runtime, what="runtime")
         if self.runtime_kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
             raise InputError(f"runtime kind must be ClusterTrainingRuntime or TrainingRuntime, got {self.runtime_kind!r}")
         if self.max_restarts < 0:
@@ -155,6 +157,12 @@ class JobOptions:
             out.append(f"warning: no --image given: the job runs {where}, not your training image")
         if not self.command:
             out.append("warning: no --command given: the container runs its image's default entrypoint, not your training")
+        if self.kind == "trainjob" and self.gang == "volcano":
+            # Trainer v2 makes the PodGroup only from its runtime's podGroupPolicy.volcano, and
+            # the stock torch-distributed runtime (v2.3.0) has none: the pods then start one by one.
+            out.append(f"warning: a TrainJob is gang-scheduled by Volcano only if its runtime ({self.runtime}) has "
+                       "podGroupPolicy.volcano (the stock torch-distributed runtime has none): add it to the runtime, or "
+                       "use --gang kueue or --kind pytorchjob")
         return out
 
 
@@ -200,7 +208,16 @@ def _env(doc: Mapping[str, Any]) -> dict[str, str]:
         # A re-plan that changes the batch: the factor the training script scales its
         # learning rate by when it resumes from the checkpoint (the answer's lr_rule).
         **({"COTUNE_LR_SCALE": repr(float(doc["lr_scale"]))} if doc.get("lr_scale") is not None else {}),
+        # A spot or mixed plan's time and cost assume a checkpoint this often: the script needs it.
+        **({"COTUNE_CHECKPOINT_INTERVAL_S": f"{_checkpoint_interval_s(doc):.0f}"}
+           if _checkpoint_interval_s(doc) is not None else {}),
     }
+
+
+def _checkpoint_interval_s(doc: Mapping[str, Any]) -> float | None:
+    spot = doc.get("spot")
+    value = spot.get("checkpoint_interval_s") if isinstance(spot, Mapping) else None
+    return None if value is None else float(value)
 
 
 def _container(doc: Mapping[str, Any], opts: JobOptions, gpus: int) -> dict[str, Any]:
@@ -313,6 +330,8 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         out["cotune.dev/confidence"] = f"{doc['constraints']['confidence']:.6g}"
     if doc.get("lr_scale") is not None:
         out["cotune.dev/lr-scale"] = f"{doc['lr_scale']:.6g}"
+    if _checkpoint_interval_s(doc) is not None:
+        out["cotune.dev/checkpoint-interval-s"] = f"{_checkpoint_interval_s(doc):.0f}"
     return out
 
 
@@ -475,8 +494,39 @@ def _pytorchjob(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]
     return out
 
 
+# Plain scalars that a YAML 1.1 reader (kubectl's: go-yaml) takes for something other than a
+# string, beyond what PyYAML's own resolver quotes: y/n and the other booleans, numbers with
+# an exponent and no dot (1e-3), leading zeros (089), hex/octal/binary, sexagesimal (1:30),
+# null and ~, .inf/.nan, timestamps. A string among them is written double-quoted.
+_NOT_A_PLAIN_STRING = re.compile(
+    r"""^(?:
+        [-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
+      | [-+]?0[xX][0-9a-fA-F_]+ | [-+]?0[oO]?[0-7_]+ | [-+]?0[bB][01_]+
+      | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?
+      | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+      | y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+      | ~|null|Null|NULL|
+      | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*
+    )$""",
+    re.X,
+)
+
+
 def to_yaml(manifests: Sequence[Mapping[str, Any]]) -> str:
-    """Multi-document YAML (PyYAML ships with optuna, a core dependency)."""
+    """Multi-document YAML (PyYAML ships with optuna, a core dependency).
+
+    A string that a YAML 1.1 reader would take for a number, a boolean or null is
+    double-quoted (:data:`_NOT_A_PLAIN_STRING`): PyYAML writes ``1e-3`` and ``y`` plain,
+    and kubectl then reads a command argument as a number or a job named ``y`` as ``true``.
+    """
     import yaml
 
-    return "---\n".join(yaml.safe_dump(dict(m), sort_keys=False, default_flow_style=False) for m in manifests)
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    def string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        style = '"' if _NOT_A_PLAIN_STRING.match(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Dumper.add_representer(str, string)
+    return "---\n".join(yaml.dump(dict(m), Dumper=_Dumper, sort_keys=False, default_flow_style=False) for m in manifests)
