@@ -291,6 +291,10 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
             f"{against} {train_wh:.3g} worker-hours"
             + ("; for a job this short, measuring more costs more than any plan can save" if share >= 2.0 else "")
         )
+    if chosen is not None and chosen.p_reach is not None and chosen.p_reach < 0.5:
+        # Only at a confidence below ½: say what its numbers mean (cotune.solver.estimate).
+        notes.append(f"the chosen plan is more likely to miss the target than to reach it (reached at all: "
+                     f"{chosen.p_reach:.0%}): its epochs, time and cost are those it takes if it reaches the target")
     if chosen is not None and chosen.extrapolated:
         # What to measure, if anything, is the next measurement's to say (value against price).
         advice = ("probe it (cotune profile) to confirm before a long run" if next_measurement is None

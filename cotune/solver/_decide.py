@@ -111,6 +111,9 @@ class ReplanDecision:
     ``compared`` the alternative a "stay" weighed staying against (the one its reason's
     numbers are of), None where it weighed none."""
 
+    # Compared by value (==), never hashed: it holds mappings and tables, which have no hash.
+    __hash__ = None  # type: ignore[assignment]
+
     decision: Literal["stay", "switch", "infeasible"]
     reason: str
     chosen: Any
@@ -352,21 +355,28 @@ def _decide_by_success(
     best = min(ok, key=key) if ok else None
     q = f"P(success) {confidence:g}"
     q_in = f"P(success) ≥ {enter:g}"
+    def risk(o) -> str:
+        # The key is the expected cost, a miss counted: say so, with what each option costs
+        # and its chance — a switch to a dearer option that "saves" read as a contradiction.
+        return (f"{o.cost:.4g} at P(success) {_p(o):.2f}" if objective == "cost" else f"{o.time_s:.4g} s")
+
+    counted = (f" (expected cost, a miss counted as {miss_cost:.4g} wasted: staying {risk(stay)}, switching "
+               f"{risk(best)})") if objective == "cost" and stay is not None and best is not None else ""
     if stay_ok:
         gain = None if best is None else key(stay) - key(best)
         whole = key(stay) + (max(spent, 0.0) if objective == "cost" else 0.0)
         if best is not None and gain > margin * whole:
             return ReplanDecision(
                 "switch", f"an alternative with {q_in} (the entry threshold) saves {gain / whole:.1%} of the job's "
-                f"{objective} after its restart, more than the {margin:.0%} margin", best, None,
+                f"{objective} after its restart, more than the {margin:.0%} margin{counted}", best, None,
                 changes_between(stay, best), gain, True,
             )
         pct = 0.0 if gain is None or whole <= 0 else gain / whole
         why = f"no alternative has {q_in} (the entry threshold)" if best is None else (
             f"the best alternative with {q_in} would change the job's {objective} by less than 0.1%, risk counted"
             if abs(pct) < 0.0005 else
-            f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}" if pct > 0
-            else f"the best alternative with {q_in} would add {-pct:.1%} to the job's {objective}, risk counted"
+            f"the best alternative with {q_in} would save only {pct:.1%} of the job's {objective}{counted}" if pct > 0
+            else f"the best alternative with {q_in} would add {-pct:.1%} to the job's {objective}{counted or ', risk counted'}"
         )
         return ReplanDecision("stay", f"{why}; switching needs more than the {margin:.0%} margin", stay, None, (), gain, True,
                               compared=best)

@@ -152,10 +152,17 @@ def estimate(
     sig_e = ep.log_sigma[binv]
 
     epoch_time = models.dataset_size / gb * step
+    q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
+    if q < 0.5:
+        # Below one half a plan may be more likely to miss than to meet: where the target is
+        # reached with probability p_reach in [q, ½) its median time is unbounded, so its
+        # epochs, time and cost are those it takes *if* it reaches the target — what a plan at
+        # q is judged by (its q-quantile and P(success) follow from them, as above ½).
+        take = (p_reach >= q) & ~np.isfinite(epochs)
+        epochs = np.where(take, ep.epochs_if_reached[binv], epochs)
     train = epochs * epoch_time
     train_if_reached = ep.epochs_if_reached[binv] * epoch_time
     sig_t = np.sqrt(step_sigma**2 + sig_e**2)
-    q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
     level = float(models.accuracy.interval)
     first = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

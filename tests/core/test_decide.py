@@ -107,6 +107,16 @@ def test_by_success_a_stay_against_a_dearer_alternative_says_how_much_it_would_a
     assert "would add 20.0% to the job's cost" in d.reason
 
 
+def test_by_success_a_switch_to_a_dearer_but_surer_option_states_the_risk_it_counts():
+    # On plan and above q, yet a dearer option with a better chance wins on expected cost: the
+    # reason read "saves 7.5% of the job's cost" beside a dearer option and a negative gain.
+    stay, surer = _p(0.75, cost=0.9), _p(0.99, cost=1.9, workers=13)
+    d = decide_replan(stay=stay, alternatives=[surer], remaining_s=2000, confidence=0.5, miss_cost=6.0)
+    assert d.decision == "switch" and d.chosen is surer
+    assert "(expected cost, a miss counted as 6 wasted: staying 0.9 at P(success) 0.75, switching 1.9 at P(success) 0.99)" \
+        in d.reason, d.reason
+
+
 def test_by_success_switches_when_the_job_falls_below_the_confidence():
     alt = _p(0.8, cost=14.0, workers=8)
     d = decide_replan(stay=_p(0.3), alternatives=[alt], remaining_s=2000, confidence=0.5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import numpy as np
 
 import pytest
 
@@ -189,3 +190,16 @@ def test_a_target_beyond_every_curve_is_told_a_target_that_is_met_as_asked(deadl
     assert suggested < 0.95
     assert cotune.recommend("cifar10-resnet18", target=suggested, deadline_s=deadline_s,
                             confidence=confidence).chosen is not None
+
+
+@pytest.mark.parametrize(("example", "target", "q"), [("yolov3-voc", 11.85, 0.3), ("cifar10-resnet18", 0.9468, 0.3)])
+def test_below_one_half_the_plan_is_the_cheapest_candidate_whose_chance_meets_the_confidence(example, target, q) -> None:
+    # Rows reached with probability in [q, ½) had an unbounded time and were never feasible:
+    # q = 0.3 kept the q = 0.5 plan ($12.33 where one at P(success) 0.37 costs $4.71), or found none.
+    rec = cotune.recommend(example, target=target, confidence=q, prices={"t4": 0.526})
+    frame = rec.candidates_frame()
+    holds = frame[(frame.p_reach >= q) & (frame.p_success >= q) & np.isfinite(frame.cost)]
+    assert rec.chosen is not None and not holds.empty
+    assert rec.chosen.cost == pytest.approx(holds.cost.min()) and rec.chosen.p_success >= q
+    if rec.chosen.p_reach < 0.5:
+        assert any("more likely to miss the target than to reach it" in n for n in rec.notes)
