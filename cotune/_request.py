@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from cotune._checks import MAX_INTEGER, MAX_INTERVAL, MAX_NAME, BadValue, excerpt, integer, number, plain_number
+from cotune._checks import MAX_INTEGER, MAX_INTERVAL, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, plain_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.profile import Profile
@@ -501,6 +501,10 @@ def request_from_call(profile: Any = None, question: Mapping[str, Any] | None = 
     from cotune.errors import InputError
 
     question = dict(question or {})
+    if "profile" in question:  # recommend(profile=...): the request's field name, as RecommendRequest(profile=...) takes it
+        if profile is not None:
+            raise InputError("the profile was given twice: pass it once, first (recommend(PROFILE, target=...))")
+        profile = question.pop("profile")
     if isinstance(profile, RecommendRequest):
         return profile.replace(**question) if question else profile
     unknown = sorted(set(question) - set(FIELD_NAMES))
@@ -541,8 +545,9 @@ class Progress:
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        if not isinstance(self.out_of_memory, bool):  # "false" or 0 would read as a different answer
+        if not _is_bool(self.out_of_memory):  # "false" or 0 would read as a different answer
             raise BadValue(f"must be true or false, got {excerpt(self.out_of_memory)}", where="/progress/out_of_memory")
+        put("out_of_memory", bool(self.out_of_memory))  # numpy.bool_ as the plain bool it is
         put("epochs_done", number(self.epochs_done, where="/progress/epochs_done", ge=0.0))
         if self.schedule_epochs is not None:
             put("schedule_epochs", number(self.schedule_epochs, where="/progress/schedule_epochs", gt=0.0,
@@ -621,6 +626,11 @@ class ReplanRequest:
         for name in _REPLAN_UNUSED:
             if getattr(self.request, name) is not None:
                 raise BadValue(f"replan does not use {name} yet: leave it out", where=f"/{name}")
+        # Table sizes of recommend's answer: a replan answers one decision, and shows no runner-ups or frontier.
+        for name, default in (("top", DEFAULT_TOP), ("pareto_limit", DEFAULT_PARETO_LIMIT)):
+            if getattr(self.request, name) != default:
+                raise BadValue(f"replan answers one decision and lists no {'runner-ups' if name == 'top' else 'frontier'}: "
+                               "leave it out", where=f"/{name}")
         put("margin", number(self.margin, where="/margin", ge=0.0, lt=1.0, what="a fraction"))
         if self.progress.market != "on_demand" and self.request.cluster is None:
             # Without one, only on-demand servers are searched: staying would be "not in the

@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "its epoch column counts from 0); records (a CSV table of profile records, one per row: a sweep's step times at "
         "many configurations); adaptdl (an AdaptDL trace: step times by placement and learning curves by batch, as "
         "the Pollux and Sia artifacts publish them). Docs: docs/logs.md",
-        epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add).",
+        epilog="Exit codes: 0 ok, 2 bad input (the message names the flag to add), 3 the environment failed (the output "
+               "cannot be written, the profile is locked), 4 a bug in cotune.",
     )
     p.add_argument("format", choices=_FORMATS + (_TABLE, _TRACE), metavar="FORMAT",
                    help=f"log format: {', '.join(_FORMATS)}; or {_TABLE}: a table of profile records; or {_TRACE}: an "

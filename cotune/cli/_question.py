@@ -56,7 +56,8 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
     p.add_argument("--hosts", choices=("packed", "any"), default="packed", help="packed: fewest hosts (default); any: every host count")
     p.add_argument("--interval", type=_args.finite_float, default=None, metavar="P", help=f"central probability of reported intervals (default {DEFAULT_INTERVAL:g})")
     p.add_argument("--max-candidates", type=_args.whole_number, default=DEFAULT_MAX_CANDIDATES, metavar="N",
-                   help=f"refuse search spaces larger than N candidates (default {DEFAULT_MAX_CANDIDATES:,})")
+                   help=f"enumerate at most N candidates (default {DEFAULT_MAX_CANDIDATES:,}): a larger on-demand space is "
+                        "searched with Optuna's TPE sampler, a larger spot/mixed one refused")
     p.add_argument("--budget", type=_args.finite_float, default=None,
                    help="upper bound on cost (USD, or worker-hours without prices)" + (" of the whole job: what is left is the budget minus --spent" if replan else ""))
     if replan:

@@ -15,7 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="cheapest gpu/workers/batch that reaches the target by the deadline",
         description="Fit monotone models to PROFILE and search every (gpu, workers, hosts, local batch) "
         "for the cheapest configuration that reaches --target by --deadline.",
-        epilog="Exit codes: 0 ok, 1 nothing feasible (the output says what to relax), 2 bad input.",
+        epilog="Exit codes: 0 ok, 1 nothing feasible (the output says what to relax), 2 bad input, 3 the environment "
+               "failed (a file that cannot be written), 4 a bug in cotune.",
     )
     add_question_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: docs/cli.md)")

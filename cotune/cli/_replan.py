@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "remaining work: continue, add or remove workers, change the batch, or say the target is not reachable by the "
         "deadline at any configuration and name the nearest; switch only when the gain beats the restart cost plus "
         "a margin, or when the current configuration would miss the deadline. See docs/closed-loop.md and docs/spot.md.",
-        epilog="Exit codes: 0 ok (stay or switch), 1 nothing can meet the remaining deadline, 2 bad input.",
+        epilog="Exit codes: 0 ok (stay or switch), 1 nothing can meet the remaining deadline, 2 bad input, 3 the "
+               "environment failed (a locked or unwritable profile), 4 a bug in cotune.",
     )
     add_question_arguments(p, replan=True)
     g = p.add_argument_group("the running job", "read from the profile's tracked records (cotune.track.Tracker) when "

@@ -84,7 +84,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 import numpy as np
 
@@ -103,6 +103,9 @@ from cotune.errors import InputError
 from cotune.units import count_of, format_chance, format_duration, format_duration_at_least, format_money
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
+if TYPE_CHECKING:  # annotations only
+    from cotune.models import FittedModels
+
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
 
 
@@ -110,6 +113,9 @@ __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "repl
 @dataclass(frozen=True)
 class ReplanResult:
     """The decision and the numbers behind it (``to_dict()`` is the JSON form)."""
+
+    # Compared by value (==), never hashed: it holds mappings and tables, which have no hash.
+    __hash__ = None  # type: ignore[assignment]
 
     decision: Literal["stay", "switch", "infeasible"]
     reason: str
@@ -216,7 +222,7 @@ class ReplanResult:
         }
 
 
-def remaining_fraction(models, *, global_batch: int, epochs_done: float, target: float) -> float:
+def remaining_fraction(models: FittedModels, *, global_batch: int, epochs_done: float, target: float) -> float:
     """``1 − φ`` with ``φ = epochs_done / E(global_batch)`` clipped to ``[0, 1]`` (the model's
     median epochs given the target is reached; a job's own curve refines it in ``replan``)."""
     pred = models.predict_epochs(np.array([float(global_batch)]), target)

@@ -552,3 +552,10 @@ def test_a_whole_number_written_with_a_point_is_that_number_at_every_door(capsys
     assert json.loads(out)["recommendation"]["workers"] in (2, 4)  # '2.0' read as the worker count 2
     code, _, err = _cli(capsys, "recommend", EXAMPLE, "--target", "0.94", "--max-workers", "16.5")
     assert code == 2 and "expected a whole number, got '16.5'" in err
+
+
+@pytest.mark.parametrize("field", ["top", "pareto_limit"])
+def test_replan_refuses_recommends_table_sizes_rather_than_ignoring_them(field):
+    progress = dict(epochs_done=20, elapsed_s=600, gpu="t4", workers=2, local_batch=128)
+    with pytest.raises(InputError, match=rf"^/{field}: replan answers one decision"):
+        cotune.replan("cifar10-resnet18", progress=progress, target=0.94, deadline_s=1800, **{field: 3})
