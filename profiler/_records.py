@@ -85,28 +85,42 @@ def root_cause(outcome: LaunchOutcome) -> str:
 _STOP_SIGNALS = (1, 2, 3, 15)
 
 
+def _root_exitcode(outcome: LaunchOutcome) -> int | None:
+    """The exit code of torchrun's root cause (its first observed failure), if it reported one."""
+    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
+    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
+    if cause is None:
+        return None
+    code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
+    try:
+        return None if code is None else int(code.split(":", 1)[1].split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
 def _outside_signal(outcome: LaunchOutcome) -> int | None:
     """The stop signal that ended the launch, if one did: torchrun's root cause (its first
     observed failure: a rank ended by a workload's own crash is the root cause even when
     torchrun then stops the others with SIGTERM), or a signal torchrun itself received."""
-    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
-    for ln in lines:
+    for ln in outcome.log_tail.splitlines():
         if "SignalException" in ln and "got signal:" in ln:
             try:
                 return int(ln.rsplit("got signal:", 1)[1].split()[0])
             except (ValueError, IndexError):
                 return 15
-    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
-    if cause is None:
-        return None
-    code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
-    if code is None:
-        return None
-    try:
-        value = int(code.split(":", 1)[1].split()[0])
-    except (ValueError, IndexError):
-        return None
-    return -value if -value in _STOP_SIGNALS else None
+    root = _root_exitcode(outcome)
+    return -root if root is not None and -root in _STOP_SIGNALS else None
+
+
+def _sigkilled(outcome: LaunchOutcome) -> bool:
+    """Whether a worker's SIGKILL ended the launch. With torchrun's report, only its root
+    cause counts: torchrun's own teardown ("forcefully exiting via Signals.SIGKILL", a peer
+    stuck in a collective after another rank crashed) is not why the probe failed. Without
+    one (the TensorFlow spawner: "worker N exited: Signals.SIGKILL"), the log's word for it."""
+    root = _root_exitcode(outcome)
+    if root is not None:
+        return root == -9
+    return "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail
 
 
 def _exited_with(outcome: LaunchOutcome, code: int) -> bool:
@@ -159,7 +173,7 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
         # did nothing wrong, and a crash record would make reruns skip the point.
         return Verdict("launcher", f"the probe was stopped by signal {signal_no} from outside the profiler (log: {log}); "
                                    "rerun to measure this point")
-    if "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail:
+    if _sigkilled(outcome):
         if outcome.oom_kills == 0:
             # The kernel counted no OOM kill while the probe ran: someone else's kill -9. An
             # "oom" record would cap the local batch of every later search.

@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from cotune._checks import MAX_INTERVAL, BadValue, _is_bool, excerpt, integer, number
+from cotune._checks import MAX_INTERVAL, MAX_MAGNITUDE, BadValue, _is_bool, excerpt, integer, number
 from cotune.errors import ModelError
 from cotune.models._estimator import EstimatorContract, as_column
 from cotune.models._isotonic import isotonic_grid, pava
@@ -90,6 +90,7 @@ __all__ = [
     "flag_outliers",
     "kappa_shape",
     "run_scatter",
+    "usable_noise_scale",
     "target_level",
     "runs_from_evals",
     "KAPPA_INSIDE",
@@ -466,6 +467,17 @@ def run_scatter(
     return math.sqrt((PRIOR_WEIGHT * prior**2 + dof * excess) / (PRIOR_WEIGHT + dof))
 
 
+def usable_noise_scale(value: float | None) -> float | None:
+    """A profile's gradient-noise scale as the law takes it: None (unknown) where it is not a
+    positive finite number — ``grad_var = 0`` measures no gradient noise, the law's limit
+    ``B_noise → 0``, where epochs grow in proportion to the batch, which is the rule for an
+    unknown scale above the measured batches — and at most ``MAX_MAGNITUDE`` samples (a
+    larger one says the same: no batch in any cluster comes near it)."""
+    if value is None or not math.isfinite(value) or value <= 0.0:
+        return None
+    return min(float(value), MAX_MAGNITUDE)
+
+
 def _interp_loglog(q: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.exp(np.interp(np.log(q), np.log(xs), np.log(ys)))
 
@@ -586,7 +598,13 @@ class AccuracyModel(EstimatorContract):
         global_batch = as_column(global_batch, where="global_batch", gt=0.0).ravel()
         epoch = as_column(epoch, where="epoch", ge=0.0).ravel()
         score = self._score(as_column(metric, where="metric", finite=False).ravel())
-        seed = np.zeros(global_batch.shape, int) if seed is None else as_column(seed, where="seed", whole=True).ravel().astype(int)
+        raw_seed = None if seed is None else np.asarray(seed)
+        if raw_seed is None:
+            seed = np.zeros(global_batch.shape, np.int64)
+        elif raw_seed.dtype.kind in "iu":  # integers as they are: through float, seeds above 2**53 would merge
+            seed = raw_seed.astype(np.int64).ravel()
+        else:
+            seed = as_column(raw_seed, where="seed", whole=True).ravel().astype(np.int64)
         if len({global_batch.size, epoch.size, score.size, seed.size}) > 1:
             raise BadValue(
                 f"global_batch, epoch, metric and seed must be one value per evaluation, got "

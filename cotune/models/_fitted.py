@@ -15,7 +15,7 @@ import numpy as np
 
 from cotune._checks import MAX_INTERVAL, _is_bool, excerpt, integer, number
 from cotune.errors import InputError, ModelError
-from cotune.models._accuracy import AccuracyModel, EpochsPrediction
+from cotune.models._accuracy import AccuracyModel, EpochsPrediction, usable_noise_scale
 from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
@@ -133,7 +133,7 @@ def fit_models(
                                   f"(largest: {', '.join(map(describe_level_effect, largest))}; cotune fit names them)")
     e = clean.evals
     accuracy = AccuracyModel(
-        goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=profile.noise_scale()
+        goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=usable_noise_scale(profile.noise_scale())
     ).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     if progress is not None:
         progress(total, total)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from cotune.models._accuracy import AccuracyModel
+from cotune.models._accuracy import AccuracyModel, usable_noise_scale
 from cotune.models._effects import largest_level_effects
 from cotune.models._step_time import StepTimeModel
 from cotune.profile import Profile
@@ -218,7 +218,7 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
 
 def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> AccuracyFitReport:
     goal = profile.workload.goal
-    full = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
+    full = AccuracyModel(goal=goal, b_noise=usable_noise_scale(profile.noise_scale())).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     # Reference target: one that every measured batch reaches, near the top of the
     # weakest batch's final metric (the regime recommendations care about).
     finals = np.array([row[np.isfinite(row)][-1] for row in full.surface_])
@@ -248,7 +248,7 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
             loo.append(None)
             extrapolated.append(None)
             continue
-        m = AccuracyModel(goal=goal, b_noise=profile.noise_scale()).fit(
+        m = AccuracyModel(goal=goal, b_noise=usable_noise_scale(profile.noise_scale())).fit(
             e["global_batch"][keep], e["epoch"][keep], e["metric"][keep], e["seed"][keep]
         )
         held = m.epochs_to_target(np.array([b]), ref)

@@ -791,6 +791,11 @@ def write_profile(profile: Profile, path: str | os.PathLike[str], *, exclusive: 
         # '<out>.tmp' and published the mix of both.
         fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
         tmp = Path(name)
+        # mkstemp makes it 0600; a profile is made as open() makes one (0666 less the umask),
+        # as the tracker's and the profiler's are, so others who could read them still can.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for rec in profile.records():
                 fh.write(_dump(rec))

@@ -177,3 +177,46 @@ def test_progress_takes_a_numpy_bool_as_the_bool_it_is():
 def test_a_non_finite_decimal_is_quoted_as_written(value, shown):
     with pytest.raises(InputError, match=f"got {re.escape(shown)}$"):
         cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=value)
+
+
+@pytest.mark.parametrize("cls, step", [(StepTimeModel, "_calibrate"), (AccuracyModel, "_fit_spreads")])
+def test_a_fit_that_fails_midway_leaves_the_fitted_model_as_it_was(cls, step, evals, monkeypatch):
+    # a failure after learned attributes were set (the data's, not a parameter's)
+    m = _fit_acc(cls(), evals) if cls is AccuracyModel else _fit_step(cls())
+    state = dict(vars(m))
+
+    def fails(self, *args, **kwargs):
+        raise cotune.ModelError("the data cannot be fitted")
+
+    monkeypatch.setattr(cls, step, fails)
+    with pytest.raises(cotune.ModelError):
+        _fit_acc(m, evals.iloc[::2]) if cls is AccuracyModel else _fit_step(m, [2 * t for t in T])
+    assert vars(m).keys() == state.keys() and all(vars(m)[k] is v for k, v in state.items())
+
+
+def test_seeds_beyond_float_precision_stay_distinct_runs(evals):
+    e = evals[evals.global_batch == evals.global_batch.iloc[0]]
+    gb = np.concatenate([e.global_batch, e.global_batch])
+    seeds = np.array([2**60] * len(e) + [2**60 + 1] * len(e), dtype=np.int64)
+    m = AccuracyModel().fit(gb, np.concatenate([e.epoch, e.epoch]), np.concatenate([e.metric, e.metric]), seeds)
+    assert m.n_runs_ == 2 * len(set(e.seed))
+
+
+@pytest.mark.parametrize("grad_var, grad_sqr", [(0.0, 1.0), (1.0, 1e-14)])
+def test_a_profiles_extreme_noise_scale_is_planned_not_refused(tmp_path, grad_var, grad_sqr):
+    # grad_var = 0 (no gradient noise measured) or a scale of 1e16 samples: the library's own
+    # value was refused as "AccuracyModel.b_noise: must be ... > 0" (exit 2)
+    import json
+
+    out = tmp_path / "p.jsonl"
+    lines = []
+    for line in open(cotune.example_path("cifar10-resnet18")):
+        d = json.loads(line)
+        if d.get("record") == "noise":
+            continue
+        if d.get("record") == "eval":
+            d.update(grad_sqr=grad_sqr, grad_var=grad_var)
+        lines.append(json.dumps(d) + "\n")
+    out.write_text("".join(lines))
+    rec = cotune.recommend(str(out), target=0.9, deadline_s=8 * 3600)
+    assert rec.chosen is not None

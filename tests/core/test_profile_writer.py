@@ -225,3 +225,21 @@ def test_a_file_where_a_folder_of_the_path_should_be_is_bad_input(tmp_path, caps
     assert rc == 2 and "afile is a file, not a folder: give a path inside a folder" in err and err.count("\n") == 1, err
     with pytest.raises(InputError, match="is a file, not a folder"):
         ProfileWriter(tmp_path / "afile" / "deeper" / "w.jsonl").open()
+
+
+def test_a_whole_profile_is_written_with_the_modes_open_gives(tmp_path):
+    # mkstemp made it 0600: a profile another user (or a pod under another uid) could read
+    # became private; files the tracker and profiler append to were never so
+    import os
+    import stat
+
+    from cotune import load_profile, write_profile
+
+    old = os.umask(0o022)
+    try:
+        for i, exclusive in enumerate((False, True)):
+            path = tmp_path / f"p{i}.jsonl"
+            write_profile(load_profile("yolov3-voc"), path, exclusive=exclusive)
+            assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)

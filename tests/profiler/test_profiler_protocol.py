@@ -300,6 +300,14 @@ def test_a_worker_stopped_by_a_signal_from_outside_is_the_environments_not_a_cra
     assert verdict.kind == "launcher" and f"signal {signal_no} from outside" in verdict.message  # was 'crash'
 
 
+def test_a_segfault_stays_a_crash_when_torchrun_force_kills_a_stuck_peer():
+    # torchrun's teardown line names SIGKILL; the root cause is the workload's SIGSEGV
+    tail = ("[W api.py] Unable to shutdown process 101 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL\n"
+            + _torchrun_report(-11))
+    outcome = LaunchOutcome(returncode=1, timed_out=False, wall_s=1.0, log_tail=tail, oom_kills=0)
+    assert classify(outcome, [], timeout_s=60, log=LOG, workers=2, started=2).kind == "crash"  # was 'launcher' ('oom' before)
+
+
 def test_a_workload_crash_stays_a_crash_when_torchrun_then_stops_the_other_ranks():
     # rank 0 segfaults (the root cause); torchrun then SIGTERMs rank 1
     assert classify(_outcome(1, _torchrun_report(-11, -15)), [], timeout_s=60, log=LOG, workers=2, started=2).kind == "crash"
