@@ -296,6 +296,11 @@ def parse_number(
     if not isinstance(raw, str) or not raw or len(raw) > 100:
         kind = "a whole number" if integer else "a number"
         raise BadValue(f"expected {kind} (at most 100 characters), got {excerpt(text)}", where=where)
+    if "_" in raw or not raw.isascii():
+        # int() and float() read Python's digit separators ('1_6') and other scripts' digits
+        # ('١٦'); the files cotune reads refuse them, and so does every door.
+        kind = "a whole number" if integer else "a number"
+        raise BadValue(f"expected {kind} written in ASCII digits, got {excerpt(text)}", where=where)
     if integer:
         try:
             n = int(raw)
@@ -355,6 +360,9 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"BZh", "bzip2-compressed: decompress it first (bunzip2 FILE)"),
     (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz FILE)"),
     (b"PK\x03\x04", "a zip archive: extract the file from it first (unzip FILE)"),
+    # UTF-32's marks first: UTF-32LE's begins with UTF-16LE's
+    (b"\xff\xfe\x00\x00", "UTF-32 text: save it as UTF-8"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text: save it as UTF-8"),
     (b"\xff\xfe", "UTF-16 text (PowerShell's '>' and Excel's Unicode text write it): save it as UTF-8"),
     (b"\xfe\xff", "UTF-16 text: save it as UTF-8"),
 )

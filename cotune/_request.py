@@ -238,9 +238,15 @@ def _check_profile(value: Any) -> Any:
     )
 
 
-def _check_per_gpu_count(value: Any, where: str) -> int | Mapping[str, int]:
-    """One whole number ≥ 1 for every gpu type, or an object of gpu → number (``"*"``: the
-    types not named): ``max_workers`` and ``gpus_per_host`` alike."""
+#: The most accelerators one host may hold (a cluster file's ``gpus_per_host`` has the same
+#: bound): every door refuses more, where replan's cluster of on-demand servers refused
+#: --gpus-per-host 5000 that recommend took.
+MAX_GPUS_PER_HOST = 4096
+
+
+def _check_per_gpu_count(value: Any, where: str, *, le: int | None = None) -> int | Mapping[str, int]:
+    """One whole number ≥ 1 (and ≤ ``le``) for every gpu type, or an object of gpu → number
+    (``"*"``: the types not named): ``max_workers`` and ``gpus_per_host`` alike."""
     if not isinstance(value, Mapping) and callable(getattr(value, "to_dict", None)):
         value = _mapping(value, where, "gpu → number")  # a pandas Series keyed by gpu
     if isinstance(value, Mapping):
@@ -250,21 +256,29 @@ def _check_per_gpu_count(value: Any, where: str) -> int | Mapping[str, int]:
         for k, v in value.items():
             key = "*" if k == "*" else _name(k, where)
             _once(out, key, k, where)
-            out[key] = integer(v, where=f"{where}/{pointer_key(str(k))}", ge=1)
+            out[key] = integer(v, where=f"{where}/{pointer_key(str(k))}", ge=1, le=le)
         return FrozenMap(out)
     value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise BadValue(f"must be a whole number >= 1 or an object of gpu → number, got {excerpt(value)}", where=where)
-    return integer(value, where=where, ge=1)
+    return integer(value, where=where, ge=1, le=le)
+
+
+def price_key(key: str) -> str:
+    """A price's key in one spelling: ``"t4"`` and ``"t4:on_demand"`` are one price."""
+    key = key.strip().lower()
+    return key[: -len(":on_demand")] if key.endswith(":on_demand") else key
 
 
 def _check_prices(value: Any) -> Mapping[str, float]:
     where = "/prices"
     obj = _mapping(value, where, "gpu (or gpu:market) → USD per worker-hour")
     out: dict[str, float] = {}
+    seen: dict[str, str] = {}
     for k, v in obj.items():
         key = _name(k, where)
-        _once(out, key, k, where)
+        _once(seen, price_key(key), k, where)  # 't4' and 't4:on_demand' name one price: the last would win silently
+        seen[price_key(key)] = key
         out[key] = number(v, where=f"{where}/{pointer_key(str(k))}", ge=0.0)
     return FrozenMap(out)
 
@@ -353,7 +367,7 @@ class RecommendRequest:
             put("deadline_s", _seconds(self.deadline_s, "/deadline_s", gt=0.0))
         put("max_workers", _check_per_gpu_count(self.max_workers, "/max_workers"))
         if self.gpus_per_host is not None:  # None: not stated (DEFAULT_GPUS_PER_HOST, or the cluster file's)
-            put("gpus_per_host", _check_per_gpu_count(self.gpus_per_host, "/gpus_per_host"))
+            put("gpus_per_host", _check_per_gpu_count(self.gpus_per_host, "/gpus_per_host", le=MAX_GPUS_PER_HOST))
         if self.prices is not None:
             put("prices", _check_prices(self.prices))
         if self.cluster is not None:

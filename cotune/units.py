@@ -35,12 +35,15 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
         raw = str(text).strip().lower().replace(" ", "")
         if not raw:
             raise InputError("empty duration: give seconds (3600) or a span such as 90m, 2h, 1h30m")
-        if raw.startswith("-") and len(raw) > 1:
-            raise InputError(f"duration must be {'zero or more' if allow_zero else 'positive'}, got {excerpt(text)}")
         unreadable = InputError(
             f"cannot read duration {excerpt(text)}: use seconds (3600) or a span such as 90m, 2h, 1h30m "
             "(each unit once, largest first)"
         )
+        if not raw.isascii():  # float() reads other scripts' digits ('٣٠٠٠'); no door takes them
+            raise unreadable
+        if raw.startswith("-") and len(raw) > 1 and raw.lstrip("-").strip("0.") != "":
+            # '-0' is zero (refused as "must be zero or more"): only a negative span is refused here
+            raise InputError(f"duration must be {'zero or more' if allow_zero else 'positive'}, got {excerpt(text)}")
         try:
             if "_" in raw:  # float() reads Python's digit separators: '1_000' is no duration anyone writes
                 raise unreadable

@@ -32,7 +32,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the repository: cotune and the profiler's Workload used by digits_cnn
 
-import torch  # noqa: E402
+try:
+    import torch  # noqa: E402
+except ImportError:
+    print("closed_loop.py: it trains a small CNN with torch, which is not installed: install the CPU build "
+          "(docs/profiler.md), then run it again", file=sys.stderr)
+    sys.exit(2)
 
 import cotune  # noqa: E402
 from cotune.profile import EvalRecord, ProfileWriter, StepRecord, WorkloadRecord  # noqa: E402

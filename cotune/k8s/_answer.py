@@ -101,6 +101,12 @@ def _check_rendered(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {**doc, "plan": plan, "recommendation": {**choice, "global_batch": global_batch}}
 
 
+def _reason(doc: Mapping[str, Any]) -> str:
+    """A saved answer's reason as one line of its own words (excerpt() quoted it as a Python
+    string: 'the job\\'s curve ...'); the error printer escapes what a terminal would act on."""
+    return " ".join(str(doc.get("reason", "")).split())[:300]
+
+
 def _fields(doc: Mapping[str, Any], names: tuple[str, ...], *, what: str) -> None:
     missing = [n for n in names if n not in doc]
     if missing:
@@ -137,9 +143,9 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
     decision = doc["decision"]
     if decision == "stay":
         raise InfeasibleError("the re-plan answer is 'stay': the job goes on where it runs, so there is no new job to "
-                              f"submit ({excerpt(doc.get('reason', ''), limit=300)})")
+                              f"submit ({_reason(doc)})")
     if decision == "infeasible":
-        raise InfeasibleError(f"the re-plan answer is 'infeasible', so there is no job to render: {excerpt(doc.get('reason', ''), limit=300)}")
+        raise InfeasibleError(f"the re-plan answer is 'infeasible', so there is no job to render: {_reason(doc)}")
     if decision != "switch":
         raise InputError(f"the re-plan answer's decision is {excerpt(decision)}: expected 'stay', 'switch' or 'infeasible'")
     _fields(doc, ("best", "plan", "remaining_deadline_s", "cost_unit"),

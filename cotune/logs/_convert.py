@@ -81,7 +81,8 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
         if near:
             raise InputError(f"{log.source}: --metric {wanted!r} matches several validation series ({', '.join(near)}): "
                              "pass the full name of one")
-        has = f"the log has {', '.join(names)}" if names else "the log has no series with a step at all"
+        shown = [repr(n) if not n.strip() else n for n in names]  # an empty header cell is a column too: ''
+        has = f"the log has {', '.join(shown)}" if names else "the log has no series with a step at all"
         raise InputError(f"{log.source}: " + log.text_columns.get(wanted, f"no series {wanted!r} (--metric); {has}"))
     candidates = [n for n in names if _is_eval(n)]
     if len(candidates) == 1:

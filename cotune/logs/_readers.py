@@ -81,9 +81,14 @@ def _number(text: object) -> float | None:
     # float() reads '1_0' as 10 (Python literal syntax), which no logger writes
     if isinstance(text, str) and text.strip() and "_" not in text:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             return None
+        # A logger writes a float it holds; 'inf' or 'nan' is a diverged value, but digits past
+        # float range ('1e309', 100,000 nines) are no number any logger wrote, not a divergence.
+        if math.isinf(value) and "inf" not in text.lower():
+            return None
+        return value
     return None
 
 
@@ -139,6 +144,7 @@ def read_hf_trainer(path: Path) -> LogData:
     # Evaluations inside train() (before its closing summary) are inside its train_runtime:
     # their own *_runtime is time the summary's steps per second did not spend stepping.
     paused_s, pauses = 0.0, 0
+    bad_epoch = 0
     for entry in history:
         if not isinstance(entry, dict):
             odd += 1
@@ -158,6 +164,11 @@ def read_hf_trainer(path: Path) -> LogData:
         if step is None:
             skipped += 1
             continue
+        if "epoch" in entry and epoch is None:
+            # One entry's bad epoch (null, true, text) dropped every point's logged epoch, and
+            # the import then counted epochs from steps: leave that entry out instead.
+            bad_epoch += 1
+            continue
         for key, raw in entry.items():
             value = _number(raw)
             if key in ("step", "epoch") or value is None:
@@ -173,7 +184,9 @@ def read_hf_trainer(path: Path) -> LogData:
         summary=summary,
         facts=facts,
         notes=(*_skipped_note(skipped, "log_history entry", "'step'", plural="log_history entries"),
-               *_not_objects_note(odd)),
+               *_not_objects_note(odd),
+               *((f"skipped {bad_epoch} log_history entr{'y' if bad_epoch == 1 else 'ies'} whose 'epoch' is not a number",)
+                 if bad_epoch else ())),
     )
 
 
@@ -863,7 +876,7 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
                 parts = line.split()
                 if not parts:
                     continue
-                if len(parts) < 2:
+                if not 2 <= len(parts) <= 3:  # MLflow writes 'timestamp value step' (old stores: no step)
                     raise InputError(f"{file}:{number}: expected 'timestamp value step', got {excerpt(line)}: the run's "
                                      "metric file is damaged")
                 ts, value = _number(parts[0]), _number(parts[1])

@@ -754,7 +754,16 @@ def _dump(record: Record) -> str:
         checked = record_from_dict({k: plain_number(v) for k, v in record_to_dict(record).items()})
     except ProfileError as exc:
         raise ProfileError(f"{record.kind} record not written: {exc}") from None
-    return json.dumps(record_to_dict(checked), separators=(", ", ": "), allow_nan=True) + "\n"
+    data = record_to_dict(checked)
+    line = json.dumps(data, separators=(", ", ": "), allow_nan=True) + "\n"
+    if len(line) > MAX_LINE_CHARS:
+        # The reader refuses such a line, and with it the whole profile: an import of a 70,000-
+        # character placement or message made a valid profile unreadable for every command.
+        field_name = max(data, key=lambda k: len(json.dumps(data[k])))
+        raise ProfileError(f"{record.kind} record not written: it would be a line of {len(line):,} characters, over the "
+                           f"{MAX_LINE_CHARS:,} a profile line may hold (its field {field_name!r} alone is "
+                           f"{len(json.dumps(data[field_name])):,}): shorten that value")
+    return line
 
 
 def make_folder(path: Path) -> None:

@@ -20,6 +20,7 @@ bounded. Beyond ``max_pending`` requests in progress the answer is 503 with
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import os
 import re
@@ -29,7 +30,8 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse as _StarletteJSON
+from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -118,6 +120,19 @@ class ServiceSettings:
             raise ValueError("token must be 1 to 4096 printable characters without spaces")
         if self.profile_dir is not None and not os.path.isdir(self.profile_dir):
             raise ValueError(f"profile_dir {self.profile_dir!r} is not a directory")
+
+
+class JSONResponse(_StarletteJSON):
+    """Starlette's JSON response, whose text may hold a lone surrogate: ``"\\ud800"`` is valid
+    JSON, so a request's key or a profile's name can carry one into an answer or an error's
+    ``path``, and it has no UTF-8 bytes — rendering it was a 500. Such a document is written
+    with every non-ASCII character as a ``\\u`` escape (the same JSON to any reader)."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, indent=None, separators=(",", ":")).encode("ascii")
 
 
 def _error_body(code: str, message: str, path: str | None = None) -> dict[str, Any]:

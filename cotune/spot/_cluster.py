@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cotune._checks import BadValue, excerpt, file_problem, integer, not_text_reason, number
+from cotune._request import MAX_GPUS_PER_HOST as REQUEST_MAX_GPUS_PER_HOST
 from cotune.errors import InputError
 
 __all__ = [
@@ -59,7 +60,7 @@ MAX_YAML_ALIASES = 100
 MAX_YAML_NODES = 100_000
 # Caps on counts a cluster file may give (beyond them a value is a typo, not a cluster).
 MAX_GPUS_PER_TYPE = 1_000_000
-MAX_GPUS_PER_HOST = 4096
+MAX_GPUS_PER_HOST = REQUEST_MAX_GPUS_PER_HOST  # one bound for a request's and a file's host size
 _MAX_SECONDS = 1e9
 # One revocation every 36 s on average is no market; far beyond it the revocation
 # quantiles take minutes (10⁶/h did not finish in 120 s).

@@ -90,6 +90,7 @@ import numpy as np
 
 from cotune._checks import BadValue, excerpt
 from cotune._request import (
+    price_key,
     DEFAULT_REPLAN_MAX_WORKERS,
     DEFAULT_RESTART_S,
     Progress,
@@ -741,6 +742,11 @@ def replan(
         decision, reason = "stay", (
             f"the job's curve reached the target at epoch {forecast.epochs:.3g}: no work is left to re-plan (stop training)"
         )
+        if stay is not None:
+            # Nothing is left: the row says so (it showed the model's 0.6 epochs, 0.2 s and a cost
+            # still to go beside '100% of the work done').
+            stay = replace(stay, epochs=0.0, epochs_interval=(0.0, 0.0), time_s=0.0, time_interval_s=(0.0, 0.0),
+                           time_at_confidence_s=0.0, cost=0.0, cost_interval=(0.0, 0.0), p_reach=1.0, p_success=1.0)
     elif d.decision == "infeasible":
         nearest = d.nearest
         # Each option's time at the confidence: the fastest is the nearest when nothing has a
@@ -843,14 +849,18 @@ def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[s
     file; and whether it is priced. Without prices each GPU costs 1 per worker-hour, so
     cost reads as worker-hours (as ``recommend`` without prices)."""
     from cotune.solver._inputs import price_table
-    from cotune.spot._cluster import parse_cluster
+    from cotune.spot._cluster import MAX_GPUS_PER_TYPE, parse_cluster
 
     names = [g.lower() for g in (req.gpus or models.gpus)]
     # recommend's own rule (price_table): every gpu priced or none (worker-hours), and a spot
     # price refused without a cluster file's revocation rates
-    given = {**(req.prices or {}), **(new_prices or {})}  # keys already normalised by the request (_check_prices)
+    # New prices replace the request's under any spelling of the same key ('t4' is 't4:on_demand').
+    new = {price_key(k): v for k, v in (new_prices or {}).items()}
+    given = {**{k: v for k, v in (req.prices or {}).items() if price_key(k) not in new}, **(new_prices or {})}
     table, priced = price_table(given or None, names, ("on_demand",))
-    gpus = {g: {"on_demand": req.cap_for(g), "on_demand_price_per_hour": float(table[i, 0]),
+    # The request's caps as a cluster file's counts, whose bounds they may pass (recommend takes
+    # --max-workers 10**9): past a million a cap is no cap.
+    gpus = {g: {"on_demand": min(req.cap_for(g), MAX_GPUS_PER_TYPE), "on_demand_price_per_hour": float(table[i, 0]),
                 "gpus_per_host": req.host_size_for(g)} for i, g in enumerate(names)}
     cluster = parse_cluster({"version": 1, "gpu": gpus}, source="(on-demand servers at --price)")
     return cluster, priced

@@ -175,3 +175,19 @@ def test_a_target_hint_rounds_toward_the_easier_side_at_any_magnitude(value, max
     from cotune._explain import _round_easier
 
     assert _round_easier(value, maximise=maximise) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("text", ["1_6", "١٦", "１６"])
+def test_a_number_from_text_is_written_in_ascii_digits_at_every_door(text):
+    from cotune._checks import parse_number
+
+    for integer in (True, False):
+        with pytest.raises(BadValue, match="written in ASCII digits"):
+            parse_number(text, where="--max-workers", integer=integer)
+
+
+def test_utf32_text_is_named_utf32_not_utf16():
+    from cotune._checks import not_text_reason
+
+    assert not_text_reason("{}\n".encode("utf-32")).startswith("UTF-32 text")
+    assert not_text_reason("{}\n".encode("utf-16")).startswith("UTF-16 text")

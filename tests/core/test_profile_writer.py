@@ -243,3 +243,18 @@ def test_a_whole_profile_is_written_with_the_modes_open_gives(tmp_path):
             assert stat.S_IMODE(path.stat().st_mode) == 0o644
     finally:
         os.umask(old)
+
+
+def test_a_record_too_long_for_the_reader_is_refused_and_the_profile_kept(tmp_path):
+    # the reader refuses a line over MAX_LINE_CHARS, and with it the whole profile: an
+    # import of a 70,000-character message appended one (exit 0) and bricked the file
+    from cotune.errors import ProfileError
+    from cotune.profile import MAX_LINE_CHARS, FailureRecord, append_records, read_profile
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"record": "workload", "name": "w", "dataset_size": 100}\n')
+    before = path.read_bytes()
+    long = FailureRecord(gpu="t4", workers=1, local_batch=8, failure="crash", message="x" * (MAX_LINE_CHARS + 10))
+    with pytest.raises(ProfileError, match=r"line of [\d,]+ characters, over the 65,536 .* field 'message'"):
+        append_records(path, [long])
+    assert path.read_bytes() == before and read_profile(path).workload.name == "w"

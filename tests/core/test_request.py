@@ -559,3 +559,36 @@ def test_replan_refuses_recommends_table_sizes_rather_than_ignoring_them(field):
     progress = dict(epochs_done=20, elapsed_s=600, gpu="t4", workers=2, local_batch=128)
     with pytest.raises(InputError, match=rf"^/{field}: replan answers one decision"):
         cotune.replan("cifar10-resnet18", progress=progress, target=0.94, deadline_s=1800, **{field: 3})
+
+
+@pytest.mark.parametrize("prices", [{"t4": 0.1, "t4:on_demand": 0.2}, {"T4:ON_DEMAND": 0.2, "t4": 0.1}])
+def test_one_price_under_two_spellings_is_refused_not_silently_one_of_them(prices):
+    with pytest.raises(InputError, match=r"names gpu 't4' twice"):
+        cotune.recommend("cifar10-resnet18", target=0.94, prices=prices)
+
+
+def test_replan_takes_the_caps_recommend_takes():
+    # --max-workers 1000001 was refused with a message about a cluster file nobody gave
+    progress = dict(epochs_done=10, elapsed_s=600, gpu="t4", workers=4, local_batch=128)
+    res = cotune.replan("cifar10-resnet18", progress=progress, target=0.94, deadline_s=3600, max_workers=1_000_001)
+    assert res.decision in ("stay", "switch")
+    for call in (cotune.recommend, cotune.replan):  # one bound on a host's size, for every door
+        kw = {"progress": progress} if call is cotune.replan else {}
+        with pytest.raises(InputError, match=r"^/gpus_per_host: must be a whole number >= 1 and <= 4096, got 5000"):
+            call("cifar10-resnet18", target=0.94, deadline_s=3600, gpus_per_host=5000, **kw)
+
+
+def test_a_new_price_replaces_the_requests_under_either_spelling():
+    # {**old, **new} kept 't4:on_demand' beside a new 't4', and which one won depended on order
+    from cotune import Progress, ReplanRequest
+
+    progress = Progress(epochs_done=10, elapsed_s=600, gpu="t4", market="on_demand", workers=4, local_batch=128)
+
+    def stay_cost(old, new):
+        request = RecommendRequest(profile="cifar10-resnet18", target=0.94, deadline_s=3600, prices=old)
+        return cotune.replan(ReplanRequest(request=request, progress=progress, prices=new)).stay.cost
+
+    expected = stay_cost({"t4": 0.1}, None)
+    for old in ({"t4": 0.5}, {"t4:on_demand": 0.5}):
+        for new in ({"t4": 0.1}, {"t4:on_demand": 0.1}):
+            assert stay_cost(old, new) == pytest.approx(expected), (old, new)

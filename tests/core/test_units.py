@@ -126,3 +126,14 @@ def test_money_below_a_dollar_has_as_many_decimals_as_its_at_least_form(amount):
                                           (1.5, "1.5 workers"), (64, "64 workers")])
 def test_a_count_takes_the_singular_only_for_exactly_one(n, shown):
     assert count_of(n, "worker") == shown
+
+
+@pytest.mark.parametrize("text", ["-0", "-0.0", "-00"])
+def test_minus_zero_is_zero_seconds_not_a_negative_span(text):
+    assert parse_duration(text, allow_zero=True) == 0.0  # was "must be zero or more, got '-0'"
+
+
+@pytest.mark.parametrize("text", ["٣٠٠٠", "３０００"])
+def test_digits_of_other_scripts_are_not_read_as_a_duration(text):
+    with pytest.raises(InputError, match="cannot read duration"):
+        parse_duration(text)

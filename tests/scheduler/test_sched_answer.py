@@ -136,7 +136,7 @@ def test_the_question_or_a_saved_answer_but_not_both(switch_answer, argv, needle
     (b'{"status": "ok"}', "the answer has no 'plan', 'recommendation'"),
     (b'{"decision": "switch", "best": {}}', "a re-plan answer renders from its 'plan'"),
     (b'{"decision": "maybe"}', "the re-plan answer's decision is 'maybe'"),
-    (b'{"decision": "stay", "reason": "one\\ntwo"}', "there is no new job to submit ('one\\ntwo')"),
+    (b'{"decision": "stay", "reason": "one\\ntwo"}', "there is no new job to submit (one two)"),
     (b'{"status": "infeasible", "plan": null, "relax": 5, "recommendation": null, "constraints": {}, "workload": "w", '
      b'"cost_unit": "USD", "interval": 0.9}', "nothing is feasible, so there is no job to render: relax the constraints"),
     (b"\x1f\x8b\x08\x00", "gzip-compressed: decompress it first"),

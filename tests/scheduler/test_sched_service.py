@@ -186,3 +186,26 @@ def test_a_price_error_points_at_the_price(client, prices, path):
     # "path": null — every other field's error points at its value.
     r = client.post("/v1/recommend", json={"profile": "cifar10-resnet18", "target": 0.94, "prices": prices})
     assert r.status_code == 422 and r.json()["error"]["path"] == path, r.json()
+
+
+@pytest.mark.parametrize("body, status", [
+    ('{"profile": "cifar10-resnet18", "target": 0.94, "max_workers": {"\\ud800": 1}}', 422),
+    ('{"profile": "cifar10-resnet18", "target": 0.94, "\\ud800": 1}', 422),
+    ('{"profile": "cifar10-resnet18", "target": 0.94, "prices": {"t4:\\ud800": 1}}', 422),
+])
+def test_a_lone_surrogate_in_a_request_is_a_4xx_not_a_500(client, body, status):
+    # "\ud800" is valid JSON with no UTF-8 bytes: rendering the error's path with it was a 500
+    r = client.post("/v1/recommend", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text
+    assert json.loads(r.content)["error"]["code"] == "invalid_request"
+
+
+def test_a_lone_surrogate_in_a_profile_is_answered_escaped(client):
+    from cotune.examples import example_path
+
+    records = [json.loads(line) for line in open(example_path("yolov3-voc"))]
+    records[0]["name"] = "\udfff"
+    body = json.dumps({"profile": {"records": records}, "target": 13.0, "deadline_s": 7200})
+    r = client.post("/v1/recommend", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text[:300]
+    assert json.loads(r.content)["workload"] == "\udfff"

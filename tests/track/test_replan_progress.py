@@ -140,6 +140,8 @@ def test_a_reached_target_means_nothing_is_left(tmp_path: Path, cifar_models) ->
     r = cotune.replan(done, models=cifar_models, target=0.9, deadline_s=3 * 3600, prices={"t4": 0.526})
     assert r.decision == "stay" and r.forecast.reached and "stop training" in r.reason
     assert r.progress_fraction == 1.0
+    # and the STAY row shows nothing left (it showed the model's epochs, time and cost still to go)
+    assert (r.stay.epochs, r.stay.time_s, r.stay.cost, r.stay.p_success) == (0.0, 0.0, 0.0, 1.0)
 
 
 def test_without_tracked_records_progress_must_be_given(cifar_models) -> None:

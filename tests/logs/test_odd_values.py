@@ -1,0 +1,59 @@
+"""Values a logger never writes, read as what they are: one bad cell or line does not
+change the other points, and is never read as data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cotune.cli import main
+from cotune.profile import read_profile
+
+LOGS = Path(__file__).resolve().parents[2] / "examples" / "logs"
+
+
+def _import(capsys, *argv):
+    code = main(["import", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_one_hf_entry_without_a_numeric_epoch_leaves_the_others_epochs_as_logged(tmp_path, capsys):
+    # {"epoch": null} once made the series drop every logged epoch: 1 and 2 became 0.5 and 1.0
+    state = {"log_history": [{"epoch": None, "eval_accuracy": 0.5, "step": 3},
+                             {"epoch": 1, "eval_accuracy": 0.55, "step": 6},
+                             {"epoch": 2, "eval_accuracy": 0.6, "step": 12}]}
+    log = tmp_path / "trainer_state.json"
+    log.write_text(json.dumps(state))
+    out = tmp_path / "p.jsonl"
+    code, said, err = _import(capsys, "hf-trainer", str(log), "--out", str(out), "--global-batch", "16",
+                              "--dataset-size", "96", "--metric", "accuracy")
+    assert code == 0, err
+    assert [(e.epoch, e.metric) for e in read_profile(out).evals] == [(1.0, 0.55), (2.0, 0.6)]
+    assert "skipped 1 log_history entry whose 'epoch' is not a number" in said
+
+
+def test_an_mlflow_metric_line_with_extra_fields_is_damage_not_data(tmp_path, capsys):
+    runs = tmp_path / "mlruns"
+    shutil.copytree(LOGS / "mlruns", runs)
+    (metric,) = runs.glob("*/*/metrics/val_accuracy")
+    with metric.open("a") as fh:
+        fh.write("1 2 3 4 5 6\n")  # was read as accuracy 2.0
+    code, _, err = _import(capsys, "mlflow", str(runs), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "16",
+                           "--dataset-size", "96")
+    assert code == 2 and "expected 'timestamp value step', got '1 2 3 4 5 6'" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("cell", ["1e309", "9" * 400])
+def test_digits_past_float_range_are_not_a_diverged_evaluation(tmp_path, capsys, cell):
+    log = tmp_path / "log.csv"
+    log.write_text(f"epoch,val_top1\n1,0.5\n2,{cell}\n3,0.7\n")
+    out = tmp_path / "p.jsonl"
+    code, said, err = _import(capsys, "csv", str(log), "--out", str(out), "--global-batch", "16", "--dataset-size", "96",
+                              "--metric", "val_top1")
+    assert code == 0, err
+    assert [e.metric for e in read_profile(out).evals] == [0.5, 0.7]  # was a third, 'Infinity': diverged
+    assert "that are not numbers" in said
