@@ -413,8 +413,9 @@ class Profile:
         if "record" not in frame.columns:
             wanted = None if not isinstance(record, str) else (record if record == "noise" else record.rstrip("s"))
             if wanted not in kinds:
-                raise ProfileError(f"the table has no 'record' column and record={'None' if record is None else excerpt(record)}: name the rows' type, "
-                                   f"record= (--record) one of {', '.join(sorted(kinds))}")
+                raise ProfileError(f"the table has no 'record' column and no type for its rows"
+                                   f"{'' if record is None else ' (got ' + excerpt(record) + ')'}: name it with --record "
+                                   f"(record= from Python), one of {', '.join(sorted(kinds))}")
         elif record is not None:
             raise ProfileError("the table has a 'record' column and record= is given too: leave one out")
         if isinstance(workload, WorkloadRecord):
@@ -435,7 +436,8 @@ class Profile:
             row = dict(zip(columns, values))
             kind = row.pop("record", None) if "record" in row else wanted
             if isinstance(kind, str) and kind.strip() == "workload":
-                raise RowError("a workload row: give the workload as workload=, not as a row", row=index)
+                raise RowError("a workload row: give the workload as workload= (cotune import: --name, --dataset-size, "
+                               "--metric), not as a row", row=index)
             data = {k: _whole(v) if k in _INT_FIELDS.get(kind, ()) else v for k, v in row.items()
                     if not _empty_cell(v) or (kind == "eval" and k == "metric")}
             if _empty_cell(kind):

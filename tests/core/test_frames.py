@@ -142,7 +142,7 @@ def test_the_rows_type_is_named_once(frame_kw, match):
             Profile.from_frame(frame, workload=_WORKLOAD, **frame_kw)
     else:
         assert len(Profile.from_frame(frame, workload=_WORKLOAD).steps) == 1
-    with pytest.raises(ProfileError, match=r"no 'record' column and record=None: name the rows' type"):
+    with pytest.raises(ProfileError, match=r"no 'record' column and no type for its rows: name it with --record"):
         Profile.from_frame(frame.drop(columns="record"), workload=_WORKLOAD)
     with pytest.raises(ProfileError, match=r"row 0: its 'record' cell is empty"):
         Profile.from_frame(frame.assign(record=[None]), workload=_WORKLOAD)

@@ -985,7 +985,7 @@ def test_a_table_of_records_imports_as_the_profile_it_came_from(tmp_path, capsys
 
 @pytest.mark.parametrize("extra, said", [
     (["--record", "step", "--metric", "acc"], "line 3: field 'step_time_s': must be a finite number >= 1e-06, got -0.1"),
-    (["--metric", "acc"], "no 'record' column and record=None: name the rows' type, record= (--record) one of"),
+    (["--metric", "acc"], "the table has no 'record' column and no type for its rows: name it with --record (record= from Python), one of"),
     (["--record", "step"], "a new profile needs the workload's metric: pass --metric"),
     (["--record", "step", "--metric", "acc", "--gpu", "t4", "--workers", "2"],
      "--gpu, --workers apply to the log formats, not to records"),
