@@ -261,6 +261,15 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
     pol_order = {name: i for i, name in enumerate(POLICIES)}
     keys = sorted(rows, key=lambda k: (order.get(k[0], (99, 0)), pol_order.get(k[1], 999), k[2]))
     delivered = {k: _delivered(rows[k]) for k in keys}
+    # Scenarios on which a policy raised: left out of its outcomes, so counted here as misses —
+    # a crash must not shrink its own denominator (and read as a lower miss rate).
+    raised: dict[tuple[str, str], int] = {}
+    for r in results:
+        for e in r.errors:
+            where = e.split(":", 1)[0]
+            if "/" in where:
+                s_name, p_name = where.split("/", 1)
+                raised[(s_name, p_name)] = raised.get((s_name, p_name), 0) + 1
     out = []
     for key in keys:
         setting_name, policy_name, budget = key
@@ -291,8 +300,10 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "setting": setting_name,
                 "policy": policy_name,
                 "probes": budget,
-                "scenarios": len(os_),
-                "miss_rate": float(np.mean(~np.isfinite(reg))),
+                "scenarios": len(os_) + raised.get((setting_name, policy_name), 0),
+                "miss_rate": (float(np.sum(~np.isfinite(reg))) + raised.get((setting_name, policy_name), 0))
+                / (len(os_) + raised.get((setting_name, policy_name), 0)),
+                "errors": raised.get((setting_name, policy_name), 0),
                 "median_regret": _pct(reg, 50),
                 "delivered_q90": by_q.get(0.9, (None, None))[0],
                 "coverage_step_90": sum(o.step_hits for o in os_) / step_n if step_n else None,

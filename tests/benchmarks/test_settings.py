@@ -216,3 +216,13 @@ def test_a_watched_job_starts_at_its_best_chance_when_no_plan_reaches_the_confid
     assert start.p_success >= p_succ.max() - 0.02  # within the tolerance of the best chance
     run = POLICIES["cotune_closed_q90"].run(scn, ev, 6)
     assert run.initial_index == start.index
+
+
+def test_a_setting_with_more_than_a_user_has_is_labelled_wherever_the_report_names_it():
+    from benchmarks._registry import SETTINGS, load
+    from benchmarks.report import _labelled
+
+    load()
+    assert any(spec.upper_bound for spec in SETTINGS.values())
+    for name, spec in SETTINGS.items():
+        assert _labelled(name).endswith("(upper bound)") == bool(spec.upper_bound), name
