@@ -276,11 +276,12 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
         os_ = rows[key]
         spec = POLICIES.get(policy_name)
         family = spec.family if spec else policy_name
-        reg = np.array([o.regret for o in os_])
+        failed = [math.inf] * raised.get((setting_name, policy_name), 0)  # a raise is a miss: infinitely dear
+        reg = np.array([o.regret for o in os_] + failed)
         # Regret of the training alone (restarts included, probes not): the closed loop's
         # regret without the probes every cotune variant paid alike.
         reg_train = np.array(
-            [math.inf if o.miss else (_num(o.train_cost) + _num(o.restart_cost)) / o.oracle_cost - 1.0 for o in os_]
+            [math.inf if o.miss else (_num(o.train_cost) + _num(o.restart_cost)) / o.oracle_cost - 1.0 for o in os_] + failed
         )
         share = np.array([o.probe_share for o in os_ if o.miss is None])
         curve = np.array([o.curve_share for o in os_ if o.miss is None])
@@ -300,9 +301,8 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "setting": setting_name,
                 "policy": policy_name,
                 "probes": budget,
-                "scenarios": len(os_) + raised.get((setting_name, policy_name), 0),
-                "miss_rate": (float(np.sum(~np.isfinite(reg))) + raised.get((setting_name, policy_name), 0))
-                / (len(os_) + raised.get((setting_name, policy_name), 0)),
+                "scenarios": len(reg),
+                "miss_rate": float(np.mean(~np.isfinite(reg))),
                 "errors": raised.get((setting_name, policy_name), 0),
                 "median_regret": _pct(reg, 50),
                 "delivered_q90": by_q.get(0.9, (None, None))[0],

@@ -41,9 +41,16 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
         )
         if not raw.isascii():  # float() reads other scripts' digits ('٣٠٠٠'); no door takes them
             raise unreadable
-        if raw.startswith("-") and len(raw) > 1 and raw.lstrip("-").strip("0.") != "":
-            # '-0' is zero (refused as "must be zero or more"): only a negative span is refused here
-            raise InputError(f"duration must be {'zero or more' if allow_zero else 'positive'}, got {excerpt(text)}")
+        if raw.startswith("-") and len(raw) > 1:
+            # '-0', '-0s', '-0e0' are zero (they were refused as "must be zero or more"): the span
+            # after the sign is read first, and only a negative one refused.
+            try:
+                magnitude = parse_duration(raw[1:], allow_zero=True)
+            except InputError:
+                raise unreadable from None
+            if magnitude != 0.0 or not allow_zero:
+                raise InputError(f"duration must be {'zero or more' if allow_zero else 'positive'}, got {excerpt(text)}")
+            return 0.0
         try:
             if "_" in raw:  # float() reads Python's digit separators: '1_000' is no duration anyone writes
                 raise unreadable

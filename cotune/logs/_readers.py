@@ -145,6 +145,12 @@ def read_hf_trainer(path: Path) -> LogData:
     # their own *_runtime is time the summary's steps per second did not spend stepping.
     paused_s, pauses = 0.0, 0
     bad_epoch = 0
+    # Trainer logs an epoch with every entry. Where some entries have one and others not (null,
+    # true, text, or no key), those others are left out: one of them dropped every point's
+    # logged epoch, and the import then counted epochs from steps. Where none has one, the
+    # steps are what there is.
+    logged_epochs = any(isinstance(e, dict) and _number(e.get("step")) is not None and _number(e.get("epoch")) is not None
+                        for e in history)
     for entry in history:
         if not isinstance(entry, dict):
             odd += 1
@@ -164,9 +170,7 @@ def read_hf_trainer(path: Path) -> LogData:
         if step is None:
             skipped += 1
             continue
-        if "epoch" in entry and epoch is None:
-            # One entry's bad epoch (null, true, text) dropped every point's logged epoch, and
-            # the import then counted epochs from steps: leave that entry out instead.
+        if logged_epochs and epoch is None:
             bad_epoch += 1
             continue
         for key, raw in entry.items():
@@ -185,8 +189,8 @@ def read_hf_trainer(path: Path) -> LogData:
         facts=facts,
         notes=(*_skipped_note(skipped, "log_history entry", "'step'", plural="log_history entries"),
                *_not_objects_note(odd),
-               *((f"skipped {bad_epoch} log_history entr{'y' if bad_epoch == 1 else 'ies'} whose 'epoch' is not a number",)
-                 if bad_epoch else ())),
+               *((f"skipped {bad_epoch} log_history entr{'y' if bad_epoch == 1 else 'ies'} without a numeric 'epoch' "
+                  "(the others have one)",) if bad_epoch else ())),
     )
 
 

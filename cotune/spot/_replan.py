@@ -747,6 +747,7 @@ def replan(
             # still to go beside '100% of the work done').
             stay = replace(stay, epochs=0.0, epochs_interval=(0.0, 0.0), time_s=0.0, time_interval_s=(0.0, 0.0),
                            time_at_confidence_s=0.0, cost=0.0, cost_interval=(0.0, 0.0), p_reach=1.0, p_success=1.0)
+        best = None  # nothing to move to: no BEST row, no gain (it read as minus an option's cost)
     elif d.decision == "infeasible":
         nearest = d.nearest
         # Each option's time at the confidence: the fastest is the nearest when nothing has a

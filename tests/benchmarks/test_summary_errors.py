@@ -24,3 +24,10 @@ def test_a_policy_that_raised_counts_the_scenario_as_a_miss():
     results.append(_result("s3", errors=("one-curve/cotune: RuntimeError: boom",)))
     (row,) = [r for r in summarize(results) if r["policy"] == "cotune"]
     assert row["scenarios"] == 4 and row["errors"] == 1 and row["miss_rate"] == 0.25  # was 3 scenarios, 0 %
+
+
+def test_a_raise_is_an_infinitely_dear_miss_in_the_regret_percentiles_too():
+    results = [_result(f"s{i}", [_outcome(f"s{i}")]) for i in range(2)]
+    results += [_result(f"e{i}", errors=("one-curve/cotune: RuntimeError: boom",)) for i in range(2)]
+    (row,) = [r for r in summarize(results) if r["policy"] == "cotune"]
+    assert row["miss_rate"] == 0.5 and row["p90_regret"] == float("inf") and row["worst_regret"] == float("inf")

@@ -128,7 +128,7 @@ def test_a_count_takes_the_singular_only_for_exactly_one(n, shown):
     assert count_of(n, "worker") == shown
 
 
-@pytest.mark.parametrize("text", ["-0", "-0.0", "-00"])
+@pytest.mark.parametrize("text", ["-0", "-0.0", "-00", "-0s", "-0h", "-0e0"])
 def test_minus_zero_is_zero_seconds_not_a_negative_span(text):
     assert parse_duration(text, allow_zero=True) == 0.0  # was "must be zero or more, got '-0'"
 

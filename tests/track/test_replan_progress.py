@@ -142,6 +142,7 @@ def test_a_reached_target_means_nothing_is_left(tmp_path: Path, cifar_models) ->
     assert r.progress_fraction == 1.0
     # and the STAY row shows nothing left (it showed the model's epochs, time and cost still to go)
     assert (r.stay.epochs, r.stay.time_s, r.stay.cost, r.stay.p_success) == (0.0, 0.0, 0.0, 1.0)
+    assert r.best is None and r.gain is None  # nothing to move to (BEST showed work left, gain -its cost)
 
 
 def test_without_tracked_records_progress_must_be_given(cifar_models) -> None:
