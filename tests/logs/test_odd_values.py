@@ -21,43 +21,40 @@ def _import(capsys, *argv):
     return code, captured.out, captured.err
 
 
-def test_one_hf_entry_without_a_numeric_epoch_leaves_the_others_epochs_as_logged(tmp_path, capsys):
-    # {"epoch": null} once made the series drop every logged epoch: 1 and 2 became 0.5 and 1.0
-    state = {"log_history": [{"epoch": None, "eval_accuracy": 0.5, "step": 3},
-                             {"epoch": 1, "eval_accuracy": 0.55, "step": 6},
-                             {"epoch": 2, "eval_accuracy": 0.6, "step": 12}]}
+def _trainer_log(tmp_path, capsys, history):
+    """Import a trainer_state.json of ``history``: (exit code, what it said, errors, the epochs written)."""
     log = tmp_path / "trainer_state.json"
-    log.write_text(json.dumps(state))
+    log.write_text(json.dumps({"log_history": history}))
     out = tmp_path / "p.jsonl"
     code, said, err = _import(capsys, "hf-trainer", str(log), "--out", str(out), "--global-batch", "16",
                               "--dataset-size", "96", "--metric", "accuracy")
+    return code, said, err, ([(e.epoch, e.metric) for e in read_profile(out).evals] if code == 0 else None)
+
+
+def test_one_hf_entry_without_a_numeric_epoch_leaves_the_others_epochs_as_logged(tmp_path, capsys):
+    # {"epoch": null} once made the series drop every logged epoch: 1 and 2 became 0.5 and 1.0
+    code, said, err, points = _trainer_log(tmp_path, capsys, [{"epoch": None, "eval_accuracy": 0.5, "step": 3},
+                                                              {"epoch": 1, "eval_accuracy": 0.55, "step": 6},
+                                                              {"epoch": 2, "eval_accuracy": 0.6, "step": 12}])
     assert code == 0, err
-    assert [(e.epoch, e.metric) for e in read_profile(out).evals] == [(1.0, 0.55), (2.0, 0.6)]
+    assert points == [(1.0, 0.55), (2.0, 0.6)]
     assert "skipped 1 log_history entry without a numeric 'epoch' (the others have one)" in said
 
 
 @pytest.mark.parametrize("first", [{"epoch": None}, {}])
 def test_an_entry_without_an_epoch_beside_ones_with_it_is_left_out_null_or_missing(tmp_path, capsys, first):
-    state = {"log_history": [{**first, "eval_accuracy": 0.5, "step": 3}, {"epoch": 2.0, "eval_accuracy": 0.6, "step": 6},
-                             {"epoch": 4.0, "eval_accuracy": 0.7, "step": 12}]}
-    log = tmp_path / "trainer_state.json"
-    log.write_text(json.dumps(state))
-    out = tmp_path / "p.jsonl"
-    code, _, err = _import(capsys, "hf-trainer", str(log), "--out", str(out), "--global-batch", "16",
-                           "--dataset-size", "96", "--metric", "accuracy")
+    code, _, err, points = _trainer_log(tmp_path, capsys, [{**first, "eval_accuracy": 0.5, "step": 3},
+                                                           {"epoch": 2.0, "eval_accuracy": 0.6, "step": 6},
+                                                           {"epoch": 4.0, "eval_accuracy": 0.7, "step": 12}])
     assert code == 0, err
-    assert [e.epoch for e in read_profile(out).evals] == [2.0, 4.0]  # as logged (a missing key gave 1.0 / 2.0)
+    assert [epoch for epoch, _ in points] == [2.0, 4.0]  # as logged (a missing key gave 1.0 / 2.0)
 
 
 def test_a_log_with_no_numeric_epoch_at_all_counts_epochs_from_steps(tmp_path, capsys):
-    state = {"log_history": [{"epoch": None, "eval_accuracy": 0.5 + 0.05 * i, "step": 3 * (i + 1)} for i in range(3)]}
-    log = tmp_path / "trainer_state.json"
-    log.write_text(json.dumps(state))
-    out = tmp_path / "p.jsonl"
-    code, _, err = _import(capsys, "hf-trainer", str(log), "--out", str(out), "--global-batch", "16",
-                           "--dataset-size", "96", "--metric", "accuracy")
+    history = [{"epoch": None, "eval_accuracy": 0.5 + 0.05 * i, "step": 3 * (i + 1)} for i in range(3)]
+    code, _, err, points = _trainer_log(tmp_path, capsys, history)
     assert code == 0, err
-    assert [e.epoch for e in read_profile(out).evals] == [0.5, 1.0, 1.5]
+    assert [epoch for epoch, _ in points] == [0.5, 1.0, 1.5]
 
 
 def test_an_mlflow_metric_line_with_extra_fields_is_damage_not_data(tmp_path, capsys):
