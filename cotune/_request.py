@@ -332,7 +332,8 @@ class RecommendRequest:
     baseline_local_batch, baseline_workers : what the two single-knob baselines keep.
     interval : central probability of reported intervals.
     top, pareto_limit : how many runner-ups and frontier points to report.
-    max_candidates : refuse search spaces larger than this before enumerating them.
+    max_candidates : enumerate at most this many candidates; a larger on-demand space is searched
+        with Optuna's TPE sampler, a larger spot/mixed one refused before anything is enumerated.
     """
 
     profile: "Profile | str | os.PathLike[str] | ProfileRef"
