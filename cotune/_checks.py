@@ -152,7 +152,8 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
             return f"an integer of {'about ' if n.bit_length() >= 14000 else ''}{digits} digits"
         return str(n)
     if isinstance(value, Decimal):  # as written ('Infinity', '1E+400'), not the float it rounds to
-        return excerpt(str(value), limit=limit)[1:-1] if len(str(value)) <= limit else excerpt(str(value), limit=limit)
+        text = str(value)
+        return text if len(text) <= limit else excerpt(text, limit=limit)
     if isinstance(value, numbers.Real):
         try:
             return repr(float(value))
@@ -250,6 +251,12 @@ def number(
     if not math.isfinite(x) or abs(x) > magnitude:
         raise BadValue(f"must be {want()} (at most {magnitude:g} in magnitude), got {excerpt(original)}", where=where)
     return x + 0.0  # -0.0 is 0 (and would print as '-0.0s')
+
+
+def interval(value: Any, *, where: str) -> float:
+    """A central interval's probability: > 0 and at most :data:`MAX_INTERVAL` (one rule for the
+    request's ``interval``, ``fit_models`` and the estimators' parameter)."""
+    return number(value, where=where, gt=0.0, le=MAX_INTERVAL, what="a probability")
 
 
 def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = None) -> int:

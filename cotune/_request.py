@@ -28,7 +28,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from cotune._checks import MAX_INTEGER, MAX_INTERVAL, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, plain_number
+from cotune._checks import MAX_INTEGER, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, plain_number
+from cotune._checks import interval as check_interval
 
 if TYPE_CHECKING:  # pragma: no cover
     from cotune.profile import Profile
@@ -406,7 +407,7 @@ class RecommendRequest:
             put("baseline_local_batch", integer(self.baseline_local_batch, where="/baseline_local_batch", ge=1))
         if self.baseline_workers is not None:
             put("baseline_workers", integer(self.baseline_workers, where="/baseline_workers", ge=1))
-        put("interval", number(self.interval, where="/interval", gt=0.0, le=MAX_INTERVAL, what="a probability"))
+        put("interval", check_interval(self.interval, where="/interval"))
         put("top", integer(self.top, where="/top", ge=0, le=MAX_LISTED))
         put("pareto_limit", integer(self.pareto_limit, where="/pareto_limit", ge=1, le=MAX_LISTED))
         put("max_candidates", integer(self.max_candidates, where="/max_candidates", ge=1, le=MAX_INTEGER))

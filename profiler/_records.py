@@ -69,14 +69,19 @@ def merge_rank_results(results: list[Result]) -> Result | None:
                    sync_time_s=sync if sync is not None else rank0.sync_time_s)
 
 
+def _root_cause_line(outcome: LaunchOutcome) -> str | None:
+    """The ``exitcode  : N (pid: …)`` line of torchrun's root cause (its first observed failure), if reported."""
+    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
+    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
+    return None if cause is None else next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
+
+
 def root_cause(outcome: LaunchOutcome) -> str:
     """One line on why the launch failed, from torchrun's failure report if present."""
+    code = _root_cause_line(outcome)
+    if code is not None:
+        return "a worker " + " ".join(code.split())
     lines = [ln.strip() for ln in outcome.log_tail.splitlines() if ln.strip() and not set(ln.strip()) <= set("=-")]
-    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
-    if cause is not None:
-        code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
-        if code is not None:
-            return "a worker " + " ".join(code.split())
     return f"exit code {outcome.returncode}: {(lines or ['no output'])[-1][:300]}"
 
 
@@ -87,11 +92,7 @@ _STOP_SIGNALS = (1, 2, 3, 15)
 
 def _root_exitcode(outcome: LaunchOutcome) -> int | None:
     """The exit code of torchrun's root cause (its first observed failure), if it reported one."""
-    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
-    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
-    if cause is None:
-        return None
-    code = next((ln for ln in lines[cause:] if ln.startswith("exitcode")), None)
+    code = _root_cause_line(outcome)
     try:
         return None if code is None else int(code.split(":", 1)[1].split()[0])
     except (ValueError, IndexError):

@@ -199,6 +199,7 @@ def layout_for(plan: Mapping[str, Any], *, elastic: bool = True) -> Layout:
 
 def _env(doc: Mapping[str, Any]) -> dict[str, str]:
     plan, choice = doc["plan"], doc["recommendation"]
+    checkpoint_s = _checkpoint_interval_s(doc)
     return {
         "COTUNE_GPU": plan["gpu"],
         "COTUNE_WORKERS": str(plan["workers"]),
@@ -209,8 +210,7 @@ def _env(doc: Mapping[str, Any]) -> dict[str, str]:
         # learning rate by when it resumes from the checkpoint (the answer's lr_rule).
         **({"COTUNE_LR_SCALE": repr(float(doc["lr_scale"]))} if doc.get("lr_scale") is not None else {}),
         # A spot or mixed plan's time and cost assume a checkpoint this often: the script needs it.
-        **({"COTUNE_CHECKPOINT_INTERVAL_S": f"{_checkpoint_interval_s(doc):.0f}"}
-           if _checkpoint_interval_s(doc) is not None else {}),
+        **({"COTUNE_CHECKPOINT_INTERVAL_S": f"{checkpoint_s:.0f}"} if checkpoint_s is not None else {}),
     }
 
 
@@ -330,8 +330,8 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         out["cotune.dev/confidence"] = f"{doc['constraints']['confidence']:.6g}"
     if doc.get("lr_scale") is not None:
         out["cotune.dev/lr-scale"] = f"{doc['lr_scale']:.6g}"
-    if _checkpoint_interval_s(doc) is not None:
-        out["cotune.dev/checkpoint-interval-s"] = f"{_checkpoint_interval_s(doc):.0f}"
+    if (checkpoint_s := _checkpoint_interval_s(doc)) is not None:
+        out["cotune.dev/checkpoint-interval-s"] = f"{checkpoint_s:.0f}"
     return out
 
 

@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from cotune._checks import MAX_INTERVAL, MAX_MAGNITUDE, BadValue, _is_bool, excerpt, integer, number
+from cotune._checks import MAX_MAGNITUDE, BadValue, _is_bool, excerpt, integer, interval, number
 from cotune.errors import ModelError
 from cotune.models._estimator import EstimatorContract, as_column
 from cotune.models._isotonic import isotonic_grid, pava
@@ -582,7 +582,7 @@ class AccuracyModel(EstimatorContract):
         where = type(self).__name__
         if self.goal not in ("max", "min"):
             raise BadValue(f"must be 'max' or 'min', got {excerpt(self.goal)}", where=f"{where}.goal")
-        number(self.interval, where=f"{where}.interval", gt=0.0, le=MAX_INTERVAL, what="a probability")
+        interval(self.interval, where=f"{where}.interval")
         integer(self.grid_size, where=f"{where}.grid_size", ge=2)
         if not _is_bool(self.batch_monotone):
             raise BadValue(f"must be true or false, got {excerpt(self.batch_monotone)}", where=f"{where}.batch_monotone")

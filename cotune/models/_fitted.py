@@ -13,7 +13,8 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from cotune._checks import MAX_INTERVAL, _is_bool, excerpt, integer, number
+from cotune._checks import _is_bool, excerpt, integer
+from cotune._checks import interval as check_interval
 from cotune.errors import InputError, ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction, usable_noise_scale
 from cotune.models._effects import describe_level_effect, largest_level_effects
@@ -97,7 +98,7 @@ def fit_models(
     profile file or a bundled example's name, as :func:`cotune.recommend` takes it.
     """
     profile = load_profile(profile)
-    number(interval, where="interval", gt=0.0, le=MAX_INTERVAL, what="a probability")
+    check_interval(interval, where="interval")
     integer(n_bootstrap, where="n_bootstrap", ge=0)
     integer(random_state, where="random_state", ge=0)
     if not _is_bool(batch_monotone):

@@ -77,7 +77,7 @@ from typing import Any
 
 import numpy as np
 
-from cotune._checks import MAX_INTERVAL, BadValue, _is_bool, excerpt, integer, number
+from cotune._checks import MAX_INTERVAL, BadValue, _is_bool, excerpt, integer, interval, number
 from cotune.errors import ModelError
 from cotune.models._backbone import (
     ONE_BATCH_CONSTANT_SHARE,
@@ -301,7 +301,7 @@ class StepTimeModel(EstimatorContract):
 
     def _check_params(self) -> None:
         where = type(self).__name__
-        number(self.interval, where=f"{where}.interval", gt=0.0, le=MAX_INTERVAL, what="a probability")
+        interval(self.interval, where=f"{where}.interval")
         integer(self.n_bootstrap, where=f"{where}.n_bootstrap", ge=0)
         integer(self.random_state, where=f"{where}.random_state", ge=0)
         for name in ("calibrate",):
