@@ -14,15 +14,18 @@ conditioned on ``E_k > d_k``::
     F(x)   = Φ((ln x − ln Ê_k) / σ_k)                 CDF of the untruncated epochs
     G_k    = F(H_k) − F(d_k)                          mass between hand-over and horizon
     s_k    = G_k / F(H_k)                             P(not reached by d_k | reached)
-    p_k'   = p_k · s_k / (p_k · s_k + 1 − p_k)        reached, given not yet (Bayes)
-    b_k    = min(d_k + (R_k − ρ_k)/τ_k, M_k, H_k)     epochs the deadline, budget and schedule allow
-    P_k    = p_k' · (F(b_k) − F(d_k)) / G_k
-    t_k    = (x_k − d_k) · τ_k + ρ_k,  1 − F(x_k) = (1 − F(d_k) + 1 − F(H_k)) / 2
+    p_k'   = p_k · s_k / (p_k · s_k + 1 − p_k)        reached by H_k, given not yet (Bayes)
+    C_k    = min(M_k, H_k)                            the last epoch at which it can be reached
+    π_k    = p_k' · (F(C_k) − F(d_k)) / G_k           reached by C_k, given not yet (p_reach)
+    b_k    = min(d_k + (R_k − ρ_k)/τ_k, C_k)          epochs the deadline, budget and schedule allow
+    P_k    = p_k' · (F(b_k) − F(d_k)) / G_k           (P(success))
+    x(f)   : F(x) − F(d_k) = f · (F(C_k) − F(d_k))    the f-quantile given reached by C_k
+    t_k    = (x(½) − d_k) · τ_k + ρ_k
     cost_k = rate_k · t_k
 
 with ``R_k`` the remaining deadline, or the time at which option ``k`` spends the budget
 left if that comes first (``budget_end_s``; a job's cost is its rate times its time, so a
-budget is a deadline of its own; ∞: neither, ``P_k = p_k'``), ``ρ_k`` the
+budget is a deadline of its own; ∞: neither, ``P_k = π_k``), ``ρ_k`` the
 restart (0 for staying), ``τ_k`` the epoch time and ``t_k`` the conditional median
 remaining time. ``σ_k`` carries both the epochs and the step-time spread
 (``σ_k² = σ_E,k² + σ_step,k²``). With ``shapes`` (beliefs from the models alone, before the
@@ -83,6 +86,9 @@ class RemainingWork:
     # which the option succeeds with probability q (∞ where its P(success) never gets there).
     epochs: np.ndarray | None = None
     time_at_confidence_s: np.ndarray | None = None
+    # With ``interval=``: the central interval of the remaining time given the target is
+    # reached (by the schedule's end), restart included.
+    time_interval_s: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def remaining_work(
@@ -101,6 +107,7 @@ def remaining_work(
     step_log_sigma: np.ndarray | None = None,
     shapes: tuple[ErrorShape, ErrorShape] | None = None,
     budget_end_s: np.ndarray | None = None,
+    interval: float | None = None,
 ) -> RemainingWork:
     """P(success), time and cost of the remaining work of every option (module doc).
 
@@ -115,8 +122,11 @@ def remaining_work(
     epochs given reached are truncated there; None: ``max_epochs``, the job's own
     schedule); ``confidence`` q: also the time by which each
     option has succeeded with probability q, ``ρ + τ·(x_q − d)`` where
-    ``1 − F(x_q) = 1 − F(d) − (q/p')·G`` (∞ when ``q ≥ p'``; the deadline does not cap
-    it: it is the time the option *needs*).
+    ``F(x_q) − F(d) = (q/p')·G`` (∞ when ``q ≥ π``, the chance within the schedule; the
+    deadline does not cap it: it is the time the option *needs*); ``interval``: also the
+    central interval of the remaining time given the target is reached (``time_interval_s``,
+    ``x((1 ∓ interval)/2)``). Past ``C`` (the job has run beyond its schedule or the horizon
+    without reaching) every chance is 0 and the times are the untruncated tail's.
     """
     from cotune.models._normal import norm_cdf, norm_ppf
     from cotune.models._shape import split_log_sigma, time_error_cdf, time_error_ppf
@@ -161,15 +171,25 @@ def remaining_work(
         surv = np.maximum(upper(x_done), 1e-300)
         x_end = np.where(np.isfinite(end), np.log(np.maximum(end, 1e-300)) - log_e, np.inf)
         surv_end = upper(x_end)
-        # The mass between the hand-over and the schedule's end; none left (the job is past
-        # its end): the untruncated tail keeps the time finite and the chance is 0 below.
+        # The mass between the hand-over and the horizon H; none left (the job is past the
+        # end of the runs behind p): the untruncated tail keeps the time finite and every
+        # chance is 0 below.
         gap = surv - surv_end
         past_end = gap <= 1e-300
         gap = np.where(past_end, surv, gap)
         f_end = np.where(past_end, 1.0, 1.0 - surv_end)
         s_k = gap / np.maximum(f_end, 1e-300)
         p_cond = np.where(p >= 1.0, 1.0, p * s_k / np.maximum(p * s_k + (1.0 - p), 1e-300))
-        upper_mid = np.where(past_end, surv / 2.0, (surv + surv_end) / 2.0)
+        # The job's own schedule may end first (C = min(M, H)): reaching is possible only
+        # before C, so the chance is cut to the mass before it and "given reached" means
+        # reached by C (past C: missed, chance 0, the untruncated tail for the time).
+        cut = np.minimum(end, schedule)
+        surv_cut = np.where(np.isfinite(cut), upper(np.log(np.maximum(cut, 1e-300)) - log_e), 0.0)
+        gap_cut = np.minimum(surv - surv_cut, gap)
+        past_cut = past_end | (gap_cut <= 1e-300)
+        gap_cut = np.where(past_cut, gap, gap_cut)
+        p_sched = np.where(past_cut, 0.0, p_cond * gap_cut / gap)
+        upper_mid = np.where(past_cut, surv / 2.0, surv - gap_cut / 2.0)
         log_median = log_e + upper_quantile(upper_mid)
         # Far in the tail the excess of ln E over ln d is about exponential with mean σ/z
         # (Mills ratio): its median, σ·ln 2 / z, keeps the remaining work positive where
@@ -178,31 +198,44 @@ def remaining_work(
         far = (done > 0) & (surv < _FAR_TAIL)
         tail = np.log(np.maximum(done, 1e-300)) + sigma_tail * math.log(2.0) / np.maximum(z_done, 1.0)
         median = np.exp(np.where(far, np.maximum(log_median, tail), log_median))
-        median = np.where(past_end, median, np.minimum(median, end))
+        median = np.where(past_cut, median, np.minimum(median, cut))
         time_s = np.maximum(median - done, 0.0) * tau_safe + restart
         # R_k: the deadline or, where it comes first, the time the option spends the budget.
         limit_s = np.full(e.shape, np.inf if remaining_s is None else float(remaining_s))
         if budget_end_s is not None:
             limit_s = np.minimum(limit_s, np.nan_to_num(np.asarray(budget_end_s, float), nan=0.0))
         allowed = np.where(np.isfinite(limit_s), done + np.maximum(limit_s - restart, 0.0) / tau_safe, np.inf)
-        allowed = np.minimum(np.minimum(allowed, end), schedule)
+        allowed = np.minimum(allowed, cut)
         surv_allowed = np.where(np.isfinite(allowed), upper(np.log(np.maximum(allowed, 1e-300)) - log_e), 0.0)
-        on_time = np.where(past_end, 0.0, np.clip((surv - surv_allowed) / gap, 0.0, 1.0))
+        on_time = np.where(past_cut, 0.0, np.clip((surv - surv_allowed) / gap_cut, 0.0, 1.0))
+
+        def reached_by(frac: np.ndarray) -> np.ndarray:
+            """The epoch by which ``frac`` of the mass reached before C is reached."""
+            log_x = log_e + upper_quantile(np.maximum(surv - frac * gap_cut, 1e-300))
+            # The same exponential tail as the median (frac = ½ gives it back without an end).
+            tail_x = np.log(np.maximum(done, 1e-300)) + sigma_tail * -np.log1p(-np.minimum(frac, 1 - 1e-12)) / np.maximum(z_done, 1.0)
+            return np.minimum(np.exp(np.where(far, np.maximum(log_x, tail_x), log_x)), cut)
+
         at_q = None
         if confidence is not None:
-            r = np.clip(float(confidence) / np.maximum(p_cond, 1e-300), 0.0, 1.0)
-            log_q = log_e + upper_quantile(np.maximum(surv - r * gap, 1e-300))
-            # The same exponential tail as the median (r = ½ gives it back without an end).
-            tail_q = np.log(np.maximum(done, 1e-300)) + sigma_tail * -np.log1p(-np.minimum(r, 1 - 1e-12)) / np.maximum(z_done, 1.0)
-            x_q = np.exp(np.where(far, np.maximum(log_q, tail_q), log_q))
-            x_q = np.where(past_end, x_q, np.minimum(x_q, end))
-            at_q = np.where(r < 1.0, np.maximum(x_q - done, 0.0) * tau_safe + restart, np.inf)
+            # P(reached by x | not by d) = p'·(F(x) − F(d))/G_k up to C: q is met where that
+            # is q, and never when q ≥ p'·(F(C) − F(d))/G_k, the chance within the schedule.
+            r = np.clip(float(confidence) / np.maximum(p_sched, 1e-300), 0.0, 1.0)
+            at_q = np.where((r < 1.0) & ~past_cut, np.maximum(reached_by(r) - done, 0.0) * tau_safe + restart, np.inf)
+        bounds = None
+        if interval is not None:
+            # Given reached (by C): the central ``interval`` of the remaining time.
+            bounds = tuple(
+                np.where(past_cut, np.inf, np.maximum(reached_by(np.full(e.shape, f)) - done, 0.0) * tau_safe + restart)
+                for f in ((1.0 - interval) / 2.0, (1.0 + interval) / 2.0)
+            )
     ok &= np.isfinite(time_s)
     return RemainingWork(
-        p_success=np.where(ok, p_cond * on_time, 0.0),
-        p_reach=np.where(ok, p_cond, 0.0),
+        p_success=np.where(ok, p_sched * on_time, 0.0),
+        p_reach=np.where(ok, p_sched, 0.0),
         time_s=np.where(ok, time_s, np.inf),
         cost=np.where(ok, np.asarray(rate_per_s, float) * time_s, np.inf),
         epochs=np.where(ok, np.maximum(median - done, 0.0), np.inf),
         time_at_confidence_s=None if at_q is None else np.where(ok, at_q, np.inf),
+        time_interval_s=None if bounds is None else (np.where(ok, bounds[0], np.inf), np.where(ok, bounds[1], np.inf)),
     )

@@ -261,12 +261,9 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     common = dict(log_sigma=sigma, done_epochs=o.done_epochs, epoch_time_s=raw.epoch_time_s,
                   restart_s=np.full(n, float(startup_s)), rate_per_s=rate, **_schedule(n, schedule))
     rw = remaining_work(epochs=o.epochs, p_reach=o.p_reach, remaining_s=remaining_s, confidence=confidence,
-                        budget_end_s=spend_time_s(budget_left, rate), **common)
-    # Given reached (p = 1), no deadline: the central interval of the remaining time.
-    lo_q, hi_q = (1.0 - interval) / 2.0, (1.0 + interval) / 2.0
-    ones = np.ones(n)
-    lo = remaining_work(epochs=o.epochs, p_reach=ones, remaining_s=None, confidence=lo_q, **common).time_at_confidence_s
-    hi = remaining_work(epochs=o.epochs, p_reach=ones, remaining_s=None, confidence=hi_q, **common).time_at_confidence_s
+                        budget_end_s=spend_time_s(budget_left, rate), interval=interval, **common)
+    # Given reached (by the schedule's end), no deadline: the central interval of the remaining time.
+    lo, hi = rw.time_interval_s
     tau = np.asarray(raw.epoch_time_s, float)
     with np.errstate(invalid="ignore"):
         e_lo, e_hi = (lo - startup_s) / tau, (hi - startup_s) / tau

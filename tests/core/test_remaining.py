@@ -153,14 +153,45 @@ def test_a_schedule_shorter_than_the_runs_behind_the_chance_cuts_it():
     reached, e, alive = _truncated_truth(13, p=p, med=med, sig=sig, done=done, end=horizon)
     r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
              max_epochs=np.array([end]), horizon_epochs=np.array([horizon]))
-    assert r.p_reach[0] == pytest.approx(np.mean(reached[alive]), abs=0.01)
-    assert r.p_success[0] == pytest.approx(np.mean((reached & (e <= end))[alive]), abs=0.01)
-    assert r.time_s[0] == pytest.approx(float(np.median((e[alive & reached] - done) * tau)), rel=0.03)
+    in_time = reached & (e <= end)
+    # The chance of reaching is the chance within the schedule; "given reached" is given by M.
+    assert r.p_reach[0] == pytest.approx(np.mean(in_time[alive]), abs=0.01)
+    assert r.p_success[0] == pytest.approx(np.mean(in_time[alive]), abs=0.01)
+    assert r.time_s[0] == pytest.approx(float(np.median((e[alive & in_time] - done) * tau)), rel=0.03)
+    assert r.epochs[0] <= end - done
+
+
+def test_time_at_confidence_is_infinite_when_the_schedule_ends_first():
+    # Reached by H with 0.8, but the schedule ends at M with little of that mass left: no
+    # time is enough for q above the chance within the schedule.
+    p, med, sig, done, horizon, end, tau = 0.8, 30.0, 0.5, 20.0, 60.0, 32.0, 5.0
+    reached, e, alive = _truncated_truth(17, p=p, med=med, sig=sig, done=done, end=horizon)
+    chance = float(np.mean((reached & (e <= end))[alive]))
+    common = dict(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+                  max_epochs=np.array([end]), horizon_epochs=np.array([horizon]))
+    assert _one(confidence=chance + 0.05, **common).time_at_confidence_s[0] == math.inf
+    below = _one(confidence=chance - 0.05, **common).time_at_confidence_s[0]
+    need = np.where(reached & (e <= end), np.maximum(e - done, 0.0) * tau, np.inf)[alive]
+    assert below == pytest.approx(np.quantile(need, chance - 0.05), rel=0.03)
+    assert below <= (end - done) * tau + 1e-9
+
+
+def test_the_interval_given_reached_lies_within_the_schedule():
+    p, med, sig, done, horizon, end, tau = 0.8, 30.0, 0.5, 20.0, 60.0, 32.0, 5.0
+    reached, e, alive = _truncated_truth(19, p=p, med=med, sig=sig, done=done, end=horizon)
+    r = _one(epochs=[med], log_sigma=[sig], p_reach=[p], done_epochs=[done], epoch_time_s=[tau],
+             max_epochs=np.array([end]), horizon_epochs=np.array([horizon]), interval=0.8)
+    need = ((e - done) * tau)[alive & reached & (e <= end)]
+    lo, hi = r.time_interval_s
+    assert lo[0] == pytest.approx(np.quantile(need, 0.1), rel=0.05)
+    assert hi[0] == pytest.approx(np.quantile(need, 0.9), rel=0.03)
+    assert hi[0] <= (end - done) * tau + 1e-9
 
 
 def test_a_job_past_its_schedule_end_has_no_chance():
-    r = _one(done_epochs=[40.0], p_reach=[0.9], max_epochs=np.array([35.0]), remaining_s=1e6)
-    assert r.p_success[0] == 0.0 and math.isfinite(r.time_s[0])
+    r = _one(done_epochs=[40.0], p_reach=[0.9], max_epochs=np.array([35.0]), remaining_s=1e6, confidence=0.5)
+    assert r.p_success[0] == 0.0 and r.p_reach[0] == 0.0 and math.isfinite(r.time_s[0])
+    assert r.time_at_confidence_s[0] == math.inf
 
 
 def test_a_schedule_end_far_beyond_the_epochs_changes_nothing():

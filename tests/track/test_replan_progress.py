@@ -251,8 +251,12 @@ def test_a_schedule_that_ends_soon_lowers_the_chance_of_staying(job_path: Path, 
     soon = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 1.0})
     later = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 40.0})
     assert soon.stay.p_success < later.stay.p_success <= open_end.stay.p_success + 1e-9
-    # The job needs tens of epochs more; one is left in its schedule.
-    assert soon.stay.epochs > 5.0 and soon.stay.p_success < 0.05
+    # The job needs tens of epochs more; one is left in its schedule: it is reached within it
+    # with about its P(success), and then within that one epoch; no confidence above it is met.
+    assert soon.stay.p_success < 0.05 and soon.stay.p_reach == pytest.approx(soon.stay.p_success, rel=1e-6)
+    assert soon.stay.epochs <= 1.0 + 1e-9 and soon.stay.epochs_interval[1] <= 1.0 + 1e-9
+    assert soon.stay.time_at_confidence_s == math.inf
+    assert open_end.stay.epochs > 5.0
     assert any("schedule ends at epoch" in n for n in soon.notes)
 
 
