@@ -119,7 +119,7 @@ def recommend(
     candidate is made.
     """
     request = request_from_call(profile, question)
-    models = check_fitted(models)
+    models = check_fitted(models, interval=request.interval)
     # With models given, a Profile still contributes its warnings and probe costs to the notes.
     prof: Profile | None = None
     if models is None or isinstance(request.profile, Profile):

@@ -7,6 +7,8 @@ report them instead of silently following them."""
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
@@ -26,13 +28,23 @@ from cotune.units import count_of
 __all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays", "check_fitted"]
 
 
-def check_fitted(models: object) -> "FittedModels | None":
+def check_fitted(models: object, *, interval: float | None = None) -> "FittedModels | None":
     """``models=`` of ``recommend`` and ``replan``: None (fit the profile) or the result of
-    :func:`fit_models` — anything else was an ``AttributeError`` deep in the search."""
-    if models is None or isinstance(models, FittedModels):
+    :func:`fit_models` — anything else was an ``AttributeError`` deep in the search — fitted
+    at the request's ``interval``: the level is part of the fit (the step-time σ is
+    calibrated at it), so models fitted at another level would answer at theirs under the
+    request's label."""
+    if models is None:
         return models
-    raise InputError(f"models: must be the result of cotune.fit_models(profile) (or left out to fit the profile), got "
-                     f"{excerpt(models)}")
+    if not isinstance(models, FittedModels):
+        raise InputError(f"models: must be the result of cotune.fit_models(profile) (or left out to fit the profile), "
+                         f"got {excerpt(models)}")
+    fitted = float(models.accuracy.interval)
+    if interval is not None and not math.isclose(fitted, float(interval), rel_tol=0.0, abs_tol=1e-12):
+        raise InputError(f"/interval: the models given were fitted at interval {fitted:g}, the request asks for "
+                         f"{float(interval):g}: fit them with cotune.fit_models(profile, interval={float(interval):g}), or ask "
+                         f"with interval={fitted:g}")
+    return models
 
 
 @dataclass(frozen=True)

@@ -466,8 +466,8 @@ def replan(
     from cotune.models._fitted import check_fitted
 
     rr = _as_replan_request(profile, progress, question)
-    models = check_fitted(models)
     req, progress = rr.request, rr.progress
+    models = check_fitted(models, interval=req.interval)
     target, deadline_s, confidence, objective = req.target, req.deadline_s, req.confidence, req.objective
     assert deadline_s is not None
     margin, restart_s = rr.margin, rr.restart_s

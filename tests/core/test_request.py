@@ -592,3 +592,18 @@ def test_a_new_price_replaces_the_requests_under_either_spelling():
     for old in ({"t4": 0.5}, {"t4:on_demand": 0.5}):
         for new in ({"t4": 0.1}, {"t4:on_demand": 0.1}):
             assert stay_cost(old, new) == pytest.approx(expected), (old, new)
+
+
+def test_models_fitted_at_another_interval_are_refused_not_relabelled(cifar_models) -> None:
+    # The level is part of the fit: an answer at the models' level labelled with the
+    # request's would claim intervals it does not have.
+    assert cifar_models.accuracy.interval == 0.9
+    with pytest.raises(InputError, match=r"^/interval: the models given were fitted at interval 0.9, the request asks "
+                                         r"for 0.5: fit them with cotune.fit_models\(profile, interval=0.5\)"):
+        cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, interval=0.5)
+    with pytest.raises(InputError, match=r"^/interval: the models given were fitted at interval 0.9"):
+        cotune.replan(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, interval=0.99,
+                      progress=cotune.Progress(epochs_done=5, elapsed_s=300, gpu="t4", market="on_demand", workers=4,
+                                                        local_batch=128))
+    same = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, interval=0.9)
+    assert same.interval == 0.9 and same.feasible
