@@ -198,7 +198,7 @@ def _next_measurement(est: Estimates, feas: Feasibility, order: np.ndarray, requ
     return next_measurement(
         est, feasible=feasible, probed=probed, measured_batches=tuple(float(b) for b in models.accuracy.batches_),
         deadline_s=request.deadline_s, confidence=request.confidence, interval=request.interval,
-        ranking=ranking, unit="USD" if priced else "worker-hours", budget=request.budget,
+        ranking=ranking, unit="USD" if priced else "worker-hours", budget=request.budget, startup_s=request.startup_s,
     )
 
 

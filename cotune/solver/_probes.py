@@ -36,7 +36,9 @@ expected gains were about 6.7 × the realised ones in the replay.
 
 After the outcome, candidate ``x`` has median ``m_x·e^{a_x Z}``, remaining log-spread
 ``σ'_x = (σ_x² − a_x²)^½``, mean ``m_x·e^{a_x Z + σ'_x²/2}`` and, with a deadline ``D``,
-``P'_x = p_reach,x · Φ((ln D − ln T_x − a_x Z)/σ'_x)``. Each candidate's loss is its mean
+``P'_x = p_reach,x · Φ((ln D_x − ln T_x − a_x Z)/σ'_x)`` — ``T_x`` the training time (the
+start-up ``s`` is no part of the spread) and ``D_x = min(D, B/r_x) − s`` what the deadline
+and the budget leave it, as the solver judges P(success). Each candidate's loss is its mean
 cost plus what a miss wastes, ``(1 − P'_x)·V`` with ``V`` the current choice's mean cost
 (the planned run, redone). The gain is the expected drop of the least loss among the
 candidates feasible now that keep the confidence ``q`` (the least loss of them all, run
@@ -219,6 +221,7 @@ def option_gains(
     confidence: float | None = None,
     step_floor: np.ndarray | float | None = None,
     budget: float | None = None,
+    startup_s: float = 0.0,
 ) -> ProbeGains:
     """Expected reduction of the decision's cost and risk from each option (see the module docstring).
 
@@ -229,7 +232,10 @@ def option_gains(
     judged with at least that much step-time spread. ``budget``: the question's cost
     bound; when nothing is feasible, a measurement is worth only the chance that it makes
     a candidate both on time and within it (without it, a budget below every cost was
-    answered with a probe that cost more than the budget).
+    answered with a probe that cost more than the budget). ``startup_s``: the question's
+    fixed start-up, in every ``time_s``; P(success) is judged as the solver judges it, on the
+    training time against what the deadline and the budget leave after the start-up,
+    ``ln(min(D, B/r) − s) − ln(T − s)``.
     """
     cost = np.asarray(est.cost, float)
     ok = np.asarray(feasible, bool) & np.isfinite(cost) & (cost > 0)
@@ -240,9 +246,11 @@ def option_gains(
     if not np.any(ok):
         # Nothing feasible yet: evidence is worth the chance it makes a plan (module doc).
         q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
-        t_reach = np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float)
+        t_full = np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float)
         rate = np.asarray(est.price_per_hour, float) * est.candidates.workers / 3600.0  # as in estimate()
-        worth = rate * t_reach
+        worth = rate * t_full
+        t_reach = _training_s(t_full, startup_s)
+        train_limit = _limit_after_startup(deadline_s, None, rate, startup_s)
         worth = worth[np.isfinite(worth) & (worth > 0)]
         if worth.size == 0:
             return ProbeGains(options=tuple(options), gains=gains, choice=None)
@@ -254,10 +262,12 @@ def option_gains(
                 continue
             s = _removed(opt, sig_step[t], sig_e[t])
             rest = _stated_rest(opt, sig_step[t], sig_e[t], s, floor[t])
-            args = dict(log_t=np.log(t_reach[t]), s=s, rest=rest, q=q, deadline_s=deadline_s, log_cap=None)
+            args = dict(log_t=np.log(t_reach[t]), s=s, rest=rest, q=q,
+                        deadline_s=None if train_limit is None else train_limit[t], log_cap=None)
             if budget is not None:
                 with np.errstate(divide="ignore"):
-                    args["log_cap"] = np.where(rate[t] > 0, np.log(max(budget, 1e-300)) - np.log(rate[t]), np.inf)
+                    cap = _limit_after_startup(None, budget, rate[t], startup_s)
+                    args["log_cap"] = np.log(np.maximum(cap, 1e-300))
             p = p_reach[t]
             if opt.kind == "step":
                 chance = _feasible_after(p, **args)
@@ -268,14 +278,18 @@ def option_gains(
         return ProbeGains(options=tuple(options), gains=gains, choice=None)
     j = int(np.flatnonzero(ok)[np.argmin(cost[ok])])
     p_reach = np.clip(np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0), 0.0, 1.0)
-    t_reach = np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float)
+    t_reach = _training_s(np.asarray(est.time_s if est.time_if_reached_s is None else est.time_if_reached_s, float),
+                          startup_s)
+    rate = np.asarray(est.price_per_hour, float) * est.candidates.workers / 3600.0
+    limit = _limit_after_startup(deadline_s, budget, rate, startup_s)  # per candidate, as the solver's D
     q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
     feasible_idx = np.flatnonzero(ok)
     # Today's expected loss of every feasible candidate, in closed form (E_Z of the means and of
     # P' are today's): mean cost plus what a miss wastes, the planned run redone. The least of
     # them is what a measurement has to beat.
     mean_now = cost[feasible_idx] * np.exp(sig_tot[feasible_idx] ** 2 / 2.0)
-    p_now = _p_success(p_reach[feasible_idx], t_reach[feasible_idx], sig_tot[feasible_idx], deadline_s)
+    p_now = _p_success(p_reach[feasible_idx], t_reach[feasible_idx], sig_tot[feasible_idx],
+                       None if limit is None else limit[feasible_idx])
     value = float(cost[j] * math.exp(sig_tot[j] ** 2 / 2.0))
     loss_now = mean_now + (1.0 - p_now) * value
     best = int(feasible_idx[int(np.argmin(loss_now))])
@@ -290,10 +304,30 @@ def option_gains(
             pool = np.union1d(pool[np.argsort(cost[pool], kind="stable")[:_MAX_POOL]], [j, best])
         gains[n] = _preposterior_gain(
             cost[pool], sig_tot[pool], a[pool], p_reach[pool], t_reach[pool], before=float(np.min(loss_now)),
-            value=value, q=q, deadline_s=deadline_s,
+            value=value, q=q, deadline_s=None if limit is None else limit[pool],
             stated=_stated_rest(opt, sig_step[pool], sig_e[pool], a[pool], floor[pool]),
         )
     return ProbeGains(options=tuple(options), gains=gains, choice=j)
+
+
+def _training_s(time_s: np.ndarray, startup_s: float) -> np.ndarray:
+    """The part of a job's time its spread scales: all of it but the fixed start-up."""
+    return np.maximum(np.asarray(time_s, float) - float(startup_s), 1e-9)
+
+
+def _limit_after_startup(
+    deadline_s: float | None, budget: float | None, rate_per_s: np.ndarray, startup_s: float
+) -> np.ndarray | None:
+    """Per candidate, the training time the deadline and the budget leave after the start-up,
+    ``min(D, B/r) − s`` (the solver's ``D``; None: neither bounds it; ≤ 0: nothing fits)."""
+    if deadline_s is None and budget is None:
+        return None
+    rate = np.asarray(rate_per_s, float)
+    out = np.full(rate.shape, np.inf if deadline_s is None else float(deadline_s))
+    if budget is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.minimum(out, np.where(rate > 0, float(budget) / rate, np.inf))
+    return out - float(startup_s)
 
 
 def probed_mask(candidates: Candidates, probes: Iterable[tuple[str, int, int, int]]) -> np.ndarray:
@@ -360,7 +394,7 @@ def _shifts(opt: ProbeOption, candidates: Candidates, sig_step: np.ndarray, sig_
 
 def _preposterior_gain(
     median: np.ndarray, sigma: np.ndarray, a: np.ndarray, p_reach: np.ndarray, t_reach: np.ndarray, *,
-    before: float, value: float, q: float, deadline_s: float | None, stated: np.ndarray | None = None,
+    before: float, value: float, q: float, deadline_s: np.ndarray | float | None, stated: np.ndarray | None = None,
 ) -> float:
     """Expected drop of the least expected loss (``before``, today's) once a measurement moving
     log-medians by ``a·Z`` is seen (module doc); ``value`` is what a miss wastes."""
@@ -383,7 +417,7 @@ def _preposterior_gain(
 
 
 def _feasible_after(
-    p: np.ndarray, *, log_t: np.ndarray, s: np.ndarray, rest: np.ndarray, q: float, deadline_s: float | None,
+    p: np.ndarray, *, log_t: np.ndarray, s: np.ndarray, rest: np.ndarray, q: float, deadline_s: np.ndarray | float | None,
     log_cap: np.ndarray | None = None,
 ) -> np.ndarray:
     """P(a candidate clears confidence ``q`` once ``s`` of its log-spread is revealed), at reach probability ``p``.
@@ -402,7 +436,7 @@ def _feasible_after(
         bound = np.full(np.shape(log_t), np.inf)
         if deadline_s is not None:
             need = norm_ppf(np.clip(np.where(can, q / np.maximum(p, 1e-300), 0.5), 1e-12, 1 - 1e-12))
-            bound = math.log(max(deadline_s, 1e-300)) - rest * need
+            bound = np.log(np.maximum(deadline_s, 1e-300)) - rest * need
         if log_cap is not None:
             bound = np.minimum(bound, log_cap)
         moved = (bound - log_t) / np.maximum(s, 1e-12)
@@ -410,14 +444,14 @@ def _feasible_after(
     return np.where(can, revealed, 0.0)
 
 
-def _p_success(p_reach: np.ndarray, t_reach: np.ndarray, sigma: np.ndarray, deadline_s: float | None) -> np.ndarray:
-    """``p_reach · Φ((ln D − ln T)/σ)`` (no deadline: ``p_reach``)."""
+def _p_success(p_reach: np.ndarray, t_reach: np.ndarray, sigma: np.ndarray, deadline_s: np.ndarray | float | None) -> np.ndarray:
+    """``p_reach · Φ((ln D − ln T)/σ)`` (no deadline: ``p_reach``; ``D`` per candidate or one)."""
     if deadline_s is None:
         return np.asarray(p_reach, float)
     from cotune.models._normal import norm_cdf
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        slack = math.log(max(deadline_s, 1e-300)) - np.log(t_reach)
+        slack = np.log(np.maximum(deadline_s, 1e-300)) - np.log(t_reach)
         return p_reach * np.where(sigma > 1e-12, norm_cdf(slack / np.maximum(sigma, 1e-12)), (slack >= 0).astype(float))
 
 
@@ -446,13 +480,14 @@ def plan_next_probe(
     confidence: float | None = None,
     step_floor: np.ndarray | float | None = None,
     budget: float | None = None,
+    startup_s: float = 0.0,
 ) -> ProbeDecision:
     """The option with the largest expected gain net of its price, or none when no gain covers
     its price (``step_floor``: see :func:`option_gains`)."""
     if not options:
         return ProbeDecision(option=None, expected_gain=0.0, price=0.0, reason="no measurement left to buy")
     g = option_gains(est, options, feasible=feasible, deadline_s=deadline_s, interval=interval, confidence=confidence,
-                     step_floor=step_floor, budget=budget)
+                     step_floor=step_floor, budget=budget, startup_s=startup_s)
     price = np.array([o.price for o in options], float)
     net = g.gains - price
     k = int(np.argmax(net))
@@ -544,6 +579,7 @@ def next_measurement(
     limit: int = MAX_MEASUREMENT_OPTIONS,
     unit: str = "USD",
     budget: float | None = None,
+    startup_s: float = 0.0,
 ) -> NextMeasurement | None:
     """The measurement worth most for this question (:func:`option_gains`): the largest
     gain net of price, or — when no gain covers its price — the largest gain per price.
@@ -555,7 +591,7 @@ def next_measurement(
     that is not a measured one, on its cheapest configuration for the upper end of its
     epochs interval (none where that end is unbounded). None when there is no option.
     ``unit`` names the cost unit in the reason (``USD`` or ``worker-hours``); ``budget``
-    is the question's cost bound (:func:`option_gains`).
+    is the question's cost bound and ``startup_s`` its fixed start-up (:func:`option_gains`).
     """
     cands = est.candidates
     cost = np.asarray(est.cost, float)
@@ -600,7 +636,7 @@ def next_measurement(
     if not options:
         return None
     g = option_gains(est, options, feasible=ok, deadline_s=deadline_s, interval=interval, confidence=confidence,
-                     step_floor=probed_step_floor(est, probed), budget=budget)
+                     step_floor=probed_step_floor(est, probed), budget=budget, startup_s=startup_s)
     price = np.array([o.price for o in options], float)
     net = g.gains - price
     # The one to buy has the largest net gain; with none worth buying, the answer names the

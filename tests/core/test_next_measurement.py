@@ -82,3 +82,40 @@ def test_a_plan_past_probes_that_never_measured_sync_growth_says_so() -> None:
     assert any(n.startswith("how synchronisation grows past 2 workers on t4 is not measured") for n in rec.notes)
     measured = cotune.recommend(full, target=0.94, deadline_s=1200, max_workers=16, gpus_per_host=4, prices={"t4": 0.526})
     assert not any("how synchronisation grows" in n for n in measured.notes)
+
+
+def test_a_start_up_that_leaves_no_time_makes_no_measurement_worth_anything() -> None:
+    # The solver gives every candidate P(success) 0 when the start-up alone passes the
+    # deadline; the value-of-information planner judged the time with the start-up inside
+    # the spread and still named a gain.
+    rec = cotune.recommend("cifar10-resnet18", target=0.9, deadline_s=1800, startup_s=5000, prices={"t4": 0.526})
+    assert not rec.feasible and float(rec.estimates.p_success.max()) == 0.0
+    m = rec.next_measurement
+    assert m is not None and m.expected_gain == 0.0 and not m.buy
+
+
+def test_the_value_of_a_measurement_does_not_depend_on_where_the_start_up_is_booked() -> None:
+    # A start-up s in every time and the deadline D is the same question as no start-up,
+    # every time s shorter and the deadline D − s: the spread scales the training only
+    # (costs held as they are: the start-up is paid either way).
+    import dataclasses
+
+    import numpy as np
+
+    from cotune.solver import option_gains, standard_options
+
+    s = 600.0
+    rec = cotune.recommend("cifar10-resnet18", target=0.9, deadline_s=1800, startup_s=s, prices={"t4": 0.526})
+    est = rec.estimates
+    shifted = dataclasses.replace(est, time_s=est.time_s - s, time_if_reached_s=est.time_if_reached_s - s)
+    feasible = np.asarray(est.p_success) >= 0.5
+    assert feasible.any()
+    unprobed = np.zeros(len(est.candidates), bool)
+    unprobed[np.argsort(est.cost)[:6]] = True
+    opts = standard_options(est, unprobed=unprobed, step_price=np.full(len(est.candidates), 0.01))
+    booked = option_gains(est, opts, feasible=feasible, deadline_s=1800.0, startup_s=s).gains
+    moved = option_gains(shifted, opts, feasible=feasible, deadline_s=1800.0 - s).gains
+    assert np.any(moved > 0)
+    np.testing.assert_allclose(booked, moved, rtol=1e-9, atol=1e-12)
+    none_left = option_gains(est, opts, feasible=np.zeros_like(feasible), deadline_s=1800.0, startup_s=1800.0).gains
+    assert np.all(none_left == 0.0)
