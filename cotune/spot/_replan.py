@@ -431,7 +431,16 @@ def _infeasible_levers(
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
             out.append(f"allow more than {count_of(c.workers[i], 'worker')} (--max-workers / max_workers): {who} uses them all")
     else:
-        out.append("relax the deadline (--deadline / deadline_s)")
+        # No option's chance of reaching the target at all (within its schedule) comes to the
+        # confidence: no deadline or budget is enough, only a lower confidence or target.
+        reach = np.where(mask, np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0), 0.0)
+        best = float(np.max(reach)) if reach.size else 0.0
+        out.append(f"no deadline is enough: no option reaches the target with probability {confidence:g} at all (the "
+                   f"likeliest reaches it with {best:.3f}); lower the target (--target / target)")
+        cap = math.floor(best * 100.0 - 1e-9) / 100.0  # a q strictly under the best chance, as written
+        if cap > 0.0:
+            out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to at most {cap:.2f}")
+        return False, out
     out.append(f"lower the confidence (--confidence / confidence, now {confidence:g})")
     return bool(in_time.any()), out
 

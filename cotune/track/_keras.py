@@ -66,6 +66,10 @@ class TrackerCallback(_keras.callbacks.Callback):
         # A tracker with accum_steps > 1 (an optimizer's gradient_accumulation_steps) steps
         # every accum_steps batches and at the epoch's last (params["steps"], when known).
         steps = (self.params or {}).get("steps")
+        if isinstance(steps, int) and isinstance(batch, int) and steps > 0:
+            # The last execution of an epoch whose steps are not a multiple of N reports the
+            # index N would have reached (batch 11 of 10): it ran only the batches left.
+            batch = min(batch, steps - 1)
         last = isinstance(steps, int) and batch + 1 >= steps
         # With compile(steps_per_execution=N) Keras calls the hooks once per N batches, the
         # index of the last one: counted as one, the job's epochs and step time were N times off.
@@ -73,9 +77,11 @@ class TrackerCallback(_keras.callbacks.Callback):
         self._prev_batch = batch if isinstance(batch, int) else self._prev_batch
         if covered > 1:
             self._record_many(self._timer.batch_end(time.perf_counter(), accum=1, last_of_epoch=True), covered)
-            return
-        done = self._timer.batch_end(time.perf_counter(), accum=self.tracker.config.accum_steps, last_of_epoch=last)
-        self._record(done)
+        else:
+            done = self._timer.batch_end(time.perf_counter(), accum=self.tracker.config.accum_steps, last_of_epoch=last)
+            self._record(done)
+        if last:
+            self._end_pass()
 
     def _record_many(self, done: tuple[float, int] | None, batches: int) -> None:
         """One hook that ran ``batches`` batches: that many optimizer steps (``accum_steps``
@@ -93,8 +99,14 @@ class TrackerCallback(_keras.callbacks.Callback):
         if done is not None and self._guard.tracking:
             self.tracker.step(step_time_s=done[0], micro_batches=done[1])
 
+    def _end_pass(self) -> None:
+        # The epoch's last batch held only the samples left: the tracker trims its count to the pass.
+        if self._guard.tracking and not self.tracker.closed:
+            self.tracker.end_pass()
+
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self._record(self._timer.epoch_end())
+        self._end_pass()  # before the evaluation is placed at the epoch counted
         logs = logs or {}
         if not self._guard.evals:
             return

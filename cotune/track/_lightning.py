@@ -90,6 +90,8 @@ class TrackerCallback(_Callback):
         done = self._timer.batch_end(time.perf_counter(), accum=getattr(trainer, "accumulate_grad_batches", 1) or 1,
                                      last_of_epoch=last)
         self._record(trainer, done)
+        if last:
+            self._end_pass(trainer)  # before validation places its evaluation at the epoch counted
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
         # An iterable dataset's last partial step is over once validation starts at the
@@ -99,10 +101,16 @@ class TrackerCallback(_Callback):
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         self._record(trainer, self._timer.epoch_end())
+        self._end_pass(trainer)
 
     def _record(self, trainer: Any, done: tuple[float, int] | None) -> None:
         if done is not None and self._guard.tracking and trainer.is_global_zero:
             self.tracker.step(step_time_s=done[0], micro_batches=done[1])
+
+    def _end_pass(self, trainer: Any) -> None:
+        # The epoch's last batch held only the samples left: the tracker trims its count to the pass.
+        if self._guard.tracking and trainer.is_global_zero and not self.tracker.closed:
+            self.tracker.end_pass()
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero or not self._guard.evals:

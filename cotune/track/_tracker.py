@@ -229,6 +229,11 @@ class Tracker:
         of not-yet-aggregated timing).
     warmup_steps : steps ignored after the start and after each reconfiguration.
     epochs_done : epochs already trained when the tracker starts (a resumed job).
+    elapsed_s_done : the job's wall time when the tracker starts (a resumed job: seconds
+        since the job first started, the time it was down included — its deadline counts
+        from then). Default: for a resumed job (``epochs_done`` > 0) whose evaluations the
+        profile holds, the wall time of its last one (a lower bound: the time down after it
+        is not known); else 0.
     cause : why a resumed job runs at this configuration now, when it differs from the
         one it ran at before: ``"revocation"`` (the provider took workers) or
         ``"replan"`` (chosen). Written on the first step record, like
@@ -276,6 +281,7 @@ class Tracker:
         flush_every_s: float = 60.0,
         warmup_steps: int = 5,
         epochs_done: float = 0.0,
+        elapsed_s_done: float | None = None,
         schedule_epochs: float | None = None,
         cause: Literal["replan", "revocation"] | None = None,
         rank: int | str = RANK_FROM_ENV,
@@ -291,6 +297,8 @@ class Tracker:
         warmup_steps = integer(warmup_steps, where="warmup_steps", ge=0)
         self._flush_every_s = _positive("flush_every_s", flush_every_s)
         epochs_done = number(epochs_done, where="epochs_done", ge=0.0)
+        self._elapsed_at_start = 0.0 if elapsed_s_done is None else number(
+            elapsed_s_done, where="elapsed_s_done", ge=0.0, what="a number of seconds")
         self.schedule_epochs = schedule_epochs
         self.path = Path(profile_path)
         self.window = window
@@ -303,6 +311,11 @@ class Tracker:
         self._skip = warmup_steps
         self._cause = None if cause is None else _move_cause(cause)
         self._samples = 0.0
+        self._pass_began = 0.0  # samples counted when the current pass over the data began
+        # Whether a step record at the current configuration is written: an evaluation
+        # before the first one (a full window is 100 steps; an epoch may be fewer) left the
+        # records naming the configuration the job ran at before, which `cotune replan` read.
+        self._config_recorded = False
         self._epochs_at_start = float(epochs_done)
         self._last_eval_epoch = -math.inf
         self._warned_back = False
@@ -331,7 +344,12 @@ class Tracker:
             # Read once: the workload must match, and its dataset size turns samples into epochs.
             profile = read_profile(self.path)
             tracked = self.job or profile.workload.name
-            held_epochs = [e.epoch for e in profile.evals if e.job is not None and e.job == tracked]
+            held_evals = [e for e in profile.evals if e.job is not None and e.job == tracked]
+            held_epochs = [e.epoch for e in held_evals]
+            if elapsed_s_done is None and self._epochs_at_start > 0:
+                # A resumed job: its clock goes on from its last evaluation's (at least), or a
+                # re-plan would think almost the whole deadline is left.
+                self._elapsed_at_start = max((e.elapsed_s for e in held_evals if e.elapsed_s is not None), default=0.0)
             differs = None if workload is None else profile.workload.differs_from(workload)
             if differs is not None:
                 # By its identity (name, dataset size, metric, goal): a record written without the
@@ -410,7 +428,34 @@ class Tracker:
 
     @property
     def elapsed_s(self) -> float:
-        return self._clock() - self._started
+        """The job's wall time: ``elapsed_s_done`` at the start plus the time since."""
+        return self._elapsed_at_start + self._clock() - self._started
+
+    def end_pass(self) -> None:
+        """The loop finished a pass over the training data (a framework's epoch end).
+
+        Frameworks give an epoch's last micro-batch only the samples left (``drop_last``
+        off), but a step is counted as ``workers × local_batch`` per micro-batch: the count
+        overshoots the pass by less than one micro-batch of every worker. Such an overshoot
+        is trimmed here, so the epochs counted stay the passes; a longer one (an epoch of
+        more steps than a pass, a repeated dataset) is kept as counted. The Lightning and
+        Keras callbacks call it at each epoch's end.
+        """
+        if not self.enabled or self.dataset_size is None:
+            return
+        c = self.config
+        over = self._samples - self._pass_began - self.dataset_size
+        if 0.0 < over < c.workers * c.local_batch:
+            self._samples -= over
+        self._pass_began = self._samples
+
+    def __getstate__(self) -> object:
+        # Lightning's ddp_spawn (and any multiprocessing spawn) pickles the callbacks: the
+        # open profile and its sync thread cannot travel, and a copy writing beside this one
+        # would break the one-writer rule. Said in one line instead of "cannot pickle FileIO".
+        raise InputError("a cotune Tracker cannot be sent to another process (it holds the open profile): with "
+                         "Lightning use strategy='ddp' (it launches the ranks as scripts), not 'ddp_spawn'; elsewhere "
+                         "create the Tracker in the process that trains")
 
     @property
     def closed(self) -> bool:
@@ -471,6 +516,8 @@ class Tracker:
                           "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
                           "to count them from the steps)", RuntimeWarning, stacklevel=2)
         self._last_eval_epoch = max(self._last_eval_epoch, epoch)
+        if not self._config_recorded and self._window:
+            self.flush()  # the configuration this evaluation ran at, on record before it
         grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
         rec = EvalRecord(
@@ -546,6 +593,7 @@ class Tracker:
             _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
         self.flush()
         self.config = moved
+        self._config_recorded = False
         self._skip = self.warmup_steps
         self._cause = "revocation" if "revocation" in (cause, self._cause) else cause
 
@@ -564,6 +612,7 @@ class Tracker:
         self._window = []
         self._window_began = self._clock()
         self._write(rec)
+        self._config_recorded = True
         return rec
 
     def close(self) -> None:

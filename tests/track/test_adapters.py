@@ -433,3 +433,46 @@ def test_transformers_train_inside_with_tracker_records_an_out_of_memory(tmp_pat
     assert p.steps and len(p.evals) == 1 and p.max_local_batch("cpu") == 31
     assert tracker.closed
 
+
+
+@pytest.mark.slow
+def test_lightning_callback_counts_a_partial_last_batch_as_the_samples_it_held(tmp_path: Path) -> None:
+    # 210 samples in batches of 40: five full batches and one of 10. Counted as six full
+    # ones, the evaluations read epochs 1.14, 2.29, 3.43.
+    L, module, data = _lightning_job(n=210)
+    from torch.utils.data import DataLoader
+
+    from cotune.track.lightning import TrackerCallback
+
+    loader = DataLoader(data.dataset, batch_size=40)
+    path = tmp_path / "job.jsonl"
+    workload = WorkloadRecord(name="tiny", dataset_size=210, metric="acc", goal="max")
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=40, workload=workload, window=4, warmup_steps=1)
+    trainer = L.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        callbacks=[TrackerCallback(tracker, monitor="val_acc")])
+    trainer.fit(module, loader, loader)
+    assert [e.epoch for e in read_profile(path).evals] == pytest.approx([1.0, 2.0, 3.0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("per_execution", [1, 3])
+def test_keras_callback_counts_a_partial_last_batch_and_a_short_last_execution(tmp_path: Path, per_execution: int) -> None:
+    # 210 samples in batches of 40 (the last holds 10); with steps_per_execution=3 the
+    # epoch's 6 batches are 3 + 3, and with 10 batches of 20 (210 → 10.5) the last
+    # execution runs one batch while Keras reports the index 3 would have reached.
+    keras = pytest.importorskip("keras")
+    from cotune.track.keras import TrackerCallback
+
+    x, y = _xy(210)
+    model = _keras_model(keras, metrics=["accuracy"])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
+                  steps_per_execution=per_execution)
+    for batch in (40, 20):
+        path = tmp_path / f"job{batch}.jsonl"
+        workload = WorkloadRecord(name="tiny", dataset_size=210, metric="acc", goal="max")
+        tracker = Tracker(path, gpu="cpu", workers=1, local_batch=batch, workload=workload, window=4, warmup_steps=0)
+        model.fit(x, y, batch_size=batch, epochs=3, validation_data=(x, y), verbose=0,
+                  callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
+        assert [e.epoch for e in read_profile(path).evals] == pytest.approx([1.0, 2.0, 3.0]), batch
+

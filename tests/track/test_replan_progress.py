@@ -496,3 +496,15 @@ def test_a_profile_with_only_the_jobs_own_curve_is_named_at_every_door(tmp_path:
     with pytest.raises(cotune.InputError) as info:  # the service answers an InputError with 422
         replan_request({"profile": {"records": records}, "target": 0.9, "deadline_s": 3600})
     assert needle in str(info.value)
+
+
+def test_a_confidence_above_every_chance_of_reaching_asks_for_no_deadline(job_path: Path, cifar_models) -> None:
+    # At 0.955 the job's curve reaches the target with about one chance in two, whatever the
+    # deadline: "relax the deadline" (with no value, even at 100 days) was no help.
+    r = _replan(job_path, cifar_models, target=0.955, deadline_s=100 * 86400, confidence=0.9)
+    assert r.decision == "infeasible"
+    assert "relax the deadline" not in r.reason and "no deadline is enough" in r.reason
+    cap = float(re.search(r"to at most (0\.\d\d)", r.reason).group(1))
+    assert 0.0 < cap < 0.9
+    # The confidence it names is met.
+    assert _replan(job_path, cifar_models, target=0.955, deadline_s=100 * 86400, confidence=cap).decision != "infeasible"

@@ -746,3 +746,73 @@ def test_a_closed_tracker_refuses_to_reconfigure_as_it_refuses_steps(tmp_path: P
     with pytest.raises(InputError, match="the tracker is closed"):
         tr.reconfigure(workers=2)
     assert tr.config.workers == 1
+
+
+def test_an_evaluation_after_a_reconfiguration_follows_a_step_record_at_the_new_one(tmp_path: Path) -> None:
+    # A full window is 100 steps; an epoch here is 63 at the new configuration: the
+    # evaluation came first and `cotune replan` read the old configuration as the current one.
+    from cotune.track import job_progress
+
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="t4", workers=4, local_batch=4, workload=WORKLOAD, fsync="none")
+    for _ in range(200):
+        tr.step(step_time_s=0.1)
+    tr.eval(metric=0.5)
+    tr.reconfigure(workers=8, hosts=2)
+    for _ in range(32):
+        tr.step(step_time_s=0.06)
+    tr.eval(metric=0.6)
+    jp = job_progress(read_profile(path))
+    assert (jp.workers, jp.hosts, jp.local_batch, jp.global_batch) == (8, 2, 4, 32)
+    assert jp.step_time_s == pytest.approx(0.06)
+    tr.close()
+
+
+def test_a_resumed_job_keeps_its_clock(tmp_path: Path) -> None:
+    # The deadline counts from the job's start: a resumed tracker that counted from 0
+    # told `cotune replan` that almost the whole deadline was left.
+    path = tmp_path / "job.jsonl"
+    clock = FakeClock()
+    with Tracker(path, gpu="cpu", workers=1, local_batch=10, workload=WORKLOAD, clock=clock, fsync="none") as tr:
+        for _ in range(100):
+            clock.now += 10.0
+            tr.step(step_time_s=10.0)
+        tr.eval(metric=0.5)  # epoch 1 at 1000 s
+    clock.now = 0.0
+    with Tracker(path, gpu="cpu", workers=1, local_batch=10, epochs_done=1.0, clock=clock, fsync="none") as tr:
+        clock.now += 50.0
+        assert tr.elapsed_s == pytest.approx(1050.0)  # from its last evaluation's wall time, at least
+    with Tracker(path, gpu="cpu", workers=1, local_batch=10, epochs_done=1.0, elapsed_s_done=4000.0, clock=clock,
+                 fsync="none") as tr:
+        assert tr.elapsed_s == pytest.approx(4000.0)  # the caller knows the time it was down too
+        clock.now += 5.0
+        assert tr.eval(metric=0.6).elapsed_s == pytest.approx(4005.0)
+    with pytest.raises(InputError, match="elapsed_s_done"):
+        Tracker(path, gpu="cpu", workers=1, local_batch=10, epochs_done=1.0, elapsed_s_done=-1.0)
+
+
+def test_end_pass_trims_a_partial_last_batch_and_keeps_a_longer_epoch(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=2, local_batch=64, workload=WORKLOAD, warmup_steps=0, fsync="none") as tr:
+        for _ in range(8):  # 8 × 128 = 1,024 counted for a pass of 1,000: the last step held 104
+            tr.step(step_time_s=0.1)
+        tr.end_pass()
+        assert tr.epoch == pytest.approx(1.0)
+        for _ in range(10):  # 1,280: more than a micro-batch of every worker over the pass — kept
+            tr.step(step_time_s=0.1)
+        tr.end_pass()
+        assert tr.epoch == pytest.approx(1.0 + 1.28)
+        for _ in range(4):  # half a pass (an epoch limited to part of the data): kept
+            tr.step(step_time_s=0.1)
+        tr.end_pass()
+        assert tr.epoch == pytest.approx(2.28 + 0.512)
+
+
+def test_a_tracker_refuses_to_be_pickled_in_one_line(tmp_path: Path) -> None:
+    # Lightning's ddp_spawn pickles the callbacks into its ranks: "cannot pickle FileIO" said nothing.
+    import pickle
+
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none")
+    with pytest.raises(InputError, match=r"cannot be sent to another process.*strategy='ddp'.*not 'ddp_spawn'"):
+        pickle.dumps(tr)
+    tr.close()
