@@ -26,8 +26,9 @@ fits the budget left). Options are compared by their *risk-adjusted* cost,
 ``cost + (1 − p_success) · miss_cost``: a miss wastes what was spent and must be redone,
 so trading a sure finish for a cheaper gamble pays only when the saving beats the
 risk it adds (``miss_cost = 0``: plain cost), and the margin is a share of the whole
-job's cost (``spent`` plus the remaining), so a job nearly done does not restart to save
-a few percent of its last few minutes. An option is *kept* while its chance holds
+job's cost (``spent`` plus the current configuration's risk-adjusted remaining cost,
+``key(stay)``: the saving is risk-adjusted too), so a job nearly done does not restart to
+save a few percent of its last few minutes. An option is *kept* while its chance holds
 ``q`` but *entered* only at :func:`entry_threshold`, ``min(q + p_margin, (1 + q)/2)``: a
 cheaper alternative must hold that to replace a feasible configuration, and when the
 current one falls below ``q`` the cheapest that holds it is preferred (the cheapest at
