@@ -140,6 +140,7 @@ def import_log(
             # It was dropped without a word: the run went into the other workload's profile.
             raise InputError(f"{out} is workload {existing.workload.name!r}, not {name!r}: leave --name out to add this "
                              "run to it, or choose another --out for the other workload")
+    _points_fit(log, opts.metric, out, existing)
     records, notes = log_to_records(log, opts)
     workload = records[0]
     if existing is not None and seed is None:
@@ -171,6 +172,28 @@ def import_log(
     _save(out, existing, profile, records,
           overlap_fix="Leave --seed out to import it as another run (the next free seed), or give a new seed")
     return profile
+
+
+def _points_fit(log: LogData, metric: str | None, out: Any, existing: Profile | None) -> None:
+    """Refuse a log whose metric has more points than a profile may hold lines, from the
+    points the reader found — before records are built and each is checked twice (a 2,000,000
+    row CSV took 100 s and 1 GB to be refused by :func:`_lines_after`, which stays the exact
+    check). A metric that cannot be chosen is left to :func:`log_to_records` to name."""
+    import numpy as np
+
+    from cotune.logs._convert import _choose_metric
+
+    try:
+        series = _choose_metric(log, metric, [])
+    except InputError:
+        return
+    x = series.epoch if series.epoch is not None else series.step
+    points = int(np.count_nonzero(np.isfinite(x)))
+    lines = points + 1 if existing is None else _lines(out) + points
+    if lines > MAX_PROFILE_LINES:
+        raise InputError(f"{log.source}: the profile would have {lines:,} lines ({points:,} points of {series.name!r}), "
+                         f"more than the {MAX_PROFILE_LINES:,} a profile may hold: import a validation metric (one point "
+                         "per evaluation, not per step) or thin the log")
 
 
 def import_table(

@@ -180,9 +180,19 @@ def _median_step_time(log: LogData, global_batch: int,
     for name, s in train.items():
         if re.search(r"step_time(_s)?$", name.lower()) and np.all(s.value > 0):
             return _summarise(s.value, f"series {name!r}")
-    for name, s in train.items():
-        if re.search(r"(steps|batches|it)_per_sec(ond)?$", name.lower()) and np.all(s.value > 0):
-            return _summarise(1.0 / s.value, f"series {name!r} (steps per second)")
+    rates = [n for n, s in train.items()
+             if re.search(r"(steps|batches|it)_per_sec(ond)?$", n.lower()) and np.all(s.value > 0)]
+    # Lightning's ThroughputMonitor logs 'train/device/batches_per_sec' (one device's
+    # batches: steps per second) and, on several devices, 'train/batches_per_sec' (that
+    # times the world size), which sorts first: with 2 GPUs it halved the step time.
+    device = [n for n in rates if re.search(r"device\W?batches_per_sec(ond)?$", n.lower())]
+    lightning_global = [n for n in rates if n.lower().endswith("batches_per_sec") and n not in device]
+    if device:
+        return _summarise(1.0 / log.series[device[0]].value, f"series {device[0]!r} (steps per second)")
+    for name in rates:
+        if name in lightning_global and log.format == "lightning-csv":
+            continue  # all devices' batches a second: not the steps, and the world size is not in the log
+        return _summarise(1.0 / log.series[name].value, f"series {name!r} (steps per second)")
     for name, s in train.items():
         if re.search(r"(samples_per_sec(ond)?|throughput)$", name.lower()) and np.all(s.value > 0):
             return _summarise(global_batch / s.value, f"series {name!r} (samples per second)")
@@ -320,7 +330,10 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     gaps = np.diff(finite_x)
     # a point a sliver of the usual spacing after another: not training progress
     close = np.flatnonzero((gaps >= 0) & (gaps < 0.05 * np.median(gaps))) if gaps.size >= 2 else np.array([], int)
-    if close.size:
+    # A restart shows in any series' steps (a run resumed from a checkpoint logs its training
+    # steps again; its evaluations may only repeat one step): the metric's own first.
+    restarted = metric if metric.steps_back else max(log.series.values(), key=lambda x: x.steps_back)
+    if close.size and not restarted.steps_back:  # a rerun's points sit on the first run's: said below
         k = int(close[-1])
         notes.append(f"two points of {metric.name!r} at nearly one epoch ({finite_x[k]:.6g} and {finite_x[k + 1]:.6g}): the "
                      "later may be a separate validation run (trainer.validate() after fit, often of the best checkpoint), "
@@ -329,6 +342,14 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     if back:
         notes.append(f"the epochs of {metric.name!r} go back {back} time(s): a log of several runs (or a restart that "
                      "counted from 0 again) is read as one curve; split it and import each run with --append")
+    elif restarted.steps_back:
+        # Step-keyed series are sorted by step as they are read: the order the log wrote them
+        # is where a rerun shows (steps 100, 200, 300, 100, ...).
+        files = log.files.get(restarted.name, ())
+        where = f" (event files {', '.join(files)})" if files else ""
+        notes.append(f"the steps of {restarted.name!r} go back {restarted.steps_back} time(s) in the order the log wrote "
+                     f"them{where}: a log of several runs (or a run restarted from an earlier step) is read as one "
+                     "curve; split it and import each run with --append")
     evals, dropped = _readable(
         EvalRecord(global_batch=global_batch, epoch=float(e), metric=float(v), seed=opts.seed)
         for e, v in zip(epochs, metric.value)

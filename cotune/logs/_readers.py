@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import re
+import struct
 import sys
 import types
 from collections import Counter
@@ -41,6 +42,9 @@ class Series:
     epoch: np.ndarray | None = None
     wall_time_s: np.ndarray | None = None
     unreadable: tuple[str, ...] = ()  # cells of a table's column that are not numbers (left out)
+    # Times the step went back in the order the log wrote the points (a rerun or a restart
+    # that counted from 0 again, in one file): the arrays are sorted, so only this keeps it.
+    steps_back: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,9 +62,16 @@ class LogData:
     # Columns none of whose cells is a number, and why: no series, but named when one was
     # asked for or no metric was found (a decimal comma makes the metric one of them).
     text_columns: Mapping[str, str] = field(default_factory=dict)
+    # The files each series was read from where a log is several (TensorBoard writes an event
+    # file per writer): named when a series' steps go back, so the user knows where to split.
+    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _series(name: str, rows: list[tuple[float, float, float | None, float | None]]) -> Series:
+    # Counted before the sort, which would hide it: a second run's steps 100, 200, ... after
+    # the first's read as one curve with two points at every step.
+    steps = [r[0] for r in rows if math.isfinite(r[0])]
+    back = sum(1 for a, b in zip(steps, steps[1:]) if b < a)
     rows = sorted(rows, key=lambda r: r[0])
     step = np.array([r[0] for r in rows], dtype=float)
     value = np.array([r[1] for r in rows], dtype=float)
@@ -68,7 +79,7 @@ def _series(name: str, rows: list[tuple[float, float, float | None, float | None
     walls = [r[3] for r in rows]
     epoch = np.array(epochs, dtype=float) if all(e is not None for e in epochs) else None
     wall = np.array(walls, dtype=float) if all(w is not None for w in walls) else None
-    return Series(name=name, step=step, value=value, epoch=epoch, wall_time_s=wall)
+    return Series(name=name, step=step, value=value, epoch=epoch, wall_time_s=wall, steps_back=back)
 
 
 def _number(text: object) -> float | None:
@@ -442,7 +453,8 @@ def read_keras_csv(path: Path, *, time_column: str | None = None, time_unit: str
     no clock, but a log of its layout may hold one (a callback's, DAWNBench's ``hours``)."""
     header, rows = _read_table(path, "keras-csv", "training log that keras.callbacks.CSVLogger writes")
     if "epoch" not in header:
-        raise InputError(f"{path}: no 'epoch' column: this is not a Keras CSVLogger log (use format csv and --epoch-column)")
+        raise InputError(f"{path}: no 'epoch' column" + (_unnamed_index(header) or
+                         ": this is not a Keras CSVLogger log (use format csv and --epoch-column)"))
     time_col, seconds_per, unit_note = _clock(path, header, rows, time_column, time_unit, x=("epoch",))
     clocks = tuple(h for h in header if h.strip().lower() in TIME_COLUMNS) if time_col is not None else ()
     series, skipped, empty = _table_series(header, rows, step_col=None, epoch_col="epoch", step_offset=0.0,
@@ -463,6 +475,39 @@ def _one_based_hint(rows: list[dict[str, str]]) -> tuple[str, ...]:
     return (f"column 'epoch' starts at {first:g}, where Keras's CSVLogger starts at 0 (one is added to each: the "
             "index of the epoch just finished): if it counts passes done (DAWNBench's logs), import the log as format "
             "csv, or every point is one epoch late",)
+
+
+def _unnamed_index(header: list[str]) -> str:
+    """The fix for a table whose x axis is a column without a name (pandas' index, which
+    ``DataFrame.to_csv`` writes with an empty header cell: a Keras ``History`` saved so counts
+    epochs from 0 there), which no --epoch-column can name; "" where every column has a name."""
+    if not any(not h.strip() for h in header):
+        return ""
+    return ("; a column has no name (pandas writes a DataFrame's index so: a Keras History saved with "
+            "pd.DataFrame(history.history).to_csv() holds the 0-based epoch index there): write 'epoch' as its name in "
+            "the header, then import the file as format keras-csv")
+
+
+def _epoch_index_hint(rows: list[dict[str, str]], epoch_col: str, step_col: str) -> tuple[str, ...]:
+    # Passes done are 0 only before the first step: a whole-number epoch column that is still 0
+    # after steps were taken counts the epoch in progress from 0 (Lightning's CSVLogger, a
+    # W&B export of it), and read as passes every point is about one epoch early.
+    at_zero = None
+    for row in rows:
+        epoch = _number(row.get(epoch_col))
+        if epoch is None:
+            continue
+        if not math.isfinite(epoch) or not epoch.is_integer():
+            return ()
+        step = _number(row.get(step_col))
+        if epoch == 0.0 and step is not None and math.isfinite(step) and step > 0 and at_zero is None:
+            at_zero = step
+    if at_zero is None:
+        return ()
+    return (f"column {epoch_col!r} is still 0 at step {at_zero:g}, after steps were taken: it counts the epoch in "
+            "progress from 0 (Lightning's CSVLogger writes that), not passes done, and every point reads about one "
+            "epoch early: import a Lightning log as format lightning-csv (its epochs come from the steps), or leave "
+            "that column out so the steps give the epochs",)
 
 
 def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, ...]:
@@ -604,6 +649,9 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
         # where the loop logged once a step, so it is named, not taken.
         wandb = ("; a Weights & Biases export's _step counts wandb.log calls (the optimizer step if the loop logged "
                  "once a step)" if "_step" in header else "")
+        unnamed = _unnamed_index(header)
+        if unnamed:
+            raise InputError(f"{path}: no 'step' or 'epoch' column{unnamed}")
         raise InputError(
             f"{path}: no 'step' or 'epoch' column (columns: {', '.join(header)}): name the x axis with --epoch-column NAME "
             f"(passes over the data) or --step-column NAME (optimizer steps done){wandb}"
@@ -619,7 +667,8 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
                                            epoch_is_passes=True, epoch_offset=1.0 if keras else 0.0, time_col=time_col,
                                            clocks=clocks, seconds_per_unit=seconds_per, path=path)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
-    hint = _zero_based_hint(rows, epoch_col) if epoch_col is not None and step_col is None else ()
+    hint = (() if epoch_col is None or keras else _zero_based_hint(rows, epoch_col) if step_col is None
+            else _epoch_index_hint(rows, epoch_col, step_col))
     run_name, notes = path.stem, ()
     if download is not None and "Value" in series:
         # The tag's name is in the download's file name only: the series is named after it,
@@ -676,11 +725,69 @@ def _tensorboard_accumulator():
 KERAS_RUNS = ("train", "validation")
 
 
-def _scalar_events(path: Path) -> dict[str, list[tuple[float, float, float]]]:
-    """``tag -> [(step, value, wall_time)]`` of every scalar summary in a run directory: the
-    classic ``simple_value`` scalars (PyTorch's SummaryWriter, tensorboardX) and the rank-0
-    tensors that TF2's ``tf.summary.scalar`` writes (Keras's TensorBoard callback), which
-    the accumulator files under ``tensors`` with the ``scalars`` plugin."""
+class _CheckedEventFiles:
+    """The events of a run's event files, for tensorboard's ``EventAccumulator`` (its
+    ``Load()`` generator), in the accumulator's own order (by file name), each record's
+    checksums checked as its loader checks them. Its loader takes a damaged record for the
+    end of the file: one bad record mid-file silently cut the curve there. Here that is an
+    error naming the file and the byte; only a torn last record (a writer killed mid-write)
+    is dropped, with a note. ``tags`` keeps which files each tag came from."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = sorted(files, key=lambda f: f.name)
+        self.notes: list[str] = []
+        self.tags: dict[str, list[str]] = {}
+
+    def Load(self) -> Iterator[object]:  # noqa: N802 - the name the accumulator calls
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+        for file in self.files:
+            data = file.read_bytes()  # the files' total is capped at MAX_JSON_LOG_BYTES
+            size, at = len(data), 0
+            while at < size:
+                torn = size - at < 12  # not even a length and its checksum
+                length = 0 if torn else struct.unpack_from("<Q", data, at)[0]
+                end = at + 12 + length + 4
+                why = None
+                if not torn and masked_crc32c(data[at:at + 8]) != struct.unpack_from("<I", data, at + 8)[0]:
+                    why = "its length's checksum fails"
+                elif not torn and end > size:
+                    torn = True
+                elif not torn and masked_crc32c(data[at + 12:end - 4]) != struct.unpack_from("<I", data, end - 4)[0]:
+                    why = "its checksum fails"
+                # The rest of the file is this record alone (cut short, or a tail the file
+                # system left zero-filled): what a writer stopped mid-write leaves.
+                if torn or (why is not None and (end == size or not data[at:].strip(b"\0"))):
+                    self.notes.append(f"dropped a torn last record of {file.name} ({size - at:,} bytes at byte {at:,}: "
+                                      "the writer stopped mid-write)")
+                    break
+                if why is not None and at == 0:
+                    raise InputError(f"{file}: not a TensorBoard event file ({why.replace('its', 'its first record', 1)}): "
+                                     "give a run directory of the event files a SummaryWriter wrote")
+                if why is not None:
+                    raise InputError(f"{file}: a damaged record at byte {at:,} of {size:,} ({why}): every event after it "
+                                     f"would be lost; restore the file, or keep what precedes it (head -c {at} FILE, in a "
+                                     "run directory of its own) and import that")
+                try:
+                    event = event_pb2.Event.FromString(data[at + 12:end - 4])
+                except Exception:  # protobuf's DecodeError: checksums intact, contents not an Event
+                    raise InputError(f"{file}: the record at byte {at:,} is no TensorBoard event: give a run directory "
+                                     "of event files") from None
+                for value in event.summary.value:
+                    seen = self.tags.setdefault(value.tag, [])
+                    if not seen or seen[-1] != file.name:
+                        seen.append(file.name)
+                yield event
+                at = end
+
+
+def _scalar_events(path: Path) -> tuple[dict[str, list[tuple[float, float, float]]], list[str], dict[str, list[str]]]:
+    """``tag -> [(step, value, wall_time)]`` of every scalar summary in a run directory, in
+    the order the files hold them: the classic ``simple_value`` scalars (PyTorch's
+    SummaryWriter, tensorboardX) and the rank-0 tensors that TF2's ``tf.summary.scalar``
+    writes (Keras's TensorBoard callback), which the accumulator files under ``tensors``
+    with the ``scalars`` plugin; the reader's notes; and the event files of each tag."""
     # Every event is kept (a sample would be a silently thinner curve): the files' size is
     # bounded instead, as a JSON log's is (each event becomes a few Python objects).
     files = list(path.glob("*tfevents*")) if path.is_dir() else [path]
@@ -695,6 +802,10 @@ def _scalar_events(path: Path) -> dict[str, list[tuple[float, float, float]]]:
                          f"{MAX_JSON_LOG_BYTES // 2**20} MiB limit: import a CSV export of the validation metric "
                          "(TensorBoard's 'Download CSV'), or give one run's directory")
     accumulator = _tensorboard_accumulator()(str(path), size_guidance={"scalars": 0, "tensors": 0})
+    # The accumulator reads its events from this generator (an attribute it has had since
+    # TensorBoard 1.x); its own loader would stop silently at a damaged record.
+    checked = _CheckedEventFiles(files)
+    accumulator._generator = checked
     try:
         accumulator.Reload()
         tags = accumulator.Tags()
@@ -716,27 +827,42 @@ def _scalar_events(path: Path) -> dict[str, list[tuple[float, float, float]]]:
         raise
     except Exception as exc:  # the reader raises assorted errors on damaged files
         raise InputError(f"{path}: could not read TensorBoard events ({type(exc).__name__}: {exc}): give an intact event file") from None
-    return out
+    return out, checked.notes, checked.tags
 
 
 def read_tensorboard(path: Path) -> LogData:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give a TensorBoard run directory (the one holding events.out.tfevents.*)")
-    keras = False
+    halves: tuple[str, ...] = ()  # the Keras runs read, below ``keras_dir``
+    keras_dir = path
     if path.is_dir() and not any(path.glob("*tfevents*")):
         runs = sorted({p.parent for p in path.rglob("*tfevents*")})
-        keras = sorted(r.name for r in runs) == sorted(KERAS_RUNS) and all(r.parent == path for r in runs)
-        if len(runs) != 1 and not keras:
+        if sorted(r.name for r in runs) == sorted(KERAS_RUNS) and all(r.parent == path for r in runs):
+            halves = KERAS_RUNS
+        elif len(runs) != 1:
             listed = ", ".join(map(str, runs[:5])) or "none"
             raise InputError(f"{path}: holds event files of {len(runs)} runs ({listed}): give one run's directory")
-        if not keras:
+        else:
             path = runs[0]
-    if keras:
+    if halves:
+        events, notes, tag_files = {}, [], {}
+    else:
+        events, notes, tag_files = _scalar_events(path)
+        # One half of a Keras log given on its own (logs/fit/validation): its epoch_* series
+        # step by the epoch index too; read as steps they gave epochs 0, 0.17, ... and a step
+        # time from the epochs' clock.
+        if path.is_dir() and path.name in KERAS_RUNS and any(t.startswith("epoch_") for t in events):
+            halves, keras_dir = (path.name,), path.parent
+            events = {f"{path.name}/{t}": rows for t, rows in events.items()}
+            tag_files = {f"{path.name}/{t}": [f"{path.name}/{f}" for f in fs] for t, fs in tag_files.items()}
+    if halves == KERAS_RUNS:
         # One run's two halves: the series are named by their half ('validation/epoch_accuracy'),
         # and Keras's epoch-level series step by the 0-based index of the epoch just finished.
-        events = {f"{half}/{tag}": rows for half in KERAS_RUNS for tag, rows in _scalar_events(path / half).items()}
-    else:
-        events = _scalar_events(path)
+        for half in KERAS_RUNS:
+            got, said, files = _scalar_events(path / half)
+            events.update({f"{half}/{tag}": rows for tag, rows in got.items()})
+            notes += said
+            tag_files.update({f"{half}/{tag}": [f"{half}/{f}" for f in fs] for tag, fs in files.items()})
     if not events:
         raise InputError(f"{path}: no scalar summaries in the event files: log the metric with add_scalar "
                          "(tf.summary.scalar, or Keras's TensorBoard callback)")
@@ -748,44 +874,92 @@ def read_tensorboard(path: Path) -> LogData:
     offset = 1.0 if lightning else 0.0
     series = {}
     for tag, rows in events.items():
-        if keras and tag.split("/", 1)[1].startswith("epoch_"):
+        if halves and tag.split("/", 1)[1].startswith("epoch_"):
             series[tag] = _series(tag, [(math.nan, v, step + 1.0, wall) for step, v, wall in rows])
         else:
             series[tag] = _series(tag, [(step + offset, v, None, wall) for step, v, wall in rows])
-    notes: tuple[str, ...] = ()
     if lightning:
-        notes = ("a Lightning TensorBoard log (hparams.yaml, an 'epoch' series): its steps count from 0, so one is added",)
-    if keras:
-        notes = ("a Keras TensorBoard log (train/ and validation/): its epoch_* series step by the 0-based index of the "
-                 "epoch just finished, so one is added",)
-    return LogData(format="tensorboard", source=str(path), run_name=path.name or "tensorboard-run", series=series,
-                   notes=notes)
+        notes.append("a Lightning TensorBoard log (hparams.yaml, an 'epoch' series): its steps count from 0, so one is added")
+    if halves == KERAS_RUNS:
+        notes.append("a Keras TensorBoard log (train/ and validation/): its epoch_* series step by the 0-based index of "
+                     "the epoch just finished, so one is added")
+    elif halves:
+        notes.append(f"a Keras TensorBoard log's {halves[0]}/ half: its epoch_* series step by the 0-based index of the "
+                     f"epoch just finished, so one is added; give the directory above it ({keras_dir}) to read both "
+                     "halves")
+    run_name = (keras_dir if halves else path).name
+    return LogData(format="tensorboard", source=str(path), run_name=run_name or "tensorboard-run", series=series,
+                   notes=tuple(notes), files={k: tuple(v) for k, v in tag_files.items()})
 
 
 # --- MLflow local file store ---------------------------------------------------------
 
 
+def _mlflow_meta(run: Path) -> tuple[str, bool]:
+    """(name, deleted?) of a file store's run: ``tags/mlflow.runName`` (else ``meta.yaml``'s
+    ``run_name``), and whether ``meta.yaml`` says ``lifecycle_stage: deleted`` (MLflow keeps
+    a deleted run's directory until ``mlflow gc``)."""
+    name, deleted = "", False
+    tag = run / "tags" / "mlflow.runName"
+    if tag.is_file():
+        # Only a label: a damaged tag (bytes that are no UTF-8, a huge file) names the run as far
+        # as it reads; its metrics are what the import is for.
+        with tag.open("rb") as fh:
+            name = fh.read(_MAX_TAG_BYTES).decode("utf-8", errors="replace").strip()
+    meta = run / "meta.yaml"
+    if meta.is_file():
+        with meta.open("rb") as fh:
+            text = fh.read(64 * _MAX_TAG_BYTES).decode("utf-8", errors="replace")
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key == "lifecycle_stage":
+                deleted = value.strip().strip("'\"") == "deleted"
+            elif key == "run_name" and not name:
+                name = value.strip().strip("'\"")
+    return name, deleted
+
+
 def _mlflow_run_dir(path: Path, run_id: str | None) -> Path:
     if (path / "metrics").is_dir():
         return path
-    runs = sorted(p.parent for p in path.glob("*/*/metrics") if p.is_dir()) + sorted(p.parent for p in path.glob("*/metrics") if p.is_dir())
-    runs = sorted(set(runs))
-    if run_id is not None:
-        runs = [r for r in runs if r.name == run_id]
-    if len(runs) != 1:
-        listed = ", ".join(str(r) for r in runs[:5]) or "none"
+    found = sorted(set(p.parent for pattern in ("*/*/metrics", "*/metrics") for p in path.glob(pattern) if p.is_dir()))
+    runs = [(r, *_mlflow_meta(r)) for r in found]
+    live = [(r, name) for r, name, deleted in runs if not deleted]
+    chosen = live if run_id is None else [(r, name) for r, name in live if run_id in (r.name, name)]
+    if len(chosen) != 1:
+        listed = ", ".join(f"{r.name} ({name})" if name else r.name for r, name in (chosen or live)[:5]) or "none"
+        more = "" if len(chosen or live) <= 5 else f" and {len(chosen or live) - 5:,} more"
+        said = f"no run {run_id!r}; the runs are" if run_id is not None and not chosen else (
+            f"{len(chosen)} runs named {run_id!r}:" if run_id is not None else f"{len(chosen)} runs:")
+        deleted = sum(1 for _, _, d in runs if d)
+        skipped = f" ({deleted} deleted run{'' if deleted == 1 else 's'} left out)" if deleted else ""
         raise InputError(
-            f"{path}: expected one MLflow run (a directory with metrics/), found {len(runs)} ({listed}): "
-            "give the run directory, mlruns/EXPERIMENT_ID/RUN_ID, or pass --run RUN_ID"
+            f"{path}: expected one MLflow run (a directory with metrics/), found {said} {listed}{more}{skipped}: "
+            "give the run directory, mlruns/EXPERIMENT_ID/RUN_ID, or pass --run RUN_ID (or the run name)"
         )
-    return runs[0]
+    return chosen[0][0]
 
 
-def _mlflow_series(key: str, rows: list[tuple[float, float, float]]) -> Series:
+def _lightning_indexed(rows: Mapping[str, list[tuple[float, ...]]]) -> bool:
+    """Whether an MLflow run was logged by Lightning's MLFlowLogger: an ``epoch`` metric of
+    whole indices from 0, logged at every step any metric was (Lightning adds the epoch to
+    each call). Its steps are the 0-based index of the step just taken, as its CSVLogger's."""
+    epoch = rows.get("epoch")
+    if not epoch or epoch[0][1] != 0.0 or not all(float(r[1]).is_integer() for r in epoch):
+        return False
+    at = {r[0] for r in epoch}
+    return len(rows) > 1 and all(r[0] in at for key, points in rows.items() for r in points)
+
+
+_LIGHTNING_MLFLOW_NOTE = ("a Lightning MLFlowLogger run (an 'epoch' metric of whole indices logged with every other): "
+                          "its steps count from 0, so one is added")
+
+
+def _mlflow_series(key: str, rows: list[tuple[float, float, float]], *, step_offset: float = 0.0) -> Series:
     """(step, value, timestamp_ms) rows; times in seconds since the series' first point:
     epoch milliseconds / 1000 in float64 would blur the sub-millisecond gaps a step time is made of."""
     t0 = min(r[2] for r in rows)
-    return _series(key, [(step, value, None, (ts - t0) / 1000.0) for step, value, ts in rows])
+    return _series(key, [(step + step_offset, value, None, (ts - t0) / 1000.0) for step, value, ts in rows])
 
 
 def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
@@ -813,7 +987,8 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
     # A store holds every run ever logged (gigabytes are usual): the cap is on this run's points.
     try:
         for key, value, ts, step, is_nan in db.execute(
-            "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY step, timestamp LIMIT ?",
+            # In the order logged (a rerun's steps going back show there), as the file store keeps it.
+            "SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY timestamp, step LIMIT ?",
             (uuid, MAX_LOG_POINTS + 1),
         ):
             point = _db_point(step, value, ts, is_nan)
@@ -830,8 +1005,10 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
         raise _too_many_points(f"{path} run {uuid}")
     if not rows:
         raise InputError(f"{path}: run {uuid} logged no metrics: log the validation metric with mlflow.log_metric")
+    lightning = _lightning_indexed(rows)
     return LogData(format="mlflow", source=f"{path} run {uuid}", run_name=name or uuid,
-                   series={k: _mlflow_series(k, v) for k, v in rows.items()})
+                   series={k: _mlflow_series(k, v, step_offset=1.0 if lightning else 0.0) for k, v in rows.items()},
+                   notes=(_LIGHTNING_MLFLOW_NOTE,) if lightning else ())
 
 
 def _db_point(step: object, value: object, ts: object, is_nan: object) -> tuple[float, float, float] | None:
@@ -868,7 +1045,7 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
                          "its mlruns root, or a SQLite store (mlflow.db)")
     run = _mlflow_run_dir(path, run_id)
     metrics_dir = run / "metrics"
-    series: dict[str, Series] = {}
+    by_key: dict[str, list[tuple[float, float, float]]] = {}
     points = 0
     for file in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
         key = file.relative_to(metrics_dir).as_posix()
@@ -892,17 +1069,14 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
                 if points > MAX_LOG_POINTS:
                     raise _too_many_points(run)
         if rows:
-            series[key] = _mlflow_series(key, rows)
-    if not series:
+            by_key[key] = rows
+    if not by_key:
         raise InputError(f"{run}: the run logged no metrics: log the validation metric with mlflow.log_metric")
-    name_file = run / "tags" / "mlflow.runName"
-    name = run.name
-    if name_file.is_file():
-        # Only a label: a damaged tag (bytes that are no UTF-8, a huge file) names the run as far
-        # as it reads; its metrics are what the import is for.
-        with name_file.open("rb") as fh:
-            name = fh.read(_MAX_TAG_BYTES).decode("utf-8", errors="replace").strip()
-    return LogData(format="mlflow", source=str(run), run_name=name or run.name, series=series)
+    name, _ = _mlflow_meta(run)
+    lightning = _lightning_indexed(by_key)
+    series = {k: _mlflow_series(k, v, step_offset=1.0 if lightning else 0.0) for k, v in by_key.items()}
+    return LogData(format="mlflow", source=str(run), run_name=name or run.name, series=series,
+                   notes=(_LIGHTNING_MLFLOW_NOTE,) if lightning else ())
 
 
 _READERS: dict[str, Callable[..., LogData]] = {

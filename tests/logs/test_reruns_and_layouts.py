@@ -1,0 +1,217 @@
+"""Logs whose layout the importers misread without a word: a rerun into one log, a damaged
+event file, one half of a Keras log, Lightning's 0-based counters through other loggers,
+Lightning's world-wide throughput, MLflow run names and deleted runs, a pandas-saved
+History. Each log is written here, small, in the format the library writes (TensorBoard's
+own event writer; MLflow's file-store layout; the CSV text Lightning and pandas write)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cotune.errors import InputError
+from cotune.logs import import_log
+
+LOGS = Path(__file__).resolve().parents[2] / "examples" / "logs"
+LIGHTNING = LOGS / "lightning" / "tiny" / "version_0" / "metrics.csv"
+
+
+def _event_file(run: Path, points: list[tuple[int, str, float]], *, tensors: bool = False) -> Path:
+    """One writer's event file in ``run`` (what SummaryWriter writes: it uses this writer), its
+    points at one second a step; ``tensors``: as ``tf.summary.scalar`` (Keras) writes them."""
+    pytest.importorskip("tensorboard")
+    from cotune.logs._readers import _tensorboard_accumulator
+
+    _tensorboard_accumulator()  # tensorboard without TensorFlow, as the reader loads it
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.plugins.scalar import summary_v2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(run))
+    for step, tag, value in points:
+        summary = (summary_v2.scalar_pb(tag, value) if tensors
+                   else Summary(value=[Summary.Value(tag=tag, simple_value=value)]))
+        writer.add_event(Event(wall_time=1.7e9 + step, step=step, summary=summary))
+    writer.close()
+    return Path(writer._file_name)
+
+
+def _curve(steps: range) -> list[tuple[int, str, float]]:
+    return [p for s in steps for p in ([(s, "train/loss", 1.0 / s)] + ([(s, "val/accuracy", s / 100)] if s % 6 == 0 else []))]
+
+
+# --- Lightning's ThroughputMonitor on several devices ---------------------------------
+
+
+def test_lightning_throughput_on_two_devices_gives_the_step_time_of_one_device(tmp_path):
+    # 'train/batches_per_sec' is the devices' total (device rate × world size); it sorted first
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "metrics.csv").write_text("epoch,step,train/batches_per_sec,train/device/batches_per_sec,val_acc\n"
+                                                "0,1,200,100,\n0,3,200,100,\n0,5,200,100,\n0,7,,,0.7\n")
+    profile = import_log("lightning-csv", tmp_path / "m", metric="val_acc", global_batch=16, dataset_size=128, gpu="a100",
+                         workers=2)
+    assert profile.steps[0].step_time_s == pytest.approx(0.01)
+
+
+# --- a rerun or a restart in a step-indexed log ---------------------------------------
+
+
+def test_steps_that_go_back_in_a_csv_are_flagged_as_several_runs(tmp_path):
+    path = tmp_path / "steps.csv"
+    path.write_text("step,val_accuracy\n100,0.5\n200,0.6\n300,0.7\n100,0.52\n200,0.63\n300,0.71\n")
+    profile = import_log("csv", path, global_batch=16, dataset_size=1600)
+    assert any("the steps of 'val_accuracy' go back 1 time(s)" in n and "--append" in n for n in profile.warnings)
+
+
+def test_a_rerun_into_one_tensorboard_directory_names_its_event_files(tmp_path):
+    first = _event_file(tmp_path, _curve(range(1, 25)))
+    second = _event_file(tmp_path, _curve(range(1, 25)))  # the same script run again, same log_dir
+    profile = import_log("tensorboard", tmp_path, global_batch=16, dataset_size=96)
+    note = next(n for n in profile.warnings if "go back" in n)
+    assert "'val/accuracy' go back 1 time(s)" in note and first.name in note and second.name in note
+
+
+def test_a_rerun_logged_into_one_mlflow_sqlite_run_is_flagged(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "mlflow.db")
+    db.execute("CREATE TABLE runs (run_uuid TEXT, name TEXT, lifecycle_stage TEXT, start_time INTEGER)")
+    db.execute("INSERT INTO runs VALUES ('a1', 'r', 'active', 1)")
+    db.execute("CREATE TABLE metrics (key TEXT, value, timestamp, step, is_nan, run_uuid TEXT)")
+    # a resumed run logging into the same run id: steps 6, 12 again after 18
+    rows = [(s, t) for t, s in enumerate([6, 12, 18, 6, 12, 18, 24])]
+    db.executemany("INSERT INTO metrics VALUES ('val_acc', 0.5, ?, ?, 0, 'a1')", [(1000 + t, s) for s, t in rows])
+    db.commit()
+    db.close()
+    profile = import_log("mlflow", tmp_path / "mlflow.db", global_batch=16, dataset_size=96)
+    assert any("the steps of 'val_acc' go back 1 time(s)" in n for n in profile.warnings)
+
+
+# --- a damaged event file --------------------------------------------------------------
+
+
+def test_a_damaged_record_in_the_middle_of_an_event_file_names_the_file_and_the_byte(tmp_path):
+    path = _event_file(tmp_path, _curve(range(1, 25)))
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle] ^= 0xFF  # one flipped byte: tensorboard's loader stopped there, as if the file ended
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=rf"{path.name}: a damaged record at byte [\d,]+ of {len(data):,}"):
+        import_log("tensorboard", tmp_path, global_batch=16, dataset_size=96)
+
+
+def test_a_torn_last_record_of_an_event_file_is_dropped_with_a_note(tmp_path):
+    path = _event_file(tmp_path, _curve(range(1, 25)))
+    path.write_bytes(path.read_bytes()[:-5])  # a writer killed mid-write: its last event, val/accuracy at 24
+    profile = import_log("tensorboard", tmp_path, global_batch=16, dataset_size=96)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0]
+    assert any(f"dropped a torn last record of {path.name}" in n for n in profile.warnings)
+
+
+# --- one half of a Keras TensorBoard log ----------------------------------------------
+
+
+def test_the_validation_half_of_a_keras_log_given_alone_reads_its_epoch_index(tmp_path):
+    half = tmp_path / "fit" / "validation"
+    half.mkdir(parents=True)
+    _event_file(half, [(k, "epoch_accuracy", 0.6 + k / 10) for k in range(4)], tensors=True)
+    profile = import_log("tensorboard", half, metric="epoch_accuracy", global_batch=16, dataset_size=96)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]  # read as steps: 0, 0.17, 0.33, 0.5
+    assert profile.workload.metric == "validation/epoch_accuracy"  # as the log directory names it
+    assert any("validation/ half" in n and str(tmp_path / "fit") in n for n in profile.warnings)
+
+
+# --- Lightning's 0-based counters through other formats --------------------------------
+
+
+def test_a_lightning_metrics_csv_read_as_csv_is_told_its_epoch_column_is_an_index(tmp_path):
+    profile = import_log("csv", LIGHTNING, global_batch=16, dataset_size=96, metric="val_acc")
+    assert any("column 'epoch' is still 0 at step 1" in n and "lightning-csv" in n for n in profile.warnings)
+
+
+def _mlflow_run(root: Path, run_id: str, name: str, metrics: dict[str, list[tuple[int, float]]], *,
+                stage: str = "active") -> Path:
+    """A run of MLflow's file store: mlruns/EXP/RUN/{meta.yaml, tags/mlflow.runName,
+    metrics/KEY of 'timestamp value step' lines}."""
+    run = root / "1" / run_id
+    (run / "metrics").mkdir(parents=True)
+    (run / "tags").mkdir()
+    (run / "tags" / "mlflow.runName").write_text(name)
+    (run / "meta.yaml").write_text(f"experiment_id: '1'\nlifecycle_stage: {stage}\nrun_id: {run_id}\nrun_name: {name}\n")
+    for key, points in metrics.items():
+        (run / "metrics" / key).write_text("".join(f"{1_700_000_000_000 + 30 * s} {v} {s}\n" for s, v in points))
+    return run
+
+
+def test_a_lightning_mlflow_run_gets_the_epochs_its_csv_log_gives(tmp_path):
+    # MLFlowLogger: 0-based steps, and an 'epoch' index logged beside every metric (6 steps an epoch)
+    _mlflow_run(tmp_path, "b7bb", "nosy-kit-53", {
+        "train_loss": [(s, 1.0 / (s + 1)) for s in range(24)],
+        "epoch": [(s, float(s // 6)) for s in range(24)],
+        "val_acc": [(s, 0.7 + s / 100) for s in (5, 11, 17, 23)],
+    })
+    profile = import_log("mlflow", tmp_path, metric="val_acc", global_batch=16, dataset_size=96)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]  # 0.83, 1.83, ... before
+    assert any("a Lightning MLFlowLogger run" in n for n in profile.warnings)
+
+
+# --- MLflow file store: run names, deleted runs ----------------------------------------
+
+
+def _two_runs(root: Path, *, deleted: bool = False) -> None:
+    _mlflow_run(root, "aaa111", "one", {"val_acc": [(6, 0.5), (12, 0.6)]}, stage="deleted" if deleted else "active")
+    _mlflow_run(root, "bbb222", "two", {"val_acc": [(6, 0.7), (12, 0.8)]})
+
+
+def test_run_picks_a_file_store_run_by_its_name(tmp_path):
+    _two_runs(tmp_path)
+    profile = import_log("mlflow", tmp_path, run="two", global_batch=16, dataset_size=96)
+    assert [e.metric for e in profile.evals] == [0.7, 0.8]
+
+
+def test_a_deleted_mlflow_run_is_not_counted(tmp_path):
+    _two_runs(tmp_path, deleted=True)
+    profile = import_log("mlflow", tmp_path, global_batch=16, dataset_size=96)
+    assert [e.metric for e in profile.evals] == [0.7, 0.8]
+
+
+def test_an_mlflow_run_that_matches_nothing_lists_the_runs(tmp_path):
+    _two_runs(tmp_path)
+    with pytest.raises(InputError, match=r"no run 'three'; the runs are aaa111 \(one\), bbb222 \(two\)"):
+        import_log("mlflow", tmp_path, run="three", global_batch=16, dataset_size=96)
+
+
+# --- a log longer than a profile --------------------------------------------------------
+
+
+def test_a_log_past_the_profile_cap_is_refused_before_its_records_are_built(tmp_path, monkeypatch):
+    import cotune.logs as logs
+
+    monkeypatch.setattr(logs, "MAX_PROFILE_LINES", 5)
+
+    def build(*args, **kwargs):  # 2,000,000 points took 100 s in here before the refusal
+        raise AssertionError("records built for a log that cannot fit a profile")
+
+    monkeypatch.setattr(logs, "log_to_records", build)
+    path = tmp_path / "long.csv"
+    path.write_text("step,val_loss\n" + "".join(f"{k},{1 / k}\n" for k in range(1, 11)))
+    with pytest.raises(InputError, match=r"would have 11 lines \(10 points of 'val_loss'\), more than the 5"):
+        import_log("csv", path, out=tmp_path / "p.jsonl", global_batch=16, dataset_size=96)
+
+
+# --- a Keras History saved with pandas -------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "keras-csv"])
+def test_a_pandas_saved_history_is_told_to_name_its_index_column_epoch(tmp_path, fmt):
+    path = tmp_path / "history.csv"
+    path.write_text(",accuracy,val_accuracy\n0,0.4,0.5\n1,0.6,0.7\n")  # pd.DataFrame(history.history).to_csv()
+    with pytest.raises(InputError, match="a column has no name .*write 'epoch' as its name in the header, then import "
+                                         "the file as format keras-csv"):
+        import_log(fmt, path, global_batch=16, dataset_size=96)
+    fixed = tmp_path / "named.csv"
+    fixed.write_text("epoch" + path.read_text())
+    assert [e.epoch for e in import_log("keras-csv", fixed, global_batch=16, dataset_size=96).evals] == [1.0, 2.0]
