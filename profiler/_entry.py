@@ -23,13 +23,14 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, NoReturn, Protocol
 
 from profiler._protocol import (
     EXIT_CRASH,
     EXIT_OOM,
     EXIT_SETUP,
     EXIT_STORAGE,
+    FAULT_MARKER,
     STORAGE_ERRNOS,
     FailureResult,
     Result,
@@ -40,8 +41,14 @@ from profiler._protocol import (
     write_result,
 )
 
-__all__ = ["Backend", "ScratchWriteError", "scratch_write", "die_with_parent", "failure_of", "worker_main",
+__all__ = ["Backend", "ScratchWriteError", "SetupFault", "scratch_write", "die_with_parent", "failure_of", "worker_main",
            "write_batch_result"]
+
+
+class SetupFault(Exception):
+    """Our own setup failed after the workload's code began (building DistributedDataParallel
+    out of memory): the environment's fault, reported as status ``setup``, never as the
+    workload's ``oom`` or ``crash`` at that batch."""
 
 
 class ScratchWriteError(OSError):
@@ -97,7 +104,10 @@ def _is_storage(exc: BaseException) -> bool:
 def failure_of(exc: BaseException, *, rank: int, is_oom: Callable[[BaseException], bool]) -> FailureResult:
     """The failure result for ``exc``: storage first (never blamed on the workload), then oom."""
     status = "storage" if _is_storage(exc) else "oom" if is_oom(exc) else "crash"
-    return FailureResult(status=status, rank=rank, message=f"{type(exc).__name__}: {exc}"[:500],  # type: ignore[arg-type]
+    # A bare MemoryError() says nothing: the record read "MemoryError: ".
+    said = str(exc) or ("out of memory (the error carried no message)" if isinstance(exc, MemoryError)
+                        else "(the error carried no message)")
+    return FailureResult(status=status, rank=rank, message=f"{type(exc).__name__}: {said}"[:500],  # type: ignore[arg-type]
                          traceback=traceback.format_exc()[-4000:])
 
 
@@ -117,6 +127,16 @@ class Backend(Protocol):
 
 
 _EXIT = {"oom": EXIT_OOM, "crash": EXIT_CRASH, "storage": EXIT_STORAGE, "setup": EXIT_SETUP}
+_STATUS_OF_EXIT = {EXIT_STORAGE: "storage", EXIT_SETUP: "setup"}
+
+
+def _exit(code: int, *, why: str) -> NoReturn:
+    """Leave with ``code``; for our own failures (storage, setup) say so in the log first
+    (``FAULT_MARKER``), so the parent never takes a workload's os._exit(5) for one of ours."""
+    if code in _STATUS_OF_EXIT:
+        with contextlib.suppress(Exception):
+            print(f"{FAULT_MARKER} {_STATUS_OF_EXIT[code]}: {' '.join(why.split())}"[:500], file=sys.stderr, flush=True)
+    os._exit(code)
 
 
 def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
@@ -128,13 +148,12 @@ def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
     try:
         task = read_task(Path(argv[0]))
     except OSError as exc:
-        print(f"cannot read the task file {argv[0]}: {exc}", file=sys.stderr)
-        os._exit(EXIT_STORAGE)
+        _exit(EXIT_STORAGE, why=f"cannot read the task file {argv[0]}: {exc}")
     rank = int(os.environ.get("RANK", "0"))
     try:
         mark_started(task.result_dir, rank)
-    except OSError:
-        os._exit(EXIT_STORAGE)
+    except OSError as exc:
+        _exit(EXIT_STORAGE, why=f"cannot write the start mark under {task.result_dir}: {exc}")
     stage = "setup"
     try:
         env = backend.setup(task)
@@ -148,23 +167,24 @@ def worker_main(argv: list[str], *, backend: Backend, prog: str) -> int:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
         failure = failure_of(exc, rank=rank, is_oom=backend.is_oom)
-        if stage == "setup" and failure.status != "storage":
+        if (stage == "setup" or isinstance(exc, SetupFault)) and failure.status != "storage":
             # No workload code runs in setup (the process group, the device): a failure there
             # (GLOO_SOCKET_IFNAME naming no interface, a rendezvous store gone) is the
-            # environment's, and a crash record would make reruns skip the point.
+            # environment's, and a crash record would make reruns skip the point. So is a
+            # SetupFault: our own setup later on (DDP), an oom record would cap the batch.
             failure = dataclasses.replace(failure, status="setup")
-        code = _EXIT[failure.status]
+        code, why = _EXIT[failure.status], failure.message
         try:
             write_result(task.result_dir, failure)
-        except Exception:  # noqa: BLE001 - the exit code still tells the parent
-            code = EXIT_STORAGE
+        except Exception as write_exc:  # noqa: BLE001 - the exit code still tells the parent
+            code, why = EXIT_STORAGE, f"cannot write the result under {task.result_dir}: {write_exc}"
         # Skip destroy_process_group: peers may be stuck in a collective; the launcher
         # tears the group down once this process exits non-zero.
-        os._exit(code)
+        _exit(code, why=why)
     try:
         write_result(task.result_dir, dataclasses.replace(result, rank=rank))
-    except Exception:  # noqa: BLE001
-        os._exit(EXIT_STORAGE)
+    except Exception as exc:  # noqa: BLE001
+        _exit(EXIT_STORAGE, why=f"cannot write the result under {task.result_dir}: {exc}")
     with contextlib.suppress(Exception):
         backend.finish(env)
     with contextlib.suppress(Exception):

@@ -44,6 +44,7 @@ __all__ = [
     "EXIT_CRASH",
     "EXIT_STORAGE",
     "EXIT_SETUP",
+    "FAULT_MARKER",
     "STORAGE_ERRNOS",
 ]
 
@@ -52,6 +53,12 @@ EXIT_OOM = 3
 EXIT_CRASH = 4
 EXIT_STORAGE = 5  # writing (or reading) our own files failed: a fault of ours, not of the workload
 EXIT_SETUP = 6  # joining the process group or setting up the device failed: the environment's, not the workload's
+
+# The line a worker writes to stderr (the probe's log) before it exits with EXIT_STORAGE or
+# EXIT_SETUP: "FAULT_MARKER storage: …". Only with it are those codes ours: a workload that
+# calls os._exit(5) or sys.exit(6) itself was blamed on our storage or launcher (exit 3,
+# nothing recorded) instead of being recorded as its crash.
+FAULT_MARKER = "cotune-worker-fault:"
 
 # errno values that mean "the storage failed", wherever they are raised.
 # EFBIG: a file-size limit (ulimit -f, RLIMIT_FSIZE) the environment sets, not the workload.

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord
 from profiler._launcher import LaunchOutcome
-from profiler._protocol import EXIT_SETUP, EXIT_STORAGE, EpochLine, FailureResult, Result, TimingResult
+from profiler._protocol import EXIT_SETUP, EXIT_STORAGE, FAULT_MARKER, EpochLine, FailureResult, Result, TimingResult
 from profiler._stats import summarize
 from profiler._workload import WorkloadError
 
@@ -124,11 +124,15 @@ def _sigkilled(outcome: LaunchOutcome) -> bool:
     return "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail
 
 
-def _exited_with(outcome: LaunchOutcome, code: int) -> bool:
-    # torchrun's failure report ("exitcode  : 5 (pid: ...)"), or the spawner's own exit code.
-    return outcome.returncode == code or any(
+def _exited_with(outcome: LaunchOutcome, code: int, status: str) -> bool:
+    """Whether a worker left with our own exit ``code`` for ``status`` (storage, setup): torchrun's
+    failure report ("exitcode  : 5 (pid: ...)") or the spawner's own exit code, and the worker's
+    own word for it (``FAULT_MARKER``) in the log. A workload's os._exit(5) has no such line:
+    it is the workload's crash, not our storage's fault."""
+    said = f"{FAULT_MARKER} {status}:" in outcome.log_tail
+    return said and (outcome.returncode == code or any(
         ln.split(":", 1)[0].strip() == "exitcode" and ln.split(":", 1)[1].split()[:1] == [str(code)]
-        for ln in outcome.log_tail.splitlines() if ":" in ln)
+        for ln in outcome.log_tail.splitlines() if ":" in ln))
 
 
 def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float, log: Path, workers: int,
@@ -144,12 +148,13 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     failures = {r.status: r for r in results if isinstance(r, FailureResult)}
     if "storage" in failures:
         return Verdict("storage", failures["storage"].message)
-    if _exited_with(outcome, EXIT_STORAGE):
+    if _exited_with(outcome, EXIT_STORAGE, "storage"):
         return Verdict("storage", f"a worker could not read or write its files ({root_cause(outcome)}; log: {log})")
-    if "setup" in failures or _exited_with(outcome, EXIT_SETUP):
+    if "setup" in failures or _exited_with(outcome, EXIT_SETUP, "setup"):
         said = failures["setup"].message if "setup" in failures else root_cause(outcome)
         return Verdict("launcher", f"a worker could not join the process group or set up its device ({said}; log: "
-                                   f"{log}): the environment's fault (network interface, rendezvous, device)")
+                                   f"{log}): the environment's fault (network interface, rendezvous, device, memory "
+                                   "limit)")
     if "oom" in failures:
         return Verdict("oom", failures["oom"].message or "out of memory")
     if "crash" in failures:

@@ -68,7 +68,7 @@ from profiler._records import (
 from profiler._settings import CurveSettings, ProbeEstimator, ProbeSettings, SessionSummary
 from profiler._state import DEFAULT_RETRY, RETRY_KINDS, CurveDoneRecord, ProbeCostRecord, ProfileState, read_state
 from profiler._storage import check_storage, storage_guard
-from profiler._workload import Workload, WorkloadError, bounded, load_workload
+from profiler._workload import MAX_SEED, Workload, WorkloadError, bounded, load_workload
 
 __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_session"]
 
@@ -246,8 +246,15 @@ class Session:
                 "the workload, so nothing was recorded for it: fix the launcher (see the log), then run the same "
                 "command again")
         if verdict.kind == "storage":
+            # The message names the log: keep it, as for a launcher fault (the probe's folder
+            # goes when the run ends, and the message named a file that no longer existed).
+            # On the failing storage the copy may fail too: then say so rather than name it.
+            try:
+                message = verdict.message.replace(str(log), str(self._keep_log(log.parent, log.parent.name)))
+            except StorageError:
+                message = f"{verdict.message.replace(f'; log: {log}', '')} (its log could not be kept there)"
             raise StorageError(
-                f"probe {label} stopped: {verdict.message}: the storage failed, not the workload, so nothing was "
+                f"probe {label} stopped: {message}: the storage failed, not the workload, so nothing was "
                 "recorded for it: free space or fix the disk, then run the same command again")
         if not verdict.ok:
             # A worker too starved for space to report it looks like a crash or a hang.
@@ -776,6 +783,10 @@ def run_session(
     retry = _retry_kinds(retry_failed)
     # A seed given twice is one curve, as a batch given twice is one point (the CLI's lists).
     seeds = list(dict.fromkeys(seeds or [0]))
+    wild = next((s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED), None)
+    if wild is not None:  # the CLI's rule: a seed out of range crashed every curve in the worker
+        raise InputError(f"seed {excerpt(wild)} is not a whole number from 0 to {MAX_SEED} (2**31 - 1): give seeds in "
+                         "that range")
     if not (workers or local_batches) and min_batch > max_batch:
         # The automatic and the value plans' ladder runs min_batch … max_batch: reversed, it
         # was one rung at min_batch, probed and curved as if it were the whole range.

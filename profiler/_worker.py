@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from cotune.errors import is_out_of_memory
-from profiler._entry import scratch_write, worker_main, write_batch_result
+from profiler._entry import SetupFault, scratch_write, worker_main, write_batch_result
 from profiler._noise import NoiseAccumulator
 from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
 from profiler._stats import median_rel_halfwidth, summarize
@@ -134,7 +134,15 @@ def _build(workload: Workload, env: _Env, *, global_batch: int) -> tuple[Any, An
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     model = workload.model().to(env.device)
-    ddp = DDP(model, device_ids=[env.local_rank] if env.device.type == "cuda" else None)
+    try:
+        ddp = DDP(model, device_ids=[env.local_rank] if env.device.type == "cuda" else None)
+    except MemoryError as exc:
+        # Ours, before any step of the workload: DDP imports torch._dynamo lazily, which a
+        # memory limit (ulimit -v) refuses. It was recorded as the workload's oom at this
+        # batch, capping every later search.
+        raise SetupFault(f"building DistributedDataParallel ran out of memory ({type(exc).__name__}: "
+                         f"{exc or 'no message'}) before any step of the workload: raise the memory limit "
+                         "(ulimit -v, the container's) and rerun") from exc
     loss_fn = workload.loss()
     optimizer = workload.optimizer(ddp.parameters(), lr=workload.lr_at(global_batch))
     return model, ddp, loss_fn, optimizer

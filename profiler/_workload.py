@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Literal
 
 from cotune.errors import InputError
 
-__all__ = ["Workload", "load_workload", "WorkloadError", "LR_SCALING_RULES"]
+__all__ = ["Workload", "load_workload", "WorkloadError", "LR_SCALING_RULES", "MAX_DURATION_S", "MAX_SEED"]
 
 LR_SCALING_RULES = ("sqrt", "linear", "none")
 
@@ -121,14 +121,37 @@ def _import_file(path: Path) -> Any:
         sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
-    except SystemExit as exc:  # a script's main that runs at import
+    except (Exception, SystemExit) as exc:
         del sys.modules[mod_name]
-        raise WorkloadError(f"importing {path} called sys.exit({exc.code!r}): the file runs its script at import; put "
-                            "that code under `if __name__ == \"__main__\":` so importing only defines the workload") from None
-    except Exception as exc:
-        del sys.modules[mod_name]
-        raise WorkloadError(f"importing {path} failed with {type(exc).__name__}: {exc}: {_import_fix(exc)}") from exc
+        raise _import_failure(str(path), exc) from (None if isinstance(exc, SystemExit) else exc)
     return module
+
+
+def _import_failure(what: str, exc: BaseException) -> WorkloadError:
+    """The one-line error for importing ``what`` (a file or a module) that raised ``exc``:
+    the same words for both forms of the spec."""
+    if isinstance(exc, SystemExit):  # a script's main that runs at import
+        return WorkloadError(f"importing {what} called sys.exit({exc.code!r}): the file runs its script at import; put "
+                             "that code under `if __name__ == \"__main__\":` so importing only defines the workload")
+    return WorkloadError(f"importing {what} failed with {type(exc).__name__}: {exc}: {_import_fix(exc)}")
+
+
+def _import_module(target: str) -> Any:
+    """``importlib.import_module(target)``; every failure a :class:`WorkloadError`.
+
+    The module's own code runs here as a file's does: its exception, SyntaxError or
+    sys.exit is the workload's to fix (it was an internal error, exit 4, or a silent exit).
+    """
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name and (target == exc.name or target.startswith(exc.name + ".")):  # the spec's own module is missing
+            raise WorkloadError(f"cannot import module {target!r} ({exc}): check the name or give a FILE.py path") from None
+        raise _import_failure(f"module {target!r}", exc) from exc
+    except SystemExit as exc:
+        raise _import_failure(f"module {target!r}", exc) from None
+    except Exception as exc:
+        raise _import_failure(f"module {target!r}", exc) from exc
 
 
 def _import_fix(exc: BaseException) -> str:
@@ -141,6 +164,16 @@ def _import_fix(exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return f"module {exc.name!r} is not installed in this Python ({sys.executable}): install it there and rerun"
     return "fix the workload file"
+
+
+#: The longest duration any of the profiler's options takes (``--probe-timeout``,
+#: ``--probe-budget``, ``--deadline``, …): a year. Beyond it the time-out alarm overflows
+#: (``signal.setitimer`` refused 1e12 s), and no probe or job here is meant to run longer.
+MAX_DURATION_S = 365 * 86400.0
+
+#: Seeds run from 0 to this (2**31 - 1): the torch and TensorFlow workers derive further
+#: seeds from a seed (× 100003 per epoch, NumPy's 32-bit seed), which overflow far above it.
+MAX_SEED = 2**31 - 1
 
 
 class WorkloadTimeout(WorkloadError):
@@ -169,7 +202,8 @@ def bounded(seconds: float, what: str) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, expire)
     began = time.monotonic()
-    outer, outer_every = signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The CLI refuses longer durations; a caller of profile() gets the cap, not an OverflowError.
+    outer, outer_every = signal.setitimer(signal.ITIMER_REAL, min(seconds, MAX_DURATION_S))
     try:
         yield
     except _OutOfTime:
@@ -185,6 +219,24 @@ def bounded(seconds: float, what: str) -> Iterator[None]:
 
 def load_workload(spec: str) -> Workload:
     """Load ``file.py:name`` or ``package.module:name`` into a :class:`Workload`."""
+    obj = load_object(spec)
+    if not isinstance(obj, Workload):
+        raise not_a_workload(spec, obj)
+    return obj
+
+
+def not_a_workload(spec: str, obj: Any) -> WorkloadError:
+    """The error for a spec whose object is not the workload type wanted."""
+    return WorkloadError(
+        f"{spec!r} is an object of type {type(obj).__name__!r}, not a profiler.Workload: build it with profiler.Workload(...)"
+    )
+
+
+def load_object(spec: str) -> Any:
+    """The object ``file.py:name`` or ``package.module:name`` names — a factory's result if it
+    names a factory — whatever its type: the one loading that the PyTorch and the TensorFlow
+    adapters share, so a spec is imported (and its factory called) once, and every failure,
+    sys.exit included, is a :class:`WorkloadError` with one line."""
     if not isinstance(spec, str) or ":" not in spec:
         raise WorkloadError(
             f"workload spec {spec!r} needs the form FILE.py:NAME or MODULE:NAME, e.g. examples/digits_cnn.py:workload"
@@ -201,23 +253,20 @@ def load_workload(spec: str) -> Workload:
             raise WorkloadError(f"workload file {target!r} not found: check the path (relative to {Path.cwd()})")
         module = _import_file(path)
     else:
-        try:
-            module = importlib.import_module(target)
-        except ImportError as exc:
-            raise WorkloadError(f"cannot import module {target!r} ({exc}): check the name or give a FILE.py path") from None
+        module = _import_module(target)
     if not hasattr(module, attr):
         raise WorkloadError(f"{target!r} has no attribute {attr!r}: define `{attr} = profiler.Workload(...)` there")
     obj = getattr(module, attr)
     if not isinstance(obj, Workload) and callable(obj):
         try:
             obj = obj()
-        except (Exception, SystemExit) as exc:  # the user's factory: one line naming it, not a traceback
+        except SystemExit as exc:  # a script's main called as the factory
+            raise WorkloadError(f"{spec!r}: the workload factory {attr}() called sys.exit({exc.code!r}): a factory only "
+                                "builds and returns the workload; keep a script's own run under "
+                                "`if __name__ == \"__main__\":`") from None
+        except Exception as exc:  # the user's factory: one line naming it, not a traceback
             raise WorkloadError(f"{spec!r}: calling {attr}() to build the workload failed with {type(exc).__name__}: "
                                 f"{exc}: a factory takes no arguments and returns a profiler.Workload") from exc
-    if not isinstance(obj, Workload):
-        raise WorkloadError(
-            f"{spec!r} is an object of type {type(obj).__name__!r}, not a profiler.Workload: build it with profiler.Workload(...)"
-        )
     return obj
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from cotune._checks import parse_key_number, parse_number, unique_pairs
-from cotune.errors import EXIT_INFEASIBLE, EXIT_INPUT, CotuneError, StorageError
+from cotune.errors import EXIT_INFEASIBLE, EXIT_INPUT, CotuneError, InputError, StorageError
 from cotune.units import parse_duration
+from profiler._workload import MAX_DURATION_S, MAX_SEED
 
 __all__ = ["main", "build_parser"]
 
@@ -54,6 +55,11 @@ def _seed_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers (e.g. 0,1)") from None
     if not values:
         raise argparse.ArgumentTypeError("give at least one seed, e.g. --seeds 0")
+    wild = next((v for v in values if not 0 <= v <= MAX_SEED), None)
+    if wild is not None:
+        # Accepted, it crashed every curve in the worker (torch.manual_seed overflowed), each
+        # recorded as the workload's crash.
+        raise argparse.ArgumentTypeError(f"seed {wild} is outside 0 … {MAX_SEED} (2**31 - 1): give seeds in that range")
     return list(dict.fromkeys(values))  # a seed given twice is one curve
 
 
@@ -78,7 +84,17 @@ def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return inner
 
 
-_duration = _typed(parse_duration)
+def _bounded_duration(text: str) -> float:
+    """A duration no longer than :data:`MAX_DURATION_S`, the one rule of every duration option."""
+    seconds = parse_duration(text)
+    if seconds > MAX_DURATION_S:
+        # --probe-timeout 1e12 overflowed the time-out alarm (an internal error, exit 4).
+        raise InputError(f"duration {text[:40]!r} is longer than the most any option takes, "
+                         f"{MAX_DURATION_S / 86400:g} days ({MAX_DURATION_S:.0f} s): give a shorter one")
+    return seconds
+
+
+_duration = _typed(_bounded_duration)
 _price = _typed(parse_key_number)  # the same rule as cotune recommend's --price
 _number = _typed(lambda text: parse_number(text, where=""))
 
@@ -197,10 +213,17 @@ def _retry_list(text: str | None) -> list[str]:
     return kinds
 
 
+def _is_tf_workload(obj: object) -> bool:
+    """Whether ``obj`` is a :class:`profiler.tf.TFWorkload` (its module imports no TensorFlow)."""
+    from profiler.tf import TFWorkload
+
+    return isinstance(obj, TFWorkload)
+
+
 def _run(args: argparse.Namespace) -> int:
     from profiler._launcher import TorchrunLauncher
     from profiler._session import CurveSettings, ProbeSettings, run_session
-    from profiler._workload import WorkloadError, WorkloadTimeout, bounded, load_workload
+    from profiler._workload import Workload, bounded, load_object, not_a_workload
 
     if args.nnodes > 1 and not args.rdzv_endpoint:
         raise _ArgError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every host")
@@ -230,14 +253,13 @@ def _run(args: argparse.Namespace) -> int:
     )
     curve = CurveSettings(max_epochs=args.max_epochs, target=args.target, noise=args.noise,
                           timeout_s=args.curve_timeout, checkpoint=not args.no_checkpoint)
-    load = f"loading the workload {args.workload}"
-    try:
-        with bounded(args.probe_timeout, load):
-            workload = load_workload(args.workload)
-    except WorkloadTimeout:
-        raise
-    except WorkloadError:
-        workload = None  # maybe a TensorFlow workload; the adapter reports its own errors
+    # Loaded once, whichever framework it is for: loading again to tell PyTorch from
+    # TensorFlow ran a script's top-level code three times, and a sys.exit in it escaped.
+    with bounded(args.probe_timeout, f"loading the workload {args.workload}"):
+        workload = load_object(args.workload)
+    tensorflow = not isinstance(workload, Workload) and _is_tf_workload(workload)
+    if not tensorflow and not isinstance(workload, Workload):
+        raise not_a_workload(args.workload, workload)
     curves = [] if args.no_curves else args.curves
     question = None
     if args.plan == "value":
@@ -254,20 +276,17 @@ def _run(args: argparse.Namespace) -> int:
         quiet=args.quiet, question=question, timing_groups=not args.launch_per_point,
         retry_failed=_retry_list(args.retry_failed),
     )
-    if workload is None:
-        from profiler.tf import is_tf_workload_spec, run_tf_session
+    if tensorflow:
+        from profiler.tf import run_tf_session
 
-        with bounded(args.probe_timeout, load):
-            if not is_tf_workload_spec(args.workload):
-                load_workload(args.workload)  # re-raise the original, informative error
         if args.nnodes > 1:
             raise _ArgError("--nnodes applies to torchrun probes; for TensorFlow on several hosts let the cluster "
                             "manager set TF_CONFIG and use a launcher of your own (docs/profiler.md §8)")
-        summary = run_tf_session(args.workload, **common)
+        summary = run_tf_session(args.workload, _workload=workload, **common)
     else:
         launcher = TorchrunLauncher(nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
                                     rdzv_backend=args.rdzv_backend)
-        summary = run_session(args.workload, launcher=launcher, **common)
+        summary = run_session(args.workload, launcher=launcher, _workload=workload, **common)
     if not args.quiet:
         print(summary.describe(), file=sys.stderr)
     elif summary.all_failed:  # the one line --quiet keeps: the exit code alone would not say why

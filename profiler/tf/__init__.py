@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
 from profiler._launcher import LaunchOutcome, LaunchRequest, run_group
-from profiler._workload import WorkloadError, check_workload_fields, load_workload, scaled_lr
+from profiler._workload import WorkloadError, check_workload_fields, load_object, scaled_lr
 
 __all__ = ["TFWorkload", "TFConfigLauncher", "load_tf_workload", "is_tf_workload_spec", "run_tf_session"]
 
@@ -66,42 +66,20 @@ class TFWorkload:
         return scaled_lr(self, global_batch)
 
 
-def _resolve(spec: str) -> Any:
-    # load_workload rejects non-torch objects; reach the attribute the same way it does.
-    from profiler import _workload as w
-
-    target, _, attr = spec.rpartition(":")
-    if target.endswith(".py") or "/" in target:
-        module = w._import_file(Path(target))
-    else:
-        import importlib
-
-        module = importlib.import_module(target)
-    obj = getattr(module, attr, None)
-    if obj is not None and not isinstance(obj, TFWorkload) and callable(obj):
-        obj = obj()
-    return obj
-
-
 def is_tf_workload_spec(spec: str) -> bool:
     """Whether ``spec`` names a :class:`TFWorkload` (False on any loading problem)."""
     try:
-        return isinstance(_resolve(spec), TFWorkload)
-    except Exception:  # noqa: BLE001 - the torch loader reports the real error
+        return isinstance(load_object(spec), TFWorkload)
+    except WorkloadError:  # the caller's own loading reports it
         return False
 
 
 def load_tf_workload(spec: str) -> TFWorkload:
     """Load ``FILE.py:NAME`` naming a :class:`TFWorkload`."""
-    try:
-        obj = _resolve(spec)
-    except WorkloadError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise WorkloadError(f"cannot load {spec!r}: {type(exc).__name__}: {exc}") from exc
+    obj = load_object(spec)  # every failure (sys.exit included) a one-line WorkloadError
     if not isinstance(obj, TFWorkload):
-        load_workload(spec)  # raises the informative error for the spec
-        raise WorkloadError(f"{spec!r} is not a profiler.tf.TFWorkload")
+        raise WorkloadError(f"{spec!r} is an object of type {type(obj).__name__!r}, not a profiler.tf.TFWorkload: "
+                            "build it with profiler.tf.TFWorkload(...)")
     return obj
 
 
@@ -155,5 +133,6 @@ def run_tf_session(workload: str, *, out: Any, launcher: Any = None, **kwargs: A
     """:func:`profiler.profile` for a :class:`TFWorkload` (same arguments and summary)."""
     from profiler._session import run_session
 
+    loaded = kwargs.pop("_workload", None) or load_tf_workload(workload)  # the CLI's, already loaded
     return run_session(workload, out=out, launcher=launcher or TFConfigLauncher(),
-                       _workload=load_tf_workload(workload), _worker_module="profiler.tf._worker", **kwargs)
+                       _workload=loaded, _worker_module="profiler.tf._worker", **kwargs)

@@ -156,11 +156,13 @@ def _time_batch(task: TimingTask, env: _TF, data: tuple[Any, Any], *, local_batc
         timed(full_step)
     times: list[float] = []
     began = time.perf_counter()
-    min_steps, chunk = task.min_timed_steps, task.chunk_steps
+    min_steps, chunk, max_steps = task.min_timed_steps, task.chunk_steps, task.max_timed_steps
     while True:
-        for _ in range(chunk if times else min_steps):
+        # Never past max_steps (a whole chunk more overshot it), as the torch worker; every
+        # rank takes the same count, so the collectives stay in step.
+        for _ in range(min(chunk, max_steps - len(times)) if times else min(min_steps, max_steps)):
             times.append(timed(full_step))
-        done = (len(times) >= task.max_timed_steps or time.perf_counter() - began >= task.max_timed_s
+        done = (len(times) >= max_steps or time.perf_counter() - began >= task.max_timed_s
                 or median_rel_halfwidth(times) <= task.rel_precision)
         if env.agree(done):
             break

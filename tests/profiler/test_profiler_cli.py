@@ -315,3 +315,106 @@ def test_a_workload_name_bound_to_something_else_says_what_it_is(tmp_path):
     (tmp_path / "job.py").write_text("workload = 5\n")
     with pytest.raises(WorkloadError, match=r"is an object of type 'int', not a profiler.Workload: build it with"):
         load_workload(f"{tmp_path / 'job.py'}:workload")
+
+
+def _module(tmp_path, monkeypatch, name: str, body: str) -> str:
+    """A module ``name`` on the import path, for the MODULE:NAME form of --workload."""
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return name
+
+
+@pytest.mark.parametrize(("form", "body", "needle"), [
+    ("file", "import sys\ndef workload():\n    sys.exit(0)\n", "the workload factory workload() called sys.exit(0)"),
+    ("file", "import sys\ndef workload():\n    raise SystemExit('usage: train.py --data DIR')\n",
+     "the workload factory workload() called sys.exit('usage: train.py --data DIR')"),
+    ("module", "import sys\ndef workload():\n    sys.exit(0)\n", "the workload factory workload() called sys.exit(0)"),
+    ("module", "import sys\nsys.exit(0)\n", "importing module 'cotune_t_exits' called sys.exit(0)"),
+])
+def test_a_sys_exit_in_the_factory_or_at_import_is_one_line_and_exit_2(form, body, needle, capsys, tmp_path,
+                                                                        monkeypatch):
+    # It ended the profiler silently with exit 0 (or 1 with no word of cotune's).
+    if form == "file":
+        (tmp_path / "job.py").write_text(body)
+        target = str(tmp_path / "job.py")
+    else:
+        target = _module(tmp_path, monkeypatch, "cotune_t_exits", body)
+    code, err = run_cli(["--workload", f"{target}:workload", "--workers", "1", "--local-batch", "8", "--no-curves",
+                         "--out", str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and err.startswith("cotune: ") and err.count("\n") == 1 and needle in err, err
+    assert 'if __name__ == "__main__":' in err and not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("fails", ["raise RuntimeError('boom at import')\n",
+                                   "def workload():\n    raise SystemExit(0)\n"])
+def test_a_workload_file_that_fails_to_load_runs_its_code_once(fails, capsys, tmp_path):
+    # It was imported three times (once per attempt to tell PyTorch from TensorFlow and to
+    # rebuild the message): a script's top-level code ran three times.
+    runs = tmp_path / "runs.txt"
+    (tmp_path / "job.py").write_text(f"with open({str(runs)!r}, 'a') as f:\n    f.write('ran\\n')\n{fails}")
+    code, err = run_cli(["--workload", f"{tmp_path / 'job.py'}:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert runs.read_text() == "ran\n"
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("raise RuntimeError('boom at import')\n", "importing module 'cotune_t_broken' failed with RuntimeError: boom at "
+                                               "import: fix the workload file"),
+    ("def f(:\n", "importing module 'cotune_t_broken' failed with SyntaxError"),
+    ("import cotune_no_such_module_xyz\n", "'cotune_no_such_module_xyz' is not installed"),
+])
+def test_a_module_that_fails_at_import_is_one_line_and_exit_2_as_a_file_is(body, needle, capsys, tmp_path,
+                                                                           monkeypatch):
+    # The module form reported it as a bug in cotune (exit 4, a traceback file).
+    name = _module(tmp_path, monkeypatch, "cotune_t_broken", body)
+    code, err = run_cli(["--workload", f"{name}:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and err.startswith("cotune: ") and err.count("\n") == 1 and needle in err, err
+
+
+@pytest.mark.parametrize(("flag", "value", "needle"), [
+    ("--probe-timeout", "1e12", "longer than the most any option takes, 365 days"),
+    ("--curve-timeout", "400d", "longer than the most any option takes, 365 days"),
+    ("--max-probe-time", "1e12", "longer than the most any option takes, 365 days"),
+    ("--probe-budget", "1e300", "longer than the most any option takes, 365 days"),
+    ("--seeds", "4611686018427387904", "seed 4611686018427387904 is outside 0 … 2147483647"),
+    ("--seeds", "0,-1", "seed -1 is outside 0 … 2147483647"),
+])
+def test_a_duration_or_seed_out_of_range_is_refused_before_anything_runs(flag, value, needle, capsys, tmp_path,
+                                                                         monkeypatch):
+    # --probe-timeout 1e12 overflowed the load alarm (exit 4); a seed of 2**62 crashed every
+    # curve in the worker, each recorded as the workload's crash.
+    import profiler._session
+
+    def no_session(workload, **kwargs):
+        raise AssertionError("the session must not start")
+
+    monkeypatch.setattr(profiler._session, "run_session", no_session)
+    code, err = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
+                         "--local-batch", "4", "--curves", "16", "--quiet", f"{flag}={value}"], capsys)
+    assert code == 2 and err.startswith("cotune: ") and err.count("\n") == 1 and needle in err, err
+
+
+def test_the_load_bound_takes_a_duration_beyond_its_alarms_range():
+    import signal
+
+    from profiler._workload import MAX_DURATION_S, bounded
+
+    with bounded(1e12, "loading"):  # profile(probe=ProbeSettings(timeout_s=1e12)): was an OverflowError
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+    assert 0 < left <= MAX_DURATION_S and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+def test_profile_refuses_a_seed_out_of_range_before_any_probe(tmp_path):
+    import profiler
+    from cotune.errors import InputError
+
+    class NoLaunch:
+        hosts = 1
+
+        def launch(self, request, *, poll=None):
+            raise AssertionError("no probe may start")
+
+    with pytest.raises(InputError, match=r"seed 4611686018427387904 is not a whole number from 0 to 2147483647"):
+        profiler.profile(spec("tiny"), out=str(tmp_path / "p.jsonl"), workers=[1], local_batches=[4], curves=[16],
+                         seeds=[2**62], launcher=NoLaunch(), quiet=True)

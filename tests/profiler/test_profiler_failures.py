@@ -6,6 +6,7 @@ import pytest
 
 import json
 import time
+from pathlib import Path
 
 from _waiting import wait_for
 from profiler_helpers import FAST, of, processes_mentioning, run_cli, spec
@@ -153,6 +154,42 @@ def test_a_process_group_that_cannot_form_is_the_environments_fault_and_records_
     assert code == 3 and "could not join the process group or set up its device" in err, err
     assert "no-such-interface0" in err and "nothing was recorded" in err
     assert not out.exists() or not read_profile(out).failures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["exits_5", "exits_6"])
+def test_a_workload_that_exits_with_our_fault_codes_is_recorded_as_its_crash(workload, tmp_path, capsys):
+    # os._exit(5) / os._exit(6) in the workload were blamed on our storage or launcher:
+    # exit 3 and nothing recorded, so every rerun tried the point again.
+    out = tmp_path / "p.jsonl"
+    code, err = run_cli(["--workload", spec(workload), "--workers", "1", "--local-batch", "4", "--out", str(out),
+                         "--no-curves", *FAST], capsys)
+    assert code == 1 and "every probe of this run failed (crash)" in err, err
+    (failure,) = read_profile(out).failures
+    assert failure.failure == "crash" and f"exitcode : {workload[-1]}" in failure.message, failure.message
+
+
+@pytest.mark.slow
+def test_our_ddp_running_out_of_memory_is_the_environments_fault_not_the_workloads_oom(tmp_path, capsys):
+    # Under `ulimit -v`, building DistributedDataParallel (it imports torch._dynamo) raised
+    # MemoryError: recorded as the workload's oom at that batch ("MemoryError: "), capping
+    # every later search. Staged here by a workload file that breaks DDP in the worker.
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        "import torch.nn.parallel\n"
+        "from workloads import tiny as workload\n"
+        "def _no_memory(self, *args, **kwargs):\n"
+        "    raise MemoryError()\n"
+        "if 'LOCAL_RANK' in os.environ:  # only in the probe's worker, not in the test's own process\n"
+        "    torch.nn.parallel.DistributedDataParallel.__init__ = _no_memory\n")
+    out = tmp_path / "p.jsonl"
+    code, err = run_cli(["--workload", f"{job}:workload", "--workers", "1", "--local-batch", "4", "--out", str(out),
+                         "--no-curves", *FAST], capsys)
+    assert code == 3 and err.count("\n") == 1, err
+    assert "building DistributedDataParallel ran out of memory" in err and "raise the memory limit" in err
+    assert "nothing was recorded" in err and not read_profile(out).failures
 
 
 @pytest.mark.slow

@@ -88,10 +88,29 @@ def test_storage_failure_outranks_the_crashes_it_caused():
 
 
 def test_worker_exit_code_5_without_a_result_file_is_a_storage_failure():
-    tail = "Root Cause (first observed failure):\n  exitcode  : 5 (pid: 123)\n"
+    tail = ("cotune-worker-fault: storage: cannot write the result\n"
+            "Root Cause (first observed failure):\n  exitcode  : 5 (pid: 123)\n")
     assert classify(_outcome(1, tail), [], timeout_s=10, log=LOG, workers=1).kind == "storage"
     tail = "Root Cause (first observed failure):\n  exitcode  : 4 (pid: 123)\n"
     assert classify(_outcome(1, tail), [], timeout_s=10, log=LOG, workers=1).kind == "crash"
+
+
+@pytest.mark.parametrize("code", [5, 6])
+def test_a_workloads_own_exit_5_or_6_is_its_crash_not_our_storage_or_launcher(code):
+    # os._exit(5) in the workload read as our storage's fault (exit 3, nothing recorded):
+    # only our worker's own line in the log makes those codes ours.
+    tail = f"Root Cause (first observed failure):\n  exitcode  : {code} (pid: 123)\n"
+    assert classify(_outcome(1, tail), [], timeout_s=10, log=LOG, workers=1).kind == "crash"
+    assert classify(_outcome(code), [], timeout_s=10, log=LOG, workers=1).kind == "crash"  # the TF spawner's code
+    said = "storage" if code == 5 else "setup"
+    ours = classify(_outcome(code, f"cotune-worker-fault: {said}: x\n"), [], timeout_s=10, log=LOG, workers=1)
+    assert ours.kind == ("storage" if code == 5 else "launcher")
+
+
+def test_a_bare_memory_error_gets_a_message_that_says_what_it_was():
+    # the oom record read "MemoryError: "
+    failure = failure_of(MemoryError(), rank=0, is_oom=lambda e: isinstance(e, MemoryError))
+    assert failure.status == "oom" and failure.message == "MemoryError: out of memory (the error carried no message)"
 
 
 def test_storage_verdicts_never_become_failure_records():
@@ -171,6 +190,30 @@ def test_a_storage_fault_stops_the_session_and_a_rerun_measures_what_was_missing
     profile = read_profile(out)
     assert sorted(s.local_batch for s in profile.steps) == [4, 8] and profile.failures == ()
     assert summary.ran == 2 and summary.failed == 0
+
+
+class _StorageExitLauncher:
+    """A worker that could write neither its result nor anything but its log: exit code 5
+    and our worker's line in the log, as ``profiler._entry`` leaves it."""
+
+    hosts = 1
+
+    def launch(self, request, *, poll=None) -> LaunchOutcome:
+        request.log_path.write_text("cotune-worker-fault: storage: cannot write the result: ENOSPC\n")
+        return LaunchOutcome(returncode=5, timed_out=False, wall_s=1.0, log_tail=request.log_path.read_text())
+
+
+def test_the_log_a_storage_fault_names_is_kept(tmp_path):
+    # It named the probe's log.txt, which the run removed as it stopped.
+    import re
+
+    from cotune.errors import StorageError
+
+    with pytest.raises(StorageError, match="the storage failed, not the workload") as info:
+        _session(tmp_path / "p.jsonl", _StorageExitLauncher())
+    named = re.search(r"log: (\S+?)\)", str(info.value))
+    assert named is not None, str(info.value)
+    assert "cotune-worker-fault: storage" in Path(named.group(1)).read_text()
 
 
 def test_a_launcher_that_cannot_start_is_an_environment_error_not_a_crash(tmp_path):

@@ -74,3 +74,17 @@ def test_tensorflow_value_plan_seeds_then_stops_with_its_reason(tmp_path, capsys
     assert {(s.workers, s.local_batch) for s in profile.steps} >= {(1, 8), (1, 32), (2, 16)}
     assert {e.global_batch for e in profile.evals} == {16}
     assert err.rstrip().splitlines()[-1].startswith("value plan: ")
+
+
+def test_tensorflow_timing_never_runs_past_max_steps(tmp_path, capsys, monkeypatch):
+    # A whole chunk of 5 was added past the cap (--min-steps 3 --max-steps 5 timed 8), as
+    # the torch worker once did.
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "tf.jsonl"
+    code, err = run_cli(["--workload", "examples/digits_keras.py:workload", "--workers", "1", "--local-batch", "16",
+                         "--no-curves", "--out", str(out), "--device", "cpu", "--warmup-steps", "1", "--min-steps", "3",
+                         "--max-steps", "5", "--max-probe-time", "60s", "--precision", "0.000001", "--quiet",
+                         "--no-sync-time"], capsys)
+    assert code == 0, err
+    timed = [s.timed_steps for s in read_profile(out).steps]
+    assert timed and all(3 <= t <= 5 for t in timed), timed

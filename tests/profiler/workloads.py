@@ -51,6 +51,15 @@ def _model_killed_by(signal_name: str):
     return make
 
 
+def _model_that_exits_with(code: int):
+    # A workload that leaves with the code our worker uses for a storage fault (5) or a
+    # setup fault (6): its own crash, not ours.
+    def make() -> nn.Module:
+        os._exit(code)
+
+    return make
+
+
 def _hanging_loss():
     time.sleep(3600)  # a worker that never gets to its first step
 
@@ -75,6 +84,8 @@ rank1_crashing = Workload(name="tiny", model=_rank1_crashing_model, **_COMMON)
 hanging = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _hanging_loss})
 sigtermed = Workload(name="tiny", model=_model_killed_by("SIGTERM"), **_COMMON)
 sigkilled = Workload(name="tiny", model=_model_killed_by("SIGKILL"), **_COMMON)
+exits_5 = Workload(name="tiny", model=_model_that_exits_with(5), **_COMMON)
+exits_6 = Workload(name="tiny", model=_model_that_exits_with(6), **_COMMON)
 no_eval = Workload(name="tiny", model=_model, **{**_COMMON, "eval_data": None})
 
 
