@@ -203,13 +203,38 @@ class ProfileRef:
 
     def load(self) -> "Profile":
         """The profile it names (``path`` is read as given: the service confines paths before)."""
-        import json
-
         from cotune.profile import load_profile, parse_profile
 
         if self.records is not None:
-            return parse_profile([json.dumps(r, allow_nan=False, separators=(",", ":")) + "\n" for r in self.records])
+            return parse_profile(self.record_lines())
         return load_profile(self.example if self.example is not None else self.path)
+
+    def record_lines(self) -> list[str]:
+        """The inline ``records`` as the JSON Lines text :func:`~cotune.profile.parse_profile`
+        reads, so that they are judged exactly as a file's lines are.
+
+        JSON has no NaN, so an eval's ``"metric": null`` is written as the file format's
+        ``NaN`` (a diverged run). A number that overflowed to infinity (``1e400`` parses
+        as ``inf``) is written as ``Infinity``: the profile's own checks then accept it
+        where the format does (an eval's metric) and name the record's field elsewhere.
+        A record JSON cannot hold (a Python caller's object) is a :class:`ProfileError`
+        at its line (1-based), as a bad line of a file is.
+        """
+        import json
+
+        from cotune.errors import ProfileError
+
+        lines = []
+        for i, rec in enumerate(self.records or ()):
+            if isinstance(rec, Mapping) and rec.get("record") == "eval" and "metric" in rec and rec["metric"] is None:
+                rec = {**rec, "metric": float("nan")}
+            try:
+                # sort_keys: the same record in any key order is the same text (a cache key)
+                lines.append(json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n")
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise ProfileError(f"not a JSON record ({' '.join(str(exc).split())[:120]}): give numbers, strings, "
+                                   "lists and objects only", line=i + 1) from None
+        return lines
 
     def __post_init__(self) -> None:
         given = [k for k in ("example", "records", "path") if getattr(self, k) is not None]
@@ -399,7 +424,8 @@ class RecommendRequest:
             pair = _int_tuple(self.global_batch_range, "/global_batch_range")
             if len(pair) != 2 or pair[0] > pair[1]:
                 raise BadValue(
-                    f"must be [min, max] with 1 <= min <= max, got {excerpt(list(pair)) if len(pair) != 2 else f'{pair[0]}..{pair[1]}'}",
+                    # the value as JSON ([10, 5]): the service's callers never wrote the CLI's 10..5
+                    f"must be [min, max] with 1 <= min <= max, got {f'[{pair[0]}, {pair[1]}]' if len(pair) == 2 else excerpt(list(pair))}",
                     where="/global_batch_range",
                 )
             put("global_batch_range", pair)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import os
 import threading
 from collections import OrderedDict
@@ -90,7 +89,10 @@ def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[An
             "send fewer probes (e.g. thin the learning curves)",
             path="/profile/records",
         )
-    lines = [json.dumps(r, allow_nan=False, sort_keys=True, separators=(",", ":")) + "\n" for r in records]
+    try:
+        lines = ProfileRef(records=records).record_lines()
+    except ProfileError as exc:
+        raise RequestError(str(exc), path=f"/profile/records/{(exc.line or 1) - 1}", code="invalid_profile") from None
     digest = hashlib.sha256("".join(lines).encode()).hexdigest()
 
     def load() -> Any:
