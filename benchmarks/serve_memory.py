@@ -8,6 +8,12 @@ Linux only (reads ``/proc``); loopback only.
 
     PYTHONPATH=. python benchmarks/serve_memory.py --clients 8
     PYTHONPATH=. python benchmarks/serve_memory.py --clients 8 --candidate-budget 8000000   # no budget, for comparison
+
+``--junk ITEM`` sends, instead, bodies of just under 4 MiB (the default body limit) whose
+profile records are ITEM repeated — ``'[]'`` (refused on its count of arrays before
+parsing) or ``'"ab"'`` (parsed, then refused): what bodies that are never solved cost.
+
+    PYTHONPATH=. python benchmarks/serve_memory.py --clients 32 --junk '"ab"'
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--concurrency", type=int, default=None, help="server --concurrency (default: CPU count)")
     ap.add_argument("--candidate-budget", type=int, default=None, help="server --candidate-budget (default: its --max-candidates)")
+    ap.add_argument("--junk", default=None, metavar="ITEM", help="send ~4 MiB bodies of ITEM repeated as the records instead")
     args = ap.parse_args(argv)
     extra = ["--request-timeout", "10m"]
     if args.concurrency:
@@ -49,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.candidate_budget:
         extra += ["--candidate-budget", str(args.candidate_budget)]
     body = json.dumps(NEAR_LIMIT).encode()
+    if args.junk is not None:
+        head, item = b'{"profile": {"records": [', args.junk.encode() + b","
+        body = head + item * ((4 * 1024 * 1024 - 100 - len(head)) // len(item))
+        body = body[:-1] + b"]}}"
     with server_process(*extra) as (url, proc):
         with httpx.Client(base_url=url, timeout=600) as c:  # warm the fitted-model cache with a small solve
             assert c.post("/v1/recommend", json=dict(NEAR_LIMIT, max_workers=16)).status_code == 200
@@ -61,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         with ThreadPoolExecutor(max_workers=args.clients) as pool:
             codes = collections.Counter(pool.map(send, range(args.clients)))
         peak = _mib(proc.pid, "VmHWM")
-    print(f"{args.clients} concurrent near-limit solves: RSS before {before:.0f} MiB, peak {peak:.0f} MiB; answers {dict(codes)}")
+    what = f"bodies of {args.junk}" if args.junk is not None else "near-limit solves"
+    print(f"{args.clients} concurrent {what}: RSS before {before:.0f} MiB, peak {peak:.0f} MiB; answers {dict(codes)}")
     return 0
 
 

@@ -9,7 +9,7 @@ Routes: ``POST /v1/recommend`` (body: ``recommend-request.v1``; answer:
 Every answer that is not a recommendation is an ``error.v1`` document. Bad input is
 always a 4xx with a JSON Pointer to the bad value; a 500 means a bug in cotune. The
 body is read incrementally and refused past ``max_body_bytes`` or after
-``request_timeout_s`` (408); parsing and solving run in worker threads, at most
+``request_timeout_s`` (408); parsing and solving run in one worker-thread call, at most
 ``max_concurrency`` at once and at most ``candidate_budget`` candidates solved at once,
 so the event loop keeps answering ``/health`` while solves are busy and memory stays
 bounded. Beyond ``max_pending`` requests in progress the answer is 503 with
@@ -34,6 +34,7 @@ from fastapi.responses import JSONResponse as _StarletteJSON
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from cotune import __version__
 from cotune._checks import excerpt
@@ -41,6 +42,7 @@ from cotune.api import (
     ERROR_SCHEMA_VERSION,
     REQUEST_SCHEMA_VERSION,
     SCHEMA_NAMES,
+    LimitError,
     Limits,
     RequestError,
     error_document,
@@ -50,7 +52,7 @@ from cotune.api import (
 )
 from cotune._checks import BadValue, load_json
 from cotune.errors import InputError
-from cotune.serve._admission import Admission, Overloaded
+from cotune.serve._admission import Admission, Overloaded, release_freed_memory
 from cotune.solver import RESULT_SCHEMA_VERSION
 
 __all__ = ["ServiceSettings", "create_app", "DEFAULT_MAX_BODY_BYTES", "OPEN_PATHS"]
@@ -217,13 +219,50 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _parse_json(body: bytes, schema: str = "recommend-request.v1") -> Any:
+def _max_containers(limits: Limits) -> int:
+    """The most JSON arrays and objects a request body may hold: a record is one object,
+    so a request within ``limits.max_records`` needs far fewer (room is left for nested
+    diagnostic fields and the request's own lists)."""
+    return 4 * limits.max_records + 10_000
+
+
+def _parse_json(body: bytes, schema: str = "recommend-request.v1", *, containers_max: int | None = None) -> Any:
     if not body.strip():
         raise RequestError(f"empty body: send a JSON object (docs/schema/{schema}.json)", status=400, code="invalid_json")
+    if containers_max is not None:
+        # Counted on the bytes, before parsing: a body of empty arrays ("[],[],…") parses to
+        # ~30x its size in memory and seconds of checks. A bracket inside a string counts too
+        # (an upper bound), harmless at this margin.
+        containers = body.count(b"[") + body.count(b"{")
+        if containers > containers_max:
+            raise LimitError(f"the body holds {containers:,} JSON arrays and objects, over this service's limit of "
+                             f"{containers_max:,}: send one object per profile record and fewer records")
     try:  # NaN/Infinity literals, absurd nesting, huge integers, bad encodings: one 400, never a 500
         return load_json(body)
     except BadValue as exc:
-        raise RequestError(exc.detail, status=400, code="invalid_json") from None
+        raise RequestError(_encoding_problem(body) or exc.detail, status=400, code="invalid_json") from None
+
+
+def _encoding_problem(body: bytes) -> str | None:
+    """What is wrong with the body's encoding, with the fix; None when it decodes."""
+    try:  # the encoding json itself reads (UTF-8, or UTF-16/32 by their byte pattern)
+        body.decode(json.detect_encoding(body), "surrogatepass")
+    except UnicodeDecodeError as exc:
+        return f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at position {exc.start}): send the body as UTF-8"
+    return None
+
+
+def _drop_tracebacks(exc: BaseException) -> None:
+    """Forget the frames of ``exc`` and of the exceptions it was raised from or while handling."""
+    stack: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        node.__traceback__ = None
+        stack += (node.__cause__, node.__context__)
 
 
 def _components(name: str) -> dict[str, Any]:
@@ -260,7 +299,6 @@ def _metrics(app: FastAPI, admission: Admission) -> Any:
         from cotune.serve._metrics import ServiceMetrics
     except ImportError:
         return None
-    from starlette.routing import Match
 
     def route_of(scope: Any) -> str:
         # The route's template, never the raw path: a scan of random paths adds no series.
@@ -387,11 +425,26 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                         headers={"Connection": "close"},
                     )
                 schema = "replan-request.v1" if route == "/v1/replan" else "recommend-request.v1"
-                data = await anyio.to_thread.run_sync(_parse_json, body, schema, limiter=limiter)
-                doc = await anyio.to_thread.run_sync(
-                    lambda: solve(data, profile_dir=cfg.profile_dir, limits=cfg.limits, admit=admission.solve),
-                    limiter=limiter,
-                )
+
+                def parse_and_solve() -> Any:
+                    # One thread call: a request's parsed tree (many times its body's bytes) lives
+                    # only while it holds a worker, never while it waits in the limiter's queue, so
+                    # at most --concurrency trees exist however many bodies are pending.
+                    try:
+                        return solve(_parse_json(body, schema, containers_max=_max_containers(cfg.limits)),
+                                     profile_dir=cfg.profile_dir, limits=cfg.limits, admit=admission.solve)
+                    except (InputError, Overloaded) as exc:
+                        # The answer needs only the message. The traceback's frames hold the parsed
+                        # tree, and anyio's future and worker frame make a reference cycle of them
+                        # that only the garbage collector frees: 32 refused 4 MiB bodies stayed
+                        # 2 GB. (A bug keeps its traceback, for the log.)
+                        _drop_tracebacks(exc)
+                        raise
+                    finally:
+                        # After every request, a refused one too: only a solve's end trimmed before.
+                        release_freed_memory()
+
+                doc = await anyio.to_thread.run_sync(parse_and_solve, limiter=limiter)
         except Overloaded as exc:
             return _error(503, "overloaded", str(exc), headers={"Retry-After": str(exc.retry_after_s)})
         except RequestError as exc:
@@ -409,12 +462,19 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         # a 405 keeps its Allow header (RFC 9110 requires one).
         message = str(exc.detail)
         where = excerpt(request.url.path)
+        headers = dict(exc.headers) if exc.headers else {}
         if exc.status_code == 404:
             message = f"no route {where}: the service answers {ROUTES_SAID}"
         elif exc.status_code == 405:
-            allowed = (exc.headers or {}).get("Allow", "")
+            # Every route of the path, not only the first that matched it: /health is a GET
+            # route and a HEAD route, and the Allow header must name both.
+            methods = {m for route in app.router.routes if route.matches(request.scope)[0] != Match.NONE
+                       for m in (getattr(route, "methods", None) or ())}
+            allowed = ", ".join(sorted(methods)) or headers.get("Allow", "")
+            if allowed:
+                headers["Allow"] = allowed
             message = f"method {excerpt(request.method)} is not allowed on {where}" + (f": use {allowed}" if allowed else "")
-        return _error(exc.status_code, code, message, headers=dict(exc.headers) if exc.headers else None)
+        return _error(exc.status_code, code, message, headers=headers or None)
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:  # a bug: log it, answer a clean 500
