@@ -440,7 +440,9 @@ def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH,
         constants = {} if nonfinite else {"parse_constant": _reject_constant}
         value = json.loads(data, object_pairs_hook=unique_keys, **constants)
     except json.JSONDecodeError as exc:
-        raise BadValue(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
+        # Some messages end in "at" already ("Unterminated string starting at"): not "at at".
+        at = "" if exc.msg.endswith(" at") else " at"
+        raise BadValue(f"not valid JSON: {exc.msg}{at} line {exc.lineno} column {exc.colno}", where=where) from None
     except RecursionError:
         raise BadValue(f"not valid JSON here: nested deeper than {max_depth} levels", where=where) from None
     except DuplicateKey as exc:

@@ -209,3 +209,29 @@ def test_a_lone_surrogate_in_a_profile_is_answered_escaped(client):
     r = client.post("/v1/recommend", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 200, r.text[:300]
     assert json.loads(r.content)["workload"] == "\udfff"
+
+
+def test_an_unterminated_string_is_named_without_a_doubled_at(client):
+    r = client.post("/v1/recommend", content=b'{"target": "abc', headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == "not valid JSON: Unterminated string starting at line 1 column 12"
+
+
+def test_a_body_that_is_not_utf8_is_told_to_be_sent_as_utf8(client):
+    r = client.post("/v1/recommend", content='{"profile": "caf\u00e9"}'.encode("latin-1"),
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+    assert r.json()["error"]["message"] == ("the body is not UTF-8 text (byte 0xe9 at position 16): "
+                                            "send the body as UTF-8")
+
+
+def test_a_reversed_global_batch_range_is_named_as_the_json_value_sent(client):
+    r = client.post("/v1/recommend", json=dict(BASE_REQUEST, global_batch_range=[10, 5]))
+    assert r.status_code == 422 and r.json()["error"]["path"] == "/global_batch_range"
+    assert r.json()["error"]["message"].endswith("got [10, 5]")
+
+
+def test_a_wrong_method_on_health_names_get_and_head(client):
+    r = client.post("/health")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
+    assert r.json()["error"]["message"] == "method 'POST' is not allowed on '/health': use GET, HEAD"
