@@ -615,7 +615,9 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
                 raise ProfileError(f"a line holding only {text!r}: this looks like one JSON document spread over lines "
                                    f"({'an array' if text == '[' else 'an indented object'}), not JSON Lines: write one "
                                    f"compact record per line ({how})", path=path, line=number) from None
-            raise ProfileError(f"not valid JSON ({exc.msg} at column {exc.colno}): fix or delete this line", path=path, line=number) from None
+            at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at" ends in it already
+            raise ProfileError(f"not valid JSON ({exc.msg}{at} column {exc.colno}): fix or delete this line", path=path,
+                               line=number) from None
         except DuplicateKey as exc:
             raise ProfileError(f"{exc}: keep one of them", path=path, line=number) from None
         except RecursionError:

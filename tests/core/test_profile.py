@@ -533,3 +533,13 @@ def test_numpy_numbers_in_a_record_are_written_as_plain_json(tmp_path):
     profile = read_profile(path)
     assert (profile.steps[0].gpu, profile.steps[0].workers, profile.steps[0].step_time_s) == ("t4", 2, 0.25)
     assert (profile.evals[0].global_batch, profile.evals[0].metric) == (64, 0.5)
+
+
+def test_an_unterminated_string_is_named_without_a_doubled_at(tmp_path) -> None:
+    # json says "Unterminated string starting at": the message read "... starting at at column 9".
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"record": "workload", "name": "w", "dataset_size": 10}\n{"record": "st\n{"record": "eval"}\n')
+    with pytest.raises(ProfileError) as info:
+        read_profile(path)
+    text = str(info.value)
+    assert "Unterminated string starting at column" in text and "at at" not in text
