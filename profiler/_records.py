@@ -124,12 +124,34 @@ def _sigkilled(outcome: LaunchOutcome) -> bool:
     return "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail
 
 
-def _exited_with(outcome: LaunchOutcome, code: int, status: str) -> bool:
+# How far back from a probe log's end the worker's fault line is looked for: torchrun's
+# failure report (about 235 bytes a rank, tracebacks) follows it, so the 4 KB tail a launch
+# keeps lost it at 8 ranks; a bounded window keeps a log a workload flooded cheap to read.
+FAULT_SEARCH_BYTES = 16 * 2**20
+
+
+def _said_in_log(outcome: LaunchOutcome, log: Path | None, line: str) -> bool:
+    """Whether ``line`` is in the launch's log: its kept tail, else the last
+    ``FAULT_SEARCH_BYTES`` of the log file (unreadable: not said)."""
+    if line in outcome.log_tail:
+        return True
+    if log is None:
+        return False
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(fh.tell() - FAULT_SEARCH_BYTES, 0))
+            return line.encode() in fh.read()
+    except OSError:
+        return False
+
+
+def _exited_with(outcome: LaunchOutcome, code: int, status: str, log: Path | None = None) -> bool:
     """Whether a worker left with our own exit ``code`` for ``status`` (storage, setup): torchrun's
     failure report ("exitcode  : 5 (pid: ...)") or the spawner's own exit code, and the worker's
     own word for it (``FAULT_MARKER``) in the log. A workload's os._exit(5) has no such line:
     it is the workload's crash, not our storage's fault."""
-    said = f"{FAULT_MARKER} {status}:" in outcome.log_tail
+    said = _said_in_log(outcome, log, f"{FAULT_MARKER} {status}:")
     return said and (outcome.returncode == code or any(
         ln.split(":", 1)[0].strip() == "exitcode" and ln.split(":", 1)[1].split()[:1] == [str(code)]
         for ln in outcome.log_tail.splitlines() if ":" in ln))
@@ -148,9 +170,9 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     failures = {r.status: r for r in results if isinstance(r, FailureResult)}
     if "storage" in failures:
         return Verdict("storage", failures["storage"].message)
-    if _exited_with(outcome, EXIT_STORAGE, "storage"):
+    if _exited_with(outcome, EXIT_STORAGE, "storage", log):
         return Verdict("storage", f"a worker could not read or write its files ({root_cause(outcome)}; log: {log})")
-    if "setup" in failures or _exited_with(outcome, EXIT_SETUP, "setup"):
+    if "setup" in failures or _exited_with(outcome, EXIT_SETUP, "setup", log):
         said = failures["setup"].message if "setup" in failures else root_cause(outcome)
         return Verdict("launcher", f"a worker could not join the process group or set up its device ({said}; log: "
                                    f"{log}): the environment's fault (network interface, rendezvous, device, memory "

@@ -383,3 +383,21 @@ def test_the_launch_counts_the_kernels_oom_kills_where_it_keeps_a_count(tmp_path
         assert outcome.oom_kills is None
     else:
         assert outcome.oom_kills is not None and outcome.oom_kills >= 0
+
+
+def test_our_fault_line_is_found_past_the_kept_tail_of_a_many_rank_log(tmp_path):
+    # torchrun's report (about 235 bytes a rank) follows the worker's line: at 8 ranks it was
+    # out of the 4 KB tail, and a storage fault of ours was recorded as the workload's crash.
+    from profiler._launcher import log_tail
+
+    log = tmp_path / "log.txt"
+    report = "".join(f"[{r}]:\n  time      : 2026-12-06_10:00:00\n  host      : h\n  rank      : {r} (local_rank: {r})\n"
+                     f"  exitcode  : -15 (pid: {100 + r})\n  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM)\n"
+                     for r in range(1, 48))
+    log.write_text("cotune-worker-fault: storage: cannot write the result: [Errno 5] Input/output error\n"
+                   + report + "Root Cause (first observed failure):\n[0]:\n  exitcode  : 5 (pid: 100)\n")
+    tail = log_tail(log)
+    assert "cotune-worker-fault" not in tail
+    verdict = classify(LaunchOutcome(returncode=1, timed_out=False, wall_s=1.0, log_tail=tail), [], timeout_s=10,
+                       log=log, workers=48)
+    assert verdict.kind == "storage"
