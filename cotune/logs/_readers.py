@@ -830,6 +830,20 @@ def _scalar_events(path: Path) -> tuple[dict[str, list[tuple[float, float, float
     return out, checked.notes, checked.tags
 
 
+def _epoch_indexed(steps: list[float]) -> bool:
+    """Whether a series steps as Keras's epoch-level ones do: by the 0-based index of the
+    epoch just finished, every ``f``-th epoch (``validation_freq``), so ``f − 1, 2f − 1, …``.
+    A PyTorch SummaryWriter's ``epoch_*`` tag steps by the optimizer step (50, 100, …) and
+    must not be read as an epoch index because its folder is named ``validation``."""
+    s = sorted(set(steps))
+    if not s or any(not float(v).is_integer() for v in s):
+        return False
+    if len(s) == 1:
+        return s[0] == 0.0
+    spacing = s[1] - s[0]
+    return spacing >= 1 and s[0] == spacing - 1 and all(b - a == spacing for a, b in zip(s, s[1:]))
+
+
 def read_tensorboard(path: Path) -> LogData:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory: give a TensorBoard run directory (the one holding events.out.tfevents.*)")
@@ -851,7 +865,8 @@ def read_tensorboard(path: Path) -> LogData:
         # One half of a Keras log given on its own (logs/fit/validation): its epoch_* series
         # step by the epoch index too; read as steps they gave epochs 0, 0.17, ... and a step
         # time from the epochs' clock.
-        if path.is_dir() and path.name in KERAS_RUNS and any(t.startswith("epoch_") for t in events):
+        if path.is_dir() and path.name in KERAS_RUNS and any(
+                t.startswith("epoch_") and _epoch_indexed([step for step, _, _ in rows]) for t, rows in events.items()):
             halves, keras_dir = (path.name,), path.parent
             events = {f"{path.name}/{t}": rows for t, rows in events.items()}
             tag_files = {f"{path.name}/{t}": [f"{path.name}/{f}" for f in fs] for t, fs in tag_files.items()}
@@ -926,6 +941,10 @@ def _mlflow_run_dir(path: Path, run_id: str | None) -> Path:
     runs = [(r, *_mlflow_meta(r)) for r in found]
     live = [(r, name) for r, name, deleted in runs if not deleted]
     chosen = live if run_id is None else [(r, name) for r, name in live if run_id in (r.name, name)]
+    if run_id is not None and not chosen:
+        # A run deleted in MLflow's UI stays on disk until garbage-collected: named by its id,
+        # it is what the caller asked for (it imported before deleted runs were left out).
+        chosen = [(r, name) for r, name, deleted in runs if deleted and r.name == run_id]
     if len(chosen) != 1:
         listed = ", ".join(f"{r.name} ({name})" if name else r.name for r, name in (chosen or live)[:5]) or "none"
         more = "" if len(chosen or live) <= 5 else f" and {len(chosen or live) - 5:,} more"
@@ -948,7 +967,20 @@ def _lightning_indexed(rows: Mapping[str, list[tuple[float, ...]]]) -> bool:
     if not epoch or epoch[0][1] != 0.0 or not all(float(r[1]).is_integer() for r in epoch):
         return False
     at = {r[0] for r in epoch}
-    return len(rows) > 1 and all(r[0] in at for key, points in rows.items() for r in points)
+    if not (len(rows) > 1 and all(r[0] in at for key, points in rows.items() for r in points)):
+        return False
+    # A plain loop logging a 0-based epoch beside its metrics at "steps done" looks the
+    # same but for one step: the last step logged in epoch k is (k + 1)·s − 1 in Lightning's
+    # count (s steps an epoch) and (k + 1)·s in that one. Two epochs or more tell which.
+    last: dict[float, float] = {}
+    for step, value, *_ in epoch:
+        last[value] = max(step, last.get(value, -math.inf))
+    ends = [last[k] for k in sorted(last)]
+    if len(ends) < 2:
+        return False
+    spacing = ends[1] - ends[0]
+    # Every whole epoch's end on that grid; the last one may stop early (max_steps).
+    return spacing >= 1 and ends[0] == spacing - 1 and all(b - a == spacing for a, b in zip(ends[:-2], ends[1:-1]))
 
 
 _LIGHTNING_MLFLOW_NOTE = ("a Lightning MLFlowLogger run (an 'epoch' metric of whole indices logged with every other): "

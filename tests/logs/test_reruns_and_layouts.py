@@ -124,6 +124,25 @@ def test_the_validation_half_of_a_keras_log_given_alone_reads_its_epoch_index(tm
     assert any("validation/ half" in n and str(tmp_path / "fit") in n for n in profile.warnings)
 
 
+def test_a_validation_folder_stepping_by_optimizer_steps_is_no_keras_half(tmp_path):
+    # One SummaryWriter per split (runs/exp/validation) with an 'epoch_accuracy' tag at the
+    # optimizer step: read as a Keras half it gave epochs 51, 101, ...
+    half = tmp_path / "exp" / "validation"
+    half.mkdir(parents=True)
+    _event_file(half, [(50 * k, "epoch_accuracy", 0.5 + k / 20) for k in range(1, 6)])
+    profile = import_log("tensorboard", half, metric="epoch_accuracy", global_batch=32, dataset_size=1600)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert not any("Keras" in n for n in profile.warnings)
+
+
+def test_a_keras_half_validated_every_other_epoch_still_reads_its_epoch_index(tmp_path):
+    half = tmp_path / "fit" / "validation"
+    half.mkdir(parents=True)
+    _event_file(half, [(k, "epoch_accuracy", 0.6 + k / 10) for k in (1, 3, 5)], tensors=True)  # validation_freq=2
+    profile = import_log("tensorboard", half, metric="epoch_accuracy", global_batch=16, dataset_size=96)
+    assert [e.epoch for e in profile.evals] == [2.0, 4.0, 6.0]
+
+
 # --- Lightning's 0-based counters through other formats --------------------------------
 
 
@@ -178,6 +197,13 @@ def test_a_deleted_mlflow_run_is_not_counted(tmp_path):
     assert [e.metric for e in profile.evals] == [0.7, 0.8]
 
 
+def test_a_deleted_mlflow_run_named_by_its_id_is_still_imported(tmp_path):
+    # it imported before deleted runs were left out; "no run 'aaa111'" was untrue
+    _two_runs(tmp_path, deleted=True)
+    profile = import_log("mlflow", tmp_path, run="aaa111", global_batch=16, dataset_size=96)
+    assert [e.metric for e in profile.evals] == [0.5, 0.6]
+
+
 def test_an_mlflow_run_that_matches_nothing_lists_the_runs(tmp_path):
     _two_runs(tmp_path)
     with pytest.raises(InputError, match=r"no run 'three'; the runs are aaa111 \(one\), bbb222 \(two\)"):
@@ -215,3 +241,15 @@ def test_a_pandas_saved_history_is_told_to_name_its_index_column_epoch(tmp_path,
     fixed = tmp_path / "named.csv"
     fixed.write_text("epoch" + path.read_text())
     assert [e.epoch for e in import_log("keras-csv", fixed, global_batch=16, dataset_size=96).evals] == [1.0, 2.0]
+
+
+def test_a_plain_loop_logging_a_zero_based_epoch_at_steps_done_is_not_shifted(tmp_path):
+    # mlflow.log_metrics({"epoch": epoch, "val_acc": acc}, step=global_step) at each epoch's
+    # end, steps counted as done (5 an epoch): taken for Lightning it read 1.2, 2.2, ...
+    root = tmp_path / "mlruns"
+    steps = [5 * (k + 1) for k in range(6)]
+    _mlflow_run(root, "abc123", "plain", {"epoch": [(s, k) for k, s in enumerate(steps)],
+                                          "val_acc": [(s, 0.5 + k / 20) for k, s in enumerate(steps)]})
+    profile = import_log("mlflow", root, global_batch=32, dataset_size=160, metric="val_acc")
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert not any("Lightning" in n for n in profile.warnings)
