@@ -111,7 +111,10 @@ def _round_easier(value: float, *, maximise: bool, digits: int = 4) -> float:
     return (math.floor if maximise else math.ceil)(value * scale) / scale
 
 
-_TARGET_CHECKS = 8  # re-estimates a target hint may take (its two ends, then bisection)
+# Re-estimates a target hint may take (its two ends, then bisection): enough to bisect a
+# span of the whole metric range down to the 4 significant digits a hint is printed with
+# (about 40 ms each on 256 rows) — with 8 the "hardest" was up to 0.7 points too easy.
+_TARGET_CHECKS = 22
 _TARGET_CHECK_ROWS = 256  # the fastest candidates a target hint is checked on
 
 
@@ -136,19 +139,32 @@ def _easier_target(check, reachable: np.ndarray, *, target: float, confidence: f
 def _hardest_met(meets, *, hard: float, easy: float, maximise: bool) -> float | None:
     """The hardest target between ``easy`` and ``hard`` (both included) that ``meets``,
     rounded toward the easier side; None when even ``easy`` is not met. ``meets`` must only
-    get easier toward ``easy``: bisection, at most ``_TARGET_CHECKS`` calls."""
-    if meets(_round_easier(hard, maximise=maximise)):
-        return _round_easier(hard, maximise=maximise)
-    if not meets(_round_easier(easy, maximise=maximise)):
+    get easier toward ``easy``: bisection, at most ``_TARGET_CHECKS`` calls, until no printed
+    (4-digit) value lies between the hardest met and the easiest not met — so the answer is the
+    hardest at the precision it is shown with."""
+    rounded = lambda v: _round_easier(v, maximise=maximise)  # noqa: E731
+    if meets(rounded(hard)):
+        return rounded(hard)
+    if not meets(rounded(easy)):
         return None
     good, bad = easy, hard  # met / not met: bisect toward the hardest met
     for _ in range(_TARGET_CHECKS - 2):
+        met, not_met = rounded(good), rounded(bad)
+        if abs(not_met - met) <= _digit_unit(met) * (1.0 + 1e-9):
+            break  # adjacent printed values: nothing harder to show is left untried
         mid = (good + bad) / 2.0
-        if meets(_round_easier(mid, maximise=maximise)):
+        if meets(rounded(mid)):
             good = mid
         else:
             bad = mid
-    return _round_easier(good, maximise=maximise)
+    return rounded(good)
+
+
+def _digit_unit(value: float, *, digits: int = 4) -> float:
+    """One unit in the last of ``digits`` significant digits of ``value`` (as :func:`_round_easier` rounds)."""
+    if value == 0 or not math.isfinite(value):
+        return 0.0
+    return 10.0 ** (math.floor(math.log10(abs(value))) - (digits - 1))
 
 
 def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadline_s: float | None, confidence: float,
@@ -292,23 +308,29 @@ def relax(
         # The target to name is one a candidate meets as asked — by the deadline, at the
         # confidence — checked as every named value is: the best fitted metric alone (0.9466)
         # was a second "nothing feasible" at a deadline of 30 minutes and confidence 0.9.
-        hint, why = best_metric, ""
-        easy = float(acc._score(np.max(acc.curve_start_)))
-        if (easy < best_metric) if maximise else (easy > best_metric):
-            check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
-            met = _hardest_met(lambda t: check(t, confidence), hard=best_metric, easy=easy, maximise=maximise)
-            if met is not None and met != best_metric:
-                what = "meets the deadline" if deadline_s is not None else "reaches"
-                chance = f" with probability {confidence:g}" if confidence is not None else ""
-                hint, why = met, f", the hardest some candidate {what}{chance},"
-        return (
-            [
-                f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is {best_metric:.4g} "
-                f"(global batch {int(acc.batches_[best])}); {'lower' if maximise else 'raise'} the target (--target / target) "
-                f"to {hint:.4g}{why} or record longer curves{_percent_hint(target, best_metric, models.goal)}"
-            ],
-            np.empty(0, dtype=int),
-        )
+        # The easy end: the best first evaluation of any batch (never harder than the best fitted).
+        first = float(acc._score(np.max(acc.curve_start_)))
+        easy = min(first, best_metric) if maximise else max(first, best_metric)
+        check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
+        met = _hardest_met(lambda t: check(t, confidence), hard=best_metric, easy=easy, maximise=maximise)
+        head = (f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is "
+                f"{_round_easier(best_metric, maximise=maximise):.4g} "
+                f"(global batch {int(acc.batches_[best])}); ")
+        tail = _percent_hint(target, best_metric, models.goal)
+        # Only a checked value strictly easier than the request: the best fitted metric printed
+        # to 4 digits (0.758 for a target of 0.758) sent the user round in a loop.
+        if met is not None and ((met < target) if maximise else (met > target)):
+            what = "meets the deadline" if deadline_s is not None else "reaches"
+            chance = f" with probability {confidence:g}" if confidence is not None else ""
+            return ([f"{head}{'lower' if maximise else 'raise'} the target (--target / target) to {met:.4g}, the hardest "
+                     f"some candidate {what}{chance}, or record longer curves{tail}"], np.empty(0, dtype=int))
+        why = ""
+        at_easy = _round_easier(easy, maximise=maximise)
+        if deadline_s is not None and _checker(est, models, deadline_s=None, startup_s=startup_s)(at_easy, confidence):
+            # Reached without the deadline: an easier target alone would be a second "nothing feasible".
+            why = (f"; no candidate meets the deadline even at {models.metric_name} {at_easy:.4g}, the easiest the curves "
+                   "give: the deadline (--deadline / deadline_s) must rise too")
+        return ([f"{head}record longer curves{why}{tail}"], np.empty(0, dtype=int))
     out: list[str] = []
     if deadline_s is not None and not feas.meets_deadline.any():
         # With a budget, the deadline that would do is the one the fastest candidate *within
@@ -320,18 +342,19 @@ def relax(
         needed = float(est.time_at_confidence_s[i])
         cfg = f"{c.gpus[c.gpu[i]]} x{c.workers[i]}, local batch {c.local_batch[i]}"
         who = "the fastest candidate within the budget" if affordable else "the fastest candidate"
+        also = ""
+        if budget is not None and not affordable and math.isfinite(needed):
+            # Raising the deadline alone would leave the question infeasible: no candidate fits the budget.
+            cost_q = float(cost_at_confidence(est)[i])
+            also = f", and the budget (--budget / budget) to at least {format_money_at_least(cost_q, priced=priced)}, its cost"
         if startup_s >= deadline_s:
             # No configuration can help: the start-up alone takes the whole deadline.
-            at_least = (f" to at least {format_duration_at_least(needed)} ({who}, {cfg}, needs it)" if math.isfinite(needed)
-                        else "")
+            at_least = (f" to at least {format_duration_at_least(needed)} ({who}, {cfg}, needs it){also}"
+                        if math.isfinite(needed) else "")
             return ([f"the start-up alone (--startup / startup_s, {format_duration(startup_s)}) takes the whole deadline "
                      f"({format_duration(deadline_s)}): raise the deadline (--deadline / deadline_s){at_least}, or shorten "
                      "the start-up"], _best_chances(est, np.isfinite(est.epochs), fastest))
         if math.isfinite(needed):
-            also = ""
-            if budget is not None and not affordable:
-                cost_q = float(cost_at_confidence(est)[i])
-                also = f", and the budget (--budget / budget) to at least {format_money_at_least(cost_q, priced=priced)}, its cost"
             out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} ({who}, "
                        f"{cfg}, needs it){also}")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:

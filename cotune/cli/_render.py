@@ -6,6 +6,7 @@ import math
 
 from cotune.cli._output import fmt_num, one_line, table
 from cotune.solver import Choice, Recommendation
+from cotune.solver._estimate import DEFAULT_CONFIDENCE
 from cotune.units import count_of, format_chance, format_duration, format_money
 
 __all__ = ["render_recommendation", "render_fit_report"]
@@ -15,15 +16,38 @@ def _span(lo: float, hi: float) -> str:
     return f"[{format_duration(lo)}–{format_duration(hi)}]"
 
 
+def probability_percent(q: float) -> str:
+    """``q`` (in (0, 1)) as a percentage with the fewest decimals that state it (``90%``,
+    ``99.99%``), never rounded to 0 % or 100 %: ``TIME@100.0%`` for 0.9999 and "intervals 0%"
+    for 0.001 named a quantile that does not exist."""
+    x = float(q) * 100.0
+    for decimals in range(0, 10):
+        text = f"{x:.{decimals}f}"
+        shown = float(text)
+        if abs(shown - x) <= 1e-9 * max(1.0, x) and (0.0 < shown < 100.0 or not 0.0 < x < 100.0):
+            return f"{text}%"
+        if decimals >= 2 and 0.0 < shown < 100.0 and abs(shown - x) < 0.005:
+            return f"{text}%"  # an inexact q (2/3): a few decimals say it well enough
+    return f"{x:g}%"
+
+
 def time_at_label(q: float) -> str:
     """The column of the time a plan is promised by at confidence ``q`` (its ``q``-quantile)."""
-    return f"TIME@{q:.0%}" if round(q * 100, 6) == round(q * 100) else f"TIME@{q:.1%}"
+    return f"TIME@{probability_percent(q)}"
 
 
-def _row(mark: str, c: Choice, priced: bool, against: float | None = None) -> list[str]:
+def _time_q(rec: Recommendation) -> float | None:
+    """The confidence the time column and "(done by …)" state: the one asked for, or ½ (the
+    median time to success) where --objective time ranks by it without one — else the table
+    looked unsorted and the savings disagreed with the times shown."""
+    return rec.confidence or (DEFAULT_CONFIDENCE if rec.objective == "time" else None)
+
+
+def _row(mark: str, c: Choice, priced: bool, against: float | None = None, *, time_q: float | None = None) -> list[str]:
     # With a confidence, the time promised at it beside the median: what the deadline is
-    # held against, and what --objective time minimises.
-    at_q = [format_duration(c.time_at_confidence_s)] if against else []
+    # held against, and what --objective time minimises. Never reached in time: "—", as EPOCHS.
+    shown = format_duration(c.time_at_confidence_s) if math.isfinite(c.time_at_confidence_s) else "—"
+    at_q = [shown] if time_q else []
     return [
         mark,
         c.gpu,
@@ -78,17 +102,18 @@ def render_recommendation(rec: Recommendation) -> str:
     out = [
         f"cotune · {one_line(rec.workload)} · {one_line(rec.metric_name)} {goal} {rec.target:g} {' '.join(limits)}".rstrip(),
         f"objective: {rec.objective}{unit} · {rec.n_candidates:,} candidates, {rec.n_feasible:,} feasible · "
-        f"intervals {rec.interval:.0%} · solved in {rec.solve_time_s * 1000:.0f} ms",
+        f"intervals {probability_percent(rec.interval)} · solved in {rec.solve_time_s * 1000:.0f} ms",
         "",
     ]
     if rec.chosen is not None:
-        rows = [_row("CHOSEN", rec.chosen, rec.priced, rec.confidence)] + [_row("", c, rec.priced, rec.confidence)
-                                                                             for c in rec.runner_ups]
-        head, right = _columns(rec.confidence)
+        time_q = _time_q(rec)
+        rows = [_row("CHOSEN", rec.chosen, rec.priced, rec.confidence, time_q=time_q)] + [
+            _row("", c, rec.priced, rec.confidence, time_q=time_q) for c in rec.runner_ups]
+        head, right = _columns(time_q)
         out.append(table(head, rows, right=right))
         c = rec.chosen
-        by_q = (f" (done by {format_duration(c.time_at_confidence_s)} with probability {rec.confidence:g})"
-                if rec.confidence else "")
+        by_q = (f" (done by {format_duration(c.time_at_confidence_s)} with probability {time_q:g})"
+                if time_q and math.isfinite(c.time_at_confidence_s) else "")
         out += [
             "",
             f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
@@ -118,8 +143,8 @@ def render_recommendation(rec: Recommendation) -> str:
                     f" → co-tuning saves {saving:.1%}" if saving > 0 else
                     f" → co-tuning's choice takes {-saving:.1%} more {what} (see the notes)")
             # for speed at a confidence, the time the saving is measured on: the one promised at it
-            at_q = (f" (done by {format_duration(base.time_at_confidence_s)} with probability {rec.confidence:g})"
-                    if rec.confidence and rec.objective == "time" else "")
+            at_q = (f" (done by {format_duration(base.time_at_confidence_s)} with probability {time_q:g})"
+                    if time_q and rec.objective == "time" else "")
             lines.append(
                 f"  {label:<14} ({fixed}): {base.workers} × {base.gpu}, local batch {base.local_batch}, "
                 f"{format_duration(base.time_s)}{at_q}, {format_money(base.cost, priced=rec.priced)}{gain}"
@@ -128,9 +153,10 @@ def render_recommendation(rec: Recommendation) -> str:
     else:
         out.append("NO FEASIBLE CONFIGURATION.")
         if rec.nearest:
-            head, right = _columns(rec.confidence)
+            time_q = _time_q(rec)
+            head, right = _columns(time_q)
             out += ["", "Nearest candidates:",
-                    table(head, [_row("", c, rec.priced, rec.confidence) for c in rec.nearest], right=right)]
+                    table(head, [_row("", c, rec.priced, rec.confidence, time_q=time_q) for c in rec.nearest], right=right)]
         out += ["", "To find one:"] + [f"  - {r}" for r in rec.relax]
     if rec.pareto:
         out += ["", "Cost–time frontier (target reached; ignoring deadline and budget):"]

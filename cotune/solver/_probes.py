@@ -626,7 +626,9 @@ def next_measurement(
         at = np.flatnonzero(cands.global_batch == b)
         run = np.asarray(est.epochs_upper, float)[at]
         price = rate[at] * np.asarray(est.epoch_time_s, float)[at] * run
-        good = np.isfinite(price) & (price > 0)
+        # Only where the median run reaches the target: "a trial run to the target (up to 175
+        # epochs)" at a batch that reaches it with p = 0.19 is no run to the target at all.
+        good = np.isfinite(price) & (price > 0) & np.isfinite(np.asarray(est.epochs, float)[at])
         if not np.any(good):
             continue
         k = int(at[good][np.argmin(price[good])])
@@ -670,4 +672,9 @@ def next_measurement(
 
 
 def _amount(x: float, unit: str) -> str:
-    return f"${x:,.3g}" if unit == "USD" else f"{x:,.3g} {unit}"
+    """``x`` as the report prints money elsewhere (:func:`cotune.units.format_money`): ``,.3g``
+    wrote $4.31e+03 and 2.73e-06 worker-hours."""
+    from cotune.units import format_money
+
+    text = format_money(x, priced=False).removesuffix(" w·h")
+    return f"${text}" if unit == "USD" else f"{text} {unit}"

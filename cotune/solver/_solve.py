@@ -77,6 +77,36 @@ def _keys(est: Estimates, objective: str) -> tuple[np.ndarray, ...]:
     return primary, secondary, est.candidates.hosts, est.candidates.workers
 
 
+def _top_lexicographic(keys: tuple[np.ndarray, ...], *, k: int) -> np.ndarray:
+    """Positions holding the ``k`` smallest rows in the lexicographic order of ``keys``
+    (most significant first), and perhaps a few more, without sorting them all.
+
+    A cut on the first key alone drops arbitrary members of a tie: at zero prices every cost
+    is 0, and a cut of the costs kept any ``4 k`` of a million, not the fastest. So each key
+    keeps what is strictly below its ``k``-th value and passes the rows equal to it on to the
+    next key; rows equal in every key are interchangeable (the earliest are kept, as a
+    stable sort would). Linear in the rows for each key, so a huge tie set stays cheap.
+    """
+    n = keys[0].size
+    rows = np.arange(n)
+    kept: list[np.ndarray] = []
+    need = k
+    for key in keys:
+        if rows.size <= 4 * need:
+            break
+        v = key[rows]
+        thr = np.partition(v, need - 1)[need - 1]
+        if np.isnan(thr):
+            break  # NaN sorts last and equals nothing: keep the rest whole
+        below = v < thr
+        kept.append(rows[below])
+        need -= int(below.sum())
+        rows = rows[v == thr]
+    else:
+        rows = rows[: max(need, 0)]
+    return np.concatenate(kept + [rows])
+
+
 def ranked(est: Estimates, mask: np.ndarray, objective: str, *, limit: int | None = None) -> np.ndarray:
     """Indices of ``mask`` candidates, best first."""
     idx = np.flatnonzero(mask)
@@ -85,7 +115,7 @@ def ranked(est: Estimates, mask: np.ndarray, objective: str, *, limit: int | Non
     primary, secondary, hosts, workers = (k[idx] for k in _keys(est, objective))
     if limit is not None and idx.size > 4 * limit:
         # Partial selection first: sorting a million keys is the slow part.
-        part = np.argpartition(primary, 4 * limit)[: 4 * limit]
+        part = _top_lexicographic((primary, secondary, hosts, workers), k=limit)
         idx, primary, secondary, hosts, workers = idx[part], primary[part], secondary[part], hosts[part], workers[part]
     order = np.lexsort((workers, hosts, secondary, primary))
     out = idx[order]

@@ -62,6 +62,37 @@ def test_with_a_confidence_the_table_shows_the_time_promised_at_it_and_orders_by
     assert code == 0 and "TIME@" not in out and "done by" not in out
 
 
+def test_for_speed_without_a_confidence_the_table_shows_the_median_time_to_success_it_ranks_by(capsys):
+    # The ranking and the savings use the time at q = 0.5, but the table showed only TIME
+    # (unsorted by it) and the baselines no "(done by ...)": the saving disagreed with the times shown.
+    from cotune.units import format_duration
+
+    args = ["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--objective", "time"]
+    code, out, _ = run(capsys, *args)
+    answer = json.loads(run(capsys, *args, "--json")[1])
+    assert code == 0 and "TIME@50%" in out
+    for name in ("resource_only", "batch_only"):
+        base = answer["baselines"][name]["choice"]
+        assert f"(done by {format_duration(base['time_at_confidence_s'])} with probability 0.5)" in out
+
+
+def test_a_confidence_near_one_is_labelled_as_given_not_rounded_to_100_percent(capsys):
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h",
+                       "--confidence", "0.9999", "--interval", "0.999")
+    assert "TIME@99.99%" in out and "intervals 99.9%" in out
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--interval", "0.001")
+    assert "intervals 0.1%" in out
+
+
+def test_a_time_never_reached_at_the_confidence_reads_as_a_dash_like_the_epochs(capsys):
+    # P(reach) 0.71 < 0.9999: the time at the confidence is infinite; it printed "inf".
+    code, out, _ = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.946", "--deadline", "1h",
+                       "--confidence", "0.9999")
+    assert code == 1 and "TIME@99.99%" in out
+    table_rows = out.split("Nearest candidates:")[1].split("To find one:")[0]
+    assert "inf" not in table_rows and "—" in table_rows
+
+
 def test_per_gpu_max_workers_and_budget(capsys, tmp_path):
     path = write_jsonl(tmp_path / "two.jsonl", synthetic_records(gpus=("t4", "v100")))
     code, out, err = run(capsys, "recommend", str(path), "--target", "0.85", "--max-workers", "t4=2",

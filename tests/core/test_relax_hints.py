@@ -164,6 +164,21 @@ def test_a_start_up_longer_than_the_deadline_is_named_and_more_workers_are_not_o
     assert cotune.recommend("cifar10-resnet18", target=0.94, deadline_s=needed, startup_s=3600.0, max_workers=16).chosen
 
 
+def test_a_start_up_longer_than_the_deadline_with_nothing_affordable_names_the_budget_too() -> None:
+    # The hint named only the deadline: following it (budget 0.244 worker-hours unchanged)
+    # was a second "nothing feasible", as the start-up alone costs more than that.
+    from cotune.units import parse_duration
+
+    q = {"target": 0.83, "startup_s": 1800.0}
+    rec = cotune.recommend("cifar10-resnet18", deadline_s=90.0, budget=0.244, **q)
+    assert rec.chosen is None and len(rec.relax) == 1
+    found = re.search(r"to at least (\S+) \(the fastest candidate, .*\), and the budget \(--budget / budget\) to at "
+                      r"least ([0-9.]+) w·h, its cost", rec.relax[0])
+    assert found, rec.relax[0]
+    both = cotune.recommend("cifar10-resnet18", deadline_s=parse_duration(found.group(1)), budget=float(found.group(2)), **q)
+    assert both.chosen is not None
+
+
 def test_a_target_written_as_a_percentage_against_fraction_curves_is_told_its_unit() -> None:
     rec = cotune.recommend("cifar10-resnet18", target=94.0)
     assert rec.chosen is None
@@ -203,3 +218,32 @@ def test_below_one_half_the_plan_is_the_cheapest_candidate_whose_chance_meets_th
     assert rec.chosen.cost == pytest.approx(holds.cost.min()) and rec.chosen.p_success >= q
     if rec.chosen.p_reach < 0.5:
         assert any("more likely to miss the target than to reach it" in n for n in rec.notes)
+
+
+def test_a_target_hint_beyond_every_curve_is_never_the_request_itself() -> None:
+    # 'lower the target to 0.758' answered a target of 0.758 (the best fitted 0.75797,
+    # printed to 4 digits and never checked): following the hint looped.
+    rec = cotune.recommend("imagenet-resnet50", target=0.758, deadline_s=600.0)
+    assert rec.chosen is None
+    named = [float(v) for h in rec.relax for v in re.findall(r"the target \(--target / target\) to ([0-9.]+)", h)]
+    assert all(v < 0.758 and cotune.recommend("imagenet-resnet50", target=v, deadline_s=600.0).chosen is not None
+               for v in named), rec.relax
+    assert "0.758 (global batch" not in rec.relax[0]  # nor the best fitted, printed as the request itself
+
+
+def test_when_no_easier_target_meets_the_deadline_the_hint_says_the_deadline_must_rise() -> None:
+    # At 10 minutes nothing meets any target: the hint named the unchecked best fitted metric.
+    rec = cotune.recommend("imagenet-resnet50", target=0.764, deadline_s=600.0)
+    assert rec.chosen is None
+    assert not any("the target (--target / target) to" in h for h in rec.relax), rec.relax
+    assert "the deadline (--deadline / deadline_s) must rise too" in rec.relax[0]
+
+
+def test_the_hardest_target_a_hint_names_is_the_hardest_at_its_printed_precision() -> None:
+    # Six bisection steps over the whole span named 0.9389 where 0.945 is met.
+    rec = cotune.recommend("cifar10-resnet18", target=0.947, confidence=0.9)
+    found = re.search(r"lower the target \(--target / target\) to ([0-9.]+), the hardest", rec.relax[0])
+    assert found, rec.relax
+    suggested = float(found.group(1))
+    assert cotune.recommend("cifar10-resnet18", target=suggested, confidence=0.9).chosen is not None
+    assert cotune.recommend("cifar10-resnet18", target=suggested + 1e-4, confidence=0.9).chosen is None

@@ -414,3 +414,29 @@ def test_probes_on_hosts_larger_than_gpus_per_host_are_noted_at_every_door():
     r = replan(profile, progress={"gpu": "t4", "workers": 4, "local_batch": 32, "elapsed_s": 60, "epochs_done": 1},
                **question)
     assert said in r.notes
+
+
+def test_at_zero_prices_the_baseline_and_runner_ups_are_the_fastest_of_the_equal_costs(cifar_models):
+    # Every cost is $0: the ranking falls to the time, and a cut on the cost alone kept
+    # arbitrary tied candidates (a 13-minute baseline beside a feasible 8-minute one).
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=1800, prices={"t4": 0})
+    frame = rec.candidates_frame()
+    feasible = frame[frame.feasible]
+    base = rec.baselines["resource_only"]
+    same_batch = feasible[feasible.local_batch == base.local_batch]
+    assert base.time_s == pytest.approx(same_batch.time_s.min())
+    fastest = sorted(feasible.time_s)[: len(rec.runner_ups)]
+    shown = sorted([rec.chosen.time_s, *(c.time_s for c in rec.runner_ups)])
+    # The chosen one may be a safer near-tie; the rest are the fastest of the free plans.
+    assert set(np.round(fastest[:-1], 6)) <= set(np.round(shown, 6))
+
+
+def test_top_selection_keeps_the_lexicographic_best_through_a_tie_on_the_first_key():
+    from cotune.solver._solve import _top_lexicographic
+
+    rng = np.random.default_rng(0)
+    primary = np.zeros(10_000)
+    secondary = rng.permutation(10_000).astype(float)
+    keep = _top_lexicographic((primary, secondary, np.zeros(10_000), np.zeros(10_000)), k=5)
+    assert set(secondary[keep]) >= {0.0, 1.0, 2.0, 3.0, 4.0}
+    assert keep.size <= 20

@@ -279,6 +279,20 @@ def test_a_dear_probe_is_not_bought_and_the_answer_says_so() -> None:
     assert "worker-hours" in got.reason
 
 
+@pytest.mark.parametrize("unit", ["USD", "worker-hours"])
+def test_the_next_measurement_states_its_money_as_the_report_does_not_in_scientific_notation(unit) -> None:
+    # ",.3g" wrote "$4.44e+03" for a price of $4,444.67.
+    import re
+
+    from cotune.units import format_money
+
+    est = _same_gpu_estimates([1.0, 1.03], [0.0, 0.4], [1, 16])
+    got = next_measurement(est, feasible=np.ones(2, bool), probed=np.array([True, False]), measured_batches=[64.0],
+                           setup_s=1e6, unit=unit)
+    assert got is not None and not re.search(r"\de[+-]\d", got.reason), got.reason
+    assert format_money(got.price, priced=True).lstrip("$") in got.reason
+
+
 def test_the_floor_is_the_spread_the_model_states_at_its_probed_configurations() -> None:
     est = _estimates([1.0, 1.1, 1.2, 1.3], sig_step=[0.05, 0.07, 0.3, 0.4], sig_e=0.0)
     c = est.candidates
@@ -342,3 +356,14 @@ def test_a_run_priced_to_the_target_is_not_called_short():
     assert m is not None and m.kind == "short_run"
     assert f"a trial run to the target at global batch {m.global_batch} (up to " in m.reason
     assert "short run" not in m.reason and m.epochs >= rec.chosen.epochs_interval[0]
+
+
+def test_no_trial_run_to_the_target_is_offered_where_the_median_run_never_reaches_it() -> None:
+    # Global batch 64 reaches the target only at its optimistic end (median epochs infinite):
+    # "a trial run to the target (up to 175 epochs)" there was priced on epochs_upper alone.
+    est = _same_gpu_estimates([1.0, 1.03], [0.0, 0.4], [1, 16])
+    never = dataclasses.replace(est, epochs=np.full(2, np.inf), p_reach=np.full(2, 0.19))
+    got = next_measurement(never, feasible=np.zeros(2, bool), probed=np.ones(2, bool), measured_batches=[1024.0])
+    assert got is None
+    reached = next_measurement(est, feasible=np.zeros(2, bool), probed=np.ones(2, bool), measured_batches=[1024.0])
+    assert reached is not None and reached.kind == "short_run"  # the same question where it is reached
