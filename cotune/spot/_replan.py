@@ -315,6 +315,17 @@ def _micro_batch(profile: Any, job: Any, progress: Progress) -> int:
     return progress.local_batch
 
 
+def _diverged_at(profile: Any, job: Any) -> float | None:
+    """The epoch of the tracked job's latest evaluation when its metric is NaN or infinite
+    (a diverged run), else None (no tracked job, or a finite latest evaluation)."""
+    if profile is None or job is None:
+        return None
+    own = [e for e in profile.evals if e.job == job.job]
+    if not own or math.isfinite(own[-1].metric):
+        return None
+    return float(own[-1].epoch)
+
+
 def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
     """The local batch at which the job ran out of memory where it runs — the one the
     progress reports (``out_of_memory``), else the smallest out-of-memory on its GPU type at
@@ -692,9 +703,11 @@ def replan(
                      else "within the search space (max_workers, gpus_per_host, the profile's gpus)")
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
                          f"available {scope}: staying is not an option")
-    if stay is not None:
+    diverged = _diverged_at(loaded, job)
+    if stay is not None and diverged is None:
         # Restarting the job where it runs is no alternative to staying: the same work for a
-        # restart more (it was listed as BEST, "would add 13.4 % to the job's cost").
+        # restart more (it was listed as BEST, "would add 13.4 % to the job's cost"). A
+        # diverged job's restart from a checkpoint is one.
         c = est.candidates
         same = (c.in_market(stay.market) & (c.gpu == c.gpus.index(stay.gpu)) & (c.workers == stay.workers)
                 & (c.hosts == stay.hosts) & (c.local_batch == stay.local_batch))
@@ -709,6 +722,15 @@ def replan(
         how = "as the re-plan reports" if progress.out_of_memory else "a failure record after its steps there"
         notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): staying is not an "
                      f"option; every option runs a local batch below {oom_at}")
+
+    if diverged is not None and stay is not None:
+        # The job's latest evaluation is NaN or infinite: a diverged run does not recover where
+        # it runs (its weights are gone), so staying cannot reach the target. It was read as a
+        # point that adds no progress, and the answer said "stay" at the chance before it.
+        stay = replace(stay, p_success=0.0)
+        notes.append(f"the job diverged: its latest evaluation (epoch {diverged:.4g}) is not a number: staying is not "
+                     "an option; every option resumes from the progress before it (restore a checkpoint from before "
+                     "the divergence)")
 
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one

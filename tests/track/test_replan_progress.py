@@ -508,3 +508,17 @@ def test_a_confidence_above_every_chance_of_reaching_asks_for_no_deadline(job_pa
     assert 0.0 < cap < 0.9
     # The confidence it names is met.
     assert _replan(job_path, cifar_models, target=0.955, deadline_s=100 * 86400, confidence=cap).decision != "infeasible"
+
+
+def test_a_job_whose_latest_evaluation_diverged_cannot_succeed_by_staying(tmp_path: Path, cifar_models) -> None:
+    # A NaN evaluation added no progress and was otherwise ignored: the answer said "stay" at
+    # the chance the job had before it diverged.
+    path = _job_profile(tmp_path / "job.jsonl")
+    before = _replan(path, cifar_models)
+    assert before.decision == "stay" and before.stay.p_success > 0.3
+    last = [e for e in read_profile(path).evals if e.job == "run1"][-1]
+    append_records(path, [EvalRecord(global_batch=512, epoch=last.epoch + 1.0, metric=math.nan, job="run1",
+                                     elapsed_s=(last.elapsed_s or 0.0) + 60.0)])
+    after = _replan(path, cifar_models)
+    assert after.stay.p_success == 0.0 and after.decision != "stay"
+    assert any(n.startswith("the job diverged") for n in after.notes)
