@@ -5,7 +5,8 @@ confidence, mixed spot/on-demand plans and re-planning.
   price per market, revocation rate, replacement delay, checkpoint cost.
 * :func:`revocation_estimate`, :func:`time_at_confidence_s` — expected time under
   revocations with the Young/Daly checkpoint interval, and the time that holds with
-  probability ``q`` (from the distribution of the number of revocations).
+  probability ``q`` (:func:`revocation_time_cdf`: the law of the time, a mixture over
+  the number of revocations).
 * :func:`simulate` — a seeded Monte-Carlo simulator of the same process (and of the
   mixed policy), the ground truth the analytic model is tested against.
 * :class:`SpotMarket` — the market stage behind ``recommend(..., cluster=...)``.
@@ -22,8 +23,10 @@ from cotune.spot._revocation import (
     expected_segment_time_s,
     expected_time_for_segments,
     job_rate_per_s,
+    revocation_delay_nodes_s,
     revocation_estimate,
     revocation_quantile,
+    revocation_time_cdf,
     time_at_confidence_s,
     young_daly_interval_s,
 )
@@ -49,8 +52,10 @@ __all__ = [
     "parse_cluster",
     "remaining_fraction",
     "replan",
+    "revocation_delay_nodes_s",
     "revocation_estimate",
     "revocation_quantile",
+    "revocation_time_cdf",
     "simulate",
     "take_estimates",
     "time_at_confidence_s",

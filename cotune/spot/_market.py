@@ -12,11 +12,12 @@ core steps and changes nothing else::
 ``estimate`` prices every candidate as if no server were ever revoked.
 :meth:`SpotMarket.adjust` then replaces, for the spot rows, the training time ``W``
 by the revocation-aware expectation ``E[T](W)`` and the time at confidence by
-``T_q(W_q)`` (:mod:`cotune.spot._revocation`: Young/Daly checkpointing, revocation
-count distribution), evaluated at the model's own quantile ``W_q`` — so a promise at
-``q`` covers both the model's uncertainty and the revocations (conservatively: each at
-``q``). On-demand rows are left as they are: with zero revocations the spot model
-equals them exactly.
+``T_q(W_q)`` (:mod:`cotune.spot._revocation`: Young/Daly checkpointing, the law of the
+time as a mixture over the revocation count), evaluated at the model's own quantile
+``W_q``, or where later the quantile of ``P(success)``'s law — the model's error on the
+checkpointed work plus the revocations' delay (``revocation_law_s``), so a promise at
+``q`` covers both. On-demand rows are left as they are: with zero revocations the spot
+model equals them exactly.
 
 Mixed rows run the same configuration on spot while ahead of the straight-line
 schedule and on on-demand while behind (Can't Be Late's uniform-progress rule). The
@@ -24,7 +25,9 @@ line ends ``margin = τ + δ + R`` before the deadline (one lost segment and one
 switch), so falling behind can always be recovered on on-demand; its numbers come
 from the seeded simulator (:mod:`cotune.spot._simulate`), run only for the
 configurations where the rule matters — on-demand meets the deadline at the
-requested confidence and spot alone does not. Elsewhere mixed is dominated (by spot,
+requested confidence and spot alone does not (``every_mixed``, for a job already
+running mixed: every row, its line ending at once if the work at the confidence does not
+fit before it, so it runs on on-demand while behind). Elsewhere mixed is dominated (by spot,
 or is impossible) and is dropped — and so is a row whose run would take more than
 :data:`MAX_MIXED_ATTEMPTS` segments and revocations to simulate (bounded time).
 """
@@ -45,8 +48,10 @@ if TYPE_CHECKING:  # annotations only: the solver imports this module
     from cotune.solver import Candidates, Estimates, SearchSpace
 
 from cotune.spot._revocation import (
+    MAX_SEGMENTS,
     RevocationEstimate,
     job_rate_per_s,
+    revocation_delay_nodes_s,
     revocation_estimate,
     time_at_confidence_s,
     young_daly_interval_s,
@@ -97,6 +102,10 @@ def success_log_sigma(model_log_sigma: np.ndarray, rev: RevocationEstimate) -> n
     of a random sum). Independent of the model's error on the work, in log space
     (delta method): ``σ² = σ_model² + Var[T_rev] / E[T]²``. Without it ``P(success)`` on
     a spot plan would count the expected revocations but not the chance of more.
+
+    ``recommend``'s P(success) of a spot row no longer uses it (a symmetric spread around
+    ``E[T]`` let a spot row's chance exceed its on-demand twin's): that is the mixture of
+    ``revocation_law_s``. ``replan``'s remaining-work P(success) still widens by it.
     """
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         var_rev = rev.revocations_variance * rev.penalty_s**2 + rev.expected_revocations * rev.lost_work_sd_s**2
@@ -133,8 +142,15 @@ def _cap_function(max_workers: int | Mapping[str, int] | Callable[[str], int]) -
     return lambda g: int(max_workers)
 
 
+# Equally likely values of the revocation delay in a spot row's P(success) law (its error
+# in P: well under one in a hundred, the work's own spread smooths between them).
+SUCCESS_DELAY_NODES = 128
+
 # Segments plus revocations a mixed row's simulated run may take (module doc, _mixed).
 MAX_MIXED_ATTEMPTS = 20_000
+# The shortest straight line a running mixed job is simulated with (its line may already
+# have ended): positive, so the simulator's line is defined and the job is behind on it.
+_MIN_SCHEDULE_S = 1e-6
 
 
 @dataclass(frozen=True)
@@ -356,6 +372,7 @@ class SpotMarket:
         reached = est.time_s if est.time_if_reached_s is None else est.time_if_reached_s
         if_reached = reached.copy()
         sig_success = est.log_sigma_time.copy()
+        law = np.full((n, 1 + SUCCESS_DELAY_NODES), np.nan)
         s = np.flatnonzero(c.in_market("spot"))
         if s.size:
             mean = rev(train, s)
@@ -363,6 +380,12 @@ class SpotMarket:
             work_if_reached = rev(reached - startup_s, s)
             if_reached[s] = startup_s + work_if_reached.expected_time_s
             sig_success[s] = success_log_sigma(est.log_sigma_time[s], work_if_reached)
+            # P(success)'s law: the work's own error on the checkpointed work plus the delay the
+            # revocations add (a mixture over their count), at the work the solver judges by
+            # (the median where the target is reached at it, else the time if reached).
+            succ = mean if np.all(np.isfinite(train[s])) else rev(np.where(np.isfinite(train), train, reached - startup_s), s)
+            law[s, 0] = succ.checkpointed_work_s
+            law[s, 1:] = revocation_delay_nodes_s(succ, SUCCESS_DELAY_NODES)
             lower[s] = startup_s + rev(lo, s).expected_time_s
             upper[s] = startup_s + rev(hi, s).expected_time_s
             at_conf[s] = time_s[s] if confidence is None else startup_s + time_at_confidence_s(rev(at_q, s), confidence)
@@ -387,7 +410,7 @@ class SpotMarket:
         out = replace(
             est, time_s=time_s, time_lower_s=lower, time_upper_s=upper, time_at_confidence_s=at_conf,
             cost=cost, cost_lower=cost_lo, cost_upper=cost_hi, price_per_hour=price,
-            time_if_reached_s=if_reached, log_sigma_success=sig_success,
+            time_if_reached_s=if_reached, log_sigma_success=sig_success, revocation_law_s=law,
         )
         if confidence is not None:
             # One promise: the count quantile above (n_q revocations at the work's q-quantile)
@@ -449,6 +472,13 @@ class SpotMarket:
         with np.errstate(divide="ignore", invalid="ignore"):
             attempts = plan_work[idx] / seg + 2.0 * np.nan_to_num(mean.expected_revocations, nan=np.inf)
         fits = schedule >= plan_work[idx]
+        if every:
+            # A job already running mixed is weighed as it runs: a line too short for the work
+            # at the confidence only means it runs on on-demand while behind (a line ending at
+            # ε is behind from the start). Dropping the row told a job ahead of schedule that
+            # "the current configuration cannot continue" and paid a restart to leave it.
+            fits = np.ones_like(fits)
+            schedule = np.maximum(schedule, _MIN_SCHEDULE_S)
         ok = fits & (attempts <= MAX_MIXED_ATTEMPTS)
         not_simulated = int(np.count_nonzero(fits & ~ok))
         idx, tau, schedule = idx[ok], tau[ok], schedule[ok]
@@ -522,6 +552,10 @@ class SpotMarket:
         lam = float(details.job_revocations_per_hour[i]) / 3600.0
         yd = float(young_daly_interval_s(checkpoint_write_s=delta, rate_per_s=lam))
         rule = f"Young/Daly √(2δ/λ) = {format_duration(yd)} with δ = {format_duration(delta)}"
+        if yd == 0.0 and math.isfinite(tau):
+            # A free checkpoint: Young/Daly says "continuously"; the interval shown is the
+            # one the segment cap allows, not a rounding of 0.
+            rule += f": a free checkpoint, so as often as the cap of {MAX_SEGMENTS:,} segments allows"
         ck = (
             f"checkpoint every {format_duration(tau)} of training ({rule}, rounded to equal segments)"
             if math.isfinite(tau)

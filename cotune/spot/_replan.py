@@ -271,7 +271,7 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
         raw, epochs=rw.epochs, epochs_lower=e_lo, epochs_upper=e_hi, time_s=rw.time_s, time_lower_s=lo, time_upper_s=hi,
         time_at_confidence_s=rw.time_at_confidence_s, cost=rw.cost, cost_lower=rate * lo, cost_upper=rate * hi,
         p_reach=rw.p_reach, log_sigma_time=sigma, p_success=rw.p_success, time_if_reached_s=rw.time_s,
-        log_sigma_success=None,
+        log_sigma_success=None, revocation_law_s=None,
     )
 
 

@@ -399,3 +399,15 @@ def test_a_job_running_mixed_ahead_of_schedule_can_stay(capsys, repo_root):
     doc = json.loads(capsys.readouterr().out)
     assert doc["stay"] is not None and doc["stay"]["market"] == "mixed" and doc["stay"]["p_success"] >= 0.9
     assert "cannot continue" not in doc["reason"]
+
+
+def test_a_job_running_its_recommended_mixed_plan_whose_line_is_short_is_weighed_as_it_runs(cifar_models, make_cluster):
+    # Two revocations an hour, 1400 s at 0.9: recommend offers 4 x t4 mixed b=129. At 300 s
+    # and 27 % done (ahead of the line) the row was dropped because the straight line ended
+    # before the work at the confidence: "the current configuration cannot continue", and a
+    # switch that added 19.4 % to the cost.
+    cluster = make_cluster(text=PACKED_CLUSTER_TOML.format(rate=2.0))
+    p = Progress(epochs_done=20, elapsed_s=300, gpu="t4", market="mixed", workers=4, local_batch=129)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=1400, confidence=0.9)
+    assert r.ahead and r.stay is not None and r.stay.market == "mixed"
+    assert r.decision == "stay" and "cannot continue" not in r.reason

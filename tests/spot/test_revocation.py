@@ -14,6 +14,7 @@ from cotune.spot import (
     time_at_confidence_s,
     young_daly_interval_s,
 )
+from cotune.spot._revocation import MAX_SEGMENTS
 
 works = st.floats(min_value=60.0, max_value=3600.0 * 48)
 rates = st.floats(min_value=0.0, max_value=20.0 / 3600.0)
@@ -166,3 +167,49 @@ def test_a_huge_revocation_count_of_unbounded_variance_has_a_median_not_nan():
     mean, var = np.array([1e7, 1e7]), np.array([np.inf, 2e7])
     assert revocation_quantile(mean, var, 0.5).tolist() == [1e7, 1e7]
     assert revocation_quantile(mean, var, 0.9)[0] == np.inf and revocation_quantile(mean, var, 0.1)[0] == 0.0
+
+
+def _sim_quantile_check(work, rate_h, delta, restart, q, runs, segments=None):
+    """(share of simulated runs done by T_q, share done strictly before it, the tolerance):
+    T_q is a q-quantile of the simulation when the first is ≥ q and the second ≤ q, each
+    within four standard errors of a share of ``runs`` (an atom — no revocation at all — makes
+    the first exceed q by its mass)."""
+    est = revocation_estimate(work_s=work, rate_per_s=rate_h / 3600, checkpoint_write_s=delta, restart_s=restart,
+                              segments=segments)
+    t_q = float(time_at_confidence_s(est, q))
+    tau = float(est.checkpoint_interval_s)
+    sim = simulate(work_s=work, rate_per_s=rate_h / 3600, checkpoint_interval_s=tau if np.isfinite(tau) else work,
+                   checkpoint_write_s=delta, restart_s=restart, runs=runs, seed=11).time_s.ravel()
+    tol = 4.0 * np.sqrt(q * (1 - q) / runs)
+    return np.mean(sim <= t_q * (1 + 1e-9)), np.mean(sim < t_q * (1 - 1e-4)), tol
+
+
+@pytest.mark.parametrize("work, rate_h, delta, restart", [
+    (918.86, 0.5, 20.0, 150.0), (918.86, 1.0, 20.0, 150.0),  # 4 x t4 at 1400 s: one revocation at most, mostly
+    (3600.0, 2.0, 20.0, 150.0), (20000.0, 0.5, 5.0, 600.0),  # a few, and many with a long restart
+])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_time_at_confidence_is_the_simulated_quantile(work, rate_h, delta, restart, q):
+    # The count quantile plus a tail said 1498 s where 1181 s was the simulated 0.9-quantile.
+    at_or_before, before, tol = _sim_quantile_check(work, rate_h, delta, restart, q, runs=20_000)
+    assert at_or_before >= q - tol and before <= q + tol, (at_or_before, before, tol)
+
+
+@pytest.mark.parametrize("work, segments", [(1200.0, 1), (918.86, 3), (20000.0, 40)])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_time_at_confidence_never_falls_as_the_revocation_rate_rises(work, segments, q):
+    # With one segment, T_0.9 was 2377 s at 0.5/h and 2359 s at 1.0/h: n_q stayed 1 while the
+    # work lost per revocation shrank, so a riskier market gave a cheaper promise.
+    rates = np.linspace(0.0, 12.0, 97) / 3600
+    est = revocation_estimate(work_s=work, rate_per_s=rates, checkpoint_write_s=20.0, restart_s=150.0, segments=segments)
+    t = time_at_confidence_s(est, q)
+    assert np.all(np.diff(t) >= -1e-6 * t[1:]), t
+
+
+def test_a_free_checkpoint_is_written_as_often_as_the_segment_cap_allows():
+    # write_s = 0 gave τ_YD = 0, a fallback to k0 = 1 and 4 segments: E[T] 4826 s where
+    # 1 ms per checkpoint gave 3724 s.
+    free = revocation_estimate(work_s=3600.0, rate_per_s=2 / 3600, checkpoint_write_s=0.0, restart_s=60.0)
+    nearly = revocation_estimate(work_s=3600.0, rate_per_s=2 / 3600, checkpoint_write_s=0.001, restart_s=60.0)
+    assert float(free.segments) == MAX_SEGMENTS
+    assert float(free.expected_time_s) <= float(nearly.expected_time_s)
