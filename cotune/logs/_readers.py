@@ -782,12 +782,15 @@ class _CheckedEventFiles:
                 at = end
 
 
-def _scalar_events(path: Path) -> tuple[dict[str, list[tuple[float, float, float]]], list[str], dict[str, list[str]]]:
+def _scalar_events(
+    path: Path,
+) -> tuple[dict[str, list[tuple[float, float, float]]], list[str], dict[str, list[str]], set[str]]:
     """``tag -> [(step, value, wall_time)]`` of every scalar summary in a run directory, in
     the order the files hold them: the classic ``simple_value`` scalars (PyTorch's
     SummaryWriter, tensorboardX) and the rank-0 tensors that TF2's ``tf.summary.scalar``
     writes (Keras's TensorBoard callback), which the accumulator files under ``tensors``
-    with the ``scalars`` plugin; the reader's notes; and the event files of each tag."""
+    with the ``scalars`` plugin; the reader's notes; the event files of each tag; and the
+    tags written as TF2 tensor scalars (Keras's callback writes those; a SummaryWriter never)."""
     # Every event is kept (a sample would be a silently thinner curve): the files' size is
     # bounded instead, as a JSON log's is (each event becomes a few Python objects).
     files = list(path.glob("*tfevents*")) if path.is_dir() else [path]
@@ -806,6 +809,7 @@ def _scalar_events(path: Path) -> tuple[dict[str, list[tuple[float, float, float
     # TensorBoard 1.x); its own loader would stop silently at a damaged record.
     checked = _CheckedEventFiles(files)
     accumulator._generator = checked
+    tensor_tags: set[str] = set()  # written as TF2 tensor scalars (tf.summary, Keras), not simple values
     try:
         accumulator.Reload()
         tags = accumulator.Tags()
@@ -821,27 +825,14 @@ def _scalar_events(path: Path) -> tuple[dict[str, list[tuple[float, float, float
                 value = tensor_util.make_ndarray(e.tensor_proto)
                 if value.size == 1 and value.dtype.kind in "fiu":
                     rows.append((float(e.step), float(value.reshape(())), float(e.wall_time)))
-            if rows:
-                out.setdefault(tag, rows)
+            if rows and tag not in out:
+                out[tag] = rows
+                tensor_tags.add(tag)
     except InputError:
         raise
     except Exception as exc:  # the reader raises assorted errors on damaged files
         raise InputError(f"{path}: could not read TensorBoard events ({type(exc).__name__}: {exc}): give an intact event file") from None
-    return out, checked.notes, checked.tags
-
-
-def _epoch_indexed(steps: list[float]) -> bool:
-    """Whether a series steps as Keras's epoch-level ones do: by the 0-based index of the
-    epoch just finished, every ``f``-th epoch (``validation_freq``), so ``f − 1, 2f − 1, …``.
-    A PyTorch SummaryWriter's ``epoch_*`` tag steps by the optimizer step (50, 100, …) and
-    must not be read as an epoch index because its folder is named ``validation``."""
-    s = sorted(set(steps))
-    if not s or any(not float(v).is_integer() for v in s):
-        return False
-    if len(s) == 1:
-        return s[0] == 0.0
-    spacing = s[1] - s[0]
-    return spacing >= 1 and s[0] == spacing - 1 and all(b - a == spacing for a, b in zip(s, s[1:]))
+    return out, checked.notes, checked.tags, tensor_tags
 
 
 def read_tensorboard(path: Path) -> LogData:
@@ -861,12 +852,13 @@ def read_tensorboard(path: Path) -> LogData:
     if halves:
         events, notes, tag_files = {}, [], {}
     else:
-        events, notes, tag_files = _scalar_events(path)
+        events, notes, tag_files, tensor_tags = _scalar_events(path)
         # One half of a Keras log given on its own (logs/fit/validation): its epoch_* series
         # step by the epoch index too; read as steps they gave epochs 0, 0.17, ... and a step
-        # time from the epochs' clock.
+        # time from the epochs' clock. Keras writes them as TF2 tensor scalars; a PyTorch
+        # SummaryWriter's epoch_* tag in a folder so named is plain values at optimizer steps.
         if path.is_dir() and path.name in KERAS_RUNS and any(
-                t.startswith("epoch_") and _epoch_indexed([step for step, _, _ in rows]) for t, rows in events.items()):
+                t.startswith("epoch_") and t in tensor_tags for t in events):
             halves, keras_dir = (path.name,), path.parent
             events = {f"{path.name}/{t}": rows for t, rows in events.items()}
             tag_files = {f"{path.name}/{t}": [f"{path.name}/{f}" for f in fs] for t, fs in tag_files.items()}
@@ -874,7 +866,7 @@ def read_tensorboard(path: Path) -> LogData:
         # One run's two halves: the series are named by their half ('validation/epoch_accuracy'),
         # and Keras's epoch-level series step by the 0-based index of the epoch just finished.
         for half in KERAS_RUNS:
-            got, said, files = _scalar_events(path / half)
+            got, said, files, _ = _scalar_events(path / half)
             events.update({f"{half}/{tag}": rows for tag, rows in got.items()})
             notes += said
             tag_files.update({f"{half}/{tag}": [f"{half}/{f}" for f in fs] for tag, fs in files.items()})
@@ -969,18 +961,20 @@ def _lightning_indexed(rows: Mapping[str, list[tuple[float, ...]]]) -> bool:
     at = {r[0] for r in epoch}
     if not (len(rows) > 1 and all(r[0] in at for key, points in rows.items() for r in points)):
         return False
-    # A plain loop logging a 0-based epoch beside its metrics at "steps done" looks the
-    # same but for one step: the last step logged in epoch k is (k + 1)·s − 1 in Lightning's
-    # count (s steps an epoch) and (k + 1)·s in that one. Two epochs or more tell which.
+    # A plain loop logging a 0-based epoch beside its metrics once an epoch at "steps done"
+    # looks the same but for one step: its epoch k is logged last at (k + 1)·s exactly (s steps
+    # an epoch), where Lightning's count gives (k + 1)·s − 1. That exact grid is not Lightning;
+    # anything else (Lightning's ends, or its irregular ones with check_val_every_n_epoch) is.
     last: dict[float, float] = {}
     for step, value, *_ in epoch:
         last[value] = max(step, last.get(value, -math.inf))
     ends = [last[k] for k in sorted(last)]
-    if len(ends) < 2:
-        return False
-    spacing = ends[1] - ends[0]
-    # Every whole epoch's end on that grid; the last one may stop early (max_steps).
-    return spacing >= 1 and ends[0] == spacing - 1 and all(b - a == spacing for a, b in zip(ends[:-2], ends[1:-1]))
+    if len(ends) >= 2:
+        spacing = ends[1] - ends[0]
+        on_grid = all(b - a == spacing for a, b in zip(ends[:-2], ends[1:-1]))  # the last may stop early
+        if spacing >= 1 and on_grid and ends[0] == spacing:
+            return False
+    return True
 
 
 _LIGHTNING_MLFLOW_NOTE = ("a Lightning MLFlowLogger run (an 'epoch' metric of whole indices logged with every other): "

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # annotations only: the solver imports this module
 
 from cotune.spot._revocation import (
     MAX_SEGMENTS,
+    MIN_CHECKPOINT_INTERVAL_S,
     RevocationEstimate,
     job_rate_per_s,
     revocation_delay_nodes_s,
@@ -555,7 +556,8 @@ class SpotMarket:
         if yd == 0.0 and math.isfinite(tau):
             # A free checkpoint: Young/Daly says "continuously"; the interval shown is the
             # one the segment cap allows, not a rounding of 0.
-            rule += f": a free checkpoint, so as often as the cap of {MAX_SEGMENTS:,} segments allows"
+            rule += (f": a free checkpoint, so as often as a plan may, every {format_duration(MIN_CHECKPOINT_INTERVAL_S)} "
+                     "or so")
         ck = (
             f"checkpoint every {format_duration(tau)} of training ({rule}, rounded to equal segments)"
             if math.isfinite(tau)

@@ -58,6 +58,9 @@ __all__ = [
 # Hard cap on segments per run: with a near-free checkpoint Young/Daly would ask for
 # an absurd number of them, and beyond this the gain is below any measurement.
 MAX_SEGMENTS = 100_000
+# The shortest checkpoint interval a plan is given, seconds of training: a free checkpoint
+# (write_s = 0) is still written between steps, not continuously.
+MIN_CHECKPOINT_INTERVAL_S = 10.0
 
 
 def job_rate_per_s(*, rate_per_server_hour: np.ndarray | float, servers: np.ndarray | float) -> np.ndarray:
@@ -133,7 +136,8 @@ class RevocationEstimate:
 
 def _best_segments(work: np.ndarray, lam: np.ndarray, delta: np.ndarray, restart: np.ndarray) -> np.ndarray:
     """Integer ``k`` minimising ``E[T]``: ternary search on ``[1, 2·W/τ_YD + 2]`` (up to
-    :data:`MAX_SEGMENTS` where ``τ_YD = 0``: a free checkpoint).
+    one segment per :data:`MIN_CHECKPOINT_INTERVAL_S` of work where ``τ_YD = 0``: a free
+    checkpoint).
 
     ``E[T]`` is unimodal in ``k`` (more checkpoints trade write time for less lost
     work), and the optimum lies below ``2·W/τ_YD`` because the restart delay only
@@ -145,7 +149,11 @@ def _best_segments(work: np.ndarray, lam: np.ndarray, delta: np.ndarray, restart
     # A free checkpoint (δ = 0) under revocations: τ_YD = 0, and E[T] falls with every
     # segment added (less work lost, nothing paid), so the search runs to the cap — a
     # fallback to k0 = 1 here chose 4 segments and overstated the time by 30 %.
-    k0 = np.where((tau == 0.0) & (lam > 0), MAX_SEGMENTS, k0)
+    # No job checkpoints more often than every MIN_CHECKPOINT_INTERVAL_S of training, free or
+    # not (a step must end first; 100,000 segments read "every 0.0 s" and left the mixed
+    # simulator more attempts than it runs, so mixed plans were dropped).
+    free_cap = np.clip(np.floor(work / MIN_CHECKPOINT_INTERVAL_S), 1.0, MAX_SEGMENTS)
+    k0 = np.where((tau == 0.0) & (lam > 0), free_cap, k0)
     k0 = np.clip(np.nan_to_num(k0, nan=1.0, posinf=MAX_SEGMENTS), 1.0, MAX_SEGMENTS)
 
     def cost(k: np.ndarray) -> np.ndarray:
@@ -154,6 +162,7 @@ def _best_segments(work: np.ndarray, lam: np.ndarray, delta: np.ndarray, restart
 
     lo = np.ones_like(k0)
     hi = np.clip(np.ceil(2.0 * k0) + 2.0, 1.0, MAX_SEGMENTS)
+    hi = np.where((tau == 0.0) & (lam > 0), free_cap, hi)
     for _ in range(64):
         open_ = hi - lo > 2
         if not open_.any():
@@ -291,6 +300,9 @@ _COUNT_BLOCKS = 256
 _DELAY_GRID = 512
 # Tail mass of the count left out on either side of the window: far below any confidence.
 _COUNT_TAIL = 1e-12
+# Points per call of the law's CDF when the delay's quantiles are read (memory: points ×
+# _COUNT_BLOCKS numbers per temporary, about 16 MB each).
+_CDF_POINTS = 8192
 # Rows per batch of the law (the convolution holds rows × _EXACT_COUNTS² × bins numbers).
 _ROWS_PER_BATCH = 256
 
@@ -576,7 +588,11 @@ def revocation_delay_nodes_s(est: RevocationEstimate, nodes: int) -> np.ndarray:
         # (a bisection per node cost seconds for a recommendation's spot rows).
         top = _law_quantiles(law, rows, np.full(at.size, probs[-1]), mean[at], var[at])
         grid = law.base_s[:, None] + (top - law.base_s)[:, None] * np.linspace(0.0, 1.0, _DELAY_GRID)[None, :]
-        cdf = law.cdf(grid.ravel(), np.repeat(rows, _DELAY_GRID)).reshape(at.size, _DELAY_GRID)
+        # In slices: the law's CDF holds points × count blocks numbers at once (256 rows × 512
+        # points × 256 blocks took a spot answer to 1.2 GB).
+        flat_t, flat_rows = grid.ravel(), np.repeat(rows, _DELAY_GRID)
+        cdf = np.concatenate([law.cdf(flat_t[i:i + _CDF_POINTS], flat_rows[i:i + _CDF_POINTS])
+                              for i in range(0, flat_t.size, _CDF_POINTS)]).reshape(at.size, _DELAY_GRID)
         cdf = np.maximum.accumulate(cdf, axis=1)
         cdf[:, -1] = np.maximum(cdf[:, -1], probs[-1])  # the last point is that quantile itself
         # first grid point at or above each probability (rows offset so one search serves all)

@@ -6,6 +6,8 @@ re-planning. Nothing here writes.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,8 @@ class JobProgress:
 
     ``gpu``/``market``/``workers``/``hosts``/``local_batch`` come from its latest step
     record (None when it has none yet); ``global_batch`` from its latest eval (else its
-    steps); ``epochs_done`` is the furthest evaluated epoch (0 without evals);
+    steps); ``epochs_done`` is the furthest evaluated epoch (0 without evals; for a job whose
+    latest evaluation diverged, NaN or infinite, its furthest finite one);
     ``elapsed_s`` the wall time at that evaluation when the tracker recorded it;
     ``curve_epochs``/``curve_metric`` the job's evaluations at ``global_batch``; and
     ``step_time_s`` the median of its step windows at the latest configuration,
@@ -120,6 +123,10 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         batch = last_step.workers * last_step.local_batch * last_step.accum_steps  # type: ignore[union-attr]
     curve = [(e.epoch, e.metric) for e in evals if e.global_batch == batch]
     done = max((e.epoch for e in evals), default=0.0)
+    if evals and not math.isfinite(evals[-1].metric):
+        # Diverged (its latest evaluation is NaN or infinite): the progress left is where its
+        # last finite evaluation was — the checkpoint it restarts from — not the epochs after.
+        done = max((e.epoch for e in evals if math.isfinite(e.metric)), default=0.0)
     elapsed = next((e.elapsed_s for e in reversed(evals) if e.elapsed_s is not None), None)
     schedule = next((e.schedule_epochs for e in reversed(evals) if e.schedule_epochs is not None), None)
     step_time = None

@@ -135,6 +135,15 @@ def test_a_validation_folder_stepping_by_optimizer_steps_is_no_keras_half(tmp_pa
     assert not any("Keras" in n for n in profile.warnings)
 
 
+def test_a_resumed_keras_half_reads_its_epoch_index(tmp_path):
+    # fit(initial_epoch=10): its validation steps are 10 ... 14
+    half = tmp_path / "fit" / "validation"
+    half.mkdir(parents=True)
+    _event_file(half, [(k, "epoch_accuracy", 0.6 + k / 100) for k in range(10, 15)], tensors=True)
+    profile = import_log("tensorboard", half, metric="epoch_accuracy", global_batch=16, dataset_size=96)
+    assert [e.epoch for e in profile.evals] == [11.0, 12.0, 13.0, 14.0, 15.0]
+
+
 def test_a_keras_half_validated_every_other_epoch_still_reads_its_epoch_index(tmp_path):
     half = tmp_path / "fit" / "validation"
     half.mkdir(parents=True)
@@ -253,3 +262,21 @@ def test_a_plain_loop_logging_a_zero_based_epoch_at_steps_done_is_not_shifted(tm
     profile = import_log("mlflow", root, global_batch=32, dataset_size=160, metric="val_acc")
     assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     assert not any("Lightning" in n for n in profile.warnings)
+
+
+def test_a_lightning_mlflow_run_validated_every_other_epoch_is_still_shifted(tmp_path):
+    # check_val_every_n_epoch=2, 32 steps an epoch, training logged every 10 steps: the epochs
+    # without validation end at their last training log, so the ends are no grid.
+    root = tmp_path / "mlruns"
+    epoch, train, val = [], [], []
+    for k in range(6):
+        for s in range(32 * k + 9, 32 * (k + 1), 10):
+            epoch.append((s, k))
+            train.append((s, 1.0 / (s + 1)))
+        if k % 2 == 1:
+            end = 32 * (k + 1) - 1
+            epoch.append((end, k))
+            val.append((end, 0.5 + k / 20))
+    _mlflow_run(root, "abc123", "lit", {"epoch": epoch, "train_loss": train, "val_acc": val})
+    profile = import_log("mlflow", root, global_batch=16, dataset_size=512, metric="val_acc")
+    assert [e.epoch for e in profile.evals] == [2.0, 4.0, 6.0]

@@ -411,3 +411,13 @@ def test_a_job_running_its_recommended_mixed_plan_whose_line_is_short_is_weighed
     r = _run(cifar_models, cluster, progress=p, deadline_s=1400, confidence=0.9)
     assert r.ahead and r.stay is not None and r.stay.market == "mixed"
     assert r.decision == "stay" and "cannot continue" not in r.reason
+
+
+def test_a_running_mixed_job_with_free_checkpoints_is_weighed_as_it_runs(cifar_models, make_cluster):
+    # write_s = 0 gave 100,000 segments ("checkpoint every 0.0 s"): more simulated attempts
+    # than the mixed simulator runs, so the job's own row was dropped and it was told to move.
+    cluster = make_cluster(text=PACKED_CLUSTER_TOML.format(rate=2.0).replace("write_s = 20", "write_s = 0"))
+    p = Progress(epochs_done=20, elapsed_s=300, gpu="t4", market="mixed", workers=4, local_batch=129)
+    r = _run(cifar_models, cluster, progress=p, deadline_s=1400, confidence=0.9)
+    assert r.stay is not None and r.stay.market == "mixed"
+    assert r.decision == "stay" and "cannot continue" not in r.reason

@@ -522,3 +522,5 @@ def test_a_job_whose_latest_evaluation_diverged_cannot_succeed_by_staying(tmp_pa
     after = _replan(path, cifar_models)
     assert after.stay.p_success == 0.0 and after.decision != "stay"
     assert any(n.startswith("the job diverged") for n in after.notes)
+    # The epoch it diverged at is no progress: the options resume from its last finite one.
+    assert after.epochs_done == pytest.approx(last.epoch)
