@@ -92,7 +92,7 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
-from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, spend_time_s
 from cotune.solver._space import Candidates
 
 __all__ = [
@@ -325,8 +325,7 @@ def _limit_after_startup(
     rate = np.asarray(rate_per_s, float)
     out = np.full(rate.shape, np.inf if deadline_s is None else float(deadline_s))
     if budget is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.minimum(out, np.where(rate > 0, float(budget) / rate, np.inf))
+        out = np.minimum(out, spend_time_s(budget, rate))  # the one budget-as-deadline rule
     return out - float(startup_s)
 
 
