@@ -106,7 +106,8 @@ def success_log_sigma(model_log_sigma: np.ndarray, rev: RevocationEstimate) -> n
 
     ``recommend``'s P(success) of a spot row no longer uses it (a symmetric spread around
     ``E[T]`` let a spot row's chance exceed its on-demand twin's): that is the mixture of
-    ``revocation_law_s``. ``replan``'s remaining-work P(success) still widens by it.
+    ``revocation_law_s``, and ``replan``'s spot options mix over it too; ``replan``'s mixed
+options still widen by it.
     """
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         var_rev = rev.revocations_variance * rev.penalty_s**2 + rev.expected_revocations * rev.lost_work_sd_s**2

@@ -25,9 +25,11 @@ pair of functions the closed-loop replay (``benchmarks/closed_loop.py``) decides
   not with the bare model — so an option reads the same just before and just after the
   switch, and a job does not switch back for want of its own history.
 
-Spot and mixed options go through the spot stage on their remaining work; their
-revocation-aware time stretches the epoch time and the revocation-count variance adds
-to the spread of their ``P(success)``.
+Spot and mixed options go through the spot stage on their remaining work. A spot
+option's ``P(success)`` is the remaining work's chance by the deadline less the
+revocations' delay, averaged over the delay's law (:func:`_spot_success`); a mixed
+option's revocation-aware time stretches the epoch time and the revocation-count
+variance adds to the spread of its ``P(success)``.
 
 Decision. The current configuration ("stay": same GPU, market and local batch on the
 workers left after losses and additions) pays no restart; every other candidate pays
@@ -275,11 +277,19 @@ def _remaining_estimates(raw, o, *, startup_s: float, remaining_s: float, confid
     )
 
 
-def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tuple[float, float] | None = None,
+def _spot_success(est, o, *, startup_s: float, remaining_s: float | None, schedule: tuple[float, float] | None = None,
                   budget_left: float | None = None):
-    """``P(success)`` after the spot stage: on spot and mixed rows the revocation-aware time
-    stretches the epoch time (``τ' = τ · (T_spot − ρ)/(T − ρ)``) and the revocation-count
-    variance adds to the spread; on-demand rows keep theirs."""
+    """``P(success)`` after the spot stage, of the remaining work; on-demand rows keep theirs.
+
+    A spot row with a revocation law (``revocation_law_s``: the checkpointed work ``W_c`` and
+    the revocations' delay as equally likely values ``d_i``) is the mixture
+    ``mean_i P_rw(τ·W_c/W, R − d_i)``: the remaining work (:func:`cotune.solver.remaining_work`,
+    conditioned on the target not reached yet) at the epoch time its checkpoints stretch, by
+    an end ``R`` (the deadline left, or where it comes first the time the budget left is
+    spent) shortened by the delay — ``recommend``'s law, so a spot option's chance is never
+    above its on-demand twin's. Mixed rows (and spot rows without a law) stretch the epoch
+    time to the revocation-aware time and add the revocation-count variance to the spread
+    (their on-demand fallback bounds the revocations' effect)."""
     from cotune.solver import cost_rate_per_s, remaining_work, spend_time_s
 
     c = est.candidates
@@ -289,18 +299,76 @@ def _spot_success(est, o, *, startup_s: float, remaining_s: float, schedule: tup
         return est
     tau = np.asarray(est.epoch_time_s, float)
     work = np.asarray(est.epochs, float) * tau
-    with np.errstate(invalid="ignore", divide="ignore"):
-        stretch = np.where(moved & (work > 0), (np.asarray(est.time_s, float) - startup_s) / work, 1.0)
-    stretch = np.where(np.isfinite(stretch) & (stretch > 0), stretch, 1.0)
-    extra = np.zeros(n) if est.log_sigma_success is None else np.maximum(
-        np.asarray(est.log_sigma_success, float) ** 2 - np.asarray(est.log_sigma_time, float) ** 2, 0.0)
-    sigma = np.sqrt(np.asarray(est.log_sigma_time, float) ** 2 + np.where(moved, extra, 0.0))
-    rw = remaining_work(
-        epochs=o.epochs, log_sigma=sigma, p_reach=o.p_reach, done_epochs=o.done_epochs, epoch_time_s=tau * stretch,
-        restart_s=np.full(n, float(startup_s)), rate_per_s=np.zeros(n), remaining_s=remaining_s,
-        budget_end_s=spend_time_s(budget_left, cost_rate_per_s(est)), **_schedule(n, schedule),
-    )
-    return replace(est, p_success=np.where(moved, rw.p_success, est.p_success))
+    sig_t = np.asarray(est.log_sigma_time, float)
+    end = np.full(n, np.inf if remaining_s is None else float(remaining_s))
+    by_budget = spend_time_s(budget_left, cost_rate_per_s(est))
+    if by_budget is not None:
+        end = np.minimum(end, np.nan_to_num(by_budget, nan=0.0))
+    rest = dict(restart_s=np.full(n, float(startup_s)), rate_per_s=np.zeros(n), remaining_s=None, **_schedule(n, schedule))
+    p = np.asarray(est.p_success, float).copy()
+
+    law = _revocation_law(est, moved & np.isfinite(work) & (work > 0))
+    if law is not None:
+        rows, w_c, delay = law
+        stretched = tau[rows] * w_c / work[rows]
+        p[rows] = _mixture_success(o, rows, delay, epoch_time_s=stretched, sigma=sig_t[rows], end_s=end[rows],
+                                   startup_s=startup_s, schedule=schedule)
+    old = moved.copy()
+    if law is not None:
+        old[law[0]] = False
+    if old.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stretch = np.where(old & (work > 0), (np.asarray(est.time_s, float) - startup_s) / work, 1.0)
+        stretch = np.where(np.isfinite(stretch) & (stretch > 0), stretch, 1.0)
+        extra = np.zeros(n) if est.log_sigma_success is None else np.maximum(
+            np.asarray(est.log_sigma_success, float) ** 2 - sig_t**2, 0.0)
+        sigma = np.sqrt(sig_t**2 + np.where(old, extra, 0.0))
+        rw = remaining_work(epochs=o.epochs, log_sigma=sigma, p_reach=o.p_reach, done_epochs=o.done_epochs,
+                            epoch_time_s=tau * stretch, budget_end_s=end, **rest)
+        p = np.where(old, rw.p_success, p)
+    return replace(est, p_success=p)
+
+
+# Rows × delay values evaluated at once by the spot mixture: bounds its temporaries (about
+# thirty float arrays of this length) to a few tens of MB whatever the space.
+_MIXTURE_BLOCK = 1 << 16
+
+
+def _revocation_law(est, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(rows, W_c, delays)`` of the ``rows`` whose revocation law is complete, or None."""
+    if est.revocation_law_s is None:
+        return None
+    law = np.asarray(est.revocation_law_s, float)
+    ok = rows & np.isfinite(law[:, 0]) & (law[:, 0] > 0) & np.isfinite(law[:, 1:]).all(axis=1)
+    if not ok.any():
+        return None
+    idx = np.flatnonzero(ok)
+    return idx, law[idx, 0], law[idx, 1:]
+
+
+def _mixture_success(o, rows: np.ndarray, delay: np.ndarray, *, epoch_time_s: np.ndarray, sigma: np.ndarray,
+                     end_s: np.ndarray, startup_s: float, schedule: tuple[float, float] | None) -> np.ndarray:
+    """The mean over each row's delay values ``d_i`` of the remaining work's ``P(success)``
+    by ``end_s − d_i`` (:func:`_spot_success`), in blocks of :data:`_MIXTURE_BLOCK`."""
+    from cotune.solver import remaining_work
+
+    k, m = delay.shape
+    out = np.empty(k)
+    per = max(1, _MIXTURE_BLOCK // m)
+    for a in range(0, k, per):
+        r = slice(a, min(a + per, k))
+        cnt = r.stop - r.start
+        pick = np.repeat(rows[r], m)
+        rep = lambda v: np.repeat(np.asarray(v, float)[r], m)  # noqa: E731
+        size = cnt * m
+        rw = remaining_work(
+            epochs=np.asarray(o.epochs, float)[pick], log_sigma=rep(sigma), p_reach=np.asarray(o.p_reach, float)[pick],
+            done_epochs=np.asarray(o.done_epochs, float)[pick], epoch_time_s=rep(epoch_time_s),
+            restart_s=np.full(size, float(startup_s)), rate_per_s=np.zeros(size), remaining_s=None,
+            budget_end_s=(np.repeat(np.asarray(end_s, float)[r], m) - delay[r].ravel()), **_schedule(size, schedule),
+        )
+        out[r] = rw.p_success.reshape(cnt, m).mean(axis=1)
+    return out
 
 
 def _micro_batch(profile: Any, job: Any, progress: Progress) -> int:

@@ -421,3 +421,18 @@ def test_a_running_mixed_job_with_free_checkpoints_is_weighed_as_it_runs(cifar_m
     r = _run(cifar_models, cluster, progress=p, deadline_s=1400, confidence=0.9)
     assert r.stay is not None and r.stay.market == "mixed"
     assert r.decision == "stay" and "cannot continue" not in r.reason
+
+
+@pytest.mark.parametrize(("done", "elapsed_s", "deadline_s", "workers"),
+                         [(20, 600, 2100, 1), (20, 300, 1500, 2), (30, 300, 1500, 8), (30, 600, 1500, 4)])
+def test_staying_on_spot_never_reads_likelier_to_finish_than_on_demand(cifar_models, make_cluster, done, elapsed_s,
+                                                                        deadline_s, workers):
+    # Revocations only delay a job: the same configuration's remaining work on spot is done
+    # by the deadline at most as often as on on-demand. A symmetric log-normal widening for
+    # the revocation count read 0.079 against 0.062 in the first case.
+    cluster = make_cluster(text=PACKED_CLUSTER_TOML.format(rate=0.5))
+    chance = {}
+    for market in ("on_demand", "spot"):
+        p = Progress(epochs_done=done, elapsed_s=elapsed_s, gpu="t4", market=market, workers=workers, local_batch=129)
+        chance[market] = _run(cifar_models, cluster, progress=p, deadline_s=deadline_s, confidence=0.5).stay.p_success
+    assert 0.0 < chance["spot"] <= chance["on_demand"] + 1e-12, chance
