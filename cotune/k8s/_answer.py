@@ -175,6 +175,12 @@ def answer_document(doc: Any) -> Mapping[str, Any]:
         "constraints": {"target": target, "deadline_s": doc.get("remaining_deadline_s"), "budget": doc.get("budget_left"),
                         "confidence": doc.get("confidence")},
         "lr_scale": doc.get("lr_scale"),
+        # best's checkpoint interval (a spot or mixed option): its time and cost assume it, so
+        # the job's script needs it as a recommend answer's spot block gives it.
+        "spot": doc.get("spot"),
+        # What the GPU-type warning reads: the types the re-plan weighed (and its two rows),
+        # so a switch chosen among several types is warned about as a recommend answer is.
+        "gpus": doc.get("gpus"), "stay": doc.get("stay"), "best": doc.get("best"),
     }
     try:
         return _check_rendered(out)

@@ -35,8 +35,10 @@ _PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _HOST_PART = r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
 _HOST = rf"(?:{_HOST_PART}(?:\.{_HOST_PART})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}"
-_IMAGE = re.compile(rf"(?:(?P<host>{_HOST})/)?(?P<path>{_PATH_PART}(?:/{_PATH_PART})*)(?::(?P<tag>[\w][\w.-]{{0,127}}))?"
-                    rf"(?:@(?P<digest>{_DIGEST}))?")
+# The tag's classes are spelt out: Python's \w is Unicode (it took "train:tä", which the runtimes refuse).
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_IMAGE = re.compile(rf"(?:(?P<host>{_HOST})/)?(?P<path>{_PATH_PART}(?:/{_PATH_PART})*)(?::(?P<tag>{_TAG}))?"
+                    rf"(?:@(?P<digest>{_DIGEST}))?", re.ASCII)
 
 
 def check_name(value: str, *, what: str = "name", limit: int = JOB_NAME_MAX) -> str:
@@ -72,6 +74,8 @@ def check_extended_resource(name: str, *, what: str) -> str:
     """``name`` if a container may request it: an extended resource is domain-qualified
     (``nvidia.com/gpu``, ``amd.com/gpu``) and outside ``kubernetes.io``; the API server
     refuses a bare ``gpu``."""
+    if not isinstance(name, str):
+        raise InputError(f"{what} {excerpt(name)} must be text naming an extended resource, e.g. nvidia.com/gpu")
     check_label_key(name, what=what)
     prefix, slash, _ = name.rpartition("/")
     if not slash or prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io"):
@@ -81,6 +85,8 @@ def check_extended_resource(name: str, *, what: str) -> str:
 
 
 def check_label_key(key: str, *, what: str) -> str:
+    if not isinstance(key, str):
+        raise InputError(f"{what} key {excerpt(key)} must be text, a label key such as nvidia.com/gpu.product")
     prefix, slash, name = key.rpartition("/")
     ok = (
         bool(name) and len(name) <= 63 and _LABEL_NAME.fullmatch(name) is not None
@@ -95,6 +101,9 @@ def check_label_key(key: str, *, what: str) -> str:
 
 
 def check_label_value(value: str, *, what: str) -> str:
+    if not isinstance(value, str):
+        # A number or a boolean (YAML's 1, true) is no label value: the API server refuses it.
+        raise InputError(f"{what} value {excerpt(value)} must be text, e.g. Tesla-T4 (quote a number: '1')")
     if not (len(value) <= 63 and _LABEL_VALUE.fullmatch(value)):
         raise InputError(
             f"{what} value {excerpt(value)} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
@@ -120,6 +129,8 @@ def check_image(value: str) -> str:
             why = "the repository path is lower case"
         elif len(tag) > 128:
             why = "a tag is at most 128 characters"
+        elif not tag.isascii():
+            why = "a tag is ASCII letters, digits, '_', '.' and '-'"
         else:
             why = "[registry[:port]/]path[:tag][@sha256:digest], the path in lower-case letters, digits and . _ -"
         raise InputError(f"image {excerpt(value)} is not a container image reference ({why}): {example}")

@@ -3,8 +3,10 @@ or a v1 ``PyTorchJob`` (``kubeflow.org/v1``), with Volcano / Kueue gang scheduli
 
 Layout. The plan says ``workers`` on ``hosts`` machines. When the hosts split the
 workers evenly (``workers = hosts × k``), the job runs ``hosts`` identical pods of ``k``
-GPUs each — a pod never spans machines, so the packing is exact. Otherwise it runs one
-pod per GPU and asks the scheduler to pack them (preferred pod affinity on
+GPUs each — a pod never spans machines, so the packing is exact; with several hosts whose
+pods leave room on a node (``k < gpus_per_host``) a required pod anti-affinity on
+``kubernetes.io/hostname`` keeps them one a node, as planned. Otherwise it runs one pod
+per GPU and asks the scheduler to pack them (preferred pod affinity on
 ``kubernetes.io/hostname``); Kubernetes cannot promise an exact host count there.
 
 Elasticity. The plan's ``elastic`` range (worker counts that still meet target, deadline
@@ -35,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
+from cotune._checks import excerpt
 from cotune.errors import InfeasibleError, InputError
 from cotune.k8s._names import (
     JOB_NAME_MAX,
@@ -56,6 +59,7 @@ __all__ = [
 GANGS = ("volcano", "kueue", "none")
 KINDS = ("trainjob", "pytorchjob")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 JOB_LABEL = "cotune.dev/job"
 #: The PyTorchJob image when none is given (with a warning: it runs no training of yours).
 DEFAULT_IMAGE = "pytorch/pytorch:latest"
@@ -68,7 +72,8 @@ class JobOptions:
     kind : ``"trainjob"`` (Kubeflow Trainer v2) or ``"pytorchjob"`` (the v1 operator).
     name : the job's name: DNS-1035 (starts with a letter), at most 50 characters (pod
         names add a suffix such as ``-worker-12``).
-    image, command : the training container. Without an image a TrainJob uses its
+    image, command : the training container; the command a sequence of words
+        (``("torchrun", "train.py")``: one string is refused). Without an image a TrainJob uses its
         runtime's and a PyTorchJob :data:`DEFAULT_IMAGE`; without a command the image's
         entrypoint runs — both almost never what you want, so :meth:`warnings` says so.
     gang : ``"volcano"``, ``"kueue"`` or ``"none"``.
@@ -112,16 +117,21 @@ class JobOptions:
             raise InputError(f"kind must be one of {', '.join(KINDS)}, got {annotation_text(str(self.kind), limit=40)!r}")
         if self.gang not in GANGS:
             raise InputError(f"gang must be one of {', '.join(GANGS)}, got {annotation_text(str(self.gang), limit=40)!r}")
-        if not (isinstance(self.queue, str) and len(self.queue) <= 63 and _DNS_LABEL.fullmatch(self.queue)):
-            raise InputError(f"queue {annotation_text(str(self.queue), limit=40)!r} is not a valid Kubernetes name (lower-case letters, digits, '-')")
+        # A Volcano Queue or a Kueue LocalQueue is named as objects are (a DNS-1123 subdomain:
+        # 'team.a'), and Kueue's queue-name label holds it, so at most 63 characters.
+        if not (isinstance(self.queue, str) and len(self.queue) <= 63 and _DNS_SUBDOMAIN.fullmatch(self.queue)):
+            raise InputError(f"queue {annotation_text(str(self.queue), limit=40)!r} is not a valid queue name: at most 63 "
+                             "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
+        if not isinstance(self.elastic, bool):
+            raise InputError(f"elastic must be True or False, got {excerpt(self.elastic)}")
         if self.image is not None:
             check_image(self.image)
-        for word in self.command:
-            if "\x00" in word or len(word) > 65536:
-                raise InputError("command words must be at most 64 KiB and hold no NUL character")
-        if len(self.command) > 128:
-            raise InputError(f"command has {len(self.command)} words, over the 128 a TrainJob allows: use a script")
+        object.__setattr__(self, "command", _command_words(self.command))
         check_extended_resource(self.gpu_resource, what="gpu resource")
+        if not isinstance(self.node_selector, Mapping):
+            raise InputError(f"node_selector must map label keys to values, e.g. {{'nvidia.com/gpu.product': 'Tesla-T4'}}, "
+                             f"got {excerpt(self.node_selector)}")
+        object.__setattr__(self, "node_selector", dict(self.node_selector))
         for key, value in self.node_selector.items():
             check_label_key(key, what="node selector")
             check_label_value(value, what="node selector")
@@ -146,8 +156,8 @@ class JobOptions:
         check_subdomain(self.runtime, what="runtime")
         if self.runtime_kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
             raise InputError(f"runtime kind must be ClusterTrainingRuntime or TrainingRuntime, got {self.runtime_kind!r}")
-        if self.max_restarts < 0:
-            raise InputError(f"max_restarts must be >= 0, got {self.max_restarts}")
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) or self.max_restarts < 0:
+            raise InputError(f"max_restarts must be a whole number >= 0, e.g. 3, got {excerpt(self.max_restarts)}")
 
     def warnings(self) -> list[str]:
         """What the rendered job will do that is probably not meant (the CLI prints these on stderr)."""
@@ -164,6 +174,32 @@ class JobOptions:
                        "podGroupPolicy.volcano (the stock torch-distributed runtime has none): add it to the runtime, or "
                        "use --gang kueue or --kind pytorchjob")
         return out
+
+
+def _command_words(command: object) -> tuple[str, ...]:
+    """The container command as a tuple of words, checked: a sequence of text, each word UTF-8
+    text of at most 64 KiB without NUL, at most 128 words. One string is refused, not read as
+    a sequence of its characters ("torchrun train.py" ran as t, o, r, c, ...)."""
+    if isinstance(command, str):
+        raise InputError(f"command must be a sequence of words, e.g. ('torchrun', 'train.py'), got the text "
+                         f"{excerpt(command)}: split it into words (shlex.split)")
+    if not isinstance(command, (tuple, list)):
+        raise InputError(f"command must be a sequence of words, e.g. ('torchrun', 'train.py'), got {excerpt(command)}")
+    for i, word in enumerate(command):
+        if not isinstance(word, str):
+            raise InputError(f"command word {i} is {excerpt(word)}, not text: give every word as a string, e.g. '1'")
+        if "\x00" in word or len(word) > 65536:
+            raise InputError("command words must be at most 64 KiB and hold no NUL character")
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate: bytes of the command line the locale could not decode (Python
+            # keeps them as \udcXX), which the manifest would carry as the text "\udcff".
+            raise InputError(f"command word {i} ({excerpt(word)}) is not valid UTF-8 text: give the command in "
+                             "UTF-8 (check the terminal's encoding, LANG/LC_ALL)") from None
+    if len(command) > 128:
+        raise InputError(f"command has {len(command)} words, over the 128 a TrainJob allows: use a script")
+    return tuple(command)
 
 
 @dataclass(frozen=True)
@@ -283,18 +319,20 @@ def _placement(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict
         spec["nodeSelector"] = selector
     if opts.tolerations:
         spec["tolerations"] = [dict(t) for t in opts.tolerations]
-    if layout.max_pods > 1 and layout.gpus_per_pod < int(doc["plan"]["gpus_per_host"]):
-        # Pack the job's pods onto few machines: prefer nodes already running one of them.
+    partial = layout.gpus_per_pod < int(doc["plan"]["gpus_per_host"])  # a node has room for another pod
+    job_pods = {"labelSelector": {"matchLabels": {JOB_LABEL: opts.name}}, "topologyKey": "kubernetes.io/hostname"}
+    if layout.exact_hosts and int(doc["plan"]["hosts"]) > 1 and partial:
+        # The plan spreads its workers over hosts, k a host: one pod a node. Packing them
+        # instead (the preferred podAffinity below) put 6 workers planned as [2, 2, 2] on
+        # 4-GPU nodes as [4, 2], another layout than the one timed and priced.
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [job_pods]}}
+    elif layout.max_pods > 1 and partial:
+        # One pod a GPU (or a one-host plan's elastic growth): pack the job's pods onto few
+        # machines, preferring nodes already running one of them.
         spec["affinity"] = {
             "podAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "weight": 100,
-                        "podAffinityTerm": {
-                            "labelSelector": {"matchLabels": {JOB_LABEL: opts.name}},
-                            "topologyKey": "kubernetes.io/hostname",
-                        },
-                    }
+                    {"weight": 100, "podAffinityTerm": job_pods}
                 ]
             }
         }
@@ -318,21 +356,33 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
     # scheduler reading the manifest sees how sure the plan is, not only its median.
     lo, hi = choice.get("time_interval_s") or (None, None)
     if lo is not None and hi is not None:
-        out["cotune.dev/predicted-time-interval-s"] = f"{lo:.0f}..{hi:.0f} ({doc['interval']:.0%})"
+        level = _short(100.0 * float(doc["interval"]), below=100.0)
+        out["cotune.dev/predicted-time-interval-s"] = f"{lo:.0f}..{hi:.0f} ({level}%)"
     if choice.get("p_success") is not None:
-        out["cotune.dev/p-success"] = f"{choice['p_success']:.6g}"
+        out["cotune.dev/p-success"] = _short(float(choice["p_success"]), below=1.0)
     if doc["constraints"].get("deadline_s") is not None:
         out["cotune.dev/deadline-s"] = f"{doc['constraints']['deadline_s']:.0f}"
     # The chance above counts the budget (and the confidence the plan was made at): both travel too.
     if doc["constraints"].get("budget") is not None:
         out["cotune.dev/budget"] = f"{doc['constraints']['budget']:.6g} {doc['cost_unit']}"
     if doc["constraints"].get("confidence") is not None:
-        out["cotune.dev/confidence"] = f"{doc['constraints']['confidence']:.6g}"
+        out["cotune.dev/confidence"] = _short(float(doc["constraints"]["confidence"]), below=1.0)
     if doc.get("lr_scale") is not None:
         out["cotune.dev/lr-scale"] = f"{doc['lr_scale']:.6g}"
     if (checkpoint_s := _checkpoint_interval_s(doc)) is not None:
         out["cotune.dev/checkpoint-interval-s"] = f"{checkpoint_s:.0f}"
     return out
+
+
+def _short(value: float, *, below: float) -> str:
+    """``value`` in 6 significant digits, more where those would round it up to ``below``
+    (a chance of 0.9999996 is not "1", an interval level of 99.9 % not "100%"): an annotation
+    never reads as a certainty the answer did not give."""
+    for digits in range(6, 18):
+        text = f"{value:.{digits}g}"
+        if not value < below or float(text) < below:
+            return text
+    return repr(value)
 
 
 def _feasible(doc: Mapping[str, Any]) -> None:
@@ -370,7 +420,7 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
                    "or --node-selector)")
     for key, value in selector.items():
         taint = _TAINTED_SELECTORS.get((key, value))
-        if taint is not None and not any(t["key"] == key for t in opts.tolerations):
+        if taint is not None and not any(_tolerates(t, taint=taint) for t in opts.tolerations):
             # The pods would wait for nodes they may never run on (Pending, with no error).
             out.append(f"warning: --node-selector {key}={value} picks nodes that carry the taint {taint} by default, and "
                        f"nothing tolerates it: the pods would stay Pending; add --toleration {taint}")
@@ -379,6 +429,18 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
 
 # Node labels whose nodes their provider taints by default: AKS's spot node pools.
 _TAINTED_SELECTORS = {("kubernetes.azure.com/scalesetpriority", "spot"): "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"}
+
+
+def _tolerates(toleration: Mapping[str, str], *, taint: str) -> bool:
+    """Whether a checked toleration lets pods onto nodes with ``taint`` (``KEY=VALUE:EFFECT``),
+    as the scheduler matches them: the key, then any value (``Exists``) or the taint's
+    (``Equal``), then every effect (none given) or the taint's. The key alone is not enough:
+    ``KEY=on-demand`` or ``KEY=spot:NoExecute`` leaves the pods Pending on the spot nodes."""
+    head, _, effect = taint.partition(":")
+    key, _, value = head.partition("=")
+    return (toleration.get("key") == key
+            and (toleration.get("operator") == "Exists" or toleration.get("value") == value)
+            and toleration.get("effect") in (None, "", effect))
 
 
 def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]]:

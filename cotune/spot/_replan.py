@@ -150,6 +150,9 @@ class ReplanResult:
     interval: float | None = None
     gpus_per_host: int | None = None
     gpus: tuple[str, ...] = ()  # the GPU types the re-plan weighed (its space)
+    # best's revocation details when it runs on spot or mixed servers (recommend's ``spot``
+    # block, same keys): its checkpoint interval is what its time and cost assume.
+    spot: Mapping[str, Any] | None = None
 
     @property
     def ahead(self) -> bool:
@@ -222,6 +225,7 @@ class ReplanResult:
             "interval": self.interval,
             "plan": None if self.plan is None else self.plan.to_dict(),
             "gpus": list(self.gpus),
+            "spot": None if self.spot is None else dict(self.spot),
         }
 
 
@@ -738,7 +742,7 @@ def replan(
                              schedule=schedule, budget_left=budget_left), details
 
     new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
-    est, _details = evaluate(new_cands, restart_s, running=False)
+    est, details = evaluate(new_cands, restart_s, running=False)
     mask = np.ones(len(est.candidates), dtype=bool)
     if not ahead and req.cluster is not None:
         mask &= ~est.candidates.in_market("spot")
@@ -930,6 +934,7 @@ def replan(
                                 new_global_batch=best.global_batch, rule=rr.lr_rule)
             notes.append(f"the global batch changes {progress.workers_now * progress.local_batch} -> {best.global_batch}: "
                          f"scale the learning rate by {scale_lr:.3g} ({rr.lr_rule} rule)")
+    best_row = None if best is None else _row_of(est, choice=best)
     return ReplanResult(
         decision=decision, reason=reason, stay=stay, best=best, progress_fraction=done, schedule_fraction=on_line,
         remaining_deadline_s=remaining_s, restart_s=float(restart_s), margin=margin, objective=objective,
@@ -938,7 +943,19 @@ def replan(
         budget_left=budget_left, job=None if job is None else job.job, priced=priced,
         workload=None if loaded is None else loaded.workload.name, target=float(target), interval=req.interval,
         gpus_per_host=None if best is None else int(plan.gpus_per_host[best.gpu]), gpus=tuple(space.gpus),
+        spot=None if best_row is None else plan.summary(est, details, best_row),
     )
+
+
+def _row_of(est: Any, *, choice: Any) -> int | None:
+    """The row of ``est`` that ``choice`` was read from (its GPU, market, workers, hosts and
+    local batch), or None."""
+    c = est.candidates
+    if choice.gpu not in c.gpus or choice.market not in c.markets:
+        return None
+    rows = np.flatnonzero(c.in_market(choice.market) & (c.gpu == c.gpus.index(choice.gpu)) & (c.workers == choice.workers)
+                          & (c.hosts == choice.hosts) & (c.local_batch == choice.local_batch))
+    return int(rows[0]) if rows.size else None
 
 
 def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[str, float] | None):

@@ -42,13 +42,11 @@ def _pytorchjob_validator() -> jsonschema.Draft7Validator:
     return jsonschema.Draft7Validator(closed(json.loads((DATA / "pytorchjob.kubeflow.org.v1.json").read_text())))
 
 
-@pytest.fixture(scope="module")
-def switch_answer(tmp_path_factory) -> Path:
-    """A saved 'cotune replan --json' that switches: a job at 4 × 512 that ran out of memory there."""
+def _out_of_memory_job(folder: Path) -> Path:
+    """A tracked job at 4 × 512 on t4 that ran out of memory there: every re-plan switches."""
     from cotune.examples import example_path
     from cotune.track import Tracker
 
-    folder = tmp_path_factory.mktemp("answer")
     profile = folder / "job.jsonl"
     shutil.copy(example_path("cifar10-resnet18"), profile)
 
@@ -62,6 +60,14 @@ def switch_answer(tmp_path_factory) -> Path:
                     tracker.step(step_time_s=0.9)
                 tracker.eval(metric=0.5 + 0.1 * epoch)
             raise OutOfMemoryError("CUDA out of memory")
+    return profile
+
+
+@pytest.fixture(scope="module")
+def switch_answer(tmp_path_factory) -> Path:
+    """A saved 'cotune replan --json' that switches: a job at 4 × 512 that ran out of memory there."""
+    folder = tmp_path_factory.mktemp("answer")
+    profile = _out_of_memory_job(folder)
     code, out, err = _cli("replan", str(profile), "--target", "0.93", "--deadline", "2h", "--max-workers", "16",
                           "--price", "t4=0.526", "--elapsed", "10m", "--json")
     assert code == 0, err
@@ -187,3 +193,65 @@ def test_render_manifests_takes_a_switch_document_and_checks_what_it_reads(switc
     rec["plan"]["workers_per_host"] = [n + 1 for n in rec["plan"]["workers_per_host"]]  # a hand edit that no longer adds up
     with pytest.raises(InputError, match=r"/plan/workers_per_host: adds up to \d+ workers, not the plan's \d+"):
         render_manifests(rec, opts)
+
+
+SPOT_CLUSTER = """version = 1
+gpus_per_host = 4
+[checkpoint]
+write_s = 20
+restart_s = 30
+[gpu.t4]
+on_demand = 16
+spot = 32
+on_demand_price_per_hour = 0.526
+spot_price_per_hour = 0.158
+revocation_rate_per_hour = 2.0
+replacement_delay_s = "2m"
+"""
+
+
+@pytest.fixture(scope="module")
+def spot_switch_answer(tmp_path_factory) -> Path:
+    """A saved 'cotune replan --json' that switches to spot servers (ahead of schedule, spot t4 at a third of the price)."""
+    folder = tmp_path_factory.mktemp("spot-answer")
+    profile = _out_of_memory_job(folder)
+    cluster = folder / "cluster.toml"
+    cluster.write_text(SPOT_CLUSTER)
+    code, out, err = _cli("replan", str(profile), "--target", "0.93", "--deadline", "2h", "--cluster", str(cluster),
+                          "--elapsed", "1m", "--json")
+    assert code == 0, err
+    path = folder / "replan.json"
+    path.write_text(out)
+    return path
+
+
+def test_a_spot_switch_carries_its_checkpoint_interval_to_the_job(spot_switch_answer):
+    # The re-plan answer had no spot block for best: the switch's manifest lost the
+    # checkpoint interval its time and cost assume (recommend's answer carried it).
+    answer = json.loads(spot_switch_answer.read_text())
+    assert answer["decision"] == "switch" and answer["best"]["market"] in ("spot", "mixed")
+    jsonschema.validate({"schema_version": 1, **answer}, schema("replan-response.v1"))
+    checkpoint_s = answer["spot"]["checkpoint_interval_s"]
+    assert answer["spot"]["market"] == answer["best"]["market"] and checkpoint_s > 0
+    code, out, err = _cli("k8s", "--answer", str(spot_switch_answer), *JOB, "--gang", "none")
+    assert code == 0, err
+    (job,) = yaml.safe_load_all(out)
+    _pytorchjob_validator().validate(job)
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        env = {e["name"]: e["value"] for e in replica["template"]["spec"]["containers"][0]["env"]}
+        assert env["COTUNE_CHECKPOINT_INTERVAL_S"] == f"{checkpoint_s:.0f}"
+    assert job["metadata"]["annotations"]["cotune.dev/checkpoint-interval-s"] == f"{checkpoint_s:.0f}"
+
+
+def test_a_switch_among_several_gpu_types_without_their_labels_is_warned_about(switch_answer, tmp_path):
+    # The switch document kept only what the manifests are made of: the answer's 'gpus' was
+    # dropped, and the GPU-type warning recommend answers get never came.
+    answer = json.loads(switch_answer.read_text())
+    answer["gpus"] = ["t4", "v100"]  # a re-plan that weighed v100 too and chose t4
+    path = tmp_path / "replan.json"
+    path.write_text(json.dumps(answer))
+    code, out, err = _cli("k8s", "--answer", str(path), *JOB)
+    assert code == 0 and out
+    assert "warning: the plan is for t4 (the answer weighed v100 too), but nothing in the manifest sends its pods to t4 nodes" in err, err
+    code, _, err = _cli("k8s", "--answer", str(path), *JOB, "--gpu-label", "t4:nvidia.com/gpu.product=Tesla-T4")
+    assert code == 0 and "the answer weighed" not in err, err

@@ -132,6 +132,8 @@ def test_image_references_the_runtimes_parse_are_taken(image):
     ("a//b", "[registry[:port]/]path[:tag]"),
     ("me/train:-x", "[registry[:port]/]path[:tag]"),
     ("me/train:" + "t" * 129, "a tag is at most 128 characters"),
+    ("me/train:tä", "a tag is ASCII letters, digits"),  # Python's \w took it; the runtimes do not
+    ("me/train:١", "a tag is ASCII letters, digits"),  # an Arabic-Indic digit
     ("r.io/" + "x" * 300, "at most 255 characters"),
     ("me/train:1\nkind: Secret", "no spaces or control characters"),
 ])
@@ -329,3 +331,35 @@ def test_a_bad_gpu_label_is_one_line_exit_2(capsys, given, needle):
     rc = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--image", "i", *given])
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_a_plan_spread_over_hosts_keeps_one_pod_a_node_and_validates():
+    # Six workers planned as [2, 2, 2] on 4-GPU servers got a preferred podAffinity that
+    # packed them as [4, 2]: another layout than the one timed and priced.
+    doc = recommend_request(dict(copy.deepcopy(BASE_REQUEST), workers=[6], hosts="any"))
+    assert doc["plan"]["workers_per_host"] == [2, 2, 2] and doc["plan"]["gpus_per_host"] == 4
+    out = render_manifests(doc, JobOptions(name="spread", image="ghcr.io/me/train:1", command=("torchrun", "t.py")))
+    for manifest in out:
+        _check(manifest)
+    (job,) = [m for m in out if m["kind"] == "PyTorchJob"]
+    assert sum(replica["replicas"] for replica in _pods(job)) == 3
+    for replica in _pods(job):
+        assert replica["template"]["spec"]["affinity"] == {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"cotune.dev/job": "spread"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+@pytest.mark.parametrize(("toleration", "silenced"), [
+    (f"{SPOT_LABEL}=on-demand", False),
+    (f"{SPOT_LABEL}=spot:NoExecute", False),
+    (f"{SPOT_LABEL}:PreferNoSchedule", False),
+    (f"{SPOT_LABEL}=spot:NoSchedule", True),
+    (f"{SPOT_LABEL}=spot", True),
+    (SPOT_LABEL, True),
+    (f"{SPOT_LABEL}:NoSchedule", True),
+])
+def test_only_a_toleration_that_matches_the_spot_taint_silences_its_warning(toleration, silenced):
+    # The key alone silenced it: KEY=on-demand or KEY=spot:NoExecute leaves the pods Pending.
+    doc = json.loads(_doc(1800))
+    opts = JobOptions(name="t", image="i", command=("x",), node_selector={SPOT_LABEL: "spot"}, tolerations=(toleration,))
+    warned = any("stay Pending" in w for w in manifest_warnings(doc, opts))
+    assert warned is not silenced

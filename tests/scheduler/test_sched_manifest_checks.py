@@ -149,3 +149,14 @@ def test_a_spot_plans_checkpoint_interval_travels_with_the_job(tmp_path, answer)
     env = {e["name"]: e["value"] for e in _first_container(job)["env"]}
     assert env["COTUNE_CHECKPOINT_INTERVAL_S"] == "148"
     assert job["metadata"]["annotations"]["cotune.dev/checkpoint-interval-s"] == "148"
+
+
+@pytest.mark.parametrize("gang", ["kueue", "volcano"])
+def test_a_queue_is_named_as_kubernetes_names_objects(answer, gang):
+    # Volcano Queues and Kueue LocalQueues are DNS-1123 subdomains: 'team.a' was refused.
+    code, out, err = _cli("k8s", "--answer", str(answer), *JOB, "--queue", "team.a", "--gang", gang, "--json")
+    assert code == 0, err
+    items = json.loads(out)["items"]
+    assert "team.a" in json.dumps(items)
+    code, out, err = _cli("k8s", "--answer", str(answer), *JOB, "--queue", "team_a", "--gang", gang)
+    assert code == 2 and out == "" and "--queue 'team_a' is not a valid queue name" in err and err.count("\n") == 1

@@ -217,3 +217,61 @@ def test_tolerations_reach_the_trainjobs_pods_and_validate():
     pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod["tolerations"] == [{"key": spot, "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
                                   {"key": "gpu", "operator": "Exists"}]
+
+
+@pytest.mark.parametrize(("options", "needle"), [
+    # a string was read as a sequence of its characters: t, o, r, c, h, ...
+    ({"command": "torchrun train.py"}, "command must be a sequence of words, e.g. ('torchrun', 'train.py'), got the text"),
+    ({"command": [1, 2]}, "command word 0 is 1, not text"),
+    ({"gpu_resource": None}, "gpu resource null must be text naming an extended resource, e.g. nvidia.com/gpu"),
+    ({"max_restarts": "3"}, "max_restarts must be a whole number >= 0, e.g. 3, got '3'"),
+    ({"node_selector": [("a", "b")]}, "node_selector must map label keys to values"),
+    ({"node_selector": {"a": 1}}, "node selector value 1 must be text"),
+    ({"node_selector": {1: "a"}}, "node selector key 1 must be text"),
+    ({"gpu_labels": {"v100": {"nvidia.com/gpu.product": 100}}}, "gpu label of v100 value 100 must be text"),
+    ({"elastic": "no"}, "elastic must be True or False, got 'no'"),
+])
+def test_an_option_of_the_wrong_type_is_an_input_error_naming_it(options, needle):
+    with pytest.raises(InputError) as info:
+        JobOptions(name="ok", **options)
+    assert needle in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
+def test_a_command_as_a_list_of_words_is_kept_as_those_words():
+    assert JobOptions(name="ok", command=["torchrun", "train.py"]).command == ("torchrun", "train.py")
+
+
+def test_a_command_word_that_is_not_utf8_is_one_line_exit_2():
+    # Bytes the locale cannot decode reach argv as lone surrogates, and were written as "\udcff".
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(err):
+        code = main(["k8s", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--image", "i",
+                     "--", "torchrun", "tr\udcffain.py"])
+    assert code == 2 and out.getvalue() == "" and err.getvalue().count("\n") == 1
+    assert "command word 1 ('tr\\udcffain.py') is not valid UTF-8 text" in err.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["trainjob", "pytorchjob"])
+def test_the_annotations_never_round_a_chance_or_a_level_up_to_certainty(kind):
+    # --interval 0.999 read "(100%)" and a P(success) of 0.9999996 read "1".
+    doc = json.loads(_doc(1800))
+    doc["interval"] = 0.999
+    doc["recommendation"]["p_success"] = 0.9999996
+    doc["constraints"]["confidence"] = 0.9999999
+    out = render_manifests(doc, JobOptions(kind=kind, name="train-1", image="i", command=("x",), gang="none"))
+    notes = next(o for o in out if o["kind"] in ("TrainJob", "PyTorchJob"))["metadata"]["annotations"]
+    assert notes["cotune.dev/predicted-time-interval-s"].endswith(" (99.9%)")
+    assert notes["cotune.dev/p-success"] == "0.9999996" and notes["cotune.dev/confidence"] == "0.9999999"
+
+
+def test_a_trainjob_spread_over_hosts_keeps_one_pod_a_node_and_validates():
+    # [2, 2, 2] on 4-GPU servers: the runtime patch carried a preferred podAffinity that packed them.
+    doc = recommend_request(dict(copy.deepcopy(BASE_REQUEST), workers=[6], hosts="any"))
+    assert doc["plan"]["workers_per_host"] == [2, 2, 2]
+    (job,) = render_manifests(doc, JobOptions(kind="trainjob", name="spread", image="i", command=("x",), gang="kueue"))
+    _check(job)
+    assert job["spec"]["trainer"]["numNodes"] == 3 and job["spec"]["trainer"]["numProcPerNode"] == 2
+    (patch,) = job["spec"]["runtimePatches"]
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["affinity"] == {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"cotune.dev/job": "spread"}}, "topologyKey": "kubernetes.io/hostname"}]}}
