@@ -590,8 +590,31 @@ class AccuracyModel(EstimatorContract):
             number(self.b_noise, where=f"{where}.b_noise", gt=0.0)
         for name in ("kappa_beyond", "kappa_inside", "run_scatter"):
             number(getattr(self, name), where=f"{where}.{name}", ge=0.0)
-        for t in np.atleast_1d(np.asarray(self.plateau_walk, dtype=object)).ravel():
+        nodes = np.atleast_1d(np.asarray(self.plateau_walk, dtype=object)).ravel()
+        if nodes.size == 0:  # no mixture node: the reach probability would average nothing (NaN)
+            raise BadValue(f"must be one number >= 0 or a tuple of at least one, got {excerpt(self.plateau_walk)}",
+                           where=f"{where}.plateau_walk")
+        for t in nodes:
             number(t, where=f"{where}.plateau_walk", ge=0.0)
+        if self.kappa_beyond_shape is not None:
+            self._check_kappa_shape(where=f"{where}.kappa_beyond_shape")
+
+    def _check_kappa_shape(self, *, where: str) -> None:
+        """``kappa_beyond_shape``: (level, factor) pairs, levels finite and ascending (they are
+        interpolated between), factors finite and >= 0 (they multiply a spread)."""
+        shape = self.kappa_beyond_shape
+        want = "None or a tuple of at least one (level, factor) pair"
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) == 0:
+            raise BadValue(f"must be {want}, got {excerpt(shape)}", where=where)
+        levels: list[float] = []
+        for pair in shape:
+            if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+                raise BadValue(f"each entry must be a (level, factor) pair, got {excerpt(pair)}", where=where)
+            levels.append(number(pair[0], where=where, what="a finite level"))
+            number(pair[1], where=where, ge=0.0, what="a finite factor")
+        if any(b <= a for a, b in zip(levels, levels[1:])):
+            raise BadValue(f"levels must be strictly ascending, got {', '.join(f'{v:g}' for v in levels)}: sort the pairs by level",
+                           where=where)
 
     def _fit(self, global_batch: Any, epoch: Any, metric: Any, seed: Any) -> None:
         self._check_params()
@@ -780,6 +803,7 @@ class AccuracyModel(EstimatorContract):
 
     def outlier_batches(self, target: float) -> np.ndarray:
         """Measured batches whose epochs to ``target`` disagree with the robust law (set aside as anchors)."""
+        self._check_fitted()
         return self._anchors(self._target_score(target))[3]
 
     def _anchors(self, t: float) -> tuple:

@@ -137,8 +137,8 @@ def fit_models(
             progress(done, total)
     gpu_notes = {gpu: list(clean.gpu_notes.get(gpu, ())) for gpu in time_models}
     for gpu, m in time_models.items():
-        gpu_notes[gpu] += [f"step time on {gpu} at {count_of(w, 'worker')} ({where}) is faster in the probes than the monotone "
-                           "prior allows: followed as measured, not forced monotone" for w, where in m.departures_]
+        gpu_notes[gpu] += [departure_note(gpu=gpu, workers=w, where=where, ratio=ratio)
+                           for (w, where), ratio in zip(m.departures_, m.departure_ratios_)]
     for gpu, m in time_models.items():
         largest = largest_level_effects(m.effects_, m.points_, limit=2) if m.level_effects_ else ()
         if largest:
@@ -172,6 +172,17 @@ class CleanArrays:
     notes: tuple[str, ...]  # one per GPU type or for the curves that had records left out
     gpu_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # those of notes about one GPU type
     workload_notes: tuple[str, ...] = ()  # the rest: about the curves
+
+
+def departure_note(*, gpu: str, workers: int, where: str, ratio: float) -> str:
+    """The note for a worker count whose probes depart from the monotone prior, in the
+    direction measured (``ratio``, :attr:`StepTimeModel.departure_ratios_`): below 1 it runs
+    faster than the other worker counts' monotone law (super-linear), above 1 slower — the
+    side left out when it is the fewer workers that run slower per step than more."""
+    side = f"{1.0 - ratio:.0%} faster" if ratio < 1.0 else f"{ratio - 1.0:.0%} slower"
+    why = "" if ratio < 1.0 else " (more workers ran faster per step)"
+    return (f"step time on {gpu} at {count_of(workers, 'worker')} ({where}) is {side} in the probes than the monotone "
+            f"law of the other worker counts{why}: followed as measured, not forced monotone")
 
 
 def _note(what: str, count: int, total: int, reasons: tuple[str, ...]) -> str:

@@ -193,6 +193,18 @@ def growth_for_coverage(
     return hi
 
 
+# Most (query cell, probed point) pairs the dominance envelope compares at once
+# (StepTimeModel._dominance), and most cells it indexes densely: its temporaries are a few
+# arrays of this many elements (about 5 MB in all), whatever the number of probes.
+ENVELOPE_BLOCK_ELEMENTS = 2**18
+
+
+def envelope_block_rows(n_points: int) -> int:
+    """Query cells compared with ``n_points`` probed points at once: a block of at most
+    :data:`ENVELOPE_BLOCK_ELEMENTS` pairs (one row of ``n_points`` when that is more)."""
+    return max(1, ENVELOPE_BLOCK_ELEMENTS // max(1, n_points))
+
+
 def nearest_probe_doublings(points: np.ndarray, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
     """Doublings from each configuration to the nearest of ``points`` (rows of workers,
     hosts, local batch): L1 over log₂ workers and log₂ local batch, plus one for being on
@@ -204,6 +216,18 @@ def nearest_probe_doublings(points: np.ndarray, workers: np.ndarray, hosts: np.n
         d = np.abs(lw - math.log2(w)) + np.abs(lb - math.log2(b)) + (multi != (h > 1))
         out = np.minimum(out, d)
     return out
+
+
+def _check_range(value: Any, *, where: str, le: float | None) -> None:
+    """None, or a pair ``(low, high)`` of finite numbers with ``0 <= low <= high`` (``<= le``)."""
+    if value is None:
+        return
+    bound = "" if le is None else f" <= {le:g}"
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise BadValue(f"must be None or a pair (low, high) with 0 <= low <= high{bound}, got {excerpt(value)}", where=where)
+    low, high = (number(v, where=where, ge=0.0, le=le) for v in value)
+    if low > high:
+        raise BadValue(f"must be a pair (low, high) with low <= high, got {excerpt(value)}: swap them", where=where)
 
 
 # eq=False: equality of arrays has no one truth value; two predictions are equal only as one object.
@@ -249,6 +273,9 @@ class StepTimeModel(EstimatorContract):
         prior covers (all of ``points_`` unless some worker counts depart from it)
     departures_ : worker counts (and host class) whose probes contradict monotonicity and
         are followed instead (see ``_find_departures``)
+    departure_ratios_ : for each of ``departures_``, its probes' step time over the monotone
+        law of the other probes (median): below 1 it runs faster than that law, above 1
+        slower (fewer workers slower than more)
     level_effects_ : whether the level effects are in the predictions (``level_effects``
         resolved); ``effects_`` the fitted :class:`LevelEffects`, ``effects_cv_`` the
         cross-validated mean absolute log error without and with them (None without CV)
@@ -309,6 +336,17 @@ class StepTimeModel(EstimatorContract):
                 raise BadValue(f"must be true or false, got {excerpt(getattr(self, name))}", where=f"{where}.{name}")
         for name in ("kappa_step", "kappa_hosts", "growth_ratio"):
             number(getattr(self, name), where=f"{where}.{name}", ge=0.0)
+        # A ratio below 0 shrinks synchronisation with more workers; a share outside 0–1 makes
+        # the step time at another batch negative (its log NaN). Either end of a range may be
+        # the other's equal (no spread), never above it.
+        for name, upper in (("growth_range", None), ("share_range", 1.0)):
+            _check_range(getattr(self, name), where=f"{where}.{name}", le=upper)
+        if self.few_probe_kappa is not None:
+            if isinstance(self.few_probe_kappa, (str, bytes)) or not hasattr(self.few_probe_kappa, "__len__"):
+                raise BadValue(f"must be None or a tuple of numbers >= 0 (one per count of probed configurations), "
+                               f"got {excerpt(self.few_probe_kappa)}", where=f"{where}.few_probe_kappa")
+            for k in self.few_probe_kappa:
+                number(k, where=f"{where}.few_probe_kappa", ge=0.0)
         if not (self.level_effects is True or self.level_effects is False or self.level_effects == "auto"):
             raise BadValue(f"must be True, False or 'auto', got {excerpt(self.level_effects)}", where=f"{where}.level_effects")
 
@@ -345,7 +383,7 @@ class StepTimeModel(EstimatorContract):
         # Worker counts whose probes together contradict the monotone prior are left
         # out of it and carried as departures (see _find_departures).
         groups = self._find_departures(points, mean_log)
-        self._dep_groups, self._dev, self.departures_ = np.zeros((0, 2)), np.zeros(0), ()
+        self._dep_groups, self._dev, self.departures_, self.departure_ratios_ = np.zeros((0, 2)), np.zeros(0), (), ()
         mono = np.ones(len(points), bool)  # the probes the final monotone fit used
         if groups:
             g = np.zeros(len(points), bool)
@@ -472,6 +510,7 @@ class StepTimeModel(EstimatorContract):
         return (
             (w < self.workers_range_[0])
             | (w > self.workers_range_[1])
+            | (h < self.hosts_range_[0])
             | (h > self.hosts_range_[1])
             | (b < self.local_batch_range_[0])
             | (b > self.local_batch_range_[1])
@@ -541,39 +580,74 @@ class StepTimeModel(EstimatorContract):
             raise ModelError("StepTimeModel is not fitted: call fit() first")
 
     def _build_envelope(self, points: np.ndarray, correction: np.ndarray) -> None:
-        """Dominance tables of the isotonic correction ρ_p = log iso_p − log backbone_p.
+        """The dominance envelope of the isotonic correction ρ_p = log iso_p − log backbone_p.
 
         ``L(q) = max{ρ_p : p ≤ q} ∪ {min ρ}`` and ``U(q) = min{ρ_p : p ≥ q} ∪ {max ρ}``
         (componentwise order) are both non-decreasing in every variable, so the
         prediction ``log backbone(q) + (L(q) + U(q)) / 2`` is monotone everywhere —
         inside the probed box, outside it, and across its edge — while it follows the
-        isotonic fit at the probed points. Cumulative max/min over the grid of probed
-        coordinate values make each query O(1).
+        isotonic fit at the probed points. Only the probed points and their ρ are kept:
+        tables over every combination of probed values grew with the cube of the distinct
+        values (400 distinct configurations took 1.4 GB), and :meth:`_correction_at`
+        answers a query from the points themselves.
         """
-        axes = [np.unique(points[:, a]) for a in range(3)]
-        idx = tuple(np.searchsorted(axes[a], points[:, a]) for a in range(3))
-        shape = tuple(len(v) for v in axes)
-        lo = np.full(shape, -np.inf)
-        hi = np.full(shape, np.inf)
-        lo[idx] = correction
-        hi[idx] = correction
-        for a in range(3):
-            lo = np.maximum.accumulate(lo, axis=a)
-            hi = np.flip(np.minimum.accumulate(np.flip(hi, axis=a), axis=a), axis=a)
-        self._axes, self._env_lo, self._env_hi = axes, lo, hi
+        self._env_points = np.array(points, dtype=float)
+        self._env_rho = np.array(correction, dtype=float)
+        self._axes = [np.unique(self._env_points[:, a]) for a in range(3)]
         self._rho_min, self._rho_max = float(correction.min()), float(correction.max())
 
     def _correction_at(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
+        """``(L(q) + U(q)) / 2`` of :meth:`_build_envelope` at each query.
+
+        Which probed points lie below (above) a query depends only on the largest (smallest)
+        probed value at or below (above) it on each axis, so queries are grouped by that
+        cell and each distinct cell is compared with every probed point once (a million
+        planning candidates fall into a few thousand cells of an ordinary profile).
+        """
         q = (workers, hosts, local_batch)
-        below = [np.searchsorted(self._axes[a], q[a], side="right") - 1 for a in range(3)]
+        # Cell indices shifted by one on the low side: 0 is "below every probed value".
+        below = [np.searchsorted(self._axes[a], q[a], side="right") for a in range(3)]
         above = [np.searchsorted(self._axes[a], q[a], side="left") for a in range(3)]
-        has_below = np.all([i >= 0 for i in below], axis=0)
-        has_above = np.all([i < len(self._axes[a]) for a, i in enumerate(above)], axis=0)
-        clip_b = tuple(np.clip(i, 0, len(self._axes[a]) - 1) for a, i in enumerate(below))
-        clip_a = tuple(np.clip(i, 0, len(self._axes[a]) - 1) for a, i in enumerate(above))
-        low = np.where(has_below, np.maximum(self._env_lo[clip_b], self._rho_min), self._rho_min)
-        high = np.where(has_above, np.minimum(self._env_hi[clip_a], self._rho_max), self._rho_max)
+        low = self._dominance(below, lower=True)
+        high = self._dominance(above, lower=False)
         return 0.5 * (low + high)
+
+    def _dominance(self, cells: list[np.ndarray], *, lower: bool) -> np.ndarray:
+        """``L`` (``lower``) or ``U`` at the queries in these cells (see :meth:`_correction_at`)."""
+        dims = tuple(len(v) + 1 for v in self._axes)
+        n_cells = math.prod(dims)
+        if n_cells <= ENVELOPE_BLOCK_ELEMENTS:
+            # Few cells (an ordinary profile's few thousand): mark the visited ones instead of
+            # sorting the queries, which took most of a million-candidate prediction.
+            codes = np.ravel_multi_index(tuple(cells), dims)
+            seen = np.zeros(n_cells, bool)
+            seen[codes] = True
+            uniq = np.flatnonzero(seen)
+            slot = np.empty(n_cells, np.intp)
+            slot[uniq] = np.arange(uniq.size)
+            inverse = slot[codes]
+            cell = np.stack(np.unravel_index(uniq, dims), axis=1)
+        else:
+            cell, inverse = np.unique(np.stack(cells, axis=1), axis=0, return_inverse=True)
+        # The cell's corner on each axis: the probed value at or below (above) the query, or
+        # ∓inf where there is none, so that "p ≤ corner" is "p ≤ query" for every probed p.
+        corner = np.empty(cell.shape)
+        for a in range(3):
+            ends = np.concatenate(([-np.inf], self._axes[a])) if lower else np.concatenate((self._axes[a], [np.inf]))
+            corner[:, a] = ends[cell[:, a]]
+        pts, rho = self._env_points, self._env_rho
+        empty = self._rho_min if lower else self._rho_max
+        out = np.empty(cell.shape[0])
+        step = envelope_block_rows(pts.shape[0])
+        for start in range(0, cell.shape[0], step):
+            c = corner[start : start + step]
+            if lower:
+                hit = (pts[None, :, 0] <= c[:, None, 0]) & (pts[None, :, 1] <= c[:, None, 1]) & (pts[None, :, 2] <= c[:, None, 2])
+                out[start : start + step] = np.where(hit, rho[None, :], empty).max(axis=1)
+            else:
+                hit = (pts[None, :, 0] >= c[:, None, 0]) & (pts[None, :, 1] >= c[:, None, 1]) & (pts[None, :, 2] >= c[:, None, 2])
+                out[start : start + step] = np.where(hit, rho[None, :], empty).min(axis=1)
+        return out[inverse.ravel()]
 
     def _fit_monotone(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
         """Backbone, isotonic fit and its monotone envelope on these probes."""
@@ -610,8 +684,10 @@ class StepTimeModel(EstimatorContract):
         median departure exceeds both 30 % and four standard errors of the probes'
         scatter about it, with at least three in four on the same side. Single noisy
         probes never qualify. Such a worker count is left out of the monotone fit and
-        its probes' median offset from it is carried to nearby worker counts with a
-        Gaussian kernel of half a doubling; everywhere else predictions stay monotone.
+        its probes' offset from it — the median at each probed local batch, linear in log
+        batch between them — is carried to nearby worker counts with a Gaussian kernel of
+        half a doubling; everywhere else predictions stay monotone. Either side of a
+        violation may be the one followed (``departure_ratios_`` says which way it went).
         """
         r = mean_log - self.iso_log_step_
         out = []
@@ -627,29 +703,47 @@ class StepTimeModel(EstimatorContract):
                 if abs(med) > max(_DEPART_MIN, _DEPART_SIGMAS * within / np.sqrt(n)) and same_side >= 0.75:
                     out.append((float(w), float(multi)))
         # Pooling moves both sides of a violation: keep only the side that falls with
-        # more workers (the super-linear one), the other is restored by the refit.
+        # more workers (the super-linear one), the other is restored by the refit. When only
+        # the slow side stands out (one worker count far above the pooled fit, the several
+        # faster ones that dominate the pool close to it) that side is the one followed: its
+        # ratio (departure_ratios_) is then above 1 and the note says "slower".
         return [(w, m) for w, m in out if np.median((mean_log - self.iso_log_step_)[points[:, 0] == w]) < 0] or out
 
     def _set_departures(self, points: np.ndarray, mean_log: np.ndarray, groups: list[tuple[float, float]]) -> None:
-        devs = []
+        devs: list[float] = []
+        by_batch: list[tuple[np.ndarray, np.ndarray]] = []
         for w, multi in groups:
             g = (points[:, 0] == w) & ((points[:, 1] > 1) == bool(multi))
             base = predict_log_step(self._theta, points[g, 0], points[g, 1], points[g, 2]) + self._correction_at(
                 points[g, 0], points[g, 1], points[g, 2]
             )
-            devs.append(float(np.median(mean_log[g] - base)))
+            off = mean_log[g] - base
+            devs.append(float(np.median(off)))
+            # The offset at each probed local batch of the group, not one median for all: the
+            # law of the other worker counts has their batch slope, and a departed count's own
+            # differs (one median was −45 % / +40 % off at its smallest / largest batch).
+            lb = np.log2(points[g, 2])
+            levels = np.unique(lb)
+            by_batch.append((levels, np.array([float(np.median(off[lb == v])) for v in levels])))
         self._dep_groups = np.array(groups, float).reshape(-1, 2)
         self._dev = np.array(devs)
+        self._dev_by_batch = by_batch
         self.departures_ = tuple((int(w), "several hosts" if m else "one host") for w, m in groups)
+        self.departure_ratios_ = tuple(float(np.exp(d)) for d in devs)
 
     def _departure_at(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Each departed group's offset at the query's local batch (linear in log batch between
+        its probed batches, flat beyond them), carried to nearby worker counts of its host
+        class with a Gaussian kernel of half a doubling."""
         if not self._dev.size:
             return np.zeros(w.shape)
         gw, gm = self._dep_groups[:, 0], self._dep_groups[:, 1]
         dw = (np.log2(np.maximum(w, 1e-9))[:, None] - np.log2(gw)[None, :]) / 0.5
         same = (h[:, None] > 1) == (gm[None, :] > 0.5)
         k = np.exp(-0.5 * dw**2) * same
-        return (k * self._dev[None, :]).sum(axis=1) / np.maximum(1.0, k.sum(axis=1))
+        lb = np.log2(np.maximum(b, 1e-9))
+        dev = np.stack([np.interp(lb, levels, off) for levels, off in self._dev_by_batch], axis=1)
+        return (k * dev).sum(axis=1) / np.maximum(1.0, k.sum(axis=1))
 
     def _monotone_log_mean(self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> np.ndarray:
         """Backbone, isotonic correction and departures: the law before the level effects."""

@@ -151,3 +151,25 @@ def test_a_batch_with_one_evaluation_between_grid_points_keeps_its_metric():
     assert np.isfinite(row).any()
     later = m.metric_at(np.array([256.0]), np.array([m.epoch_grid_[-1]]))
     assert later[0] == pytest.approx(0.81)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"plateau_walk": ()}, "plateau_walk: must be one number >= 0 or a tuple of at least one"),
+        ({"kappa_beyond_shape": ((0.5,),)}, r"kappa_beyond_shape: each entry must be a \(level, factor\) pair"),
+        ({"kappa_beyond_shape": ((0.5, -5.0), (1.0, -5.0))}, "kappa_beyond_shape: must be a finite factor >= 0, got -5.0"),
+        ({"kappa_beyond_shape": ((0.9, 1.0), (0.5, 1.0))}, "kappa_beyond_shape: levels must be strictly ascending"),
+        ({"kappa_beyond_shape": ()}, "kappa_beyond_shape: must be None or a tuple of at least one"),
+    ],
+)
+def test_a_spread_parameter_out_of_its_domain_is_a_bad_value(params, message):
+    from cotune._checks import BadValue
+
+    with pytest.raises(BadValue, match=message):
+        AccuracyModel(**params).fit(*_curves(np.random.default_rng(0), epochs=10))
+
+
+def test_outlier_batches_before_fit_says_to_fit_first():
+    with pytest.raises(ModelError, match="not fitted: call fit"):
+        AccuracyModel().outlier_batches(0.5)

@@ -390,3 +390,117 @@ def test_a_narrow_interval_is_drawn_with_the_spread_calibrated_at_the_median(nar
     # Same σ, a smaller z: the narrow interval lies inside the median one, around the same centre.
     assert np.all(p_med.lower_s <= p_at.lower_s) and np.all(p_at.upper_s <= p_med.upper_s)
     assert np.all(p_at.lower_s <= p_at.step_time_s) and np.all(p_at.step_time_s <= p_at.upper_s)
+
+
+def _dominance_oracle(points, rho, queries):
+    """``(L + U) / 2`` of the envelope by its definition, one query and one point at a time:
+    ``L`` the largest ρ of the points ≤ the query (else min ρ), ``U`` the smallest of those ≥ it
+    (else max ρ)."""
+    out = []
+    for q in queries:
+        below = [r for p, r in zip(points, rho) if all(pa <= qa for pa, qa in zip(p, q))]
+        above = [r for p, r in zip(points, rho) if all(pa >= qa for pa, qa in zip(p, q))]
+        out.append(0.5 * (max(below, default=min(rho)) + min(above, default=max(rho))))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("block", [1, 7, 2**18])
+def test_the_envelope_answers_as_the_dominance_definition_whatever_the_block(block, monkeypatch):
+    # A block smaller than the probes compares them a query cell at a time and with many
+    # small blocks takes the sorting path for the cells: each must give the definition's answer.
+    import cotune.models._step_time as st
+
+    monkeypatch.setattr(st, "ENVELOPE_BLOCK_ELEMENTS", block)
+    rng = np.random.default_rng(block)
+    for _ in range(20):
+        k = int(rng.integers(1, 30))
+        pts = np.column_stack([rng.integers(1, 9, k), rng.integers(1, 4, k), 2.0 ** rng.integers(2, 7, k)]).astype(float)
+        pts = np.unique(pts, axis=0)
+        rho = rng.normal(size=len(pts))
+        m = StepTimeModel()
+        m._build_envelope(pts, rho)
+        # Probed values, values between them and values beyond both ends of each axis.
+        q = np.column_stack([rng.integers(0, 11, 200) + rng.choice([0.0, 0.5], 200), rng.integers(0, 5, 200),
+                             2.0 ** rng.integers(1, 8, 200)]).astype(float)
+        np.testing.assert_array_equal(m._correction_at(q[:, 0], q[:, 1], q[:, 2]), _dominance_oracle(pts, rho, q))
+
+
+def test_five_hundred_distinct_configurations_fit_in_bounded_memory():
+    # The envelope was a dense table over every distinct workers × hosts × batch value:
+    # 500 × 250 × 500 cells, 0.5 GB a table, and a MemoryError at 700 configurations.
+    import tracemalloc
+
+    k = 500
+    w = np.arange(1, k + 1, dtype=float)
+    h, b = np.maximum(1.0, np.floor(w / 2)), 4.0 * w
+    theta = np.array([0.02, 8e-4, 0.01, 0.004, 0.03, 0.01, 2.0])
+    t = np.exp(predict_log_step(theta, w, h, b) + np.random.default_rng(0).normal(0, 0.05, k))
+    tracemalloc.start()
+    try:
+        m = StepTimeModel(n_bootstrap=0).fit(w, h, b, t)
+        peak_bytes = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert m.points_.shape == (k, 3)
+    assert peak_bytes < 64 * 2**20
+
+
+def test_fewer_hosts_than_every_probe_used_is_extrapolated():
+    theta = np.array([0.02, 8e-4, 0.01, 0.004, 0.03, 0.01, 2.0])
+    w, b = (g.ravel() for g in np.meshgrid([2.0, 4, 8], [32.0, 64, 128], indexing="ij"))
+    h = np.full_like(w, 2.0)  # every probe on two hosts
+    m = StepTimeModel().fit(w, h, b, np.exp(predict_log_step(theta, w, h, b)))
+    p = m.predict(np.array([4.0, 4.0]), np.array([2.0, 1.0]), np.array([64.0, 64.0]))
+    assert p.extrapolated.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"share_range": (2.0, 3.0)}, "share_range: must be a finite number >= 0 and <= 1, got 2.0"),
+        ({"share_range": (-1.0, 0.5)}, "share_range: must be a finite number >= 0 and <= 1, got -1.0"),
+        ({"share_range": (0.9, 0.1)}, "share_range: must be a pair .low, high. with low <= high"),
+        ({"growth_range": (1.0,)}, r"growth_range: must be None or a pair \(low, high\)"),
+        ({"growth_range": (-5.0, -3.0)}, "growth_range: must be a finite number >= 0, got -5.0"),
+        ({"few_probe_kappa": (float("nan"),) * 5}, "few_probe_kappa: must be a finite number >= 0.*got nan"),
+        ({"few_probe_kappa": 0.1}, "few_probe_kappa: must be None or a tuple of numbers >= 0"),
+    ],
+)
+def test_a_range_or_table_parameter_out_of_its_domain_is_a_bad_value(params, message):
+    from cotune._checks import BadValue
+
+    w = np.array([1.0, 2, 4, 8])
+    with pytest.raises(BadValue, match=message):
+        StepTimeModel(**params).fit(w, np.ones(4), np.full(4, 32.0), np.array([0.1, 0.11, 0.12, 0.13]))
+
+
+def test_a_departure_carries_its_offset_at_each_probed_batch():
+    # 2–4 workers run 40 % faster per step than 1 (seed 3: one median offset for the one-worker
+    # probes left them −45 % at batch 16 and +40 % at 128).
+    w, b = np.repeat([1.0, 2, 3, 4], 4), np.tile([16.0, 32, 64, 128], 4)
+    rng = np.random.default_rng(3)
+    t = (0.02 + 0.0006 * b) * np.where(w > 1, 0.6, 1.0) * np.exp(rng.normal(0, 0.01, w.size))
+    m = StepTimeModel(n_bootstrap=0).fit(w, np.ones_like(w), b, t)
+    assert m.departures_ == ((1, "one host"),)
+    one = w == 1
+    p = m.predict(w[one], np.ones(4), b[one]).step_time_s
+    assert np.all(np.abs(p / t[one] - 1) < 0.05)
+
+
+def test_the_departure_note_says_slower_when_fewer_workers_are_the_slow_side():
+    import json
+
+    from cotune import fit_models, parse_profile
+
+    recs = [{"record": "workload", "name": "superlinear", "dataset_size": 50_000, "metric": "acc", "goal": "max"}]
+    for n in (1, 2, 3, 4):
+        for bb in (16, 32, 64, 128):
+            # More workers 30 % faster per step than one (a model that fits in cache once split).
+            recs.append({"record": "step", "gpu": "t4", "workers": n, "hosts": 1, "local_batch": bb,
+                         "step_time_s": (0.02 + 0.0006 * bb) * (0.7 if n > 1 else 1.0)})
+    for gb in (64, 256, 1024):
+        recs += [{"record": "eval", "global_batch": gb, "epoch": e, "metric": 0.9 * (1 - np.exp(-e / 3))} for e in range(1, 21)]
+    m = fit_models(parse_profile([json.dumps(r) for r in recs]), n_bootstrap=0)
+    notes = [n for n in m.gpu_notes["t4"] if "1 worker" in n]
+    assert m.time_models["t4"].departure_ratios_[0] > 1.0
+    assert len(notes) == 1 and "slower in the probes" in notes[0] and "faster in the probes" not in notes[0]
