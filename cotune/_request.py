@@ -636,8 +636,10 @@ class ReplanRequest:
     job's start; ``budget``, if any, for the whole job: what is left is ``budget −
     progress.spent``). With a ``cluster`` every market is considered; without one, on-demand
     servers at ``request.prices``. ``prices`` are *new* prices overriding the cluster file
-    (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when the gain after
-    the restart exceeds this fraction of staying; ``restart_s``: what a switch costs (None:
+    (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when the best alternative,
+    after its restart, saves more than this fraction of the whole job's cost (the money spent
+    plus staying's remaining, a miss counted; of staying's remaining time with objective
+    ``"time"``); ``restart_s``: what a switch costs (None:
     checkpoint write + reload + slowest replacement delay of the cluster file, else
     ``request.startup_s``; where those are all 0, ``DEFAULT_RESTART_S``).
     ``lr_rule``: how the job rescales its learning rate when the global batch changes

@@ -64,7 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "record (a rank other than 0 ran out, a pod OOMKilled): it cannot go on as it ran, and every "
                         "option runs a smaller micro-batch")
     g.add_argument("--margin", type=_args.finite_float, default=None, metavar="F",
-                   help=f"switch only if the gain, after the restart, exceeds this fraction of staying (default {DEFAULT_MARGIN:g})")
+                   help="switch only if the best alternative, after its restart, saves more than this fraction of the whole "
+                        "job's cost (--spent plus staying's remaining, a miss counted; of staying's remaining time "
+                        f"with --objective time) (default {DEFAULT_MARGIN:g})")
     g.add_argument("--restart", type=_args.duration_or_zero, default=None, metavar="DURATION",
                    help="time a configuration change costs (default: the cluster file's checkpoint write + reload + slowest "
                         f"replacement delay; {DEFAULT_RESTART_S:g} s where it gives none)")

@@ -198,7 +198,7 @@ def decide_replan(
 
     def shortfall(o) -> float:
         over_t = t(o) / remaining_s if math.isfinite(t(o)) else math.inf
-        over_c = (o.cost / budget_left if budget_left > 0 else math.inf) if budget_left is not None else 0.0
+        over_c = o.cost / budget_left if budget_left is not None else 0.0  # budget_left > 0: a spent one is handled apart
         return max(over_t, over_c)
 
     ok = [o for o in alternatives if feasible(o)]
@@ -224,6 +224,21 @@ def decide_replan(
         why = "the current configuration cannot continue" if stay is None else f"the current configuration misses {where}"
         return ReplanDecision("switch", why, best, None, changes_between(stay, best) if stay is not None else (), gain, False)
     pool = [o for o in (*alternatives, *([stay] if stay is not None else []))]
+    if budget_left is not None and budget_left <= 0:
+        # The budget is spent: every option's cost over it is infinite and none came out
+        # nearest. The nearest is then the cheapest that meets the deadline (its cost is what
+        # going on needs), else the one nearest in time.
+        in_time = [o for o in pool if math.isfinite(t(o)) and t(o) <= remaining_s and math.isfinite(o.cost)]
+        timed = [o for o in pool if math.isfinite(t(o))]
+        nearest = (min(in_time, key=lambda o: float(o.cost)) if in_time
+                   else min(timed, key=t) if timed else None)
+        miss = ("" if nearest is None else
+                f"; the budget is spent, and the nearest needs {float(nearest.cost):.4g} more" if in_time else
+                f"; the budget is spent, and the nearest misses the deadline by {t(nearest) / remaining_s - 1:.0%}")
+        return ReplanDecision(
+            "infeasible", f"the target is not reachable within {where} at any configuration considered{miss}",
+            None, nearest, (), None, False,
+        )
     nearest = min(pool, key=shortfall) if pool else None
     if nearest is not None and not math.isfinite(shortfall(nearest)):
         nearest = None  # no option reaches the target at all: none is "near"

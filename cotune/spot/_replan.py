@@ -103,7 +103,9 @@ from cotune._request import (
     unsearched_note,
 )
 from cotune.errors import InputError
-from cotune.units import count_of, format_chance, format_duration, format_duration_at_least, format_money
+from cotune.units import (
+    count_of, format_chance, format_duration, format_duration_at_least, format_money, format_money_at_least,
+)
 from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
 
 if TYPE_CHECKING:  # annotations only
@@ -387,17 +389,6 @@ def _micro_batch(profile: Any, job: Any, progress: Progress) -> int:
     return progress.local_batch
 
 
-def _diverged_at(profile: Any, job: Any) -> float | None:
-    """The epoch of the tracked job's latest evaluation when its metric is NaN or infinite
-    (a diverged run), else None (no tracked job, or a finite latest evaluation)."""
-    if profile is None or job is None:
-        return None
-    own = [e for e in profile.evals if e.job == job.job]
-    if not own or math.isfinite(own[-1].metric):
-        return None
-    return float(own[-1].epoch)
-
-
 def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
     """The local batch at which the job ran out of memory where it runs — the one the
     progress reports (``out_of_memory``), else the smallest out-of-memory on its GPU type at
@@ -446,6 +437,37 @@ def _job_cost(models, *, space_gpus, gpus_per_host: Mapping[str, int], table, ta
     est = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0)
     cost = float(est.cost[0 if market == "on_demand" else 1])  # mixed starts on spot, at its price
     return cost if math.isfinite(cost) else math.inf  # unpriced market: no redo counted
+
+
+def _nearest_past_budget(est: Any, mask: np.ndarray, *, stay: Any, remaining_s: float, target: float) -> Any:
+    """The option to name when the budget is spent (every ``P(success)`` is then 0): the
+    cheapest, by its median cost, whose time at the confidence meets the remaining deadline
+    — staying among them, without a restart —, else the fastest at the confidence, else the
+    likeliest to reach the target at all; None when no option has a finite cost. Its cost is
+    what going on needs on top of the money spent."""
+    from cotune.solver import choice_at
+
+    t_q = np.where(mask, np.asarray(est.time_at_confidence_s, float), np.inf)
+    cost = np.where(mask, np.asarray(est.cost, float), np.inf)
+    priced = np.isfinite(cost)
+    in_time, timed = priced & (t_q <= remaining_s), priced & np.isfinite(t_q)
+    if in_time.any():
+        i: int | None = int(np.argmin(np.where(in_time, cost, np.inf)))
+    elif timed.any():
+        i = int(np.argmin(np.where(timed, t_q, np.inf)))
+    elif priced.any():
+        i = int(np.argmax(np.where(priced, np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0), -np.inf)))
+    else:
+        i = None
+    pool = ([] if stay is None or not math.isfinite(stay.cost) else [stay]) + (
+        [] if i is None else [choice_at(est, i, target)])
+    in_time = [c for c in pool if c.time_at_confidence_s <= remaining_s]
+    if in_time:
+        return min(in_time, key=lambda c: c.cost)
+    timed = [c for c in pool if math.isfinite(c.time_at_confidence_s)]
+    if timed:
+        return min(timed, key=lambda c: c.time_at_confidence_s)
+    return max(pool, key=lambda c: c.p_reach, default=None)
 
 
 def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) -> ReplanRequest:
@@ -554,6 +576,7 @@ def replan(
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
+    from cotune.track._progress import COLLAPSE_SHARE
 
     from cotune.models._fitted import check_fitted
 
@@ -616,7 +639,14 @@ def replan(
     if req.cluster is None and progress.gpu not in cl.gpus:  # profiled (checked above): --gpu leaves it out
         raise BadValue(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(cl.gpus)}), so "
                        "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu", where="/progress/gpu")
-    cl.offer(progress.gpu)  # a cluster file that does not offer it: named, with the table to add
+    if progress.gpu not in cl.gpus:
+        # A cluster file that does not offer it: named, with the table to add, and pointing at
+        # the cluster (over HTTP the error's path was null, "/cluster:" only inside the text).
+        # An inline cluster (source "/cluster" over HTTP, "cluster" from Python) has no file to name.
+        what = "the cluster" if cl.source in ("/cluster", "cluster") else f"the cluster file {cl.source}"
+        raise BadValue(f"gpu {excerpt(progress.gpu)}, which the job runs on, is not in {what} (it lists "
+                       f"{', '.join(cl.gpus)}): add a [gpu.{progress.gpu}] table, or give the gpu the job runs on",
+                       where="/cluster")
 
     notes: list[str] = [] if loaded is None else list(loaded.warnings)  # e.g. a torn last line a kill left, as recommend says
     if unpriced:
@@ -638,6 +668,12 @@ def replan(
     # now they are placed by the hand-over rule a switch is judged by (cotune.solver.job_frame),
     # and its curve there is pooled with the belief handed over from the batch before.
     tracked = [] if job is None or loaded is None else [e for e in loaded.evals if e.job == job.job]
+    # A diverged or collapsed job (cotune.track job_setback) restarts from a checkpoint: the
+    # evaluations after its best one are the collapse, not its curve (read as points of it,
+    # the forecast narrowed and staying's chance rose as top-1 fell to 0.10).
+    setback = None if job is None else job.setback
+    if setback is not None:
+        tracked = tracked[:setback.kept]
     frame = None if not tracked else job_frame(
         models, evals=tracked, global_batch=float(progress.global_batch), epochs_done=progress.epochs_done,
         target=target, goal=goal, interval=req.interval,
@@ -775,11 +811,10 @@ def replan(
                      else "within the search space (max_workers, gpus_per_host, the profile's gpus)")
             notes.append(f"the current configuration ({progress.workers_now} x {progress.gpu} {progress.market}) is not "
                          f"available {scope}: staying is not an option")
-    diverged = _diverged_at(loaded, job)
-    if stay is not None and diverged is None:
+    if stay is not None and setback is None:
         # Restarting the job where it runs is no alternative to staying: the same work for a
         # restart more (it was listed as BEST, "would add 13.4 % to the job's cost"). A
-        # diverged job's restart from a checkpoint is one.
+        # diverged or collapsed job's restart from a checkpoint is one.
         c = est.candidates
         same = (c.in_market(stay.market) & (c.gpu == c.gpus.index(stay.gpu)) & (c.workers == stay.workers)
                 & (c.hosts == stay.hosts) & (c.local_batch == stay.local_batch))
@@ -795,14 +830,22 @@ def replan(
         notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): staying is not an "
                      f"option; every option runs a local batch below {oom_at}")
 
-    if diverged is not None and stay is not None:
-        # The job's latest evaluation is NaN or infinite: a diverged run does not recover where
-        # it runs (its weights are gone), so staying cannot reach the target. It was read as a
-        # point that adds no progress, and the answer said "stay" at the chance before it.
+    if setback is not None and stay is not None:
+        # The job's latest evaluation is NaN or infinite, or has lost most of its curve's rise:
+        # such a run does not recover where it runs (its weights are gone), so staying cannot
+        # reach the target. A NaN was read as a point that adds no progress, a collapse as a
+        # plateau of the curve, and the answer said "stay" at the chance before it (or above).
         stay = replace(stay, p_success=0.0)
-        notes.append(f"the job diverged: its latest evaluation (epoch {diverged:.4g}) is not a number: staying is not "
-                     "an option; every option resumes from the progress before it (restore a checkpoint from before "
-                     "the divergence)")
+        if setback.kind == "diverged":
+            notes.append(f"the job diverged: its latest evaluation (epoch {setback.epoch:.4g}) is not a number: staying "
+                         "is not an option; every option resumes from the progress before it, epoch "
+                         f"{setback.resume_epoch:.4g} (restore a checkpoint from before the divergence)")
+        else:
+            notes.append(f"the job collapsed: its latest evaluation (epoch {setback.epoch:.4g}, metric "
+                         f"{setback.metric:.4g}) has lost more than {COLLAPSE_SHARE:.0%} of what its curve had gained "
+                         f"(from {setback.first_metric:.4g} to its best, {setback.best_metric:.4g} at epoch "
+                         f"{setback.resume_epoch:.4g}): staying is not an option; every option resumes from epoch "
+                         f"{setback.resume_epoch:.4g} (restore the checkpoint of its best evaluation)")
 
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one
@@ -861,6 +904,10 @@ def replan(
                 stay=stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
                 margin=margin, use_confidence=confidence is not None,
             ).nearest
+        if budget_left is not None and budget_left <= 0:
+            # Every chance counts the budget left, so with none left each is 0 and no option
+            # came out nearest ("nearest": null, nothing said of the money going on needs).
+            nearest = _nearest_past_budget(est, mask, stay=stay, remaining_s=remaining_s, target=target)
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.
@@ -872,7 +919,10 @@ def replan(
                 f"the budget is spent ({money(progress.spent)} of {money(req.budget)}) with {left:.0%} of the work left: no "
                 "configuration can finish within it"
                 + ("" if at is None else f"{at}, which needs {money(nearest.cost)} more")
-                + ": raise the budget (--budget / budget) to go on, or stop the job"
+                + ": raise the budget (--budget / budget) "
+                + ("" if nearest is None else
+                   f"to at least {format_money_at_least(progress.spent + nearest.cost, priced=priced)} ")
+                + "to go on, or stop the job"
             )
         elif left <= 0.0:
             # Past the model's whole job without the target: "the remaining 0 % of the work"

@@ -8,19 +8,78 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from cotune._checks import BadValue
 from cotune.errors import InputError
-from cotune.profile import Profile, StepRecord
+from cotune.profile import EvalRecord, Profile, StepRecord
 
 if TYPE_CHECKING:  # annotations only
     from cotune._request import Progress
 
 __all__ = ["JobProgress", "job_progress", "offline_profile", "planning_profile", "progress_from_records"]
+
+# A collapse: the job's latest evaluation has given back more than this share of everything
+# its curve had gained, |best − latest| > COLLAPSE_SHARE · |best − first| in the metric's
+# goal direction. Evaluation noise gives back a few percent of the rise (on every prefix of
+# the bundled example curves — CIFAR-10, ImageNet, YOLOv3 loss — at most 30 %); a learning
+# rate blown up or corrupted weights give back nearly all of it (top-1 back to chance, a loss
+# back above its start). Half lies between the two with room either side.
+COLLAPSE_SHARE = 0.5
+# A first, a best and a latest evaluation: with fewer there is no rise to have lost.
+COLLAPSE_MIN_EVALS = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setback:
+    """Why a running job cannot go on where it runs, from its own evaluations.
+
+    ``kind``: ``"diverged"`` (its latest metric is NaN or infinite) or ``"collapsed"``
+    (its latest evaluation has lost more than :data:`COLLAPSE_SHARE` of its curve's rise);
+    ``epoch``/``metric``: that latest evaluation; ``resume_epoch``: the progress kept — the
+    furthest finite evaluation of a diverged job, the best evaluation of a collapsed one
+    (the checkpoint it restarts from); ``best_metric``/``first_metric``: the collapsed
+    curve's best and first metrics (None for a divergence); ``kept``: how many of the job's
+    evaluations, in the order written, still count (those after its best are the collapse).
+    """
+
+    kind: Literal["diverged", "collapsed"]
+    epoch: float
+    metric: float
+    resume_epoch: float
+    kept: int
+    best_metric: float | None = None
+    first_metric: float | None = None
+
+
+def job_setback(evals: Sequence[EvalRecord], *, goal: Literal["max", "min"]) -> Setback | None:
+    """The :class:`Setback` of a job whose evaluations (``evals``, in the order written) end
+    in a divergence or a collapse, else None — the one rule :func:`job_progress` counts
+    progress by and ``cotune replan`` decides by."""
+    if not evals:
+        return None
+    latest = evals[-1]
+    if not math.isfinite(latest.metric):
+        resume = max((e.epoch for e in evals if math.isfinite(e.metric)), default=0.0)
+        return Setback(kind="diverged", epoch=float(latest.epoch), metric=float(latest.metric),
+                       resume_epoch=float(resume), kept=len(evals))
+    finite = [(k, e) for k, e in enumerate(evals) if math.isfinite(e.metric)]
+    if len(finite) < COLLAPSE_MIN_EVALS:
+        return None
+    sign = 1.0 if goal == "max" else -1.0
+    first = finite[0][1].metric
+    k_best, best = max(finite, key=lambda ke: (sign * ke[1].metric, -ke[0]))  # the earliest of equal bests
+    rise = sign * (best.metric - first)
+    lost = sign * (best.metric - latest.metric)
+    if not (rise > 0.0 and lost > COLLAPSE_SHARE * rise):
+        return None
+    return Setback(kind="collapsed", epoch=float(latest.epoch), metric=float(latest.metric),
+                   resume_epoch=float(best.epoch), kept=k_best + 1, best_metric=float(best.metric),
+                   first_metric=float(first))
 
 
 @dataclass(frozen=True)
@@ -60,6 +119,7 @@ class JobProgress:
     jobs: tuple[str, ...] = ()  # every tracked job in the profile, in first-seen order
     first_step: StepRecord | None = None
     returns: int = 0
+    setback: Setback | None = None
 
 
 def offline_profile(profile: Profile) -> Profile:
@@ -116,6 +176,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
                        where="/job")
     steps = [s for s in profile.steps if s.job == job]
     evals = [e for e in profile.evals if e.job == job]
+    setback = job_setback(evals, goal=profile.workload.goal)
     last_step = steps[-1] if steps else None
     if evals:
         batch = evals[-1].global_batch
@@ -123,11 +184,14 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         batch = last_step.workers * last_step.local_batch * last_step.accum_steps  # type: ignore[union-attr]
     curve = [(e.epoch, e.metric) for e in evals if e.global_batch == batch]
     done = max((e.epoch for e in evals), default=0.0)
-    if evals and not math.isfinite(evals[-1].metric):
-        # Diverged (its latest evaluation is NaN or infinite): the progress left is where its
-        # last finite evaluation was — the checkpoint it restarts from — not the epochs after.
-        done = max((e.epoch for e in evals if math.isfinite(e.metric)), default=0.0)
-    elapsed = next((e.elapsed_s for e in reversed(evals) if e.elapsed_s is not None), None)
+    if setback is not None:
+        # Diverged or collapsed: the progress left is where the checkpoint it restarts from
+        # was (its last finite evaluation; its best one), not the epochs after.
+        done = setback.resume_epoch
+    # The furthest wall time written, not the last: a restarted tracker that was not told how
+    # far the job had come writes small elapsed_s (117 s after 15 epochs), and the largest is
+    # a lower bound on the job's time since its start either way.
+    elapsed = max((e.elapsed_s for e in evals if e.elapsed_s is not None), default=None)
     schedule = next((e.schedule_epochs for e in reversed(evals) if e.schedule_epochs is not None), None)
     step_time = None
     windows = 0
@@ -151,6 +215,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
         first_step=steps[0] if steps else None,
         returns=count_returns([(s.gpu, s.market, s.workers, s.hosts, s.local_batch * s.accum_steps) for s in steps],
                               forced=[s.cause == "revocation" for s in steps]),
+        setback=setback,
     )
 
 
@@ -161,8 +226,9 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     """A :class:`cotune.Progress` of the running job: each field given wins, the others come
     from the job's tracked records (:func:`job_progress`).
 
-    ``epochs_done``: the furthest evaluated epoch; ``elapsed_s``: the job's wall time at its
-    last evaluation (give the real elapsed time when re-planning later); ``gpu``,
+    ``epochs_done``: the furthest evaluated epoch (the progress kept, after a divergence or
+    a collapse: :func:`job_setback`); ``elapsed_s``: the largest wall time the job's
+    evaluations recorded (give the real elapsed time when re-planning later); ``gpu``,
     ``market``, ``workers``, ``local_batch``: its latest step record; ``schedule_epochs``:
     its latest evaluation that tells it (None: no known end). ``spent`` defaults to 0;
     ``market``, neither given nor in the records, to ``default_market`` where the caller

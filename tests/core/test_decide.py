@@ -301,3 +301,12 @@ def test_by_success_a_job_that_moved_back_needs_a_larger_saving_to_move_again() 
     assert decide_replan(**ask, margin=backoff_margin(0.05, returns=0)).decision == "switch"
     d = decide_replan(**ask, margin=backoff_margin(0.05, returns=1))
     assert d.decision == "stay" and "10% margin" in d.reason
+
+
+def test_with_the_budget_spent_the_nearest_is_the_cheapest_option_that_meets_the_deadline() -> None:
+    # Every option's cost over a spent budget was infinite, so none came out nearest.
+    cheap_late = _alt(cost=3.0, time_s=5000.0)
+    d = decide_replan(stay=STAY, alternatives=[_alt(cost=12.0, time_s=500.0), _alt(cost=9.0, time_s=600.0, workers=6),
+                                               cheap_late], remaining_s=800, budget_left=-4.0)
+    assert d.decision == "infeasible" and d.nearest is not None
+    assert (d.nearest.workers, d.nearest.cost) == (6, 9.0) and "needs 9 more" in d.reason

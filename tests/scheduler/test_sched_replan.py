@@ -204,3 +204,14 @@ def test_a_replan_error_points_at_its_value(change, path):
     with pytest.raises(RequestError) as err:
         replan_request(dict(copy.deepcopy(REPLAN_REQUEST), **change))
     assert err.value.status == 422 and err.value.path == path, (err.value, err.value.path)
+
+
+def test_a_cluster_without_the_jobs_gpu_points_at_the_cluster():
+    # It answered 422 with "path": null and "/cluster:" only inside the message.
+    v100 = {"version": 1, "gpus_per_host": 4, "gpu": {"v100": {"on_demand": 8, "on_demand_price_per_hour": 3.06}}}
+    body = dict(copy.deepcopy(REPLAN_REQUEST), cluster=v100)
+    body["progress"]["market"] = "on_demand"
+    with pytest.raises(RequestError) as info:
+        replan_request(body)
+    assert info.value.path == "/cluster" and info.value.status == 422
+    assert info.value.detail.startswith("gpu 't4', which the job runs on, is not in the cluster (it lists v100)")

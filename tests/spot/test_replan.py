@@ -436,3 +436,25 @@ def test_staying_on_spot_never_reads_likelier_to_finish_than_on_demand(cifar_mod
         p = Progress(epochs_done=done, elapsed_s=elapsed_s, gpu="t4", market=market, workers=workers, local_batch=129)
         chance[market] = _run(cifar_models, cluster, progress=p, deadline_s=deadline_s, confidence=0.5).stay.p_success
     assert 0.0 < chance["spot"] <= chance["on_demand"] + 1e-12, chance
+
+
+def test_a_spent_budget_names_the_nearest_option_and_the_money_it_needs(capsys):
+    # It answered "nearest": null and no amount: every chance is 0 once the money is gone.
+    assert main([*_NO_CLUSTER, "--price", "t4=0.526", "--budget", "1", "--spent", "5", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    near = doc["nearest"]
+    assert doc["decision"] == "infeasible" and near is not None
+    assert near["time_at_confidence_s"] <= doc["remaining_deadline_s"]
+    assert f"which needs ${near['cost']:.3g} more: raise the budget (--budget / budget) to at least $" in doc["reason"]
+
+
+def test_the_margin_help_names_the_whole_jobs_cost_the_rule_applies(capsys):
+    # It read "this fraction of staying"; the rule weighs the money spent plus staying's remaining.
+    from pathlib import Path
+
+    assert main(["replan", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "fraction of the whole job's cost (--spent plus staying's remaining" in text
+    row = next(line for line in (Path(__file__).parents[2] / "docs" / "request.md").read_text().splitlines()
+               if line.startswith("| `margin` |"))
+    assert "fraction of the whole job's cost — the money spent plus staying's remaining" in row

@@ -117,3 +117,35 @@ def test_a_move_cause_outside_the_known_ones_is_refused(tmp_path: Path, cause) -
     with Tracker(tmp_path / "p.jsonl", gpu="cpu", workers=8, local_batch=32, workload=WL) as tr:
         with pytest.raises(InputError, match="cause must be one of 'replan', 'revocation'"):
             tr.reconfigure(workers=6, cause=cause)
+
+
+def _job_evals(tmp_path: Path, points: list[tuple[float, float, float]], *, goal: str = "max"):
+    """A profile holding one tracked job's evaluations ``(epoch, metric, elapsed_s)``, in order."""
+    from cotune.profile import append_records
+
+    path = tmp_path / "job.jsonl"
+    append_records(path, [WorkloadRecord(name="job-a", dataset_size=640, goal=goal),
+                          StepRecord(gpu="cpu", workers=2, local_batch=32, step_time_s=0.5, job="j")]
+                   + [EvalRecord(global_batch=64, epoch=e, metric=m, job="j", elapsed_s=t) for e, m, t in points])
+    return read_profile(path)
+
+
+def test_a_restarted_tracker_does_not_take_the_jobs_elapsed_time_back(tmp_path: Path) -> None:
+    # A second process under the same job, not told how far it had come, writes small
+    # elapsed_s: the last written (117 s) was read as the job's time after 15 epochs.
+    p = job_progress(_job_evals(tmp_path, [(14.0, 0.80, 840.0), (15.0, 0.82, 900.0), (1.0, 0.40, 60.0), (2.0, 0.5, 117.0)]))
+    assert p.elapsed_s == 900.0 and p.epochs_done == 15.0
+
+
+def test_a_minimised_metric_that_collapsed_counts_progress_to_its_best_evaluation(tmp_path: Path) -> None:
+    # A loss back above its start read as more progress (61 % -> 83 %): the epochs after its
+    # best evaluation are the collapse, not work done.
+    p = job_progress(_job_evals(tmp_path, [(1.0, 22.0, 60.0), (2.0, 17.0, 120.0), (3.0, 15.0, 180.0),
+                                           (4.0, 46.0, 240.0), (5.0, 122.0, 300.0)], goal="min"))
+    assert p.epochs_done == 3.0
+    assert p.setback is not None and (p.setback.kind, p.setback.resume_epoch, p.setback.best_metric) == ("collapsed", 3.0, 15.0)
+
+
+def test_evaluation_noise_of_a_few_percent_of_the_rise_is_no_collapse(tmp_path: Path) -> None:
+    p = job_progress(_job_evals(tmp_path, [(1.0, 0.40, 60.0), (2.0, 0.70, 120.0), (3.0, 0.80, 180.0), (4.0, 0.78, 240.0)]))
+    assert p.setback is None and p.epochs_done == 4.0

@@ -524,3 +524,22 @@ def test_a_job_whose_latest_evaluation_diverged_cannot_succeed_by_staying(tmp_pa
     assert any(n.startswith("the job diverged") for n in after.notes)
     # The epoch it diverged at is no progress: the options resume from its last finite one.
     assert after.epochs_done == pytest.approx(last.epoch)
+
+
+def test_a_job_whose_curve_collapsed_cannot_succeed_by_staying(tmp_path: Path, cifar_models) -> None:
+    # Six evaluations at top-1 0.10 after the CIFAR-10 curve's 15 epochs read as a plateau of
+    # it: "stay" at P(success) 0.9967, above the healthy job's 0.9737.
+    path = _job_profile(tmp_path / "job.jsonl")
+    before = _replan(path, cifar_models)
+    own = [e for e in read_profile(path).evals if e.job == "run1"]
+    best = max(own, key=lambda e: e.metric)
+    append_records(path, [EvalRecord(global_batch=512, epoch=own[-1].epoch + 1.0 + i, metric=0.10, job="run1",
+                                     elapsed_s=(own[-1].elapsed_s or 0.0) + 60.0 * (i + 1)) for i in range(6)])
+    after = _replan(path, cifar_models)
+    assert after.stay.p_success == 0.0 and after.decision != "stay"
+    assert any(n.startswith("the job collapsed") and f"at epoch {best.epoch:.4g}" in n for n in after.notes)
+    # Progress counts to the best evaluation, and the collapse is not read as the job's curve.
+    assert after.epochs_done == pytest.approx(best.epoch)
+    assert after.progress_fraction == pytest.approx(before.progress_fraction)
+    assert after.forecast.epochs_if_reached == pytest.approx(before.forecast.epochs_if_reached)
+
