@@ -224,7 +224,7 @@ def parse_replan_request(
             # The request keeps the reference (a service checks what kind of profile it names).
             profile = load_profile_ref(question.profile) if load_profile_ref else question.load_profile()
             current = progress_from_records(profile, job=rule.get("job"), default_market=question.implied_market,
-                                            **progress)
+                                            target=question.target, **progress)
         return ReplanRequest(request=question, progress=current, **rule)
 
     return _build(build)

@@ -143,7 +143,8 @@ def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
 
             loaded = question.load_profile()
             question = question.replace(profile=loaded)
-            progress = progress_from_records(loaded, job=args.job, default_market=question.implied_market, **given)
+            progress = progress_from_records(loaded, job=args.job, default_market=question.implied_market, target=question.target,
+                                             **given)
         else:
             progress = Progress(**{k: v for k, v in given.items() if v is not None})
         rule = {k: v for k, v in (("margin", args.margin), ("restart_s", args.restart), ("lr_rule", args.lr_rule),

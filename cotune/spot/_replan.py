@@ -489,7 +489,7 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
         loaded = request.load_profile()
         request = request.replace(profile=loaded)  # read once
         progress = progress_from_records(loaded, job=rule.get("job"), default_market=request.implied_market,
-                                         **dict(progress or {}))
+                                         target=request.target, **dict(progress or {}))
     return ReplanRequest(request=request, progress=progress, **rule)
 
 
@@ -589,7 +589,7 @@ def replan(
     remaining_s = rr.remaining_s
     # Models given and no profile (a caller that fitted them itself): no tracked records to read.
     loaded = None if (models is not None and req.profile is None) else req.load_profile()
-    job = None if loaded is None else job_progress(loaded, job=rr.job)
+    job = None if loaded is None else job_progress(loaded, job=rr.job, target=target)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
     if progress.out_of_memory:

@@ -32,6 +32,13 @@ __all__ = ["JobProgress", "job_progress", "offline_profile", "planning_profile",
 COLLAPSE_SHARE = 0.5
 # A first, a best and a latest evaluation: with fewer there is no rise to have lost.
 COLLAPSE_MIN_EVALS = 3
+# With the target known, a collapse is judged only once the curve's best has come at least
+# this share of the way from its first evaluation to the target: before that the "rise" can
+# be evaluation noise on an early plateau (a loss of 2.30, 2.25, 2.31 has "lost" more than
+# half of a 0.05 rise), and staying would be written off for a job that has not yet started
+# to learn. The collapses the rule is for (top-1 back to chance after reaching 0.85 of a
+# 0.94 target) are far past it.
+COLLAPSE_MIN_GAIN = 0.25
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +63,12 @@ class Setback:
     first_metric: float | None = None
 
 
-def job_setback(evals: Sequence[EvalRecord], *, goal: Literal["max", "min"]) -> Setback | None:
+def job_setback(evals: Sequence[EvalRecord], *, goal: Literal["max", "min"],
+                target: float | None = None) -> Setback | None:
     """The :class:`Setback` of a job whose evaluations (``evals``, in the order written) end
     in a divergence or a collapse, else None — the one rule :func:`job_progress` counts
-    progress by and ``cotune replan`` decides by."""
+    progress by and ``cotune replan`` decides by. With ``target``, a collapse also needs the
+    best to have come :data:`COLLAPSE_MIN_GAIN` of the way from the first evaluation to it."""
     if not evals:
         return None
     latest = evals[-1]
@@ -76,6 +85,8 @@ def job_setback(evals: Sequence[EvalRecord], *, goal: Literal["max", "min"]) -> 
     rise = sign * (best.metric - first)
     lost = sign * (best.metric - latest.metric)
     if not (rise > 0.0 and lost > COLLAPSE_SHARE * rise):
+        return None
+    if target is not None and math.isfinite(target) and rise < COLLAPSE_MIN_GAIN * sign * (target - first):
         return None
     return Setback(kind="collapsed", epoch=float(latest.epoch), metric=float(latest.metric),
                    resume_epoch=float(best.epoch), kept=k_best + 1, best_metric=float(best.metric),
@@ -153,10 +164,11 @@ def planning_profile(profile: Profile) -> Profile:
     return replace(profile, evals=offline, noise=tuple(n for n in profile.noise if n.job is None))
 
 
-def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | None:
+def job_progress(profile: Profile, *, job: str | None = None, target: float | None = None) -> JobProgress | None:
     """The running job's progress from its tagged records (None if the profile has none).
 
-    ``job`` picks one job by name; by default the job of the last tagged record.
+    ``job`` picks one job by name; by default the job of the last tagged record. ``target``
+    (the question's, when known) guards the collapse rule (:func:`job_setback`).
     """
     from cotune.solver._decide import count_returns  # here: the tracker itself stays free of the solver
 
@@ -176,7 +188,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
                        where="/job")
     steps = [s for s in profile.steps if s.job == job]
     evals = [e for e in profile.evals if e.job == job]
-    setback = job_setback(evals, goal=profile.workload.goal)
+    setback = job_setback(evals, goal=profile.workload.goal, target=target)
     last_step = steps[-1] if steps else None
     if evals:
         batch = evals[-1].global_batch
@@ -222,7 +234,7 @@ def job_progress(profile: Profile, *, job: str | None = None) -> JobProgress | N
 
 
 def progress_from_records(profile: Profile, *, job: str | None = None, default_market: str | None = None,
-                          **given: object) -> Progress:
+                          target: float | None = None, **given: object) -> Progress:
     """A :class:`cotune.Progress` of the running job: each field given wins, the others come
     from the job's tracked records (:func:`job_progress`).
 
@@ -246,7 +258,7 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     fields = {k: v for k, v in given.items() if v is not None}
     needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
     if needed:
-        jp = job_progress(profile, job=job)
+        jp = job_progress(profile, job=job, target=target)
         if "schedule_epochs" not in fields and jp is not None and jp.schedule_epochs is not None:
             fields["schedule_epochs"] = jp.schedule_epochs
         found = {} if jp is None else {

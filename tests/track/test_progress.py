@@ -149,3 +149,13 @@ def test_a_minimised_metric_that_collapsed_counts_progress_to_its_best_evaluatio
 def test_evaluation_noise_of_a_few_percent_of_the_rise_is_no_collapse(tmp_path: Path) -> None:
     p = job_progress(_job_evals(tmp_path, [(1.0, 0.40, 60.0), (2.0, 0.70, 120.0), (3.0, 0.80, 180.0), (4.0, 0.78, 240.0)]))
     assert p.setback is None and p.epochs_done == 4.0
+
+
+def test_an_early_plateau_wobbling_far_from_the_target_is_no_collapse(tmp_path: Path) -> None:
+    # A loss of 2.30, 2.25, 2.31 has "lost" more than half of a 0.05 rise: noise before the
+    # job starts to learn, 3 % of the way to a 0.5 target, not a collapse to restart from.
+    profile = _job_evals(tmp_path, [(1.0, 2.30, 60.0), (2.0, 2.25, 120.0), (3.0, 2.31, 180.0)], goal="min")
+    p = job_progress(profile, target=0.5)
+    assert p.setback is None and p.epochs_done == 3.0
+    # Far enough along (the same shape, most of the way to a 2.2 target), it is one.
+    assert job_progress(profile, target=2.2).setback is not None
