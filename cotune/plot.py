@@ -13,6 +13,7 @@ import errno
 import io
 import math
 import os
+import stat
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -70,29 +71,37 @@ _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO,
 def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
     """Write ``fig`` to ``path`` whole or not at all: into a temporary file beside it, then
     renamed over it, so a full disk or a kill mid-write leaves an earlier picture there intact
-    rather than a truncated one. A path that exists and is no regular file (``/dev/stdout``,
-    a pipe) is written directly: renaming over it would replace the device with a file."""
+    rather than a truncated one. A symbolic link is followed: the picture replaces the file it
+    points to, beside which the temporary file goes, and the link stays. A path that exists and
+    is no regular file (``/dev/stdout``, a pipe) is written directly: renaming over it would
+    replace the device with a file."""
     if path is None:
         return
     fmt = plot_format(path)
     text = os.fspath(path)
     tmp: str | None = None
     try:
-        if os.path.exists(text) and not os.path.isfile(text):
+        try:
+            mode = os.stat(text).st_mode  # of what a link points to
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
             buf = io.BytesIO()  # a pipe cannot seek, which a PNG writer does
             fig.savefig(buf, format=fmt)
-            with open(text, "wb") as fh:
+            with os.fdopen(_open_unseekable(text, mode=mode), "wb") as fh:
                 fh.write(buf.getvalue())
             return
-        tmp = os.path.join(os.path.dirname(text) or ".", f".{os.path.basename(text)}.{uuid.uuid4().hex[:12]}.tmp")
+        # /proc/self/fd/N links are handled above: realpath would give "pipe:[…]", no path.
+        target = os.path.realpath(text)
+        tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{uuid.uuid4().hex[:12]}.tmp")
         # 0o666 less the umask, as open() would make the picture (mkstemp's 0o600 would hide it
         # from a web server that serves it); a picture replaced keeps its own mode.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as fh:
-            if os.path.isfile(text) and hasattr(os, "fchmod"):  # not on Windows before Python 3.13
-                os.fchmod(fh.fileno(), os.stat(text).st_mode & 0o7777)
+            if mode is not None and hasattr(os, "fchmod"):  # not on Windows before Python 3.13
+                os.fchmod(fh.fileno(), mode & 0o7777)
             fig.savefig(fh, format=fmt)
-        os.replace(tmp, text)
+        os.replace(tmp, target)
         tmp = None
     except OSError as exc:
         if exc.errno in _STORAGE_ERRNOS:
@@ -102,6 +111,31 @@ def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _open_unseekable(path: str, *, mode: int) -> int:
+    """A descriptor for writing the device or pipe at ``path``, in blocking mode.
+
+    Opened non-blocking first: a blocking open of a named pipe waits for a reader, forever
+    if none comes, where no reader is an error to say at once."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)  # not on Windows, which has no named pipes in the filesystem
+    try:
+        fd = os.open(path, os.O_WRONLY | nonblock)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(mode):
+            raise InputError(f"cannot write the plot to {path}: no reader on the pipe: start the program that reads "
+                             "it first, or choose a file") from None
+        raise
+    if nonblock:
+        import fcntl
+
+        try:
+            # Writes block again: a reader slower than the picture's bytes is no error (EAGAIN).
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~nonblock)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
 
 
 def _interval(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

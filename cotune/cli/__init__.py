@@ -8,13 +8,16 @@ Exit codes: 0 success, 1 nothing feasible, 2 bad input (including usage errors),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import warnings
 from contextvars import ContextVar
 from typing import Sequence
 
-from cotune.errors import EXIT_INPUT, EXIT_INTERNAL, CotuneError, InfeasibleError, InputError
+from cotune.errors import (
+    EXIT_ENVIRONMENT, EXIT_INPUT, EXIT_INTERNAL, CotuneError, InfeasibleError, InputError, StorageError,
+)
 
 __all__ = ["main", "build_parser"]
 
@@ -127,9 +130,16 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    from cotune.cli._output import error, forget_emitted
+    from cotune.cli._output import error, flush_stdout, forget_emitted
 
     forget_emitted()
+    if sys.stdout is None and args_list[:1] not in (["serve"], ["profile"]):
+        # Started with fd 1 closed (`>&-`): the answer would vanish (text) or crash on None.write
+        # (--json), and a scheduler would read exit 0 as an answer given. serve and profile do
+        # not answer on stdout (their output is a log on stderr and a profile file).
+        error("standard output is closed: the answer has nowhere to go; give the command an open stdout "
+              "(a file, a pipe, or >/dev/null to discard it)")
+        return EXIT_ENVIRONMENT
 
     # `cotune profile` forwards its arguments untouched to the profiler's own parser.
     if args_list[:1] == ["profile"]:
@@ -148,18 +158,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # --help / --version / usage errors
-        return int(exc.code or 0)
+        return _flushed(int(exc.code or 0))
     if container_argv is not None:
         args.container_argv = tuple(container_argv)
     if args.command is None:
         parser.print_help()
-        return EXIT_INPUT
+        return _flushed(EXIT_INPUT)
     try:
         with warnings.catch_warnings():
             # numpy's RuntimeWarnings (overflow, 0/0 in a column that is then masked) are
             # several lines each, about internals: the results already account for them.
             warnings.simplefilter("ignore", RuntimeWarning)
-            return int(args.run(args))
+            code = int(args.run(args))
+        # Flushed here, not at the interpreter's exit, so that a full disk behind stdout is one
+        # line and exit 3 (a StorageError below), and a reader gone keeps the command's own code.
+        flush_stdout()
+        return code
     except CotuneError as exc:
         from cotune.cli._question import cli_error
 
@@ -172,8 +186,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted")
         return 130
-    except BrokenPipeError:
-        return 0
     except Exception as exc:  # noqa: BLE001 - a bug in cotune: one line, the traceback kept for the report
         import os
 
@@ -185,3 +197,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         error(line)
         _error_json(exc, message=line)
         return EXIT_INTERNAL
+    finally:
+        # What an error path printed (an error.v1 document): out now or dropped; the line on
+        # stderr and the exit code already say what went wrong.
+        with contextlib.suppress(OSError):
+            flush_stdout()
+
+
+def _flushed(code: int) -> int:
+    """``code`` once stdout is flushed (help, version, usage errors). A full disk behind it
+    fails the help (one line, exit 3); a usage error's own line and code already say what failed."""
+    from cotune.cli._output import error, flush_stdout
+
+    try:
+        flush_stdout()
+    except StorageError as exc:
+        if code != 0:
+            return code
+        error(str(exc))
+        return exc.exit_code
+    return code

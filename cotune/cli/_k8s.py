@@ -149,6 +149,9 @@ def _saved_answer(args: argparse.Namespace):  # -> Mapping: the recommendation d
                          "the question it answered)")
     source = args.answer
     if source == "-":
+        if sys.stdin is None:  # started with fd 0 closed (`<&-`): there is no stdin to read
+            raise InputError("--answer -: standard input is closed: pipe the answer in (cotune recommend ... --json | "
+                             "cotune k8s --answer -) or give the file 'cotune recommend/replan --json' wrote")
         raw = sys.stdin.buffer.read(_MAX_ANSWER_BYTES + 1)
         source = "stdin"
     else:

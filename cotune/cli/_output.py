@@ -10,16 +10,21 @@ non-printable characters are shown as Python escapes (``\\x1b``), printable Unic
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
+import os
 import sys
 from typing import Any, Sequence, TextIO
 
 __all__ = [
-    "table", "error", "info", "warning", "emit", "emit_json", "fmt_num", "terminal_safe", "one_line", "excerpt", "internal_error",
+    "table", "error", "info", "warning", "emit", "emit_json", "flush_stdout", "fmt_num", "terminal_safe", "one_line",
+    "excerpt", "internal_error",
 ]
 
 from cotune._checks import excerpt  # noqa: E402  (re-exported: the CLI quotes values with it)
+from cotune.errors import StorageError  # noqa: E402
 
 
 def terminal_safe(text: str) -> str:
@@ -58,7 +63,50 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
 
 
 def emit(text: str = "", *, stream: TextIO | None = None) -> None:
-    print(terminal_safe(text), file=stream or sys.stdout)
+    if stream is not None:
+        print(terminal_safe(text), file=stream)
+        return
+    try:
+        print(terminal_safe(text), file=sys.stdout)
+    except OSError as exc:
+        _stdout_failed(exc)
+
+
+# A full or failing device behind stdout: the answer did not reach its reader, the environment's
+# fault (exit 3), not a bug in cotune. EPIPE is not among them: the reader chose to stop reading.
+_STDOUT_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
+
+
+def _stdout_failed(exc: OSError) -> None:
+    """Handle an ``OSError`` writing stdout: a reader gone (EPIPE) is no failure of the command,
+    which goes on to its own exit code; a full or failing device is a :class:`StorageError`.
+
+    Either way fd 1 is pointed at ``/dev/null`` first, so neither the rest of the output nor the
+    interpreter's flush at exit reaches the broken stream: that flush would print a two-line
+    "Exception ignored … OSError" and exit 120, which no one documents."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if sys.stdout.fileno() == 1:  # a stream a caller put in sys.stdout is theirs to handle
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, 1)
+            finally:
+                os.close(devnull)
+    if exc.errno == errno.EPIPE:
+        return
+    if exc.errno in _STDOUT_STORAGE_ERRNOS:
+        raise StorageError.from_os_error(exc, path="standard output", doing="write the answer") from None
+    raise exc
+
+
+def flush_stdout() -> None:
+    """Push the command's buffered output out now, while :func:`cotune.cli.main` can still say
+    why it failed (one line, exit 3) — at the interpreter's exit only a traceback-like warning can."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        _stdout_failed(exc)
 
 
 # Whether this command has printed its JSON answer: a failure after it (a plot that cannot be
@@ -67,9 +115,12 @@ _EMITTED: list[bool] = []
 
 
 def emit_json(obj: Any) -> None:
+    text = json.dumps(obj, indent=2, allow_nan=False)  # a value JSON cannot hold fails before a byte is out
     _EMITTED.append(True)
-    json.dump(obj, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    try:
+        sys.stdout.write(text + "\n")
+    except OSError as exc:
+        _stdout_failed(exc)
 
 
 def json_emitted() -> bool:

@@ -1067,8 +1067,13 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     if path.is_file():
         return read_mlflow_db(path, run_id)
     if not path.is_dir():
-        raise InputError(f"{path}: no such file or directory: give an MLflow run directory (mlruns/EXPERIMENT_ID/RUN_ID), "
-                         "its mlruns root, or a SQLite store (mlflow.db)")
+        from cotune._checks import file_problem
+
+        # A device or a pipe exists: "no such file" would send the user looking for a typo.
+        problem = file_problem(path) if path.exists() else None
+        said = f"{path} {problem}" if problem is not None else f"{path}: no such file or directory"
+        raise InputError(f"{said}: give an MLflow run directory (mlruns/EXPERIMENT_ID/RUN_ID), its mlruns root, or a "
+                         "SQLite store (mlflow.db)")
     run = _mlflow_run_dir(path, run_id)
     metrics_dir = run / "metrics"
     by_key: dict[str, list[tuple[float, float, float]]] = {}

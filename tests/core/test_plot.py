@@ -144,3 +144,32 @@ def test_a_directory_as_plot_path_is_refused(tmp_path, capsys):
     code = main(["fit", "cifar10-resnet18", "--plot", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--plot needs a file name" in err
+
+
+def test_a_plot_path_that_is_a_symlink_writes_the_file_it_points_to_and_keeps_the_link(tmp_path):
+    # The picture was renamed over the link itself: the link became a file, its target kept the old bytes.
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "r.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "r.png"
+    link.symlink_to(target)
+    cotune.recommend("cifar10-resnet18", target=0.94).plot(link)
+    assert link.is_symlink() and target.read_bytes()[:8] == PNG
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.png", "real"]
+    assert [p.name for p in (tmp_path / "real").iterdir()] == ["r.png"]  # no temporary file left
+
+
+def test_a_named_pipe_without_a_reader_is_one_line_exit_2_not_a_wait(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    # A subprocess, so that the blocking open this replaced fails the test instead of hanging
+    # the suite: the timeout is that guard, far above the command's few seconds.
+    done = subprocess.run([sys.executable, "-m", "cotune", "recommend", "cifar10-resnet18", "--target", "0.94",
+                           "--quiet", "--plot", str(fifo)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "no reader on the pipe" in done.stderr, done.stderr
+    assert fifo.is_fifo()
