@@ -267,7 +267,7 @@ def choose(est, *, deadline_s: float | None, confidence: float | None, limit: in
     ok = feasibility(est, deadline_s=deadline_s, budget=None, confidence=confidence).all
     order = ranked(est, ok, "cost")
     if order.size:
-        order, _ = prefer_safer(est, order, "cost")
+        order, _ = prefer_safer(est, order, "cost", feasible=ok)
     return est, ok, order[:limit]
 
 

@@ -147,7 +147,7 @@ def choice_counts(scn, est, usable: np.ndarray, *, confidences: Sequence[float] 
         ok = np.isfinite(est.epochs) & (est.p_reach >= q) & (est.p_success >= q)
         top = ranked(est, ok, "cost")
         if top.size:
-            top, _ = prefer_safer(est, top, "cost")
+            top, _ = prefer_safer(est, top, "cost", feasible=ok)
             j = int(top[0])
             out[f"{q:g}"] = [1, float(est.p_success[j]) if est.p_success is not None else q, float(success[j])]
         else:

@@ -162,8 +162,8 @@ def recommend(
     notes.extend(market.adjust_notes(details))
     est = with_success(est, deadline_s=request.deadline_s, startup_s=request.startup_s, budget=request.budget)
     feas = _feasibility(est, request)
-    order = ranked(est, feas.all, request.objective, limit=max(request.top + 1, 32))
-    order, tie_note = prefer_safer(est, order, request.objective)
+    order = ranked(est, feas.all, request.objective, limit=request.top + 1)
+    order, tie_note = prefer_safer(est, order, request.objective, feasible=feas.all)
     order = order[: request.top + 1]
     if tie_note:
         notes.append(tie_note)

@@ -10,8 +10,9 @@ the time at the confidence ``time_q``, the time the plan is promised by)::
                 workers ≤ available(gpu), local_batch ≤ max_local_batch(gpu)   (the space)
 
 Ties break on the other quantity, then on fewer hosts, then fewer workers. Near-ties —
-costs within the prediction's own uncertainty — go to the safer candidate
-(:func:`prefer_safer`): higher ``P(success)``, then less extrapolation. The Pareto frontier is taken
+costs within the prediction's own uncertainty, among every feasible candidate — go to the
+safer candidate (:func:`prefer_safer`): higher ``P(success)``, then less extrapolation; a
+best cost of 0 has no margin, and its exact ties keep that order. The Pareto frontier is taken
 over candidates that reach the target, ignoring deadline and budget, so the user sees
 what relaxing either would buy.
 """
@@ -169,15 +170,20 @@ def thin_frontier(front: np.ndarray, *, limit: int, keep: int | None = None) -> 
     return front[pos]
 
 
-def _risk_key(est: Estimates, i: int) -> tuple[float, ...]:
-    p = 1.0 if est.p_success is None else float(est.p_success[i])
-    # P(success) in steps of 2 points, then how far the prediction reaches beyond the data.
+def _risk_keys(est: Estimates) -> tuple[np.ndarray, ...]:
+    """The near-tie order's keys, one array each, smaller safer: P(success) in steps of 2
+    points, then how far the prediction reaches beyond the data, then the hosts."""
+    p = np.ones(est.candidates.hosts.size) if est.p_success is None else np.asarray(est.p_success, dtype=float)
     return (
-        -round(p / 0.02),
-        float(est.time_extrapolated[i]),
-        round(float(est.epochs_distance[i]), 1),
-        float(est.candidates.hosts[i]),
+        -np.round(p / 0.02),
+        np.asarray(est.time_extrapolated, dtype=float),
+        np.round(np.asarray(est.epochs_distance, dtype=float), 1),
+        est.candidates.hosts.astype(float),
     )
+
+
+def _risk_key(est: Estimates, i: int) -> tuple[float, ...]:
+    return tuple(float(k[i]) for k in _risk_keys(est))
 
 
 def _reasons(est: Estimates, i: int, j: int) -> list[str]:
@@ -200,31 +206,42 @@ def _hosts(n: int) -> str:
     return f"{n} host" if n == 1 else f"{n} hosts"
 
 
-def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.ndarray, str | None]:
+def prefer_safer(
+    est: Estimates, order: np.ndarray, objective: str, *, feasible: np.ndarray
+) -> tuple[np.ndarray, str | None]:
     """Move the safest near-tie of the best candidate to the front, and say why.
+
+    ``order``: the ranking (best first), perhaps cut to what is shown; ``feasible``: the mask
+    of every feasible candidate, the near-ties' pool — drawn from the shown rows alone, the
+    choice depended on how many were shown (``top``).
 
     A near-tie costs (or, for ``objective="time"``, takes) at most
     ``min(NEAR_TIE_SIGMAS · σ_T, NEAR_TIE_MAX)`` more, relatively, than the best, where
     ``σ_T`` is the best candidate's own log-σ of time: a difference the prediction cannot
     resolve. Among near-ties the key is higher ``P(success)`` (2-point steps), then step
-    time inside the probed box, then fewer doublings from a measured batch, then fewer hosts.
+    time inside the probed box, then fewer doublings from a measured batch, then fewer hosts,
+    then the ranking's own order. A best of key 0 (free plans) has no relative margin: only
+    exact ties, and the ranking's tie order (time, hosts, workers) decides those.
     """
-    if order.size < 2:
+    if order.size == 0:
         return order, None
     key = est.cost if objective == "cost" else _time_key(est)
     best = int(order[0])
-    if not np.isfinite(key[best]):
-        # The best finishes by no time at its confidence (a chance of exactly q): nothing to
-        # be within a relative margin of, and no tie to break beyond the ranking's own keys.
+    if not np.isfinite(key[best]) or key[best] <= 0.0:
+        # Not finite: the best finishes by no time at its confidence (a chance of exactly
+        # q), nothing to be within a relative margin of. Zero: every free plan "tied" at
+        # +0.0 % and the safest of them won over the fastest (483 s over 412 s at $0).
         return order, None
     tol = min(NEAR_TIE_SIGMAS * float(est.log_sigma_time[best]), NEAR_TIE_MAX)
-    ties = [int(i) for i in order if key[int(i)] <= key[best] * (1.0 + tol)]
-    safest = min(ties, key=lambda i: (_risk_key(est, i), key[i]))
+    pool = np.asarray(feasible, dtype=bool).copy()
+    pool[best] = True
+    ties = np.flatnonzero(pool & (key <= key[best] * (1.0 + tol)))
+    safest = _safest(est, ties, objective)
     if safest == best or _risk_key(est, safest) == _risk_key(est, best):
         return order, None
     why = _reasons(est, safest, best)
     c = est.candidates
-    extra = key[safest] / key[best] - 1.0 if key[best] > 0 else 0.0  # free (zero-price) plans tie exactly
+    extra = key[safest] / key[best] - 1.0
     label = lambda i: f"{int(c.workers[i])}×{c.gpus[int(c.gpu[i])]} on {_hosts(int(c.hosts[i]))}, local batch {int(c.local_batch[i])}"  # noqa: E731
     note = (
         f"near-tie: chose {label(safest)} over {label(best)} ({extra:+.1%} {objective}, within the prediction's "
@@ -232,3 +249,19 @@ def prefer_safer(est: Estimates, order: np.ndarray, objective: str) -> tuple[np.
     )
     rest = [int(i) for i in order if int(i) != safest]
     return np.array([safest] + rest), note
+
+
+def _safest(est: Estimates, ties: np.ndarray, objective: str) -> int:
+    """The row of ``ties`` (indices, not empty) first in :func:`_risk_keys`' order, then the
+    ranking's (:func:`_keys`), then the lowest index — vectorised, linear in the ties: each
+    key keeps the rows at its minimum (a near-tie set may hold much of a large space)."""
+    keys = (*_risk_keys(est), *(np.asarray(k, dtype=float) for k in _keys(est, objective)))
+    rows = ties
+    for k in keys:
+        v = k[rows]
+        if np.all(np.isnan(v)):
+            continue  # NaN equals nothing: a key no row has decides nothing
+        rows = rows[v == np.nanmin(v)]
+        if rows.size == 1:
+            break
+    return int(rows.min())

@@ -354,6 +354,11 @@ class SpotMarket:
         ``every_mixed``: simulate every mixed row that has both twins, not only those where
         the rule can matter (on-demand meets the deadline, spot alone does not) — a job
         running mixed must be weighed as it runs even where spot alone would do."""
+        from cotune.solver._estimate import DEFAULT_CONFIDENCE  # here: the solver imports this module
+
+        # Unset confidence is the documented 0.5, exactly: judging spot rows by E[T] instead
+        # (and skipping the joint quantile) chose plans with P(success) < 0.5 when unset.
+        q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
         c = est.candidates
         n = len(c)
         row = self._per_row(est)
@@ -390,7 +395,7 @@ class SpotMarket:
             law[s, 1:] = revocation_delay_nodes_s(succ, SUCCESS_DELAY_NODES)
             lower[s] = startup_s + rev(lo, s).expected_time_s
             upper[s] = startup_s + rev(hi, s).expected_time_s
-            at_conf[s] = time_s[s] if confidence is None else startup_s + time_at_confidence_s(rev(at_q, s), confidence)
+            at_conf[s] = startup_s + time_at_confidence_s(rev(at_q, s), q)
             rate = w[s] * row["p_sp"][s] / 3600.0
             cost[s], cost_lo[s], cost_hi[s] = rate * time_s[s], rate * lower[s], rate * upper[s]
             ckpt_s[s], revs[s] = mean.checkpoint_interval_s, mean.expected_revocations
@@ -400,7 +405,7 @@ class SpotMarket:
         if m.size:
             keep[m] = False
             if deadline_s is not None:
-                chosen, not_simulated = self._mixed(est, m, row, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s,
+                chosen, not_simulated = self._mixed(est, m, row, startup_s=startup_s, confidence=q, deadline_s=deadline_s,
                                      spot_at_conf=at_conf, od_at_conf=est.time_at_confidence_s, every=every_mixed)
                 for i, vals in chosen.items():
                     keep[i] = True
@@ -414,19 +419,18 @@ class SpotMarket:
             cost=cost, cost_lower=cost_lo, cost_upper=cost_hi, price_per_hour=price,
             time_if_reached_s=if_reached, log_sigma_success=sig_success, revocation_law_s=law,
         )
-        if confidence is not None:
-            # One promise: the count quantile above (n_q revocations at the work's q-quantile)
-            # said 9m08s at q = 0.9 for a spot plan whose P(success) by a 10-minute deadline
-            # was 0.81 — each factor at q is not both at q. The time at the confidence is the
-            # later of the two, so "done by it" implies P(success) ≥ q, and the solver's
-            # deadline and budget rules (time and cost at the confidence) keep that promise.
-            from cotune.solver import success_time_quantile_s
+        # One promise: the count quantile above (n_q revocations at the work's q-quantile)
+        # said 9m08s at q = 0.9 for a spot plan whose P(success) by a 10-minute deadline
+        # was 0.81 — each factor at q is not both at q. The time at the confidence is the
+        # later of the two, so "done by it" implies P(success) ≥ q, and the solver's
+        # deadline and budget rules (time and cost at the confidence) keep that promise.
+        from cotune.solver import success_time_quantile_s
 
-            moved = np.flatnonzero(~c.in_market("on_demand") & keep)
-            if moved.size:
-                joint = success_time_quantile_s(out.take(moved), confidence, startup_s=startup_s)
-                at_conf[moved] = np.maximum(at_conf[moved], joint)
-                out = replace(out, time_at_confidence_s=at_conf)
+        moved = np.flatnonzero(~c.in_market("on_demand") & keep)
+        if moved.size:
+            joint = success_time_quantile_s(out.take(moved), q, startup_s=startup_s)
+            at_conf[moved] = np.maximum(at_conf[moved], joint)
+            out = replace(out, time_at_confidence_s=at_conf)
         details = SpotDetails(
             checkpoint_interval_s=ckpt_s, job_revocations_per_hour=np.where(~c.in_market("on_demand"), row["lam"] * 3600.0, np.nan),
             expected_revocations=revs, on_demand_share=od_share, schedule_s=sched, mixed_not_simulated=not_simulated,
@@ -436,7 +440,7 @@ class SpotMarket:
         idx = np.flatnonzero(keep)
         return out.take(idx), details.rows(idx)
 
-    def _mixed(self, est, m, row, *, startup_s, confidence, deadline_s, spot_at_conf, od_at_conf,
+    def _mixed(self, est, m, row, *, startup_s, confidence: float, deadline_s, spot_at_conf, od_at_conf,
                every: bool = False) -> tuple[dict[int, dict[str, float]], int]:
         """Simulate the uniform-progress rule for mixed rows where it can matter; also the
         count of such rows left out for needing more than MAX_MIXED_ATTEMPTS segments."""
@@ -447,7 +451,7 @@ class SpotMarket:
         for i in np.flatnonzero(~c.in_market("mixed")):
             twins.setdefault(key(i), {})[c.markets[int(c.market[i])]] = int(i)
         train = est.time_s - startup_s
-        plan_work = (est.time_at_confidence_s if confidence is not None else est.time_s) - startup_s
+        plan_work = est.time_at_confidence_s - startup_s
         todo = []
         for i in m:
             t = twins.get(key(i), {})
@@ -496,11 +500,8 @@ class SpotMarket:
         costs = sim.cost(workers=c.workers[idx], spot_price_per_hour=row["p_sp"][idx], on_demand_price_per_hour=row["p_od"][idx])
         start_cost = c.workers[idx] * row["p_sp"][idx] * startup_s / 3600.0
         c_mean = costs.mean(axis=-1) + start_cost
-        if confidence is None:
-            t_conf = t_mean
-        else:
-            sim_q = sim if np.allclose(plan_work[idx], train[idx]) else simulate(work_s=plan_work[idx], **common)
-            t_conf = np.quantile(sim_q.time_s, confidence, axis=-1)
+        sim_q = sim if np.allclose(plan_work[idx], train[idx]) else simulate(work_s=plan_work[idx], **common)
+        t_conf = np.quantile(sim_q.time_s, confidence, axis=-1)
         share = sim.on_demand_time_s.sum(axis=-1) / np.maximum(sim.time_s.sum(axis=-1), 1e-12)
         out: dict[int, dict[str, float]] = {}
         for j, i in enumerate(idx.tolist()):

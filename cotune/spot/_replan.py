@@ -770,7 +770,7 @@ def replan(
         o = outlook(cands, running=running, forecast=forecast)
         rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval,
                                    schedule=schedule, budget_left=budget_left)
-        adj, details = plan.adjust(rem, startup_s=startup, confidence=confidence, deadline_s=remaining_s,
+        adj, details = plan.adjust(rem, startup_s=startup, confidence=q, deadline_s=remaining_s,
                                    every_mixed=every_mixed)
         # The spot stage may drop mixed rows: the outlook of the rows it kept (no refit).
         kept = outlook(adj.candidates, running=running, forecast=forecast)

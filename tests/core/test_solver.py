@@ -440,3 +440,46 @@ def test_top_selection_keeps_the_lexicographic_best_through_a_tie_on_the_first_k
     keep = _top_lexicographic((primary, secondary, np.zeros(10_000), np.zeros(10_000)), k=5)
     assert set(secondary[keep]) >= {0.0, 1.0, 2.0, 3.0, 4.0}
     assert keep.size <= 20
+
+
+def test_top_never_changes_the_chosen_plan(cifar_models):
+    # The near-ties were drawn from the shown ranking (top + 1, at least 32 rows): at zero
+    # prices top 0 and 50 chose 32 workers on 16 hosts, top 1000 11 on 3 hosts.
+    questions = [
+        dict(target=0.94, deadline_s=3600, prices={"t4": 0.0}, hosts="any", max_workers=32),
+        dict(target=0.94, deadline_s=1800, prices={"t4": 0.526}, hosts="any", max_workers=32),
+        dict(target=0.93, deadline_s=900, prices={"t4": 0.526}, hosts="any", max_workers=32, objective="time"),
+    ]
+    for q in questions:
+        chosen = {recommend("cifar10-resnet18", models=cifar_models, top=top, **q).chosen for top in (0, 5, 50, 200, 1000)}
+        assert len(chosen) == 1, (q, chosen)
+
+
+def test_at_zero_prices_the_fastest_free_plan_is_chosen_not_a_safer_near_tie(cifar_models):
+    # Every free plan was within "+0.0 %" of the cheapest: 11 × t4 at 483 s was chosen over
+    # 16 × t4 at 412 s. At cost 0 only exact ties tie, and the time breaks them.
+    rec = recommend("cifar10-resnet18", models=cifar_models, target=0.94, deadline_s=3600, prices={"t4": 0.0})
+    ok = rec.feasibility.all
+    assert rec.chosen.time_s == pytest.approx(float(np.min(rec.estimates.time_s[ok])), rel=1e-12)
+    assert not any(n.startswith("near-tie") for n in rec.notes)
+
+
+def test_a_safer_near_tie_beyond_the_shown_ranking_is_still_weighed(cifar_models):
+    from dataclasses import replace
+
+    from cotune.solver import SearchSpace, enumerate_candidates, estimate, prefer_safer, with_success
+
+    space = SearchSpace(gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": (128,)}, gpus_per_host=4, workers=(4, 16))
+    est = with_success(estimate(enumerate_candidates(space), cifar_models, target=0.9, price_per_hour=np.ones((1, 1))),
+                       deadline_s=None)
+    far, near = int(np.argmax(est.candidates.workers)), int(np.argmin(est.candidates.workers))
+    cost = est.cost.copy()
+    cost[far] = cost[near] * (1 - 1e-4)  # the far one is (insignificantly) cheaper
+    flags = np.zeros(2, bool)
+    flags[far] = True
+    distance = np.where(flags, 2.0, 0.0)
+    tied = replace(est, cost=cost, time_extrapolated=flags, epochs_distance=distance)
+    shown = np.array([far])  # top=0: only the best is shown
+    order, note = prefer_safer(tied, shown, "cost", feasible=np.ones(2, bool))
+    assert int(order[0]) == near
+    assert note is not None and note.startswith("near-tie")

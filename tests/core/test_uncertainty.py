@@ -279,7 +279,7 @@ def test_a_near_tie_goes_to_the_less_extrapolated_candidate_and_says_why(cifar_m
     cost = est.cost.copy()
     cost[far] = cost[near] * (1 - 1e-4)  # the far one is (insignificantly) cheaper
     tied = replace(est, cost=cost, time_extrapolated=np.array([False, True]), epochs_distance=np.array([0.0, 2.0]))
-    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost")
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost", feasible=np.ones(2, bool))
     assert int(order[0]) == near
     assert note is not None and "near-tie" in note
 
@@ -302,7 +302,7 @@ def test_the_near_tie_note_states_chances_as_the_table_does_never_100_percent(ci
     p = np.array([0.0, 0.0])
     p[near], p[far] = 0.99999, 0.95
     tied = replace(est, cost=cost, p_success=p)
-    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost")
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost", feasible=np.ones(2, bool))
     assert int(order[0]) == near
     assert "P(success) >99% vs 95%" in note
     assert "host(s)" not in note and "on 1 host," in note and "on 4 hosts," in note

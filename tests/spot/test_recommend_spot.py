@@ -191,3 +191,29 @@ def test_every_plan_promised_at_a_confidence_has_that_chance(cifar_models, make_
     assert np.all(est.time_at_confidence_s[ok] <= deadline_min * 60)
     shown = [rec.chosen, *rec.runner_ups] if rec.chosen is not None else []
     assert all(c.p_success >= confidence - 1e-9 for c in shown)
+
+
+def test_unset_confidence_answers_exactly_as_confidence_one_half(cifar_models, make_cluster):
+    # Unset confidence judged spot rows by E[T] and skipped the joint quantile: 32 × T4 spot
+    # by 825 s chose a plan at P(success) 0.479 though unset is documented as 0.5.
+    text = """
+version = 1
+gpus_per_host = 1
+
+[checkpoint]
+write_s = 20
+restart_s = 30
+
+[gpu.t4]
+on_demand = 0
+spot = 32
+spot_price_per_hour = 0.158
+revocation_rate_per_hour = 0.5
+replacement_delay_s = 120
+"""
+    kw = dict(target=0.94, deadline_s=825, models=cifar_models, cluster=make_cluster(text=text))
+    unset = cotune.recommend("cifar10-resnet18", **kw)
+    half = cotune.recommend("cifar10-resnet18", confidence=0.5, **kw)
+    assert unset.chosen is not None
+    assert np.all(unset.estimates.p_success[unset.feasibility.all] >= 0.5 - 1e-9)
+    assert unset.chosen == half.chosen
