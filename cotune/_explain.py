@@ -392,7 +392,9 @@ def relax(
             which = "the cheapest candidate" if confidence is None else f"the lowest cost at confidence {confidence:g} of any candidate"
             which += "" if deadline_s is None else (" meeting the deadline" if confidence is None else " that meets the deadline")
             out.append(f"raise the budget (--budget / budget) to at least {format_money_at_least(need, priced=priced)} ({which})")
-            if deadline_s is not None:
+            if deadline_s is not None and feas.within_budget.any():
+                # Only where a plan without the deadline fits the budget: at $0.1 against a
+                # cheapest plan of $0.398 with no deadline at all, relaxing it could not help.
                 out.append("or relax the deadline (--deadline / deadline_s): slower, smaller clusters cost less")
             return out, cheapest
     return ["no candidate is feasible; widen the search space (--max-workers, --local-batch, --gpu / max_workers, local_batches, gpus)"], np.empty(0, dtype=int)

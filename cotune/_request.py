@@ -503,7 +503,9 @@ class RecommendRequest:
         return [unsearched_note(named, profiled, named_in="the caps, host sizes or prices")] if named else []
 
     def replace(self, **changes: Any) -> "RecommendRequest":
-        """A copy with some fields changed, validated again."""
+        """A copy with some fields changed, validated again (an unknown name is an
+        :class:`~cotune.errors.InputError` that names the closest field, as ``recommend``'s)."""
+        refuse_unknown_keywords(changes)
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return RecommendRequest(**values)
@@ -535,11 +537,23 @@ def listed(names: Sequence[str], *, limit: int = 8) -> str:
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RecommendRequest))
 
 
+def refuse_unknown_keywords(question: Mapping[str, Any]) -> None:
+    """An :class:`~cotune.errors.InputError` naming the closest field for the first unknown
+    key of ``question`` — before any constructor sees it, whose TypeError says less."""
+    import difflib
+
+    from cotune.errors import InputError
+
+    unknown = sorted(set(question) - set(FIELD_NAMES))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
+        raise InputError(f"got an unknown keyword {excerpt(unknown[0])}: {hint}")
+
+
 def request_from_call(profile: Any = None, question: Mapping[str, Any] | None = None) -> RecommendRequest:
     """A :class:`RecommendRequest` from one, or from ``recommend``'s profile and keywords
     (the Python door: an unknown keyword is an :class:`~cotune.errors.InputError` that names the closest field)."""
-    import difflib
-
     from cotune.errors import InputError
 
     question = dict(question or {})
@@ -547,13 +561,10 @@ def request_from_call(profile: Any = None, question: Mapping[str, Any] | None = 
         if profile is not None:
             raise InputError("the profile was given twice: pass it once, first (recommend(PROFILE, target=...))")
         profile = question.pop("profile")
+    # Before the request's replace: a RecommendRequest with bogus=1 raised a raw TypeError.
+    refuse_unknown_keywords(question)
     if isinstance(profile, RecommendRequest):
         return profile.replace(**question) if question else profile
-    unknown = sorted(set(question) - set(FIELD_NAMES))
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
-        raise InputError(f"got an unknown keyword {excerpt(unknown[0])}: {hint}")
     if "target" not in question:
         raise InputError("target= is required: the metric to reach (accuracy for goal 'max', a loss for 'min')")
     return RecommendRequest(profile=profile, **question)

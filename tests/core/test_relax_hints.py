@@ -247,3 +247,16 @@ def test_the_hardest_target_a_hint_names_is_the_hardest_at_its_printed_precision
     suggested = float(found.group(1))
     assert cotune.recommend("cifar10-resnet18", target=suggested, confidence=0.9).chosen is not None
     assert cotune.recommend("cifar10-resnet18", target=suggested + 1e-4, confidence=0.9).chosen is None
+
+
+def test_relaxing_the_deadline_is_offered_only_where_it_makes_a_plan_fit_the_budget(cifar_models) -> None:
+    # $0.10 against a cheapest plan of about $0.40 even with no deadline: "or relax the
+    # deadline" was offered, and could not help.
+    ask = dict(target=0.94, deadline_s=1800, prices={"t4": 0.526}, models=cifar_models)
+    cheapest_without_deadline = cotune.recommend("cifar10-resnet18", **(ask | {"deadline_s": None})).chosen.cost
+    hopeless = cotune.recommend("cifar10-resnet18", budget=cheapest_without_deadline / 4, **ask)
+    assert hopeless.chosen is None and hopeless.relax
+    assert not any("relax the deadline" in h for h in hopeless.relax), hopeless.relax
+    helped = cotune.recommend("cifar10-resnet18", budget=cheapest_without_deadline * 1.05, **(ask | {"deadline_s": 600}))
+    assert helped.chosen is None
+    assert any("relax the deadline" in h for h in helped.relax), helped.relax

@@ -94,6 +94,19 @@ def test_an_unknown_keyword_names_the_closest_field():
         cotune.recommend(EXAMPLE, target=0.9, deadline=60)
 
 
+def test_an_unknown_keyword_beside_a_request_names_the_closest_field():
+    # recommend(RecommendRequest(...), bogus=1) went to the request's replace first: a raw TypeError.
+    req = RecommendRequest(profile=EXAMPLE, target=0.9)
+    with pytest.raises(InputError, match="^got an unknown keyword 'deadline': did you mean 'deadline_s'"):
+        cotune.recommend(req, deadline=60)
+
+
+def test_replace_with_an_unknown_field_names_the_closest_field():
+    req = RecommendRequest(profile=EXAMPLE, target=0.9)
+    with pytest.raises(InputError, match="^got an unknown keyword 'deadline': did you mean 'deadline_s'"):
+        req.replace(deadline=60)
+
+
 def test_fractional_workers_are_refused_not_truncated():
     with pytest.raises(InputError, match="whole number"):
         RecommendRequest(profile=EXAMPLE, target=0.9, max_workers=16.7)
