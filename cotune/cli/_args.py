@@ -10,7 +10,7 @@ import difflib
 import re
 from typing import Any, Callable
 
-from cotune._checks import parse_key_number, parse_number, unique_pairs
+from cotune._checks import excerpt, parse_key_number, parse_number, unique_pairs
 from cotune.errors import InputError
 from cotune.units import parse_duration
 
@@ -25,6 +25,8 @@ __all__ = [
     "non_negative_int",
     "port",
     "positive_int",
+    "real_number",
+    "signed_duration",
     "unique_pairs",
     "usage_hint",
     "whole_number",
@@ -53,6 +55,30 @@ def duration_or_zero(text: str) -> float:
     be none (``--restart 0``, ``--startup 0``) — the request's ``ge=0`` rule for
     ``elapsed_s``, ``restart_s`` and ``startup_s``, so every door takes the same values."""
     return parse_duration(text, allow_zero=True)
+
+
+@_wrap
+def signed_duration(text: str) -> float:
+    """A span as written, its sign and zero kept (``-5``, ``-30m``, ``0``): the request's rule
+    for the field says what is wrong with it, in the words every door uses — the parser's own
+    ("duration must be positive") differed from Python's and HTTP's."""
+    raw = text.strip()
+    if raw.startswith("-") and len(raw) > 1:
+        return -parse_duration(raw[1:], allow_zero=True) + 0.0  # + 0.0: '-0' is 0 seconds
+    return parse_duration(raw, allow_zero=True)
+
+
+@_wrap
+def real_number(text: str) -> float:
+    """A number as written, ``nan``, ``inf`` and ``1e400`` included: the request refuses them
+    in its own words (``--budget: must be a finite number > 0 …, got nan``), as at every door."""
+    raw = text.strip()
+    if not raw or len(raw) > 100 or "_" in raw or not raw.isascii():
+        return parse_number(text, where="")  # raises, in its words for text that is no number
+    try:
+        return float(raw)
+    except ValueError:
+        raise InputError(f"expected a number, got {excerpt(text)}") from None
 
 
 @_wrap

@@ -1,10 +1,11 @@
 """The question's options, shared by ``recommend``, ``k8s`` and ``replan``, and the one
 function that turns them into a :class:`~cotune.RecommendRequest`.
 
-Argument types here only *read* text (a number, a duration, ``KEY=VALUE``); ranges and
-cross-field rules are the request's (validated once, in :mod:`cotune._request`). Its
-JSON-Pointer messages (``/deadline_s: …``) are reworded with the option's name
-(``--deadline: …``).
+Argument types here only *read* text (a number, a duration, ``KEY=VALUE``, signs, zero,
+``nan`` and ``inf`` kept); ranges and cross-field rules are the request's (validated once,
+in :mod:`cotune._request`). Its JSON-Pointer messages (``/deadline_s: …``) are reworded
+with the option's name (``--deadline: …``), the pointer kept as ``where`` (a ``--json``
+error document's ``path``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from cotune._checks import BadValue as _BadValue
 from cotune.cli import _args
+from cotune.errors import InputError
 
-__all__ = ["add_question_arguments", "request_from_args", "cli_error", "recommend_from_args"]
+__all__ = ["OptionError", "add_question_arguments", "request_from_args", "cli_error", "recommend_from_args"]
 
 
 def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, optional: bool = False) -> None:
@@ -35,7 +38,7 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
     p.add_argument("profile", metavar="PROFILE", nargs="?" if optional else None, default=None,
                    help="profile file (JSON Lines) or a bundled example name (cotune examples)")
     p.add_argument("--target", type=_args.target_value, required=not optional, help="metric to reach (e.g. 0.94 top-1; a loss for goal 'min')")
-    p.add_argument("--deadline", type=_args.duration, default=None, required=replan, metavar="DURATION",
+    p.add_argument("--deadline", type=_args.signed_duration, default=None, required=replan, metavar="DURATION",
                    help="time limit: 90m, 2h, 1h30m or seconds" + (", counted from the job's start" if replan else ""))
     p.add_argument("--max-workers", action="append", type=_args.gpu_count, default=None, metavar="N|GPU=N",
                    help=f"workers available: one number for every gpu type, or GPU=N per type (repeatable); "
@@ -50,15 +53,15 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
                    help="new price per GPU-hour overriding the cluster file, e.g. t4:spot=0.21 (repeatable)" if replan else
                    "price per worker-hour, e.g. t4=0.53 (repeatable); without prices cost is worker-hours; spot prices go in --cluster")
     p.add_argument("--objective", choices=("cost", "time"), default="cost", help="minimise cost (default) or time")
-    p.add_argument("--confidence", type=_args.finite_float, default=None, metavar="Q", help="meet the deadline and the budget with probability Q (e.g. 0.9), not just in the median")
+    p.add_argument("--confidence", type=_args.real_number, default=None, metavar="Q", help="meet the deadline and the budget with probability Q (e.g. 0.9), not just in the median")
     p.add_argument("--gpu", action="append", default=None, help="restrict to this gpu type (repeatable)")
     p.add_argument("--local-batch", type=_args.int_list, default=None, metavar="B,B,...", help="local batches to consider (default: the probed ones)")
     p.add_argument("--hosts", choices=("packed", "any"), default="packed", help="packed: fewest hosts (default); any: every host count")
-    p.add_argument("--interval", type=_args.finite_float, default=None, metavar="P", help=f"central probability of reported intervals (default {DEFAULT_INTERVAL:g})")
+    p.add_argument("--interval", type=_args.real_number, default=None, metavar="P", help=f"central probability of reported intervals (default {DEFAULT_INTERVAL:g})")
     p.add_argument("--max-candidates", type=_args.whole_number, default=DEFAULT_MAX_CANDIDATES, metavar="N",
                    help=f"enumerate at most N candidates (default {DEFAULT_MAX_CANDIDATES:,}): a larger on-demand space is "
                         "searched with Optuna's TPE sampler, a larger spot/mixed one refused")
-    p.add_argument("--budget", type=_args.finite_float, default=None,
+    p.add_argument("--budget", type=_args.real_number, default=None,
                    help="upper bound on cost (USD, or worker-hours without prices)" + (" of the whole job: what is left is the budget minus --spent" if replan else ""))
     if replan:
         return
@@ -66,7 +69,7 @@ def add_question_arguments(p: argparse.ArgumentParser, *, replan: bool = False, 
 
     add_fit_arguments(p)
     p.add_argument("--workers", type=_args.int_list, default=None, metavar="N,N,...", help="worker counts to consider (default: 1..max)")
-    p.add_argument("--startup", type=_args.duration_or_zero, default=None, metavar="DURATION", help="fixed start-up overhead added to every run")
+    p.add_argument("--startup", type=_args.signed_duration, default=None, metavar="DURATION", help="fixed start-up overhead added to every run")
     p.add_argument("--global-batch", type=_args.int_range, default=None, metavar="MIN..MAX",
                    help="global batches allowed, e.g. 256..4096 (what the learning-rate rule supports)")
     p.add_argument("--baseline-batch", type=_args.whole_number, default=None, metavar="B", help="local batch the resource-only baseline keeps")
@@ -85,13 +88,20 @@ def _per_gpu(values: list[tuple[str | None, int]] | None, option: str) -> Any:
     return per["*"] if list(per) == ["*"] else per
 
 
+class OptionError(_BadValue):
+    """A request error in an option's words (``--deadline: …``) that keeps the field's
+    pointer (``where``: ``/deadline_s``), so a ``--json`` error document says where, as HTTP's."""
+
+    def __init__(self, option: str, detail: str, *, where: str) -> None:
+        InputError.__init__(self, f"{option}: {detail}")
+        self.option, self.detail, self.where = option, detail, where
+
+
 def cli_error(exc: Exception) -> Exception:
     """A request error reworded with the CLI's option names (``/deadline_s`` → ``--deadline``)."""
-    from cotune._checks import BadValue
     from cotune._request import CLI_OPTIONS
-    from cotune.errors import InputError
 
-    if not isinstance(exc, BadValue) or not exc.where.startswith("/"):
+    if isinstance(exc, OptionError) or not isinstance(exc, _BadValue) or not exc.where.startswith("/"):
         return exc
     head, _, rest = exc.where[1:].partition("/")
     if head == "progress":
@@ -102,11 +112,11 @@ def cli_error(exc: Exception) -> Exception:
         if option is None:  # a part of --current GPU:MARKET:WORKERS:LOCAL_BATCH: name which
             part = {"gpu": "GPU", "market": "MARKET", "workers": "WORKERS", "local_batch": "LOCAL_BATCH"}.get(head)
             option = "--current" + (f" {part}" if part else "")
-        return InputError(f"{option}: {exc.detail}")
+        return OptionError(option, exc.detail, where=exc.where)
     option = CLI_OPTIONS.get(head, head)
     if rest.isdigit():  # an element of a list-valued option (/gpus/0): which one, counted from 1
         rest = f"(value {int(rest) + 1})"
-    return InputError(f"{option}{' ' + rest if rest else ''}: {exc.detail}")
+    return OptionError(f"{option}{' ' + rest if rest else ''}", exc.detail, where=exc.where)
 
 
 def request_from_args(args: argparse.Namespace, **overrides: Any) -> Any:

@@ -22,7 +22,10 @@ the cost of one second: cost is ``r × time_s``, so a budget is a deadline of it
 
 and the time at confidence ``q`` (the ``q``-quantile of the time to success, infinite
 when ``q ≥ p_reach``) is ``startup_s + exp(ln T + G⁻¹(q / p_reach))``, so that
-``time_q ≤ D ⇔ P(success) ≥ q``; the interval is ``exp(ln T + G⁻¹((1 ± level)/2))``.
+``time_q ≤ D ⇔ P(success) ≥ q`` for on-demand rows; the interval is ``exp(ln T + G⁻¹((1 ± level)/2))``.
+A spot or mixed row's ``time_q`` is the later of the revocation model's quantile and the
+time its ``P(success)`` law meets with probability ``q`` (docs/spot.md), so there only
+``time_q ≤ D ⇒ P(success) ≥ q``: a plan may have the chance and still be refused.
 ``log_sigma_time`` stays ``√(σ_step² + σ_E²)``. Without a confidence the solver plans
 at ``DEFAULT_CONFIDENCE = 0.5``: the median.
 

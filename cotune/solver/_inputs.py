@@ -161,9 +161,14 @@ def build_space(
         if too_big:
             wanted = [v for v in wanted if v <= models.dataset_size]
             if not wanted:
-                raise InputError(f"local batch {', '.join(map(str, too_big))} is more than the profile's "
-                                 f"{models.dataset_size:,} training samples: a step cannot hold more; give local "
-                                 f"batches (--local-batch / local_batches) of at most {models.dataset_size:,}")
+                message = (f"local batch {', '.join(map(str, too_big))} is more than the profile's "
+                           f"{models.dataset_size:,} training samples: a step cannot hold more; give local "
+                           f"batches (--local-batch / local_batches) of at most {models.dataset_size:,}")
+                if not local_batches:  # the profile's own probed batches: no request field to point at
+                    raise InputError(message)
+                # The pointer, as every other bad field has: a --json error and HTTP's carry it.
+                first = next(k for k, v in enumerate(local_batches) if int(v) > models.dataset_size)
+                raise BadValue(message, where=f"/local_batches/{first}")
             notes.append(f"{g}: local batch {', '.join(map(str, too_big))} dropped (more than the "
                          f"{models.dataset_size:,} training samples)")
         limit = models.max_local_batch.get(g)

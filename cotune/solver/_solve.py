@@ -5,9 +5,13 @@ the time at the confidence ``time_q``, the time the plan is promised by)::
 
     minimise    cost(c)                      over candidates c
     subject to  P(reach)(c) ≥ q              (the target metric is reached at all)
-                time_q(c) ≤ deadline_s       (⇔ P(success) ≥ q; q = 0.5, the median, if unset)
-                cost_q(c) ≤ budget           (optional; ⇔ P(success) ≥ q with the budget)
+                time_q(c) ≤ deadline_s       (⇔ P(success) ≥ q on demand; q = 0.5, the median, if unset)
+                cost_q(c) ≤ budget           (optional; ⇔ P(success) ≥ q with the budget, on demand)
                 workers ≤ available(gpu), local_batch ≤ max_local_batch(gpu)   (the space)
+
+On spot and mixed rows ``time_q`` is the later of two times (the revocation model's
+quantile and ``P(success)``'s, docs/spot.md): there feasibility implies ``P(success) ≥ q``
+but not the converse.
 
 Ties break on the other quantity, then on fewer hosts, then fewer workers. Near-ties —
 costs within the prediction's own uncertainty, among every feasible candidate — go to the

@@ -167,7 +167,7 @@ def test_bad_profiles_exit_2_with_one_line(capsys, tmp_path, case):
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "0"], ">= 1"),
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--max-workers", "a100=4"], "--max-workers a100: names gpu a100"),
         (["recommend", "cifar10-resnet18", "--target", "0.9", "--frobnicate"], "unrecognized arguments"),
-        (["recommend", "cifar10-resnet18", "--target", "0.9", "--deadline", "-30m"], "--deadline: duration must be positive"),
+        (["recommend", "cifar10-resnet18", "--target", "0.9", "--deadline", "-30m"], "--deadline: must be a finite number > 0, got -1800.0"),
         (["recommend", "cifar10-resnet18"], "--target"),
         # a percentage is a unit the option cannot know: the log's (0.94 top-1 here, 94 in DAWNBench's TSVs)
         (["recommend", "cifar10-resnet18", "--target", "94.5%"], "expected a number in the metric's own unit, got "
@@ -341,7 +341,7 @@ def test_epochs_beyond_one_curve_without_a_noise_scale_are_said_to_be_the_no_ben
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "-5m"], "argument --deadline: duration must be positive, got '-5m'"),
+    (["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "-5m"], "--deadline: must be a finite number > 0, got -300.0"),
     (["recommend", "cifar10-resnet18", "--target", "0.94", "--deadline", "30m", "--budget", "-3"], "--budget: must be a finite number > 0"),
 ])
 def test_a_negative_value_is_named_with_what_is_wrong_not_expected_one_argument(argv, needle, capsys) -> None:
@@ -438,3 +438,26 @@ def test_a_bug_in_cotune_is_one_line_exit_4_and_its_traceback_is_kept(capsys, mo
     monkeypatch.setenv("COTUNE_DEBUG", "1")
     with pytest.raises(TypeError, match="_span"):
         main(["recommend", "cifar10-resnet18", "--target", "0.94"])
+
+
+@pytest.mark.parametrize(("option", "text", "field", "value"), [
+    ("--deadline", "-5", "deadline_s", -5.0),
+    ("--deadline", "0", "deadline_s", 0.0),
+    ("--budget", "nan", "budget", float("nan")),
+    ("--startup", "-1", "startup_s", -1.0),
+    ("--confidence", "1", "confidence", 1.0),
+    ("--max-workers", "0", "max_workers", 0),
+])
+def test_a_cli_value_out_of_range_is_refused_in_the_requests_words_with_its_pointer(capsys, option, text, field, value):
+    # The option parsers judged --deadline -5, --budget nan and --startup -1 themselves, in
+    # words of their own ("duration must be positive"), and the --json document's "path" was
+    # null for these and for every request error reworded with the option's name.
+    import cotune
+
+    with pytest.raises(cotune.InputError) as python:
+        cotune.RecommendRequest(profile="cifar10-resnet18", target=0.94, **{field: value})
+    code, out, err = run(capsys, "recommend", "cifar10-resnet18", "--target", "0.94", f"{option}={text}", "--json")
+    assert code == 2
+    assert err == f"cotune: {option}: {python.value.detail}\n"
+    error = json.loads(out)["error"]
+    assert error["path"] == f"/{field}" and error["message"] == f"{option}: {python.value.detail}"

@@ -620,3 +620,11 @@ def test_models_fitted_at_another_interval_are_refused_not_relabelled(cifar_mode
                                                         local_batch=128))
     same = cotune.recommend(EXAMPLE, models=cifar_models, target=0.94, deadline_s=3600, interval=0.9)
     assert same.interval == 0.9 and same.feasible
+
+
+def test_a_local_batch_larger_than_the_training_set_points_at_its_field():
+    # It was an InputError with no pointer: HTTP's and --json's error.path were null.
+    with pytest.raises(InputError) as info:
+        cotune.recommend(EXAMPLE, target=0.94, local_batches=[100_000])
+    assert info.value.where == "/local_batches/0"
+    assert str(info.value).startswith("/local_batches/0: local batch 100000 is more than the profile's")
