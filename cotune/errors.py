@@ -60,16 +60,21 @@ class InputError(CotuneError, ValueError):
 class ProfileError(InputError):
     """A profile file is missing, unreadable or malformed.
 
-    ``path`` and ``line`` (1-based) locate the problem when known.
+    ``path`` and ``line`` (1-based) locate the problem when known, and start the message
+    (``path:line: ``, or ``line N: `` for text without a file); ``reason`` is the message
+    without them.
     """
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
+        elif line is not None:  # text parsed without a file (parse_profile): the line still named
+            where = f"line {line}: "
         super().__init__(where + message)
         self.path = path
         self.line = line
+        self.reason = message
 
 
 class ProfileNotFoundError(ProfileError):

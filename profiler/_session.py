@@ -122,7 +122,11 @@ class Session:
         self.gpu = (one_line_name(gpu, what="--gpu", example="t4") if gpu is not None else self._detect_gpu()).lower()
         # Resolved, so two spellings of one --out (a symlink, a relative path) share the
         # scratch folder that the profile's lock protects.
-        resolved = self.out.resolve()
+        check_profile_path(self.out)  # a loop of symbolic links: named (resolve() raises RuntimeError on one)
+        try:
+            resolved = self.out.resolve()
+        except (RuntimeError, OSError) as exc:  # a loop made meanwhile; an unreadable folder of the path
+            raise InputError(f"--out {self.out}: cannot resolve the path ({exc}): give the profile file's own path") from None
         check_profile_path(resolved, shown=str(self.out))  # a directory (even `/`, which has no name) or a device
         self.scratch = resolved.with_name(resolved.name + ".cotune")
         # Task folders of this run only: a folder of its own per run, so no other run

@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 
 from cotune.errors import InputError
 from cotune.profile import (
-    MAX_LINE_CHARS, EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path,
+    EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord, check_profile_path,
     oom_superseded, read_profile,
 )
+from cotune.profile._profile import holds_records
 
 __all__ = ["DEFAULT_RETRY", "RETRY_KINDS", "ProbeCostRecord", "CurveDoneRecord", "ProfileState", "read_state"]
 
@@ -165,10 +166,11 @@ def read_state(path: Path) -> ProfileState:
     if not path.exists():
         return state
     check_profile_path(path)  # a device or a pipe: refused before anything reads it
-    with path.open("rb") as fh:
-        head = fh.read(4 * MAX_LINE_CHARS + 1)  # UTF-8: at most 4 bytes a character
-    if b"\n" not in head and len(head) <= 4 * MAX_LINE_CHARS:
-        return state  # empty, or only a torn first line: nothing was recorded yet
+    if not holds_records(path):
+        # Empty, or only a torn first line: nothing was recorded yet. (A whole record without
+        # its newline, or lines ending in "\r", are records: taken for a torn line, the done
+        # probes were run again and a second workload record written.)
+        return state
     profile = read_profile(path)
     for rec in profile.records():  # an order that keeps what supersedes an out-of-memory (Profile.records)
         state.add(rec)

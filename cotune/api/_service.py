@@ -92,7 +92,7 @@ def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[An
     try:
         lines = ProfileRef(records=records).record_lines()
     except ProfileError as exc:
-        raise RequestError(str(exc), path=f"/profile/records/{(exc.line or 1) - 1}", code="invalid_profile") from None
+        raise RequestError(exc.reason, path=f"/profile/records/{(exc.line or 1) - 1}", code="invalid_profile") from None
     digest = hashlib.sha256("".join(lines).encode()).hexdigest()
 
     def load() -> Any:
@@ -100,7 +100,8 @@ def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[An
             return parse_profile(lines)
         except ProfileError as exc:
             where = "/profile/records" + ("" if exc.line is None else f"/{exc.line - 1}")
-            raise RequestError(str(exc), path=where, code="invalid_profile") from None
+            # The record's index is the error's path: no "line N: " (one more than it) in the message.
+            raise RequestError(exc.reason, path=where, code="invalid_profile") from None
 
     return ("records", digest), load
 

@@ -41,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError(f"profile {profile.workload.name!r} has no step or eval records: nothing to fit; run timing "
                          "probes (cotune profile) or import a run's log (cotune import) first")
     report = fit_report(profile, args)
+    if profile.warnings:
+        # What the reader left out (a torn last line a kill left), as recommend and replan say it;
+        # added after the cache, which is keyed by the records alone: a report cached before the
+        # tail was torn (or after it was cut) must not say (or miss) it.
+        report = dataclasses.replace(report, notes=tuple(profile.warnings) + tuple(report.notes))
     if args.plot is not None:
         from cotune.plot import plot_fit
 

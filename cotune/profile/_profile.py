@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import json
 import math
 import os
@@ -593,7 +594,9 @@ def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
         except UnicodeDecodeError:
             raise InputError("parse_profile: the bytes are not UTF-8 text; a profile is UTF-8 JSON Lines") from None
     if isinstance(lines, str):  # the text itself: its lines, not its characters
-        lines = lines.splitlines(keepends=True)
+        # Split where a file's reader splits (\n, \r, \r\n: open(newline="")), not where
+        # str.splitlines does: a U+2028 or NEL inside a record's string is no line end.
+        lines = io.StringIO(lines, newline="")
     elif not isinstance(lines, Iterable):
         raise InputError(f"parse_profile reads lines of JSON text (a file object, a list of lines or a string), got {excerpt(lines)}")
     records: list[Record] = []
@@ -676,21 +679,29 @@ def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str,
 _UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were no UTF-8, kept by errors="surrogateescape"
 
 
-def _lines_of(fh: IO[str]) -> Iterator[str]:
+def _lines_of(fh: IO[str], *, path: str) -> Iterator[str]:
     """Lines of a file opened with ``errors="surrogateescape"``: a line that is not UTF-8 is
     an error, except the last one when it has no newline — a torn write, which may end
-    inside a multi-byte character (``"caf\xc3``) and is skipped as any torn line is."""
-    # readline with a size: a file without newlines (/dev/zero) is read in bounded pieces.
-    first = True
+    inside a multi-byte character (``"caf\xc3``) and is skipped as any torn line is.
+    The first line's is a bare ``UnicodeDecodeError`` (the whole file may be no text: a
+    gzip file, UTF-16, which the caller names); a later one's names its line."""
+    # readline with a size: a file without newlines (/dev/zero) is read in bounded pieces,
+    # each one line as parse_profile counts them.
+    number = 0
     while True:
         line = fh.readline(MAX_LINE_CHARS + 1)
         if not line:
             return
-        if _UNDECODED.search(line) and (first or line.endswith("\n") or len(line) > MAX_LINE_CHARS
-                                        or not line.lstrip().startswith("{")):
+        number += 1
+        bad = _UNDECODED.search(line)
+        if bad and (number == 1 or line.endswith(("\n", "\r")) or len(line) > MAX_LINE_CHARS
+                    or not line.lstrip().startswith("{")):
             # A torn record follows whole ones and starts as one; anything else is no text.
-            raise UnicodeDecodeError("utf-8", b"", 0, 1, "not UTF-8 text")
-        first = False
+            if number == 1:
+                raise UnicodeDecodeError("utf-8", b"", 0, 1, "not UTF-8 text")
+            byte = ord(bad.group()) - 0xDC00
+            raise ProfileError(f"not UTF-8 text (byte 0x{byte:02x} at column {bad.start() + 1}): a profile is UTF-8 JSON "
+                               "Lines; fix or delete this line", path=path, line=number)
         yield line
 
 
@@ -700,10 +711,25 @@ def check_profile_path(path: Path, *, shown: str | None = None) -> None:
     reader forever, ``/dev/zero`` never ends). A path that does not exist passes."""
     problem = file_problem(path)
     where = str(path) if shown is None else shown
+    if problem is None and _in_symlink_loop(path):
+        # A path mistake, not the storage's: without this the writers said "fix the storage" (exit 3).
+        raise ProfileError("is a loop of symbolic links (a link that leads back to itself): point the link at a "
+                           "profile file, or give the file's own path", path=where)
     if problem == "is a directory":
         raise ProfileError("is a directory, not a profile file: give a file path", path=where)
     if problem is not None:
         raise ProfileError(f"{problem}: give the path of a profile file", path=where)
+
+
+def _in_symlink_loop(path: "str | os.PathLike[str]") -> bool:
+    """Whether resolving ``path`` goes round a loop of symbolic links (ELOOP)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    except (ValueError, TypeError):  # a NUL byte: the open that follows names it
+        return False
+    return False
 
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
@@ -718,7 +744,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         # utf-8-sig: a byte-order mark at the start (a profile saved by a Windows editor or
         # PowerShell) is read past, not reported as line 1's bad JSON.
         with p.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
-            return parse_profile(_lines_of(fh), path=shown)
+            return parse_profile(_lines_of(fh, path=shown), path=shown)
     except FileNotFoundError:
         from cotune.examples import nearest_example
 
@@ -789,14 +815,21 @@ def make_folder(path: Path) -> None:
 def write_profile(profile: Profile, path: str | os.PathLike[str], *, exclusive: bool = False) -> None:
     """Write a whole profile atomically (a temporary file of its own, then a rename).
 
+    A file already at ``path`` is replaced under the writers' lock
+    (:class:`ProfileWriter`'s): while a tracker, the profiler or another writer holds it,
+    :class:`~cotune.errors.ProfileLockedError` (exit 3) says so and the file is kept — the
+    rename would unlink the file that writer goes on appending to, and its records would be
+    lost. A path that is no regular file (a directory, a device, a pipe) is a
+    :class:`~cotune.errors.ProfileError` (exit 2), never replaced.
+
     ``exclusive``: the profile is new — if a file appears at ``path`` meanwhile (a tracker
     or another import started on it), it is kept and :class:`~cotune.errors.InputError`
-    says so, instead of replaced: a rename over it would unlink the records a live writer
-    is appending to another name-less file, and report success.
+    says so, instead of replaced.
     """
     import tempfile
 
     p = Path(path)
+    check_profile_path(p)
     make_folder(p)
     tmp: Path | None = None
     try:
@@ -817,16 +850,38 @@ def write_profile(profile: Profile, path: str | os.PathLike[str], *, exclusive: 
         if exclusive:
             _publish_new(tmp, p)
         else:
-            os.replace(tmp, p)
+            with _writers_lock(p):
+                os.replace(tmp, p)
     except BaseException as exc:
         # A full disk, a record the reader would refuse (ProfileError from the serialiser)
         # or an interrupt: no half-written temporary file is left beside the profile.
         if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, StorageError):  # a lock held (ProfileLockedError): as it is
             raise StorageError.from_os_error(exc, path=p, doing="write it") from None
         raise
+
+
+@contextlib.contextmanager
+def _writers_lock(p: Path) -> Iterator[None]:
+    """Hold the writers' exclusive lock on the file at ``p`` (none there: nothing to hold)."""
+    flags = os.O_NONBLOCK | os.O_CLOEXEC  # non-blocking: a pipe put there meanwhile never hangs the open
+    try:
+        try:
+            # Read-write where allowed: NFS emulates flock with POSIX locks, whose exclusive
+            # lock needs a descriptor open for writing.
+            fd = os.open(p, os.O_RDWR | flags)
+        except PermissionError:
+            fd = os.open(p, os.O_RDONLY | flags)
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        _lock_exclusive(fd, path=p)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it, after the rename
 
 
 def _publish_new(tmp: Path, p: Path) -> None:
@@ -835,6 +890,10 @@ def _publish_new(tmp: Path, p: Path) -> None:
     try:
         os.link(tmp, p)
     except FileExistsError:
+        if p.is_symlink() and not p.exists():
+            # A link to nowhere (or round a loop) is no file that "appeared": name it.
+            raise InputError(f"{p} is a symbolic link to {os.readlink(p)!r}, which does not exist: it is left as it "
+                             "is; give the target's own path, or remove the link") from None
         raise InputError(f"{p} appeared while this profile was being written (another import, a tracker or a profiler "
                          "started on it): it is left as it is; pass --append to add to it, or choose another --out") from None
     except OSError as exc:
@@ -849,28 +908,57 @@ def _publish_new(tmp: Path, p: Path) -> None:
     tmp.unlink()
 
 
-def _repair_tail(fh: IO[bytes]) -> None:
-    """End the file on a fresh line before appending: a last line without its newline is
+def _repair_tail(fh: IO[bytes], *, path: Path) -> None:
+    """End the file on a fresh line before appending: a last line without its line end is
     cut when it is a torn record (not a JSON object), and given its newline when it is a
     whole one — a file saved by an editor that omits the final newline, or a write that
-    stopped just before it, loses nothing (readers take such a line as a record too)."""
+    stopped just before it, loses nothing (readers take such a line as a record too).
+
+    A line ends at ``\\n`` or ``\\r`` (a file saved with classic Mac line ends reads as lines,
+    and must not be cut as one torn line). At most one line of a record's length is ever
+    cut: a longer tail without a line end is no torn record, and is refused, never cut."""
     fh.seek(0, os.SEEK_END)
     size = fh.tell()
     if size == 0:
         return
     fh.seek(size - 1)
-    if fh.read(1) == b"\n":
+    if fh.read(1) in (b"\n", b"\r"):
         return
-    cut = _last_newline(fh, size)
+    cut = _last_line_end(fh, size)
+    if cut is None:
+        raise ProfileError(f"its last {_TORN_LIMIT_BYTES:,}+ bytes hold no line end, more than a record's line: no "
+                           "torn record that a writer could cut; check the path, or fix the file (one JSON record a line)",
+                           path=str(path))
     if _is_record(fh, cut, size):
         fh.write(b"\n")  # "a+b": appends at the end
         return
     fh.truncate(cut)
 
 
+def holds_records(path: Path) -> bool:
+    """Whether the profile at ``path`` holds a record a writer must keep (and check: its
+    workload) — a whole line, or a last line without its line end that is a whole record,
+    as readers read it. A file killed during its very first write holds only a torn line
+    (or blanks), which the writer cuts: it is started afresh. Lines end at ``\\n`` or
+    ``\\r``, as readers split them (a file with classic Mac line ends was taken for one
+    torn line, and a second workload record written)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(MAX_LINE_CHARS + 1)
+        *whole, last = head.replace(b"\r", b"\n").split(b"\n")
+        if any(line.strip(b" \t\x00") for line in whole):
+            return True
+        if not last.strip(b" \t\x00"):
+            return False
+        # Only a last line is left: a record when it is one, read to the file's end (_is_record
+        # bounds it; a line that goes on past a line end is no JSON object, so no record).
+        return _is_record(fh, len(head) - len(last), fh.seek(0, os.SEEK_END))
+
+
 def _is_record(fh: IO[bytes], start: int, end: int) -> bool:
     """Whether bytes ``start:end`` hold one whole JSON object (a record line without its newline)."""
-    if end - start > 4 * MAX_LINE_CHARS:  # UTF-8: at most 4 bytes a character
+    if end - start > _TORN_LIMIT_BYTES:
         return False
     fh.seek(start)
     try:
@@ -880,17 +968,51 @@ def _is_record(fh: IO[bytes], start: int, end: int) -> bool:
         return False
 
 
-def _last_newline(fh: IO[bytes], pos: int) -> int:
-    """Offset just after the last newline before ``pos`` (0 if none)."""
-    block = 1 << 16
-    while pos > 0:
-        start = max(0, pos - block)
-        fh.seek(start)
-        idx = fh.read(pos - start).rfind(b"\n")
-        if idx >= 0:
-            return start + idx + 1
-        pos = start
-    return 0
+#: The longest tail a writer cuts as a torn line: a record's line of MAX_LINE_CHARS
+#: characters, at most 4 bytes each in UTF-8.
+_TORN_LIMIT_BYTES = 4 * MAX_LINE_CHARS
+
+
+def _last_line_end(fh: IO[bytes], pos: int) -> int | None:
+    """Offset just after the last ``\\n`` or ``\\r`` before ``pos`` (0: the file's start),
+    looking back at most :data:`_TORN_LIMIT_BYTES` bytes (None: no line end that near)."""
+    floor = max(0, pos - _TORN_LIMIT_BYTES - 1)
+    fh.seek(floor)
+    block = fh.read(pos - floor)
+    idx = max(block.rfind(b"\n"), block.rfind(b"\r"))
+    if idx >= 0:
+        return floor + idx + 1
+    return 0 if pos <= _TORN_LIMIT_BYTES else None
+
+
+def _lock_exclusive(fd: int, *, path: Path) -> None:
+    """Take the writers' exclusive ``flock`` on the file behind ``fd`` without waiting:
+    :class:`~cotune.errors.ProfileLockedError` naming the holder when another writer has it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise StorageError.from_os_error(exc, path=path, doing="lock it") from None
+        holder = _lock_holder(fd)
+        if holder == os.getpid():
+            who, stop = f"another writer in this process (pid {holder})", " (close the first Tracker or ProfileWriter)"
+        else:
+            who = _describe_pid(holder) if holder is not None else "another process"
+            stop = f" (kill {holder})" if holder is not None else ""
+        raise ProfileLockedError(
+            f"{path}: is being written by {who}: two writers would mix their records; wait for it "
+            f"to finish, stop it{stop}, or write to another file",
+            filename=str(path), holder_pid=holder,
+        ) from None
+
+
+def _names_same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open at ``fd`` (it was not replaced or removed)."""
+    try:
+        opened, named = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
 
 
 def _lock_holder(fd: int) -> int | None:
@@ -968,35 +1090,32 @@ class ProfileWriter:
             return
         check_profile_path(self.path)
         make_folder(self.path)
-        try:
-            # Unbuffered: every write goes to the kernel at once, so a failed write never
-            # leaves bytes in a Python buffer to be flushed (half a line) at close.
-            fh = open(self.path, "a+b", buffering=0)
-        except OSError as exc:
-            raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = _lock_holder(fh.fileno()) if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+        for attempt in range(3):
+            try:
+                # Unbuffered: every write goes to the kernel at once, so a failed write never
+                # leaves bytes in a Python buffer to be flushed (half a line) at close.
+                fh = open(self.path, "a+b", buffering=0)
+            except OSError as exc:
+                raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+            try:
+                _lock_exclusive(fh.fileno(), path=self.path)
+                # write_profile replaces a file under this lock: opened just before the rename and
+                # locked after it, this handle names the replaced file, and records appended to it
+                # would be lost. Open the path again.
+                if attempt == 2 or _names_same_file(fh.fileno(), self.path):
+                    break
+            except BaseException:
+                fh.close()
+                raise
             fh.close()
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise StorageError.from_os_error(exc, path=self.path, doing="lock it") from None
-            if holder == os.getpid():
-                who, stop = f"another writer in this process (pid {holder})", " (close the first Tracker or ProfileWriter)"
-            else:
-                who = _describe_pid(holder) if holder is not None else "another process"
-                stop = f" (kill {holder})" if holder is not None else ""
-            raise ProfileLockedError(
-                f"{self.path}: is being written by {who}: two writers would mix their records; wait for it "
-                f"to finish, stop it{stop}, or write to another file",
-                filename=str(self.path), holder_pid=holder,
-            ) from None
         try:
-            _repair_tail(fh)
+            _repair_tail(fh, path=self.path)
             self._size = fh.seek(0, os.SEEK_END)
-        except OSError as exc:
-            fh.close()
-            raise StorageError.from_os_error(exc, path=self.path, doing="repair its last line") from None
+        except BaseException as exc:
+            fh.close()  # a tail it refuses to cut (ProfileError) too: the lock goes with it
+            if isinstance(exc, OSError):
+                raise StorageError.from_os_error(exc, path=self.path, doing="repair its last line") from None
+            raise
         self._fh = fh
         self._broken = None
 

@@ -41,9 +41,10 @@ from cotune._checks import (MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line
                             plain_number)
 from cotune.errors import InputError, StorageError, is_out_of_memory
 from cotune.profile import (
-    MAX_LINE_CHARS, MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
+    MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
     ProfileLockedError, ProfileWriter, StepRecord, WorkloadRecord, check_profile_path, read_profile,
 )
+from cotune.profile._profile import holds_records as _has_records
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
 
@@ -188,16 +189,6 @@ def _job_name(job: object) -> str:
 
 def _gpu_name(gpu: object) -> str:
     return one_line_name(gpu, what="gpu", example="'t4' or 'cpu'").lower()
-
-
-def _has_records(path: Path) -> bool:
-    """Whether the profile holds a whole line: a file killed during its very first write
-    holds only a torn line (or blanks), which the writer cuts, and is started afresh."""
-    if not path.exists() or path.stat().st_size == 0:
-        return False
-    with open(path, "rb") as fh:
-        head = fh.read(MAX_LINE_CHARS + 1)
-    return any(line.strip(b" \t\r\x00") for line in head.split(b"\n")[:-1])
 
 
 def _count_lines(path: Path) -> int:

@@ -543,3 +543,25 @@ def test_an_unterminated_string_is_named_without_a_doubled_at(tmp_path) -> None:
         read_profile(path)
     text = str(info.value)
     assert "Unterminated string starting at column" in text and "at at" not in text
+
+
+def test_a_byte_that_is_not_utf8_in_a_middle_line_is_named_by_its_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(ISSUE_LINES[0].encode() + b'{"x": "caf\xff"}\n' + "".join(ISSUE_LINES[1:]).encode())
+    with pytest.raises(ProfileError, match=r"p.jsonl:2: not UTF-8 text \(byte 0xff at column 11\)"):
+        read_profile(path)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_text_given_to_parse_profile_is_split_where_a_file_is(separator):
+    # str.splitlines split a record at a U+2028, U+2029 or NEL inside its string: parse_profile
+    # refused text that read_profile reads.
+    text = ISSUE_LINES[0].replace('"goal": "max"', f'"goal": "max", "source": "a{separator}b"') + "".join(ISSUE_LINES[1:])
+    for given in (text, text.encode("utf-8")):
+        p = parse_profile(given)
+        assert p.workload.source == f"a{separator}b" and len(p.steps) == 1 and len(p.evals) == 1
+
+
+def test_a_malformed_line_of_text_without_a_file_is_named_by_its_line():
+    with pytest.raises(ProfileError, match=r"^line 2: not valid JSON"):
+        parse_profile(ISSUE_LINES[0] + "{bad\n" + ISSUE_LINES[1])

@@ -258,3 +258,119 @@ def test_a_record_too_long_for_the_reader_is_refused_and_the_profile_kept(tmp_pa
     with pytest.raises(ProfileError, match=r"line of [\d,]+ characters, over the 65,536 .* field 'message'"):
         append_records(path, [long])
     assert path.read_bytes() == before and read_profile(path).workload.name == "w"
+
+
+def test_a_whole_profile_is_not_written_over_a_file_a_writer_holds(tmp_path):
+    # The rename unlinked the file the writer held: its later records went to a file with no
+    # name, lost with no error.
+    from cotune.profile import Profile, write_profile
+
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write(WORKLOAD)
+        with pytest.raises(ProfileLockedError, match="being written by"):
+            write_profile(Profile(workload=WORKLOAD, steps=(_step(5),)), path)
+        w.write(_step(0))
+    assert read_profile(path).steps == (_step(0),) and not list(tmp_path.glob(".p.jsonl.*.tmp"))
+    write_profile(Profile(workload=WORKLOAD, steps=(_step(5),)), path)  # released: replaced
+    assert read_profile(path).steps == (_step(5),)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_whole_profile_is_not_written_over_a_path_that_is_no_file(tmp_path, kind):
+    # A FIFO (or a device: /dev/null as root) was replaced by a regular file; a directory was
+    # "fix the storage" (exit 3).
+    from cotune.errors import EXIT_INPUT, ProfileError
+    from cotune.profile import Profile, write_profile
+
+    path = tmp_path / "p.jsonl"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    with pytest.raises(ProfileError, match="not a regular file" if kind == "fifo" else "is a directory") as info:
+        write_profile(Profile(workload=WORKLOAD), path)
+    assert info.value.exit_code == EXIT_INPUT
+    assert (path.is_fifo() if kind == "fifo" else path.is_dir()) and not list(tmp_path.glob(".p.jsonl.*.tmp"))
+
+
+def test_a_profile_with_carriage_return_line_ends_keeps_its_records_when_appended_to(tmp_path):
+    # Read as lines, it was one torn line to the writer: an append cut it to nothing.
+    from cotune.profile import append_records
+
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write_all([WORKLOAD, _step(0)])
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r"))
+    append_records(path, [_step(1)])
+    assert read_profile(path).steps == (_step(0), _step(1))
+
+
+def test_a_torn_tail_after_a_carriage_return_is_the_only_thing_cut(tmp_path):
+    from cotune.profile import append_records
+
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path) as w:
+        w.write_all([WORKLOAD, _step(0)])
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r") + b'{"record": "step", "gp')
+    append_records(path, [_step(1)])
+    profile = read_profile(path)
+    assert profile.steps == (_step(0), _step(1)) and not profile.warnings
+
+
+def test_a_tail_longer_than_any_record_line_is_refused_not_cut(tmp_path):
+    # A file with no line end in its last 256 KiB is no profile a kill tore: cutting it lost
+    # the whole file.
+    from cotune.errors import EXIT_INPUT, ProfileError
+    from cotune.profile import append_records
+
+    path = tmp_path / "p.jsonl"
+    data = b'{"record": "workload", "name": "w", "dataset_size": 100}\n' + b"x" * (4 * 65536 + 1)
+    path.write_bytes(data)
+    with pytest.raises(ProfileError, match="no line end") as info:
+        append_records(path, [_step(0)])
+    assert info.value.exit_code == EXIT_INPUT and path.read_bytes() == data
+
+
+def test_a_profile_path_in_a_loop_of_symbolic_links_is_bad_input(tmp_path):
+    # ELOOP from open() was "fix the storage" (exit 3): the path is the mistake.
+    from cotune.errors import EXIT_INPUT, ProfileError
+    from cotune.profile import append_records
+
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    with pytest.raises(ProfileError, match="loop of symbolic links") as info:
+        append_records(tmp_path / "a.jsonl", [WORKLOAD])
+    assert info.value.exit_code == EXIT_INPUT
+
+
+def test_a_new_profile_at_a_dangling_symbolic_link_names_the_link(tmp_path):
+    # os.link's EEXIST read as "appeared while this profile was being written".
+    from cotune.errors import InputError
+    from cotune.profile import Profile, write_profile
+
+    path = tmp_path / "p.jsonl"
+    path.symlink_to("missing.jsonl")
+    with pytest.raises(InputError, match="p.jsonl is a symbolic link to 'missing.jsonl', which does not exist"):
+        write_profile(Profile(workload=WORKLOAD), path, exclusive=True)
+    assert path.is_symlink() and not list(tmp_path.glob(".p.jsonl.*.tmp"))
+
+
+def test_a_writer_that_opened_a_file_replaced_before_it_locked_writes_to_the_new_one(tmp_path, monkeypatch):
+    # write_profile replaces a file under the lock; a writer that opened the old file just
+    # before and locked it just after appended to a file with no name.
+    import fcntl
+
+    from cotune.profile import Profile, write_profile
+
+    path = tmp_path / "p.jsonl"
+    write_profile(Profile(workload=WORKLOAD), path)
+    real_flock, replaced = fcntl.flock, []
+
+    def replaced_first(fd, op):
+        if not replaced:
+            replaced.append(True)
+            write_profile(Profile(workload=WORKLOAD, steps=(_step(5),)), path)
+        return real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", replaced_first)
+    with ProfileWriter(path) as w:
+        w.write(_step(0))
+    assert replaced and read_profile(path).steps == (_step(5), _step(0))

@@ -144,6 +144,16 @@ def test_the_root_directory_as_the_profile_is_named_as_a_directory(capsys, monke
     assert code == 2 and err == "cotune: /: is a directory, not a profile file: give a file path\n", err  # was "PosixPath('/') has an empty name"
 
 
+def test_an_out_path_in_a_loop_of_symbolic_links_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch):
+    # Path.resolve() raised RuntimeError: an internal error, exit 4.
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    code, err = run_cli(["--workload", "examples/digits_cnn.py:workload", "--out", str(tmp_path / "a.jsonl"),
+                         "--workers", "1", "--local-batch", "8", "--no-curves"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "a.jsonl: is a loop of symbolic links" in err, err
+
+
 def test_a_directory_given_as_the_workload_file_is_named_as_such(capsys, tmp_path):
     code, err = run_cli(["--workload", f"{tmp_path}/:workload", "--out", str(tmp_path / "x.jsonl")], capsys)
     assert code == 2 and "is not a regular file" in err

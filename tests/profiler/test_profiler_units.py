@@ -114,3 +114,16 @@ def _capture(into: list[BaseException], call) -> None:
         call()
     except BaseException as exc:  # noqa: BLE001 - the test inspects it
         into.append(exc)
+
+
+@pytest.mark.parametrize("end", [b"", b"\r"])
+def test_a_resumed_profile_whose_lines_lack_a_newline_keeps_its_records(tmp_path, end):
+    # Read as "only a torn first line": the done probes were run again and the profiler's
+    # workload record written a second time (a different one made the profile unreadable).
+    from profiler._state import read_state
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"record": "workload", "name": "w", "dataset_size": 100}\r'
+                     b'{"record": "step", "gpu": "cpu", "workers": 1, "local_batch": 8, "step_time_s": 0.1}' + end)
+    state = read_state(path)
+    assert state.workload is not None and state.workload.name == "w" and state.timing_done(("cpu", 1, 1, 8))

@@ -816,3 +816,42 @@ def test_a_tracker_refuses_to_be_pickled_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"cannot be sent to another process.*strategy='ddp'.*not 'ddp_spawn'"):
         pickle.dumps(tr)
     tr.close()
+
+
+@pytest.mark.parametrize("end", [b"", b"\r"])
+def test_a_profile_whose_only_line_lacks_a_newline_is_checked_for_its_workload(tmp_path: Path, end: bytes) -> None:
+    # Taken for a torn first write, the workload check was skipped and a second, different
+    # workload record appended: the profile became unreadable.
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(json.dumps({"record": "workload", "name": "job-a", "dataset_size": 1000}).encode() + end)
+    with pytest.raises(InputError, match="holds workload 'job-a'"):
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WorkloadRecord(name="other", dataset_size=5))
+    assert read_profile(path).workload.name == "job-a"
+
+
+def test_a_profile_whose_last_record_lacks_a_newline_is_appended_to_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    path.write_text(json.dumps({"record": "workload", "name": "job-a", "dataset_size": 1000, "metric": "acc"}))
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1) as tr:
+        tr.step(step_time_s=0.1)
+    assert [d["record"] for d in _lines(path)] == ["workload", "step"] and path.read_text().endswith("\n")
+
+
+def test_a_profile_with_carriage_return_line_ends_keeps_its_records_when_tracked_into(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(b"\r".join(json.dumps(d).encode() for d in (
+        {"record": "workload", "name": "job-a", "dataset_size": 1000},
+        {"record": "eval", "global_batch": 32, "epoch": 1, "metric": 0.3})) + b"\r")
+    with Tracker(path, gpu="cpu", workers=1, local_batch=32) as tr:
+        tr.eval(metric=0.4, epoch=2.0)
+    assert [e.metric for e in read_profile(path).evals] == [0.3, 0.4]
+
+
+def test_a_profile_path_in_a_loop_of_symbolic_links_is_bad_input_not_storage(tmp_path: Path) -> None:
+    from cotune.errors import EXIT_INPUT, ProfileError
+
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    with pytest.raises(ProfileError, match="loop of symbolic links") as info:  # was StorageError ELOOP, exit 3
+        Tracker(tmp_path / "a.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)
+    assert info.value.exit_code == EXIT_INPUT
