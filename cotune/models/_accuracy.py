@@ -49,8 +49,14 @@ three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)
 the scatter, ``e_i² − c·s_run²``.
 
 The probability of reaching the target at all uses each batch's *margin*: with three or
-more runs the fraction that reached (``(k + ½)/(n + 1)``); otherwise the best score of
-the run against the target, ``Φ((plateau − t)/σ_plateau)``. Away from measured batches
+more runs the fraction that reached (``(k + ½)/(n + 1)``, where a run cut short — ended
+before the batch's longest while still rising, :func:`still_rising` — that has not
+reached the target leaves ``n``: "not yet", not "never"); otherwise the best score of
+the runs not cut short against the target, ``Φ((plateau − t)/σ_plateau)``. A batch whose
+curve is still rising and stops before half the profile's longest run is *censored*:
+whatever the target, its best is a lower bound, so it carries no margin for the others,
+and at that batch the answer is the larger of its own and theirs; every other measured
+batch answers with its own. Away from measured batches
 the margin is kept and its uncertainty grows with the distance in log batch,
 ``σ_plateau(B)² = σ_plateau² + (τ · d · range)²`` (``range`` the metric's rise over the
 curves), so near a plateau the answer is neither 0 nor 1. ``τ`` is not one number: how
@@ -90,6 +96,7 @@ __all__ = [
     "flag_outliers",
     "kappa_shape",
     "run_scatter",
+    "still_rising",
     "usable_noise_scale",
     "target_level",
     "runs_from_evals",
@@ -211,8 +218,10 @@ class BatchEvidence:
     n_reached: np.ndarray
     horizon: np.ndarray  # last measured epoch of the batch's longest run
     margin: np.ndarray
-    # No run reached the target and the batch's runs stop before half the longest run of
-    # the profile: a curve still running (or a short probe) says "not yet", not "never".
+    # The batch's runs stop before half the longest run of the profile while its curve is
+    # still rising (:func:`still_rising`): a job still running, or a short probe, says
+    # "not yet", not "never". A property of the curves, not of the target, so a harder
+    # target never turns a batch's own low margin into its neighbours' higher one.
     censored: np.ndarray | None = None
 
 
@@ -285,6 +294,16 @@ def _slope_log_epochs(run: Run, at: float) -> float:
     return float((s_hi - s_lo) / math.log(hi / lo))
 
 
+def still_rising(run: Run, *, noise: float) -> bool:
+    """Whether a best-so-far curve is still rising at its end: over the window the slope
+    is read on (its last ``ln 1.25`` of log epochs) it gained more than one evaluation
+    noise. A curve with a single evaluation shows no trend, so nothing says it stopped."""
+    if run.epochs.size < 2:
+        return True
+    end = float(run.epochs[-1])
+    return _slope_log_epochs(run, end) * math.log(1.25) > noise
+
+
 # -- step 2: evidence per batch -------------------------------------------------------------
 def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plateau_floor: float) -> BatchEvidence:
     """Epochs to ``threshold`` and the chance of reaching it, at every measured batch."""
@@ -298,6 +317,8 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     n_reached = np.zeros(n, int)
     horizon = np.zeros(n)
     margin = np.zeros(n)
+    rising = np.zeros(n, bool)
+    noise = max(eval_noise, plateau_floor)
     # Python scalars and statistics.median inside the loop: a profile of thousands of
     # distinct batches (pooled public runs) calls this per batch, per target level and per
     # cross-validation fold, and numpy's per-call overhead on 1–3 values made `cotune fit`
@@ -308,16 +329,24 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
         last = [float(r.epochs[-1]) for r in rs]
         n_runs[i], n_reached[i] = len(rs), sum(reached)
         horizon[i] = max(last)
-        plateaus = [float(r.best[-1]) for r in rs]
+        up = [still_rising(r, noise=noise) for r in rs]
+        rising[i] = any(u for u, e in zip(up, last) if e == horizon[i])
+        # A run cut short — it ended before the batch's longest while still rising — says
+        # "not yet" where it has not reached the target: it leaves the reach count, and
+        # its best is no plateau. Judged on the curve alone, not the target, so a harder
+        # target only moves a run from reached to left out or to failed, never back.
+        cut = [u and e < horizon[i] for u, e in zip(up, last)]
+        plateaus = [float(r.best[-1]) for r, c in zip(rs, cut) if not c]  # the longest run is never cut
         # Plateau spread of a new run: the curve's evaluation noise, and the seeds'
         # spread of best scores when there are several.
         spread = eval_noise
-        if len(rs) >= 2:
+        if len(plateaus) >= 2:
             mid = statistics.median(plateaus)
             spread = max(spread, 1.4826 * statistics.median([abs(x - mid) for x in plateaus]))
         p_sigma[i] = max(spread, plateau_floor)
         if len(rs) >= 3:
-            p_reach[i] = (n_reached[i] + 0.5) / (len(rs) + 1.0)
+            decided = sum(1 for h, c in zip(reached, cut) if h or not c)
+            p_reach[i] = (n_reached[i] + 0.5) / (decided + 1.0)
             margin[i] = float(norm_ppf(p_reach[i])) * p_sigma[i]
         else:
             margin[i] = statistics.median(plateaus) - threshold
@@ -341,7 +370,7 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     few = np.isnan(p_reach)
     if few.any():
         p_reach[few] = norm_cdf(margin[few] / p_sigma[few])
-    censored = (n_reached == 0) & (horizon < _CENSOR_FRACTION * float(horizon.max()))
+    censored = rising & (horizon < _CENSOR_FRACTION * float(horizon.max()))
     return BatchEvidence(
         batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin, censored
     )
@@ -936,10 +965,14 @@ class AccuracyModel(EstimatorContract):
     def _p_reach(self, q: np.ndarray, ev: BatchEvidence) -> np.ndarray:
         """Probability that the target is reached at all, from the measured margins.
 
-        Censored batches (short curves that have not reached the target yet) carry no
-        margin: the others answer for them, unless every batch is censored.
+        Censored batches (short curves still rising at their end) carry no margin: their
+        best is a lower bound on their plateau, so the others answer for them, unless
+        every batch is censored. At a measured batch its own ``p_reach`` answers; at a
+        censored one, the larger of its own and the others' (it has got at least that far,
+        and a curve still rising need not stop below where the others go).
         """
-        use = ~ev.censored if ev.censored is not None and not np.all(ev.censored) else np.ones(len(ev.batches), bool)
+        censored = ev.censored if ev.censored is not None else np.zeros(len(ev.batches), bool)
+        use = ~censored if not np.all(censored) else np.ones(len(ev.batches), bool)
         b, margin, sig, p_meas = ev.batches[use], ev.margin[use], ev.plateau_sigma[use], ev.p_reach[use]
         lb, lq = np.log(b), np.log(q)
         if len(lb) == 1:
@@ -953,6 +986,10 @@ class AccuracyModel(EstimatorContract):
         exact = np.isin(q, b)
         if np.any(exact):
             p[exact] = p_meas[np.searchsorted(b, q[exact])]
+        held = np.isin(q, ev.batches[censored & ~use])
+        if np.any(held):
+            own = ev.p_reach[np.searchsorted(ev.batches, q[held])]
+            p[held] = np.maximum(p[held], own)
         return p
 
     # -- metric -------------------------------------------------------------------

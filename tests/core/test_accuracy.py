@@ -173,3 +173,60 @@ def test_a_spread_parameter_out_of_its_domain_is_a_bad_value(params, message):
 def test_outlier_batches_before_fit_says_to_fit_first():
     with pytest.raises(ModelError, match="not fitted: call fit"):
         AccuracyModel().outlier_batches(0.5)
+
+
+def _runs(spec, *, seed=0, noise=0.002):
+    """Eval records of one curve per (batch, seed, epochs, plateau) in ``spec``: one
+    evaluation per epoch of ``plateau·(1 − e^(−e/(3(1 + B/500))))`` plus noise."""
+    rng = np.random.default_rng(seed)
+    gb, ep, me, sd = [], [], [], []
+    for B, s, epochs, plateau in spec:
+        e = np.arange(1.0, epochs + 1)
+        gb += [B] * e.size
+        ep += list(e)
+        me += list(plateau * (1 - np.exp(-e / (3 * (1 + B / 500)))) + rng.normal(0, noise, e.size))
+        sd += [s] * e.size
+    return np.array(gb, float), np.array(ep), np.array(me), np.array(sd)
+
+
+def test_a_short_batch_flat_below_the_target_reads_unreachable_at_that_batch():
+    # 256 is off-recipe: flat at 0.85 for most of its 100 epochs, shorter than half of the
+    # tracked job's 250 at 4096. A plateau says "never", however short the run.
+    spec = [(B, 0, 100, 0.85 if B == 256 else 0.95) for B in (64, 128, 256, 512, 1024)] + [(4096, 0, 250, 0.95)]
+    m = AccuracyModel().fit(*_runs(spec))
+    p = m.epochs_to_target(np.array([256.0]), 0.9)
+    own = m.measured_epochs(0.9)["p_reach"][list(m.batches_).index(256.0)]
+    assert p.p_reach[0] < 0.01 and np.isinf(p.epochs[0])
+    assert p.p_reach[0] == pytest.approx(own)
+
+
+def test_runs_killed_while_still_rising_do_not_count_as_failing_to_reach():
+    # At 256 two full runs reach 0.9 near epoch 14; three more were killed at epoch 5,
+    # still rising: they say "not yet", not "never".
+    spec = [(B, 0, 100, 0.95) for B in (64, 128, 512, 1024)] + [(256, 0, 100, 0.95), (256, 1, 100, 0.95)]
+    spec += [(256, s, 5, 0.95) for s in (2, 3, 4)]
+    m = AccuracyModel().fit(*_runs(spec))
+    p = m.epochs_to_target(np.array([256.0]), 0.9)
+    assert p.p_reach[0] > 0.5
+    assert 12.0 < p.epochs[0] < 16.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "short rising batch",  # a curve cut at 6 evaluations between two full ones
+        "short flat batch",  # a short curve on a plateau below the others'
+    ],
+)
+def test_p_reach_never_rises_as_the_target_hardens(kind, seed):
+    if kind == "short rising batch":
+        spec = [(64, 0, 60, 0.95), (256, 0, 6, 0.95), (1024, 0, 60, 0.95)]
+    else:
+        spec = [(64, 0, 60, 0.95), (256, 0, 25, 0.85), (1024, 0, 60, 0.95)]
+    m = AccuracyModel().fit(*_runs(spec, seed=seed))
+    q = np.concatenate([m.batches_, np.geomspace(48.0, 1500.0, 9)])
+    targets = np.linspace(0.6, 0.97, 250)
+    p = np.array([m.epochs_to_target(q, float(t)).p_reach for t in targets])
+    rises = np.diff(p, axis=0)
+    assert rises.max() <= 1e-12, f"P(reach) rises by {rises.max():.3f} at target {targets[1 + np.argmax(rises.max(axis=1))]:.4f}"
