@@ -133,22 +133,40 @@ def forget_emitted() -> None:
     _EMITTED.clear()
 
 
+def _to_stderr(line: str) -> None:
+    """Write one line to stderr, or drop it where stderr cannot take it: closed (``2>&-``,
+    where ``print`` would fall back to stdout and put the line among the data), full or
+    gone — the command's own exit code, not a failed diagnostic, is what a caller reads."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        print(line, file=stream, flush=True)
+    except (OSError, ValueError):
+        # The unwritten line stays in the stream's buffer, and the interpreter's flush at exit
+        # would fail on it again and exit 120: point fd 2 at /dev/null so that flush succeeds.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+
+
 def error(message: str) -> None:
     """One line on stderr, prefixed with the program name; never a traceback."""
     first = " ".join(str(message).split())
-    print(f"cotune: {terminal_safe(first)}", file=sys.stderr)
+    _to_stderr(f"cotune: {terminal_safe(first)}")
 
 
 def info(message: str) -> None:
     """One line on stderr, ``cotune: …``, for a long-running command's status (stdout stays data)."""
     first = " ".join(str(message).split())
-    print(f"cotune: {terminal_safe(first)}", file=sys.stderr)
+    _to_stderr(f"cotune: {terminal_safe(first)}")
 
 
 def warning(message: str) -> None:
     """One line on stderr, ``cotune: warning: …``; the command carries on."""
     first = " ".join(str(message).split())
-    print(f"cotune: warning: {terminal_safe(first)}", file=sys.stderr)
+    _to_stderr(f"cotune: warning: {terminal_safe(first)}")
 
 
 def internal_error(exc: BaseException, argv: Sequence[str]) -> str:

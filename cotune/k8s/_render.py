@@ -33,9 +33,12 @@ runtime's ``podGroupPolicy`` makes the PodGroup).
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
+
+import numpy as np
 
 from cotune._checks import excerpt
 from cotune.errors import InfeasibleError, InputError
@@ -122,8 +125,12 @@ class JobOptions:
         if not (isinstance(self.queue, str) and len(self.queue) <= 63 and _DNS_SUBDOMAIN.fullmatch(self.queue)):
             raise InputError(f"queue {annotation_text(str(self.queue), limit=40)!r} is not a valid queue name: at most 63 "
                              "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
+        # numpy's bool_ and integers (options built from a DataFrame) are taken as the values
+        # they are; their type is named where it is refused (np.int64(3) read "got 3").
+        if isinstance(self.elastic, np.bool_):
+            object.__setattr__(self, "elastic", bool(self.elastic))
         if not isinstance(self.elastic, bool):
-            raise InputError(f"elastic must be True or False, got {excerpt(self.elastic)}")
+            raise InputError(f"elastic must be True or False, got {excerpt(self.elastic)} ({type(self.elastic).__name__})")
         if self.image is not None:
             check_image(self.image)
         object.__setattr__(self, "command", _command_words(self.command))
@@ -156,8 +163,11 @@ class JobOptions:
         check_subdomain(self.runtime, what="runtime")
         if self.runtime_kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
             raise InputError(f"runtime kind must be ClusterTrainingRuntime or TrainingRuntime, got {self.runtime_kind!r}")
+        if isinstance(self.max_restarts, numbers.Integral) and not isinstance(self.max_restarts, (bool, np.bool_)):
+            object.__setattr__(self, "max_restarts", int(self.max_restarts))
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) or self.max_restarts < 0:
-            raise InputError(f"max_restarts must be a whole number >= 0, e.g. 3, got {excerpt(self.max_restarts)}")
+            raise InputError(f"max_restarts must be a whole number >= 0, e.g. 3, got {excerpt(self.max_restarts)} "
+                             f"({type(self.max_restarts).__name__})")
 
     def warnings(self) -> list[str]:
         """What the rendered job will do that is probably not meant (the CLI prints these on stderr)."""

@@ -945,7 +945,8 @@ def holds_records(path: Path) -> bool:
     if not path.exists() or path.stat().st_size == 0:
         return False
     with open(path, "rb") as fh:
-        head = fh.read(MAX_LINE_CHARS + 1)
+        # A line of MAX_LINE_CHARS characters takes up to four bytes a character in UTF-8.
+        head = fh.read(_TORN_LIMIT_BYTES + 1)
         *whole, last = head.replace(b"\r", b"\n").split(b"\n")
         if any(line.strip(b" \t\x00") for line in whole):
             return True

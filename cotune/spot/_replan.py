@@ -439,6 +439,16 @@ def _job_cost(models, *, space_gpus, gpus_per_host: Mapping[str, int], table, ta
     return cost if math.isfinite(cost) else math.inf  # unpriced market: no redo counted
 
 
+def _cost_at_q(choice: Any) -> float:
+    """What an option costs by its time at the confidence (its rate times that time): the
+    budget left at which its ``P(success)`` reaches the confidence — its median cost, quoted
+    at ``--confidence 0.9``, was a raise after which the re-plan asked for a second one."""
+    t, t_q = choice.time_s, choice.time_at_confidence_s
+    if not (math.isfinite(t) and t > 0 and math.isfinite(t_q)):
+        return float(choice.cost)
+    return float(choice.cost) * t_q / t
+
+
 def _nearest_past_budget(est: Any, mask: np.ndarray, *, stay: Any, remaining_s: float, target: float) -> Any:
     """The option to name when the budget is spent (every ``P(success)`` is then 0): the
     cheapest, by its median cost, whose time at the confidence meets the remaining deadline
@@ -842,7 +852,7 @@ def replan(
                          f"{setback.resume_epoch:.4g} (restore a checkpoint from before the divergence)")
         else:
             notes.append(f"the job collapsed: its latest evaluation (epoch {setback.epoch:.4g}, metric "
-                         f"{setback.metric:.4g}) has lost more than {COLLAPSE_SHARE:.0%} of what its curve had gained "
+                         f"{setback.metric:.4g}) and the one before it have lost more than {COLLAPSE_SHARE:.0%} of what its curve had gained "
                          f"(from {setback.first_metric:.4g} to its best, {setback.best_metric:.4g} at epoch "
                          f"{setback.resume_epoch:.4g}): staying is not an option; every option resumes from epoch "
                          f"{setback.resume_epoch:.4g} (restore the checkpoint of its best evaluation)")
@@ -918,10 +928,10 @@ def replan(
             decision, reason = "infeasible", (
                 f"the budget is spent ({money(progress.spent)} of {money(req.budget)}) with {left:.0%} of the work left: no "
                 "configuration can finish within it"
-                + ("" if at is None else f"{at}, which needs {money(nearest.cost)} more")
+                + ("" if at is None else f"{at}, which needs {money(_cost_at_q(nearest))} more")
                 + ": raise the budget (--budget / budget) "
                 + ("" if nearest is None else
-                   f"to at least {format_money_at_least(progress.spent + nearest.cost, priced=priced)} ")
+                   f"to at least {format_money_at_least(progress.spent + _cost_at_q(nearest), priced=priced)} ")
                 + "to go on, or stop the job"
             )
         elif left <= 0.0:

@@ -4,6 +4,7 @@ operating system's, and the interpreter's own flush at exit is part of what is t
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -73,3 +74,25 @@ def test_answer_from_a_closed_stdin_is_one_line_and_exit_2():
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "--answer -: standard input is closed" in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+MISSING = ["recommend", "no-such-profile.jsonl", "--target", "0.94", "--deadline", "30m"]  # exit 2: bad input
+
+
+def test_with_stderr_closed_the_error_never_lands_among_the_data():
+    # print(file=None) writes to stdout: the --json error document was preceded by the
+    # "cotune: …" line (and a manifest by a warning), so no parser could read either.
+    done = subprocess.run([*COTUNE, *MISSING, "--json"], stdout=subprocess.PIPE, text=True, env=_env(unbuffered=False),
+                          preexec_fn=lambda: os.close(2))
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["code"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_with_stderr_full_a_bad_input_keeps_its_exit_code():
+    # The error line's write failed inside main's handler and the process exited 1, which
+    # reads "nothing feasible", for a missing file.
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*COTUNE, *MISSING], stdout=subprocess.PIPE, stderr=full, text=True,
+                              env=_env(unbuffered=False))
+    assert done.returncode == 2

@@ -275,3 +275,13 @@ def test_a_trainjob_spread_over_hosts_keeps_one_pod_a_node_and_validates():
     pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod["affinity"] == {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"cotune.dev/job": "spread"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+def test_numpy_values_from_a_data_frame_are_taken_as_the_values_they_are():
+    # np.bool_(True) read "elastic must be True or False, got true"; np.int64(3) read
+    # "max_restarts must be a whole number >= 0, e.g. 3, got 3".
+    import numpy as np
+
+    opts = JobOptions(name="ok", elastic=np.bool_(False), max_restarts=np.int64(3))
+    assert opts.elastic is False and opts.max_restarts == 3 and type(opts.max_restarts) is int
+    json.dumps({"restarts": opts.max_restarts})

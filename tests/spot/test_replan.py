@@ -445,7 +445,22 @@ def test_a_spent_budget_names_the_nearest_option_and_the_money_it_needs(capsys):
     near = doc["nearest"]
     assert doc["decision"] == "infeasible" and near is not None
     assert near["time_at_confidence_s"] <= doc["remaining_deadline_s"]
-    assert f"which needs ${near['cost']:.3g} more: raise the budget (--budget / budget) to at least $" in doc["reason"]
+    needs = near["cost"] * near["time_at_confidence_s"] / near["time_s"]  # its cost by its time at the confidence
+    assert f"which needs ${needs:.3g} more: raise the budget (--budget / budget) to at least $" in doc["reason"]
+
+
+def test_raising_a_spent_budget_as_advised_at_a_confidence_is_enough(capsys):
+    # The amount was the nearest option's median cost: raised to it at --confidence 0.9, the
+    # re-plan was still infeasible and asked for more ($5.37, then $5.43).
+    import re
+
+    ask = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "2h", "--epochs-done", "10", "--elapsed", "30m",
+           "--current", "t4:on_demand:4:128", "--price", "t4=0.53", "--spent", "5", "--confidence", "0.9", "--json"]
+    assert main([*ask, "--budget", "5"]) == 1
+    reason = json.loads(capsys.readouterr().out)["reason"]
+    raised = re.search(r"to at least \$([0-9.]+)", reason).group(1)
+    assert main([*ask, "--budget", raised]) == 0
+    assert json.loads(capsys.readouterr().out)["decision"] != "infeasible"
 
 
 def test_the_margin_help_names_the_whole_jobs_cost_the_rule_applies(capsys):

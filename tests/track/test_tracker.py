@@ -855,3 +855,16 @@ def test_a_profile_path_in_a_loop_of_symbolic_links_is_bad_input_not_storage(tmp
     with pytest.raises(ProfileError, match="loop of symbolic links") as info:  # was StorageError ELOOP, exit 3
         Tracker(tmp_path / "a.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)
     assert info.value.exit_code == EXIT_INPUT
+
+
+def test_a_first_line_wider_in_bytes_than_in_characters_is_checked_for_its_workload(tmp_path: Path) -> None:
+    # 24,000 CJK characters are 72 KB of UTF-8: within the line cap (64 Ki characters) but
+    # past 64 KiB of bytes, so the first line was taken for a torn write, the workload check
+    # skipped and a second workload record appended (and the profiler restarted from nothing).
+    path = tmp_path / "job.jsonl"
+    wide = {"record": "workload", "name": "job-a", "dataset_size": 1000, "source": "数据" * 12000}
+    step = {"record": "step", "gpu": "cpu", "workers": 1, "local_batch": 8, "step_time_s": 0.1}
+    path.write_text(json.dumps(wide, ensure_ascii=False) + "\n" + json.dumps(step) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="holds workload 'job-a'"):
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WorkloadRecord(name="other", dataset_size=5))
+    assert read_profile(path).workload.name == "job-a"
