@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the repository: cotune and the profiler's Workload used by digits_cnn
@@ -111,16 +112,34 @@ def probe(path: Path, *, curve_epochs: int) -> None:
                 out.write(EvalRecord(global_batch=b, epoch=seen / DATASET_SIZE, metric=job.accuracy()))
 
 
+def _positive(kind: type) -> Callable[[str], float]:
+    """An argparse type: a finite number of ``kind`` above 0, else a one-line usage error."""
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+        return value
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="profile to write (default: a temporary file)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="profile to write, a new file (default: a temporary file); --overwrite to replace one")
+    parser.add_argument("--overwrite", action="store_true", help="replace the --out file if it exists")
     parser.add_argument("--target", type=float, default=0.97, help="held-out accuracy to reach")
-    parser.add_argument("--deadline", type=float, default=60.0, help="seconds of training allowed")
-    parser.add_argument("--price", type=float, default=0.10, help="USD per CPU worker-hour")
-    parser.add_argument("--replan-after", type=float, default=2.0, help="epochs before the one re-plan")
-    parser.add_argument("--evals-per-epoch", type=int, default=4, help="evaluations per epoch (the job's curve)")
-    parser.add_argument("--curve-epochs", type=int, default=6, help="epochs of each probe curve")
+    parser.add_argument("--deadline", type=_positive(float), default=60.0, help="seconds of training allowed")
+    parser.add_argument("--price", type=_positive(float), default=0.10, help="USD per CPU worker-hour")
+    parser.add_argument("--replan-after", type=_positive(float), default=2.0, help="epochs before the one re-plan")
+    parser.add_argument("--evals-per-epoch", type=_positive(int), default=4, help="evaluations per epoch (the job's curve)")
+    parser.add_argument("--curve-epochs", type=_positive(int), default=6, help="epochs of each probe curve")
     args = parser.parse_args(argv)
+    if args.out is not None and args.out.exists() and (args.out.is_dir() or not args.overwrite):
+        parser.error(f"--out {args.out} exists: name a new file, or pass --overwrite to replace it"
+                     if not args.out.is_dir() else f"--out {args.out} is a directory: name a file in it")
     torch.set_num_threads(1)  # one worker on one core of a small shared machine
 
     tmp = None
@@ -129,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(tmp.name) / "digits.jsonl"
     else:
         path = args.out
-        if path.exists():
+        if path.exists():  # --overwrite (checked above): the demo writes its own profile afresh
             path.unlink()
     began = time.monotonic()
     probe(path, curve_epochs=args.curve_epochs)

@@ -311,7 +311,7 @@ def _on_time_with_revocations(est: Estimates, rows: np.ndarray, train_end_s: np.
     law ``G`` at each of the revocation delay's equally likely values, averaged — a mixture
     over the revocation count, never above the revocation-free ``G(ln end − ln W_c)``.
 
-    A log-normal spread widened around ``E[T]`` (``log_sigma_success`` alone, until 2027-01)
+    A log-normal spread widened around ``E[T]`` (``log_sigma_success`` alone, until 2026-12-06)
     treated the one-sided delay as symmetric: below the median more spread raised P, and a
     spot row's P(success) exceeded its on-demand twin's (84 of 176 rows at 900 s) and the
     simulated share (0.208 stated, 0.040 simulated)."""

@@ -550,7 +550,7 @@ def time_at_confidence_s(est: RevocationEstimate, q: float) -> np.ndarray:
     """``T_q``: the ``q``-quantile of :func:`revocation_time_cdf`'s law (training only) — the
     least ``t`` with ``P(T ≤ t) ≥ q``; ``W_c`` itself where no revocation is that likely.
 
-    A count quantile plus a tail (``W_c + n_q·c̄ + max(z, 1)·√n_q·σ_u``, until 2027-01)
+    A count quantile plus a tail (``W_c + n_q·c̄ + max(z, 1)·√n_q·σ_u``, until 2026-12-06)
     charged a whole revocation and a tail where ``P(N = 0) ≈ 0.85`` at q = 0.9 — 27 % above
     the simulated quantile — and fell as the rate rose (``n_q`` stayed 1 while the lost work
     per revocation shrank): a riskier market gave a cheaper answer.

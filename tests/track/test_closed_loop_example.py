@@ -27,3 +27,16 @@ def test_closed_loop_example_plans_tracks_replans_and_reaches_the_target(tmp_pat
     assert len(own) >= 5 and any(s.job == "digits-cnn" for s in profile.steps)
     assert [e for e in profile.evals if e.job is None]  # the probe curves are kept beside the job's
     assert max(e.metric for e in own) >= 0.97
+
+
+@pytest.mark.slow
+def test_closed_loop_example_never_replaces_an_existing_profile_unasked(tmp_path: Path) -> None:
+    # --out job.jsonl (the name the docs give a real tracked profile) was unlinked and
+    # replaced by the demo's 40 records, exit 0.
+    out = tmp_path / "job.jsonl"
+    out.write_text('{"record": "workload", "name": "mine", "dataset_size": 10}\n')
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run = subprocess.run([sys.executable, str(REPO / "examples" / "closed_loop.py"), "--out", str(out)],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert run.returncode == 2 and "--overwrite" in run.stderr
+    assert read_profile(out).workload.name == "mine"
