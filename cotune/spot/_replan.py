@@ -893,7 +893,8 @@ def replan(
     nearest = None
     if forecast is not None and forecast.reached:
         decision, reason = "stay", (
-            f"the job's curve reached the target at epoch {forecast.epochs:.3g}: no work is left to re-plan (stop training)"
+            f"the job's curve has reached the target (crossing it at about epoch {forecast.epochs:.3g}, read between its "
+            "evaluations): no work is left to re-plan (stop training)"
         )
         if stay is not None:
             # Nothing is left: the row says so (it showed the model's 0.6 epochs, 0.2 s and a cost
@@ -1044,7 +1045,8 @@ def _forecast_note(forecast: Any, factor: float) -> str:
     from cotune.solver import MAX_SHIFT
 
     if forecast.reached:
-        return f"the job's own curve reached the target at epoch {forecast.epochs:.3g}"
+        # The crossing is interpolated between two evaluations: "at epoch 3.42" read as measured.
+        return f"the job's own curve has reached the target (crossing it at about epoch {forecast.epochs:.3g})"
     lo, hi = forecast.lower, forecast.upper
     return (
         f"the job's own curve ({forecast.n_points} evaluations, {forecast.epochs_seen:.3g} epochs, {forecast.source}) "
