@@ -65,7 +65,7 @@ def _returns(actions: list[str]) -> int:
 
 
 def summary_line(policy: str, runs: list[dict]) -> str:
-    """Miss rate by cause, median regret (the summary rows' nearest-rank median), mean
+    """Miss rate by cause, median regret (the summary rows' median, ``regret._pct``), mean
     restarts and returns of one policy's runs."""
     from benchmarks.regret import _pct
 

@@ -13,7 +13,8 @@ is the whole budget) — over the 72 closed-loop scenarios and prints the fronti
     python -m benchmarks.probe_tradeoff --caps 0.1,inf --workloads ncf-t4 --json out.json
 
 Each row: miss rate (by cause), median regret with every cost (misses count ∞, the
-summary rows' nearest-rank median), median training regret over the runs that met
+summary rows' median: the mean of the two middle
+runs of an even count), median training regret over the runs that met
 (training + restarts, no probes), median probes bought, median probe share, and the
 mean and largest number of restarts of a run.
 

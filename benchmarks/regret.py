@@ -11,8 +11,10 @@ In the closed-loop setting the plan is run against the truth and every cost coun
 ``regret = (probes + training + restarts) / cost*(oracle) − 1``; a run the controller
 gives up is a miss of its own cause (``gave_up``).
 
-Percentiles of regret count a miss as infinite regret: a policy that misses more than
-10 % of scenarios has an infinite p90. Savings compare costs under the same target and
+Percentiles of regret count a miss as infinite regret and follow numpy's default (linear
+interpolation between order statistics, ``_pct``): the median of an even count is the
+mean of its two middle values, ∞ if either is; p90 of ``n`` scenarios is ∞ once the
+misses reach ``n − ceil(0.9 (n − 1))`` (8 of 72, 1 of 10). Savings compare costs under the same target and
 deadline: ``1 − cost*(cotune plan) / cost*(best independent baseline)``.
 """
 
@@ -95,7 +97,10 @@ class ScenarioResult:
     resource_only_optimum: float  # best true cost with the batch fixed (inf: none feasible)
     batch_only_optimum: float  # best true cost with the resources fixed
     outcomes: tuple[Outcome, ...]
-    errors: tuple[str, ...] = ()  # policies that raised on this scenario (left out of the summary)
+    errors: tuple[str, ...] = ()  # policies that raised on this scenario (counted as misses by the summary)
+    # (setting, budgets) run in each setting: the rows a raise stands in for, even where a
+    # policy raised on every scenario and left no outcome to read its budgets from
+    budgets: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 def evaluate_plan(scn: Scenario, plan: Plan, oracle_cost: float, evidence: Evidence | None = None) -> Outcome:
@@ -179,9 +184,12 @@ def run_scenario(
     sol = scn.oracle.solve(scn.target, scn.deadline_s)
     outcomes = []
     errors: list[str] = []
+    run_budgets: list[tuple[str, tuple[int, ...]]] = []
     for setting_name in settings:
         ev = scn.evidence(setting_name)
         closed = SETTINGS[setting_name].closed_loop
+        run_budgets.append((setting_name, tuple(int(b) for b in (closed_loop_budgets or (max(budgets),)))
+                            if closed else tuple(int(b) for b in budgets)))
         for name in policies_for(setting_name, include_optional=policies is not None):
             if policies is not None and name not in policies:
                 continue
@@ -213,19 +221,41 @@ def run_scenario(
         batch_only_optimum=_restricted_optimum(scn, "batch_only"),
         outcomes=tuple(outcomes),
         errors=tuple(errors),
+        budgets=tuple(run_budgets),
     )
 
 
 def _pct(values: np.ndarray, q: float) -> float:
-    """Percentile that lets infinities through (numpy's interpolation would give NaN)."""
+    """The ``q``-th percentile by numpy's default (linear interpolation between the two
+    nearest order statistics), letting infinities through: numpy would give NaN where it
+    weighs a finite value against ∞. An ∞ with a nonzero weight makes the percentile ∞.
+    So ``q = 50`` of an even count is the mean of the two middle values (∞ if either is),
+    not the lower one: a lower-middle median would flatter every row of 72 scenarios."""
     if values.size == 0:
         return math.nan
-    v = np.sort(values)
-    return float(v[min(int(math.ceil(q / 100 * v.size)) - 1, v.size - 1)] if q > 0 else v[0])
+    v = np.sort(np.asarray(values, dtype=float))
+    pos = q / 100.0 * (v.size - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, v.size - 1)
+    frac = pos - lo
+    if frac == 0.0 or lo == hi:
+        return float(v[lo])
+    if math.isinf(v[hi]) or math.isinf(v[lo]):
+        return float(v[hi]) if math.isinf(v[hi]) else float(v[lo])
+    return float(v[lo] + frac * (v[hi] - v[lo]))
 
 
 def _num(x: float | None) -> float:
     return 0.0 if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _median(values: Sequence[float]) -> float:
+    """np.median without its warning on a row that has no outcome (a policy that raised everywhere)."""
+    return float(np.median(values)) if len(values) else math.nan
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
 
 
 def _share(values: list[bool]) -> float | None:
@@ -257,19 +287,31 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
     for r in results:
         for o in r.outcomes:
             rows.setdefault((o.setting, o.policy, o.budget), []).append(o)
-    order = {name: (spec.order, i) for i, (name, spec) in enumerate(SETTINGS.items())}
-    pol_order = {name: i for i, name in enumerate(POLICIES)}
-    keys = sorted(rows, key=lambda k: (order.get(k[0], (99, 0)), pol_order.get(k[1], 999), k[2]))
-    delivered = {k: _delivered(rows[k]) for k in keys}
     # Scenarios on which a policy raised: left out of its outcomes, so counted here as misses —
     # a crash must not shrink its own denominator (and read as a lower miss rate).
     raised: dict[tuple[str, str], int] = {}
+    raised_budgets: dict[tuple[str, str], set[int]] = {}
+    seen_budgets: dict[str, set[int]] = {}
+    for o in (o for os_ in rows.values() for o in os_):
+        seen_budgets.setdefault(o.setting, set()).add(o.budget)
     for r in results:
+        recorded = {s_name: set(bs) for s_name, bs in r.budgets}
         for e in r.errors:
             where = e.split(":", 1)[0]
             if "/" in where:
                 s_name, p_name = where.split("/", 1)
                 raised[(s_name, p_name)] = raised.get((s_name, p_name), 0) + 1
+                # older results.json files record no budgets: those the setting's other policies ran
+                raised_budgets.setdefault((s_name, p_name), set()).update(recorded.get(s_name) or seen_budgets.get(s_name, ()))
+    # A policy that raised everywhere has no outcome, but it still gets its rows (all misses):
+    # a policy must not vanish from the table by failing completely.
+    for (s_name, p_name), bs in raised_budgets.items():
+        for b in bs:
+            rows.setdefault((s_name, p_name, b), [])
+    order = {name: (spec.order, i) for i, (name, spec) in enumerate(SETTINGS.items())}
+    pol_order = {name: i for i, name in enumerate(POLICIES)}
+    keys = sorted(rows, key=lambda k: (order.get(k[0], (99, 0)), pol_order.get(k[1], 999), k[2]))
+    delivered = {k: _delivered(rows[k]) for k in keys}
     out = []
     for key in keys:
         setting_name, policy_name, budget = key
@@ -322,14 +364,14 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "upper_bound": SETTINGS[setting_name].upper_bound if setting_name in SETTINGS else False,
                 "p90_regret": _pct(reg, 90),
                 "median_regret_training": _pct(reg_train, 50),
-                "worst_regret": float(reg.max()),
+                "worst_regret": float(reg.max()) if reg.size else math.nan,
                 "worst_regret_when_met": float(reg[np.isfinite(reg)].max()) if np.isfinite(reg).any() else math.nan,
                 "misses": {k: sum(1 for o in os_ if o.miss == k) for k in ("no_plan", "target", "deadline", "gave_up")},
                 "median_probe_share": float(np.median(share)) if share.size else math.nan,
                 "share_probe_le_5pct": float(np.mean(share <= 0.05)) if share.size else math.nan,
                 "curve_share": float(np.median(curve)) if curve.size else None,
-                "median_curve_cost": float(np.median([o.curve_cost for o in os_])),
-                "median_probes": float(np.median([o.probes for o in os_])),
+                "median_curve_cost": _median([o.curve_cost for o in os_]),
+                "median_probes": _median([o.probes for o in os_]),
                 "delivered": own_delivered,
                 "promised": own_promised,
                 "delivered_q50": by_q.get(0.5, (None, None))[0],
@@ -339,12 +381,12 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
                 "coverage_epochs_n": epochs_n,
                 "coverage_epochs_90_unconditional": sum(o.epochs_hits for o in os_) / epochs_n if epochs_n else None,
                 "coverage_epochs_reached_n": reached_n,
-                "mean_restarts": float(np.mean([o.restarts for o in os_])),
-                "mean_revocations": float(np.mean([o.revocations for o in os_])),
-                "mean_accuracy_runs": float(np.mean([o.accuracy_runs for o in os_])),
+                "mean_restarts": _mean([o.restarts for o in os_]),
+                "mean_revocations": _mean([o.revocations for o in os_]),
+                "mean_accuracy_runs": _mean([o.accuracy_runs for o in os_]),
                 # value-of-information planner: summed gains as shares of the oracle's cost
-                "median_expected_gain_share": float(np.median([o.expected_gain / o.oracle_cost for o in os_])),
-                "median_realised_gain_share": float(np.median([o.realised_gain / o.oracle_cost for o in os_])),
+                "median_expected_gain_share": _median([o.expected_gain / o.oracle_cost for o in os_]),
+                "median_realised_gain_share": _median([o.realised_gain / o.oracle_cost for o in os_]),
             }
         )
     return out
@@ -424,10 +466,19 @@ def outcome_dicts(results: Iterable[ScenarioResult]) -> list[dict]:
     return [asdict(o) for r in results for o in r.outcomes]
 
 
-def summarize_outcome_dicts(outcomes: Iterable[dict]) -> list[dict]:
-    """:func:`summarize` from the outcome dicts of a ``results.json`` (read with ``report.read_json``)."""
+def summarize_outcome_dicts(outcomes: Iterable[dict], *, scenarios: Iterable[dict] = ()) -> list[dict]:
+    """:func:`summarize` from a ``results.json`` (read with ``report.read_json``): ``outcomes``
+    its ``regret.outcomes``, ``scenarios`` its ``regret.scenarios`` (their ``errors`` count as
+    misses, as in :func:`summarize`; without them a policy's raises are not counted)."""
     from types import SimpleNamespace
 
     fields = set(Outcome.__dataclass_fields__)
     rows = [Outcome(**{k: (math.nan if v is None and k == "train_cost" else v) for k, v in o.items() if k in fields}) for o in outcomes]
-    return summarize([SimpleNamespace(outcomes=rows)])  # type: ignore[list-item]
+    # One stand-in per scenario for its errors and budgets, one more holding every outcome:
+    # summarize reads only these three attributes.
+    stand_ins = [
+        SimpleNamespace(outcomes=(), errors=tuple(sc.get("errors") or ()),
+                        budgets=tuple((s_name, tuple(bs)) for s_name, bs in (sc.get("budgets") or ())))
+        for sc in scenarios
+    ]
+    return summarize([SimpleNamespace(outcomes=rows, errors=(), budgets=()), *stand_ins])  # type: ignore[list-item]

@@ -106,6 +106,12 @@ def _row(data: dict, setting: str, policy: str, budget: int | None = None) -> di
     return rows[0] if rows else None
 
 
+def _fixed(x: float | None, *, digits: int) -> str:
+    """A plain number; "–" where there is none (a row of a policy that raised on every scenario
+    has no runs to average: NaN in memory, None once through results.json)."""
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
 def _frac(x: float | None) -> str:
     return "–" if x is None else _pct(float(x))
 
@@ -253,7 +259,7 @@ def markdown(data: dict) -> str:
             lines.append(
                 f"| {r['policy']} | {r['probes']} | {_pct(r['miss_rate'])} | {m['no_plan']} / {m['target']} / {m['deadline']} / "
                 f"{m['gave_up']} | {_pct(r['median_regret'])} | {_pct(r.get('median_regret_training', math.nan))} | "
-                f"{_frac(r['delivered_q90'])} | {r.get('mean_revocations', 0.0):.2f} | {r['mean_restarts']:.2f} |"
+                f"{_frac(r['delivered_q90'])} | {_fixed(r.get('mean_revocations', 0.0), digits=2)} | {_fixed(r['mean_restarts'], digits=2)} |"
             )
     from benchmarks.reliability import markdown as reliability_markdown
 
@@ -264,7 +270,7 @@ def markdown(data: dict) -> str:
         lines += _voi_table(voi, reg.get("outcomes", []))
     errs = [(sc["scenario"], e) for sc in reg["scenarios"] for e in sc.get("errors", [])]
     if errs:
-        lines += ["", f"**{len(errs)} policy runs raised** and are left out of the rows above:", ""]
+        lines += ["", f"**{len(errs)} policy runs raised**; each counts in the rows above as a miss (∞ regret) of its scenario:", ""]
         lines += [f"- {k}: {e}" for k, e in errs]
     fam = reg.get("by_family")
     if fam:
@@ -341,8 +347,8 @@ def _voi_table(rows: list[dict], outcomes: list[dict]) -> list[str]:
         s = scenario_bootstrap(mine)
         gains = ("– | – | –" if not s.get("n") else
                  f"{ci(s['expected'], s['expected_ci'])} | {ci(s['realised'], s['realised_ci'])} | {ci(s['gap'], s['gap_ci'])}")
-        out.append(f"| {r['setting']} | {r['policy']} | {r['probes']} | {r['median_probes']:.0f} | "
-                   f"{r['mean_accuracy_runs']:.2f} | {gains} | {_pct(r['miss_rate'])} | {_pct(r['median_regret'])} |")
+        out.append(f"| {r['setting']} | {r['policy']} | {r['probes']} | {_fixed(r['median_probes'], digits=0)} | "
+                   f"{_fixed(r['mean_accuracy_runs'], digits=2)} | {gains} | {_pct(r['miss_rate'])} | {_pct(r['median_regret'])} |")
     return out
 
 

@@ -20,7 +20,7 @@ def test_the_frontier_counts_misses_as_infinite_regret_and_training_regret_over_
     lo, hi = frontier(runs)
     assert lo["cap"] == 0.1 and hi["cap"] == math.inf
     assert lo["miss_rate"] == pytest.approx(1 / 3) and lo["misses"] == {"deadline": 1}
-    assert lo["median_regret"] == pytest.approx(0.4)  # nearest-rank median of (0.2, 0.4, ∞)
+    assert lo["median_regret"] == pytest.approx(0.4)  # the middle of (0.2, 0.4, ∞)
     assert lo["median_training_regret"] == pytest.approx(0.2)  # the miss's 5.0 is left out
     assert hi["miss_rate"] == 0.0 and hi["median_probes"] == 16
 
