@@ -5,14 +5,19 @@ chosen by :func:`cotune.solver.plan_next_probe`: a step-time probe at an unprobe
 candidate, or a short run at a measured batch whose curve the setting holds out,
 whichever is expected to lower the decision's cost and risk the most net of its price
 — and the policy stops buying when no gain covers its price (later budgets then repeat
-the plan). A short run at batch ``B`` trains at the cheapest measured packed
-configuration of ``B`` until the planner's upper epochs-to-target there (or the end of
-the recorded curve); the planner then sees the true curve up to that point, with its
-gradient statistics as noise records, and pays for it.
+the plan). A short run at batch ``B`` is planned with the planner's own estimates only:
+on the configuration of ``B`` it expects to be cheapest per epoch, for its upper
+epochs-to-target there (where that end is unbounded, as long as the longest run it has
+seen — the one-curve run), priced at its estimated step time. The truth then bills it:
+the true step time of that configuration for the epochs actually trained (at least two
+evaluations, at most to the end of the recorded curve, where the recipe stops); the
+planner sees the true curve up to that point, with its gradient statistics as noise
+records.
 
 Expected vs realised gain, per bought measurement: the planner's expected gain against
 the change of the plan's true loss, ``loss = true cost`` if the plan meets target and
-deadline, ``spent + cost*(oracle)`` if it misses (the run is wasted and redone), and
+deadline, ``spent + cost*(oracle)`` if it misses (the run is wasted and redone; ``spent``
+is its true cost to the target, or where it never gets there, to its recipe's end), and
 ``2 · cost*(oracle)`` for no plan.
 """
 
@@ -35,7 +40,7 @@ from benchmarks.policies import (
     seed_design,
     subset,
 )
-from benchmarks.replay import price_matrix, probe_price
+from benchmarks.replay import price_matrix, probe_price, recipe_end_at
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, evals_of, noise_of
 from cotune.models import fit_models
@@ -47,7 +52,7 @@ __all__ = ["LOOP_BOOTSTRAP", "seed_count", "true_loss"]
 LOOP_BOOTSTRAP = 4  # bootstrap refits inside the loop (intervals matter to the gains; 16 is too slow here)
 
 
-def true_loss(scn: Scenario, index: int | None, predicted_cost: float) -> float:
+def true_loss(scn: Scenario, index: int | None) -> float:
     """The plan's loss in the truth (see the module docstring)."""
     sol = scn.oracle.solve(scn.target, scn.deadline_s)
     if index is None:
@@ -56,8 +61,18 @@ def true_loss(scn: Scenario, index: int | None, predicted_cost: float) -> float:
     met = math.isfinite(cost[index]) and (scn.deadline_s is None or time_s[index] <= scn.deadline_s)
     if met:
         return float(cost[index])
-    spent = float(cost[index]) if math.isfinite(cost[index]) else predicted_cost
+    # A run that never reaches the target still costs its whole schedule — in the truth, not
+    # at the model's predicted cost (which would let a worse prediction shrink the loss).
+    spent = float(cost[index]) if math.isfinite(cost[index]) else _schedule_cost_usd(scn, index=index)
     return spent + sol.cost
+
+
+def _schedule_cost_usd(scn: Scenario, *, index: int) -> float:
+    """True USD of training candidate ``index`` to its recipe's end (``recipe_end_at``)."""
+    w, c = scn.workload, scn.candidates
+    gb = float(c.global_batch[index])
+    hours = recipe_end_at(w, gb) * w.dataset_size / gb * float(scn.oracle.step_time_s[index]) / 3600.0
+    return float(c.workers[index] * scn.oracle.price_per_hour[index] * hours)
 
 
 def seed_count(candidates, design: list[int]) -> int:
@@ -65,17 +80,32 @@ def seed_count(candidates, design: list[int]) -> int:
     return min(SEED_PER_GPU * len({int(candidates.gpu[i]) for i in design}), len(design))
 
 
-def _short_run(scn: Scenario, batch: int, epochs: float) -> tuple[float, float]:
-    """(price, epochs actually run) of a short run at ``batch`` for ``epochs``."""
-    w = scn.workload
-    c = scn.candidates
-    sel = np.flatnonzero(c.global_batch == batch)
-    per_epoch = np.min(c.workers[sel] * scn.oracle.price_per_hour[sel] / 3600.0 * w.dataset_size / batch * scn.oracle.step_time_s[sel])
+def _short_run_plan(est, *, batch: int, seen_epochs: float) -> tuple[int, float, float]:
+    """(row of ``est``, epochs, USD) of a short run at ``batch`` as the planner sees it: on
+    the row it expects cheapest per epoch, to the upper end of its epochs interval there
+    (``seen_epochs``, the longest run it has seen, where that end is unbounded), at its
+    estimated step time — never the truth, which only bills the run (:func:`_short_run_bill`)."""
+    c = est.candidates
+    at = np.flatnonzero(c.global_batch == batch)
+    per_epoch = c.workers[at] * np.asarray(est.price_per_hour, float)[at] * np.asarray(est.epoch_time_s, float)[at] / 3600.0
+    per_epoch = np.where(np.isfinite(per_epoch), per_epoch, np.inf)
+    k = int(at[np.argmin(per_epoch)])
+    up = np.asarray(est.epochs_upper, float)[at]
+    epochs = float(np.min(up[np.isfinite(up)])) if np.any(np.isfinite(up)) else float(seen_epochs)
+    return k, epochs, float(np.min(per_epoch) * epochs)
+
+
+def _short_run_bill(scn: Scenario, *, index: int, epochs: float) -> tuple[float, float]:
+    """(true USD, epochs actually run) of a short run on candidate ``index`` for ``epochs``."""
+    w, c = scn.workload, scn.candidates
+    batch = int(c.global_batch[index])
+    per_epoch = float(c.workers[index] * scn.oracle.price_per_hour[index] / 3600.0 * w.dataset_size / batch * scn.oracle.step_time_s[index])
     ev = np.sort(w.curves[batch].epochs[np.isfinite(w.curves[batch].epochs)])
     # At least two evaluations: a one-point curve tells nothing about its slope (and
-    # cotune's accuracy fit of 2026-12-01 fails on one, see the README).
+    # cotune's accuracy fit of 2026-12-01 fails on one, see the README). At most to the
+    # recorded end: the recipe stops there (and the trace holds nothing beyond).
     run = float(min(max(epochs, ev[min(1, ev.size - 1)]), ev[-1]))
-    return float(per_epoch * run), run
+    return per_epoch * run, run
 
 
 def _profile(launcher, extra_evals, extra_noise) -> Profile:
@@ -116,14 +146,12 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
             _, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
             probed = np.isin(usable, launcher.measured)
             step_price = probe_price(c.workers[usable], scn.oracle.price_per_hour[usable], est.step_time_s)
+            seen_epochs = max(e.epoch for e in profile.evals)
             shorts = []
             for b in held:
-                if b in ran:
+                if b in ran or not np.any(est.candidates.global_batch == b):
                     continue
-                at = np.flatnonzero(est.candidates.global_batch == b)
-                up = est.epochs_upper[at]
-                want = float(np.min(up)) if np.any(np.isfinite(up)) else float(np.nanmax(w.curves[b].epochs))
-                price, _ = _short_run(scn, b, want)
+                _, _, price = _short_run_plan(est, batch=b, seen_epochs=seen_epochs)
                 shorts.append((b, price, 1.0))
             options = standard_options(est, unprobed=~probed, step_price=step_price, short_runs=shorts)
             decision = plan_next_probe(est, options, feasible=ok, deadline_s=scn.deadline_s, interval=0.9,
@@ -131,16 +159,14 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
             if decision.option is None:
                 stopped = True
             else:
-                before = true_loss(scn, None if j is None else int(usable[j]), float(est.cost[j]) if j is not None else math.inf)
+                before = true_loss(scn, None if j is None else int(usable[j]))
                 opt = decision.option
                 if opt.kind == "step":
                     launcher.probe(int(usable[opt.touches[0]]))
                 else:
                     b = int(est.candidates.global_batch[opt.touches[0]])
-                    at = np.flatnonzero(est.candidates.global_batch == b)
-                    up = est.epochs_upper[at]
-                    want = float(np.min(up)) if np.any(np.isfinite(up)) else float(np.nanmax(w.curves[b].epochs))
-                    price, run = _short_run(scn, b, want)
+                    k_run, want, _ = _short_run_plan(est, batch=b, seen_epochs=seen_epochs)
+                    price, run = _short_run_bill(scn, index=int(usable[k_run]), epochs=want)
                     extra_evals += [e for e in evals_of(w, (b,)) if e.epoch <= run + 1e-9]
                     extra_noise += [n for n in noise_of(w, b) if (n.epoch or 0.0) <= run + 1e-9]
                     launcher.probe_cost += price
@@ -149,7 +175,7 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
                     ran.add(b)
                 profile = _profile(launcher, extra_evals, extra_noise)
                 _, usable2, est2, _, j2 = _decide(scn, profile, mask, spec.confidence, LOOP_BOOTSTRAP)
-                after = true_loss(scn, None if j2 is None else int(usable2[j2]), float(est2.cost[j2]) if j2 is not None else math.inf)
+                after = true_loss(scn, None if j2 is None else int(usable2[j2]))
                 expected += decision.expected_gain
                 realised += before - after
                 bought.append((opt.kind, float(decision.expected_gain), float(before - after)))
@@ -159,8 +185,11 @@ def _voi_policy(spec: PolicySpec, scn: Scenario, evidence: Evidence, budgets: tu
         elif k in budgets:
             profile = _profile(launcher, extra_evals, extra_noise)
             models, usable, est, ok, j = _decide(scn, profile, mask, spec.confidence, None)
-            counts = coverage_counts(scn, evidence, models, tuple(launcher.probed))
-            reached_counts = epochs_coverage_reached(scn, evidence, models)
+            # A batch it ran a short run at is no longer held out: its curve (to that point) is
+            # in the fit, and an interval there checked against that curve is no test.
+            still_held = dataclasses.replace(evidence, held_out=tuple(b for b in evidence.held_out if b not in ran))
+            counts = coverage_counts(scn, still_held, models, tuple(launcher.probed))
+            reached_counts = epochs_coverage_reached(scn, still_held, models)
             p = est.p_success
             plans.append(
                 Plan(

@@ -67,7 +67,7 @@ def alternatives(workload_names: tuple[str, ...] | None = None, *, top: int = 6)
         for i in probed:
             launcher.probe(i)
         _, usable, est, _, j = _decide(scn, launcher.profile(), mask, None, LOOP_BOOTSTRAP)
-        return true_loss(scn, None if j is None else int(usable[j]), math.inf if j is None else float(est.cost[j]))
+        return true_loss(scn, None if j is None else int(usable[j]))
 
     rows = []
     for scn in scenarios(workloads(names=workload_names)):
@@ -89,7 +89,7 @@ def alternatives(workload_names: tuple[str, ...] | None = None, *, top: int = 6)
                          step_floor=probed_step_floor(est, probed))
         net = g.gains - np.array([o.price for o in opts])
         oracle = scn.oracle.solve(scn.target, scn.deadline_s).cost
-        before = true_loss(scn, None if j is None else int(usable[j]), math.inf if j is None else float(est.cost[j]))
+        before = true_loss(scn, None if j is None else int(usable[j]))
         for rank, n in enumerate(np.argsort(-net, kind="stable")[:top]):
             after = loss_after(scn, mask, [*launcher.probed, int(usable[opts[n].touches[0]])])
             rows.append(dict(scenario=scn.key, rank=rank, worth_buying=bool(net[n] > 0), expected=float(g.gains[n]) / oracle,
