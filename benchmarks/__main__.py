@@ -6,6 +6,12 @@ headline ``one-curve``, the upper bound ``free-curves``, the ``closed-loop`` rep
 each with every policy registered for it. Progress goes to stderr. The full run aims at
 under 20 minutes on 2 CPU cores, ``--quick`` at under 3 (a slice: fewer workloads,
 scenarios and budgets).
+
+Exit status: 0 when the run finished; 2, with one line on stderr and nothing run, for an
+unknown policy or setting, a ``--policies`` name that none of the chosen ``--settings``
+runs, a bad ``--cluster`` file, an ``--out`` that cannot be written into (an existing
+file, a read-only folder) or a missing trace. Results replace an existing
+``results.json``/``report.md`` only once written whole.
 """
 
 from __future__ import annotations
@@ -277,8 +283,22 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     data["section_s"] = {"model_error": t_models, "regret": t_regret, "total": time.perf_counter() - t0}
     data["wall_s"] = time.perf_counter() - t0
     report.write_json(out / "results.json", data)
-    (out / "report.md").write_text(report.markdown(data), encoding="utf-8")
+    report.write_text(out / "report.md", report.markdown(data))
     return data
+
+
+def _unwritable(out: Path) -> str | None:
+    """Why results cannot be written into ``out`` (None: they can). Checked before the run,
+    so a bad ``--out`` costs seconds, not a finished 15-minute run."""
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,6 +334,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"benchmarks: unknown setting {', '.join(unknown)}: use some of {', '.join(SETTINGS)}", file=sys.stderr)
             return 2
         cfg = dataclasses.replace(cfg, settings=names)
+    if cfg.policies is not None:
+        # A named policy that no chosen setting runs would leave an empty run reading as a success.
+        idle = [n for n in cfg.policies if not any(POLICIES[n].runs_in(s) for s in cfg.settings)]
+        if idle:
+            where = "; ".join(f"{n} runs in {', '.join(s for s in SETTINGS if POLICIES[n].runs_in(s))}" for n in idle)
+            print(f"benchmarks: policy {', '.join(idle)} runs in none of the settings {', '.join(cfg.settings)} ({where}): "
+                  "add one of its settings to --settings", file=sys.stderr)
+            return 2
     if args.cluster:
         from benchmarks.closed_loop_spot import use_cluster
         from cotune.errors import InputError
@@ -325,9 +353,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         cfg = dataclasses.replace(cfg, cluster=str(args.cluster))
     command = "python -m benchmarks" + " ".join([""] + [a for a in (argv if argv is not None else sys.argv[1:])])
+    bad_out = _unwritable(args.out)
+    if bad_out:
+        print(f"benchmarks: --out {args.out}: {bad_out}: name a folder you can write to", file=sys.stderr)
+        return 2
     try:
         data = run(cfg, args.out, jobs=max(1, args.jobs), command=command)
-    except FileNotFoundError as exc:
+    except OSError as exc:  # a missing trace, or the folder lost or full at the end: one line, not a traceback
         print(f"benchmarks: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}/results.json, report.md, {', '.join(data['figures'])} in {data['wall_s']:.0f} s")

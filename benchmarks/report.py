@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["write_json", "read_json", "markdown", "plot_all", "aims", "rewrite"]
+__all__ = ["write_json", "write_text", "read_json", "markdown", "plot_all", "aims", "rewrite"]
 
 AIM_MEDIAN_REGRET = 0.03
 AIM_P90_REGRET = 0.10
@@ -36,8 +38,23 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` all at once: written to a temporary file beside it,
+    then renamed over it, so a failed or interrupted write (a full disk, an unencodable
+    value, a kill) leaves the previous file whole instead of truncated."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(_clean(data), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(_clean(data), indent=1, sort_keys=False) + "\n")
 
 
 def _unclean(x: Any) -> Any:
@@ -60,7 +77,7 @@ def read_json(path: Path) -> dict:
 def rewrite(out: Path) -> None:
     """Re-render ``report.md`` from ``results.json`` in ``out`` (after a change to this module)."""
     data = read_json(Path(out) / "results.json")
-    (Path(out) / "report.md").write_text(markdown(data), encoding="utf-8")
+    write_text(Path(out) / "report.md", markdown(data))
 
 
 def _pct(x: float) -> str:
