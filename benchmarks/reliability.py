@@ -31,6 +31,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from benchmarks.report import _labelled  # free-curves reads "(upper bound)" in every table
+
 __all__ = [
     "BINS",
     "counts",
@@ -271,7 +273,7 @@ def markdown(rows: Sequence[dict], *, families: Mapping[str, str] | None = None)
         if key in listed:
             continue
         listed.add(key)
-        lines.append(f"| {r['setting']} | {r['policy']} | {r['probes']} | {r['candidates']} | {f(r['brier'])} | "
+        lines.append(f"| {_labelled(r['setting'])} | {r['policy']} | {r['probes']} | {r['candidates']} | {f(r['brier'])} | "
                      f"{f(r['ece'])} | {f(r['brier_reach'])} | {f(r['ece_reach'])} |")
     seen = set()
     for r in rows:
@@ -280,7 +282,7 @@ def markdown(rows: Sequence[dict], *, families: Mapping[str, str] | None = None)
         if key in seen:
             continue
         seen.add(key)
-        lines += ["", f"{r['setting']}, {fam} family, {r['probes']} probes:", "",
+        lines += ["", f"{_labelled(r['setting'])}, {fam} family, {r['probes']} probes:", "",
                   "| predicted | P(success): n | mean predicted | truly succeed | P(reach): n | mean predicted | truly reach |",
                   "|---|---|---|---|---|---|---|"]
         by_s = {(x["lo"], x["hi"]): x for x in r["success"]}
@@ -367,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cotune family, {budget} probes, {len(scns)} scenarios; every estimated candidate against the replay truth")
     for (setting, k), c in sorted(got.items()):
         s = _summary_of(c["success"], c["reach"])
-        print(f"\n{setting} [{k}]: {s['candidates']} candidates; P(success) Brier {f(s['brier'])} ECE {f(s['ece'])}; "
+        print(f"\n{_labelled(setting)} [{k}]: {s['candidates']} candidates; P(success) Brier {f(s['brier'])} ECE {f(s['ece'])}; "
               f"P(reach) Brier {f(s['brier_reach'])} ECE {f(s['ece_reach'])}")
         print(f"  {'bin':9s} {'n':>6s} {'P(s) pred':>9s} {'true':>6s}   {'n':>6s} {'P(r) pred':>9s} {'true':>6s}")
         ts = {(x['lo']): x for x in table(c["success"])}

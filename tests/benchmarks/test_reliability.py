@@ -60,3 +60,14 @@ def test_nothing_to_score_gives_none_not_zero() -> None:
 def test_mismatched_predictions_and_outcomes_are_refused() -> None:
     with pytest.raises(ValueError, match="one value per candidate"):
         counts(np.zeros(3), np.zeros(2))
+
+
+def test_free_curves_rows_of_the_reliability_tables_are_labelled_upper_bound() -> None:
+    from benchmarks.reliability import markdown
+
+    c = counts(np.array([0.2, 0.8]), np.array([False, True]))
+    row = dict(setting="free-curves", policy="cotune", probes=16, candidates=2, brier=brier(c), ece=ece(c),
+               brier_reach=brier(c), ece_reach=ece(c), success=table(c), reach=table(c), choices=[])
+    lines = markdown([row])
+    assert any(line.startswith("| free-curves (upper bound) | cotune |") for line in lines)
+    assert any(line.startswith("free-curves (upper bound), cotune family") for line in lines)
