@@ -341,14 +341,15 @@ _MIXTURE_BLOCK = 1 << 16
 
 
 def _revocation_law(est, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(rows, W_c, delays)`` of the ``rows`` whose revocation law is complete, or None."""
-    if est.revocation_law_s is None:
-        return None
-    law = np.asarray(est.revocation_law_s, float)
-    ok = rows & np.isfinite(law[:, 0]) & (law[:, 0] > 0) & np.isfinite(law[:, 1:]).all(axis=1)
+    """``(rows, W_c, delays)`` of the ``rows`` whose revocation law is complete (the rule
+    ``recommend``'s mixture reads rows by), or None."""
+    from cotune.solver._estimate import _revocation_rows
+
+    ok = rows & _revocation_rows(est)
     if not ok.any():
         return None
     idx = np.flatnonzero(ok)
+    law = np.asarray(est.revocation_law_s, float)
     return idx, law[idx, 0], law[idx, 1:]
 
 
