@@ -82,6 +82,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "Weights & Biases export, 'Wall time' of a TensorBoard one)")
     p.add_argument("--time-unit", default=None, choices=("s", "min", "h"),
                    help="csv, keras-csv: what the clock column counts (default: the unit its name says, as in 'hours', else s)")
+    p.add_argument("--steps-are-epochs", action="store_true",
+                   help="tensorboard, mlflow: the metric's steps are epoch indices (add_scalar(tag, value, epoch), "
+                   "log_metric(key, value, step=epoch)), not optimizer steps")
     p.set_defaults(run=run)
 
 
@@ -93,6 +96,7 @@ def _refuse_run_flags(args: argparse.Namespace, fmt: str, fix: str, *, allow: tu
 
     given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if k not in allow and getattr(args, k) is not None]
     given += (["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
+              + ["--steps-are-epochs"] * args.steps_are_epochs
               + ["--record"] * (record and args.record is not None))
     if given:
         raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
@@ -179,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         run_column=args.run_column,
         time_column=args.time_column,
         time_unit=args.time_unit,
+        steps_are_epochs=args.steps_are_epochs,
     )
     verb = "appended to" if args.append else "wrote"
     n = len(profile.evals) + len(profile.steps) + len(profile.noise)

@@ -90,6 +90,7 @@ def import_log(
     run_column: str | None = None,
     time_column: str | None = None,
     time_unit: Literal["s", "min", "h"] | None = None,
+    steps_are_epochs: bool = False,
 ) -> Profile:
     """Turn one run's training log into a profile (and write it to ``out`` if given).
 
@@ -104,7 +105,9 @@ def import_log(
     write: ``_runtime``, ``_timestamp``, ``Wall time``), from which the step time is read;
     ``time_unit`` says what it counts (``"s"``, ``"min"``, ``"h"``; default: the unit its
     name says, as DAWNBench's ``hours`` does, else seconds). A table indexed by epoch alone
-    gives the step time of its whole epochs, evaluations included.
+    gives the step time of its whole epochs, evaluations included. ``steps_are_epochs``
+    (tensorboard, mlflow) reads the metric's steps as epoch indices, for a metric logged with
+    ``add_scalar(tag, value, epoch)`` or ``log_metric(key, value, step=epoch)``.
     """
     hosts = 1 if hosts is None else hosts  # None is the default, as for every other keyword
     accum_steps = 1 if accum_steps is None else accum_steps
@@ -119,13 +122,18 @@ def import_log(
         raise InputError(f"--seed must be a whole number >= 0, got {excerpt(seed)}")
     if goal is not None and goal not in ("max", "min"):
         raise InputError(f"--goal must be 'max' or 'min', got {excerpt(goal)}")
+    if not isinstance(steps_are_epochs, bool):
+        raise InputError(f"steps_are_epochs must be True or False, got {excerpt(steps_are_epochs)}")
+    if steps_are_epochs and format not in ("tensorboard", "mlflow"):
+        raise InputError("--steps-are-epochs applies to formats tensorboard and mlflow only (a csv names its epoch "
+                         "column with --epoch-column)")
     _check_run_flags(global_batch=global_batch, dataset_size=dataset_size, workers=workers, hosts=hosts,
                      local_batch=local_batch, accum_steps=accum_steps)
     log = read_log(format, path, step_column=step_column, epoch_column=epoch_column, run=run, run_column=run_column,
                    time_column=time_column, time_unit=time_unit)
     opts = ImportOptions(global_batch=global_batch, dataset_size=dataset_size, metric=metric, goal=goal, name=name,
                          seed=0 if seed is None else seed, gpu=gpu, workers=workers, hosts=hosts, local_batch=local_batch,
-                         accum_steps=accum_steps)
+                         accum_steps=accum_steps, steps_are_epochs=steps_are_epochs)
     existing = _existing(out, append=append, what="this run")
     if existing is not None:
         if dataset_size is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -38,9 +39,13 @@ class ImportOptions:
     hosts: int = 1
     local_batch: int | None = None
     accum_steps: int = 1
+    # tensorboard, mlflow: the metric's steps are epoch indices (add_scalar(tag, v, epoch))
+    steps_are_epochs: bool = False
 
 
 _EVAL_TOKENS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+# Words of series that step by a counter of their own stage (no metric names these alone).
+_OTHER_STAGES = _EVAL_TOKENS | {"validate", "predict"}
 _NOT_METRICS = re.compile(r"(runtime|per_sec|per_second|samples_per|steps_per|step_time|learning_rate|^lr$|/lr$|_lr$"
                           r"|grad_norm|grad_sqr|grad_var|noise_scale|b_noise|total_flos|^epoch$|^step$)")
 _MIN_TOKENS = {"loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse", "nll"}
@@ -83,7 +88,8 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
                              "pass the full name of one")
         shown = [repr(n) if not n.strip() else n for n in names]  # an empty header cell is a column too: ''
         has = f"the log has {', '.join(shown)}" if names else "the log has no series with a step at all"
-        raise InputError(f"{log.source}: " + log.text_columns.get(wanted, f"no series {wanted!r} (--metric); {has}"))
+        raise InputError(f"{log.source}: " + log.text_columns.get(wanted, f"no series {wanted!r} (--metric); {has}")
+                         + _sub_runs_hint(log, wanted))
     candidates = [n for n in names if _is_eval(n)]
     if len(candidates) == 1:
         return log.series[candidates[0]]
@@ -99,8 +105,23 @@ def _choose_metric(log: LogData, wanted: str | None, notes: list[str]) -> Series
         raise InputError(
             f"{log.source}: no validation metric recognised (series: {', '.join(names) or 'none'}"
             + "".join(f"; {n}" for n in log.text_columns.values()) + f"): pass --metric NAME{download}"
+            + _sub_runs_hint(log, None)
         )
     raise InputError(f"{log.source}: several validation metrics ({', '.join(candidates)}): pass --metric NAME to pick one")
+
+
+def _sub_runs_hint(log: LogData, wanted: str | None) -> str:
+    """Where a TensorBoard run's other series are: SummaryWriter.add_scalars('accuracy',
+    {'val': ...}) writes each into a directory of its own (run/accuracy_val), which a reader of
+    the run's own event files never sees; "" where there is none."""
+    if not log.sub_runs:
+        return ""
+    named = [d for d in log.sub_runs if wanted is not None and Path(d).name.lower().endswith(wanted.lower())]
+    if len(named) == 1:
+        return f"; its series {wanted!r} is in {named[0]} (add_scalars writes one there): give that directory"
+    listed = ", ".join(log.sub_runs[:5]) + (f" and {len(log.sub_runs) - 5:,} more" if len(log.sub_runs) > 5 else "")
+    return (f"; directories below it hold event files of their own ({listed}: add_scalars writes each series into "
+            "one): give the one of the validation metric")
 
 
 def _goal(metric: str, given: str | None) -> Literal["max", "min"]:
@@ -170,15 +191,31 @@ def _implied_global_batch(log: LogData, dataset_size: int | None) -> str:
             f"{batch:,} samples a step{why}: --global-batch {batch} if that was the run's")
 
 
-def _median_step_time(log: LogData, global_batch: int,
-                      steps_per_epoch: int) -> tuple[float, float | None, int | None, str] | None:
+def _batches_per_step(log: LogData) -> int | None:
+    """Micro-batches a step by the log's own count: Lightning's ThroughputMonitor logs
+    ``train/batches`` (batches so far) at each optimizer step, so with gradient accumulation
+    it climbs ``K`` a step. None where the log has no such count or it is no whole number."""
+    s = next((s for n, s in log.series.items() if n.lower().endswith("train/batches") and s.value.size >= 2), None)
+    if s is None:
+        return None
+    d_step, d_batches = np.diff(s.step), np.diff(s.value)
+    ok = (d_step > 0) & np.isfinite(d_step) & np.isfinite(d_batches) & (d_batches > 0)
+    if not np.any(ok):
+        return None
+    k = float(np.median(d_batches[ok] / d_step[ok]))
+    return int(round(k)) if k >= 1 and abs(k - round(k)) < 1e-6 else None
+
+
+def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int,
+                      accum_steps: int) -> tuple[float, float | None, int | None, str] | None:
     """(seconds per step, spread, how many measurements, where from) or None."""
     # A rate logged once is a run summary (Trainer's train_steps_per_second through
     # TensorBoard: evaluation pauses included); series over training come first.
     every = {n: s for n, s in log.series.items() if not (_tokens(n) & _EVAL_TOKENS) and s.value.size}
     train = {n: s for n, s in every.items() if s.value.size > 1}
     for name, s in train.items():
-        if re.search(r"step_time(_s)?$", name.lower()) and np.all(s.value > 0):
+        # Megatron-LM's 'iteration-time' is seconds an iteration (an optimizer step)
+        if re.search(r"(step_time(_s)?|iteration[-_ ]time(_s)?)$", name.lower()) and np.all(s.value > 0):
             return _summarise(s.value, f"series {name!r}")
     rates = [n for n, s in train.items()
              if re.search(r"(steps|batches|it)_per_sec(ond)?$", n.lower()) and np.all(s.value > 0)]
@@ -187,14 +224,24 @@ def _median_step_time(log: LogData, global_batch: int,
     # times the world size), which sorts first: with 2 GPUs it halved the step time.
     device = [n for n in rates if re.search(r"device\W?batches_per_sec(ond)?$", n.lower())]
     lightning_global = [n for n in rates if n.lower().endswith("batches_per_sec") and n not in device]
+    # ThroughputMonitor counts micro-batches: with gradient accumulation a step is
+    # accum_steps of them (a rate 4 times the steps a second gave a step time 4 times short).
+    def per_step(name: str) -> tuple[float, str]:
+        if re.search(r"batches_per_sec(ond)?$", name.lower()) and accum_steps > 1:
+            return float(accum_steps), f"series {name!r} (batches per second, {accum_steps} batches a step)"
+        return 1.0, f"series {name!r} (steps per second)"
+
     if device:
-        return _summarise(1.0 / log.series[device[0]].value, f"series {device[0]!r} (steps per second)")
+        k, where = per_step(device[0])
+        return _summarise(k / log.series[device[0]].value, where)
     for name in rates:
         if name in lightning_global and log.format == "lightning-csv":
             continue  # all devices' batches a second: not the steps, and the world size is not in the log
-        return _summarise(1.0 / log.series[name].value, f"series {name!r} (steps per second)")
+        k, where = per_step(name)
+        return _summarise(k / log.series[name].value, where)
+    # A bare 'throughput' has no unit (Megatron-LM's is TFLOP/s a GPU; others tokens/s): not read.
     for name, s in train.items():
-        if re.search(r"(samples_per_sec(ond)?|throughput)$", name.lower()) and np.all(s.value > 0):
+        if re.search(r"samples_per_sec(ond)?$", name.lower()) and np.all(s.value > 0):
             return _summarise(global_batch / s.value, f"series {name!r} (samples per second)")
     # Wall-clock stamps: the densest training series; the median of Δt/Δstep ignores the
     # gaps where the run evaluated or checkpointed.
@@ -236,6 +283,49 @@ def _median_step_time(log: LogData, global_batch: int,
         if s.value.size == 1 and re.search(r"steps_per_sec(ond)?$", name.lower()) and s.value[0] > 0:
             return 1.0 / float(s.value[0]), None, None, f"series {name!r}, logged once (a run summary: includes evaluation pauses)"
     return None
+
+
+def _epoch_index_offset(log: LogData, metric: Series, steps_per_epoch: int) -> tuple[str, float, int, int] | None:
+    """Where ``metric``'s steps are an epoch index: (the other series that ran furthest, its
+    last step, the epochs that is, what to add to the index to give passes done: 1 for a
+    0-based index, 0 for one that counts passes). The other series reached the metric's last
+    step, or one past it, times ⌈N/B⌉ (to within half an epoch: they log every k steps), and
+    went at least twice as far as the metric (a metric at real steps ends near them)."""
+    steps = metric.step[np.isfinite(metric.step)]
+    if steps.size == 0 or steps_per_epoch < 2 or np.any(steps < 0) or np.any(steps != np.round(steps)):
+        return None
+    others = [(s.name, float(np.max(s.step[np.isfinite(s.step)]))) for s in log.series.values()
+              if s.name != metric.name and np.any(np.isfinite(s.step))]
+    if not others:
+        return None
+    name, far = max(others, key=lambda x: x[1])
+    last = float(np.max(steps))
+    epochs = round(far / steps_per_epoch)
+    if epochs >= 1 and epochs - last in (0.0, 1.0) and far >= 2.0 * max(last, 1.0):
+        return name, far, int(epochs), int(epochs - last)
+    return None
+
+
+def _epochs_of_index(log: LogData, metric: Series, steps_per_epoch: int, notes: list[str]) -> np.ndarray:
+    """``metric``'s steps read as epoch indices (``--steps-are-epochs``): passes done."""
+    if log.format not in ("tensorboard", "mlflow"):
+        raise InputError("--steps-are-epochs applies to formats tensorboard and mlflow only (a csv names its epoch "
+                         "column with --epoch-column)")
+    if metric.epoch is not None:
+        raise InputError(f"{log.source}: {metric.name!r} states its epochs already (an epoch_* series of a Keras "
+                         "log): leave --steps-are-epochs out")
+    found = _epoch_index_offset(log, metric, steps_per_epoch)
+    finite = metric.step[np.isfinite(metric.step)]
+    if found is not None:
+        name, far, epochs, offset = found
+        why = f"{name!r} ran to step {far:g}, {epochs} epochs of {steps_per_epoch:,} steps"
+    else:
+        # Nothing to compare with: a loop `for epoch in range(n)` logs 0 first, after one pass.
+        offset = 1 if finite.size and float(np.min(finite)) == 0.0 else 0
+        why = "its first step is 0" if offset else "its first step is 1 or more"
+    notes.append(f"the steps of {metric.name!r} read as epochs (--steps-are-epochs): "
+                 + (f"a 0-based index, so one is added ({why})" if offset else f"passes done ({why})"))
+    return metric.step + float(offset)
 
 
 def _summarise(values: np.ndarray, where: str) -> tuple[float, float | None, int | None, str]:
@@ -299,7 +389,9 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
             )
 
     from_steps = np.array([to_epoch(s) if to_epoch(s) is not None else math.nan for s in metric.step])
-    if metric.epoch is not None:
+    if opts.steps_are_epochs:
+        epochs = _epochs_of_index(log, metric, steps_per_epoch, notes)
+    elif metric.epoch is not None:
         epochs = metric.epoch
         finite = np.isfinite(metric.step) & np.isfinite(metric.epoch) & (metric.epoch > 0)
         if np.any(finite):
@@ -316,6 +408,17 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
         epochs = from_steps
         if "steps_per_epoch" in log.facts:
             check(float(log.facts["steps_per_epoch"]))
+        index = _epoch_index_offset(log, metric, steps_per_epoch) if log.format in ("tensorboard", "mlflow") else None
+        if index is not None:
+            # add_scalar(tag, v, epoch), the PyTorch tutorial's pattern: read as steps, 20 epochs became 0.05
+            name, far, epochs_run, _ = index
+            last = float(np.nanmax(metric.step))
+            raise InputError(
+                f"{log.source}: the steps of {metric.name!r} end at {last:g}, those of {name!r} at {far:g}, about "
+                f"{epochs_run} epochs of {steps_per_epoch:,} steps (--dataset-size {dataset_size} / global batch "
+                f"{global_batch}): {metric.name!r} looks logged against the epoch index (add_scalar(tag, value, epoch), "
+                f"log_metric(key, value, step=epoch)), which as steps is {last / steps_per_epoch:.3g} epochs; pass "
+                "--steps-are-epochs to read its steps as epochs, or check --dataset-size and --global-batch")
     infinite = int(np.count_nonzero(np.isinf(epochs)))
     if infinite:  # '1e400' in a text log, 10**400 in a JSON one: no place on the curve
         notes.append(f"left out {infinite} point(s) of {metric.name!r} at an infinite step or epoch (a corrupted log?)")
@@ -330,9 +433,12 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     gaps = np.diff(finite_x)
     # a point a sliver of the usual spacing after another: not training progress
     close = np.flatnonzero((gaps >= 0) & (gaps < 0.05 * np.median(gaps))) if gaps.size >= 2 else np.array([], int)
-    # A restart shows in any series' steps (a run resumed from a checkpoint logs its training
-    # steps again; its evaluations may only repeat one step): the metric's own first.
-    restarted = metric if metric.steps_back else max(log.series.values(), key=lambda x: x.steps_back)
+    # A restart shows in the training series' steps (a run resumed from a checkpoint logs its
+    # training steps again; its evaluations may only repeat one step): the metric's own first.
+    # Series of other stages are left out: Lightning's ThroughputMonitor logs 'validate/*' at
+    # the validation batch count (1, 2, 1, 2, ...), which goes back at every validation.
+    training = [s for s in log.series.values() if not (_tokens(s.name) & _OTHER_STAGES)]
+    restarted = metric if metric.steps_back or not training else max(training, key=lambda x: x.steps_back)
     if close.size and not restarted.steps_back:  # a rerun's points sit on the first run's: said below
         k = int(close[-1])
         notes.append(f"two points of {metric.name!r} at nearly one epoch ({finite_x[k]:.6g} and {finite_x[k + 1]:.6g}): the "
@@ -369,8 +475,15 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     notes.append(f"{len(evals)} point{'' if len(evals) == 1 else 's'} of {metric.name!r} ({goal}) at global batch "
                  f"{global_batch}, seed {opts.seed}")
 
-    timing = _median_step_time(log, global_batch, steps_per_epoch)
-    if timing is None:
+    timing = _median_step_time(log, global_batch=global_batch, steps_per_epoch=steps_per_epoch,
+                               accum_steps=opts.accum_steps)
+    counted = _batches_per_step(log) if timing is not None and "batches_per_sec" in timing[3] else None
+    if counted is not None and counted != opts.accum_steps:
+        # The rate counts micro-batches: with the wrong K the step time is K times off.
+        notes.append(f"step time {timing[0]:.4g} s from {timing[3]} not written: the log counts {counted} batches a "
+                     f"step ('train/batches'), the flags {opts.accum_steps}: pass --accum-steps {counted} if the run "
+                     "accumulated gradients over that many")
+    elif timing is None:
         clocks = [n for n in log.series if clock_like(n)] if log.format in ("csv", "keras-csv") else []
         hint = (f" (if column {clocks[0]!r} is a wall clock, name it: --time-column {clocks[0]})" if clocks else "")
         # A rate column whose cells are no numbers ('1,234' samples a second) is why: say so.

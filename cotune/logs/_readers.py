@@ -65,6 +65,9 @@ class LogData:
     # The files each series was read from where a log is several (TensorBoard writes an event
     # file per writer): named when a series' steps go back, so the user knows where to split.
     files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Directories below a TensorBoard run that hold event files of their own (SummaryWriter's
+    # add_scalars writes each of its series into one): named when no metric is found here.
+    sub_runs: tuple[str, ...] = ()
 
 
 def _series(name: str, rows: list[tuple[float, float, float | None, float | None]]) -> Series:
@@ -154,7 +157,8 @@ def read_hf_trainer(path: Path) -> LogData:
     skipped = odd = 0  # entries without a step; entries that are not objects at all
     # Evaluations inside train() (before its closing summary) are inside its train_runtime:
     # their own *_runtime is time the summary's steps per second did not spend stepping.
-    paused_s, pauses = 0.0, 0
+    # (step, seconds) of each, for the summary to keep those of its own session.
+    paused: list[tuple[float | None, float]] = []
     bad_epoch = 0
     # Trainer logs an epoch with every entry. Where some entries have one and others not (null,
     # true, text, or no key), those others are left out: one of them dropped every point's
@@ -170,14 +174,14 @@ def read_hf_trainer(path: Path) -> LogData:
         # The closing summary entry (train_runtime, train_steps_per_second, …) is one number per run.
         if "train_runtime" in entry:
             summary.update({k: v for k, v in ((k, _number(v)) for k, v in entry.items()) if v is not None})
-            if pauses:
-                summary.update(eval_runtime_in_train_s=paused_s, evaluations_in_train=float(pauses))
+            mine = _this_sessions(paused, summary)
+            if mine:
+                summary.update(eval_runtime_in_train_s=sum(t for _, t in mine), evaluations_in_train=float(len(mine)))
             continue
         if not summary:
             spent = [_number(v) for k, v in entry.items() if k.endswith("_runtime") and k.startswith("eval")]
             if spent and all(x is not None and math.isfinite(x) and x >= 0 for x in spent):
-                paused_s += sum(spent)  # type: ignore[arg-type]
-                pauses += 1
+                paused.append((step, sum(spent)))  # type: ignore[arg-type]
         if step is None:
             skipped += 1
             continue
@@ -203,6 +207,26 @@ def read_hf_trainer(path: Path) -> LogData:
                *((f"skipped {bad_epoch} log_history entr{'y' if bad_epoch == 1 else 'ies'} without a numeric 'epoch' "
                   "(the others have one)",) if bad_epoch else ())),
     )
+
+
+def _this_sessions(evaluations: list[tuple[float | None, float]],
+                   summary: Mapping[str, float]) -> list[tuple[float | None, float]]:
+    """The evaluations inside the summary's ``train_runtime``. A run resumed from a checkpoint
+    keeps the earlier session's log_history, but its summary times this session alone: its
+    ``train_steps_per_second`` × ``train_runtime`` steps, ending at its ``step``. Those the
+    summary cannot place (no step, or a summary without one) are all kept, as before."""
+    rate, runtime, last = (summary.get(k) for k in ("train_steps_per_second", "train_runtime", "step"))
+    if rate is None or runtime is None or last is None or not (rate > 0 and runtime > 0):
+        return evaluations
+    steps = rate * runtime  # two huge numbers (a damaged log) make inf, which round() refuses
+    if not (math.isfinite(steps) and math.isfinite(last)):
+        return evaluations
+    first = last - round(steps)
+    # Trainer rounds the rate to 3 decimals: the product is the session's steps to within
+    # runtime / 2000; a start closer to 0 than that is a run that was not resumed.
+    if first <= 0.0005 * runtime + 1:
+        return evaluations
+    return [(step, t) for step, t in evaluations if step is None or step > first]
 
 
 def _skipped_note(n: int, what: str, column: str, *, plural: str | None = None) -> tuple[str, ...]:
@@ -849,9 +873,12 @@ def read_tensorboard(path: Path) -> LogData:
             raise InputError(f"{path}: holds event files of {len(runs)} runs ({listed}): give one run's directory")
         else:
             path = runs[0]
+    sub_runs: tuple[str, ...] = ()
     if halves:
         events, notes, tag_files = {}, [], {}
     else:
+        if path.is_dir():
+            sub_runs = tuple(sorted(str(p) for p in {f.parent for f in path.rglob("*tfevents*")} if p != path))
         events, notes, tag_files, tensor_tags = _scalar_events(path)
         # One half of a Keras log given on its own (logs/fit/validation): its epoch_* series
         # step by the epoch index too; read as steps they gave epochs 0, 0.17, ... and a step
@@ -896,7 +923,7 @@ def read_tensorboard(path: Path) -> LogData:
                      "halves")
     run_name = (keras_dir if halves else path).name
     return LogData(format="tensorboard", source=str(path), run_name=run_name or "tensorboard-run", series=series,
-                   notes=tuple(notes), files={k: tuple(v) for k, v in tag_files.items()})
+                   notes=tuple(notes), files={k: tuple(v) for k, v in tag_files.items()}, sub_runs=sub_runs)
 
 
 # --- MLflow local file store ---------------------------------------------------------
@@ -926,29 +953,39 @@ def _mlflow_meta(run: Path) -> tuple[str, bool]:
     return name, deleted
 
 
-def _mlflow_run_dir(path: Path, run_id: str | None) -> Path:
-    if (path / "metrics").is_dir():
-        return path
-    found = sorted(set(p.parent for pattern in ("*/*/metrics", "*/metrics") for p in path.glob(pattern) if p.is_dir()))
-    runs = [(r, *_mlflow_meta(r)) for r in found]
+def _pick_mlflow_run(runs: list[tuple[str, str, bool]], run_id: str | None, *, what: str, fix: str) -> str:
+    """The id of the one run among ``runs`` ((id, name, deleted?) each, a file store's or a
+    SQLite store's) that ``run_id`` names, or the one live run without it; otherwise an
+    error listing the live runs. ``what`` starts the error, ``fix`` ends it."""
     live = [(r, name) for r, name, deleted in runs if not deleted]
-    chosen = live if run_id is None else [(r, name) for r, name in live if run_id in (r.name, name)]
+    chosen = live if run_id is None else [(r, name) for r, name in live if run_id in (r, name)]
     if run_id is not None and not chosen:
-        # A run deleted in MLflow's UI stays on disk until garbage-collected: named by its id,
-        # it is what the caller asked for (it imported before deleted runs were left out).
-        chosen = [(r, name) for r, name, deleted in runs if deleted and r.name == run_id]
+        # A run deleted in MLflow's UI stays in the store until garbage-collected: named by its
+        # id, it is what the caller asked for (it imported before deleted runs were left out).
+        chosen = [(r, name) for r, name, deleted in runs if deleted and r == run_id]
     if len(chosen) != 1:
-        listed = ", ".join(f"{r.name} ({name})" if name else r.name for r, name in (chosen or live)[:5]) or "none"
+        listed = ", ".join(f"{r} ({name})" if name else r for r, name in (chosen or live)[:5]) or "none"
         more = "" if len(chosen or live) <= 5 else f" and {len(chosen or live) - 5:,} more"
         said = f"no run {run_id!r}; the runs are" if run_id is not None and not chosen else (
             f"{len(chosen)} runs named {run_id!r}:" if run_id is not None else f"{len(chosen)} runs:")
         deleted = sum(1 for _, _, d in runs if d)
         skipped = f" ({deleted} deleted run{'' if deleted == 1 else 's'} left out)" if deleted else ""
-        raise InputError(
-            f"{path}: expected one MLflow run (a directory with metrics/), found {said} {listed}{more}{skipped}: "
-            "give the run directory, mlruns/EXPERIMENT_ID/RUN_ID, or pass --run RUN_ID (or the run name)"
-        )
+        raise InputError(f"{what}, found {said} {listed}{more}{skipped}: {fix}")
     return chosen[0][0]
+
+
+def _mlflow_run_dir(path: Path, run_id: str | None) -> Path:
+    if (path / "metrics").is_dir():
+        return path
+    found = sorted(set(p.parent for pattern in ("*/*/metrics", "*/metrics") for p in path.glob(pattern) if p.is_dir()))
+    # MLflow 3 keeps a LoggedModel (log_model, initialize_logged_model) in EXP/models/m-ID,
+    # with metrics/ of its own: no run, although an experiment's '*/*/metrics' matches it.
+    found = [r for r in found if r.parent.name != "models"]
+    runs = [(r.name, *_mlflow_meta(r)) for r in found]
+    picked = _pick_mlflow_run(runs, run_id, what=f"{path}: expected one MLflow run (a directory with metrics/)",
+                              fix="give the run directory, mlruns/EXPERIMENT_ID/RUN_ID, or pass --run RUN_ID (or the "
+                              "run name)")
+    return next(r for r in found if r.name == picked)
 
 
 def _lightning_indexed(rows: Mapping[str, list[tuple[float, ...]]]) -> bool:
@@ -1000,15 +1037,14 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
     not_a_store = "not an MLflow SQLite store ({}): give mlflow.db or an mlruns directory"
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        runs = db.execute("SELECT run_uuid, name FROM runs WHERE lifecycle_stage = 'active' ORDER BY start_time").fetchall()
+        # Deleted runs too, as the file store keeps them: one named by its id is still read.
+        runs = db.execute("SELECT run_uuid, name, lifecycle_stage FROM runs ORDER BY start_time").fetchall()
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{path}: {not_a_store.format(exc)}") from None
-    if run_id is not None:
-        runs = [r for r in runs if run_id in (r[0], r[1])]
-    if len(runs) != 1:
-        listed = ", ".join(f"{uuid} ({name})" for uuid, name in runs[:5]) or "none"
-        raise InputError(f"{path}: expected one MLflow run, found {len(runs)} ({listed}): pass --run RUN_ID (or the run name)")
-    uuid, name = runs[0]
+    known = [(str(uuid), "" if name is None else str(name), stage == "deleted") for uuid, name, stage in runs]
+    uuid = _pick_mlflow_run(known, run_id, what=f"{path}: expected one MLflow run",
+                            fix="pass --run RUN_ID (or the run name)")
+    name = next(n for u, n, _ in known if u == uuid)
     rows: dict[str, list[tuple[float, float, float]]] = {}
     # A store holds every run ever logged (gigabytes are usual): the cap is on this run's points.
     try:

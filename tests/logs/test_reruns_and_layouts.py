@@ -280,3 +280,88 @@ def test_a_lightning_mlflow_run_validated_every_other_epoch_is_still_shifted(tmp
     _mlflow_run(root, "abc123", "lit", {"epoch": epoch, "train_loss": train, "val_acc": val})
     profile = import_log("mlflow", root, global_batch=16, dataset_size=512, metric="val_acc")
     assert [e.epoch for e in profile.evals] == [2.0, 4.0, 6.0]
+
+
+# --- a metric logged against the epoch index (the PyTorch tutorial's add_scalar(tag, v, epoch)) --
+
+
+def _epoch_indexed(points_per_epoch: int = 10, epochs: int = 20) -> list[tuple[int, str, float]]:
+    train = [(s, "Loss/train", 1.0 / s) for s in range(5, points_per_epoch * epochs + 1, 5)]
+    return train + [(epoch, "Accuracy/test", 0.5 + epoch / 50) for epoch in range(epochs)]
+
+
+def test_a_tensorboard_metric_logged_at_the_epoch_index_is_refused_with_the_flag_to_pass(tmp_path):
+    _event_file(tmp_path, _epoch_indexed())
+    with pytest.raises(InputError, match="looks logged against the epoch index.*--steps-are-epochs"):
+        import_log("tensorboard", tmp_path, global_batch=16, dataset_size=160)
+
+
+def test_steps_are_epochs_reads_a_zero_based_epoch_index_as_passes_done(tmp_path):
+    _event_file(tmp_path, _epoch_indexed())
+    profile = import_log("tensorboard", tmp_path, global_batch=16, dataset_size=160, steps_are_epochs=True)
+    assert [e.epoch for e in profile.evals] == [float(k) for k in range(1, 21)]
+
+
+def test_an_mlflow_metric_logged_at_the_epoch_index_is_refused_with_the_flag_to_pass(tmp_path):
+    _mlflow_run(tmp_path, "c3c3", "r", {"train_loss": [(s, 1.0 / (s + 1)) for s in range(0, 200, 5)],
+                                        "val_accuracy": [(e, 0.5 + e / 50) for e in range(20)]})
+    with pytest.raises(InputError, match="--steps-are-epochs"):
+        import_log("mlflow", tmp_path, global_batch=16, dataset_size=160)
+
+
+def test_steps_are_epochs_is_refused_for_a_csv(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("step,val_accuracy\n1,0.5\n2,0.6\n")
+    with pytest.raises(InputError, match="--steps-are-epochs applies to formats tensorboard and mlflow only"):
+        import_log("csv", path, global_batch=16, dataset_size=160, steps_are_epochs=True)
+
+
+# --- SummaryWriter.add_scalars: each series in a directory of its own -------------------
+
+
+def test_the_add_scalars_directories_are_named_when_no_metric_is_found(tmp_path):
+    _event_file(tmp_path, [(s, "loss", 1.0 / s) for s in range(1, 25)])
+    (tmp_path / "accuracy_val").mkdir()
+    _event_file(tmp_path / "accuracy_val", [(s, "accuracy", s / 30) for s in range(6, 25, 6)])
+    with pytest.raises(InputError, match=r"accuracy_val \(add_scalars writes one there\): give that directory"):
+        import_log("tensorboard", tmp_path, metric="accuracy_val", global_batch=16, dataset_size=96)
+
+
+# --- MLflow SQLite store: --run as the file store reads it --------------------------------
+
+
+def _store(path: Path) -> Path:
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE runs (run_uuid TEXT, name TEXT, lifecycle_stage TEXT, start_time INTEGER)")
+    db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?)", [("a1", "one", "deleted", 1), ("b2", "two", "active", 2)])
+    db.execute("CREATE TABLE metrics (key TEXT, value, timestamp, step, is_nan, run_uuid TEXT)")
+    db.executemany("INSERT INTO metrics VALUES ('val_acc', ?, ?, ?, 0, ?)",
+                   [(v, 1000 + s, s, run) for run, v0 in (("a1", 0.5), ("b2", 0.7)) for s, v in ((6, v0), (12, v0 + 0.1))])
+    db.commit()
+    db.close()
+    return path
+
+
+def test_a_sqlite_store_run_that_matches_nothing_lists_the_runs(tmp_path):
+    with pytest.raises(InputError, match=r"no run 'three'; the runs are b2 \(two\) \(1 deleted run left out\)"):
+        import_log("mlflow", _store(tmp_path / "mlflow.db"), run="three", global_batch=16, dataset_size=96)
+
+
+def test_a_deleted_sqlite_store_run_named_by_its_id_is_imported(tmp_path):
+    profile = import_log("mlflow", _store(tmp_path / "mlflow.db"), run="a1", global_batch=16, dataset_size=96)
+    assert [e.metric for e in profile.evals] == [0.5, 0.6]
+
+
+# --- MLflow 3's LoggedModel beside a run --------------------------------------------------
+
+
+def test_an_mlflow_logged_model_is_no_run_of_its_experiment(tmp_path):
+    run = _mlflow_run(tmp_path, "d005", "r1", {"val_accuracy": [(6, 0.5), (12, 0.6)]})
+    model = run.parent / "models" / "m-08cd"  # what initialize_logged_model writes, metrics/ and all
+    (model / "metrics").mkdir(parents=True)
+    (model / "metrics" / "val_accuracy").write_text("1700000000000 0.9 30\n")
+    (model / "meta.yaml").write_text("model_id: m-08cd\nsource_run_id: d005\n")
+    profile = import_log("mlflow", run.parent, global_batch=16, dataset_size=96)
+    assert [e.metric for e in profile.evals] == [0.5, 0.6]
