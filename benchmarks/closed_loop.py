@@ -16,7 +16,11 @@ log-B blend of their curves), so the true curve at ``B`` is the inverse ``m(e)``
 run ends where the measured recipes end (``E_max``, log-log interpolated): a target not
 reached by then is missed. A batch change hands the run over at the same level: at the
 new batch it continues from the epoch ``E(B', m)`` at which that batch reaches the level
-it had (the scale-invariant progress of AdaScale/Pollux, read off the metric).
+it had (the scale-invariant progress of AdaScale/Pollux, read off the metric) — but never
+further into the new batch's recipe than the share of the old recipe already trained
+(:func:`handover_share`): where ``B'`` reaches ``m`` only late in its schedule, after its
+learning-rate decay, the level rule alone skipped most of that schedule for free, and one
+switch beat the static optimum by half.
 
 A controller is a callable ``(Progress) -> Action``; a policy is one ``@policy``
 entry with ``closed_loop=True`` that makes the initial plan and the controller (see
@@ -58,6 +62,7 @@ __all__ = [
     "GIVE_UP",
     "Controller",
     "TrueRun",
+    "handover_share",
     "ClosedLoopRun",
     "simulate",
     "RemainingWorkController",
@@ -242,6 +247,14 @@ class ClosedLoopRun:
         )
 
 
+def handover_share(epochs_done: float, schedule_end: float) -> float:
+    """The share of its recipe a run has trained, in [0, 1]: at a batch change the run resumes
+    at most this far into the new batch's recipe (``simulate``'s hand-over cap)."""
+    if not (math.isfinite(schedule_end) and schedule_end > 0):
+        return 1.0
+    return float(min(max(epochs_done / schedule_end, 0.0), 1.0))
+
+
 def simulate(
     scn: Scenario,
     *,
@@ -371,10 +384,15 @@ def simulate(
             restart_cost += restart_s * rate(j)
             new_gb = int(c.global_batch[base(j)])
             if new_gb != gb:
-                # Hand over at the same level (capped at what the new batch ever reaches).
+                # Hand over at the same level (capped at what the new batch ever reaches), but
+                # never further into the new recipe than the share of the old one already run:
+                # a level the new batch reaches only late in its schedule (after its learning-rate
+                # decay) would otherwise skip most of that schedule for free — measured, a single
+                # switch from batch 200 to 6400 on ImageNet beat the static optimum by 53 %.
                 lv = min(level, truth.max_score(new_gb))
                 e_new = truth.epochs_to(new_gb, lv)
                 e_new = 0.0 if not math.isfinite(e_new) else e_new
+                e_new = min(e_new, handover_share(e, end) * truth.curve(new_gb)[1])
                 gap += e_new - e
                 e = e_new
             if spot is not None:
@@ -460,6 +478,22 @@ class RemainingWorkController:
         if not np.any(np.isfinite(est_t.epochs)):
             return Action("give_up", reason="the models see the target unreachable at every candidate")
         return self._decide(p, usable, sub, here, rem_mean + restart_t, rem_time + restart_t, rate * (rem_mean + restart_t))
+
+    def fastest(self, target: float) -> tuple[int, float, float] | None:
+        """Before the job starts: the candidate its models predict fastest to ``target``
+        among those they see reach it (index, mean time, cost); None when none does."""
+        m = self.models(None)
+        usable = np.flatnonzero(np.isin(self.candidates.gpu, [self.candidates.gpus.index(g) for g in m.time_models]))
+        if usable.size == 0:
+            return None
+        sub = subset(self.candidates, usable)
+        est = estimate(sub, m, target=target, price_per_hour=self.price_per_hour, confidence=self.confidence)
+        reaches = feasibility(est, deadline_s=None, budget=None, confidence=self.confidence).reaches
+        t = np.where(reaches & np.isfinite(est.time_s), est.time_s, np.inf)
+        if not np.any(np.isfinite(t)):
+            return None
+        k = int(np.argmin(t))
+        return int(usable[k]), float(t[k]), float(est.cost[k])
 
     def _decide(self, p: Progress, usable, sub, here, rem_mean, rem_conf, rem_cost) -> Action:
         """cotune's re-planning rule (``cotune.solver.decide_replan``) on the remaining work."""
@@ -647,8 +681,8 @@ class SuccessController:
         return CONTINUE if k == here else Action("switch", int(usable[k]), d.reason)
 
 
-def _with_job_records(profile: Profile, p: Progress) -> Profile:
-    return dataclasses.replace(profile, steps=profile.steps + p.steps)
+def _with_job_records(profile: Profile, p: Progress | None) -> Profile:
+    return profile if p is None else dataclasses.replace(profile, steps=profile.steps + p.steps)
 
 
 # -- the setting and its policies ---------------------------------------------------------------
@@ -707,8 +741,8 @@ def _cotune_controller(scn: Scenario, evidence: Evidence, plan: Plan, confidence
     base = _profile(scn, evidence, plan.probed)
     cache: dict[tuple, FittedModels] = {}
 
-    def models(p: Progress) -> FittedModels:
-        key = tuple(sorted((s.gpu, s.workers, s.hosts, s.local_batch) for s in p.steps))
+    def models(p: Progress | None) -> FittedModels:
+        key = tuple(sorted((s.gpu, s.workers, s.hosts, s.local_batch) for s in (() if p is None else p.steps)))
         if key not in cache:
             cache.clear()
             # Intervals matter only when planning at a confidence; few bootstrap refits keep it quick.
@@ -733,9 +767,9 @@ def _pollux_controller(scn: Scenario, evidence: Evidence, plan: Plan) -> Control
     acc = _accuracy("pollux", scn, evidence, launcher)
     c = scn.candidates
 
-    def models(p: Progress) -> FittedModels:
+    def models(p: Progress | None) -> FittedModels:
         arrays = _probe_arrays(launcher)
-        for s in p.steps:
+        for s in () if p is None else p.steps:
             a = arrays.setdefault(s.gpu, {k: np.array([]) for k in ("workers", "hosts", "local_batch", "step_time_s")})
             for k, v in (("workers", s.workers), ("hosts", s.hosts), ("local_batch", s.local_batch), ("step_time_s", s.step_time_s)):
                 a[k] = np.append(a[k], float(v))
@@ -781,8 +815,18 @@ def _best_chance_row(p_succ: np.ndarray, cost: np.ndarray, tolerance: float = 0.
 
 
 def _start_anyway(scn: Scenario, plan: Plan, controller: Controller | None) -> Plan:
-    """No plan reaches the confidence: a watched job starts at its best chance instead."""
-    if plan.index is not None or not isinstance(controller, SuccessController):
+    """No plan reaches the confidence: a watched job starts at its best chance instead (a
+    goodput controller, which has no chance to rank by, at its own fastest estimate —
+    every adaptive policy gets the same start-anyway rule)."""
+    if plan.index is not None:
+        return plan
+    if isinstance(controller, RemainingWorkController):
+        start = controller.fastest(scn.target)
+        if start is None:
+            return plan
+        k, time_s, cost = start
+        return dataclasses.replace(plan, index=k, predicted_cost=cost, predicted_time_s=time_s)
+    if not isinstance(controller, SuccessController):
         return plan
     usable, _, p_succ, cost, rem_time = controller.assess(None, target=scn.target, deadline_s=scn.deadline_s)
     k = _best_chance_row(p_succ, cost)
