@@ -281,6 +281,10 @@ class Profile:
     # Per failure record: an out-of-memory a later step superseded (oom_superseded; the
     # file's order, which the grouping by type loses). () : none is.
     oom_superseded: tuple[bool, ...] = field(default=(), compare=False, repr=False)
+    # The ``job`` of the last step or eval record that has one, in the file's order (which
+    # the grouping by type loses): the job running now, whose steps may follow the last
+    # evaluation of a job before it. None: no tagged record, or not read from records.
+    last_job: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def gpus(self) -> tuple[str, ...]:
@@ -531,6 +535,7 @@ def _build(
     workload: WorkloadRecord | None = None
     steps, evals, failures, noise = [], [], [], []
     timing: list[Record] = []  # steps and failures in file order: what supersedes an out-of-memory
+    last_job: str | None = None
     for rec in records:
         if isinstance(rec, WorkloadRecord):
             if workload is not None and rec != workload:
@@ -544,8 +549,10 @@ def _build(
         elif isinstance(rec, StepRecord):
             steps.append(rec)
             timing.append(rec)
+            last_job = last_job if rec.job is None else rec.job
         elif isinstance(rec, EvalRecord):
             evals.append(rec)
+            last_job = last_job if rec.job is None else rec.job
         elif isinstance(rec, FailureRecord):
             failures.append(rec)
             timing.append(rec)
@@ -567,6 +574,7 @@ def _build(
         oom_superseded=oom_superseded(timing),
         n_probes=len(probe_costs),
         probe_worker_hours=float(sum(probe_costs)),
+        last_job=last_job,
     )
 
 

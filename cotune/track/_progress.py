@@ -189,9 +189,13 @@ def job_progress(profile: Profile, *, job: str | None = None, target: float | No
         return None
     names = list(dict.fromkeys(r.job for r in (*profile.evals, *profile.steps) if r.job is not None))
     if job is None:
-        job = next((e.job for e in reversed(profile.evals) if e.job is not None), None) or next(
-            s.job for s in reversed(profile.steps) if s.job is not None
-        )
+        # The job of the last tagged record in the file: a new job's steps come after the
+        # previous job's last evaluation, and preferring evaluations read the finished job.
+        # A profile not read from records (built in code) has no file order: its last
+        # evaluation's job, else its last step's.
+        job = profile.last_job if profile.last_job in names else (
+            next((e.job for e in reversed(profile.evals) if e.job is not None), None)
+            or next(s.job for s in reversed(profile.steps) if s.job is not None))
     elif job not in names:
         raise BadValue(f"the profile has no records of job {job!r}; it has {', '.join(map(repr, names))}: pick one",
                        where="/job")

@@ -172,3 +172,18 @@ def test_a_single_evaluation_dip_of_a_healthy_run_is_no_collapse(tmp_path: Path,
     profile = _job_evals(tmp_path, [(float(i + 1), m, 60.0 * (i + 1)) for i, m in enumerate(metrics)])
     p = job_progress(profile, target=metrics[0] + 1.3 * (max(metrics) - metrics[0]))
     assert p.setback is None and p.epochs_done == float(len(metrics))
+
+
+def test_the_default_job_is_the_job_of_the_last_record_in_the_file(tmp_path: Path) -> None:
+    # A finished job 'run1' with an evaluation, then a new job 'run2' with steps only: the
+    # default read 'run1' (the last job with an evaluation), so replan decided for it.
+    path = tmp_path / "p.jsonl"
+    with Tracker(path, gpu="cpu", workers=2, local_batch=32, workload=WL, job="run1", window=4, warmup_steps=0) as tr:
+        for _ in range(10):
+            tr.step(step_time_s=0.02)
+        tr.eval(metric=0.5)
+    with Tracker(path, gpu="cpu", workers=4, local_batch=16, job="run2", window=4, warmup_steps=0) as tr:
+        for _ in range(8):
+            tr.step(step_time_s=0.03)
+    p = job_progress(read_profile(path))
+    assert (p.job, p.workers, p.local_batch) == ("run2", 4, 16)
