@@ -125,12 +125,25 @@ def _positive(kind: type) -> Callable[[str], float]:
     return parse
 
 
+def _accuracy(text: str) -> float:
+    """An argparse type: a held-out accuracy to reach, a fraction above 0 and at most 1 (NaN
+    went on to probe for ten seconds and died in cotune.recommend with a traceback)."""
+    refusal = f"expected an accuracy above 0 and at most 1 (e.g. 0.97), got {text!r}"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(refusal) from None
+    if not (math.isfinite(value) and 0.0 < value <= 1.0):
+        raise argparse.ArgumentTypeError(refusal)
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None,
                         help="profile to write, a new file (default: a temporary file); --overwrite to replace one")
     parser.add_argument("--overwrite", action="store_true", help="replace the --out file if it exists")
-    parser.add_argument("--target", type=float, default=0.97, help="held-out accuracy to reach")
+    parser.add_argument("--target", type=_accuracy, default=0.97, help="held-out accuracy to reach")
     parser.add_argument("--deadline", type=_positive(float), default=60.0, help="seconds of training allowed")
     parser.add_argument("--price", type=_positive(float), default=0.10, help="USD per CPU worker-hour")
     parser.add_argument("--replan-after", type=_positive(float), default=2.0, help="epochs before the one re-plan")

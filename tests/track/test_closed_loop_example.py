@@ -40,3 +40,13 @@ def test_closed_loop_example_never_replaces_an_existing_profile_unasked(tmp_path
                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert run.returncode == 2 and "--overwrite" in run.stderr
     assert read_profile(out).workload.name == "mine"
+
+
+@pytest.mark.parametrize("target", ["nan", "0", "1.5", "x"])
+def test_closed_loop_example_refuses_a_target_that_is_no_accuracy_in_one_line(tmp_path: Path, target: str) -> None:
+    # --target nan probed for ten seconds, then died in cotune.recommend with a traceback.
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run = subprocess.run([sys.executable, str(REPO / "examples" / "closed_loop.py"), "--target", target],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "1. probed" not in run.stdout
+    assert "argument --target: expected an accuracy above 0 and at most 1" in run.stderr
