@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 import warnings
 
-from cotune._checks import excerpt
+from cotune._checks import MAX_MAGNITUDE, excerpt
 from cotune.errors import InputError
 from cotune.track._tracker import Tracker
 
-__all__ = ["StepTimer", "CallbackGuard", "check_callback_args", "epochs_at_step"]
+__all__ = ["StepTimer", "CallbackGuard", "check_callback_args", "epochs_at_step", "passes_per_epoch"]
 
 
 def epochs_at_step(steps: int, *, batches: int, accum: int) -> float:
@@ -33,6 +33,24 @@ def epochs_at_step(steps: int, *, batches: int, accum: int) -> float:
         raise ValueError(f"steps, batches and accum must be >= 1, got {steps}, {batches}, {accum}")
     whole, rest = divmod(steps, -(-batches // accum))
     return whole + min(rest * accum, batches) / batches
+
+
+def passes_per_epoch(tracker: Tracker, *, batches: int) -> float | None:
+    """The passes over the data a framework epoch of ``batches`` micro-batches makes, as the
+    tracker counts them: ``batches × workers × local_batch / dataset_size``, or exactly one
+    where that overshoots a pass by less than a micro-batch of every worker (the last batch
+    held only the samples left: :meth:`Tracker.end_pass` trims it). An epoch is not a pass
+    when it is given in steps (Keras's ``steps_per_epoch`` on a repeated dataset,
+    Lightning's ``limit_train_batches``): a schedule of ``max_epochs`` epochs then ends at
+    another number of passes. None when the tracker does not know its dataset size."""
+    if tracker.dataset_size is None or batches < 1:
+        return None
+    c = tracker.config
+    samples = float(batches * c.workers * c.local_batch)
+    over = samples - tracker.dataset_size
+    if 0.0 < over < c.workers * c.local_batch:
+        return 1.0
+    return samples / tracker.dataset_size
 
 
 def check_callback_args(tracker: object, monitor: object) -> tuple[Tracker, str]:
@@ -108,10 +126,30 @@ class CallbackGuard:
 
     def write_eval(self, value: float) -> None:
         """An evaluation the framework reported, as the tracker's ``eval`` (a diverged run's
-        infinity written as NaN, as the profile keeps a diverged point)."""
+        infinity, or a finite value beyond the profile's 1e15 on its way there, written as
+        NaN, as the profile keeps a diverged point)."""
         metric = float(value)
-        self.tracker.eval(metric=metric if math.isfinite(metric) else math.nan)
+        diverged = not math.isfinite(metric) or abs(metric) > MAX_MAGNITUDE
+        self.tracker.eval(metric=math.nan if diverged else metric)
         self.written_evals += 1
+
+    def take_accum_steps(self, accum_steps: int, *, source: str) -> None:
+        """The framework accumulates ``accum_steps`` micro-batches a step (``source`` names
+        its setting) and the tracker was told otherwise: its records would give the job's
+        global batch and per-sample step time that many times off. ``errors="raise"``:
+        an error; else one warning, and the tracker takes the framework's value."""
+        told = self.tracker.config.accum_steps
+        message = (f"{self.name}: the trainer accumulates {accum_steps} batches a step ({source}), and the tracker "
+                   f"was given accum_steps={told}")
+        if self.tracker.errors == "raise":
+            raise InputError(f"{message}: pass Tracker(..., accum_steps={accum_steps})")
+        try:
+            self.tracker._correct_accum_steps(accum_steps)
+        except InputError as exc:  # the step it gives holds more than the training set
+            self._refuse(f"{message}; {exc}; this fit() is not tracked", stop="tracking")
+            return
+        warnings.warn(f"cotune tracker: {message}: the records take the trainer's {accum_steps} (pass "
+                      f"Tracker(..., accum_steps={accum_steps}) to say so)", RuntimeWarning, stacklevel=3)
 
     def finish(self, *, close: bool) -> None:
         """Training ended (or died): the tracker closed (its last window written), or, to

@@ -12,7 +12,10 @@ Each optimizer step is timed from ``on_train_batch_begin`` of its first batch to
 ``on_train_batch_end`` of its last (one batch; ``accum_steps`` batches when the tracker
 has them); at each epoch end with validation the ``monitor`` entry of the epoch logs
 becomes an ``eval`` record.
-A tracker without ``schedule_epochs`` takes ``fit(epochs=)``.
+A tracker without ``schedule_epochs`` takes ``fit(epochs=)``, in passes over the data (an
+epoch of ``steps_per_epoch`` batches on a repeated dataset is not one). An optimizer's
+``gradient_accumulation_steps`` other than the tracker's ``accum_steps`` is taken by the
+tracker, with a warning (``errors="raise"``: an error).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args
+from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args, passes_per_epoch
 from cotune.track._tracker import Tracker
 
 try:
@@ -51,10 +54,20 @@ class TrackerCallback(_keras.callbacks.Callback):
 
     def on_train_begin(self, logs: Any = None) -> None:
         self._guard.start()
-        # fit(epochs=) is where the schedule ends; a tracker told otherwise keeps its own.
-        epochs = (self.params or {}).get("epochs")
+        accum = getattr(getattr(self.model, "optimizer", None), "gradient_accumulation_steps", None)
+        if (self._guard.tracking and self.tracker.enabled and not self.tracker.closed and isinstance(accum, int)
+                and not isinstance(accum, bool) and accum >= 1 and accum != self.tracker.config.accum_steps):
+            # The optimizer steps every `accum` batches: records tagged with another
+            # accum_steps gave the job's global batch and per-sample step time `accum` times off.
+            self._guard.take_accum_steps(accum, source=f"the optimizer's gradient_accumulation_steps={accum}")
+        # fit(epochs=) is where the schedule ends, in passes over the data where an epoch is
+        # given in steps (steps_per_epoch on a repeated dataset: 3 epochs of 0.38 passes end
+        # at 1.14); a tracker told otherwise keeps its own.
+        params = self.params or {}
+        epochs, steps = params.get("epochs"), params.get("steps")
         if self._guard.tracking and self.tracker.schedule_epochs is None and isinstance(epochs, int) and epochs > 0:
-            self.tracker.schedule_epochs = epochs
+            passes = passes_per_epoch(self.tracker, batches=steps) if isinstance(steps, int) and steps > 0 else None
+            self.tracker.schedule_epochs = epochs * (1.0 if passes is None else passes)
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._prev_batch = -1

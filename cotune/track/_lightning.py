@@ -12,10 +12,14 @@ Importing this module imports Lightning (``lightning`` or, failing that, the old
 Each optimizer step is timed from the start of its first micro-batch to the end of its
 last (``accumulate_grad_batches``; the epoch's last batch ends a partial step, counted
 with its own micro-batches), data loading between batches left out, as the profiler
-times steps. After each validation (not the sanity check) the logged
-``monitor`` value is written as an ``eval`` record at the epochs the tracker counted.
+times steps. After each validation inside ``fit()`` (not the sanity check; a
+``trainer.validate()`` of its own writes nothing) the logged ``monitor`` value is
+written as an ``eval`` record at the epochs the tracker counted.
 A tracker without ``schedule_epochs`` takes where the trainer stops: ``max_epochs``, or the
-epoch its ``max_steps`` end at, whichever comes first.
+epoch its ``max_steps`` end at, whichever comes first, in passes over the data (an epoch
+cut by ``limit_train_batches`` is part of one). A trainer's ``accumulate_grad_batches``
+other than the tracker's ``accum_steps`` is taken by the tracker, with a warning
+(``errors="raise"``: an error).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import time
 from typing import Any
 
 from cotune.errors import is_out_of_memory
-from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args, epochs_at_step
+from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args, epochs_at_step, passes_per_epoch
 from cotune.track._tracker import Tracker
 
 try:  # the unified package first; the standalone one is the same API
@@ -41,19 +45,33 @@ except ImportError:  # pragma: no cover - depends on what is installed
 __all__ = ["TrackerCallback"]
 
 
-def _schedule_epochs(trainer: Any) -> float | None:
-    """Where training stops, in the tracker's epochs: ``max_epochs``, or where ``max_steps``
-    ends (:func:`~cotune.track._adapt.epochs_at_step` on ``num_training_batches``), whichever
-    comes first; None when neither is known (an iterable dataset's epoch has no length)."""
+def _schedule_epochs(trainer: Any, tracker: Tracker) -> float | None:
+    """Where training stops, in the tracker's epochs (passes over the data): ``max_epochs``,
+    or where ``max_steps`` ends (:func:`~cotune.track._adapt.epochs_at_step` on
+    ``num_training_batches``), whichever comes first, in trainer epochs, times the passes
+    an epoch of ``num_training_batches`` makes (:func:`~cotune.track._adapt.passes_per_epoch`:
+    ``limit_train_batches=0.5`` stops ``max_epochs=4`` at 2 passes); None when neither is
+    known (an iterable dataset's epoch has no length)."""
     ends = []
     max_epochs = getattr(trainer, "max_epochs", None)
     if isinstance(max_epochs, int) and max_epochs > 0:
         ends.append(float(max_epochs))
     max_steps, batches = getattr(trainer, "max_steps", -1), getattr(trainer, "num_training_batches", math.inf)
-    if isinstance(max_steps, int) and max_steps > 0 and isinstance(batches, int) and batches > 0:
+    known = isinstance(batches, int) and batches > 0
+    if isinstance(max_steps, int) and max_steps > 0 and known:
         accum = getattr(trainer, "accumulate_grad_batches", 1)
         ends.append(epochs_at_step(max_steps, batches=batches, accum=accum if isinstance(accum, int) and accum > 0 else 1))
-    return min(ends) if ends else None
+    if not ends:
+        return None
+    passes = passes_per_epoch(tracker, batches=batches) if known else None
+    return min(ends) * (1.0 if passes is None else passes)
+
+
+def _fitting(trainer: Any) -> bool:
+    """Whether the trainer runs ``fit()`` (its validations are the job's curve), not a
+    ``validate()``/``test()`` of its own; a trainer without a state counts as fitting."""
+    fn = getattr(getattr(trainer, "state", None), "fn", None)
+    return fn is None or fn == "fit"
 
 
 class TrackerCallback(_Callback):
@@ -75,9 +93,15 @@ class TrackerCallback(_Callback):
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self._guard.start()
+        accum = getattr(trainer, "accumulate_grad_batches", 1)
+        if (self._guard.tracking and self.tracker.enabled and not self.tracker.closed and isinstance(accum, int)
+                and accum >= 1 and accum != self.tracker.config.accum_steps):
+            # The timer closes a step every `accum` micro-batches: records tagged with another
+            # accum_steps gave the job's global batch and per-sample step time `accum` times off.
+            self._guard.take_accum_steps(accum, source=f"accumulate_grad_batches={accum}")
         # The trainer knows where the schedule ends; a tracker told otherwise keeps its own.
         if self._guard.tracking and self.tracker.schedule_epochs is None:
-            self.tracker.schedule_epochs = _schedule_epochs(trainer)
+            self.tracker.schedule_epochs = _schedule_epochs(trainer, self.tracker)
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         self._timer.batch_start(time.perf_counter())
@@ -114,6 +138,10 @@ class TrackerCallback(_Callback):
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero or not self._guard.evals:
+            return
+        if not _fitting(trainer) or self.tracker.closed:
+            # trainer.validate() outside fit() (after it closed the tracker, typically) is no
+            # point of the training run's curve: nothing is written, and it must not raise.
             return
         value = trainer.callback_metrics.get(self.monitor)
         if value is None:

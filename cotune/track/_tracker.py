@@ -191,6 +191,22 @@ def _gpu_name(gpu: object) -> str:
     return one_line_name(gpu, what="gpu", example="'t4' or 'cpu'").lower()
 
 
+def _profile_path(path: object) -> Path:
+    """The profile's path, or one line naming what was given instead (``Path(None)`` said
+    "expected str, bytes or os.PathLike object, not NoneType", with a traceback)."""
+    if not isinstance(path, (str, os.PathLike)):
+        if path is None:
+            raise InputError("profile_path must be a file path (a str or pathlib.Path), got None: an unset environment "
+                             "variable gives None from os.environ.get(...): set it, or pass a path")
+        raise InputError(f"profile_path must be a file path (a str or pathlib.Path), got {excerpt(path)}: pass the "
+                         "profile's path")
+    checked = Path(path)
+    if "\0" in str(checked):
+        raise InputError(f"profile_path holds a NUL character ({excerpt(str(checked))}), which no file name can: "
+                         "pass the profile's path")
+    return checked
+
+
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as fh:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
@@ -233,7 +249,8 @@ class Tracker:
         (its configured epochs; None: not known). Written with every evaluation, so
         ``cotune replan`` counts a target not reached by then as missed. The Lightning and
         Keras callbacks fill it from the trainer's ``max_epochs`` / ``fit(epochs=)`` when
-        it is left out.
+        it is left out, in passes over the data (an epoch of ``steps_per_epoch`` or
+        ``limit_train_batches`` batches is part of one).
     rank : process rank (an int, or the string ``os.environ["RANK"]`` holds); every rank but
         0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
         sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them, else
@@ -246,7 +263,8 @@ class Tracker:
         (default) then fsyncs it to the disk from a helper thread, so the training
         thread does not wait on the disk (a few milliseconds per record on a busy
         machine); ``"each"`` fsyncs on the calling thread; ``"none"`` never (tests).
-    errors : what a write the storage refuses (a full disk, a file-size limit) does.
+    errors : what a write the storage refuses (a full disk, a file-size limit, a profile it
+        will not open for writing: read-only, immutable) does.
         ``"warn"`` (default): one ``RuntimeWarning``, tracking stops and training goes on —
         the records written so far are intact; ``"raise"``: the ``StorageError`` reaches
         the loop. The same warning stops tracking when the profile reaches the readers'
@@ -291,7 +309,7 @@ class Tracker:
         self._elapsed_at_start = 0.0 if elapsed_s_done is None else number(
             elapsed_s_done, where="elapsed_s_done", ge=0.0, what="a number of seconds")
         self.schedule_epochs = schedule_epochs
-        self.path = Path(profile_path)
+        self.path = _profile_path(profile_path)
         self.window = window
         self.warmup_steps = warmup_steps
         self.enabled = _rank(rank) == 0
@@ -300,6 +318,9 @@ class Tracker:
         self._window: list[float] = []
         self._window_began = self._started
         self._skip = warmup_steps
+        # The warm-up steps' times at the current configuration, kept until warm-up ends: an
+        # evaluation before then has no other timing to put the configuration on record with.
+        self._warmup_times_s: list[float] = []
         self._cause = None if cause is None else _move_cause(cause)
         self._samples = 0.0
         self._pass_began = 0.0  # samples counted when the current pass over the data began
@@ -378,6 +399,16 @@ class Tracker:
             # Another process tracks this job (another rank): the training goes on untracked here.
             warnings.warn(f"cotune tracker: {exc}; this process records nothing (in a data-parallel job only rank 0 "
                           "should track: pass rank=)", RuntimeWarning, stacklevel=2)
+            self.enabled = False
+            return
+        except StorageError as exc:
+            if errors == "raise":
+                raise
+            # A profile the storage will not open for writing (a read-only mount or ConfigMap,
+            # an immutable file) is a refused write like a full disk: the training goes on
+            # untracked, said once.
+            warnings.warn(f"cotune tracker: {exc}: this job is not tracked and training goes on", RuntimeWarning,
+                          stacklevel=2)
             self.enabled = False
             return
         self._writer = writer
@@ -472,8 +503,10 @@ class Tracker:
             self._samples += c.workers * c.local_batch * integer(micro_batches, where="micro_batches", ge=1)
         if self._skip > 0:
             self._skip -= 1
+            self._warmup_times_s.append(step_time_s)
             if self._skip == 0:
                 self._window_began = self._clock()
+                self._warmup_times_s = []
             return
         self._window.append(step_time_s)
         if len(self._window) >= self.window or self._clock() - self._window_began >= self._flush_every_s:
@@ -507,8 +540,13 @@ class Tracker:
                           "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
                           "to count them from the steps)", RuntimeWarning, stacklevel=2)
         self._last_eval_epoch = max(self._last_eval_epoch, epoch)
-        if not self._config_recorded and self._window:
-            self.flush()  # the configuration this evaluation ran at, on record before it
+        if not self._config_recorded:
+            if not self._window and self._warmup_times_s:
+                # Every step at this configuration so far was warm-up (an epoch shorter than
+                # warmup_steps): their times are the only ones, and better than the records
+                # naming the configuration the job ran at before as its current one.
+                self._window, self._warmup_times_s = self._warmup_times_s, []
+            self.flush()  # the configuration this evaluation ran at, on record before it (nothing if no step yet)
         grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
         rec = EvalRecord(
@@ -586,7 +624,21 @@ class Tracker:
         self.config = moved
         self._config_recorded = False
         self._skip = self.warmup_steps
+        self._warmup_times_s = []
         self._cause = "revocation" if "revocation" in (cause, self._cause) else cause
+
+    def _correct_accum_steps(self, accum_steps: int) -> None:
+        """``accum_steps`` as the framework runs it, found by a callback at the start of a
+        ``fit()`` (the tracker was told another): a correction of what the records say, not
+        a move — no ``cause``, no second warm-up. Refused (:class:`InputError`, the tracker
+        unchanged) where the step would hold more than the training set."""
+        moved = TrackedConfig(gpu=self.config.gpu, workers=self.config.workers, local_batch=self.config.local_batch,
+                              hosts=self.config.hosts, accum_steps=accum_steps, market=self.config.market)
+        if self.dataset_size is not None:
+            _check_fits(moved, self.dataset_size)
+        self.flush()  # a window of an earlier fit() ran at the value it had
+        self.config = moved
+        self._config_recorded = False
 
     def flush(self) -> StepRecord | None:
         """Write the current window as one step record (nothing if it is empty)."""

@@ -476,3 +476,95 @@ def test_keras_callback_counts_a_partial_last_batch_and_a_short_last_execution(t
                   callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
         assert [e.epoch for e in read_profile(path).evals] == pytest.approx([1.0, 2.0, 3.0]), batch
 
+
+
+def _quiet_trainer(L, tracker: Tracker, **kwargs):
+    """A quiet CPU Trainer with a TrackerCallback on ``tracker`` monitoring val_acc."""
+    from cotune.track.lightning import TrackerCallback
+
+    return L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                     enable_model_summary=False, num_sanity_val_steps=0,
+                     callbacks=[TrackerCallback(tracker, monitor="val_acc")], **kwargs)
+
+
+@pytest.mark.slow
+def test_lightning_validate_after_fit_writes_nothing_and_does_not_raise(tmp_path: Path) -> None:
+    # fit() closed the tracker (close_at_end): trainer.validate() then raised "the tracker is
+    # closed" out of on_validation_end and killed the script before its save/export code.
+    L, module, data = _lightning_job()
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
+    trainer = _quiet_trainer(L, tracker, max_epochs=1)
+    trainer.fit(module, data, data)
+    before = path.read_bytes()
+    trainer.validate(module, data, verbose=False)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_lightning_callback_reads_the_schedule_end_in_passes_when_limit_train_batches_cuts_the_epochs(
+        tmp_path: Path) -> None:
+    # 8 batches a pass, limit_train_batches=0.5: 4 epochs are 2 passes, where the run stops;
+    # schedule_epochs read 4 and replan saw two more "epochs" of schedule after the end.
+    L, module, data = _lightning_job()
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=4, warmup_steps=1)
+    _quiet_trainer(L, tracker, max_epochs=4, limit_train_batches=0.5).fit(module, data, data)
+    p = read_profile(path)
+    assert [e.epoch for e in p.evals] == pytest.approx([0.5, 1.0, 1.5, 2.0])
+    assert all(e.schedule_epochs == pytest.approx(2.0) for e in p.evals)
+
+
+@pytest.mark.slow
+def test_lightning_callback_takes_the_trainers_accumulation_when_the_tracker_was_told_another(tmp_path: Path) -> None:
+    # accumulate_grad_batches=4 with the tracker's default accum_steps=1: the records gave a
+    # global batch of 32 for a job training at 128, and a 4 micro-batch step's time as one's.
+    L, module, data = _lightning_job()
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=1, warmup_steps=0)
+    with pytest.warns(RuntimeWarning,
+                      match="accumulates 4 batches a step .* accum_steps=1: the records take the trainer's 4"):
+        _quiet_trainer(L, tracker, max_epochs=1, accumulate_grad_batches=4).fit(module, data, data)
+    p = read_profile(path)
+    assert [e.global_batch for e in p.evals] == [128] and [e.epoch for e in p.evals] == pytest.approx([1.0])
+    assert len(p.steps) == 2 and all(s.accum_steps == 4 for s in p.steps)
+
+
+@pytest.mark.slow
+def test_keras_callback_reads_the_schedule_end_in_passes_when_an_epoch_is_given_in_steps(tmp_path: Path) -> None:
+    # A repeated tf.data dataset with steps_per_epoch=2 of 40 samples: each epoch is 80/210 of
+    # a pass, and fit(epochs=3) stops at 8/7 passes, not at the 3 schedule_epochs written.
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+    from cotune.track.keras import TrackerCallback
+
+    x, y = _xy(210)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(40).repeat()
+    path = tmp_path / "job.jsonl"
+    workload = WorkloadRecord(name="tiny", dataset_size=210, metric="acc", goal="max")
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=40, workload=workload, window=3, warmup_steps=0)
+    _keras_model(keras, ["accuracy"]).fit(ds, steps_per_epoch=2, epochs=3, validation_data=(x, y), verbose=0,
+                                          callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
+    p = read_profile(path)
+    assert [e.epoch for e in p.evals] == pytest.approx([80 / 210, 160 / 210, 240 / 210])
+    assert all(e.schedule_epochs == pytest.approx(240 / 210) for e in p.evals)
+
+
+@pytest.mark.slow
+def test_keras_callback_takes_the_optimizers_gradient_accumulation_when_the_tracker_was_told_another(
+        tmp_path: Path) -> None:
+    keras = pytest.importorskip("keras")
+    from cotune.track.keras import TrackerCallback
+
+    x, y = _xy()
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(gradient_accumulation_steps=4),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    path = tmp_path / "job.jsonl"
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=32, workload=WORKLOAD, window=1, warmup_steps=0)
+    with pytest.warns(RuntimeWarning, match="gradient_accumulation_steps=4.* accum_steps=1: the records take"):
+        model.fit(x, y, batch_size=32, epochs=1, validation_data=(x, y), verbose=0,
+                  callbacks=[TrackerCallback(tracker, monitor="val_accuracy")])
+    p = read_profile(path)
+    assert [e.global_batch for e in p.evals] == [128] and [e.epoch for e in p.evals] == pytest.approx([1.0])
+    assert len(p.steps) == 2 and all(s.accum_steps == 4 for s in p.steps)

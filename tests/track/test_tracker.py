@@ -868,3 +868,110 @@ def test_a_first_line_wider_in_bytes_than_in_characters_is_checked_for_its_workl
     with pytest.raises(InputError, match="holds workload 'job-a'"):
         Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WorkloadRecord(name="other", dataset_size=5))
     assert read_profile(path).workload.name == "job-a"
+
+
+@pytest.mark.parametrize("value", [1e20, -1e20], ids=repr)
+def test_a_callback_records_a_metric_past_the_profiles_magnitude_as_a_diverged_run(tmp_path: Path,
+                                                                                    value: float) -> None:
+    # A float32 loss reaches 1e20 on its way to inf: refused by the tracker, it killed the
+    # Lightning and Keras training the callbacks were recording.
+    import math
+
+    from cotune.track._adapt import CallbackGuard
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none") as tr:
+        CallbackGuard(tr, name="TrackerCallback").write_eval(value)
+    assert [math.isnan(e.metric) for e in read_profile(path).evals] == [True]
+
+
+def test_a_callback_with_errors_raise_refuses_an_accumulation_the_tracker_was_not_told(tmp_path: Path) -> None:
+    from cotune.track._adapt import CallbackGuard
+
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, errors="raise",
+                 fsync="none")
+    with pytest.raises(InputError, match="accumulates 4 batches a step .* pass Tracker\\(\\.\\.\\., accum_steps=4\\)"):
+        CallbackGuard(tr, name="TrackerCallback").take_accum_steps(4, source="accumulate_grad_batches=4")
+    assert tr.config.accum_steps == 1
+    tr.close()
+
+
+def test_a_framework_accumulation_past_the_training_set_leaves_the_fit_untracked_with_a_warning(tmp_path: Path) -> None:
+    from cotune.track._adapt import CallbackGuard
+
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=400, workload=WORKLOAD, fsync="none")  # 1000 samples
+    guard = CallbackGuard(tr, name="TrackerCallback")
+    with pytest.warns(RuntimeWarning,
+                      match="more than the workload's 1,000 training samples.*this fit\\(\\) is not tracked"):
+        guard.take_accum_steps(4, source="accumulate_grad_batches=4")
+    assert not guard.tracking and tr.config.accum_steps == 1
+    tr.close()
+
+
+def test_a_profile_the_storage_will_not_open_for_writing_leaves_the_training_untracked_with_a_warning(
+        tmp_path: Path, monkeypatch) -> None:
+    # A read-only ConfigMap or an immutable file: the EPERM from open() killed the job at
+    # Tracker(...), where a full disk gave one warning.
+    import errno
+
+    from cotune.errors import StorageError
+    from cotune.profile import ProfileWriter
+
+    path = tmp_path / "job.jsonl"
+    Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none").close()
+
+    def refused(self) -> None:  # noqa: ANN001
+        raise StorageError.from_os_error(PermissionError(errno.EPERM, "Operation not permitted"), path=path,
+                                         doing="open it for writing")
+
+    monkeypatch.setattr(ProfileWriter, "open", refused)
+    with pytest.warns(RuntimeWarning, match="cannot open it for writing: Operation not permitted.*training goes on"):
+        tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, warmup_steps=0, window=1)
+    tr.step(step_time_s=0.1)
+    assert tr.eval(metric=0.5) is None and not tr.enabled
+    tr.close()
+
+
+def test_a_profile_on_a_read_only_mount_leaves_the_training_untracked_with_a_warning(tmp_path: Path) -> None:
+    from _fsfaults import remount_read_only, tmpfs
+
+    with tmpfs(tmp_path / "mnt", size_kib=256) as mnt:
+        path = mnt / "job.jsonl"
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="none").close()
+        before = path.read_bytes()
+        remount_read_only(mnt)
+        with pytest.warns(RuntimeWarning, match="read-only.*training goes on"):
+            tr = Tracker(path, gpu="cpu", workers=1, local_batch=8)
+        tr.step(step_time_s=0.1)
+        tr.close()
+        assert path.read_bytes() == before
+
+
+def test_an_evaluation_within_the_warm_up_after_a_reconfiguration_puts_the_new_configuration_on_record(
+        tmp_path: Path) -> None:
+    # An epoch shorter than warmup_steps: with every step at 8 workers still warm-up, the
+    # evaluation left the 4-worker step record as the job's current configuration.
+    from cotune.track import job_progress
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=4, workload=WORKLOAD, window=20, fsync="none") as tr:
+        for _ in range(100):
+            tr.step(step_time_s=0.1)
+        tr.eval(metric=0.5)
+        tr.reconfigure(workers=8)
+        for _ in range(3):  # inside the 5 warm-up steps
+            tr.step(step_time_s=0.06)
+        tr.eval(metric=0.6)
+    p = read_profile(path)
+    assert p.steps[-1].workers == 8 and p.steps[-1].timed_steps == 3
+    jp = job_progress(p)
+    assert (jp.workers, jp.global_batch) == (8, 32) and jp.step_time_s == pytest.approx(0.06)
+
+
+@pytest.mark.parametrize("path", [None, 123, "job\0.jsonl"], ids=repr)
+def test_a_profile_path_that_is_no_path_is_one_input_error(path: object) -> None:
+    # Tracker(os.environ.get("PROFILE"), ...) with the variable unset raised a TypeError.
+    with pytest.raises(InputError, match="profile_path") as err:
+        Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)  # type: ignore[arg-type]
+    assert "\n" not in str(err.value)
