@@ -14,7 +14,10 @@ very noisy, so the two are averaged over many steps *separately* before the rati
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from cotune._checks import MAX_MAGNITUDE
 
 __all__ = ["NoiseAccumulator", "noise_terms"]
 
@@ -44,9 +47,12 @@ class NoiseAccumulator:
 
     def b_noise(self) -> float | None:
         """``tr(Σ)/|G|²`` in samples; None when too few steps or the signal is lost in noise."""
-        if self.count < 2 or self.g2_sum <= 0 or self.trace_sum <= 0:
+        if self.count < 2 or not (0 < self.g2_sum < math.inf and 0 < self.trace_sum < math.inf):
+            # NaN compares False both ways: a diverged run's NaN gradients were a NaN noise scale,
+            # which the profile refuses (the session stopped on it as if the input were bad).
             return None
-        return self.trace_sum / self.g2_sum
+        ratio = self.trace_sum / self.g2_sum
+        return ratio if 0 < ratio <= MAX_MAGNITUDE else None
 
     def reset(self) -> None:
         self.g2_sum = self.trace_sum = 0.0

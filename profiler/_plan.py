@@ -114,6 +114,17 @@ def _curve_points(batches: Sequence[int], seeds: Sequence[int], workers: int) ->
     return [CurvePoint(global_batch=b, seed=s, workers=workers) for b in batches for s in seeds]
 
 
+def _spread_curve_batches(smallest_local: int, largest_local: int, *, curve_workers: int) -> list[int]:
+    """Three global batches spread geometrically over the feasible range, each a multiple of
+    ``curve_workers``: a curve trains at ``curve_workers × (B // curve_workers)``, so any other
+    B was recorded at a batch it did not train at (its epochs and learning rate were another's)."""
+    low = -(-smallest_local // curve_workers) * curve_workers  # up: each worker's local batch is >= 1
+    high = largest_local * curve_workers
+    geometric_mid = 2 ** round(math.log2(math.sqrt(low * high)))
+    mid = min(high, max(low, round(geometric_mid / curve_workers) * curve_workers))
+    return sorted({low, mid, high})
+
+
 @dataclass(frozen=True)
 class GridPlan:
     """Every (workers, local_batch) of the grids, batch ascending, then the curves."""
@@ -166,9 +177,7 @@ class AutoPlan:
             if self.curves is not None:
                 chosen = list(self.curves)
             else:
-                low, high = feasible[0], feasible[-1] * self.curve_workers
-                mid = 2 ** round(math.log2(math.sqrt(low * high)))
-                chosen = sorted({low, mid, high})
+                chosen = _spread_curve_batches(feasible[0], feasible[-1], curve_workers=self.curve_workers)
             yield from _curve_points(chosen, self.seeds, self.curve_workers)
         # 4. the ends of the feasible range at every larger worker count.
         for w in larger:

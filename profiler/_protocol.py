@@ -16,10 +16,13 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
+
+from cotune._checks import MAX_MAGNITUDE
 
 __all__ = [
     "TimingTask",
@@ -30,6 +33,7 @@ __all__ = [
     "FailureResult",
     "Result",
     "EpochLine",
+    "diverged_metric",
     "task_from_dict",
     "result_from_dict",
     "read_task",
@@ -286,6 +290,12 @@ class EpochLine(_Record):
         if self.b_noise is None:
             del out["b_noise"]
         return out
+
+
+def diverged_metric(metric: float) -> bool:
+    """Whether an evaluation says the run diverged: NaN, ±inf, or a finite value beyond what a
+    profile holds (``MAX_MAGNITUDE``: the perplexity exp(40) of a diverged language model)."""
+    return not math.isfinite(metric) or abs(metric) > MAX_MAGNITUDE
 
 
 def append_epoch(path: Path, line: EpochLine) -> None:

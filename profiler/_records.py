@@ -8,13 +8,17 @@ of our own files is never written into the profile as a fact about the workload.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from cotune._checks import MAX_MAGNITUDE
 from cotune.profile import EvalRecord, FailureRecord, NoiseRecord, StepRecord, WorkloadRecord
 from profiler._launcher import LaunchOutcome
-from profiler._protocol import EXIT_SETUP, EXIT_STORAGE, FAULT_MARKER, EpochLine, FailureResult, Result, TimingResult
+from profiler._protocol import (EXIT_SETUP, EXIT_STORAGE, FAULT_MARKER, EpochLine, FailureResult, Result,
+                                TimingResult, diverged_metric)
 from profiler._stats import summarize
 from profiler._workload import WorkloadError
 
@@ -99,17 +103,30 @@ def _root_exitcode(outcome: LaunchOutcome) -> int | None:
         return None
 
 
+# The TensorFlow spawner's line for its first worker that a signal ended (profiler.tf._spawn);
+# it prints none for the peers it then stops itself.
+_SPAWNER_SIGNALLED = re.compile(r"profiler\.tf\._spawn: worker \d+ exited: .*\(exitcode\s*:\s*(-\d+)\)")
+
+
+def _spawner_exitcode(outcome: LaunchOutcome) -> int | None:
+    """The negative exit code of the first worker a signal ended, as the TensorFlow spawner said it."""
+    found = _SPAWNER_SIGNALLED.search(outcome.log_tail)
+    return None if found is None else int(found.group(1))
+
+
 def _outside_signal(outcome: LaunchOutcome) -> int | None:
     """The stop signal that ended the launch, if one did: torchrun's root cause (its first
     observed failure: a rank ended by a workload's own crash is the root cause even when
-    torchrun then stops the others with SIGTERM), or a signal torchrun itself received."""
+    torchrun then stops the others with SIGTERM), or a signal torchrun itself received.
+    Without torchrun's report, the TensorFlow spawner's word for its first signalled worker
+    (it exits 128 + N, which read as the workload's crash)."""
     for ln in outcome.log_tail.splitlines():
         if "SignalException" in ln and "got signal:" in ln:
             try:
                 return int(ln.rsplit("got signal:", 1)[1].split()[0])
             except (ValueError, IndexError):
                 return 15
-    root = _root_exitcode(outcome)
+    root = _root_exitcode(outcome) if _root_cause_line(outcome) is not None else _spawner_exitcode(outcome)
     return -root if root is not None and -root in _STOP_SIGNALS else None
 
 
@@ -256,9 +273,18 @@ def failure_record(kind: str, message: str, *, gpu: str, workers: int, hosts: in
 
 
 def epoch_records(line: EpochLine, *, global_batch: int, seed: int) -> list[EvalRecord | NoiseRecord]:
-    """The eval record of one finished epoch, and its noise record when measured."""
+    """The eval record of one finished epoch, and its noise record when measured.
+
+    A diverged run's numbers are the workload's, never bad input: a finite metric past
+    ``MAX_MAGNITUDE`` is recorded as ±inf (the profile's word for a diverged evaluation, which
+    it would refuse as a number), and a noise scale that is not a finite positive number of at
+    most ``MAX_MAGNITUDE`` is left out (both stopped the session with exit 2, on every rerun)."""
+    metric = float(line.metric)
+    if math.isfinite(metric) and diverged_metric(metric):
+        metric = math.copysign(math.inf, metric)
     out: list[EvalRecord | NoiseRecord] = [
-        EvalRecord(global_batch=global_batch, epoch=float(line.epoch), metric=float(line.metric), seed=seed)]
-    if line.b_noise is not None:
-        out.append(NoiseRecord(b_noise=float(line.b_noise), global_batch=global_batch, epoch=float(line.epoch)))
+        EvalRecord(global_batch=global_batch, epoch=float(line.epoch), metric=metric, seed=seed)]
+    b_noise = None if line.b_noise is None else float(line.b_noise)
+    if b_noise is not None and 0 < b_noise <= MAX_MAGNITUDE:
+        out.append(NoiseRecord(b_noise=b_noise, global_batch=global_batch, epoch=float(line.epoch)))
     return out

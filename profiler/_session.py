@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
-from cotune._checks import excerpt, one_line_name
+from cotune._checks import excerpt, integer, one_line_name
 from cotune.errors import InputError, StorageError
 from cotune.profile import ProfileWriter, WorkloadRecord, check_profile_path
 from profiler._launcher import (
@@ -708,13 +708,14 @@ def _check_plan_fits_data(plan: Any, *, samples: int) -> None:
                            else f"use at most {samples:,} workers (one sample each)")
                     raise InputError(f"--workers {w} × --local-batch {b} is a step of {w * b:,} samples, more than the "
                                      f"workload's {samples:,} training samples: {fix}")
-        for b in plan.curves:
-            if b > samples:
-                raise InputError(f"--curves {b} is more than the workload's {samples:,} training samples (an epoch "
-                                 f"would have no step): choose curve batches of at most {samples:,}")
     elif getattr(plan, "min_batch", 0) > samples:  # the automatic and the value plan
         raise InputError(f"--min-batch {plan.min_batch} is more than the workload's {samples:,} training samples: "
                          f"lower it to at most {samples:,}")
+    # The grid's curves and the automatic plan's given ones (the plan skipped those, exit 0).
+    for b in getattr(plan, "curves", None) or ():
+        if b > samples:
+            raise InputError(f"--curves {b} is more than the workload's {samples:,} training samples (an epoch "
+                             f"would have no step): choose curve batches of at most {samples:,}")
 
 
 class _BatchTimedOut(Exception):
@@ -785,6 +786,16 @@ def run_session(
     after a fix to the workload or the machine.
     """
     retry = _retry_kinds(retry_failed)
+    # The CLI's rule (positive whole numbers) at the Python door: a worker count of 0 failed as
+    # the launcher's fault after a start, a local batch of -4 or 8.5 after the workload record
+    # was written, a curve batch of 0 as the workload's crash.
+    workers, local_batches, curves = (
+        None if values is None else [integer(v, where=name, ge=1) for v in values]
+        for name, values in (("workers", workers), ("local_batches", local_batches), ("curves", curves)))
+    curve_workers = integer(curve_workers, where="curve_workers", ge=1)
+    max_workers = None if max_workers is None else integer(max_workers, where="max_workers", ge=1)
+    min_batch = integer(min_batch, where="min_batch", ge=1)
+    max_batch = integer(max_batch, where="max_batch", ge=1)
     # A seed given twice is one curve, as a batch given twice is one point (the CLI's lists).
     seeds = list(dict.fromkeys(seeds or [0]))
     wild = next((s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED), None)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cotune._checks import integer, number
+from cotune.errors import InputError
 from cotune.units import format_duration
 from profiler._plan import CurvePoint
 from profiler._state import ProfileState
+from profiler._workload import MAX_DURATION_S, MAX_SEED
 
 __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "ProbeEstimator"]
 
@@ -32,6 +35,26 @@ class ProbeSettings:
     cpu_threads: int = 1
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        # The Python API's door, as the CLI's options are: a value no probe can run with was
+        # launched and ended as the workload's crash (max_timed_steps=0), which reruns skip.
+        _whole(self, "warmup_steps", ge=0)
+        _whole(self, "min_timed_steps", ge=1)
+        _whole(self, "max_timed_steps", ge=1)
+        if self.max_timed_steps < self.min_timed_steps:
+            raise InputError(f"ProbeSettings.max_timed_steps {self.max_timed_steps} is below min_timed_steps "
+                             f"{self.min_timed_steps}: raise max_timed_steps or lower min_timed_steps")
+        _seconds(self, "max_timed_s", ge=0.0)  # 0: stop at min_timed_steps
+        object.__setattr__(self, "rel_precision", number(self.rel_precision, where="ProbeSettings.rel_precision",
+                                                         gt=0.0, lt=1.0, what="a fraction (0.05 for ±5 %)"))
+        _flag(self, "measure_sync")
+        _seconds(self, "timeout_s")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise InputError(f"ProbeSettings.device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+        _whole(self, "loader_workers", ge=0)
+        _whole(self, "cpu_threads", ge=0)
+        _whole(self, "seed", ge=0, le=MAX_SEED)
+
 
 @dataclass(frozen=True)
 class CurveSettings:
@@ -42,6 +65,35 @@ class CurveSettings:
     noise: bool = False
     timeout_s: float = 3600.0
     checkpoint: bool = True
+
+    def __post_init__(self) -> None:
+        # As ProbeSettings: max_epochs=0 marked every curve done with no epoch trained.
+        _whole(self, "max_epochs", ge=1)
+        if self.target is not None:
+            object.__setattr__(self, "target", number(self.target, where="CurveSettings.target"))
+        _flag(self, "noise")
+        _seconds(self, "timeout_s")
+        _flag(self, "checkpoint")
+
+
+def _whole(settings: object, name: str, *, ge: int, le: int | None = None) -> None:
+    """Check the whole-number field ``name`` of a frozen settings object (3.0 is kept as 3)."""
+    where = f"{type(settings).__name__}.{name}"
+    object.__setattr__(settings, name, integer(getattr(settings, name), where=where, ge=ge, le=le))
+
+
+def _seconds(settings: object, name: str, *, ge: float | None = None) -> None:
+    """Check the duration field ``name``: positive (or at least ``ge``), and no longer than any
+    option takes (a longer one overflowed the time-out alarm)."""
+    where = f"{type(settings).__name__}.{name}"
+    bounds = {"gt": 0.0} if ge is None else {"ge": ge}
+    object.__setattr__(settings, name, number(getattr(settings, name), where=where, le=MAX_DURATION_S,
+                                              what="a number of seconds", **bounds))
+
+
+def _flag(settings: object, name: str) -> None:
+    if not isinstance(getattr(settings, name), bool):
+        raise InputError(f"{type(settings).__name__}.{name} must be True or False, got {getattr(settings, name)!r}")
 
 
 @dataclass(frozen=True)

@@ -86,11 +86,19 @@ class ProfileState:
     # Steps and failures in the order added (the profile's records(), then the session's
     # appends): what oom_superseded reads, the solver's rule.
     timing: list[StepRecord | FailureRecord] = field(default_factory=list)
+    # The profiler's own curves, by (global_batch, seed): what a rerun continues. A tracked
+    # job's evaluations (``job`` set) are another run's epochs at the same key: counted here,
+    # they were taken for the curve's first epochs, whose measurements were then skipped.
     evals: dict[CurveKey, list[EvalRecord]] = field(default_factory=lambda: defaultdict(list))
+    job_evals: list[EvalRecord] = field(default_factory=list)  # the profile's tracked jobs' evaluations
     curves_done: dict[CurveKey, str] = field(default_factory=dict)
     noise: list[NoiseRecord] = field(default_factory=list)
     probe_wall_s: float = 0.0
     probe_worker_s: float = 0.0
+
+    def all_evals(self) -> tuple[EvalRecord, ...]:
+        """Every evaluation the profile holds, the profiler's curves' and tracked jobs'."""
+        return tuple(e for runs in self.evals.values() for e in runs) + tuple(self.job_evals)
 
     def timing_done(self, key: TimingKey) -> bool:
         return key in self.steps or key in self.failures
@@ -133,6 +141,8 @@ class ProfileState:
         elif isinstance(record, FailureRecord):
             self.failures[(record.gpu, record.workers, record.hosts, record.local_batch)] = record
             self.timing.append(record)
+        elif isinstance(record, EvalRecord) and record.job is not None:
+            self.job_evals.append(record)
         elif isinstance(record, EvalRecord):
             self.evals[(record.global_batch, record.seed)].append(record)
         elif isinstance(record, NoiseRecord):

@@ -144,7 +144,7 @@ class ValuePlan:
             workload=state.workload,
             steps=tuple(state.steps.values()),
             failures=tuple(state.failures.values()),
-            evals=tuple(e for runs in state.evals.values() for e in runs),
+            evals=state.all_evals(),
             noise=tuple(state.noise),
         )
         return RecommendRequest(
@@ -210,7 +210,7 @@ class ValuePlan:
         self.check(gpu=gpu, hosts=hosts)
         tried: set[Any] = set()
         yield from self._seed(state, gpu, tried)
-        if not state.evals:
+        if not state.all_evals():  # a tracked job's evaluations are a curve too
             if not self.with_curves:
                 yield PlanNote("value plan: stopped after the seed probes: the profile has no learning curve and "
                                "this run trains none (--no-curves, or a workload without eval_data); import a "

@@ -15,7 +15,6 @@ the shared :func:`profiler._entry.worker_main`.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import resource
 import sys
@@ -26,7 +25,8 @@ from typing import Any, Iterator
 from cotune.errors import is_out_of_memory
 from profiler._entry import SetupFault, scratch_write, worker_main, write_batch_result
 from profiler._noise import NoiseAccumulator
-from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
+from profiler._protocol import (CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch,
+                                diverged_metric)
 from profiler._stats import median_rel_halfwidth, summarize
 from profiler._workload import Workload, load_workload
 
@@ -445,7 +445,7 @@ def run_curve(task: CurveTask, env: _Env) -> CurveResult:
                     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                 "epoch_index": epoch_index}, tmp)
                     os.replace(tmp, ckpt_path)
-            if not math.isfinite(metric):
+            if diverged_metric(metric):  # NaN, ±inf, or past what a profile holds (recorded as ±inf)
                 reason, stop = "diverged", True
             elif target is not None and (metric >= target if workload.goal == "max" else metric <= target):
                 reason, stop = "target", True

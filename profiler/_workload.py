@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import os
 import signal
 import sys
 import threading
@@ -141,7 +142,17 @@ def _import_module(target: str) -> Any:
 
     The module's own code runs here as a file's does: its exception, SyntaxError or
     sys.exit is the workload's to fix (it was an internal error, exit 4, or a silent exit).
+    The working folder is importable, as it is for ``python -m profiler`` and for the workers
+    (their PYTHONPATH holds it): the ``cotune`` console script's sys.path lacks it, and a
+    package there (``mypkg.wlmod:workload``) was "no module named". Appended, as a FILE.py's
+    folder: a folder named like an installed package must not shadow it.
     """
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working folder was removed: nothing there to import
+        cwd = None
+    if cwd is not None and cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as exc:

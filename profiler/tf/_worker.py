@@ -12,7 +12,6 @@ update (Keras always all-reduces inside ``apply_gradients``, so there is no
 from __future__ import annotations
 
 import json
-import math
 import os
 import resource
 import sys
@@ -22,7 +21,8 @@ from typing import Any
 
 from cotune.errors import is_out_of_memory
 from profiler._entry import scratch_write, worker_main, write_batch_result
-from profiler._protocol import CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch
+from profiler._protocol import (CurveResult, CurveTask, EpochLine, Task, TimingResult, TimingTask, append_epoch,
+                                diverged_metric)
 from profiler._stats import median_rel_halfwidth
 
 
@@ -218,7 +218,7 @@ def run_curve(task: CurveTask, env: _TF) -> CurveResult:
             with scratch_write(progress, "the progress line"):
                 append_epoch(progress, EpochLine(epoch_index=epoch_index,
                                                  epoch=epoch_index * steps_per_epoch * global_batch / n, metric=metric))
-            if not math.isfinite(metric):
+            if diverged_metric(metric):  # NaN, ±inf, or past what a profile holds (recorded as ±inf)
                 reason, stop = "diverged", True
             elif target is not None and (metric >= target if workload.goal == "max" else metric <= target):
                 reason, stop = "target", True

@@ -162,3 +162,14 @@ def test_a_reversed_batch_range_is_refused_before_any_probe(tmp_path, question):
     with pytest.raises(InputError, match="--min-batch 32 is above --max-batch 8"):
         _profile(out, fake, min_batch=32, max_batch=8, question=question)
     assert fake.calls == [] and not out.exists()
+
+
+def test_automatic_curves_on_several_workers_are_recorded_at_the_batch_they_train_at(tmp_path):
+    # --curve-workers 3 over local batches 8..16: a curve chosen at global batch 8 trained at
+    # 3 × (8 // 3) = 6 and was recorded at 8.
+    out, fake = tmp_path / "cw.jsonl", FakeLauncher()
+    _profile(out, fake, max_workers=1, min_batch=8, max_batch=16, curve_workers=3,
+             curve=profiler.CurveSettings(max_epochs=1))
+    trained = sorted(w * b for kind, w, b in fake.calls if kind == "curve")
+    recorded = sorted(e["global_batch"] for e in of(out, "eval"))
+    assert recorded == trained and all(b % 3 == 0 for b in recorded)

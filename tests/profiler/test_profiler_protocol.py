@@ -343,6 +343,15 @@ def test_a_worker_stopped_by_a_signal_from_outside_is_the_environments_not_a_cra
     assert verdict.kind == "launcher" and f"signal {signal_no} from outside" in verdict.message  # was 'crash'
 
 
+@pytest.mark.parametrize("signal_no,name", [(1, "SIGHUP"), (2, "SIGINT"), (3, "SIGQUIT"), (15, "SIGTERM")])
+def test_a_tensorflow_worker_stopped_by_a_signal_from_outside_is_the_environments_not_a_crash(signal_no, name):
+    # The TensorFlow spawner has no torchrun report: it says which worker a signal ended,
+    # then exits 128 + N.
+    tail = f"I0000 oneDNN ...\nprofiler.tf._spawn: worker 0 exited: Signals.{name} (exitcode  : -{signal_no})\n"
+    verdict = classify(_outcome(128 + signal_no, tail), [], timeout_s=60, log=LOG, workers=1, started=1)
+    assert verdict.kind == "launcher" and f"signal {signal_no} from outside" in verdict.message  # was 'crash'
+
+
 def test_a_segfault_stays_a_crash_when_torchrun_force_kills_a_stuck_peer():
     # torchrun's teardown line names SIGKILL; the root cause is the workload's SIGSEGV
     tail = ("[W api.py] Unable to shutdown process 101 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL\n"
