@@ -226,3 +226,46 @@ def test_a_setting_with_more_than_a_user_has_is_labelled_wherever_the_report_nam
     assert any(spec.upper_bound for spec in SETTINGS.values())
     for name, spec in SETTINGS.items():
         assert _labelled(name).endswith("(upper bound)") == bool(spec.upper_bound), name
+
+
+def test_the_hand_over_share_is_the_fraction_of_the_recipe_trained_clipped_to_the_unit_interval() -> None:
+    from benchmarks.closed_loop import handover_share
+
+    assert handover_share(13.4, 55.0) == pytest.approx(13.4 / 55.0)
+    assert handover_share(70.0, 55.0) == 1.0 and handover_share(-1.0, 55.0) == 0.0
+    assert handover_share(3.0, math.inf) == 1.0  # no recipe end: the level rule alone
+
+
+def test_a_batch_change_does_not_skip_the_new_recipe_for_free() -> None:
+    # One switch from ImageNet's batch 200 to 6400 at about epoch 13: batch 6400 reaches the
+    # level only at epoch 53.9 of its 55, and the level rule alone resumed it there, so the
+    # run beat the static optimum by half (regret -0.53). On demand nothing beats it by that.
+    scn = _scenario(name="imagenet-t4", target="loose", deadline=None)
+    c, o, w = scn.candidates, scn.oracle, scn.workload
+    per_epoch_cost = c.workers * o.price_per_hour / 3600 * w.dataset_size / c.global_batch * o.step_time_s
+
+    def cheapest(gb: int) -> int:
+        k = np.flatnonzero(c.global_batch == gb)
+        return int(k[np.argmin(per_epoch_cost[k])])
+
+    a, b = cheapest(200), cheapest(6400)
+    epoch_s = w.dataset_size / c.global_batch[a] * o.step_time_s[a]
+    run = simulate(scn, index=a, planned_time_s=float(10 * 13.4 * epoch_s),
+                   controller=lambda p: Action("switch", b) if p.checkpoint == 1 else CONTINUE, truth=TrueRun(scn))
+    assert run["restarts"] == 1
+    assert run["train_cost"] + run["restart_cost"] >= o.solve(scn.target, None).cost
+
+
+def test_a_goodput_controller_starts_at_its_fastest_estimate_when_its_planner_finds_no_plan() -> None:
+    from benchmarks.closed_loop import _initial, _pollux_controller, _start_anyway
+
+    # Neither planner finds a plan here; cotune_closed starts at its best chance, and so must Pollux.
+    scn = _scenario(name="bert-t4", target="loose", deadline=1.5)
+    ev = scn.evidence("closed-loop")
+    plan = _initial(scn, ev, "pollux", 16)
+    assert plan.index is None
+    controller = _pollux_controller(scn, ev, plan)
+    start = _start_anyway(scn, plan, controller)
+    fastest = controller.fastest(scn.target)
+    assert fastest is not None and start.index == fastest[0]
+    assert math.isfinite(start.predicted_time_s) and start.predicted_time_s == fastest[1]
