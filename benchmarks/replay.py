@@ -29,8 +29,9 @@ workers and costs ``n × price × (setup_s + probe_steps × step_time*) / 3600``
 The reference curve came from a previous run, and that run logged its step time: the
 launcher knows it from the start, free (its price is in the curve's cost), at the
 configuration the curve is billed at (:func:`curve_run_index`, as
-:func:`benchmarks.settings.curve_cost` bills it: the cheapest packed candidate of that
-global batch; ``Evidence.step_runs``). Every setting gets this one run's step time — the
+:func:`benchmarks.settings.curve_cost` bills it: the recipe's configuration — the fewest
+workers of that global batch, the lowest price among GPU types — chosen without the true
+step times; ``Evidence.step_runs``). Every setting gets this one run's step time — the
 free curves of the upper-bound setting come without theirs, so the settings differ in
 curves only. Probing it again costs nothing.
 """
@@ -301,7 +302,7 @@ class ReplayLauncher:
     def __post_init__(self) -> None:
         if not self.known:
             c = self.oracle.candidates
-            runs = (curve_run_index(c, self.oracle.step_time_s, self.oracle.price_per_hour, b) for b in self.evidence.step_runs)
+            runs = (curve_run_index(c, self.oracle.price_per_hour, b) for b in self.evidence.step_runs)
             self.known = tuple(dict.fromkeys(i for i in runs if i is not None))
 
     @property
@@ -349,15 +350,17 @@ class ReplayLauncher:
         return WorkloadRecord(name=w.name, dataset_size=w.dataset_size, metric=w.metric, goal=w.goal, source=w.source)  # type: ignore[arg-type]
 
 
-def curve_run_index(candidates: Candidates, step_time_s: np.ndarray, price_per_hour: np.ndarray, global_batch: int) -> int | None:
-    """The candidate a curve at ``global_batch`` was recorded on: the cheapest per epoch
-    (``n × price × step_time / B``) among the packed candidates of exactly that global
-    batch (None when the space has none)."""
+def curve_run_index(candidates: Candidates, price_per_hour: np.ndarray, global_batch: int) -> int | None:
+    """The candidate a curve at ``global_batch`` was recorded on: the recipe's own
+    configuration, chosen without any measurement — the fewest workers among the packed
+    candidates of exactly that batch, then the lowest price per worker-hour, then the GPU
+    type's name (None when the space has none). The cheapest per epoch would be chosen by
+    the true step times: a previous run did not know them."""
     idx = np.flatnonzero(candidates.global_batch == int(global_batch))
     if idx.size == 0:
         return None
-    per_epoch = candidates.workers[idx] * price_per_hour[idx] * step_time_s[idx]
-    return int(idx[np.argmin(per_epoch)])
+    key = [(int(candidates.workers[i]), float(price_per_hour[i]), candidates.gpus[int(candidates.gpu[i])]) for i in idx]
+    return int(idx[min(range(len(idx)), key=key.__getitem__)])
 
 
 def visible_evals(workload: Workload, visible: tuple[int, ...]) -> tuple[EvalRecord, ...]:

@@ -64,20 +64,19 @@ def recipe_batch(workload: Workload) -> int:
 
 
 def curve_cost(workload: Workload, global_batch: int) -> float:
-    """USD to record the curve at ``global_batch``: its whole run at the cheapest measured
-    packed configuration of that batch (the nearest measured global batch if none)."""
+    """USD to record the curve at ``global_batch``: its whole run at the recipe's
+    configuration of that batch (the nearest measured global batch if none) — the fewest
+    packed workers, then the lowest price per worker-hour, then the GPU type's name, as
+    :func:`benchmarks.replay.curve_run_index` picks it."""
     gph = workload.gpus_per_host
     rows = [(g, n, b, t) for (g, n, h, b), t in workload.steps.items() if h == -(-n // gph)]
     gb = np.array([n * b for _, n, b, _ in rows], float)
     near = np.abs(np.log(gb) - math.log(global_batch))
-    sel = near <= near.min() + 1e-9
-    per_epoch = [
-        n * workload.prices[g] * workload.dataset_size / (n * b) * t / 3600.0
-        for (g, n, b, t), s in zip(rows, sel)
-        if s
-    ]
+    g, n, b, t = min((r for r, d in zip(rows, near) if d <= near.min() + 1e-9),
+                     key=lambda r: (r[1], workload.prices[r[0]], r[0]))
+    per_epoch = n * workload.prices[g] * workload.dataset_size / (n * b) * t / 3600.0
     epochs = float(np.nanmax(workload.curves[global_batch].epochs))
-    return float(min(per_epoch) * epochs)
+    return float(per_epoch * epochs)
 
 
 def evals_of(workload: Workload, batches: tuple[int, ...]) -> tuple[EvalRecord, ...]:

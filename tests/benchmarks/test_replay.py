@@ -145,3 +145,15 @@ def test_the_curves_own_runs_step_times_are_known_free_at_the_configuration_bill
     (step,) = launcher.profile().steps
     assert (step.workers, step.local_batch) == (int(c.workers[i]), int(c.local_batch[i]))
     assert step.step_time_s == scn.oracle.step_time_s[i]
+
+
+def test_the_reference_runs_configuration_is_the_recipes_not_the_truly_cheapest() -> None:
+    # A previous run did not know the true step times: its configuration is the fewest workers
+    # of the batch on the lowest-priced GPU type (on cifar10-hetero the truly cheapest per
+    # epoch was a P100, one of twelve configurations with an 8.6x spread in cost).
+    scn = next(scenarios(workloads(names=("cifar10-hetero",)), target_labels=("all",), deadline_factors=(None,)))
+    (i,) = scn.launcher("one-curve").known
+    c, price = scn.candidates, scn.oracle.price_per_hour
+    same = np.flatnonzero(c.global_batch == c.global_batch[i])
+    fewest = same[c.workers[same] == c.workers[same].min()]
+    assert c.workers[i] == c.workers[same].min() and price[i] == price[fewest].min()
