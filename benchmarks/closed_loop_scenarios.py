@@ -92,14 +92,29 @@ def main(argv: list[str] | None = None) -> int:
     load()
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
-        spec = POLICIES.get(p.partition("@")[0])
+        name, at, budget = p.partition("@")
+        spec = POLICIES.get(name)
         if spec is None or not spec.closed_loop:
             known = ", ".join(sorted(k for k, v in POLICIES.items() if v.closed_loop))
             print(f"error: {p!r} is not a closed-loop policy; choose from {known}", file=sys.stderr)
             return 2
+        if at and not (budget.isdigit() and int(budget) >= 1):
+            print(f"error: {p!r}: the probe budget after '@' must be a whole number of at least 1, got {budget!r}; "
+                  f"write {name}@16, for example", file=sys.stderr)
+            return 2
     names = workload_names(args.workloads)
     if names is None:
         return 2
+    if args.json:
+        # Checked before the runs (minutes of them), not after: a path that cannot be written
+        # would otherwise throw every run away.
+        from pathlib import Path
+
+        folder = Path(args.json).parent
+        if not folder.is_dir() or Path(args.json).is_dir():
+            print(f"error: --json {args.json}: {'is a folder' if Path(args.json).is_dir() else 'its folder does not exist'}; "
+                  "name a file in an existing folder", file=sys.stderr)
+            return 2
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:
         runs = [r for chunk in ex.map(run_workload, names, [policies] * len(names)) for r in chunk]
     by: dict[str, dict[str, dict]] = {}
@@ -115,8 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     for p in policies:
         print(summary_line(p, [r for r in runs if r["policy"] == p]))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(runs, fh, indent=1, default=str)
+        from benchmarks.report import write_text
+
+        try:
+            write_text(args.json, json.dumps(runs, indent=1, default=str))
+        except OSError as e:
+            print(f"error: --json {args.json}: {e.strerror or e}; the runs above are complete, write them elsewhere",
+                  file=sys.stderr)
+            return 3
     return 0
 
 

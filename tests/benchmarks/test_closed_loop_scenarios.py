@@ -25,3 +25,16 @@ def test_an_open_loop_policy_or_unknown_workload_is_refused_with_exit_2(argv, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "choose from" in err
+
+
+@pytest.mark.parametrize("spec", ["cotune_closed@x", "cotune_closed@0", "cotune_closed@-3"])
+def test_a_probe_budget_that_is_no_whole_number_of_at_least_one_is_refused_before_any_run(spec, capsys) -> None:
+    assert main([spec, "--workloads", "ncf-t4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1 and "@16" in err
+
+
+def test_a_json_file_in_a_missing_folder_is_refused_before_any_run(tmp_path, capsys) -> None:
+    assert main(["oracle", "--workloads", "ncf-t4", "--json", str(tmp_path / "no" / "x.json")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "does not exist" in captured.err and captured.err.count("\n") == 1
