@@ -63,6 +63,7 @@ __all__ = [
     "not_text_reason",
     "load_json",
     "number",
+    "numpy_time_kind",
     "one_line_name",
     "parse_key_number",
     "parse_number",
@@ -145,6 +146,9 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
         return "null"
     if _is_bool(value):  # numpy.bool_ too: a bool, not 'a bool_'
         return "true" if value else "false"
+    if numpy_time_kind(value):  # before Integral: numpy registers timedelta64 as one, and int() of it fails
+        text = str(value)
+        return f"a {value.dtype.name} ({text if len(text) <= limit else text[:limit] + '...'})"
     if isinstance(value, numbers.Integral):
         n = int(value)
         if n.bit_length() > 128:  # str() of a huge int is slow and refused past 4300 digits
@@ -198,6 +202,16 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool) or (type(value).__name__ in ("bool_", "bool") and type(value).__module__ == "numpy")
 
 
+def numpy_time_kind(value: Any) -> str | None:
+    """``"m"`` for a numpy ``timedelta64`` (a scalar or a 0-d array), ``"M"`` for a ``datetime64``,
+    else None — told without importing numpy. Neither is a number: numpy registers timedelta64
+    as an integer, whose value is a count of its unit (nanoseconds in a pandas column)."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("m", "M") and getattr(value, "ndim", None) == 0 and type(value).__module__ == "numpy":
+        return str(kind)
+    return None
+
+
 def _in_bounds(x: float, gt: Any, ge: Any, lt: Any, le: Any) -> bool:
     return (
         (gt is None or x > gt) and (ge is None or x >= ge) and (lt is None or x < lt) and (le is None or x <= le)
@@ -210,6 +224,8 @@ def plain_number(value: Any) -> Any:
     Anything else is returned as it is, for the checks to judge."""
     if isinstance(value, Decimal):
         return float(value) if not value.is_nan() else math.nan  # ±Infinity stays ±inf
+    if numpy_time_kind(value):  # its item() is a count of its unit or a timedelta: refused as it is
+        return value
     if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
         return value.item()
     return value
@@ -236,7 +252,7 @@ def number(
         return f"{what}{' ' + bounds if bounds else ''}"
 
     original, value = value, plain_number(value)
-    if _is_bool(value) or not isinstance(value, numbers.Real):
+    if _is_bool(value) or not isinstance(value, numbers.Real) or numpy_time_kind(value):
         hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
         raise BadValue(f"must be {want()}, got {excerpt(original)}{hint}", where=where)
     try:
@@ -269,7 +285,7 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         return f"a whole number{' ' + bounds if bounds else ''}"
 
     original, value = value, plain_number(value)
-    if _is_bool(value) or not isinstance(value, numbers.Real):
+    if _is_bool(value) or not isinstance(value, numbers.Real) or numpy_time_kind(value):
         raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
     if isinstance(value, numbers.Integral):
         n = int(value)

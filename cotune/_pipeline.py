@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from cotune._explain import baselines as _baselines
 from cotune._explain import relax as _relax
-from cotune._request import DEFAULT_MAX_WORKERS, RecommendRequest, request_from_call
+from cotune._request import DEFAULT_MAX_WORKERS, ProfileRef, RecommendRequest, request_from_call
 from cotune.models import FittedModels, fit_models
 from cotune.models._fitted import check_fitted
 from cotune.models._backbone import GROWTH_PROBES
@@ -48,9 +48,6 @@ from cotune.solver import (
     with_success,
 )
 from cotune.units import count_of
-
-if TYPE_CHECKING:  # pragma: no cover
-    from cotune._request import ProfileRef
 
 __all__ = ["recommend", "market_for"]
 
@@ -137,7 +134,7 @@ def recommend(
     search = "exhaustive"
     try:
         check_candidate_limit(space, limit=request.max_candidates, rows_per_candidate=market.rows_per_candidate)
-        base = enumerate_candidates(space)
+        base = enumerate_candidates(space, limit=request.max_candidates)
     except SearchSpaceTooLarge as exc:
         # Too many to enumerate: a seeded TPE search proposes candidates instead (cotune/solver/_optuna.py).
         # Spot/mixed markets add rows per candidate that the sampler cannot score one by one: still refused there.

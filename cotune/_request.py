@@ -15,8 +15,12 @@ rewrites the pointer into its option name (:data:`CLI_OPTIONS`). Defaults are de
 here and nowhere else. ``docs/request.md`` lists every field and the doors that expose it.
 
 Per-GPU ``max_workers`` naming only some GPU types: the others get the ``"*"`` entry if
-there is one, else :data:`DEFAULT_MAX_WORKERS` — the same at every door (the CLI's
-``--max-workers 32 --max-workers t4=8`` is ``{"*": 32, "t4": 8}``).
+there is one, else the default — the same at every door (the CLI's
+``--max-workers 32 --max-workers t4=8`` is ``{"*": 32, "t4": 8}``). The default is the
+question's: :data:`DEFAULT_MAX_WORKERS` for ``recommend``, :data:`DEFAULT_REPLAN_MAX_WORKERS`
+for ``replan``. ``RecommendRequest.max_workers`` is therefore None until stated, and
+:class:`ReplanRequest` resolves it: a stated 16 and the recommend default were one value, and
+a ``ReplanRequest`` got 16 workers where every other replan door got 64.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from cotune._checks import MAX_INTEGER, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, plain_number
+from cotune._checks import (
+    MAX_INTEGER, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, numpy_time_kind, plain_number,
+)
 from cotune._checks import interval as check_interval
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -186,9 +192,33 @@ def _int_tuple(value: Any, where: str, *, ge: int = 1) -> tuple[int, ...]:
     return tuple(integer(v, where=f"{where}/{i}", ge=ge) for i, v in enumerate(_sequence(value, where)))
 
 
+#: Seconds in one unit of a numpy timedelta64 of fixed length (years and months have none).
+_TIMEDELTA64_UNIT_S: Mapping[str, float] = MappingProxyType({
+    "W": 604800.0, "D": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9,
+    "ps": 1e-12, "fs": 1e-15, "as": 1e-18,
+})
+
+
+def _timedelta64_seconds(value: Any, where: str) -> float:
+    # A count of its unit (nanoseconds in a pandas timedelta column): read as seconds it was a
+    # deadline of 57,000 years. The count times the unit's seconds in Python floats, which
+    # cannot overflow as numpy's int64 unit conversion would.
+    import numpy as np
+
+    if np.isnat(value):
+        raise BadValue("must be a duration, got NaT (not a time): give seconds or a timedelta", where=where)
+    unit, step = np.datetime_data(value.dtype)
+    if unit not in _TIMEDELTA64_UNIT_S:
+        raise BadValue(f"must be a duration of fixed length, got {excerpt(value)}: give it in seconds, hours or days",
+                       where=where)
+    return float(int(value.astype(np.int64))) * step * _TIMEDELTA64_UNIT_S[unit]
+
+
 def _seconds(value: Any, where: str, *, gt: float | None = None, ge: float | None = None) -> float:
     if isinstance(value, datetime.timedelta):  # pandas' Timedelta is one too
         value = value.total_seconds()
+    elif numpy_time_kind(value) == "m":
+        value = _timedelta64_seconds(value, where)
     return number(value, where=where, gt=gt, ge=ge)  # bounded by MAX_MAGNITUDE like every number
 
 
@@ -338,7 +368,9 @@ class RecommendRequest:
         name, or a :class:`ProfileRef` (None only when fitted models are passed instead).
     target : metric to reach (accuracy for ``goal: max``, loss for ``goal: min``).
     deadline_s : wall-clock limit in seconds (None: no limit).
-    max_workers : workers available, for all GPU types or per type (``"*"``: the others).
+    max_workers : workers available, for all GPU types or per type (``"*"``: the others);
+        None: the question's default — :data:`DEFAULT_MAX_WORKERS` for ``recommend``, and
+        :data:`DEFAULT_REPLAN_MAX_WORKERS` in a :class:`ReplanRequest`, which states it.
     gpus_per_host : accelerators per machine (hosts = ⌈workers / gpus_per_host⌉), for all GPU
         types or per type (``"*"``: the others) — a fleet of 8-GPU V100 servers and 4-GPU T4 ones;
         None: :data:`DEFAULT_GPUS_PER_HOST`, or the cluster file's.
@@ -365,7 +397,7 @@ class RecommendRequest:
     profile: "Profile | str | os.PathLike[str] | ProfileRef"
     target: float
     deadline_s: float | None = None
-    max_workers: int | Mapping[str, int] = DEFAULT_MAX_WORKERS
+    max_workers: int | Mapping[str, int] | None = None
     gpus_per_host: int | Mapping[str, int] | None = None
     prices: Mapping[str, float] | None = None
     cluster: "Cluster | str | os.PathLike[str] | Mapping[str, Any] | None" = None
@@ -392,7 +424,8 @@ class RecommendRequest:
         put("target", number(self.target, where="/target"))
         if self.deadline_s is not None:
             put("deadline_s", _seconds(self.deadline_s, "/deadline_s", gt=0.0))
-        put("max_workers", _check_per_gpu_count(self.max_workers, "/max_workers"))
+        if self.max_workers is not None:  # None: not stated (16 for recommend; a ReplanRequest states 64)
+            put("max_workers", _check_per_gpu_count(self.max_workers, "/max_workers"))
         if self.gpus_per_host is not None:  # None: not stated (DEFAULT_GPUS_PER_HOST, or the cluster file's)
             put("gpus_per_host", _check_per_gpu_count(self.gpus_per_host, "/gpus_per_host", le=MAX_GPUS_PER_HOST))
         if self.prices is not None:
@@ -447,6 +480,8 @@ class RecommendRequest:
 
     def cap_for(self, gpu: str) -> int:
         """The worker cap of ``gpu``: its own entry, else ``"*"``, else :data:`DEFAULT_MAX_WORKERS`."""
+        if self.max_workers is None:
+            return DEFAULT_MAX_WORKERS
         if isinstance(self.max_workers, Mapping):
             return int(self.max_workers.get(gpu, self.max_workers.get("*", DEFAULT_MAX_WORKERS)))
         return int(self.max_workers)
@@ -537,17 +572,18 @@ def listed(names: Sequence[str], *, limit: int = 8) -> str:
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RecommendRequest))
 
 
-def refuse_unknown_keywords(question: Mapping[str, Any]) -> None:
-    """An :class:`~cotune.errors.InputError` naming the closest field for the first unknown
-    key of ``question`` — before any constructor sees it, whose TypeError says less."""
+def refuse_unknown_keywords(question: Mapping[str, Any], *, known: Sequence[str] = FIELD_NAMES) -> None:
+    """An :class:`~cotune.errors.InputError` naming the closest of ``known`` (the request's
+    fields unless the door takes others) for the first unknown key of ``question`` — before
+    any constructor sees it, whose TypeError says less."""
     import difflib
 
     from cotune.errors import InputError
 
-    unknown = sorted(set(question) - set(FIELD_NAMES))
+    unknown = sorted(set(question) - set(known))
     if unknown:
-        close = difflib.get_close_matches(unknown[0], FIELD_NAMES, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(FIELD_NAMES)}"
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known are {', '.join(known)}"
         raise InputError(f"got an unknown keyword {excerpt(unknown[0])}: {hint}")
 
 
@@ -637,6 +673,13 @@ PROGRESS_FIELDS = tuple(f.name for f in fields(Progress))
 # Fields of the question that replan does not use (yet): refusing them beats ignoring them.
 _REPLAN_UNUSED = ("workers", "global_batch_range", "baseline_local_batch", "baseline_workers")
 LR_RULES = ("sqrt", "linear", "none")
+#: The switching rule's keywords of ``replan``, beside the question's fields.
+REPLAN_RULE_FIELDS = ("margin", "restart_s", "prices", "lr_rule", "job")
+#: Every keyword ``replan(profile, ...)`` takes: the question's fields it uses (not the ones it
+#: refuses, nor the table sizes of recommend's answer), ``progress``, ``models`` and the rule's.
+REPLAN_KEYWORDS: tuple[str, ...] = tuple(
+    f for f in FIELD_NAMES if f not in _REPLAN_UNUSED + ("top", "pareto_limit")
+) + ("progress", "models") + tuple(f for f in REPLAN_RULE_FIELDS if f not in FIELD_NAMES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -687,6 +730,13 @@ class ReplanRequest:
                 raise BadValue(f"replan answers one decision and lists no {'runner-ups' if name == 'top' else 'frontier'}: "
                                "leave it out", where=f"/{name}")
         put("margin", number(self.margin, where="/margin", ge=0.0, lt=1.0, what="a fraction"))
+        # replan's own default cap, resolved here for every door (Python keywords, a ReplanRequest,
+        # the CLI, HTTP): for a cap not stated, and for the types a per-GPU cap leaves unnamed.
+        caps = self.request.max_workers
+        if caps is None:
+            put("request", self.request.replace(max_workers=DEFAULT_REPLAN_MAX_WORKERS))
+        elif isinstance(caps, Mapping) and "*" not in caps:
+            put("request", self.request.replace(max_workers={"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}))
         if self.progress.market != "on_demand" and self.request.cluster is None:
             # Without one, only on-demand servers are searched: staying would be "not in the
             # space" and the answer a market switch that no measurement supports.

@@ -28,6 +28,9 @@ class _ArgError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    #: The words being parsed (set by main): the hint names an abbreviated required option.
+    words: Sequence[str] = ()
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)  # as cotune's own commands: cotune.cli._args.usage_hint
         super().__init__(*args, **kwargs)
@@ -35,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         from cotune.cli._args import usage_hint
 
-        raise _ArgError(usage_hint(self, message))
+        raise _ArgError(usage_hint(self, message, argv=self.words))
 
 
 def _int_list(text: str) -> list[int]:
@@ -300,6 +303,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
     """Entry point of ``cotune profile``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(prog)
+    if isinstance(parser, _Parser):
+        parser.words = argv
     try:
         try:
             args = parser.parse_args(argv)

@@ -40,7 +40,7 @@ def error_document(exc: BaseException, *, internal_message: str | None = None) -
     service, and of a CLI command run with ``--json``. ``internal_message`` replaces the
     service's text for a bug (the CLI names the file that keeps its traceback)."""
     from cotune._checks import BadValue
-    from cotune.errors import ProfileError, ProfileNotFoundError, StorageError
+    from cotune.errors import InfeasibleError, ProfileError, ProfileNotFoundError, StorageError
 
     if isinstance(exc, RequestError):
         code, message, path = exc.code, exc.detail, exc.path
@@ -52,6 +52,10 @@ def error_document(exc: BaseException, *, internal_message: str | None = None) -
         code, message, path = "invalid_request", str(exc), None
     elif isinstance(exc, StorageError):  # a file cotune writes could not be written (CLI exit 3)
         code, message, path = "storage_error", str(exc), None
+    elif isinstance(exc, InfeasibleError):
+        # Raised on purpose (cotune.k8s has no job to render for an infeasible or 'stay'
+        # answer): an answer about the question, never a bug to report.
+        code, message, path = "infeasible", str(exc), None
     else:
         code, message, path = "internal_error", internal_message or "internal error: the server logged it; please report it", None
     return {

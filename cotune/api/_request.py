@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 from cotune._checks import MAX_DEPTH, BadValue, excerpt
 from cotune._request import (
-    DEFAULT_REPLAN_MAX_WORKERS, PROGRESS_FIELDS, ProfileRef, Progress, RecommendRequest, ReplanRequest, pointer_key,
+    PROGRESS_FIELDS, ProfileRef, Progress, RecommendRequest, ReplanRequest, pointer_key,
 )
 from cotune.api._errors import RequestError
 from cotune.errors import InputError
@@ -208,10 +208,6 @@ def parse_replan_request(
     progress = _object(given.pop("progress", {}), "/progress")
     _unknown_keys(progress, PROGRESS_FIELDS, "/progress")
     rule = {k: given.pop(k) for k in ("margin", "restart_s", "prices", "lr_rule", "job") if k in given}
-    caps = given.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
-    if isinstance(caps, dict) and "*" not in caps:
-        caps = {"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}
-    given["max_workers"] = caps
     question = _question(given, **({} if max_candidates is None else {"max_candidates": max_candidates}))
     progress = {k: v for k, v in progress.items() if v is not None}
 

@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         parser: argparse.ArgumentParser = self
         if message.startswith("unrecognized arguments:"):
             parser = self._command_parser() or self
-        message = usage_hint(parser, message)
+        message = usage_hint(parser, message, argv=_ARGV.get())
 
         m = re.fullmatch(r"argument (--[\w-]+).*: expected one argument", message)
         if m:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from cotune._checks import excerpt, parse_key_number, parse_number, unique_pairs
 from cotune.errors import InputError
@@ -176,7 +176,7 @@ def _nearest(word: str, choices: list[str]) -> list[str]:
     return list(dict.fromkeys(close + begun))[:2]
 
 
-def usage_hint(parser: argparse.ArgumentParser, message: str) -> str:
+def usage_hint(parser: argparse.ArgumentParser, message: str, *, argv: Sequence[str] = ()) -> str:
     """argparse's usage ``message`` with the nearest spelling the ``parser`` knows.
 
     "unrecognized arguments: --gpus 8" gains "; did you mean --gpu or --gpus-per-host?" and
@@ -184,7 +184,19 @@ def usage_hint(parser: argparse.ArgumentParser, message: str) -> str:
     (option → text) say what a known mistake meant instead. The parsers take no
     abbreviations (``allow_abbrev=False``): a prefix such as ``--gpus`` bound silently to
     ``--gpus-per-host``, and an option added later would change what an old script means.
+    ``argv``, the words parsed: a required option missing because it was abbreviated
+    (``--targ 0.9``) is named, where argparse says only that ``--target`` is required.
     """
+    m = re.fullmatch(r"the following arguments are required: (.*)", message, flags=re.DOTALL)
+    if m:
+        missing = [name.strip() for name in m.group(1).split(",")]
+        known = {s for a in parser._actions for s in a.option_strings}
+        words = list(argv[: list(argv).index("--")] if "--" in argv else argv)
+        for word in (w.split("=", 1)[0] for w in words if w.startswith("--") and len(w) > 2):
+            meant = [name for name in missing if name.startswith(word)] if word not in known else []
+            if meant:
+                return f"{message}; {word} is not {meant[0]}: options are written in full"
+        return message
     m = re.fullmatch(r"unrecognized arguments: (.*)", message, flags=re.DOTALL)
     if m:
         options = sorted({s for a in parser._actions for s in a.option_strings if s.startswith("--")})

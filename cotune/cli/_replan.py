@@ -126,12 +126,10 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
 
 def request_from_replan_args(args: argparse.Namespace):  # -> ReplanRequest
     """The :class:`~cotune.ReplanRequest` of parsed ``replan`` options."""
-    from cotune._request import DEFAULT_REPLAN_MAX_WORKERS, Progress, ReplanRequest
+    from cotune._request import Progress, ReplanRequest
 
-    caps = args.max_workers or [(None, DEFAULT_REPLAN_MAX_WORKERS)]
-    if all(gpu is not None for gpu, _ in caps):  # gpu types not named: replan's own default
-        caps = [(None, DEFAULT_REPLAN_MAX_WORKERS)] + list(caps)
-    question = request_from_args(args, max_workers={("*" if g is None else g): n for g, n in caps}, prices=None)
+    # Caps not stated (or types not named) get replan's default where ReplanRequest resolves it for every door.
+    question = request_from_args(args, prices=None)
     given = dict(epochs_done=args.epochs_done, elapsed_s=args.elapsed, workers_lost=args.workers_lost,
                  workers_added=args.workers_added, spent=args.spent, schedule_epochs=args.schedule_epochs,
                  out_of_memory=args.out_of_memory)

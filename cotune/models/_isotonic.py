@@ -20,7 +20,11 @@ order by transitivity.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from cotune._checks import BadValue, excerpt
 
 __all__ = ["SMALL_PAVA", "pava", "isotonic_grid"]
 
@@ -99,6 +103,13 @@ def _lines(coords: np.ndarray, axis: int) -> list[np.ndarray]:
     return [seg for seg in np.split(order, breaks) if seg.size > 1]
 
 
+def _floats(value: Any, name: str) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):  # "x", ragged lists, objects
+        raise BadValue(f"must be an array of numbers, got {excerpt(value)}", where=name) from None
+
+
 def isotonic_grid(
     coords: np.ndarray,
     y: np.ndarray,
@@ -120,26 +131,32 @@ def isotonic_grid(
 
     Returns the fitted values, in the order of ``y``.
     """
-    coords = np.asarray(coords, dtype=float)
+    # Bad input is a BadValue (an InputError, and a ValueError as before) naming the argument:
+    # a public function, whose callers catch cotune's errors.
+    coords = _floats(coords, "coords")
     if coords.ndim == 1:
         coords = coords[:, None]
-    y = np.asarray(y, dtype=float)
+    if coords.ndim != 2:
+        raise BadValue(f"must be an (m, d) array of grid coordinates, got {coords.ndim} dimensions", where="coords")
+    y = _floats(y, "y")
     m, d = coords.shape
     if y.shape != (m,):
-        raise ValueError(f"y must have shape ({m},) to match coords, got {y.shape}")
+        raise BadValue(f"must have shape ({m},) to match coords, got {y.shape}", where="y")
     if isinstance(increasing, (bool, np.bool_)):
         increasing = (bool(increasing),) * d  # one flag for every axis
-    if len(increasing) != d:
-        raise ValueError(f"need one 'increasing' flag per axis ({d}), got {len(increasing)}")
+    if isinstance(increasing, str) or not hasattr(increasing, "__len__") or len(increasing) != d:
+        raise BadValue(f"needs one flag per axis ({d}) or one for all, got {excerpt(increasing)}", where="increasing")
     if not np.all(np.isfinite(coords)):
-        raise ValueError("coords must be finite: a NaN coordinate lies on no grid line")
+        raise BadValue("must be finite: a NaN coordinate lies on no grid line", where="coords")
     if m and np.unique(coords, axis=0).shape[0] != m:
-        raise ValueError("coords must be unique: aggregate repeated points first and pass their count as weight")
-    w = np.ones(m) if w is None else np.asarray(w, dtype=float)
+        raise BadValue("must be unique: aggregate repeated points first and pass their count as weight", where="coords")
+    w = np.ones(m) if w is None else _floats(w, "w")
+    if w.shape != (m,):
+        raise BadValue(f"must have shape ({m},) to match coords, got {w.shape}", where="w")
     if np.any(w <= 0) or not np.all(np.isfinite(w)):
-        raise ValueError("weights must be positive and finite")
+        raise BadValue("weights must be positive and finite", where="w")
     if not np.all(np.isfinite(y)):
-        raise ValueError("y must be finite")
+        raise BadValue("must be finite", where="y")
     if m == 0:
         return y.copy()
     # One concatenated order per axis: the points of every line, line after line.

@@ -757,8 +757,11 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         from cotune.examples import nearest_example
 
         guess = nearest_example(text)
-        hint = ("check the path, or run 'cotune examples' for bundled profiles" if guess is None else
-                f"check the path; the bundled example of the nearest name is '{guess}' (cotune examples lists them)")
+        if guess == text:  # the name itself: read_profile reads files only
+            hint = f"read_profile takes a file path; load_profile('{guess}') reads the bundled example of that name"
+        else:
+            hint = ("check the path, or run 'cotune examples' for bundled profiles" if guess is None else
+                    f"check the path; the bundled example of the nearest name is '{guess}' (cotune examples lists them)")
         raise ProfileNotFoundError(f"no such file: {hint}", path=shown) from None
     except UnicodeDecodeError:
         why = not_text_reason(p)
@@ -836,6 +839,9 @@ def write_profile(profile: Profile, path: str | os.PathLike[str], *, exclusive: 
     """
     import tempfile
 
+    if not isinstance(profile, Profile):  # before any file is touched: its .records() was an AttributeError
+        raise InputError(f"write_profile writes a Profile (cotune.load_profile or parse_profile makes one), got "
+                         f"{excerpt(profile)}; append_records writes records")
     p = Path(path)
     check_profile_path(p)
     make_folder(p)

@@ -12,13 +12,19 @@ __all__ = ["load_profile"]
 
 
 def load_profile(source: Any) -> Profile:
-    """A :class:`Profile` from itself, a file path, or a bundled example's name."""
+    """A :class:`Profile` from itself, a file path, a bundled example's name, or a
+    :class:`~cotune.ProfileRef` (as ``recommend`` and ``replan`` take one)."""
     if isinstance(source, Profile):
         return source
+    from cotune._request import ProfileRef
     from cotune.examples import resolve_profile_path
 
+    if isinstance(source, ProfileRef):
+        return source.load()
     if source is None:
-        raise InputError("no profile given: pass a profile file, a bundled example name (cotune examples) or a Profile")
+        raise InputError("no profile given: pass a profile file, a bundled example name (cotune examples), a Profile "
+                         "or a ProfileRef")
     if not isinstance(source, (str, os.PathLike)):
-        raise InputError(f"a profile is a file path, a bundled example name or a Profile, got a {type(source).__name__}")
+        raise InputError(f"a profile is a file path, a bundled example name, a Profile or a ProfileRef, got a "
+                         f"{type(source).__name__}")
     return read_profile(resolve_profile_path(os.fspath(source)))

@@ -102,7 +102,7 @@ def price_table(
             else:
                 key = gpu if market == "on_demand" else key
                 raise BadValue(
-                    f"no price for {gpu} on the {market} market: add its USD per GPU-hour (--price {key}=USD_PER_HOUR / "
+                    f"no price for {gpu} on the {market} market: add its USD per worker-hour (--price {key}=USD_PER_HOUR / "
                     f"prices[\"{key}\"]), or give no prices at all to compare worker-hours", where="/prices"
                 )
     return table, True

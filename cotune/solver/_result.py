@@ -6,15 +6,16 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+# At run time, not under TYPE_CHECKING: typing.get_type_hints(Recommendation) (typeguard,
+# pydantic, sphinx autodoc) resolves the fields' types from these names.
+from cotune.solver._estimate import Estimates
+from cotune.solver._plan import Plan
+from cotune.solver._probes import NextMeasurement
+from cotune.solver._solve import Feasibility
 from cotune.units import format_chance
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from cotune.solver._estimate import Estimates
-    from cotune.solver._plan import Plan
-    from cotune.solver._probes import NextMeasurement
-    from cotune.solver._solve import Feasibility
+    import pandas as pd  # a method's return type only: pandas is not imported to plan
 
 __all__ = ["Choice", "Recommendation", "RESULT_SCHEMA_VERSION"]
 

@@ -8,6 +8,8 @@ from typing import Literal, Mapping
 
 import numpy as np
 
+from cotune._checks import integer
+from cotune._request import DEFAULT_MAX_CANDIDATES
 from cotune.errors import InputError
 
 __all__ = ["SearchSpace", "Candidates", "enumerate_candidates", "geometric_batches", "MARKETS"]
@@ -40,24 +42,32 @@ class SearchSpace:
     max_global_batch: int | None = None
 
     def __post_init__(self) -> None:
+        # Whole numbers >= 1 and <= MAX_INTEGER (10**15), as every door's request: this class is
+        # public, and a cap of 10**12 built by hand asked enumerate_candidates for 7 TiB.
         if not self.gpus:
             raise InputError("the search space has no gpu type: profile at least one")
         for gpu in self.gpus:
             if isinstance(self.gpus_per_host, Mapping) and gpu not in self.gpus_per_host:
                 raise InputError(f"gpus_per_host has no entry for gpu {gpu!r}: give one per gpu type")
-            if self.host_size(gpu) < 1:
-                raise InputError(f"gpus_per_host for {gpu!r} must be >= 1, got {self.host_size(gpu)}")
-            if self.max_workers.get(gpu, 0) < 1:
-                raise InputError(f"max_workers for {gpu!r} must be >= 1, got {self.max_workers.get(gpu)}")
+            size = self.gpus_per_host[gpu] if isinstance(self.gpus_per_host, Mapping) else self.gpus_per_host
+            integer(size, where=f"gpus_per_host[{gpu!r}]", ge=1)
+            if gpu not in self.max_workers:
+                raise InputError(f"max_workers has no entry for gpu {gpu!r}: give one per gpu type")
+            integer(self.max_workers[gpu], where=f"max_workers[{gpu!r}]", ge=1)
             if not self.local_batches.get(gpu):
                 raise InputError(f"no local batch to consider for {gpu!r}: every probed batch exceeds its memory limit")
+            for b in self.local_batches[gpu]:
+                integer(b, where=f"local_batches[{gpu!r}]", ge=1)
+        integer(self.min_workers, where="min_workers", ge=1)
+        for w in self.workers or ():
+            integer(w, where="workers", ge=1)
         for market in self.markets:
             if market not in MARKETS:
                 raise InputError(f"unknown market {market!r}: use one of {', '.join(MARKETS)}")
         if self.hosts not in ("packed", "any"):
             raise InputError(f"hosts must be 'packed' or 'any', got {self.hosts!r}")
-        if self.max_global_batch is not None and self.max_global_batch < 1:
-            raise InputError(f"max_global_batch must be >= 1, got {self.max_global_batch}")
+        if self.max_global_batch is not None:
+            integer(self.max_global_batch, where="max_global_batch", ge=1)
 
     def host_size(self, gpu: str) -> int:
         """GPUs per machine of ``gpu``: a fleet's server types differ (8 V100s, 4 T4s a host)."""
@@ -118,8 +128,16 @@ def _placements(workers: np.ndarray, gpus_per_host: int, mode: str) -> tuple[np.
     return np.array(ws, dtype=np.int64), np.array(hs, dtype=np.int64)
 
 
-def enumerate_candidates(space: SearchSpace) -> Candidates:
-    """Every candidate of the space, as flat arrays (gpu-major order)."""
+def enumerate_candidates(space: SearchSpace, *, limit: int = DEFAULT_MAX_CANDIDATES) -> Candidates:
+    """Every candidate of the space, as flat arrays (gpu-major order).
+
+    The space is counted in closed form first: over ``limit`` candidates (default: every
+    door's, 10⁶; a request's ``max_candidates``) it raises
+    :class:`~cotune.solver.SearchSpaceTooLarge` before a single array is made.
+    """
+    from cotune.solver._inputs import check_candidate_limit  # it imports this module
+
+    check_candidate_limit(space, limit=limit)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("gpu", "market", "workers", "hosts", "local_batch")}
     for gi, gpu in enumerate(space.gpus):
         w, h = _placements(space.worker_counts(gpu), space.host_size(gpu), space.hosts)

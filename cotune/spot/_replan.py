@@ -93,12 +93,15 @@ import numpy as np
 from cotune._checks import BadValue, excerpt
 from cotune._request import (
     price_key,
-    DEFAULT_REPLAN_MAX_WORKERS,
     DEFAULT_RESTART_S,
+    FIELD_NAMES,
+    REPLAN_KEYWORDS,
+    REPLAN_RULE_FIELDS,
     Progress,
     RecommendRequest,
     ReplanRequest,
     pointer_key,
+    refuse_unknown_keywords,
     request_from_call,
     unsearched_note,
 )
@@ -486,12 +489,13 @@ def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) ->
         if progress is not None or question:
             raise InputError("replan(ReplanRequest) takes no other arguments: put them in the request")
         return profile
-    rule = {k: question.pop(k) for k in ("margin", "restart_s", "prices", "lr_rule", "job") if k in question}
-    caps = question.get("max_workers", DEFAULT_REPLAN_MAX_WORKERS)
-    if isinstance(caps, Mapping) and "*" not in caps:  # gpu types not named: replan's own default
-        caps = {"*": DEFAULT_REPLAN_MAX_WORKERS, **caps}
-    question["max_workers"] = caps
-    if "target" not in question:
+    # An unknown keyword is named beside replan's own list: recommend's named workers and top,
+    # which replan refuses (the request's fields go on, for ReplanRequest's reason why), and left
+    # out progress and the switching rule.
+    refuse_unknown_keywords({k: v for k, v in question.items() if k not in FIELD_NAMES}, known=REPLAN_KEYWORDS)
+    rule = {k: question.pop(k) for k in REPLAN_RULE_FIELDS if k in question}
+    # A RecommendRequest holds the target: replan(request, progress=...) is the question and its progress.
+    if "target" not in question and not isinstance(profile, RecommendRequest):
         raise InputError("replan() needs target=: the metric the job trains to")
     request = request_from_call(profile, question)
     if progress is None or isinstance(progress, Mapping):
@@ -788,7 +792,7 @@ def replan(
         return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s,
                              schedule=schedule, budget_left=budget_left), details
 
-    new_cands = plan.candidates(enumerate_candidates(space), mixed=True)
+    new_cands = plan.candidates(enumerate_candidates(space, limit=req.max_candidates), mixed=True)
     est, details = evaluate(new_cands, restart_s, running=False)
     mask = np.ones(len(est.candidates), dtype=bool)
     if not ahead and req.cluster is not None:

@@ -160,7 +160,9 @@ def test_default_max_workers_is_defined_once():
         if re.search(r"max_workers[^=]*=\s*16\b", line) and ">>>" not in line  # doc examples may say 16
     ]
     assert hits == [], hits  # the literal lives in DEFAULT_MAX_WORKERS only
-    assert RecommendRequest(profile=EXAMPLE, target=0.9).max_workers == DEFAULT_MAX_WORKERS == 16
+    # Unset (None) until stated: recommend reads it as 16, a ReplanRequest states replan's 64.
+    unset = RecommendRequest(profile=EXAMPLE, target=0.9)
+    assert unset.max_workers is None and unset.cap_for("t4") == DEFAULT_MAX_WORKERS == 16
 
 
 def test_a_cap_for_some_gpus_leaves_the_others_at_the_star_entry_or_the_default():

@@ -238,7 +238,7 @@ def test_missing_price_for_a_gpu_is_an_input_error():
     with pytest.raises(InputError) as info:
         recommend("unused", models=_models(0), target=0.9, prices={"t4": 0.5})
     # both doors' spelling of the fix: the CLI option and the Python / JSON field
-    assert 'no price for v100 on the on_demand market: add its USD per GPU-hour (--price v100=USD_PER_HOUR / prices["v100"])' \
+    assert 'no price for v100 on the on_demand market: add its USD per worker-hour (--price v100=USD_PER_HOUR / prices["v100"])' \
         in str(info.value)
 
 
