@@ -178,7 +178,10 @@ def excerpt(value: Any, *, limit: int = 40) -> str:
             return f"{kind}'{''.join(shown)}'"
         return f"{kind}'{''.join(shown)}...' ({len(text)} characters)"
     if isinstance(value, (list, tuple)):
-        return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
+        # A tuple is named as one: "must be an array, got an array of 1 item" contradicted itself
+        # where JSON's arrays (Python lists) are asked for.
+        kind = "an array" if isinstance(value, list) else "a tuple"
+        return f"{kind} of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return f"an object of {len(value)} field{'' if len(value) == 1 else 's'}"
     name = type(value).__name__

@@ -21,12 +21,13 @@ from typing import Any
 from cotune.api._errors import ERROR_SCHEMA_VERSION, LimitError, RequestError, error_document
 from cotune._request import ProfileRef, RecommendRequest, ReplanRequest
 from cotune.api._request import REQUEST_SCHEMA_VERSION, parse_replan_request, parse_request
-from cotune.api._service import Limits, candidate_count, clear_cache, recommend_request, replan_request
+from cotune.api._service import SPOT_ROW_WEIGHT, Limits, candidate_count, clear_cache, recommend_request, replan_request
 
 __all__ = [
     "ERROR_SCHEMA_VERSION",
     "REQUEST_SCHEMA_VERSION",
     "SCHEMA_NAMES",
+    "SPOT_ROW_WEIGHT",
     "Limits",
     "LimitError",
     "ProfileRef",

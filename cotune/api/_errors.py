@@ -8,7 +8,7 @@ from typing import Any
 
 from cotune.errors import InputError
 
-__all__ = ["RequestError", "LimitError", "error_document", "ERROR_SCHEMA_VERSION"]
+__all__ = ["RequestError", "LimitError", "error_document", "pointer_code", "ERROR_SCHEMA_VERSION"]
 
 ERROR_SCHEMA_VERSION = 1
 
@@ -35,6 +35,12 @@ class LimitError(RequestError):
         super().__init__(message, path=path, status=status, code=code)
 
 
+def pointer_code(where: str) -> str:
+    """The error code of a bad value at the JSON Pointer ``where``: the request's ``cluster``
+    (``/cluster`` or inside it) is ``invalid_cluster``, as its parse errors are; else ``invalid_request``."""
+    return "invalid_cluster" if where == "/cluster" or where.startswith("/cluster/") else "invalid_request"
+
+
 def error_document(exc: BaseException, *, internal_message: str | None = None) -> dict[str, Any]:
     """The JSON body of an error answer (schema: ``docs/schema/error.v1.json``): of the HTTP
     service, and of a CLI command run with ``--json``. ``internal_message`` replaces the
@@ -45,7 +51,7 @@ def error_document(exc: BaseException, *, internal_message: str | None = None) -
     if isinstance(exc, RequestError):
         code, message, path = exc.code, exc.detail, exc.path
     elif isinstance(exc, BadValue) and exc.where.startswith("/"):  # a request field, by its pointer
-        code, message, path = "invalid_request", str(exc), exc.where
+        code, message, path = pointer_code(exc.where), str(exc), exc.where
     elif isinstance(exc, ProfileError):
         code, message, path = ("unknown_profile" if isinstance(exc, ProfileNotFoundError) else "invalid_profile"), str(exc), None
     elif isinstance(exc, InputError):

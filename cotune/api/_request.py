@@ -58,7 +58,9 @@ def _object(value: Any, path: str) -> dict[str, Any]:
 def _array(value: Any, path: str, *, empty: str = "leave the field out for the default") -> list[Any]:
     """A non-empty JSON array; ``empty`` is the fix an empty one is told."""
     if not isinstance(value, list):
-        raise RequestError(f"must be an array, got {excerpt(value)}", path=path)
+        # JSON's array is a Python list: a tuple from a Python caller is told so, with the fix.
+        fix = ": pass a list" if isinstance(value, tuple) else ""
+        raise RequestError(f"must be an array (a Python list), got {excerpt(value)}{fix}", path=path)
     if not value:
         raise RequestError(f"must not be empty: {empty}", path=path)
     return value

@@ -33,9 +33,19 @@ from cotune._checks import excerpt
 from cotune._request import DEFAULT_MAX_CANDIDATES, ProfileRef, RecommendRequest, ReplanRequest
 from cotune.api._errors import LimitError, RequestError
 from cotune.api._request import parse_replan_request, parse_request
-from cotune.errors import CotuneError, ModelError, ProfileError
+from cotune.errors import CotuneError, InputError, ModelError, ProfileError
 
-__all__ = ["Limits", "recommend_request", "replan_request", "candidate_count", "clear_cache"]
+__all__ = ["SPOT_ROW_WEIGHT", "Limits", "recommend_request", "replan_request", "candidate_count", "clear_cache"]
+
+
+# What one spot or mixed row costs, in on-demand candidates, in the service's count and its
+# admission budget. Measured (cifar10-resnet18, hosts "any", 2 shared cores, 2026-12-06):
+# an on-demand row takes ~2.5 µs and ~0.65 KB (937,488 in 2.1-2.8 s, +594 MiB); a spot
+# configuration ~1.4 ms and ~7 KB (its P(success) and time at the confidence are mixtures over
+# 128 revocation delays): ~500x in time, ~10x in memory. Counted as one (until 2026-12-06), a
+# spot space the default limit admitted (226,498 configurations) would take minutes and GBs;
+# at 100 the largest admitted, 4,576 configurations (max_workers 32), takes 6.3 s and +75 MiB.
+SPOT_ROW_WEIGHT = 100
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,9 @@ class Limits:
 
     max_records : records in an inline or path profile (fitting cost grows with them).
     max_candidates : size of the search space, Σ_gpu |workers × hosts| × |local batches|,
-        counted before enumeration; 10⁶ candidates solve in well under a second.
+        counted before enumeration (and before any fit); with a cluster, each configuration
+        counts 1 + 2 × :data:`SPOT_ROW_WEIGHT` (its on-demand, spot and mixed plans). 10⁶
+        on-demand candidates solve in ~3 s at ~+600 MiB on 2 shared cores.
     cache_size : fitted profiles kept in memory.
     """
 
@@ -156,18 +168,21 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tuple[Any, Any]:
-    from cotune.models import fit_models
-
-    full = key + (interval,)
+def _cached(full: tuple[Any, ...]) -> tuple[Any, Any] | None:
+    """The (profile, models) cached under ``full``, or None."""
     with _LOCK:
         hit = _CACHE.get(full)
         if hit is not None:
             _CACHE.move_to_end(full)
-            return hit
-    profile = load()
+        return hit
+
+
+def _fit(full: tuple[Any, ...], profile: Any, *, limits: Limits) -> Any:
+    """The models of ``profile`` (fitted at the interval that ends ``full``), cached under ``full``."""
+    from cotune.models import fit_models
+
     try:
-        models = fit_models(profile, interval=interval)
+        models = fit_models(profile, interval=full[-1])
     except ModelError as exc:  # the profile's contents (no step records, too many GPU types): point at it
         raise RequestError(str(exc), path="/profile", code="invalid_profile") from None
     except CotuneError:
@@ -180,7 +195,7 @@ def _fit(key: tuple[Any, ...], load: Any, interval: float, limits: Limits) -> tu
             _CACHE[full] = (profile, models)
             while len(_CACHE) > limits.cache_size:
                 _CACHE.popitem(last=False)
-    return profile, models
+    return models
 
 
 # --- search-space size ----------------------------------------------------------------------
@@ -221,32 +236,50 @@ def _resolve(ref: ProfileRef, profile_dir: str | os.PathLike[str] | None, limits
 
 def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
     """The candidates ``req`` may make of ``profile`` (an upper bound, before fitting the space),
-    checked against the limit by the solver's one check."""
-    from cotune.solver import check_candidate_limit
+    a spot or mixed row counted as :data:`SPOT_ROW_WEIGHT` on-demand ones, checked against
+    the limit by the solver's one check; the admission budget takes the same count."""
+    from cotune.solver import SearchSpaceTooLarge, check_candidate_limit
 
     batches: dict[str, set[int]] = {}
     for s in profile.steps:
         batches.setdefault(s.gpu, set()).add(int(s.local_batch * s.accum_steps))
-    # A cluster file searches on-demand and spot, plus mixed copies of the spot rows, and
-    # bounds each gpu type by what it offers.
-    rows = 3 if req.cluster is not None else 1
     offers = getattr(req.cluster, "gpus", None)
-    if offers:
+    if offers:  # a cluster file bounds each gpu type by what it offers
         req = req.replace(max_workers={g: max(1, min(req.cap_for(g), max(o.on_demand, o.spot))) for g, o in offers.items()})
-    return _solve(lambda: check_candidate_limit(candidate_count(req, batches, dataset_size=profile.workload.dataset_size) * rows,
-                                                limit=limits.max_candidates))
+    count = candidate_count(req, batches, dataset_size=profile.workload.dataset_size)
+    if req.cluster is None:
+        return _solve(lambda: check_candidate_limit(count, limit=limits.max_candidates))
+    # A cluster file searches on-demand and spot, plus mixed copies of the spot rows: one
+    # on-demand row and two weighed ones per configuration.
+    weighted = count * (1 + 2 * SPOT_ROW_WEIGHT)
+    try:
+        return check_candidate_limit(weighted, limit=limits.max_candidates)
+    except SearchSpaceTooLarge:
+        raise LimitError(
+            f"the spot search space has {count:,} configurations, each an on-demand, a spot and a mixed plan; "
+            f"a spot or mixed plan counts as {SPOT_ROW_WEIGHT} candidates (its revocation law costs that much more "
+            f"to weigh), so {weighted:,} candidates, over this service's limit of {limits.max_candidates:,}: "
+            "lower max_workers, list 'workers' or 'local_batches', or use hosts 'packed'",
+            path="",
+            code="search_space_too_large",
+        ) from None
 
 
 def _solve(fn: Any) -> Any:
-    """Run a solve; the search-space limit becomes the service's LimitError, and a field
-    judged against the profile (a cap for an unprofiled gpu) a RequestError at its pointer."""
+    """Run a solve; the search-space limit becomes the service's LimitError, a field judged
+    against the profile (a cap for an unprofiled gpu, a cluster without a profiled type) a
+    RequestError at its pointer, and a profile the solve finds unusable (no local batch
+    within memory) ``invalid_profile`` at ``/profile``."""
     from cotune._checks import BadValue
+    from cotune.api._errors import pointer_code
     from cotune.solver import SearchSpaceTooLarge
 
     try:
         return fn()
     except BadValue as exc:
-        raise RequestError(exc.detail, path=exc.where) from None
+        raise RequestError(exc.detail, path=exc.where, code=pointer_code(exc.where)) from None
+    except ModelError as exc:
+        raise RequestError(str(exc), path="/profile", code="invalid_profile") from None
     except SearchSpaceTooLarge as exc:
         raise LimitError(
             f"the search space has {exc.count:,} candidates, over this service's limit of {exc.limit:,}: "
@@ -266,16 +299,31 @@ def _prepared(req: RecommendRequest, profile_dir: Any, limits: Limits, *, planni
     if not isinstance(req.profile, ProfileRef):
         raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
     key, load = _resolve(req.profile, profile_dir, limits)
+    # The count needs the parsed profile only (its batches and dataset size), never the models:
+    # it is checked before the fit, so a request over the limit costs a parse, not a fit
+    # (a 4 MiB inline profile took ~40 s to fit before its 422).
     if planning:
         from cotune.track import planning_profile
 
-        whole = load()
-        _, models = _fit(("planning",) + tuple(key), lambda: planning_profile(whole), req.interval, limits)
-        profile = whole
+        profile = load()
+        n_candidates = _admitted_count(req, profile, limits)
+        full = ("planning",) + tuple(key) + (req.interval,)
+        hit = _cached(full)
+        models = hit[1] if hit is not None else _fit(full, planning_profile(profile), limits=limits)
     else:
-        profile, models = _fit(key, load, req.interval, limits)
-    n_candidates = _admitted_count(req, profile, limits)
+        full = tuple(key) + (req.interval,)
+        hit = _cached(full)
+        profile = hit[0] if hit is not None else load()
+        n_candidates = _admitted_count(req, profile, limits)
+        models = hit[1] if hit is not None else _fit(full, profile, limits=limits)
     return req.replace(profile=profile), models, n_candidates
+
+
+def _check_limits(limits: Any) -> None:
+    """A Python caller's ``limits`` (a dict gave an AttributeError traceback deep in the count)."""
+    if not isinstance(limits, Limits):
+        raise InputError(f"limits must be a cotune.api.Limits, got {excerpt(limits)}: pass Limits(max_records=..., "
+                         "max_candidates=..., cache_size=...)")
 
 
 def recommend_request(
@@ -304,6 +352,7 @@ def recommend_request(
     """
     from cotune._pipeline import recommend
 
+    _check_limits(limits)
     req = request if isinstance(request, RecommendRequest) else parse_request(request, max_candidates=limits.max_candidates)
     req, models, n_candidates = _prepared(req, profile_dir, limits)
     with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
@@ -322,6 +371,8 @@ def replan_request(
     document (``replan-response.v1.json``): stay, switch or infeasible, and why.
     ``profile_dir``, ``limits`` and ``admit`` as for :func:`recommend_request`."""
     from cotune.spot import replan
+
+    _check_limits(limits)
 
     def load_ref(ref: Any) -> Any:  # the same confinement and limits as the solve's own read
         if not isinstance(ref, ProfileRef):

@@ -9,7 +9,9 @@ near-limit solves double it. :class:`Admission` bounds both
   the service answers 503 at once instead of queueing without end, and
 * the candidates being solved at once (``candidate_budget``): a solve waits until its
   candidates fit beside those already running; one solve may always run alone, so the
-  budget never starves a request the limits allow.
+  budget never starves a request the limits allow. A solve's candidates are the count the
+  service admitted it with, a spot or mixed plan counted as
+  :data:`cotune.api.SPOT_ROW_WEIGHT` (its cost, not one row).
 
 A request that cannot start within ``wait_s`` is refused with 503 too. Thread-safe: the
 budget is taken in the worker thread that solves.

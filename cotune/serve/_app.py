@@ -346,7 +346,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             (401, "Missing or wrong bearer token (only when the service has one)"),
             (403, "Profiles by path are disabled"),
             (413, "Body too large"),
-            (415, "Not application/json"),
+            (415, "Not application/json (nor a +json type)"),
             (408, "The body did not arrive in time"),
             (422, "Invalid request, unknown profile, or over a limit"),
             (503, "At capacity: retry after the Retry-After seconds"),

@@ -52,6 +52,10 @@ DEFAULT_CONFIDENCE = 0.5
 # Below this P(success) a "best chance" is no chance (every door: the nearest candidates of
 # `recommend` and of `replan` are then the ones that miss by the least, not the cheapest).
 MIN_CHANCE = 0.01
+# Rows of a revocation law evaluated at once (_on_time_with_revocations): its temporaries
+# hold about 27 KB a row, so a block is ~7 MB whatever the number of spot rows (and stays in
+# the CPU caches: 256-row blocks ran 3x faster than one pass over 4,576 rows, 1,024-row ones slower).
+LAW_ROWS_PER_BLOCK = 256
 
 
 @dataclass(frozen=True)
@@ -316,12 +320,21 @@ def _on_time_with_revocations(est: Estimates, rows: np.ndarray, train_end_s: np.
     spot row's P(success) exceeded its on-demand twin's (84 of 176 rows at 900 s) and the
     simulated share (0.208 stated, 0.040 simulated)."""
     law = np.asarray(est.revocation_law_s, float)[rows]
-    work, delay = law[:, 0], law[:, 1:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slack = np.log(np.maximum(np.asarray(train_end_s, float)[:, None] - delay, 0.0)) - np.log(work)[:, None]
-    slack = np.where(np.isnan(slack), -np.inf, slack)
-    # (nodes, rows): the error law broadcasts its spreads over the last axis.
-    return time_error_cdf(slack.T, sigma_step=sig_step, sigma_epochs=sig_e).mean(axis=0)
+    end = np.broadcast_to(np.asarray(train_end_s, float), (law.shape[0],))
+    sig_step = np.broadcast_to(np.asarray(sig_step, float), end.shape)
+    sig_e = np.broadcast_to(np.asarray(sig_e, float), end.shape)
+    out = np.empty(end.shape)
+    # In blocks of rows: the error law's temporaries hold components × nodes numbers per row
+    # (~27 KB), so all rows at once took 34,000 spot rows to +1 GB; a block keeps it flat.
+    for i in range(0, out.size, LAW_ROWS_PER_BLOCK):
+        at = slice(i, i + LAW_ROWS_PER_BLOCK)
+        work, delay = law[at, 0], law[at, 1:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slack = np.log(np.maximum(end[at, None] - delay, 0.0)) - np.log(work)[:, None]
+        slack = np.where(np.isnan(slack), -np.inf, slack)
+        # (nodes, rows): the error law broadcasts its spreads over the last axis.
+        out[at] = time_error_cdf(slack.T, sigma_step=sig_step[at], sigma_epochs=sig_e[at]).mean(axis=0)
+    return out
 
 
 def success_time_quantile_s(est: Estimates, q: float, *, startup_s: float = 0.0) -> np.ndarray:

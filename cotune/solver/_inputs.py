@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, Mapping, Sequence
 import numpy as np
 
 from cotune._checks import BadValue
-from cotune.errors import InputError
+from cotune.errors import InputError, ModelError
 from cotune.solver._space import SearchSpace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -177,6 +177,15 @@ def build_space(
             wanted = [v for v in wanted if v <= limit]
             if dropped:
                 notes.append(f"{g}: local batch {', '.join(map(str, dropped))} dropped (out of memory above {limit})")
+            if not wanted:
+                # Said here, at what to change: the space's own check ("no local batch to
+                # consider") was a plain error that HTTP answered with "path": null.
+                told = f"no local batch to consider for {g!r}: local batch {', '.join(map(str, dropped))} "
+                if local_batches:
+                    raise BadValue(told + f"is above its memory limit (out of memory above {limit}): give local "
+                                   f"batches (--local-batch / local_batches) of at most {limit}", where="/local_batches")
+                raise ModelError(told + f"(every probed one) is above its memory limit (out of memory above {limit}): "
+                                 f"probe a local batch of at most {limit}, or give local batches (--local-batch / local_batches)")
         batches[g] = tuple(wanted)
     # A global batch (workers × local batch) above the training set is no configuration
     # either: the space leaves those pairs out (SearchSpace.max_global_batch), said here.

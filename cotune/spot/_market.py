@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from cotune._request import DEFAULT_GPUS_PER_HOST
-from cotune._checks import BadValue
+from cotune._checks import BadValue, excerpt
 from cotune.errors import InputError
 from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
 if TYPE_CHECKING:  # annotations only: the solver imports this module
@@ -193,8 +193,14 @@ class SpotMarket:
         cl = cluster_of(cluster)
         user_cap = _cap_function(max_workers)
         wanted = [g.lower() for g in gpus] if gpus else list(profiled_gpus)
+        # Each refusal points at the cluster (over HTTP "path" was null and the code
+        # invalid_request); an inline cluster (source "/cluster" over HTTP, "cluster" from
+        # Python) has no file to name.
+        what = "the cluster" if cl.source in ("/cluster", "cluster") else f"the cluster file {cl.source}"
         for g in wanted if gpus else ():
-            cl.offer(g)  # a type asked for by name: refused if the cluster lacks it (else left out with a note)
+            if g not in cl.gpus:  # a type asked for by name: refused (a type not asked for is left out with a note)
+                raise BadValue(f"gpu {excerpt(g)} is not in {what} (it lists {', '.join(cl.gpus)}): add a [gpu.{g}] table, "
+                               "or leave it out of --gpu (gpus)", where="/cluster")
         chosen = tuple(g for g in wanted if g in cl.gpus and g in profiled_gpus)
         notes = []
         left_out = [g for g in profiled_gpus if g not in cl.gpus and not gpus]
@@ -205,9 +211,9 @@ class SpotMarket:
             notes.append(f"{cl.source} offers {', '.join(unprobed)}, which the profile has no timing probes for: "
                          "not searched; probe it (cotune profile) to weigh it too")
         if not chosen:
-            raise InputError(
-                f"{cl.source} offers {', '.join(cl.gpus)} but the profile has timing probes for "
-                f"{', '.join(profiled_gpus)}: add a [gpu.NAME] table for a profiled type"
+            raise BadValue(
+                f"{what} offers {', '.join(cl.gpus)} but the profile has timing probes for "
+                f"{', '.join(profiled_gpus)}: add a [gpu.NAME] table for a profiled type", where="/cluster"
             )
         caps = {}
         for g in chosen:

@@ -614,8 +614,10 @@ def replan(
         held = models.max_local_batch.get(progress.gpu)
         cap = micro - 1 if held is None else min(held, micro - 1)
         if cap < 1:
-            raise InputError(f"the job ran out of memory at a micro-batch of {micro} on {progress.gpu}: no smaller one "
-                             "exists on it; re-plan with another gpu (--gpu) or fewer samples per step")
+            # At its pointer: over HTTP "path" was null.
+            raise BadValue(f"the job ran out of memory at a micro-batch of {micro} on {progress.gpu}: no smaller one "
+                           "exists on it; re-plan with another gpu (--gpu) or fewer samples per step",
+                           where="/progress/local_batch")
         models = replace(models, max_local_batch={**models.max_local_batch, progress.gpu: cap})
     unsearched = req.check_cap_names(models.gpus)
     # Each error points at the value it is about (HTTP answered "path": null).
