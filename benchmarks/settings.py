@@ -16,8 +16,9 @@
   benchmark's original setting).
 
 Every curve a planner sees has a cost, reported separately from the probes: the whole
-recorded run (its last epoch) at the cheapest measured packed configuration of that
-global batch, ``epochs × N / B × n × price × step_time``.
+recorded run (its last epoch) at the recipe's configuration of that global batch (the
+fewest packed workers, then the lowest price; :func:`curve_cost`),
+``epochs × N / B × n × price × step_time``.
 """
 
 from __future__ import annotations
