@@ -285,25 +285,37 @@ def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int,
     return None
 
 
-def _epoch_index_offset(log: LogData, metric: Series, steps_per_epoch: int) -> tuple[str, float, int, int] | None:
+def _epoch_index_offset(log: LogData, metric: Series, steps_per_epoch: int) -> tuple[str, float, float, int, int] | None:
     """Where ``metric``'s steps are an epoch index: (the other series that ran furthest, its
-    last step, the epochs that is, what to add to the index to give passes done: 1 for a
-    0-based index, 0 for one that counts passes). The other series reached the metric's last
-    step, or one past it, times ⌈N/B⌉ (to within half an epoch: they log every k steps), and
-    went at least twice as far as the metric (a metric at real steps ends near them)."""
+    last step, its median gap between logged steps, the epochs run, what to add to the
+    index to give passes done: 1 for a 0-based index, 0 for one that counts passes). The
+    other series reached the metric's last step, or one past it, times ⌈N/B⌉ (to within
+    half an epoch), and went at least twice as far as the metric (a metric at real steps
+    ends near them)."""
     steps = metric.step[np.isfinite(metric.step)]
     if steps.size == 0 or steps_per_epoch < 2 or np.any(steps < 0) or np.any(steps != np.round(steps)):
         return None
-    others = [(s.name, float(np.max(s.step[np.isfinite(s.step)]))) for s in log.series.values()
+    others = [(s, float(np.max(s.step[np.isfinite(s.step)]))) for s in log.series.values()
               if s.name != metric.name and np.any(np.isfinite(s.step))]
     if not others:
         return None
-    name, far = max(others, key=lambda x: x[1])
+    series, far = max(others, key=lambda x: x[1])
+    logged = np.unique(series.step[np.isfinite(series.step)])
+    gap = float(np.median(np.diff(logged))) if logged.size >= 2 else 1.0
     last = float(np.max(steps))
-    epochs = round(far / steps_per_epoch)
-    if epochs >= 1 and epochs - last in (0.0, 1.0) and far >= 2.0 * max(last, 1.0):
-        return name, far, int(epochs), int(epochs - last)
-    return None
+    # `far` is the last step *logged*, not the last trained: a series logged every `gap`
+    # steps stops up to `gap` short of the end. Take the middle of that window — from
+    # `far` alone, 5 epochs of 20 steps logged every 10 (last log at 90) rounded to 4.
+    epochs = round((far + gap / 2.0) / steps_per_epoch)
+    if not (epochs >= 1 and epochs - last in (0.0, 1.0) and far >= 2.0 * max(last, 1.0)):
+        return None
+    offset = int(epochs - last)
+    if gap >= steps_per_epoch and float(np.min(steps)) == 0.0:
+        # Logged an epoch or more apart, the end is known to within half an epoch or
+        # worse, so the count can be one off; an index that starts at 0 is the 0-based one
+        # (`for epoch in range(n)`), the common loop.
+        offset = 1
+    return series.name, far, gap, int(last) + offset, offset
 
 
 def _epochs_of_index(log: LogData, metric: Series, steps_per_epoch: int, notes: list[str]) -> np.ndarray:
@@ -317,8 +329,12 @@ def _epochs_of_index(log: LogData, metric: Series, steps_per_epoch: int, notes: 
     found = _epoch_index_offset(log, metric, steps_per_epoch)
     finite = metric.step[np.isfinite(metric.step)]
     if found is not None:
-        name, far, epochs, offset = found
-        why = f"{name!r} ran to step {far:g}, {epochs} epochs of {steps_per_epoch:,} steps"
+        name, far, gap, epochs, offset = found
+        every = "every step" if gap == 1.0 else f"every {gap:g} steps"
+        why = (f"{name!r} was logged to step {far:g} {every}, about {epochs} epochs of "
+               f"{steps_per_epoch:,} steps")
+        if gap >= steps_per_epoch and finite.size and float(np.min(finite)) == 0.0:
+            why += ": too coarse to count the last epoch, so its first step 0 decides"
     else:
         # Nothing to compare with: a loop `for epoch in range(n)` logs 0 first, after one pass.
         offset = 1 if finite.size and float(np.min(finite)) == 0.0 else 0
@@ -411,7 +427,7 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
         index = _epoch_index_offset(log, metric, steps_per_epoch) if log.format in ("tensorboard", "mlflow") else None
         if index is not None:
             # add_scalar(tag, v, epoch), the PyTorch tutorial's pattern: read as steps, 20 epochs became 0.05
-            name, far, epochs_run, _ = index
+            name, far, _, epochs_run, _ = index
             last = float(np.nanmax(metric.step))
             raise InputError(
                 f"{log.source}: the steps of {metric.name!r} end at {last:g}, those of {name!r} at {far:g}, about "

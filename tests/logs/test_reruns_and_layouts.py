@@ -302,6 +302,35 @@ def test_steps_are_epochs_reads_a_zero_based_epoch_index_as_passes_done(tmp_path
     assert [e.epoch for e in profile.evals] == [float(k) for k in range(1, 21)]
 
 
+def _tutorial_loop(*, epochs: int, steps_per_epoch: int, log_every_steps: int) -> list[tuple[int, str, float]]:
+    # train loss at the 0-based step every `log_every_steps` steps, accuracy at the 0-based
+    # epoch index once each pass ends: the last training log falls short of the end
+    train = [(s, "train/loss", 1.0 / (s + 1)) for s in range(0, epochs * steps_per_epoch, log_every_steps)]
+    return train + [(epoch, "val/acc", 0.5 + epoch / 50) for epoch in range(epochs)]
+
+
+def test_steps_are_epochs_counts_the_epochs_past_a_training_series_logged_half_an_epoch_apart(tmp_path):
+    # 5 epochs of 20 steps, logged every 10: the last log is at step 90, 4.5 epochs
+    _event_file(tmp_path, _tutorial_loop(epochs=5, steps_per_epoch=20, log_every_steps=10))
+    profile = import_log("tensorboard", tmp_path, global_batch=16, dataset_size=320, metric="val/acc",
+                         steps_are_epochs=True)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_steps_are_epochs_counts_the_epochs_past_a_training_series_logged_over_an_epoch_apart(tmp_path):
+    # CIFAR-10 at batch 512 (98 steps an epoch) logged every 100 steps: last log at step 900 of 980
+    _event_file(tmp_path, _tutorial_loop(epochs=10, steps_per_epoch=98, log_every_steps=100))
+    profile = import_log("tensorboard", tmp_path, global_batch=512, dataset_size=50_000, metric="val/acc",
+                         steps_are_epochs=True)
+    assert [e.epoch for e in profile.evals] == [float(k) for k in range(1, 11)]
+
+
+def test_the_epoch_index_refusal_counts_the_epochs_past_the_last_logged_training_step(tmp_path):
+    _event_file(tmp_path, _tutorial_loop(epochs=5, steps_per_epoch=20, log_every_steps=10))
+    with pytest.raises(InputError, match="about 5 epochs of 20 steps"):
+        import_log("tensorboard", tmp_path, global_batch=16, dataset_size=320, metric="val/acc")
+
+
 def test_an_mlflow_metric_logged_at_the_epoch_index_is_refused_with_the_flag_to_pass(tmp_path):
     _mlflow_run(tmp_path, "c3c3", "r", {"train_loss": [(s, 1.0 / (s + 1)) for s in range(0, 200, 5)],
                                         "val_accuracy": [(e, 0.5 + e / 50) for e in range(20)]})
