@@ -26,7 +26,7 @@ from cotune._checks import MAX_DEPTH, BadValue, excerpt
 from cotune._request import (
     PROGRESS_FIELDS, ProfileRef, Progress, RecommendRequest, ReplanRequest, pointer_key,
 )
-from cotune.api._errors import RequestError
+from cotune.api._errors import RequestError, pointer_code
 from cotune.errors import InputError
 
 __all__ = ["REQUEST_SCHEMA_VERSION", "ProfileRef", "parse_replan_request", "parse_request"]
@@ -51,18 +51,20 @@ _MISSING = object()
 
 def _object(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise RequestError(f"must be an object, got {excerpt(value)}", path=path)
+        raise RequestError(f"must be an object, got {excerpt(value)}", path=path, code=pointer_code(path))
     return value
 
 
 def _array(value: Any, path: str, *, empty: str = "leave the field out for the default") -> list[Any]:
     """A non-empty JSON array; ``empty`` is the fix an empty one is told."""
     if not isinstance(value, list):
-        # JSON's array is a Python list: a tuple from a Python caller is told so, with the fix.
+        # JSON's array is a Python list: only a tuple from a Python caller is told so, with
+        # the fix; an HTTP client (curl, Go, JavaScript) has no Python list to send.
+        told = " (a Python list)" if isinstance(value, tuple) else ""
         fix = ": pass a list" if isinstance(value, tuple) else ""
-        raise RequestError(f"must be an array (a Python list), got {excerpt(value)}{fix}", path=path)
+        raise RequestError(f"must be an array{told}, got {excerpt(value)}{fix}", path=path, code=pointer_code(path))
     if not value:
-        raise RequestError(f"must not be empty: {empty}", path=path)
+        raise RequestError(f"must not be empty: {empty}", path=path, code=pointer_code(path))
     return value
 
 
@@ -142,7 +144,7 @@ def _build(make: Callable[[], Any]) -> Any:
     try:
         return make()
     except BadValue as exc:
-        raise RequestError(exc.detail, path=exc.where) from None
+        raise RequestError(exc.detail, path=exc.where, code=pointer_code(exc.where)) from None
     except RequestError:
         raise
     except InputError as exc:  # the cluster's own validation: "/cluster: gpu.t4.spot …"

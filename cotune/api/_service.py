@@ -251,10 +251,22 @@ def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
         return _solve(lambda: check_candidate_limit(count, limit=limits.max_candidates))
     # A cluster file searches on-demand and spot, plus mixed copies of the spot rows: one
     # on-demand row and two weighed ones per configuration.
-    weighted = count * (1 + 2 * SPOT_ROW_WEIGHT)
+    per_configuration = 1 + 2 * SPOT_ROW_WEIGHT
+    weighted = count * per_configuration
     try:
         return check_candidate_limit(weighted, limit=limits.max_candidates)
     except SearchSpaceTooLarge:
+        if limits.max_candidates < per_configuration:
+            # Even one configuration is over: no lever of the request can help, only
+            # leaving the cluster out or the operator's limit.
+            raise LimitError(
+                f"one spot configuration (an on-demand, a spot and a mixed plan; a spot or mixed plan counts as "
+                f"{SPOT_ROW_WEIGHT} candidates) counts {per_configuration:,} candidates, over this service's limit "
+                f"of {limits.max_candidates:,}, so it answers no request with a 'cluster': send the request without "
+                f"one (on-demand only), or have the limit (cotune serve --max-candidates) raised to at least {per_configuration:,}",
+                path="",
+                code="search_space_too_large",
+            ) from None
         raise LimitError(
             f"the spot search space has {count:,} configurations, each an on-demand, a spot and a mixed plan; "
             f"a spot or mixed plan counts as {SPOT_ROW_WEIGHT} candidates (its revocation law costs that much more "

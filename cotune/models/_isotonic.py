@@ -142,6 +142,9 @@ def isotonic_grid(
     m, d = coords.shape
     if y.shape != (m,):
         raise BadValue(f"must have shape ({m},) to match coords, got {y.shape}", where="y")
+    if isinstance(increasing, np.ndarray) and increasing.ndim == 0:
+        # A 0-d array has __len__ but no length: its one value (np.array(True) is one flag for all).
+        increasing = increasing[()]
     if isinstance(increasing, (bool, np.bool_)):
         increasing = (bool(increasing),) * d  # one flag for every axis
     if isinstance(increasing, str) or not hasattr(increasing, "__len__") or len(increasing) != d:

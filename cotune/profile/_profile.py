@@ -301,13 +301,22 @@ class Profile:
     def records(self) -> Iterator[Record]:
         """Every record, workload first, in a stable order that keeps what the file's order
         said: an out-of-memory a later step superseded comes before the steps, every other
-        failure after them (so :func:`oom_superseded` of a written copy is the same)."""
+        failure after them (so :func:`oom_superseded` of a written copy is the same), and the
+        last tagged record is one of :attr:`last_job` (so a written copy's is the same)."""
         gone, standing = self._failures_by_supersession()
+        # Evaluations go last unless that would put a finished job's evaluation after the
+        # running job's steps: then before the steps (their place among steps says nothing).
+        last_eval_job = next((e.job for e in reversed(self.evals) if e.job is not None), None)
+        last_step_job = next((s.job for s in reversed(self.steps) if s.job is not None), None)
+        evals_first = self.last_job is not None and last_eval_job != self.last_job == last_step_job
         yield self.workload
         yield from gone
+        if evals_first:
+            yield from self.evals
         yield from self.steps
         yield from standing
-        yield from self.evals
+        if not evals_first:
+            yield from self.evals
         yield from self.noise
 
     def step_arrays(self, gpu: str) -> dict[str, np.ndarray]:

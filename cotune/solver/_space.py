@@ -54,12 +54,13 @@ class SearchSpace:
             if gpu not in self.max_workers:
                 raise InputError(f"max_workers has no entry for gpu {gpu!r}: give one per gpu type")
             integer(self.max_workers[gpu], where=f"max_workers[{gpu!r}]", ge=1)
-            if not self.local_batches.get(gpu):
+            # len(), not truth: a numpy array of batches (as the docs invite) has no truth value.
+            if len(self.local_batches.get(gpu, ())) == 0:
                 raise InputError(f"no local batch to consider for {gpu!r}: every probed batch exceeds its memory limit")
             for b in self.local_batches[gpu]:
                 integer(b, where=f"local_batches[{gpu!r}]", ge=1)
         integer(self.min_workers, where="min_workers", ge=1)
-        for w in self.workers or ():
+        for w in () if self.workers is None else self.workers:  # None, not truth: an ndarray has none
             integer(w, where="workers", ge=1)
         for market in self.markets:
             if market not in MARKETS:

@@ -107,6 +107,19 @@ def test_missing_cells_are_allowed():
     assert f[0] <= f[1] + 1e-9 and f[0] <= f[2] + 1e-9
 
 
+def test_a_zero_dimensional_bool_array_is_one_flag_for_every_axis():
+    coords, y = [[1, 1], [1, 2], [2, 1], [2, 2]], [1.0, 0.5, 2.0, 1.5]
+    np.testing.assert_array_equal(isotonic_grid(coords, y, increasing=np.array(True)),
+                                  isotonic_grid(coords, y, increasing=True))
+
+
+def test_a_zero_dimensional_non_bool_array_is_a_bad_value_naming_increasing():
+    from cotune.errors import InputError
+
+    with pytest.raises(InputError, match="^increasing: needs one flag per axis"):
+        isotonic_grid([[1, 1], [1, 2]], [1.0, 0.5], increasing=np.array(1))
+
+
 @pytest.mark.parametrize("bad", [np.array([1.0, np.nan]), np.array([1.0, np.inf])])
 def test_non_finite_values_are_rejected(bad):
     with pytest.raises(ValueError, match="finite"):

@@ -247,6 +247,17 @@ def test_profile_round_trips_through_a_file(tmp_path_factory, workload, steps, e
         json.loads(line)  # every line is standalone JSON
 
 
+def test_a_written_copy_keeps_the_running_job_whose_steps_follow_a_finished_jobs_evals(tmp_path):
+    from cotune.track import job_progress
+
+    step = '{{"record": "step", "gpu": "t4", "workers": 4, "local_batch": 128, "step_time_s": 0.1, "job": "{}"}}\n'
+    ev = '{{"record": "eval", "global_batch": 512, "epoch": {}, "metric": 0.5, "job": "A"}}\n'
+    read = parse_profile([ISSUE_LINES[0], step.format("A"), ev.format(1), ev.format(2), step.format("B"), step.format("B")])
+    write_profile(read, tmp_path / "copy.jsonl")
+    again = read_profile(tmp_path / "copy.jsonl")
+    assert (again.last_job, job_progress(again, target=0.9).job) == ("B", "B")
+
+
 def test_max_local_batch_comes_from_the_smallest_oom():
     p = parse_profile(
         [

@@ -483,3 +483,11 @@ def test_a_safer_near_tie_beyond_the_shown_ranking_is_still_weighed(cifar_models
     order, note = prefer_safer(tied, shown, "cost", feasible=np.ones(2, bool))
     assert int(order[0]) == near
     assert note is not None and note.startswith("near-tie")
+
+
+def test_a_search_space_takes_numpy_arrays_of_worker_counts_and_local_batches():
+    from cotune.solver import SearchSpace, count_candidates, enumerate_candidates
+
+    space = SearchSpace(gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": np.array([64, 128])},
+                        workers=np.arange(2, 9))
+    assert count_candidates(space) == len(enumerate_candidates(space)) == 14

@@ -133,6 +133,33 @@ def test_a_bad_value_at_the_cluster_is_invalid_cluster_in_the_cli_json_document(
     assert doc["error"]["code"] == "invalid_cluster" and doc["error"]["path"] == "/cluster"
 
 
+def test_a_spot_progress_without_a_cluster_is_invalid_cluster_in_the_api_as_in_error_document():
+    import cotune
+
+    progress = dict(REPLAN["progress"], market="spot")
+    exc = _err(replan_request, dict(REPLAN, progress=progress))
+    with pytest.raises(Exception) as direct:
+        cotune.replan(EXAMPLE, target=0.94, deadline_s=3600, progress=progress)
+    assert (exc.code, exc.path) == (error_document(direct.value)["error"]["code"], "/cluster") == ("invalid_cluster", "/cluster")
+
+
+def test_a_cluster_that_is_no_object_is_invalid_cluster():
+    exc = _err(recommend_request, dict(BASE_REQUEST, cluster=5))
+    assert (exc.code, exc.path) == ("invalid_cluster", "/cluster")
+
+
+def test_a_spot_request_under_a_limit_below_one_configuration_is_told_no_request_lever_helps():
+    exc = _err(recommend_request, dict(SPOT, workers=[1], local_batches=[128]), limits=Limits(max_candidates=200))
+    assert exc.code == "search_space_too_large"
+    assert "answers no request with a 'cluster'" in exc.detail and "at least 201" in exc.detail
+    assert "lower max_workers" not in exc.detail
+
+
+def test_a_json_value_that_is_no_array_is_not_told_about_python_lists():
+    exc = _err(recommend_request, dict(BASE_REQUEST, workers=5))
+    assert (exc.path, exc.detail) == ("/workers", "must be an array, got 5")
+
+
 # --- D4: Python callers' containers and limits ------------------------------------------------
 
 
