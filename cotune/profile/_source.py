@@ -16,11 +16,15 @@ def load_profile(source: Any) -> Profile:
     :class:`~cotune.ProfileRef` (as ``recommend`` and ``replan`` take one)."""
     if isinstance(source, Profile):
         return source
-    from cotune._request import ProfileRef
     from cotune.examples import resolve_profile_path
 
-    if isinstance(source, ProfileRef):
-        return source.load()
+    # A ProfileRef (cotune._request) is read by its own load(); it is recognised by that
+    # method rather than imported, since cotune._request sits above cotune.profile.
+    load = getattr(source, "load", None)
+    if callable(load) and not isinstance(source, (str, bytes, os.PathLike)):
+        loaded = load()
+        if isinstance(loaded, Profile):
+            return loaded
     if source is None:
         raise InputError("no profile given: pass a profile file, a bundled example name (cotune examples), a Profile "
                          "or a ProfileRef")

@@ -11,6 +11,7 @@ import numpy as np
 from cotune._checks import integer
 from cotune._request import DEFAULT_MAX_CANDIDATES
 from cotune.errors import InputError
+from cotune.solver._count import check_candidate_limit
 
 __all__ = ["SearchSpace", "Candidates", "enumerate_candidates", "geometric_batches", "MARKETS"]
 
@@ -136,8 +137,6 @@ def enumerate_candidates(space: SearchSpace, *, limit: int = DEFAULT_MAX_CANDIDA
     door's, 10⁶; a request's ``max_candidates``) it raises
     :class:`~cotune.solver.SearchSpaceTooLarge` before a single array is made.
     """
-    from cotune.solver._inputs import check_candidate_limit  # it imports this module
-
     check_candidate_limit(space, limit=limit)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("gpu", "market", "workers", "hosts", "local_batch")}
     for gi, gpu in enumerate(space.gpus):
