@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmarks.settings import Evidence, evals_of, visible_batches
+from benchmarks.settings import Evidence, evals_of, recipe_order, visible_batches
 from benchmarks.traces import Curve, Workload
 from cotune.profile import EvalRecord, Profile, StepRecord, WorkloadRecord
 from cotune.solver import DEFAULT_PROBE_SETUP_S, DEFAULT_PROBE_STEPS, Candidates
@@ -359,7 +359,7 @@ def curve_run_index(candidates: Candidates, price_per_hour: np.ndarray, global_b
     idx = np.flatnonzero(candidates.global_batch == int(global_batch))
     if idx.size == 0:
         return None
-    key = [(int(candidates.workers[i]), float(price_per_hour[i]), candidates.gpus[int(candidates.gpu[i])]) for i in idx]
+    key = [recipe_order(candidates.workers[i], price_per_hour[i], candidates.gpus[int(candidates.gpu[i])]) for i in idx]
     return int(idx[min(range(len(idx)), key=key.__getitem__)])
 
 

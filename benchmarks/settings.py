@@ -33,7 +33,7 @@ from benchmarks._registry import setting
 from benchmarks.traces import POLLUX_MODELS, Workload
 from cotune.profile import EvalRecord, NoiseRecord
 
-__all__ = ["Evidence", "recipe_batch", "curve_cost", "free_curves", "one_curve", "visible_batches", "evals_of"]
+__all__ = ["Evidence", "recipe_batch", "recipe_order", "curve_cost", "free_curves", "one_curve", "visible_batches", "evals_of"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,13 @@ def recipe_batch(workload: Workload) -> int:
     return int(batches[np.argmin(np.abs(np.log(batches) - math.log(usual)))])
 
 
+def recipe_order(workers: int, price_per_hour: float, gpu: str) -> tuple[int, float, str]:
+    """The order a previous run's configuration is chosen in among those of its batch — the
+    fewest workers, then the lowest price per worker-hour, then the GPU type's name — without
+    any measurement (one rule for :func:`curve_cost` and :func:`benchmarks.replay.curve_run_index`)."""
+    return int(workers), float(price_per_hour), gpu
+
+
 def curve_cost(workload: Workload, global_batch: int) -> float:
     """USD to record the curve at ``global_batch``: its whole run at the recipe's
     configuration of that batch (the nearest measured global batch if none) — the fewest
@@ -74,7 +81,7 @@ def curve_cost(workload: Workload, global_batch: int) -> float:
     gb = np.array([n * b for _, n, b, _ in rows], float)
     near = np.abs(np.log(gb) - math.log(global_batch))
     g, n, b, t = min((r for r, d in zip(rows, near) if d <= near.min() + 1e-9),
-                     key=lambda r: (r[1], workload.prices[r[0]], r[0]))
+                     key=lambda r: recipe_order(r[1], workload.prices[r[0]], r[0]))
     per_epoch = n * workload.prices[g] * workload.dataset_size / (n * b) * t / 3600.0
     epochs = float(np.nanmax(workload.curves[global_batch].epochs))
     return float(per_epoch * epochs)

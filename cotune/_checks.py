@@ -227,10 +227,9 @@ def plain_number(value: Any) -> Any:
     Anything else is returned as it is, for the checks to judge."""
     if isinstance(value, Decimal):
         return float(value) if not value.is_nan() else math.nan  # ±Infinity stays ±inf
-    if numpy_time_kind(value):  # its item() is a count of its unit or a timedelta: refused as it is
-        return value
     if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
-        return value.item()
+        # A timedelta64's item() is a count of its unit or a timedelta: refused as it is.
+        return value if numpy_time_kind(value) else value.item()
     return value
 
 
@@ -255,7 +254,7 @@ def number(
         return f"{what}{' ' + bounds if bounds else ''}"
 
     original, value = value, plain_number(value)
-    if _is_bool(value) or not isinstance(value, numbers.Real) or numpy_time_kind(value):
+    if _is_bool(value) or not isinstance(value, numbers.Real) or (type(value) not in (int, float) and numpy_time_kind(value)):
         hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
         raise BadValue(f"must be {want()}, got {excerpt(original)}{hint}", where=where)
     try:
@@ -288,7 +287,7 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         return f"a whole number{' ' + bounds if bounds else ''}"
 
     original, value = value, plain_number(value)
-    if _is_bool(value) or not isinstance(value, numbers.Real) or numpy_time_kind(value):
+    if _is_bool(value) or not isinstance(value, numbers.Real) or (type(value) not in (int, float) and numpy_time_kind(value)):
         raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
     if isinstance(value, numbers.Integral):
         n = int(value)

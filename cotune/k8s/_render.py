@@ -38,9 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-import numpy as np
-
-from cotune._checks import excerpt
+from cotune._checks import _is_bool, excerpt
 from cotune.errors import InfeasibleError, InputError
 from cotune.k8s._names import (
     JOB_NAME_MAX,
@@ -127,7 +125,7 @@ class JobOptions:
                              "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
         # numpy's bool_ and integers (options built from a DataFrame) are taken as the values
         # they are; their type is named where it is refused (np.int64(3) read "got 3").
-        if isinstance(self.elastic, np.bool_):
+        if _is_bool(self.elastic):
             object.__setattr__(self, "elastic", bool(self.elastic))
         if not isinstance(self.elastic, bool):
             raise InputError(f"elastic must be True or False, got {excerpt(self.elastic)} ({type(self.elastic).__name__})")
@@ -163,7 +161,7 @@ class JobOptions:
         check_subdomain(self.runtime, what="runtime")
         if self.runtime_kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
             raise InputError(f"runtime kind must be ClusterTrainingRuntime or TrainingRuntime, got {self.runtime_kind!r}")
-        if isinstance(self.max_restarts, numbers.Integral) and not isinstance(self.max_restarts, (bool, np.bool_)):
+        if isinstance(self.max_restarts, numbers.Integral) and not _is_bool(self.max_restarts):
             object.__setattr__(self, "max_restarts", int(self.max_restarts))
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) or self.max_restarts < 0:
             raise InputError(f"max_restarts must be a whole number >= 0, e.g. 3, got {excerpt(self.max_restarts)} "

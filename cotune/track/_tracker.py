@@ -33,7 +33,7 @@ import statistics
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -632,8 +632,7 @@ class Tracker:
         ``fit()`` (the tracker was told another): a correction of what the records say, not
         a move — no ``cause``, no second warm-up. Refused (:class:`InputError`, the tracker
         unchanged) where the step would hold more than the training set."""
-        moved = TrackedConfig(gpu=self.config.gpu, workers=self.config.workers, local_batch=self.config.local_batch,
-                              hosts=self.config.hosts, accum_steps=accum_steps, market=self.config.market)
+        moved = replace(self.config, accum_steps=accum_steps)
         if self.dataset_size is not None:
             _check_fits(moved, self.dataset_size)
         self.flush()  # a window of an earlier fit() ran at the value it had
