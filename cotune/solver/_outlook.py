@@ -28,11 +28,18 @@ batch ``B₀`` (configuration ``c₀``) and reached the best metric ``m`` knows 
 * **the same batch on other hardware** (any option whose global batch is ``B₀``) is the
   same training trajectory: the job's own belief ``(Ê₀, σ₀, p₀)`` and its own epoch ``e``;
 * **the hand-over epoch** ``d(B)`` where a switch resumes: ``e`` at the running batch;
-  elsewhere the epoch where ``B`` reaches the level ``m`` already reached,
-  ``E_M(B, m)·e^{c(B)δ}``; without a level (no evaluation yet), the same share of the
-  work, ``(e / E_M(B₀))·E_M(B)``. (Normalising the level rule by the job's own pace at
-  ``B₀``, ``e / (E_M(B₀, m)·e^δ)``, was measured and not kept: in the closed-loop
-  replay, whose truth hands over by level, misses rose from 5 to 16 of 72.)
+  elsewhere the earlier of the epoch where ``B`` reaches the level ``m`` already
+  reached, ``E_M(B, m)·e^{c(B)δ}``, and the same share of the work,
+  ``(e / E_M(B₀))·E_M(B)·e^{(c(B) − 1)δ}`` (the job's share of its own total ``Ê₀``
+  carried to ``Ê(B)``); without a level (no evaluation yet), the share alone. The share
+  is the phase of the learning-rate schedule when recipes end in proportion to their
+  epochs to the target (Pollux's progress clock with constant gradient statistics,
+  benchmarks/README.md § Open question): a level that a larger batch reaches only late
+  in its recipe, after its decay, is not a place a switch can jump to — the level alone
+  over-rated switches to larger batches (in the closed-loop replay, whose truth hands
+  over by the same ``min``, delivered at ``q = 0.9`` was 87.5 %). (Normalising the level
+  rule by the job's own pace at ``B₀``, ``e / (E_M(B₀, m)·e^δ)``, was measured and not
+  kept: in the replay, then handing over by level, misses rose from 5 to 16 of 72.)
 
 After a change of batch the job's own count of epochs (data passes since its start) is
 not an epoch count at the new batch: :func:`job_frame` places it there by the hand-over
@@ -160,13 +167,15 @@ def job_outlook(
     assert running_batch is not None
     at_running = models.predict_epochs(np.array([float(running_batch)]), target)
     base = float(np.asarray(at_running.epochs_if_reached, float)[0])
+    # Two hand-over epochs per option (module doc): the same level, and the same share of the
+    # work; a switch resumes at the earlier. Both are scaled by the shift below.
+    has_share = math.isfinite(base) and base > 0
+    d_share = np.where(np.isfinite(e_model), (epochs_done / base) * e_model, 0.0) if has_share else None
     if level is not None:
-        d_model = np.asarray(models.predict_epochs(ub, level).epochs_if_reached, float)[inv]
-        d_model = np.where(np.isfinite(d_model), d_model, 0.0)
-    elif math.isfinite(base) and base > 0:
-        d_model = np.where(np.isfinite(e_model), (epochs_done / base) * e_model, 0.0)
+        d_level = np.asarray(models.predict_epochs(ub, level).epochs_if_reached, float)[inv]
+        d_level = np.where(np.isfinite(d_level), d_level, 0.0)
     else:
-        d_model = np.zeros(n)
+        d_level = None
 
     if forecast is None and len(curve_epochs):
         curve_prior = prior if prior is not None else prior_from_model(
@@ -176,7 +185,7 @@ def job_outlook(
                                          interval=interval, prior=curve_prior)
         except (OverflowError, ValueError):  # a curve the families cannot fit: the model answers
             forecast = None
-    e_hat, s_hat, p_hat, done = e_model.copy(), s_model.copy(), p_model.copy(), d_model.copy()
+    e_hat, s_hat, p_hat = e_model.copy(), s_model.copy(), p_model.copy()
     # Every option at the running global batch is the same training trajectory on other
     # hardware: it resumes at the job's own epoch with the job's own belief.
     same = here | np.isclose(gb, float(running_batch))
@@ -197,13 +206,33 @@ def job_outlook(
         carry = carry_for(models, global_batch=gb, running_batch=float(running_batch), target=target,
                           log_sigma_at_running=float(np.asarray(at_running.log_sigma, float)[0]))
         e_hat = e_model * np.exp(carry * shift)
-        done = d_model * np.exp(carry * shift)
         p_hat = carry_reach(p_model, p_running=float(belief.p_reach), carry=carry, larger=gb >= running_batch)
         e_hat[same], s_hat[same], p_hat[same] = belief.epochs_if_reached, belief.log_sigma, belief.p_reach
+    done = _hand_over(d_level=d_level, d_share=d_share, carry=carry, shift=shift, n=n)
     done[same] = epochs_done
     carry[same] = 1.0
     return JobOutlook(epochs=e_hat, log_sigma=s_hat, p_reach=p_hat, done_epochs=done, shift=shift, forecast=forecast,
                       carry=carry)
+
+
+def _hand_over(
+    *, d_level: np.ndarray | None, d_share: np.ndarray | None, carry: np.ndarray, shift: float, n: int
+) -> np.ndarray:
+    """Where a switch to each option resumes, in epochs at its batch (module doc).
+
+    ``d_level``: ``E_M(B, m)``, where ``B`` reaches the level already reached (None without
+    a level); ``d_share``: ``(e / E_M(B₀))·E_M(B)``, the same share of the work (None when
+    the running batch has no finite prediction). The level reading takes the share ``c``
+    of the job's shift the option's belief takes, ``·e^{cδ}``; the share reading is a
+    share of that belief over the job's own at ``B₀`` (``e^{δ}``): ``·e^{(c − 1)δ}``.
+    """
+    lv = None if d_level is None else d_level * np.exp(carry * shift)
+    sh = None if d_share is None else d_share * np.exp((carry - 1.0) * shift)
+    if lv is None and sh is None:
+        return np.zeros(n)
+    if lv is None or sh is None:
+        return np.asarray(lv if sh is None else sh, float).copy()
+    return np.minimum(lv, sh)
 
 
 @dataclass(frozen=True)
@@ -263,7 +292,8 @@ def carry_for(
 class HandOver:
     """A change of global batch: at the job's own epoch ``at_epoch`` (epochs run since its
     start, as the tracker counts them) it left ``from_batch`` and resumed at ``to_batch``'s
-    epoch ``epoch`` (where that batch reaches the level already reached)."""
+    epoch ``epoch`` (:func:`job_outlook`'s hand-over: the earlier of where that batch
+    reaches the level already reached and the same share of the work)."""
 
     from_batch: float
     to_batch: float

@@ -701,12 +701,12 @@ def replan(
     epochs_here = progress.epochs_done if frame is None else frame.epochs_done
     for h in () if frame is None else frame.handovers:
         notes.append(f"the job changed global batch {h.from_batch:g} -> {h.to_batch:g} at its epoch {h.at_epoch:.3g}: "
-                     f"at {h.to_batch:g} it resumed at epoch {h.epoch:.3g}, where that batch reaches the level already "
-                     "reached (its epochs there count on from it)")
+                     f"at {h.to_batch:g} it resumed at epoch {h.epoch:.3g}, the earlier of where that batch reaches the "
+                     "level already reached and the same share of the work (its epochs there count on from it)")
 
     def outlook(cands, *, running: bool, forecast=None):
         # The running configuration resumes where it is; after lost or added workers its
-        # batch differs, and it resumes like any switch, at the level already reached.
+        # batch differs, and it resumes like any switch (job_outlook's hand-over).
         gb = np.asarray(cands.global_batch)
         if frame is not None:
             return frame_outlook(models, frame, global_batch=gb, running=(gb == progress.global_batch) & running,

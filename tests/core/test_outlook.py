@@ -46,9 +46,11 @@ def test_a_slower_job_shifts_every_batch_by_its_own_factor(cifar_models) -> None
     assert np.allclose(o.epochs[others] / model[others], math.exp(o.shift))
     assert o.epochs[running][0] == pytest.approx(o.forecast.epochs_if_reached)
     assert o.done_epochs[running][0] == ep[-1]
-    # Elsewhere the job resumes where that batch reaches the level already reached.
-    at_level = _model(cifar_models, BATCHES[others], level=max(mt))
-    assert np.allclose(o.done_epochs[others], at_level * math.exp(o.shift))
+    # Elsewhere the job resumes at the earlier of where that batch reaches the level already
+    # reached and the same share of its (shifted) work: the shift scales both alike here.
+    at_level = _model(cifar_models, BATCHES[others], level=max(mt)) * math.exp(o.shift)
+    share = ep[-1] / o.forecast.epochs_if_reached * o.epochs[others]
+    assert np.allclose(o.done_epochs[others], np.minimum(at_level, share))
 
 
 def test_the_shift_is_believed_up_to_max_shift(cifar_models) -> None:
@@ -110,6 +112,31 @@ def test_without_a_level_a_switch_resumes_at_the_same_share_of_the_work(cifar_mo
     model = _model(cifar_models, BATCHES)
     share = 10.0 / _model(cifar_models, [512])[0]
     assert np.allclose(o.done_epochs, share * model) and o.shift == 0.0
+
+
+@pytest.mark.parametrize("level", [0.8, 0.9, 0.93])
+def test_a_switch_resumes_at_the_earlier_of_the_same_level_and_the_same_share_of_the_work(cifar_models, level) -> None:
+    batches = np.array([256, 512, 1024, 2048, 4096])
+    done = _model(cifar_models, [512], level=level)[0]  # the job at 512 has just reached the level
+    o = job_outlook(cifar_models, global_batch=batches, target=TARGET, goal="max", running=batches == 512,
+                    epochs_done=done, level=level)
+    at_level = _model(cifar_models, batches, level=level)
+    share = done / _model(cifar_models, [512])[0] * _model(cifar_models, batches)
+    others = batches != 512
+    assert np.allclose(o.done_epochs[others], np.minimum(at_level, share)[others])
+    assert o.done_epochs[batches == 512][0] == done
+
+
+def test_a_larger_batch_that_reaches_the_level_late_resumes_at_the_share_of_the_work(cifar_models) -> None:
+    # Early in the run a larger batch reaches the level only well into its recipe: the level
+    # alone would hand the switch that part of the schedule for free.
+    done = _model(cifar_models, [512], level=0.8)[0]
+    o = job_outlook(cifar_models, global_batch=np.array([512, 1024]), target=TARGET, goal="max",
+                    running=np.array([True, False]), epochs_done=done, level=0.8)
+    at_level = _model(cifar_models, [1024], level=0.8)[0]
+    share = done / _model(cifar_models, [512])[0] * _model(cifar_models, [1024])[0]
+    assert share < 0.8 * at_level  # the case this test is about
+    assert o.done_epochs[1] == pytest.approx(share)
 
 
 def test_shift_carry_is_a_tent_from_the_anchors_to_the_running_batch() -> None:
