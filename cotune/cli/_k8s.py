@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any, Mapping
 
 from cotune._request import DEFAULT_MAX_CANDIDATES
 from cotune.cli import _args
@@ -69,22 +70,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _default_name(doc) -> str:
+def _default_name(doc: Mapping[str, Any], *, kind: str) -> str:
     """The job's name when --name is not given: the workload's; for a re-plan's switch, with
     a suffix of its own (``-r`` and 4 hex digits of the new plan): the switch is a new
     submission beside the running job, and under the running job's name ``kubectl apply``
     would change that job in place (a PyTorchJob) or be refused (a TrainJob's trainer is
-    immutable). The same answer always renders the same name."""
+    immutable). The same answer always renders the same name, within ``kind``'s limit."""
     import hashlib
     import json
 
-    from cotune.k8s import JOB_NAME_MAX, derive_name
+    from cotune.k8s import derive_name, job_name_max
 
-    workload = str(doc["workload"])
+    workload, limit = str(doc["workload"]), job_name_max(kind=kind)
     if not doc.get("switch"):
-        return derive_name(workload)
+        return derive_name(workload, limit=limit)
     key = json.dumps({k: doc.get(k) for k in ("plan", "recommendation", "constraints")}, sort_keys=True, default=str)
-    return f"{derive_name(workload, limit=JOB_NAME_MAX - 6)}-r{hashlib.sha256(key.encode()).hexdigest()[:4]}"
+    return f"{derive_name(workload, limit=limit - 6)}-r{hashlib.sha256(key.encode()).hexdigest()[:4]}"  # 6: "-r" + 4 hex
 
 
 def _options(args: argparse.Namespace, doc):  # -> JobOptions
@@ -106,7 +107,7 @@ def _options(args: argparse.Namespace, doc):  # -> JobOptions
     try:
         return JobOptions(
             kind=args.kind,
-            name=args.name if args.name is not None else _default_name(doc),
+            name=args.name if args.name is not None else _default_name(doc, kind=args.kind),
             namespace=args.namespace,
             image=args.image,
             command=command,
@@ -193,9 +194,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("cotune k8s writes YAML with PyYAML, which is not installed: pip install 'cotune[k8s]', "
                              "or pass --json for the same objects as JSON")
     if args.name is not None:  # a bad name fails before the solve
-        from cotune.k8s import check_name
+        from cotune.k8s import check_name, job_name_max
 
-        check_name(args.name, what="--name")
+        check_name(args.name, what="--name", limit=job_name_max(kind=args.kind), kind=args.kind)
     if args.answer is not None:
         doc = _saved_answer(args)
     else:

@@ -5,7 +5,7 @@ functions: a recommendation document in, manifests (plain ``dict``s) out; ``cotu
 prints them as YAML or JSON."""
 
 from cotune.k8s._answer import answer_document
-from cotune.k8s._names import JOB_NAME_MAX, check_name, derive_name
+from cotune.k8s._names import JOB_NAME_MAX, TRAINJOB_NAME_MAX, check_name, derive_name, job_name_max
 from cotune.k8s._render import (
     DEFAULT_IMAGE,
     GANGS,
@@ -23,11 +23,13 @@ __all__ = [
     "GANGS",
     "JOB_NAME_MAX",
     "KINDS",
+    "TRAINJOB_NAME_MAX",
     "JobOptions",
     "Layout",
     "answer_document",
     "check_name",
     "derive_name",
+    "job_name_max",
     "layout_for",
     "manifest_warnings",
     "render_manifests",

@@ -15,14 +15,29 @@ import re
 from cotune._checks import excerpt
 from cotune.errors import InputError
 
-__all__ = ["JOB_NAME_MAX", "TAINT_EFFECTS", "annotation_text", "check_image", "check_label_key", "check_label_value",
-           "check_name", "check_toleration", "derive_name", "parse_toleration"]
+__all__ = ["JOB_NAME_MAX", "TAINT_EFFECTS", "TRAINJOB_NAME_MAX", "annotation_text", "check_image", "check_label_key",
+           "check_label_value", "check_name", "check_toleration", "derive_name", "job_name_max", "parse_toleration"]
 
 #: A taint's effects, as Kubernetes spells them; a toleration without one tolerates all three.
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
-#: Longest job name: pod names add a suffix such as ``-worker-12`` or ``-node-0-12-abcde`` within 63.
+#: Longest PyTorchJob name (and the default limit): the v1 operator names each pod and its
+#: Service ``<job>-worker-<index>``, a DNS-1035 label of at most 63 characters: 50 + 8 for
+#: ``-worker-`` leaves 5 digits of index.
 JOB_NAME_MAX = 50
+#: Longest TrainJob name, for up to 1000 nodes. Trainer v2 runs the job as a JobSet named
+#: after it, whose ``node`` replicated job names its pods ``<job>-node-0-<index>-<5 random>``;
+#: the JobSet webhook refuses the job unless the longest such name is a DNS-1035 label of at
+#: most 63 characters: 46 + len("-node-0-999-abcde") = 63 (47 would cover only 100 nodes).
+#: A plan of more nodes is held to less by :func:`job_name_max` when it is rendered.
+TRAINJOB_NAME_MAX = 46
+# The part of a TrainJob's longest pod name that is not the job's name, for a pod index.
+_TRAINJOB_POD_SUFFIX = "-node-0-{index}-abcde"
+# What a name's limit comes from, per kind, for the error that states it.
+_LIMIT_WHY = {
+    "trainjob": "a TrainJob's pods are named NAME-node-0-INDEX-xxxxx, at most 63 characters",
+    "pytorchjob": "a PyTorchJob's pods are named NAME-worker-INDEX, at most 63 characters",
+}
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -41,13 +56,26 @@ _IMAGE = re.compile(rf"(?:(?P<host>{_HOST})/)?(?P<path>{_PATH_PART}(?:/{_PATH_PA
                     rf"(?:@(?P<digest>{_DIGEST}))?", re.ASCII)
 
 
-def check_name(value: str, *, what: str = "name", limit: int = JOB_NAME_MAX) -> str:
-    """``value`` if it is a DNS-1035 label of at most ``limit`` characters, else :class:`InputError`."""
+def job_name_max(*, kind: str, nodes: int | None = None) -> int:
+    """Longest name a job of ``kind`` (``"trainjob"`` or ``"pytorchjob"``) may have; for a
+    TrainJob of ``nodes`` pods, where more than 1000 need a shorter name than
+    :data:`TRAINJOB_NAME_MAX` (their pod index has more digits)."""
+    if kind != "trainjob":
+        return JOB_NAME_MAX
+    if nodes is None:
+        return TRAINJOB_NAME_MAX
+    return min(TRAINJOB_NAME_MAX, 63 - len(_TRAINJOB_POD_SUFFIX.format(index=max(int(nodes), 1) - 1)))
+
+
+def check_name(value: str, *, what: str = "name", limit: int = JOB_NAME_MAX, kind: str | None = None) -> str:
+    """``value`` if it is a DNS-1035 label of at most ``limit`` characters, else :class:`InputError`
+    (naming what the limit comes from for a job of ``kind``)."""
     if not isinstance(value, str) or not (len(value) <= limit and _DNS_1035.fullmatch(value)):
         fixed = derive_name(value if isinstance(value, str) else "", limit=limit)
+        why = f" ({_LIMIT_WHY[kind]})" if kind in _LIMIT_WHY else ""
         raise InputError(
             f"{what} {excerpt(value)} is not a valid Kubernetes name (DNS-1035): use at most {limit} lower-case letters, "
-            f"digits and '-', starting with a letter and ending with a letter or digit, e.g. {fixed!r}"
+            f"digits and '-'{why}, starting with a letter and ending with a letter or digit, e.g. {fixed!r}"
         )
     return value
 

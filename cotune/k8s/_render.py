@@ -6,8 +6,10 @@ workers evenly (``workers = hosts × k``), the job runs ``hosts`` identical pods
 GPUs each — a pod never spans machines, so the packing is exact; with several hosts whose
 pods leave room on a node (``k < gpus_per_host``) a required pod anti-affinity on
 ``kubernetes.io/hostname`` keeps them one a node, as planned. Otherwise it runs one pod
-per GPU and asks the scheduler to pack them (preferred pod affinity on
-``kubernetes.io/hostname``); Kubernetes cannot promise an exact host count there.
+per GPU and asks the scheduler to spread them evenly over nodes where the plan takes more
+hosts than the workers need (a soft topology spread; for a TrainJob a preferred pod
+anti-affinity), else to pack them (preferred pod affinity on ``kubernetes.io/hostname``);
+Kubernetes cannot promise an exact host count there.
 
 Elasticity. The plan's ``elastic`` range (worker counts that still meet target, deadline
 and budget at the same local batch) becomes ``elasticPolicy.minReplicas/maxReplicas``
@@ -41,7 +43,6 @@ from typing import Any, Literal, Mapping, Sequence
 from cotune._checks import _is_bool, excerpt
 from cotune.errors import InfeasibleError, InputError
 from cotune.k8s._names import (
-    JOB_NAME_MAX,
     annotation_text,
     check_extended_resource,
     check_image,
@@ -50,6 +51,7 @@ from cotune.k8s._names import (
     check_name,
     check_subdomain,
     check_toleration,
+    job_name_max,
     parse_toleration,
 )
 
@@ -62,6 +64,9 @@ KINDS = ("trainjob", "pytorchjob")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 JOB_LABEL = "cotune.dev/job"
+#: Most tolerations a job's pods may carry: the Trainer v2 CRD's limit on a TrainJob's pod
+#: template (the PyTorchJob CRD sets none; both kinds are held to the smaller).
+MAX_TOLERATIONS = 128
 #: The PyTorchJob image when none is given (with a warning: it runs no training of yours).
 DEFAULT_IMAGE = "pytorch/pytorch:latest"
 
@@ -71,8 +76,9 @@ class JobOptions:
     """What the recommendation does not know: kind, names, image, command, the gang scheduler.
 
     kind : ``"trainjob"`` (Kubeflow Trainer v2) or ``"pytorchjob"`` (the v1 operator).
-    name : the job's name: DNS-1035 (starts with a letter), at most 50 characters (pod
-        names add a suffix such as ``-worker-12``).
+    name : the job's name: DNS-1035 (starts with a letter), at most 50 characters for a
+        PyTorchJob (pods are ``NAME-worker-12``) and 46 for a TrainJob (its JobSet's pods are
+        ``NAME-node-0-12-abcde``, which the JobSet webhook holds to 63; fewer for over 1000 nodes).
     image, command : the training container; the command a sequence of words
         (``("torchrun", "train.py")``: one string is refused). Without an image a TrainJob uses its
         runtime's and a PyTorchJob :data:`DEFAULT_IMAGE`; without a command the image's
@@ -87,7 +93,8 @@ class JobOptions:
         passes its whole inventory; only the chosen type's are used.
     tolerations : taints the pods tolerate, as ``KEY[=VALUE][:EFFECT]`` text or mappings of
         ``key``, ``operator``, ``value``, ``effect`` (kept as checked mappings): AKS taints
-        its spot nodes ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule``.
+        its spot nodes ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule``. At most
+        :data:`MAX_TOLERATIONS`.
     runtime, runtime_kind : the TrainJob's ``runtimeRef``.
     """
 
@@ -108,14 +115,15 @@ class JobOptions:
     runtime_kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"] = "ClusterTrainingRuntime"
 
     def __post_init__(self) -> None:
-        check_name(self.name, what="name", limit=JOB_NAME_MAX)
+        if self.kind not in KINDS:
+            raise InputError(f"kind must be one of {', '.join(KINDS)}, got {annotation_text(str(self.kind), limit=40)!r}")
+        # The name's limit is the kind's: a TrainJob's pods carry a longer suffix than a PyTorchJob's.
+        check_name(self.name, what="name", limit=job_name_max(kind=self.kind), kind=self.kind)
         if not (isinstance(self.namespace, str) and len(self.namespace) <= 63 and _DNS_LABEL.fullmatch(self.namespace)):
             raise InputError(
                 f"namespace {annotation_text(str(self.namespace), limit=40)!r} is not a valid Kubernetes name: use at most 63 "
                 "lower-case letters, digits and '-', starting and ending with a letter or digit"
             )
-        if self.kind not in KINDS:
-            raise InputError(f"kind must be one of {', '.join(KINDS)}, got {annotation_text(str(self.kind), limit=40)!r}")
         if self.gang not in GANGS:
             raise InputError(f"gang must be one of {', '.join(GANGS)}, got {annotation_text(str(self.gang), limit=40)!r}")
         # A Volcano Queue or a Kueue LocalQueue is named as objects are (a DNS-1123 subdomain:
@@ -154,6 +162,10 @@ class JobOptions:
         object.__setattr__(self, "gpu_labels", labels)  # gpu names compared as every door compares them
         if not isinstance(self.tolerations, (tuple, list)):  # a lone "key=v:Effect" or mapping is not a sequence of them
             raise InputError(f"tolerations must be a sequence of tolerations, got {annotation_text(str(self.tolerations), limit=40)!r}")
+        if len(self.tolerations) > MAX_TOLERATIONS:
+            # Past it a TrainJob fails its own CRD's schema at kubectl apply; counted before each is parsed.
+            raise InputError(f"toleration count {len(self.tolerations)} is over the {MAX_TOLERATIONS} a job's pods may carry "
+                             "(the Trainer v2 CRD's limit): keep only the taints the job's nodes carry")
         # Checked once, kept as the plain mappings the pod spec takes ("a=b:NoSchedule" text too).
         object.__setattr__(self, "tolerations", tuple(
             parse_toleration(t) if isinstance(t, str) else check_toleration(dict(t) if isinstance(t, Mapping) else t)
@@ -327,13 +339,35 @@ def _placement(doc: Mapping[str, Any], opts: JobOptions, layout: Layout) -> dict
         spec["nodeSelector"] = selector
     if opts.tolerations:
         spec["tolerations"] = [dict(t) for t in opts.tolerations]
-    partial = layout.gpus_per_pod < int(doc["plan"]["gpus_per_host"])  # a node has room for another pod
+    plan = doc["plan"]
+    gpus_per_host, hosts = int(plan["gpus_per_host"]), int(plan["hosts"])
+    partial = layout.gpus_per_pod < gpus_per_host  # a node has room for another pod
+    # More hosts than the workers need: the plan spreads them on purpose (its time and
+    # chance were computed for that layout, e.g. 16 workers as [3, 3, 3, 3, 2, 2] on 8-GPU hosts).
+    spread = hosts > math.ceil(int(plan["workers"]) / gpus_per_host)
     job_pods = {"labelSelector": {"matchLabels": {JOB_LABEL: opts.name}}, "topologyKey": "kubernetes.io/hostname"}
-    if layout.exact_hosts and int(doc["plan"]["hosts"]) > 1 and partial:
+    if layout.exact_hosts and hosts > 1 and partial:
         # The plan spreads its workers over hosts, k a host: one pod a node. Packing them
         # instead (the preferred podAffinity below) put 6 workers planned as [2, 2, 2] on
         # 4-GPU nodes as [4, 2], another layout than the one timed and priced.
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [job_pods]}}
+    elif spread and partial:
+        # An uneven spread (one pod a GPU): spread the pods evenly over nodes; packing them
+        # put [3, 3, 3, 3, 2, 2] on two nodes, a layout predicted slower and less likely to
+        # succeed. ScheduleAnyway, not DoNotSchedule: with DoNotSchedule every node the
+        # selector admits counts, a full node or one without GPUs too, and while one of them
+        # holds none of the job's pods no other may hold two, so most of the pods would stay
+        # Pending. A TrainJob's runtime patch may not carry topologySpreadConstraints (Trainer
+        # v2.3.0 permits affinity, nodeSelector, tolerations, ...): it gets the same soft
+        # preference as a preferred podAntiAffinity, which scores a node down by the job's
+        # pods already on it.
+        if opts.kind == "trainjob":
+            spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "podAffinityTerm": job_pods}]}}
+        else:
+            spec["topologySpreadConstraints"] = [{
+                "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {JOB_LABEL: opts.name}}}]
     elif layout.max_pods > 1 and partial:
         # One pod a GPU (or a one-host plan's elastic growth): pack the job's pods onto few
         # machines, preferring nodes already running one of them.
@@ -420,7 +454,7 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
     selector = node_selector(doc, opts) if gpu else dict(opts.node_selector)
     # A plan made for one type among several, and nothing that sends its pods to that type's
     # nodes: the scheduler may start it on any GPU, and its time and cost assume this one.
-    if gpu and len(weighed) > 1 and gpu not in opts.gpu_labels and not any(gpu in v.lower() for v in selector.values()):
+    if gpu and len(weighed) > 1 and gpu not in opts.gpu_labels and not any(_names_gpu(v, gpu=gpu) for v in selector.values()):
         others = ", ".join(sorted(weighed - {gpu}))
         out.append(f"warning: the plan is for {gpu} (the answer weighed {others} too), but nothing in the manifest sends "
                    f"its pods to {gpu} nodes: add --gpu-label {gpu}:KEY=VALUE for your cluster's GPU label (e.g. "
@@ -433,6 +467,14 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
             out.append(f"warning: --node-selector {key}={value} picks nodes that carry the taint {taint} by default, and "
                        f"nothing tolerates it: the pods would stay Pending; add --toleration {taint}")
     return out
+
+
+def _names_gpu(value: str, *, gpu: str) -> bool:
+    """Whether a node label value names ``gpu``: its words (split on what is not a letter or
+    digit) hold the type's words in a row. A substring is not enough: NVIDIA-A100-SXM4-80GB
+    holds "a10" and NVIDIA-L40S "l4", and named neither the A10 nor the L4 a plan was made for."""
+    words, wanted = re.split(r"[^a-z0-9]+", value.lower()), re.split(r"[^a-z0-9]+", gpu.lower())
+    return any(words[i:i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
 
 
 # Node labels whose nodes their provider taints by default: AKS's spot node pools.
@@ -469,6 +511,13 @@ def render_manifests(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str,
 def _trainjob(doc: Mapping[str, Any], opts: JobOptions) -> dict[str, Any]:
     plan = doc["plan"]
     layout = layout_for(plan, elastic=False)  # Trainer v2: fixed size per submission
+    limit = job_name_max(kind="trainjob", nodes=layout.pods)
+    if len(opts.name) > limit:
+        # Over 1000 nodes the pod index takes more digits than JobOptions allowed for: the
+        # JobSet webhook would refuse the job the trainer makes, after kubectl apply took it.
+        raise InputError(f"name {opts.name!r} ({len(opts.name)} characters) is too long for a TrainJob of {layout.pods} nodes: "
+                         f"its pods are named NAME-node-0-{layout.pods - 1}-xxxxx, at most 63 characters, so use at most "
+                         f"{limit} characters")
     labels = {"app.kubernetes.io/managed-by": "cotune", JOB_LABEL: opts.name}
     annotations = _annotations(doc)
     annotations["cotune.dev/workers-range"] = f"{plan['elastic']['min_workers']}..{plan['elastic']['max_workers']}"

@@ -363,3 +363,50 @@ def test_only_a_toleration_that_matches_the_spot_taint_silences_its_warning(tole
     opts = JobOptions(name="t", image="i", command=("x",), node_selector={SPOT_LABEL: "spot"}, tolerations=(toleration,))
     warned = any("stay Pending" in w for w in manifest_warnings(doc, opts))
     assert warned is not silenced
+
+
+# 16 workers on 8-GPU hosts, spread on purpose as [3, 3, 3, 3, 2, 2]: cotune predicts it
+# faster and likelier to succeed than the packed [8, 8].
+UNEVEN_SPREAD = {"profile": "imagenet-resnet50", "target": 0.7, "max_workers": 32, "gpus_per_host": 8,
+                 "prices": {"t4": 0.526}, "deadline_s": 20000, "workers": [16], "hosts": "any"}
+
+
+@lru_cache(maxsize=None)
+def _uneven_spread_doc() -> str:
+    doc = recommend_request(UNEVEN_SPREAD)
+    assert doc["plan"]["workers_per_host"] == [3, 3, 3, 3, 2, 2]
+    return json.dumps(doc)
+
+
+def test_an_uneven_spread_is_spread_over_nodes_not_packed_and_validates():
+    # Its 16 one-GPU pods got a preferred podAffinity that packed them onto 2 nodes.
+    out = render_manifests(json.loads(_uneven_spread_doc()), JobOptions(name="spread", image="i", command=("x",)))
+    for manifest in out:
+        _check(manifest)
+    (job,) = [m for m in out if m["kind"] == "PyTorchJob"]
+    for replica in _pods(job):
+        spec = replica["template"]["spec"]
+        assert "affinity" not in spec
+        assert spec["topologySpreadConstraints"] == [{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"cotune.dev/job": "spread"}}}]
+
+
+@pytest.mark.parametrize(("pair", "other", "own"), [
+    (("a10", "a100"), "NVIDIA-A100-SXM4-80GB", "NVIDIA-A10"),
+    (("l4", "l40s"), "NVIDIA-L40S", "NVIDIA-L4"),
+])
+def test_only_a_selector_naming_the_plans_gpu_as_a_word_silences_the_gpu_warning(pair, other, own):
+    # "a10" in "nvidia-a100-sxm4-80gb" (and "l4" in "nvidia-l40s") silenced the warning for a
+    # plan made for A10s (L4s): its pods were sent to another type's nodes, unwarned.
+    from _helpers import synthetic_records
+
+    doc = recommend_request({"profile": {"records": synthetic_records(gpus=pair)}, "target": 0.9, "max_workers": 8,
+                             "prices": {pair[0]: 0.5, pair[1]: 5.0}})
+    assert doc["plan"]["gpu"] == pair[0]
+
+    def warned(product: str) -> bool:
+        opts = JobOptions(name="j", image="i", command=("x",), node_selector={"nvidia.com/gpu.product": product})
+        return any(f"the plan is for {pair[0]} " in w for w in manifest_warnings(doc, opts))
+
+    assert warned(other) and not warned(own)

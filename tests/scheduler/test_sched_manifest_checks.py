@@ -160,3 +160,43 @@ def test_a_queue_is_named_as_kubernetes_names_objects(answer, gang):
     assert "team.a" in json.dumps(items)
     code, out, err = _cli("k8s", "--answer", str(answer), *JOB, "--queue", "team_a", "--gang", gang)
     assert code == 2 and out == "" and "--queue 'team_a' is not a valid queue name" in err and err.count("\n") == 1
+
+
+def _longest_trainjob_pod_name(job: dict) -> str:
+    # The JobSet webhook checks <jobset>-<replicatedJob>-<jobIndex>-<podIndex>-abcde: the
+    # trainer's JobSet is named after the TrainJob, its replicated job is "node".
+    return f"{job['metadata']['name']}-node-0-{job['spec']['trainer']['numNodes'] - 1}-abcde"
+
+
+def test_a_50_character_trainjob_name_is_refused_with_the_trainjobs_limit():
+    # 49-50 characters passed, and the JobSet the trainer makes was refused by its webhook.
+    code, out, err = _cli("k8s", "--kind", "trainjob", "--name", "a" * 50, "cifar10-resnet18", *QUESTION, *JOB)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "at most 46" in err and "TrainJob" in err and "(50 characters)" in err, err
+
+
+@pytest.mark.parametrize("switch", [False, True])
+def test_a_trainjob_name_derived_from_a_long_workload_fits_its_pods_names(tmp_path, answer, switch):
+    def edit(doc):
+        doc["workload"] = "w" * 80
+        if switch:  # a re-plan's switch adds "-r" and 4 hex digits to the derived name
+            doc["switch"] = True
+
+    code, out, err = _cli("k8s", "--answer", _edited(tmp_path, answer, edit), *JOB, "--kind", "trainjob", "--json")
+    assert code == 0, err
+    job = json.loads(out)["items"][0]
+    assert len(job["metadata"]["name"]) <= 46 and len(_longest_trainjob_pod_name(job)) <= 63, job["metadata"]["name"]
+
+
+def test_a_trainjob_of_over_1000_nodes_needs_a_name_that_leaves_room_for_their_index(tmp_path, answer):
+    def edit(doc):  # 2000 one-GPU hosts: pod indices of 4 digits
+        plan = doc["plan"]
+        plan.update(workers=2000, hosts=2000, gpus_per_host=1, workers_per_host=[1] * 2000)
+        plan["elastic"] = {"min_workers": 2000, "max_workers": 2000}
+        doc["recommendation"]["global_batch"] = 2000 * plan["local_batch"]
+
+    path = _edited(tmp_path, answer, edit)
+    code, out, err = _cli("k8s", "--answer", path, *JOB, "--kind", "trainjob", "--name", "a" * 46, "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "use at most 45 characters" in err, err
+    code, out, err = _cli("k8s", "--answer", path, *JOB, "--kind", "trainjob", "--name", "a" * 45, "--json")
+    assert code == 0 and len(_longest_trainjob_pod_name(json.loads(out)["items"][0])) == 63, err

@@ -19,7 +19,7 @@ from sched_helpers import BASE_REQUEST, REPO, closed
 from cotune.api import recommend_request
 from cotune.cli import main
 from cotune.errors import InputError
-from cotune.k8s import JobOptions, derive_name, layout_for, render_manifests
+from cotune.k8s import JobOptions, derive_name, job_name_max, layout_for, render_manifests
 
 TRAINER_V2 = REPO.parent / "shared" / "data" / "k8s-schemas" / "kubeflow-trainer-v2"
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -141,7 +141,8 @@ def test_a_huge_or_hostile_workload_name_is_not_put_raw_into_annotations():
     doc = json.loads(_doc(1800))
     doc["workload"] = "w\x1b[2J" + "x" * 300_000
     for kind in ("trainjob", "pytorchjob"):
-        job = render_manifests(doc, JobOptions(kind=kind, name=derive_name(doc["workload"]), image="i"))[-1]
+        name = derive_name(doc["workload"], limit=job_name_max(kind=kind))  # a TrainJob's limit is shorter
+        job = render_manifests(doc, JobOptions(kind=kind, name=name, image="i"))[-1]
         text = job["metadata"]["annotations"]["cotune.dev/workload"]
         assert len(text) <= 200 and "\x1b" not in text and _DNS_1035.match(job["metadata"]["name"])
 
@@ -285,3 +286,28 @@ def test_numpy_values_from_a_data_frame_are_taken_as_the_values_they_are():
     opts = JobOptions(name="ok", elastic=np.bool_(False), max_restarts=np.int64(3))
     assert opts.elastic is False and opts.max_restarts == 3 and type(opts.max_restarts) is int
     json.dumps({"restarts": opts.max_restarts})
+
+
+def test_a_trainjobs_uneven_spread_is_a_soft_anti_affinity_not_packing_and_validates():
+    # 16 workers planned as [3, 3, 3, 3, 2, 2] on 8-GPU hosts: the runtime patch packed the 16
+    # one-GPU pods onto 2 nodes. Its pod spec takes no topologySpreadConstraints.
+    doc = recommend_request({"profile": "imagenet-resnet50", "target": 0.7, "max_workers": 32, "gpus_per_host": 8,
+                             "prices": {"t4": 0.526}, "deadline_s": 20000, "workers": [16], "hosts": "any"})
+    assert doc["plan"]["workers_per_host"] == [3, 3, 3, 3, 2, 2]
+    (job,) = render_manifests(doc, JobOptions(kind="trainjob", name="spread", image="i", command=("x",), gang="kueue"))
+    _check(job)
+    (patch,) = job["spec"]["runtimePatches"]
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["affinity"] == {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+        "labelSelector": {"matchLabels": {"cotune.dev/job": "spread"}}, "topologyKey": "kubernetes.io/hostname"}}]}}
+
+
+def test_more_tolerations_than_the_trainjob_crd_allows_are_refused_in_one_line():
+    # 129 tolerations gave a TrainJob that failed its own CRD schema (maxItems 128).
+    many = tuple(f"taint-{i}" for i in range(129))
+    with pytest.raises(InputError) as info:
+        JobOptions(kind="trainjob", name="t", tolerations=many)
+    assert "toleration count 129 is over the 128" in str(info.value) and "\n" not in str(info.value)
+    (job,) = render_manifests(json.loads(_doc(1800)), JobOptions(kind="trainjob", name="t", image="i", command=("x",),
+                                                                  tolerations=many[:128]))
+    _check(job)
