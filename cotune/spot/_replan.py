@@ -45,8 +45,11 @@ probability form (the rule the closed-loop benchmark replays):
   save a few percent of its last minutes, nor for a chance just above ``q``;
 * alternatives are compared by risk-adjusted cost ``cost + (1 − P(success)) · L``, ``L``
   what a miss wastes (:func:`cotune.solver.miss_cost`: the money spent plus the whole job
-  redone at the configuration it started at): a sure finish is not traded for a cheaper
-  gamble;
+  redone at the configuration it started at, priced as ``recommend`` prices it, spot
+  stage included): a sure finish is not traded for a cheaper gamble; the decision is
+  handed the cheapest option of every pool it may pick from (at the entry threshold, at
+  ``q``, clear of staying's chance by the margin) and the likeliest, so a wider search
+  space never gives a worse answer;
 * staying falls below ``q``: switch to the best alternative at the entry threshold (the
   best that keeps ``q`` when none is);
 * a tracked job whose step records move back to a configuration it had left: both
@@ -78,7 +81,11 @@ over the time left, or cost over the budget left, whichever is worse).
 Straight-line rule. If the run is behind the straight line from 0 at start to the
 target at the deadline (``φ < elapsed / deadline``), pure-spot candidates are left
 out: behind schedule the job runs on on-demand (or mixed, which starts on on-demand
-while behind) — Can't Be Late's uniform-progress rule at this decision point.
+while behind) — Can't Be Late's uniform-progress rule at this decision point. Only where
+an on-demand or mixed option (or the job itself, running on one) keeps ``P(success) ≥ q``
+within the budget left, as the closed-loop replay's spot controller rules: the rule
+assumes on-demand can catch up, and where none can (no on-demand offered, or too little)
+the spot options stay in and a note says so.
 """
 
 from __future__ import annotations
@@ -425,21 +432,36 @@ def _config_candidates(space_gpus: tuple[str, ...], *, gpu: str, workers: int, l
     )
 
 
-def _job_cost(models, *, space_gpus, gpus_per_host: Mapping[str, int], table, target: float, start: Any, progress: Progress) -> float:
+def _job_cost(models: Any, *, plan: Any, space_gpus: tuple[str, ...], gpus_per_host: Mapping[str, int], table: np.ndarray,
+              target: float, start: Any, progress: Progress, startup_s: float, confidence: float | None,
+              deadline_s: float) -> float:
     """The models' cost of the whole job at the configuration it started at (``start``, a
-    step record; None: the one it runs), on its market; ∞ off the profiled GPU types."""
-    from cotune.solver import estimate
+    step record; None: the one it runs), on its market, priced as ``recommend`` prices it:
+    the spot stage (``plan``) on the whole job's deadline, so spot pays its revocations and
+    mixed its simulated on-demand share. ∞ off the profiled GPU types or an unpriced market."""
+    from cotune.solver import Candidates, estimate
+    from cotune.spot._market import PLAN_MARKETS
 
     gpu, workers, local_batch, market = (
         (progress.gpu, progress.workers_now, progress.local_batch, progress.market) if start is None
         else (start.gpu, start.workers, start.local_batch * start.accum_steps, start.market)
     )
-    if gpu not in space_gpus or gpu not in models.time_models or workers < 1:
+    if gpu not in space_gpus or gpu not in models.time_models or workers < 1 or market not in PLAN_MARKETS:
         return math.inf
-    cands = _config_candidates(space_gpus, gpu=gpu, workers=workers, local_batch=local_batch,
-                               gpus_per_host=gpus_per_host[gpu])
-    est = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0)
-    cost = float(est.cost[0 if market == "on_demand" else 1])  # mixed starts on spot, at its price
+    two = _config_candidates(space_gpus, gpu=gpu, workers=workers, local_batch=local_batch,
+                             gpus_per_host=gpus_per_host[gpu])
+    # The configuration on every market, its spot twin copied as the mixed row (as the spot
+    # stage's candidates are), without the cluster's availability cut: what the job started
+    # on is priced even where the cluster offers fewer servers now. Priced at the spot price
+    # on-demand time and all, the redo of a mixed or spot job was underpriced by half or more.
+    three = Candidates(gpus=two.gpus, markets=PLAN_MARKETS, gpu=np.append(two.gpu, two.gpu[1]),
+                       market=np.arange(3, dtype=two.market.dtype), workers=np.append(two.workers, two.workers[1]),
+                       hosts=np.append(two.hosts, two.hosts[1]), local_batch=np.append(two.local_batch, two.local_batch[1]))
+    est = estimate(three, models, target=target, price_per_hour=table, startup_s=startup_s, confidence=confidence)
+    adj, _ = plan.adjust(est, startup_s=startup_s, confidence=confidence, deadline_s=deadline_s,
+                         every_mixed=market == "mixed")
+    rows = np.flatnonzero(adj.candidates.in_market(market))
+    cost = float(adj.cost[rows[0]]) if rows.size else math.inf  # a mixed row it could not simulate: none
     return cost if math.isfinite(cost) else math.inf  # unpriced market: no redo counted
 
 
@@ -587,7 +609,7 @@ def replan(
     from cotune.models import fit_models
     from cotune.solver import (
         DEFAULT_CONFIDENCE, MAX_BACKOFF_MARGIN, P_MARGIN, backoff_margin, build_space, changes_between, choice_at,
-        enumerate_candidates, estimate, frame_outlook, job_frame, job_outlook, lr_scale, miss_cost, ranked,
+        entry_threshold, enumerate_candidates, estimate, frame_outlook, job_frame, job_outlook, lr_scale, miss_cost, ranked,
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
@@ -797,12 +819,6 @@ def replan(
     new_cands = plan.candidates(enumerate_candidates(space, limit=req.max_candidates), mixed=True)
     est, details = evaluate(new_cands, restart_s, running=False)
     mask = np.ones(len(est.candidates), dtype=bool)
-    if not ahead and req.cluster is not None:
-        mask &= ~est.candidates.in_market("spot")
-        notes.append(
-            f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used): spot-only plans "
-            "left out (on-demand, or mixed which starts on on-demand)"
-        )
     # Every option carries the P(success) of its remaining work within the remaining
     # deadline (restart included); confidence q means P(success) ≥ q, and the decision is
     # cotune.solver.decide_replan's probability form, the rule the closed-loop replay runs.
@@ -821,8 +837,6 @@ def replan(
         if rows.size:
             i = int(rows[0])
             stay = choice_at(s_est, i, target)
-            if not ahead and progress.market == "spot":
-                stay = replace(stay, p_success=0.0)  # the uniform-progress rule: pure spot must move
         else:
             scope = ("in the cluster file (or, for mixed, no longer needed)" if req.cluster is not None
                      else "within the search space (max_workers, gpus_per_host, the profile's gpus)")
@@ -864,12 +878,43 @@ def replan(
                          f"{setback.resume_epoch:.4g}): staying is not an option; every option resumes from epoch "
                          f"{setback.resume_epoch:.4g} (restore the checkpoint of its best evaluation)")
 
+    # The straight-line (uniform-progress) rule moves a job behind the line off pure spot on
+    # the premise that on-demand can catch up: only where an on-demand or mixed option (or
+    # the job itself, running on one and able to go on) keeps P(success) ≥ q within the
+    # budget left, as the closed-loop replay's spot controller rules. Applied regardless, a cluster with no (or
+    # too little) on-demand read every option as out and answered "infeasible: lower the
+    # target", or moved a job at P(success) 1.0 on spot to one on-demand server at 0.72.
+    line_rule = False
+    if not ahead and req.cluster is not None:
+        on_spot = est.candidates.in_market("spot")
+        catches_up = bool(np.any(ok & ~on_spot)) or (
+            stay is not None and stay.market != "spot" and float(stay.p_success) >= q
+            and (budget_left is None or stay.cost <= budget_left))
+        if catches_up:
+            line_rule = True
+            mask &= ~on_spot
+            ok &= ~on_spot
+            if stay is not None and progress.market == "spot":
+                stay = replace(stay, p_success=0.0)  # the uniform-progress rule: pure spot must move
+            notes.append(
+                f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used): spot-only plans "
+                "left out (on-demand, or mixed which starts on on-demand)"
+            )
+        else:
+            notes.append(
+                f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used), but no on-demand "
+                f"or mixed option keeps P(success) {q:g}"
+                + ("" if budget_left is None else " within the budget left")
+                + ": spot-only plans stay in (the straight-line rule assumes on-demand can catch up)"
+            )
+
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one
     # it runs), priced as `recommend` prices it — the closed-loop replay's rule.
     start = None if job is None else job.first_step
-    job_cost = _job_cost(models, space_gpus=space.gpus, gpus_per_host=plan.gpus_per_host, table=table, target=target,
-                         start=start, progress=progress)
+    job_cost = _job_cost(models, plan=plan, space_gpus=space.gpus, gpus_per_host=plan.gpus_per_host, table=table,
+                         target=target, start=start, progress=progress, startup_s=req.startup_s, confidence=confidence,
+                         deadline_s=deadline_s)
     whole = miss_cost(spent=progress.spent, job_cost=job_cost)
     if math.isfinite(job_cost) and objective == "cost":
         where = "it runs" if start is None else (
@@ -879,9 +924,23 @@ def replan(
     with np.errstate(invalid="ignore"):
         risk = np.where(np.isfinite(est.cost), est.cost + (1.0 - np.asarray(est.p_success, float)) * whole, np.inf)
     contenders = []
-    order = ranked(replace(est, cost=risk) if objective == "cost" else est, ok, objective, limit=1)
+    keyed = replace(est, cost=risk) if objective == "cost" else est
+    order = ranked(keyed, ok, objective, limit=1)
     if order.size:
         contenders.append(int(order[0]))
+    # decide_replan picks among the alternatives it is handed by the entry threshold (and,
+    # below q, by a chance clear of staying's): the best of each such pool must be among them.
+    # Handed only the best at q, it dropped that one when under the threshold and compared
+    # staying with the likeliest option — dearer — so a smaller search space switched where
+    # the whole one stayed (c4: "would add 127.1%" beside a 34.9% saving in a subset).
+    p_all = np.asarray(est.p_success, float)
+    pools = [ok & (p_all >= entry_threshold(q, p_margin))]
+    if stay is not None:
+        pools.append(ok & (p_all > float(stay.p_success) + p_margin))
+    for pool in pools:
+        top = ranked(keyed, pool, objective, limit=1)
+        if top.size:
+            contenders.append(int(top[0]))
     affordable = np.ones(len(est.cost), dtype=bool) if budget_left is None else est.cost <= budget_left
     chance = np.where(mask & affordable & np.isfinite(est.cost), np.asarray(est.p_success, float), 0.0)
     if chance.size and chance.max() > 0.0:
@@ -971,7 +1030,7 @@ def replan(
                 + ("" if at is None else f"{at} (P(success) {format_chance(nearest.p_success, against=q)}{over})")
                 + ": " + ", or ".join(levers)
             )
-    elif d.decision == "switch" and not ahead and progress.market == "spot" and stay is not None:
+    elif d.decision == "switch" and line_rule and progress.market == "spot" and stay is not None:
         best = d.chosen
         decision, reason = "switch", (
             "the job is on spot and behind the straight-line schedule: the uniform-progress rule moves it off pure spot"

@@ -142,11 +142,19 @@ def test_a_miss_is_priced_as_the_whole_job_at_the_configuration_it_started_at(ci
 
     from cotune import recommend
     from cotune.profile import StepRecord
+    from cotune.spot import SpotMarket
     from cotune.spot._replan import _job_cost
 
-    table = np.array([[0.5, 0.2, 0.2]])  # t4: on-demand, spot, mixed
+    # No revocations: the spot stage leaves a spot row's time as on-demand's, at its price.
+    plan = SpotMarket.create({"version": 1, "gpus_per_host": 4, "checkpoint": {"write_s": 20},
+                              "gpu": {"t4": {"on_demand": 16, "spot": 16, "on_demand_price_per_hour": 0.5,
+                                             "spot_price_per_hour": 0.2, "revocation_rate_per_hour": 0,
+                                             "replacement_delay_s": 120}}},
+                             profiled_gpus=("t4",), gpus=None, max_workers=16)
+    table = plan.price_table(("t4",))  # t4: on-demand, spot, mixed
     now = Progress(epochs_done=30, elapsed_s=900, gpu="t4", market="on_demand", workers=4, local_batch=129)
-    common = dict(space_gpus=("t4",), gpus_per_host={"t4": 4}, table=table, target=0.94, progress=now)
+    common = dict(plan=plan, space_gpus=("t4",), gpus_per_host={"t4": 4}, table=table, target=0.94, progress=now,
+                  startup_s=0.0, confidence=None, deadline_s=2700.0)
     started = _job_cost(cifar_models, start=StepRecord(gpu="t4", workers=2, local_batch=129, step_time_s=0.2), **common)
     running = _job_cost(cifar_models, start=None, **common)
     ask = dict(models=cifar_models, target=0.94, local_batches=(129,), prices={"t4": 0.5})

@@ -108,6 +108,18 @@ def test_simulator_is_seeded_and_exact_without_revocations():
     np.testing.assert_array_equal(z.revocations, 0)
 
 
+def test_a_configuration_with_its_own_stream_gets_the_same_runs_whatever_is_simulated_beside_it():
+    # One shared stream handed a configuration the draws the rows before it left: the spot
+    # stage priced one mixed row 3 % apart in two searches.
+    kw = dict(rate_per_s=2 / 3600, checkpoint_interval_s=300.0, checkpoint_write_s=10.0, restart_s=60.0, runs=50,
+              seed=7, policy="mixed", switch_s=60.0)
+    alone = simulate(work_s=3600.0, schedule_s=4000.0, streams=[(2, 257)], **kw)
+    beside = simulate(work_s=np.array([9000.0, 3600.0]), schedule_s=np.array([9500.0, 4000.0]),
+                      streams=[(4, 129), (2, 257)], **kw)
+    np.testing.assert_array_equal(beside.time_s[1], alone.time_s)
+    np.testing.assert_array_equal(beside.on_demand_time_s[1], alone.on_demand_time_s)
+
+
 def test_mixed_policy_meets_its_schedule_and_costs_between_markets():
     # spot alone is too slow for this schedule; the rule falls back to on-demand when behind
     work, lam, tau, delta, restart = 4 * 3600.0, 4 / 3600.0, 900.0, 30.0, 300.0
