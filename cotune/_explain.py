@@ -5,12 +5,13 @@ estimates; nothing here prints."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from cotune.models import FittedModels
 from cotune.solver import (
+    DEFAULT_CONFIDENCE,
     MIN_CHANCE,
     Choice,
     Estimates,
@@ -160,6 +161,28 @@ def _hardest_met(meets, *, hard: float, easy: float, maximise: bool) -> float | 
     return rounded(good)
 
 
+# Steps an easier-target search may take past the easiest value the curves give, each twice
+# the last (from 0.1 % of it): a one-evaluation profile (0.5) asked for 0.9 has no measured
+# value easier than its best, yet 0.45 is met in a minute.
+_BEYOND_STEPS = 10
+
+
+def _hardest_met_beyond(meets: Callable[[float], bool], *, easy: float, maximise: bool) -> float | None:
+    """The hardest target easier than ``easy`` (the easiest the curves give, itself not met)
+    that ``meets``: widening steps past it until one is met, then bisection between that step
+    and the last not met (:func:`_hardest_met`); None when even the widest is not met.
+    Bounded: ``_BEYOND_STEPS`` calls, then :func:`_hardest_met`'s."""
+    step = max(abs(easy) * 1e-3, 1e-9)
+    sign = -1.0 if maximise else 1.0
+    not_met = easy
+    for _ in range(_BEYOND_STEPS):
+        candidate = easy + sign * step
+        if meets(_round_easier(candidate, maximise=maximise)):
+            return _hardest_met(meets, hard=not_met, easy=candidate, maximise=maximise)
+        not_met, step = candidate, step * 2.0
+    return None
+
+
 def _digit_unit(value: float, *, digits: int = 4) -> float:
     """One unit in the last of ``digits`` significant digits of ``value`` (as :func:`_round_easier` rounds)."""
     if value == 0 or not math.isfinite(value):
@@ -167,22 +190,29 @@ def _digit_unit(value: float, *, digits: int = 4) -> float:
     return 10.0 ** (math.floor(math.log10(abs(value))) - (digits - 1))
 
 
-def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadline_s: float | None, confidence: float,
-                  startup_s: float) -> list[str]:
-    """Hints when the curves reach the target but no candidate does so with probability
-    ``confidence`` (P(reach) < q everywhere): a lower confidence, or an easier target, each
-    checked by re-estimating the fastest candidates (with the deadline, if any)."""
+def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadline_s: float | None,
+                  confidence: float | None, startup_s: float) -> list[str]:
+    """Hints when the curves reach the target but no candidate does so with a probability
+    above ``confidence`` (``DEFAULT_CONFIDENCE``, the median, when None; P(reach) ≤ q
+    everywhere): a lower confidence, or an easier target, each checked by re-estimating the
+    fastest candidates (with the deadline, if any)."""
     maximise = models.goal == "max"
     c = est.candidates
+    q = DEFAULT_CONFIDENCE if confidence is None else confidence
     p = np.where(np.isfinite(est.epochs), est.p_reach, 0.0)
     i = int(np.argmax(p))
-    out = [f"no candidate reaches {models.metric_name} {target:g} with probability {confidence:g}: the best chance of reaching it is "
-           f"{float(p[i]):.2f} (global batch {int(c.global_batch[i])}): the curves end close to the target"]
+    asked = f"{q:g}" if confidence is not None else f"{q:g} (the median: --confidence unset)"
+    # At exactly q (a target equal to the best measured value: P = ½) the chance is not short,
+    # but no time is late enough to have it: say so, or "best 0.50" against 0.5 reads as a plan.
+    why = ("no more than that: at exactly that chance no finite time reaches it (the target is the best the curves give)"
+           if float(p[i]) >= q else "the curves end close to the target")
+    out = [f"no candidate reaches {models.metric_name} {target:g} with probability {asked}: the best chance of "
+           f"reaching it is {float(p[i]):.2f} (global batch {int(c.global_batch[i])}): {why}"]
     check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
-    lower = _lower_confidence(check, target=target, confidence=confidence)
+    lower = _lower_confidence(check, target=target, confidence=q)
     what = "meets the deadline" if deadline_s is not None else "reaches the target"
     if lower is not None:
-        out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to {lower:g}, the highest any "
+        out.append(f"lower the confidence (--confidence / confidence, now {q:g}) to {lower:g}, the highest any "
                    f"candidate {what} at" + ("; a plan more likely to miss than to meet" if lower < 0.5 else ""))
     # The easy end: the best first evaluation of any batch, which its curve reads at once.
     acc = models.accuracy
@@ -190,9 +220,14 @@ def _chance_hints(est: Estimates, models: FittedModels, *, target: float, deadli
     easier = None
     if easy < target if maximise else easy > target:
         easier = _hardest_met(lambda t: check(t, confidence), hard=target, easy=easy, maximise=maximise)
+    if easier is None:
+        # Nothing the curves give is easy enough (a target at the first evaluation itself):
+        # past it, as far as the widening steps go.
+        start = min(easy, target) if maximise else max(easy, target)
+        easier = _hardest_met_beyond(lambda t: check(t, confidence), easy=start, maximise=maximise)
     if easier is not None and easier != target:
         out.append(f"{'or ' if lower is not None else ''}{'lower' if maximise else 'raise'} the target (--target / target) "
-                   f"to {easier:.4g}, the hardest some candidate {what} with probability {confidence:g}")
+                   f"to {easier:.4g}, the hardest some candidate {what} with probability {q:g}")
     return out
 
 
@@ -226,7 +261,7 @@ def _lower_confidence(check, *, target: float, confidence: float) -> float | Non
     some candidate meets the deadline, checked by re-estimating the fastest candidates at it;
     None when none does even at the lowest step.
 
-    Feasibility only gets easier as the confidence falls (``P(reach) ≥ q`` and the time's
+    Feasibility only gets easier as the confidence falls (``P(reach) > q`` and the time's
     ``q``-quantile both loosen), so a bisection over the steps finds it: at most
     ``log2(100) + 1`` estimates of ``_TARGET_CHECK_ROWS`` candidates (``check``: :func:`_checker`).
     """
@@ -295,9 +330,11 @@ def relax(
         hints, idx = relax(est, feas, models, space, target=target, deadline_s=deadline_s, budget=budget,
                            confidence=confidence, objective=objective, priced=priced, startup_s=startup_s)
         return hints, np.flatnonzero(allowed)[idx] if idx.size else idx
-    if not feas.reaches.any() and confidence is not None and np.isfinite(est.epochs).any():
+    if not feas.reaches.any() and np.isfinite(est.epochs).any():
         # The curves reach the target (finite epochs at the median) but not with the chance
-        # asked for: a matter of confidence, not of longer curves.
+        # asked for: a matter of confidence, not of longer curves. Without --confidence too:
+        # a target equal to the best measured value is reached with P = ½ exactly, and no
+        # deadline helps there (time at ½ is ∞), so the deadline branch had nothing to say.
         return (_chance_hints(est, models, target=target, deadline_s=deadline_s, confidence=confidence,
                               startup_s=startup_s), _best_chances(est, np.isfinite(est.epochs), np.empty(0, dtype=int)))
     if not feas.reaches.any():
@@ -313,6 +350,8 @@ def relax(
         easy = min(first, best_metric) if maximise else max(first, best_metric)
         check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
         met = _hardest_met(lambda t: check(t, confidence), hard=best_metric, easy=easy, maximise=maximise)
+        if met is None:
+            met = _hardest_met_beyond(lambda t: check(t, confidence), easy=easy, maximise=maximise)
         head = (f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is "
                 f"{_round_easier(best_metric, maximise=maximise):.4g} "
                 f"(global batch {int(acc.batches_[best])}); ")
@@ -354,9 +393,13 @@ def relax(
             return ([f"the start-up alone (--startup / startup_s, {format_duration(startup_s)}) takes the whole deadline "
                      f"({format_duration(deadline_s)}): raise the deadline (--deadline / deadline_s){at_least}, or shorten "
                      "the start-up"], _best_chances(est, np.isfinite(est.epochs), fastest))
-        if math.isfinite(needed):
-            out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} ({who}, "
-                       f"{cfg}, needs it){also}")
+        if not math.isfinite(needed):
+            # No deadline is late enough for even the fastest (its time at the confidence is
+            # ∞): a matter of chance, so the chance hints — never an empty list.
+            return (_chance_hints(est, models, target=target, deadline_s=deadline_s, confidence=confidence,
+                                  startup_s=startup_s), _best_chances(est, np.isfinite(est.epochs), fastest))
+        out.append(f"raise the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} ({who}, "
+                   f"{cfg}, needs it){also}")
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
             out.append(f"or allow more than {count_of(c.workers[i], 'worker')} (--max-workers / max_workers): {who} uses them all")
         # The epochs each candidate trains by the deadline at the confidence the plan is judged

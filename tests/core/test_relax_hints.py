@@ -260,3 +260,92 @@ def test_relaxing_the_deadline_is_offered_only_where_it_makes_a_plan_fit_the_bud
     helped = cotune.recommend("cifar10-resnet18", budget=cheapest_without_deadline * 1.05, **(ask | {"deadline_s": 600}))
     assert helped.chosen is None
     assert any("relax the deadline" in h for h in helped.relax), helped.relax
+
+
+def _plateau_profile(folder) -> tuple[str, float]:
+    """Two saturating curves (global batch 64 and 256) and three step probes; returns the
+    file and the best value any evaluation measured (a target equal to it: P(reach) = ½)."""
+    import json
+    import math
+
+    recs = [{"record": "workload", "name": "plateau", "dataset_size": 50000, "metric": "top1", "goal": "max"}]
+    recs += [{"record": "step", "gpu": "t4", "workers": w, "local_batch": 64, "step_time_s": 0.1} for w in (1, 2, 4)]
+    recs += [{"record": "eval", "global_batch": b, "epoch": e, "metric": round(0.95 * (1 - math.exp(-(e + 0.5) / t)), 4)}
+             for b, t in ((64, 5), (256, 8)) for e in range(1, 30)]
+    path = folder / "plateau.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path), max(r["metric"] for r in recs if r["record"] == "eval")
+
+
+def _one_eval_profile(folder) -> str:
+    """One evaluation (top1 0.5 after one epoch) and three step probes."""
+    import json
+
+    recs = [{"record": "workload", "name": "one-eval", "dataset_size": 50000, "metric": "top1", "goal": "max"}]
+    recs += [{"record": "step", "gpu": "t4", "workers": w, "local_batch": 64, "step_time_s": 0.1} for w in (1, 2, 4)]
+    recs += [{"record": "eval", "global_batch": 64, "epoch": 1, "metric": 0.5}]
+    path = folder / "one.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path)
+
+
+def _run_cli(capsys, *argv: str) -> tuple[int, str]:
+    from cotune.cli import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_a_target_equal_to_the_best_measured_value_is_no_plan_without_a_deadline(tmp_path) -> None:
+    # Reached with P = ½ exactly, its time at the default confidence ½ is ∞ (models.md § 3):
+    # it was a plan "at P(success) 50 %" without a deadline and nothing feasible with one.
+    path, best = _plateau_profile(tmp_path)
+    rec = cotune.recommend(path, target=best)
+    assert rec.chosen is None
+    assert any("lower the confidence (--confidence / confidence, now 0.5) to 0.49" in h for h in rec.relax), rec.relax
+
+
+def test_a_target_equal_to_the_best_measured_value_names_the_chance_at_the_cli(tmp_path, capsys) -> None:
+    # With a deadline every candidate's time at ½ was ∞, and "To find one:" listed nothing.
+    path, best = _plateau_profile(tmp_path)
+    code, out = _run_cli(capsys, "recommend", path, "--target", f"{best:g}", "--deadline", "2h", "--no-cache", "--quiet")
+    assert code == 1
+    hints = out.split("To find one:")[1]
+    assert "lower the confidence (--confidence / confidence, now 0.5) to 0.49" in hints, out
+    suggested = float(re.search(r"lower the target \(--target / target\) to ([0-9.]+)", hints).group(1))
+    assert suggested < best
+    assert cotune.recommend(path, target=suggested, deadline_s=7200.0).chosen is not None
+    assert "raise the deadline" not in hints
+
+
+def test_a_target_equal_to_the_best_measured_value_has_a_non_empty_relax_in_json(tmp_path, capsys) -> None:
+    import json
+
+    path, best = _plateau_profile(tmp_path)
+    code, out = _run_cli(capsys, "recommend", path, "--target", f"{best:g}", "--deadline", "2h", "--no-cache", "--json")
+    doc = json.loads(out)
+    assert (code, doc["status"]) == (1, "infeasible")
+    assert any("lower the confidence" in h for h in doc["relax"]), doc["relax"]
+
+
+def test_a_one_evaluation_profile_asked_beyond_it_names_a_target_that_meets_the_deadline(tmp_path) -> None:
+    # It said "no candidate meets the deadline even at top1 0.5 ... the deadline must rise too",
+    # though 0.45 is met in about a minute and no deadline makes 0.5 (P(reach) = ½) a plan.
+    path = _one_eval_profile(tmp_path)
+    rec = cotune.recommend(path, target=0.9, deadline_s=7200.0)
+    assert rec.chosen is None
+    assert not any("must rise" in h for h in rec.relax), rec.relax
+    suggested = float(re.search(r"lower the target \(--target / target\) to ([0-9.]+)", rec.relax[0]).group(1))
+    assert suggested < 0.5
+    assert cotune.recommend(path, target=suggested, deadline_s=7200.0).chosen is not None
+
+
+def test_a_one_evaluation_profile_asked_beyond_it_names_no_deadline_in_json(tmp_path, capsys) -> None:
+    import json
+
+    path = _one_eval_profile(tmp_path)
+    code, out = _run_cli(capsys, "recommend", path, "--target", "0.9", "--deadline", "2h", "--no-cache", "--json")
+    doc = json.loads(out)
+    assert (code, doc["status"]) == (1, "infeasible")
+    assert doc["relax"] and not any("--deadline" in h for h in doc["relax"]), doc["relax"]
+    assert any("lower the target (--target / target) to 0.4" in h for h in doc["relax"]), doc["relax"]
