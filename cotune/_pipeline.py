@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from cotune.solver import (
     Feasibility,
     MarketStage,
     OnDemandMarket,
+    Plan,
     Recommendation,
     SearchSpaceTooLarge,
     check_candidate_limit,
@@ -48,6 +49,8 @@ from cotune.solver import (
     with_success,
 )
 from cotune.units import count_of
+
+_Row = TypeVar("_Row", Choice, Plan, None)  # a row of the answer that names a local batch
 
 __all__ = ["recommend", "market_for"]
 
@@ -305,6 +308,14 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
                 "time takes the prior growth and its interval the spread of that prior over public clusters; a probe at "
                 f"{GROWTH_PROBES}, measures it"
             )
+    # Each row runs as its probes did: a local batch measured only with gradient
+    # accumulation says so, or a launch at the whole local batch runs out of memory.
+    def accumulating(ch: _Row) -> _Row:
+        return ch if ch is None else dataclasses.replace(ch, accum_steps=models.accum_steps_for(ch.gpu, ch.local_batch))
+
+    chosen, plan = accumulating(chosen), accumulating(plan)
+    runner_ups, pareto, nearest = (tuple(map(accumulating, rows)) for rows in (runner_ups, pareto, nearest))
+    baselines = {name: accumulating(ch) for name, ch in baselines.items()}
     return Recommendation(
         workload=models.workload_name,
         metric_name=models.metric_name,

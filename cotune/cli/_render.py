@@ -12,6 +12,13 @@ from cotune.units import count_of, format_chance, format_duration, format_money
 __all__ = ["render_recommendation", "render_fit_report"]
 
 
+def _accumulation(c: Choice) -> str:
+    """`` = 64 × 4 accumulation steps`` after a local batch its probes measured only with
+    gradient accumulation (nothing otherwise): launched whole, it runs out of memory."""
+    k = c.accum_steps
+    return "" if k <= 1 else f" = {c.local_batch // k} × {k} accumulation steps"
+
+
 def _span(lo: float, hi: float) -> str:
     return f"[{format_duration(lo)}–{format_duration(hi)}]"
 
@@ -116,8 +123,8 @@ def render_recommendation(rec: Recommendation) -> str:
                 if time_q and math.isfinite(c.time_at_confidence_s) else "")
         out += [
             "",
-            f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch} "
-            f"(global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}{by_q}, "
+            f"Run {c.workers} × {c.gpu} ({c.market}) on {c.hosts} host{'s' if c.hosts > 1 else ''}, local batch {c.local_batch}"
+            f"{_accumulation(c)} (global {c.global_batch}): {c.epochs:.1f} epochs, {format_duration(c.time_s)}{by_q}, "
             f"{format_money(c.cost, priced=rec.priced)}; predicted {one_line(rec.metric_name)} {fmt_num(c.metric)}.",
             f"Chance of reaching the target{' by the deadline' if rec.deadline_s is not None else ''}"
             f"{' within the budget' if rec.budget is not None else ''}: "
@@ -146,7 +153,7 @@ def render_recommendation(rec: Recommendation) -> str:
             at_q = (f" (done by {format_duration(base.time_at_confidence_s)} with probability {time_q:g})"
                     if time_q and rec.objective == "time" else "")
             lines.append(
-                f"  {label:<14} ({fixed}): {base.workers} × {base.gpu}, local batch {base.local_batch}, "
+                f"  {label:<14} ({fixed}): {base.workers} × {base.gpu}, local batch {base.local_batch}{_accumulation(base)}, "
                 f"{format_duration(base.time_s)}{at_q}, {format_money(base.cost, priced=rec.priced)}{gain}"
             )
         out += ["", "Against tuning one knob at a time (the paper's baselines):"] + lines

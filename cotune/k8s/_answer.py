@@ -58,10 +58,17 @@ def _check_plan(plan: Any, where: str = "/plan") -> dict[str, Any]:
     counts = [integer(v, where=f"{where}/workers_per_host/{i}", ge=1, le=gpus_per_host) for i, v in enumerate(per_host)]
     if sum(counts) != workers:
         raise BadValue(f"adds up to {sum(counts)} workers, not the plan's {workers}", where=f"{where}/workers_per_host")
+    # Optional (answers before 2026-12-06 have none: 1); it must split the local batch into
+    # whole micro-batches, as the probes ran it.
+    accum = integer(plan.get("accum_steps", 1), where=f"{where}/accum_steps", ge=1, le=local_batch)
+    if local_batch % accum:
+        raise BadValue(f"is {accum}, which does not split local batch {local_batch} into whole micro-batches: give the "
+                       "answer as cotune wrote it", where=f"{where}/accum_steps")
     elastic = _object(plan.get("elastic"), f"{where}/elastic")
     lo = integer(elastic.get("min_workers"), where=f"{where}/elastic/min_workers", ge=1, le=workers)
     hi = integer(elastic.get("max_workers"), where=f"{where}/elastic/max_workers", ge=max(lo, workers), le=MAX_COUNT)
-    return {**plan, "workers": workers, "hosts": hosts, "local_batch": local_batch, "gpus_per_host": gpus_per_host,
+    return {**plan, "workers": workers, "hosts": hosts, "local_batch": local_batch, "accum_steps": accum,
+            "gpus_per_host": gpus_per_host,
             "workers_per_host": counts, "elastic": {**elastic, "min_workers": lo, "max_workers": hi}}
 
 

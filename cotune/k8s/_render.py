@@ -261,6 +261,12 @@ def _env(doc: Mapping[str, Any]) -> dict[str, str]:
         "COTUNE_WORKERS": str(plan["workers"]),
         "COTUNE_LOCAL_BATCH": str(plan["local_batch"]),
         "COTUNE_GLOBAL_BATCH": str(choice["global_batch"]),
+        # A local batch measured only with gradient accumulation: the script must hold the
+        # micro-batch and step the optimizer every COTUNE_ACCUM_STEPS of them, or it runs
+        # out of memory at the whole local batch (the plan's probes never held it at once).
+        **({"COTUNE_ACCUM_STEPS": str(plan["accum_steps"]),
+            "COTUNE_MICRO_BATCH": str(plan["local_batch"] // plan["accum_steps"])}
+           if plan.get("accum_steps", 1) > 1 else {}),
         "COTUNE_TARGET": repr(float(doc["constraints"]["target"])),
         # A re-plan that changes the batch: the factor the training script scales its
         # learning rate by when it resumes from the checkpoint (the answer's lr_rule).
@@ -390,7 +396,9 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
     out = {
         "cotune.dev/workload": annotation_text(str(doc["workload"])),
         "cotune.dev/plan": f"{plan['workers']}x{annotation_text(plan['gpu'], limit=60)} ({plan['market']}) on {plan['hosts']} "
-        f"host{'s' if plan['hosts'] != 1 else ''}, local batch {plan['local_batch']}",
+        f"host{'s' if plan['hosts'] != 1 else ''}, local batch {plan['local_batch']}"
+        + (f" = {plan['local_batch'] // plan['accum_steps']} x {plan['accum_steps']} accumulation steps"
+           if plan.get("accum_steps", 1) > 1 else ""),
         "cotune.dev/predicted-time-s": f"{choice['time_s']:.0f}" if choice.get("time_s") is not None else "unknown",
         "cotune.dev/predicted-cost": f"{choice['cost']:.4g} {doc['cost_unit']}" if choice.get("cost") is not None else "unknown",
     }

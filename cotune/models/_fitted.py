@@ -61,6 +61,10 @@ class FittedModels:
     time_models: Mapping[str, StepTimeModel]
     accuracy: AccuracyModel
     max_local_batch: Mapping[str, int | None] = field(default_factory=dict)
+    # Per GPU type, the local batches (per optimizer step, as the step-time model reads
+    # them) its probes measured with gradient accumulation only, and how many steps: the
+    # memory limit above is one micro-batch's, and a plan at such a batch must accumulate.
+    accum_steps: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
     # What the fit left out and why (outlier records), for the user to read: about the
     # workload's curves here, about one GPU type's step times in gpu_notes.
     notes: tuple[str, ...] = ()
@@ -75,6 +79,12 @@ class FittedModels:
     @property
     def gpus(self) -> tuple[str, ...]:
         return tuple(self.time_models)
+
+    def accum_steps_for(self, gpu: str, local_batch: int) -> int:
+        """Gradient-accumulation steps a plan at ``local_batch`` (per optimizer step) on ``gpu``
+        runs with: those its probes measured it with, 1 for a batch probed without (or not
+        probed at all: it would run as one micro-batch)."""
+        return int(self.accum_steps.get(gpu, {}).get(int(local_batch), 1))
 
     def predict_step(self, gpu: str, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:
         try:
@@ -158,6 +168,7 @@ def fit_models(
         time_models=time_models,
         accuracy=accuracy,
         max_local_batch={gpu: profile.max_local_batch(gpu) for gpu in profile.gpus},
+        accum_steps={gpu: accum for gpu in profile.gpus if (accum := profile.accum_steps_by_batch(gpu))},
         notes=clean.workload_notes,
         gpu_notes={gpu: tuple(these) for gpu, these in gpu_notes.items() if these},
     )

@@ -342,6 +342,19 @@ class Profile:
             "seed": np.array([e.seed for e in self.evals], dtype=int),
         }
 
+    def accum_steps_by_batch(self, gpu: str) -> dict[int, int]:
+        """For each local batch of ``gpu``'s step records as the models see it (per optimizer
+        step: ``local_batch × accum_steps``, :meth:`step_arrays`) that was measured with
+        gradient accumulation only, the fewest accumulation steps it was measured with —
+        how a plan at that batch must run to fit memory as its probes did (a batch also
+        measured without accumulation is left out: it runs as it is)."""
+        fewest: dict[int, int] = {}
+        for s in self.steps:
+            if s.gpu == gpu:
+                b = s.local_batch * s.accum_steps
+                fewest[b] = min(fewest.get(b, s.accum_steps), s.accum_steps)
+        return {b: k for b, k in fewest.items() if k > 1}
+
     def max_local_batch(self, gpu: str) -> int | None:
         """Largest local batch below the smallest out-of-memory probe on ``gpu`` that no
         later step supersedes (None if none; :func:`oom_superseded`)."""

@@ -164,14 +164,20 @@ def build_space(
                          f"{models.dataset_size:,} training samples)")
         limit = models.max_local_batch.get(g)
         if limit is not None:
-            dropped = [v for v in wanted if v > limit]
-            wanted = [v for v in wanted if v <= limit]
+            # The limit is one micro-batch's (an out-of-memory record's local batch is what a
+            # worker holds at once): a batch probed as 64 × 4 accumulation steps holds 64, and
+            # comparing its 256 dropped every probed batch of a user who OOMs at 128.
+            holds = {v: v // models.accum_steps_for(g, v) for v in wanted}
+            dropped = [v for v in wanted if holds[v] > limit]
+            wanted = [v for v in wanted if holds[v] <= limit]
+            named = ", ".join(str(v) if holds[v] == v else f"{v} ({holds[v]} × {v // holds[v]} accumulation steps)"
+                              for v in dropped)
             if dropped:
-                notes.append(f"{g}: local batch {', '.join(map(str, dropped))} dropped (out of memory above {limit})")
+                notes.append(f"{g}: local batch {named} dropped (out of memory above {limit})")
             if not wanted:
                 # Said here, at what to change: the space's own check ("no local batch to
                 # consider") was a plain error that HTTP answered with "path": null.
-                told = f"no local batch to consider for {g!r}: local batch {', '.join(map(str, dropped))} "
+                told = f"no local batch to consider for {g!r}: local batch {named} "
                 if local_batches:
                     raise BadValue(told + f"is above its memory limit (out of memory above {limit}): give local "
                                    f"batches (--local-batch / local_batches) of at most {limit}", where="/local_batches")

@@ -49,6 +49,9 @@ class Plan:
     workers_per_host: tuple[int, ...]
     min_workers: int
     max_workers: int
+    # Gradient-accumulation steps of the local batch (Choice.accum_steps): what the launched
+    # job must run with to hold local_batch / accum_steps samples at once, as its probes did.
+    accum_steps: int = 1
 
     @property
     def elastic(self) -> bool:
@@ -59,6 +62,7 @@ class Plan:
             "gpu": self.gpu,
             "market": self.market,
             "local_batch": self.local_batch,
+            "accum_steps": self.accum_steps,
             "workers": self.workers,
             "hosts": self.hosts,
             "gpus_per_host": self.gpus_per_host,

@@ -52,10 +52,19 @@ class Choice:
     # within the budget (where the question gives them; a budget is a deadline of its own).
     p_reach: float | None = None
     p_success: float | None = None
+    # Gradient-accumulation steps the local batch runs as (its probes' own): each worker
+    # holds local_batch / accum_steps samples at once, and a launch at the whole local batch
+    # runs out of memory where the probes did not.
+    accum_steps: int = 1
 
     @property
     def global_batch(self) -> int:
         return self.workers * self.local_batch
+
+    @property
+    def micro_batch(self) -> int:
+        """Samples a worker holds at once: the local batch over the accumulation steps."""
+        return self.local_batch // self.accum_steps
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +88,7 @@ class Choice:
             "extrapolated": list(self.extrapolated),
             "p_reach": _num(self.p_reach) if self.p_reach is not None else None,
             "p_success": _num(self.p_success) if self.p_success is not None else None,
+            "accum_steps": self.accum_steps,
         }
 
 
