@@ -314,6 +314,17 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
             f"set aside as outliers (off the robust critical-batch law; they answer only for themselves): {listed}"
             + (f" and {more} more (--json lists them)" if more > 0 else "")
         )
+    if a.failed_batches:
+        out.append(
+            "failed (their curves end more than half a curve's rise below the other batches': a diverged, stuck or "
+            "off-recipe run; they answer only for themselves, and the reference target and the plateau drift between "
+            "batches leave them out — rerun them to use them): " + ", ".join(str(b) for b in a.failed_batches)
+        )
+    if a.plateau_off_batches:
+        out.append(
+            "plateau off both neighbours' (a lone dip or spike, left out of how fast the plateau drifts between batches; "
+            "they answer for themselves): " + ", ".join(str(b) for b in a.plateau_off_batches)
+        )
     out += ["", "Outside the probed ranges predictions come from the parametric backbone (time) and the",
             "critical-batch law (epochs); recommendations flag them as extrapolated."]
     return "\n".join(out)

@@ -48,11 +48,16 @@ prints it) and is updated with the profile's own leave-one-batch-out errors when
 three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``, each error net of
 the scatter, ``e_i² − c·s_run²``.
 
-The probability of reaching the target at all uses each batch's *margin*: with three or
-more runs the fraction that reached (``(k + ½)/(n + 1)``, where a run cut short — ended
-before the batch's longest while still rising, :func:`still_rising` — that has not
-reached the target leaves ``n``: "not yet", not "never"); otherwise the best score of
-the runs not cut short against the target, ``Φ((plateau − t)/σ_plateau)``. A batch whose
+The probability of reaching the target at all, at a measured batch: where its runs agree
+(all that count reached, or none did), each run's own margin ``z_j = (best_j − t)/σ_eval``
+and ``P = 1 − Π Φ(−z_j)`` (all reached) or ``Π Φ(z_j)`` (none did), so one more agreeing
+run never lowers it; where they disagree the fraction that reached, ``(k + ½)/(n + 1)``.
+A run cut short — ended before the batch's longest while still rising,
+:func:`still_rising` — that has not reached the target leaves ``n`` ("not yet", not
+"never"). The margin carried to other batches is the median plateau minus the target
+(held within ``Φ⁻¹(P)·σ_plateau`` where the runs disagree). Failed batches (curves that end
+far below the others') and lone plateau dips or spikes answer only for themselves and
+leave the plateau drift ``τ`` alone. A batch whose
 curve is still rising and stops before half the profile's longest run is *censored*:
 whatever the target, its best is a lower bound, so it carries no margin for the others,
 and at that batch the answer is the larger of its own and theirs; every other measured
@@ -147,6 +152,7 @@ _SIGMA_CAP = 1.5  # log epochs: beyond this the slope is flat and the epoch is u
 _OUTLIER_MAD = 3.0
 _OUTLIER_MIN = math.log(1.2)
 _CENSOR_FRACTION = 0.5
+_FAILED_SHORTFALL = 0.5  # of the metric's rise over a curve: a batch ending this far below the others failed
 
 
 # -- values ---------------------------------------------------------------------------
@@ -205,8 +211,10 @@ class BatchEvidence:
     """What the measured batches say about one target (arrays aligned with ``batches``).
 
     ``epochs`` is NaN where no run reached the target; ``margin`` is the reach margin
-    in score units (positive: reached with room to spare): the median best score minus
-    the target for one or two runs, ``Φ⁻¹(p_reach) · plateau_sigma`` for more.
+    in score units (positive: reached with room to spare), carried to other batches: the
+    median plateau minus the target where the runs agree, and where they disagree
+    ``Φ⁻¹(p_reach) · plateau_sigma`` held within that distance (0 where the two differ
+    in sign). ``p_reach`` is the batch's own chance (:func:`batch_evidence`).
     """
 
     batches: np.ndarray
@@ -311,7 +319,7 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
     n = len(batches)
     epochs = np.full(n, np.nan)
     sigma = np.full(n, np.nan)
-    p_reach = np.full(n, np.nan)  # filled after the loop where fewer than 3 runs: one Φ call
+    p_reach = np.full(n, np.nan)
     p_sigma = np.zeros(n)
     n_runs = np.zeros(n, int)
     n_reached = np.zeros(n, int)
@@ -344,12 +352,33 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             mid = statistics.median(plateaus)
             spread = max(spread, 1.4826 * statistics.median([abs(x - mid) for x in plateaus]))
         p_sigma[i] = max(spread, plateau_floor)
-        if len(rs) >= 3:
-            decided = sum(1 for h, c in zip(reached, cut) if h or not c)
-            p_reach[i] = (n_reached[i] + 0.5) / (decided + 1.0)
-            margin[i] = float(norm_ppf(p_reach[i])) * p_sigma[i]
+        # Where the plateau lies: the median of the runs that ran their course. Its set does
+        # not depend on the target, so a harder target only lowers it.
+        location = statistics.median(plateaus) - threshold
+        decided = [(h, float(r.best[-1])) for r, h, c in zip(rs, reached, cut) if h or not c]
+        k = sum(1 for h, _ in decided if h)
+        if k in (0, len(decided)):
+            # The runs agree: each one's own margin in evaluation-noise units says how surely
+            # a run like it lands on that side, and each agreeing run is one more such run —
+            # a new run misses only where every one of them could have missed,
+            # 1 − P = Π Φ(−z_j) (all reached) or P = Π Φ(z_j) (none did). One more agreeing
+            # run multiplies by a factor ≤ ½, so it never moves the chance back towards ½;
+            # a count would cap 3 of 3 at 0.875 however far above the target they end.
+            zs = [(best - threshold) / noise for _, best in decided]
+            if k:
+                p_reach[i] = 1.0 - math.prod(0.5 * math.erfc(z / math.sqrt(2.0)) for z in zs)
+            else:
+                p_reach[i] = math.prod(0.5 * math.erfc(-z / math.sqrt(2.0)) for z in zs)
+            margin[i] = location
         else:
-            margin[i] = statistics.median(plateaus) - threshold
+            # The runs disagree: the fraction that reached, with a Jeffreys prior (1 of 2: ½).
+            p_reach[i] = (k + 0.5) / (len(decided) + 1.0)
+            implied = float(norm_ppf(p_reach[i])) * p_sigma[i]
+            # Away from the batch the margin is the plateau's distance, never surer than the
+            # count says here (and 0 where the count and the median plateau disagree in sign),
+            # so it falls with the target as both do.
+            margin[i] = (min(implied, location) if implied > 0 and location > 0
+                         else max(implied, location) if implied < 0 and location < 0 else 0.0)
         if not n_reached[i]:
             continue
         hit = [c for c in cross if math.isfinite(c)]
@@ -367,9 +396,6 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             lc = np.log(hit)
             s = max(s, 1.4826 * float(np.median(np.abs(lc - np.median(lc)))) if n_reached[i] >= 3 else float(np.std(lc)))
         sigma[i] = min(max(s, _SIGMA_FLOOR), _SIGMA_CAP)
-    few = np.isnan(p_reach)
-    if few.any():
-        p_reach[few] = norm_cdf(margin[few] / p_sigma[few])
     censored = rising & (horizon < _CENSOR_FRACTION * float(horizon.max()))
     return BatchEvidence(
         batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin, censored
@@ -511,6 +537,27 @@ def _interp_loglog(q: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.exp(np.interp(np.log(q), np.log(xs), np.log(ys)))
 
 
+def _off_neighbours(plateaus: np.ndarray, *, noise: float) -> np.ndarray:
+    """Which plateaus (in batch order) sit off both neighbours': a lone dip or spike.
+
+    A plateau that drifts with the batch, however fast, is monotone there and equals the
+    running median of three; one off-recipe batch is a local extremum that departs from it
+    by its own depth. It is flagged where that depth exceeds ``_OUTLIER_MAD`` robust
+    scales of the steps it takes no part in (1.4826 × their median |step|, at least
+    ``noise``, the step two plateaus' evaluation noise makes): its own two steps would
+    hide it. End batches have one neighbour, so a drop there may be the trend: never flagged.
+    """
+    fin = np.asarray(plateaus, float)
+    flags = np.zeros(fin.size, bool)
+    steps = np.abs(np.diff(fin))
+    for j in range(1, fin.size - 1):
+        depth = abs(float(fin[j] - np.median(fin[j - 1 : j + 2])))
+        others = np.delete(steps, [j - 1, j])
+        if others.size:
+            flags[j] = depth > _OUTLIER_MAD * max(1.4826 * float(np.median(others)), noise)
+    return flags
+
+
 def _nearest_distance(q: np.ndarray, xs: np.ndarray) -> np.ndarray:
     if xs.size == 0:
         return np.full(q.shape, np.inf)
@@ -553,6 +600,8 @@ class AccuracyModel(EstimatorContract):
     noise_levels_, log_noise_scales_ : the law's B_noise fitted at a ladder of score levels
     kappa_beyond_, kappa_inside_ : the spreads after the profile's own evidence
     plateau_walk_ : the reach spread's mixture nodes after the profile's own evidence (array)
+    failed_batches_ : batches whose curves ran long yet end more than half a curve's rise below the others'
+    plateau_off_ : batches whose plateau sits off both neighbours' (left out of ``plateau_walk_``)
     n_runs_, n_diverged_ : runs seen and runs with a non-finite evaluation
     """
 
@@ -684,11 +733,23 @@ class AccuracyModel(EstimatorContract):
         self.curve_plateau_ = np.array([np.median([r.best[-1] for r in rs]) for rs in self._by_batch])
         self.eval_noise_ = _eval_noise(global_batch, epoch, score, seed)
         rises = [float(r.best[-1] - r.best[0]) for r in runs]
-        self.metric_range_ = max(float(np.median(rises)), 1e-12)
         finite = score[np.isfinite(score)]
+        span = float(finite.max() - finite.min())
+        # The floors below guard divisions, not the data: relative to the metric's own
+        # span, so the same curves in other units (a loss in nats or in 1e-12 nats) read
+        # the same chances. A constant metric has no span: its magnitude, else 1.
+        units = span or float(np.abs(finite).max()) or 1.0
+        self.metric_range_ = max(float(np.median(rises)), 1e-12 * units)
         # Curves too short to see their own noise: 1 % of the observed metric range.
-        floor = 0.01 * float(finite.max() - finite.min()) if self.eval_noise_ == 0 else 0.0
-        self.residual_sigma_ = max(self.eval_noise_, floor, 1e-9)
+        floor = 0.01 * span if self.eval_noise_ == 0 else 0.0
+        self.residual_sigma_ = max(self.eval_noise_, floor, 1e-9 * units)
+        long = self.max_epochs_ >= _CENSOR_FRACTION * float(self.max_epochs_.max())
+        consensus = float(np.median(self.curve_plateau_[long]))
+        # A batch whose curves ran as long as the others' yet end more than half a curve's
+        # rise below their median plateau failed (diverged, stuck at chance, off-recipe): it
+        # answers for itself but says nothing about how plateaus drift between batches,
+        # and no reference target should be set by it.
+        self.failed_batches_ = self.batches_[long & (self.curve_plateau_ < consensus - _FAILED_SHORTFALL * self.metric_range_)]
         self._fit_surface()
         self._fit_law_ladder()
         self._fit_spreads()
@@ -733,7 +794,7 @@ class AccuracyModel(EstimatorContract):
 
     def _evidence(self, threshold: float) -> BatchEvidence:
         return batch_evidence(
-            self.runs_, threshold, eval_noise=self.eval_noise_, plateau_floor=max(self.residual_sigma_, 1e-9)
+            self.runs_, threshold, eval_noise=self.eval_noise_, plateau_floor=self.residual_sigma_
         )
 
     def _fit_law_ladder(self) -> None:
@@ -796,8 +857,12 @@ class AccuracyModel(EstimatorContract):
                     pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
                     k_out.append(per_doubling(abs(math.log(pred / e[j])), 1.0, d)
                                  / float(self._shape_at(level, np.array([b[near]]))[0]))
-        long = self.max_epochs_ >= 0.5 * float(self.max_epochs_.max())
+        long = self.max_epochs_ >= _CENSOR_FRACTION * float(self.max_epochs_.max())
+        long &= ~np.isin(self.batches_, self.failed_batches_)
         bs, fin = self.batches_[long], self.curve_plateau_[long]  # batches_ is sorted
+        off = _off_neighbours(fin, noise=math.sqrt(2.0) * self.residual_sigma_)
+        self.plateau_off_ = bs[off]
+        bs, fin = bs[~off], fin[~off]
         for i in range(1, bs.size):
             walk.append(abs(float(fin[i] - fin[i - 1])) / self.metric_range_ / math.log2(bs[i] / bs[i - 1]))
         z = z_for(0.9)
@@ -969,10 +1034,18 @@ class AccuracyModel(EstimatorContract):
         best is a lower bound on their plateau, so the others answer for them, unless
         every batch is censored. At a measured batch its own ``p_reach`` answers; at a
         censored one, the larger of its own and the others' (it has got at least that far,
-        and a curve still rising need not stop below where the others go).
+        and a curve still rising need not stop below where the others go). Failed batches
+        and lone plateau dips or spikes (``failed_batches_``, ``plateau_off_``) answer only
+        at their own batch.
         """
         censored = ev.censored if ev.censored is not None else np.zeros(len(ev.batches), bool)
         use = ~censored if not np.all(censored) else np.ones(len(ev.batches), bool)
+        # A failed batch or a lone dip or spike in the plateau is one off-recipe run's word:
+        # it answers for itself and carries no margin to the others (issue: one failed run
+        # must not make a target unreachable elsewhere), unless nothing else is left.
+        aside = np.isin(ev.batches, np.concatenate([self.failed_batches_, self.plateau_off_]))
+        if np.any(use & ~aside):
+            use &= ~aside
         b, margin, sig, p_meas = ev.batches[use], ev.margin[use], ev.plateau_sigma[use], ev.p_reach[use]
         lb, lq = np.log(b), np.log(q)
         if len(lb) == 1:
@@ -986,7 +1059,10 @@ class AccuracyModel(EstimatorContract):
         exact = np.isin(q, b)
         if np.any(exact):
             p[exact] = p_meas[np.searchsorted(b, q[exact])]
-        held = np.isin(q, ev.batches[censored & ~use])
+        own_only = np.isin(q, ev.batches[aside & ~use])
+        if np.any(own_only):
+            p[own_only] = ev.p_reach[np.searchsorted(ev.batches, q[own_only])]
+        held = np.isin(q, ev.batches[censored & ~use & ~aside])
         if np.any(held):
             own = ev.p_reach[np.searchsorted(ev.batches, q[held])]
             p[held] = np.maximum(p[held], own)

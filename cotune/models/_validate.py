@@ -83,6 +83,11 @@ class AccuracyFitReport:
     extrapolated_epochs: tuple[float | None, ...] = ()
     # Measured batches set aside as anchors at the reference target: off the robust law.
     outlier_batches: tuple[int, ...] = ()
+    # Batches whose curves ran as long as the others' yet end far below them (a failed or
+    # diverged run): left out of the reference target and of the plateau drift τ.
+    failed_batches: tuple[int, ...] = ()
+    # Batches whose plateau sits off both neighbours' (a lone dip or spike): left out of τ.
+    plateau_off_batches: tuple[int, ...] = ()
     # Spread after the profile's own evidence: log-epochs per doubling, inside / beyond.
     kappa_inside: float | None = None
     kappa_beyond: float | None = None
@@ -220,9 +225,14 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
     goal = profile.workload.goal
     full = AccuracyModel(goal=goal, b_noise=usable_noise_scale(profile.noise_scale())).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     # Reference target: one that every measured batch reaches, near the top of the
-    # weakest batch's final metric (the regime recommendations care about).
-    finals = np.array([row[np.isfinite(row)][-1] for row in full.surface_])
-    starts = np.array([row[np.isfinite(row)][0] for row in full.surface_])
+    # weakest batch's final metric (the regime recommendations care about). A failed batch
+    # reaches nothing the others do: it would set a target near chance, which every other
+    # batch meets in its first epochs, and the check would test nothing.
+    ok = ~np.isin(full.batches_, full.failed_batches_)
+    if not np.any(ok):
+        ok[:] = True
+    finals = np.array([row[np.isfinite(row)][-1] for row in full.surface_[ok]])
+    starts = np.array([row[np.isfinite(row)][0] for row in full.surface_[ok]])
     weakest = float(finals.min())
     ref_score = float(np.max(starts)) + 0.9 * (weakest - float(np.max(starts)))
     ref = ref_score if goal == "max" else -ref_score
@@ -282,6 +292,8 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
         residual_sigma=full.residual_sigma_,
         extrapolated_epochs=tuple(extrapolated),
         outlier_batches=tuple(int(b) for b in full.outlier_batches(ref)),
+        failed_batches=tuple(int(b) for b in full.failed_batches_),
+        plateau_off_batches=tuple(int(b) for b in full.plateau_off_),
         kappa_inside=full.kappa_inside_,
         kappa_beyond=full.kappa_beyond_,
         loo_lower=tuple(lows),

@@ -230,3 +230,95 @@ def test_p_reach_never_rises_as_the_target_hardens(kind, seed):
     p = np.array([m.epochs_to_target(q, float(t)).p_reach for t in targets])
     rises = np.diff(p, axis=0)
     assert rises.max() <= 1e-12, f"P(reach) rises by {rises.max():.3f} at target {targets[1 + np.argmax(rises.max(axis=1))]:.4f}"
+
+
+# -- the chance of reaching the target at all: seeds, failed runs, units ------------------
+def _run(plateau: float, *, seed: int, batch: float = 256.0, epochs: int = 40):
+    """One best-so-far curve that levels off at ``plateau`` well within its epochs."""
+    from cotune.models._accuracy import Run
+
+    e = np.arange(1.0, epochs + 1)
+    return Run(batch, seed, e, np.maximum.accumulate(plateau * (1 - np.exp(-e / 4.0))), False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.80, 0.99), min_size=1, max_size=5),
+    st.floats(0.0, 0.05),
+)
+def test_a_seed_that_clears_the_target_never_lowers_the_batchs_chance(plateaus, clearance):
+    from cotune.models._accuracy import batch_evidence
+
+    target = 0.9
+    runs = [_run(p, seed=s) for s, p in enumerate(plateaus)]
+    before = batch_evidence(runs, target, eval_noise=0.003, plateau_floor=0.003).p_reach[0]
+    more = runs + [_run(target + clearance + 1e-3, seed=len(runs))]
+    after = batch_evidence(more, target, eval_noise=0.003, plateau_floor=0.003).p_reach[0]
+    assert after >= before
+
+
+def _seeds_spec(seeds: int, *, plateau_at_256: float | None = None) -> list:
+    spec = [(B, s, 60, 0.95) for B in (64, 128, 256, 512, 1024) for s in range(seeds)]
+    if plateau_at_256 is not None:
+        spec = [(B, s, n, plateau_at_256 if (B, s) == (256, 1) else p) for B, s, n, p in spec]
+    return spec
+
+
+def test_three_seeds_that_clear_the_target_read_at_least_what_one_does():
+    # Every seed levels off near 0.95, some ten noise scales above the target: three of
+    # them must not read less sure than one (a count of 3 of 3 capped it at 0.875).
+    one = AccuracyModel().fit(*_runs(_seeds_spec(1), noise=0.002)).measured_epochs(0.92)["p_reach"]
+    three = AccuracyModel().fit(*_runs(_seeds_spec(3), noise=0.002)).measured_epochs(0.92)["p_reach"]
+    assert np.all(three >= one) and np.all(three > 0.999)
+
+
+def test_one_of_two_seeds_reaching_reads_one_half():
+    # At 256 one seed levels off at 0.95, the other at 0.80, the target 0.9 between them:
+    # with nothing else at that batch to favour either, one reach in two runs is ½ — the
+    # Jeffreys prior's (k + ½)/(n + 1), symmetric in the two outcomes — not the chance
+    # that the mean of the two plateaus clears the target (0.27 on the bundled profile).
+    m = AccuracyModel().fit(*_runs(_seeds_spec(2, plateau_at_256=0.80)))
+    p = m.epochs_to_target(np.array([256.0]), 0.9).p_reach[0]
+    assert p == pytest.approx(0.5, abs=1e-9)
+
+
+def _with_failed_run(*, failed: bool) -> tuple:
+    # Seven batches on a slowly falling plateau; with ``failed`` one more run at 8192 that
+    # never leaves chance (0.1): an off-recipe run the plans below 4096 never use.
+    spec = [(B, 0, 60, 0.95 - 0.004 * k) for k, B in enumerate(64 * 2**i for i in range(7))]
+    gb, ep, me, sd = _runs(spec)
+    if failed:
+        e = np.arange(1.0, 61)
+        gb, ep = np.concatenate([gb, np.full(e.size, 8192.0)]), np.concatenate([ep, e])
+        me = np.concatenate([me, 0.1 + np.random.default_rng(1).normal(0, 0.002, e.size)])
+        sd = np.concatenate([sd, np.zeros(e.size)])
+    return gb, ep, me, sd
+
+
+def test_one_failed_run_leaves_the_chance_at_other_batches_as_it_was():
+    q = np.array([90.0, 181.0, 362.0, 724.0, 1448.0, 2896.0])
+    clean = AccuracyModel().fit(*_with_failed_run(failed=False)).epochs_to_target(q, 0.925).p_reach
+    m = AccuracyModel().fit(*_with_failed_run(failed=True))
+    np.testing.assert_allclose(m.epochs_to_target(q, 0.925).p_reach, clean, atol=0.02)
+    assert list(m.failed_batches_) == [8192.0]
+    assert m.epochs_to_target(np.array([8192.0]), 0.925).p_reach[0] < 0.01  # it answers for itself
+
+
+def test_p_reach_does_not_depend_on_the_metrics_units():
+    gb, ep, me, sd = _runs([(B, 0, 60, p) for B, p in ((64, 0.95), (256, 0.945), (1024, 0.93), (4096, 0.9))])
+    q = np.array([64.0, 128.0, 512.0, 2048.0, 8192.0])
+    for target in (0.9, 0.93):
+        plain = AccuracyModel().fit(gb, ep, me, sd).epochs_to_target(q, target).p_reach
+        tiny = AccuracyModel().fit(gb, ep, me * 1e-12, sd).epochs_to_target(q, target * 1e-12).p_reach
+        np.testing.assert_allclose(tiny, plain, atol=1e-9)
+
+
+def test_one_batch_off_its_neighbours_plateau_leaves_the_chance_elsewhere_as_it_was():
+    # 512 levels off at 0.85 among batches at 0.95–0.93: its two steps set how fast the
+    # plateau drifts between batches, and every unmeasured batch read near ½.
+    spec = [(B, 0, 60, 0.95 - 0.004 * k) for k, B in enumerate(64 * 2**i for i in range(7))]
+    q = np.array([90.0, 181.0, 1448.0, 2896.0])
+    clean = AccuracyModel().fit(*_runs(spec)).epochs_to_target(q, 0.925).p_reach
+    m = AccuracyModel().fit(*_runs([(B, s, n, 0.85 if B == 512 else p) for B, s, n, p in spec]))
+    np.testing.assert_allclose(m.epochs_to_target(q, 0.925).p_reach, clean, atol=0.02)
+    assert list(m.plateau_off_) == [512.0]

@@ -476,3 +476,24 @@ def test_fit_says_what_the_reader_left_out_of_the_file_as_it_is_now(capsys, tmp_
     path.write_text(whole)
     code, out, _ = run(capsys, "fit", str(path), "--quiet", "--json")
     assert code == 0 and not any("torn" in n for n in json.loads(out)["notes"])
+
+
+def test_fit_names_a_batch_whose_run_failed_and_keeps_the_reference_target(tmp_path):
+    # One run at 4096 stuck at chance: the reference target came from it (near chance, which
+    # every other batch meets at once) and nothing said which batch had failed.
+    recs = synthetic_records(workers=(1, 2), batches=(16, 64), global_batches=())
+    rng = np.random.default_rng(0)
+    for k, B in enumerate((64, 128, 256, 512, 1024, 2048, 4096)):
+        for e in range(1, 61):
+            acc = 0.1 + rng.normal(0, 0.002) if B == 4096 else 0.95 * (1 - np.exp(-e / (3 * (1 + B / 500)))) + rng.normal(0, 0.002)
+            recs.append({"record": "eval", "global_batch": B, "epoch": e, "metric": float(acc), "seed": 0})
+    path = write_jsonl(tmp_path / "failed.jsonl", recs)
+    import cotune
+    from cotune.cli._render import render_fit_report
+    from cotune.models._validate import validate_profile
+
+    report = validate_profile(cotune.load_profile(str(path)))
+    assert report.accuracy.failed_batches == (4096,)
+    assert report.accuracy.reference_target > 0.5
+    line = next(x for x in render_fit_report(report).splitlines() if x.startswith("failed"))
+    assert line.endswith(": 4096")
