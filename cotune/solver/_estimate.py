@@ -168,10 +168,10 @@ def estimate(
     q = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
     if q < 0.5:
         # Below one half a plan may be more likely to miss than to meet: where the target is
-        # reached with probability p_reach in (q, ½) its median time is unbounded, so its
+        # reached with probability p_reach in [q, ½) its median time is unbounded, so its
         # epochs, time and cost are those it takes *if* it reaches the target — what a plan at
         # q is judged by (its q-quantile and P(success) follow from them, as above ½).
-        take = (p_reach > q) & ~np.isfinite(epochs)
+        take = (p_reach >= q) & ~np.isfinite(epochs)
         epochs = np.where(take, ep.epochs_if_reached[binv], epochs)
     train = epochs * epoch_time
     train_if_reached = ep.epochs_if_reached[binv] * epoch_time

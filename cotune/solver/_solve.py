@@ -4,8 +4,7 @@ Formulation (objective ``cost``; ``time`` swaps the roles of cost and time, and 
 the time at the confidence ``time_q``, the time the plan is promised by)::
 
     minimise    cost(c)                      over candidates c
-    subject to  P(reach)(c) > q              (the target metric is reached at all; at P(reach) = q
-                                              time_q is ∞, so equality is no plan)
+    subject to  P(reach)(c) ≥ q              (the target metric is reached at all)
                 time_q(c) ≤ deadline_s       (⇔ P(success) ≥ q on demand; q = 0.5, the median, if unset)
                 cost_q(c) ≤ budget           (optional; ⇔ P(success) ≥ q with the budget, on demand)
                 workers ≤ available(gpu), local_batch ≤ max_local_batch(gpu)   (the space)
@@ -62,10 +61,10 @@ def feasibility(
     est: Estimates, *, deadline_s: float | None, budget: float | None, confidence: float | None = None
 ) -> Feasibility:
     q = DEFAULT_CONFIDENCE if confidence is None else confidence
-    # Strictly above q, as time_q is finite only there (models.md § 3): at P(reach) = q
-    # exactly (a target equal to the best measured value, P = ½) the plan had no time by
-    # which it succeeds with probability q, and "nothing meets the deadline" had no hint.
-    reaches = np.isfinite(est.epochs) & (est.p_reach > q)
+    # At P(reach) = q exactly (a target equal to the best measured value reads ½) a plan
+    # without a deadline has P(success) = P(reach) = q: it is one. With a deadline its time
+    # at q is ∞ (models.md § 3), so the deadline refuses it, and relax names the chance.
+    reaches = np.isfinite(est.epochs) & (est.p_reach >= q)
     meets = np.ones_like(reaches) if deadline_s is None else est.time_at_confidence_s <= deadline_s
     # The cost at the confidence, as the deadline is met at it: a plan promised at q = 0.9
     # stays within the budget nine times in ten, not only in the median.

@@ -296,13 +296,13 @@ def _run_cli(capsys, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_a_target_equal_to_the_best_measured_value_is_no_plan_without_a_deadline(tmp_path) -> None:
-    # Reached with P = ½ exactly, its time at the default confidence ½ is ∞ (models.md § 3):
-    # it was a plan "at P(success) 50 %" without a deadline and nothing feasible with one.
+def test_a_target_equal_to_the_best_measured_value_is_a_plan_at_one_half_without_a_deadline(tmp_path) -> None:
+    # Reached with P = ½ exactly: without a deadline P(success) = P(reach) = ½ meets the
+    # default confidence ½ (``P(success) ≥ q``); only a deadline makes its time at ½ matter.
     path, best = _plateau_profile(tmp_path)
     rec = cotune.recommend(path, target=best)
-    assert rec.chosen is None
-    assert any("lower the confidence (--confidence / confidence, now 0.5) to 0.49" in h for h in rec.relax), rec.relax
+    assert rec.chosen is not None and rec.chosen.p_success == pytest.approx(0.5, abs=1e-6)
+    assert cotune.recommend(path, target=best, confidence=0.51).chosen is None
 
 
 def test_a_target_equal_to_the_best_measured_value_names_the_chance_at_the_cli(tmp_path, capsys) -> None:
