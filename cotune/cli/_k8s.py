@@ -81,7 +81,12 @@ def _default_name(doc: Mapping[str, Any], *, kind: str) -> str:
 
     from cotune.k8s import derive_name, job_name_max
 
-    workload, limit = str(doc["workload"]), job_name_max(kind=kind)
+    # The plan's workers bound its pods from above: a TrainJob of over 1000 pods needs a
+    # shorter name, and a name the user never gave must not be what refuses the rendering.
+    plan = doc.get("plan")
+    workers = plan.get("workers") if isinstance(plan, Mapping) else None
+    nodes = workers if isinstance(workers, int) and not isinstance(workers, bool) and workers > 0 else None
+    workload, limit = str(doc["workload"]), job_name_max(kind=kind, nodes=nodes)
     if not doc.get("switch"):
         return derive_name(workload, limit=limit)
     key = json.dumps({k: doc.get(k) for k in ("plan", "recommendation", "constraints")}, sort_keys=True, default=str)

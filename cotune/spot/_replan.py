@@ -199,7 +199,8 @@ class ReplanResult:
         return Plan(gpu=best.gpu, market=best.market, local_batch=int(best.local_batch), workers=int(best.workers),
                     hosts=int(best.hosts), gpus_per_host=int(self.gpus_per_host),
                     workers_per_host=balanced_hosts(workers=int(best.workers), hosts=int(best.hosts)),
-                    min_workers=int(best.workers), max_workers=int(best.workers))
+                    min_workers=int(best.workers), max_workers=int(best.workers),
+                    accum_steps=int(getattr(best, "accum_steps", 1)))
 
     def to_dict(self) -> dict[str, Any]:
         """The re-plan document (``docs/schema/replan-response.v1.json``), what every door answers."""
@@ -1062,6 +1063,14 @@ def replan(
             notes.append(f"the global batch changes {progress.workers_now * progress.local_batch} -> {best.global_batch}: "
                          f"scale the learning rate by {scale_lr:.3g} ({rr.lr_rule} rule)")
     best_row = None if best is None else _row_of(est, choice=best)
+
+    # Each option runs as its probes did (as recommend's rows): the memory cap admits a local
+    # batch measured only with gradient accumulation, so a switch to it launched without the
+    # accumulation would hold the whole local batch at once and run out of memory.
+    def accumulating(ch: Any) -> Any:
+        return ch if ch is None else replace(ch, accum_steps=models.accum_steps_for(ch.gpu, int(ch.local_batch)))
+
+    stay, best, nearest = accumulating(stay), accumulating(best), accumulating(nearest)
     return ReplanResult(
         decision=decision, reason=reason, stay=stay, best=best, progress_fraction=done, schedule_fraction=on_line,
         remaining_deadline_s=remaining_s, restart_s=float(restart_s), margin=margin, objective=objective,

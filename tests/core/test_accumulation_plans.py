@@ -90,3 +90,16 @@ def test_a_saved_answer_whose_accum_steps_does_not_split_the_local_batch_is_one_
     doc["plan"]["accum_steps"] = 3  # a hand edit: 256 is no whole number of micro-batches of 3
     with pytest.raises(InputError, match=r"/plan/accum_steps: is 3, which does not split local batch 256"):
         render_manifests(doc, JobOptions(name="accum", image="i", command=("c",), kind="pytorchjob"))
+
+
+def test_a_replan_switch_to_a_batch_measured_with_accumulation_carries_its_steps(tmp_path: Path) -> None:
+    # replan admitted local batch 256 (its micro-batch 64 under the out-of-memory at 128) but
+    # answered it with accum_steps 1: the launched job held 256 at once and ran out of memory.
+    res = cotune.replan(
+        _accum_profile(tmp_path, oom_at=128), target=0.9, deadline_s=2400.0, local_batches=[256],
+        progress=dict(gpu="t4", workers=4, local_batch=64, epochs_done=5.0, elapsed_s=300.0, workers_lost=3),
+    )
+    assert res.decision == "switch" and res.best is not None, res.reason
+    assert (res.best.local_batch, res.best.accum_steps) == (256, 4)
+    assert res.plan is not None and res.plan.accum_steps == 4
+    assert res.to_dict()["plan"]["accum_steps"] == 4

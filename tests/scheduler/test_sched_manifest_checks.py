@@ -200,3 +200,18 @@ def test_a_trainjob_of_over_1000_nodes_needs_a_name_that_leaves_room_for_their_i
     assert code == 2 and out == "" and err.count("\n") == 1 and "use at most 45 characters" in err, err
     code, out, err = _cli("k8s", "--answer", path, *JOB, "--kind", "trainjob", "--name", "a" * 45, "--json")
     assert code == 0 and len(_longest_trainjob_pod_name(json.loads(out)["items"][0])) == 63, err
+
+
+def test_a_trainjob_of_over_1000_nodes_without_a_name_derives_one_that_fits(tmp_path, answer):
+    # The derived name took the 1000-node limit and the rendering then refused a name the
+    # user never gave.
+    def edit(doc):
+        doc["workload"] = "w" * 80
+        plan = doc["plan"]
+        plan.update(workers=2000, hosts=2000, gpus_per_host=1, workers_per_host=[1] * 2000)
+        plan["elastic"] = {"min_workers": 2000, "max_workers": 2000}
+        doc["recommendation"]["global_batch"] = 2000 * plan["local_batch"]
+
+    code, out, err = _cli("k8s", "--answer", _edited(tmp_path, answer, edit), *JOB, "--kind", "trainjob", "--json")
+    assert code == 0, err
+    assert len(_longest_trainjob_pod_name(json.loads(out)["items"][0])) <= 63
