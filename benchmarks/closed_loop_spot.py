@@ -359,7 +359,9 @@ class SpotSuccessController(SuccessController):
             q = 0.5 if self.confidence is None else self.confidence
             done_s = self._done_work_s(p)
             left_s = float(rem_time[here])
-            if (np.any(~on_spot & (p_succ >= q)) and math.isfinite(done_s) and math.isfinite(left_s)
+            # ... at least as likely to finish as the best spot option (cotune replan's rule).
+            spot_best = float(p_succ[on_spot].max()) if np.any(on_spot) else 0.0
+            if (np.any(~on_spot & (p_succ >= max(q, spot_best))) and math.isfinite(done_s) and math.isfinite(left_s)
                     and done_s + left_s > 0 and done_s / (done_s + left_s) < min(p.elapsed_s / deadline_s, 1.0)):
                 p_succ = np.where(on_spot, 0.0, p_succ)
         return usable, here, p_succ, cost, rem_time

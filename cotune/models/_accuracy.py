@@ -600,7 +600,8 @@ class AccuracyModel(EstimatorContract):
     noise_levels_, log_noise_scales_ : the law's B_noise fitted at a ladder of score levels
     kappa_beyond_, kappa_inside_ : the spreads after the profile's own evidence
     plateau_walk_ : the reach spread's mixture nodes after the profile's own evidence (array)
-    failed_batches_ : batches whose curves ran long yet end more than half a curve's rise below the others'
+    failed_batches_ : batches whose curves ran long, rose less than half a curve's rise, and end more than half a
+        curve's rise below the others'
     plateau_off_ : batches whose plateau sits off both neighbours' (left out of ``plateau_walk_``)
     n_runs_, n_diverged_ : runs seen and runs with a non-finite evaluation
     """
@@ -746,10 +747,15 @@ class AccuracyModel(EstimatorContract):
         long = self.max_epochs_ >= _CENSOR_FRACTION * float(self.max_epochs_.max())
         consensus = float(np.median(self.curve_plateau_[long]))
         # A batch whose curves ran as long as the others' yet end more than half a curve's
-        # rise below their median plateau failed (diverged, stuck at chance, off-recipe): it
-        # answers for itself but says nothing about how plateaus drift between batches,
-        # and no reference target should be set by it.
-        self.failed_batches_ = self.batches_[long & (self.curve_plateau_ < consensus - _FAILED_SHORTFALL * self.metric_range_)]
+        # rise below their median plateau, having themselves risen less than half a curve's
+        # rise, failed (stuck at chance, off-recipe from the start): it answers for itself
+        # but says nothing about how plateaus drift between batches, and no reference target
+        # should be set by it. A curve that learnt and levelled off low is evidence: the
+        # plateau falling at the largest batches is the generalisation gap, not a fault
+        # (flagged, it stopped bounding the batches beyond it, whose chance rose 15-fold).
+        shortfall = _FAILED_SHORTFALL * self.metric_range_
+        barely_rose = (self.curve_plateau_ - self.curve_start_) < shortfall
+        self.failed_batches_ = self.batches_[long & barely_rose & (self.curve_plateau_ < consensus - shortfall)]
         self._fit_surface()
         self._fit_law_ladder()
         self._fit_spreads()

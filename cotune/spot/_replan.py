@@ -83,7 +83,8 @@ target at the deadline (``φ < elapsed / deadline``), pure-spot candidates are l
 out: behind schedule the job runs on on-demand (or mixed, which starts on on-demand
 while behind) — Can't Be Late's uniform-progress rule at this decision point. Only where
 an on-demand or mixed option (or the job itself, running on one) keeps ``P(success) ≥ q``
-within the budget left, as the closed-loop replay's spot controller rules: the rule
+within the budget left and is at least as likely to finish as the best spot option that
+keeps it, as the closed-loop replay's spot controller rules: the rule
 assumes on-demand can catch up, and where none can (no on-demand offered, or too little)
 the spot options stay in and a note says so.
 """
@@ -888,8 +889,14 @@ def replan(
     line_rule = False
     if not ahead and req.cluster is not None:
         on_spot = est.candidates.in_market("spot")
-        catches_up = bool(np.any(ok & ~on_spot)) or (
-            stay is not None and stay.market != "spot" and float(stay.p_success) >= q
+        p_all = np.asarray(est.p_success, float)
+        # ... and only where that option is at least as likely to finish as the best spot one:
+        # otherwise leaving spot trades a surer finish for a dearer, less likely one (a job
+        # at P(success) 0.96 on spot moved to on-demand at 0.94 and 2.2 times the cost).
+        spot_best = max([float(p_all[ok & on_spot].max()) if np.any(ok & on_spot) else 0.0]
+                        + ([float(stay.p_success)] if stay is not None and stay.market == "spot" else []))
+        catches_up = bool(np.any(ok & ~on_spot & (p_all >= spot_best))) or (
+            stay is not None and stay.market != "spot" and float(stay.p_success) >= max(q, spot_best)
             and (budget_left is None or stay.cost <= budget_left))
         if catches_up:
             line_rule = True
@@ -906,6 +913,7 @@ def replan(
                 f"behind the straight-line schedule ({done:.0%} done, {on_line:.0%} of the time used), but no on-demand "
                 f"or mixed option keeps P(success) {q:g}"
                 + ("" if budget_left is None else " within the budget left")
+                + " at a chance no lower than the best spot option's"
                 + ": spot-only plans stay in (the straight-line rule assumes on-demand can catch up)"
             )
 

@@ -1,3 +1,4 @@
+import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -322,3 +323,17 @@ def test_one_batch_off_its_neighbours_plateau_leaves_the_chance_elsewhere_as_it_
     m = AccuracyModel().fit(*_runs([(B, s, n, 0.85 if B == 512 else p) for B, s, n, p in spec]))
     np.testing.assert_allclose(m.epochs_to_target(q, 0.925).p_reach, clean, atol=0.02)
     assert list(m.plateau_off_) == [512.0]
+
+
+def test_a_large_batch_that_learnt_and_levelled_off_low_is_not_a_failed_run():
+    # Plateaus 0.90, 0.90, 0.89, 0.62, 0.55 from batch 64 to 1024: the largest batch rose
+    # 0.45 and levelled off (the generalisation gap), it was flagged as failed, and the
+    # unmeasured 2048 beyond it read a chance of reaching 0.8 fifteen times the old one.
+    gb, ep, me, sd = [], [], [], []
+    for b, top in {64: 0.90, 128: 0.90, 256: 0.89, 512: 0.62, 1024: 0.55}.items():
+        for e in range(1, 41):
+            gb.append(b); ep.append(e); sd.append(0)
+            me.append(0.1 + (top - 0.1) * (1 - math.exp(-e / 6)) + 0.003 * math.sin(7 * e + b))
+    m = AccuracyModel().fit(np.array(gb, float), np.array(ep, float), np.array(me), np.array(sd))
+    assert list(m.failed_batches_) == []
+    assert m.epochs_to_target(np.array([2048.0]), 0.8).p_reach[0] < 0.05

@@ -128,3 +128,18 @@ def test_a_mixed_rows_numbers_do_not_depend_on_the_rest_of_the_search(cifar_mode
     alone = mixed_row(workers=[2], local_batches=[257])
     assert mixed_row() == alone
     assert mixed_row(local_batches=[129, 257]) == alone
+
+
+def test_behind_the_line_a_job_does_not_leave_spot_for_a_less_likely_on_demand_option(cifar_models, make_cluster):
+    # Two on-demand T4s at P(success) 0.94 kept q = 0.9, so every spot row was dropped, and
+    # the whole space answered on-demand at $0.32 and 94 % where local batch 129 alone kept
+    # spot at $0.14 and 96 %: the rule traded a surer finish for a dearer, less likely one.
+    c = _cluster(make_cluster, rate=3.0, on_demand=2)
+    behind = Progress(epochs_done=42.4, elapsed_s=972, gpu="t4", market="on_demand", workers=8, local_batch=257)
+    ask = dict(progress=behind, cluster=c, models=cifar_models, target=0.94, deadline_s=2299, confidence=0.9)
+    whole = replan(None, **ask)
+    part = replan(None, local_batches=[129], **ask)
+    assert not whole.ahead and whole.decision == part.decision == "switch"
+    assert (whole.best.market, whole.best.workers, whole.best.local_batch) == ("spot", 4, 129)
+    assert whole.best.cost == pytest.approx(part.best.cost) and whole.best.p_success == pytest.approx(part.best.p_success)
+    assert not any("spot-only plans left out" in n for n in whole.notes)
