@@ -89,26 +89,16 @@ def test_a_spot_job_behind_the_line_with_too_little_on_demand_stays(cifar_models
     assert not r.ahead and r.decision == "stay" and r.stay.p_success >= 0.9
 
 
-def test_a_miss_of_a_mixed_job_wastes_what_recommend_says_its_plan_costs(cifar_models, make_cluster):
+@pytest.mark.parametrize("market", ["mixed", "spot"])
+def test_a_miss_wastes_what_recommend_says_the_start_configuration_costs_on_its_market(cifar_models, make_cluster, market):
     # L priced the whole job at the spot price, on-demand time included and no revocation
-    # paid: 0.1301 USD for a plan recommend costs at about 0.32.
+    # paid: 0.1301 USD for a mixed plan recommend costs at about 0.32.
     c3 = _cluster(make_cluster, rate=3.0, hosts=1)
     ask = dict(target=0.94, deadline_s=2700, confidence=0.9, cluster=c3, models=cifar_models)
     rec = recommend("cifar10-resnet18", workers=[2], local_batches=[257], **ask)
     c = rec.estimates.candidates
-    (row,) = np.flatnonzero(c.in_market("mixed") & (c.workers == 2) & (c.local_batch == 257))
-    start = Progress(epochs_done=0, elapsed_s=0, gpu="t4", market="mixed", workers=2, local_batch=257)
-    r = replan(None, progress=start, **ask)
-    assert _miss_cost(r) == pytest.approx(float(rec.estimates.cost[row]), rel=1e-3)
-
-
-def test_a_miss_of_a_spot_job_pays_its_revocations(cifar_models, make_cluster):
-    c3 = _cluster(make_cluster, rate=3.0, hosts=1)
-    ask = dict(target=0.94, deadline_s=2700, confidence=0.9, cluster=c3, models=cifar_models)
-    rec = recommend("cifar10-resnet18", workers=[2], local_batches=[257], **ask)
-    c = rec.estimates.candidates
-    (row,) = np.flatnonzero(c.in_market("spot") & (c.workers == 2) & (c.local_batch == 257))
-    start = Progress(epochs_done=0, elapsed_s=0, gpu="t4", market="spot", workers=2, local_batch=257)
+    (row,) = np.flatnonzero(c.in_market(market) & (c.workers == 2) & (c.local_batch == 257))
+    start = Progress(epochs_done=0, elapsed_s=0, gpu="t4", market=market, workers=2, local_batch=257)
     r = replan(None, progress=start, **ask)
     assert _miss_cost(r) == pytest.approx(float(rec.estimates.cost[row]), rel=1e-3)
 
