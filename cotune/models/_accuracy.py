@@ -364,11 +364,8 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             # 1 − P = Π Φ(−z_j) (all reached) or P = Π Φ(z_j) (none did). One more agreeing
             # run multiplies by a factor ≤ ½, so it never moves the chance back towards ½;
             # a count would cap 3 of 3 at 0.875 however far above the target they end.
-            zs = [(best - threshold) / noise for _, best in decided]
-            if k:
-                p_reach[i] = 1.0 - math.prod(0.5 * math.erfc(z / math.sqrt(2.0)) for z in zs)
-            else:
-                p_reach[i] = math.prod(0.5 * math.erfc(-z / math.sqrt(2.0)) for z in zs)
+            zs = np.array([(best - threshold) / noise for _, best in decided])
+            p_reach[i] = 1.0 - float(np.prod(norm_cdf(-zs))) if k else float(np.prod(norm_cdf(zs)))
             margin[i] = location
         else:
             # The runs disagree: the fraction that reached, with a Jeffreys prior (1 of 2: ½).

@@ -208,31 +208,28 @@ def job_outlook(
         e_hat = e_model * np.exp(carry * shift)
         p_hat = carry_reach(p_model, p_running=float(belief.p_reach), carry=carry, larger=gb >= running_batch)
         e_hat[same], s_hat[same], p_hat[same] = belief.epochs_if_reached, belief.log_sigma, belief.p_reach
-    done = _hand_over(d_level=d_level, d_share=d_share, carry=carry, shift=shift, n=n)
+    done = _hand_over(d_level=d_level, d_share=d_share, carry=carry, shift=shift)
     done[same] = epochs_done
     carry[same] = 1.0
     return JobOutlook(epochs=e_hat, log_sigma=s_hat, p_reach=p_hat, done_epochs=done, shift=shift, forecast=forecast,
                       carry=carry)
 
 
-def _hand_over(
-    *, d_level: np.ndarray | None, d_share: np.ndarray | None, carry: np.ndarray, shift: float, n: int
-) -> np.ndarray:
+def _hand_over(*, d_level: np.ndarray | None, d_share: np.ndarray | None, carry: np.ndarray, shift: float) -> np.ndarray:
     """Where a switch to each option resumes, in epochs at its batch (module doc).
 
     ``d_level``: ``E_M(B, m)``, where ``B`` reaches the level already reached (None without
     a level); ``d_share``: ``(e / E_M(B₀))·E_M(B)``, the same share of the work (None when
     the running batch has no finite prediction). The level reading takes the share ``c``
     of the job's shift the option's belief takes, ``·e^{cδ}``; the share reading is a
-    share of that belief over the job's own at ``B₀`` (``e^{δ}``): ``·e^{(c − 1)δ}``.
+    share of that belief over the job's own at ``B₀`` (``e^{δ}``): ``·e^{(c − 1)δ}``. A
+    reading that is absent counts as ∞; with neither, nothing is carried (0).
     """
-    lv = None if d_level is None else d_level * np.exp(carry * shift)
-    sh = None if d_share is None else d_share * np.exp((carry - 1.0) * shift)
-    if lv is None and sh is None:
-        return np.zeros(n)
-    if lv is None or sh is None:
-        return np.asarray(lv if sh is None else sh, float).copy()
-    return np.minimum(lv, sh)
+    absent = np.full(np.shape(carry), np.inf)
+    lv = absent if d_level is None else d_level * np.exp(carry * shift)
+    sh = absent if d_share is None else d_share * np.exp((carry - 1.0) * shift)
+    done = np.minimum(lv, sh)
+    return np.where(np.isinf(done), 0.0, done)
 
 
 @dataclass(frozen=True)
