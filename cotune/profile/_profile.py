@@ -723,6 +723,10 @@ def _lines_of(fh: IO[str], *, path: str) -> Iterator[str]:
         if not line:
             return
         number += 1
+        if number == 1 and not_text_reason(line.encode("utf-8", "surrogateescape")):
+            # A zip or bzip2 header is ASCII up to its clock and checksum bytes, which may
+            # hold a newline: its first "line" can decode cleanly. The caller names the format.
+            raise UnicodeDecodeError("utf-8", b"", 0, 1, "not UTF-8 text")
         bad = _UNDECODED.search(line)
         if bad and (number == 1 or line.endswith(("\n", "\r")) or len(line) > MAX_LINE_CHARS
                     or not line.lstrip().startswith("{")):

@@ -22,13 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 PROFILE_TEXT = Path(example_path("cifar10-resnet18")).read_bytes()
 
 
-def _zip(data: bytes) -> bytes:
+def _zip(data: bytes, *, date_time: tuple[int, ...] | None = None) -> bytes:
     import io
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("job.jsonl", data)
+        zf.writestr("job.jsonl" if date_time is None else zipfile.ZipInfo("job.jsonl", date_time=date_time), data)
     return buf.getvalue()
+
+
+def _zip_with_a_newline_in_its_header(data: bytes) -> bytes:
+    # DOS time's low byte is (minute % 8) << 5 | second // 2: 12:00:20 writes 0x0a, a newline,
+    # before any byte that is not ASCII — the header's first "line" decodes cleanly.
+    out = _zip(data, date_time=(2026, 12, 6, 12, 0, 20))
+    assert out.index(b"\n") < min(i for i, b in enumerate(out) if b >= 0x80)
+    return out
 
 
 _ENCODINGS = {
@@ -36,6 +44,8 @@ _ENCODINGS = {
     "bzip2": (bz2.compress, "bzip2-compressed: decompress it first (bunzip2 FILE)"),
     "xz": (lzma.compress, "xz-compressed: decompress it first (unxz FILE)"),
     "zip": (_zip, "a zip archive: extract the file from it first (unzip FILE)"),
+    "zip-newline-in-header": (_zip_with_a_newline_in_its_header,
+                              "a zip archive: extract the file from it first (unzip FILE)"),
     "utf16": (lambda b: b.decode().encode("utf-16"), "UTF-16 text (PowerShell's '>' and Excel's Unicode text write it): "
               "save it as UTF-8"),
 }
