@@ -12,7 +12,9 @@ differ only in their models and in the part of the space they may tune:
 2. then, until the budget is spent: fit the models on everything probed, solve
    exhaustively on the mean prediction, and probe the best predicted candidate not yet
    probed among the top ``CONFIRM_TOP`` (confirming the plan where it matters); when
-   those are all probed, probe the next design point.
+   nothing is feasible, the unprobed candidate most likely to succeed (the ranking
+   ``cotune.solver.next_measurement`` uses then); when the top ones are all probed,
+   the next design point.
 
 After ``k`` probes the policy's plan is the solver's choice on the models fitted to
 those ``k`` probes. The cotune family (``cotune``, ``cotune_q50``, ``cotune_q90``)
@@ -310,6 +312,19 @@ def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, pro
 
 
 # -- the shared anytime probe loop ----------------------------------------------------------
+def most_hopeful(est, usable: np.ndarray, measured) -> list[int]:
+    """Unprobed candidates (indices into the scenario's candidates) most likely to succeed
+    first, the fastest predicted first among equals — what ``cotune.solver.next_measurement``
+    ranks by when nothing is feasible. A probe there is the one that can turn "no plan" into
+    a plan; another small design point cannot."""
+    p = np.nan_to_num(np.asarray(getattr(est, "p_success", None) if getattr(est, "p_success", None) is not None
+                                 else est.p_reach, float), nan=0.0)
+    time_s = np.nan_to_num(np.asarray(est.time_s, float), nan=np.inf, posinf=np.inf)
+    order = np.lexsort((time_s, -p))
+    seen = set(int(i) for i in measured)
+    return [int(usable[j]) for j in order if int(usable[j]) not in seen]
+
+
 _LOOP_CACHE: dict[tuple, list[tuple[int, tuple[int, ...], float]]] = {}
 
 
@@ -329,11 +344,14 @@ def _probe_loop(
         if len(launcher.probed) < n_seed:
             pick = next(i for i in design if i not in launcher.measured)
         else:
-            _, usable, top = _solve(scn, launcher, evidence, time_kind, acc_kind, mask)
+            est, usable, top = _solve(scn, launcher, evidence, time_kind, acc_kind, mask)
             fresh = [int(usable[i]) for i in top if int(usable[i]) not in launcher.measured]
             rest = [i for i in design if i not in launcher.measured]
+            hopeful = [] if top.size else most_hopeful(est, usable, launcher.measured)
             if fresh:
                 pick = fresh[0]
+            elif hopeful:
+                pick = hopeful[0]
             elif rest:
                 pick = rest[0]
             else:
