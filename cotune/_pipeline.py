@@ -310,9 +310,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
             )
     # Each row runs as its probes did: a local batch measured only with gradient
     # accumulation says so, or a launch at the whole local batch runs out of memory.
-    def accumulating(ch: _Row) -> _Row:
-        return ch if ch is None else dataclasses.replace(ch, accum_steps=models.accum_steps_for(ch.gpu, ch.local_batch))
-
+    accumulating = models.with_accumulation
     chosen, plan = accumulating(chosen), accumulating(plan)
     runner_ups, pareto, nearest = (tuple(map(accumulating, rows)) for rows in (runner_ups, pareto, nearest))
     baselines = {name: accumulating(ch) for name, ch in baselines.items()}

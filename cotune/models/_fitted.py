@@ -7,11 +7,12 @@ report them instead of silently following them."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile, load_profile
 from cotune.units import count_of
+
+_R = TypeVar("_R")  # a row of a recommendation or a re-plan (or None)
 
 __all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays", "check_fitted"]
 
@@ -85,6 +88,16 @@ class FittedModels:
         runs with: those its probes measured it with, 1 for a batch probed without (or not
         probed at all: it would run as one micro-batch)."""
         return int(self.accum_steps.get(gpu, {}).get(int(local_batch), 1))
+
+    def with_accumulation(self, row: _R) -> _R:
+        """``row`` (a frozen dataclass with ``gpu``, ``local_batch`` and ``accum_steps``: a
+        recommendation's or a re-plan's row; None passes) with the accumulation its probes ran
+        with (:meth:`accum_steps_for`): a row launched without it would hold the whole local
+        batch at once and run out of memory where the memory cap admitted it only as micro-batches."""
+        if row is None:
+            return row
+        r: Any = row
+        return dataclasses.replace(r, accum_steps=self.accum_steps_for(r.gpu, int(r.local_batch)))
 
     def predict_step(self, gpu: str, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray) -> StepTimePrediction:
         try:

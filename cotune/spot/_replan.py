@@ -1075,10 +1075,7 @@ def replan(
     # Each option runs as its probes did (as recommend's rows): the memory cap admits a local
     # batch measured only with gradient accumulation, so a switch to it launched without the
     # accumulation would hold the whole local batch at once and run out of memory.
-    def accumulating(ch: Any) -> Any:
-        return ch if ch is None else replace(ch, accum_steps=models.accum_steps_for(ch.gpu, int(ch.local_batch)))
-
-    stay, best, nearest = accumulating(stay), accumulating(best), accumulating(nearest)
+    stay, best, nearest = (models.with_accumulation(ch) for ch in (stay, best, nearest))
     return ReplanResult(
         decision=decision, reason=reason, stay=stay, best=best, progress_fraction=done, schedule_fraction=on_line,
         remaining_deadline_s=remaining_s, restart_s=float(restart_s), margin=margin, objective=objective,
