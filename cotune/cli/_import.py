@@ -88,16 +88,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _refuse_run_flags(args: argparse.Namespace, fmt: str, fix: str, *, allow: tuple[str, ...] = (),
-                      record: bool = False) -> None:
-    """Refuse the one-run flags (and ``--record`` with ``record``) given to a format whose
-    files state those fields themselves."""
+def _refuse_run_flags(args: argparse.Namespace, fmt: str, fix: str, *, allow: tuple[str, ...] = ()) -> None:
+    """Refuse the one-run flags given to a format whose files state those fields themselves."""
     from cotune.errors import InputError
 
     given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if k not in allow and getattr(args, k) is not None]
     given += (["--hosts"] * (args.hosts != 1) + ["--accum-steps"] * (args.accum_steps != 1)
-              + ["--steps-are-epochs"] * args.steps_are_epochs
-              + ["--record"] * (record and args.record is not None))
+              + ["--steps-are-epochs"] * args.steps_are_epochs)
     if given:
         raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the log formats, not to "
                          f"{fmt}: {fix}")
@@ -130,8 +127,7 @@ def _run_trace(args: argparse.Namespace) -> int:
     from cotune.logs import import_adaptdl
 
     # The trace's files state these: the placement, the batch of each curve.
-    _refuse_run_flags(args, _TRACE, "its files state them (--gpu names a GPU type no file does)", allow=("gpu",),
-                      record=True)
+    _refuse_run_flags(args, _TRACE, "its files state them (--gpu names a GPU type no file does)", allow=("gpu",))
     profile = import_adaptdl(args.path, out=args.out, append=args.append, gpu=args.gpu, name=args.name,
                              dataset_size=args.dataset_size, metric=args.metric, goal=args.goal)
     verb = "appended to" if args.append else "wrote"
@@ -156,10 +152,11 @@ def run(args: argparse.Namespace) -> int:
                          "(a table of profile records); a log's own columns are named with --step-column, "
                          "--epoch-column, --time-column and --metric, its run's fields with --gpu, --workers, --hosts, "
                          "--local-batch")
-    if args.format == _TRACE:
-        return _run_trace(args)
+    # Before the trace's own refusals: they name the log formats, which take no --record either.
     if args.record is not None:
         raise InputError(f"--record applies to format {_TABLE} only (a table of profile records)")
+    if args.format == _TRACE:
+        return _run_trace(args)
 
     profile = import_log(
         args.format,

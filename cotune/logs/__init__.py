@@ -9,6 +9,7 @@ imported when such a log is read. See ``docs/logs.md``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from dataclasses import replace
@@ -296,6 +297,12 @@ def import_table(
         # are read again as text (a filtered column may be a number field too).
         on = [c for c in dict.fromkeys(where_columns(wanted)) if c in frame.columns]
         text = read(dtype=str, usecols=on) if on else None
+        # pandas pads a short row with empty cells and reads a torn last row ('4,0.' for
+        # '4,0.75') as a value: the csv module tells both apart from empty cells (',,').
+        torn = _rows_of_the_headers_length(p, sep)
+        if torn is not None and len(frame):
+            frame = frame.iloc[:-1]
+            text = text.iloc[:-1] if text is not None else None
     except InputError:
         raise
     except pd.errors.ParserWarning:
@@ -338,12 +345,58 @@ def import_table(
         raise InputError(f"{p}: {places[exc.row]}: {_row_fix(exc, frame, mapped)}") from None
     except InputError as exc:
         raise InputError(f"{p}: {exc}") from None
+    if torn is not None:
+        from cotune.logs._readers import torn_row_note
+
+        left_out = (torn_row_note(torn),) + left_out
     if left_out:
         profile = replace(profile, warnings=left_out)
     records = list(profile.records())
     _lines_after(out, existing, records, fix="keep the medians of repeated measurements")
     _save(out, existing, profile, records)
     return profile
+
+
+def _rows_of_the_headers_length(path: Path, sep: str) -> int | None:
+    """The line of a torn last row to drop (:func:`~cotune.logs._readers.cut_short`), or None;
+    an InputError for a row with fewer cells than the header (fewer separators: an empty
+    cell written ',,' is a cell), or more that are filled, naming its line."""
+    import csv
+
+    from cotune.logs._readers import cut_short, ends_unended
+
+    pending: tuple[int, list[str]] | None = None
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, delimiter=sep, skipinitialspace=True)
+            width = len(next(reader, []))
+            # As many rows as pandas reads (one past a profile's cap): past them the table is refused anyway.
+            for row in itertools.islice(reader, MAX_PROFILE_LINES + 1):
+                if not row:
+                    continue  # a blank line: pandas skips it too
+                if pending is not None:
+                    _check_row_length(path, *pending, width=width)
+                pending = (reader.line_num, row)
+            last = next(reader, None) is None
+    except csv.Error:
+        return None  # pandas read it: a cell past the csv module's size limit is no ragged row
+    if pending is None:
+        return None
+    if last and ends_unended(path) and cut_short(pending[1], width=width):
+        return pending[0]
+    _check_row_length(path, *pending, width=width)
+    return None
+
+
+def _check_row_length(path: Path, line: int, row: list[str], *, width: int) -> None:
+    from cotune.logs._readers import _cells
+
+    if len(row) > width and any(cell.strip() for cell in row[width:]):
+        raise InputError(f"{path}: line {line} has {_cells(len(row))}, the header names {width:,}: give every row the "
+                         "header's columns")
+    if len(row) < width and any(cell.strip() for cell in row):  # a line of blanks alone is no row
+        raise InputError(f"{path}: line {line} has {_cells(len(row))}, the header names {width:,}: give every row the "
+                         "header's columns (an empty cell is written as nothing between two separators)")
 
 
 def _longer_row(path: Path, sep: str) -> str:

@@ -103,8 +103,9 @@ def _need(path: Path, header: list[str], columns: tuple[str, ...]) -> None:
                          "AdaptDL trace file of its name")
 
 
-def _step_records(path: Path, gpu: str | None, clusters: list[str]) -> list[StepRecord]:
-    header, rows = _read_table(path, "adaptdl", "AdaptDL step-time table")
+def _step_records(path: Path, gpu: str | None, clusters: list[str], notes: list[str]) -> list[StepRecord]:
+    header, rows, torn = _read_table(path, "adaptdl", "AdaptDL step-time table")
+    notes.extend(f"{path.name}: {n}" for n in torn)
     placed = "placement" in header
     _need(path, header, ("local_bsz", "step_time", "sync_time") + (() if placed else ("num_replicas", "num_nodes")))
     suffix = _cluster_of(path)
@@ -134,11 +135,12 @@ def _step_records(path: Path, gpu: str | None, clusters: list[str]) -> list[Step
     return out
 
 
-def _eval_records(curves: list[tuple[int, Path]], dataset_size: int) -> list[EvalRecord]:
+def _eval_records(curves: list[tuple[int, Path]], dataset_size: int, notes: list[str]) -> list[EvalRecord]:
     reference = curves[0][0]  # the smallest batch: where AdaptDL measured the gradient statistics
     out = []
     for batch, path in curves:
-        header, rows = _read_table(path, "adaptdl", "AdaptDL learning curve (validation-<B>.csv)")
+        header, rows, torn = _read_table(path, "adaptdl", "AdaptDL learning curve (validation-<B>.csv)")
+        notes.extend(f"{path.name}: {n}" for n in torn)
         _need(path, header, ("iteration", "metric"))
         stats = "grad_sqr" in header and "grad_var" in header
         for line, row in enumerate(rows, start=2):
@@ -172,11 +174,13 @@ def read_adaptdl(path: str | Path, *, dataset_size: int, gpu: str | None = None)
                          "to name each by its cluster")
     clusters: list[str] = []  # GPU types read off file names
     records: list = []
+    torn: list[str] = []  # rows a killed writer cut short, dropped
     for f in steps:
-        records.extend(_step_records(f, gpu.lower() if gpu else None, clusters))
+        records.extend(_step_records(f, gpu.lower() if gpu else None, clusters, torn))
     notes = [f"GPU type{'s' if len(set(clusters)) > 1 else ''} {', '.join(map(repr, dict.fromkeys(clusters)))}: the "
              "cluster each file's name ends with (import one file with --gpu G to name its GPU type)"] if clusters else []
-    evals = _eval_records(curves, dataset_size) if curves else []
+    evals = _eval_records(curves, dataset_size, torn) if curves else []
+    notes.extend(torn)
     records.extend(evals)
     if steps:
         notes.append(f"{sum(isinstance(r, StepRecord) for r in records):,} step times from "

@@ -263,7 +263,8 @@ def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int,
     by_epoch = clocked(every.values()) or clocked(log.series.values())
     if by_epoch:
         s = max(by_epoch, key=lambda x: x.epoch.size)
-        d_epoch, d_t = np.diff(s.epoch), np.diff(s.wall_time_s)
+        epochs, clock_s = _epoch_ends(s.epoch, s.wall_time_s)
+        d_epoch, d_t = np.diff(epochs), np.diff(clock_s)
         ok = (d_epoch > 0) & (d_t > 0)
         if np.count_nonzero(ok) >= 2:
             return _summarise(d_t[ok] / (d_epoch[ok] * steps_per_epoch),
@@ -283,6 +284,20 @@ def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int,
         if s.value.size == 1 and re.search(r"steps_per_sec(ond)?$", name.lower()) and s.value[0] > 0:
             return 1.0 / float(s.value[0]), None, None, f"series {name!r}, logged once (a run summary: includes evaluation pauses)"
     return None
+
+
+def _epoch_ends(epoch: np.ndarray, clock_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each epoch's last clock stamp, where several rows share an epoch: a per-step table
+    with an epoch index (a W&B history export: epoch 0 on its first 391 rows, 1 on the next)
+    differenced row by row gave the one-step gap between epochs as a whole epoch's time, a
+    step time 391 times short. Epochs that go back (several runs in one table) or a table of
+    one row an epoch are returned as they are."""
+    d_epoch = np.diff(epoch)
+    if not (np.any(d_epoch == 0) and np.all(d_epoch >= 0)):
+        return epoch, clock_s
+    # Non-decreasing: the last row of each run of equal epochs is where that epoch ended.
+    last = np.append(d_epoch > 0, True)
+    return epoch[last], clock_s[last]
 
 
 def _epoch_index_offset(log: LogData, metric: Series, steps_per_epoch: int) -> tuple[str, float, float, int, int] | None:

@@ -257,8 +257,12 @@ def _separator(first_line: str) -> str:
     return next((sep for sep in _SEPARATORS if sep in first_line), ",")
 
 
-def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[str, str]]]:
+def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[str, str]], tuple[str, ...]]:
+    """The header, the rows (each with the header's columns) and notes on what was left out:
+    a torn last row (:func:`cut_short`) is dropped, with a note saying so."""
     _need_file(path, what, fmt)
+    notes: list[str] = []
+    unended = ends_unended(path)
     try:
         # utf-8-sig: spreadsheet programs start a CSV file with a byte-order mark
         with path.open(newline="", encoding="utf-8-sig") as fh:
@@ -272,7 +276,7 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
             # Each cell becomes a few Python objects (~250 bytes, with its series point): the
             # cells are capped, not only the bytes (a 44 MB log of 10 columns took 2.5 GB).
             most = max(1, MAX_LOG_CELLS // max(len(header), 1))
-            rows = list(itertools.islice(_as_long_as_the_header(reader, path), most + 1))
+            rows = list(itertools.islice(_as_long_as_the_header(reader, path, unended=unended, notes=notes), most + 1))
             if len(rows) > most:
                 raise InputError(f"{path}: more than {most:,} rows of {len(header)} columns, more than the "
                                  f"{MAX_LOG_CELLS:,} cells a log may hold: keep the columns the import needs (the "
@@ -289,22 +293,82 @@ def _read_table(path: Path, fmt: str, what: str) -> tuple[list[str], list[dict[s
     if sep == ";":  # semicolons separate where a comma is the decimal mark: '0,71875'
         grouped = uses_decimal_commas(v for row in rows for v in row.values())
         rows = [{k: dot_decimal(v, grouped=grouped) for k, v in row.items()} for row in rows]
-    return header, rows
+    return header, rows, tuple(notes)
 
 
-def _as_long_as_the_header(reader: "csv.DictReader[str]", path: Path) -> Iterator[dict[str, str]]:
+def ends_unended(path: Path) -> bool:
+    """Whether a text file's last line has content and no newline. Every log writer (Python's
+    csv, pandas, Keras's and Lightning's CSVLogger, W&B's export) ends each row with one, so
+    there a killed writer or a full disk may have cut the row short; published tables often
+    end without one (DAWNBench's TSVs, ElasticFlow's throughputs), whole."""
+    with path.open("rb") as fh:
+        size = fh.seek(0, 2)
+        fh.seek(max(0, size - 4096))
+        tail = fh.read()
+    # Blanks after the last newline are no row (a hand-edited file's trailing spaces).
+    return bool(tail) and tail[-1:] not in (b"\n", b"\r") and bool(re.split(rb"[\r\n]", tail)[-1].strip())
+
+
+# A number cut mid-write: at its point, its exponent or its sign ('0.' of '0.75', '1e-' of
+# '1e-05'). No writer writes a number so; a row cut after a whole digit reads whole.
+_CUT_NUMBER = re.compile(r"[-+]|[-+]?(?:\d+\.|(?:\d+(?:\.\d*)?|\.\d+)[eE][-+]?)")
+
+
+def cut_short(cells: list[str], *, width: int) -> bool:
+    """Whether an unended last row (:func:`ends_unended`) is visibly torn: fewer cells than
+    the header's ``width``, or a last cell that is a number cut short. Dropped with a note
+    (read, '4,0.' wrote a metric of 0.0 at epoch 4); a row that reads whole is kept."""
+    filled = [c.strip() for c in cells[:width]]
+    return (len(cells) < width and any(filled)) or bool(filled and _CUT_NUMBER.fullmatch(filled[-1]))
+
+
+def torn_row_note(line: int) -> str:
+    return f"dropped a torn last row (line {line:,}, cut short without its newline: the writer stopped mid-write)"
+
+
+def _as_long_as_the_header(reader: "csv.DictReader[str]", path: Path, *, unended: bool,
+                           notes: list[str]) -> Iterator[dict[str, str]]:
     """The rows of ``reader``, each with the header's columns only. Empty cells past the
     header (a trailing separator on every line, as some exports write) are dropped; a
     filled one is refused with its line: the row's values no longer sit under their
     column's name (a logger that added a column mid-run), and ``DictReader`` would keep
-    them apart, uncounted by the cell cap."""
+    them apart, uncounted by the cell cap. A row with fewer cells than the header (fewer
+    separators: an empty cell written ',,' is a cell) is refused the same way: its values
+    would sit under the wrong names just as well. With ``unended`` a last row that is
+    :func:`cut_short` is dropped, and a note added to ``notes``."""
+    pending: tuple[int, dict[str, str]] | None = None
     for row in reader:
-        extra = row.pop(None, None)  # type: ignore[call-overload]
-        if extra and any(cell.strip() for cell in extra):
-            n = len(row) + len(extra)
-            raise InputError(f"{path}: line {reader.line_num} has {n:,} cells, the header names {len(row):,}: give every "
-                             "row the header's columns (a log whose columns changed mid-run: split it where they do)")
-        yield row
+        if pending is not None:
+            yield _whole_row(*pending, path)
+        pending = (reader.line_num, row)
+    if pending is None:
+        return
+    line, row = pending
+    cells = [v for v in row.values() if isinstance(v, str)] + list(row.get(None) or ())  # type: ignore[call-overload]
+    if unended and cut_short(cells, width=len([k for k in row if k is not None])):
+        notes.append(torn_row_note(line))
+        return
+    yield _whole_row(line, row, path)
+
+
+def _cells(n: int) -> str:
+    return f"{n:,} cell{'' if n == 1 else 's'}"
+
+
+def _whole_row(line: int, row: dict[str, str], path: Path) -> dict[str, str]:
+    """``row`` (file line ``line``) without its empty cells past the header; an InputError
+    where it has filled cells past the header, or fewer cells than the header names."""
+    extra = row.pop(None, None)  # type: ignore[call-overload]
+    if extra and any(cell.strip() for cell in extra):
+        n = len(row) + len(extra)
+        raise InputError(f"{path}: line {line} has {n:,} cells, the header names {len(row):,}: give every "
+                         "row the header's columns (a log whose columns changed mid-run: split it where they do)")
+    missing = sum(1 for v in row.values() if v is None)
+    # A line of blanks alone (' ') is no row of values: counted as a row without an x, as before.
+    if missing and any(v.strip() for v in row.values() if v is not None):
+        raise InputError(f"{path}: line {line} has {_cells(len(row) - missing)}, the header names {len(row):,}: give "
+                         "every row the header's columns (an empty cell is written as nothing between two separators)")
+    return row
 
 
 def not_utf8(exc: UnicodeDecodeError) -> str:
@@ -440,7 +504,7 @@ def read_lightning_csv(path: Path) -> LogData:
             listed = ", ".join(str(p) for p in found[:5]) or "none"
             raise InputError(f"{path}: expected one metrics.csv below it, found {len(found)} ({listed}): give one run's metrics.csv")
         path = found[0]
-    header, rows = _read_table(path, "lightning-csv", "metrics.csv that CSVLogger writes")
+    header, rows, torn = _read_table(path, "lightning-csv", "metrics.csv that CSVLogger writes")
     if "step" not in header:
         raise InputError(f"{path}: no 'step' column: this is not a Lightning CSVLogger metrics.csv (use format csv)")
     # CSVLogger's 'step' is the 0-based index of the step just taken; its 'epoch' is the
@@ -454,7 +518,7 @@ def read_lightning_csv(path: Path) -> LogData:
         if implied is not None:
             facts["steps_per_epoch"] = implied
     return LogData(format="lightning-csv", source=str(path), run_name=run or "lightning-run", series=series, facts=facts,
-                   notes=_skipped_note(skipped, "row", "'step'"), text_columns=empty)
+                   notes=torn + _skipped_note(skipped, "row", "'step'"), text_columns=empty)
 
 
 def _steps_per_epoch_of_index(rows: list[dict[str, str]]) -> float | None:
@@ -475,7 +539,7 @@ def read_keras_csv(path: Path, *, time_column: str | None = None, time_unit: str
     """Keras ``CSVLogger``: one row per epoch, ``epoch`` the 0-based index of the epoch just
     finished (row ``k`` is measured after ``k + 1`` passes over the data). CSVLogger writes
     no clock, but a log of its layout may hold one (a callback's, DAWNBench's ``hours``)."""
-    header, rows = _read_table(path, "keras-csv", "training log that keras.callbacks.CSVLogger writes")
+    header, rows, torn = _read_table(path, "keras-csv", "training log that keras.callbacks.CSVLogger writes")
     if "epoch" not in header:
         raise InputError(f"{path}: no 'epoch' column" + (_unnamed_index(header) or
                          ": this is not a Keras CSVLogger log (use format csv and --epoch-column)"))
@@ -485,7 +549,7 @@ def read_keras_csv(path: Path, *, time_column: str | None = None, time_unit: str
                                            epoch_is_passes=True, epoch_offset=1.0, time_col=time_col, clocks=clocks,
                                            seconds_per_unit=seconds_per, path=path)
     return LogData(format="keras-csv", source=str(path), run_name=path.stem, series=series,
-                   notes=_skipped_note(skipped, "row", "'epoch'") + ((unit_note,) if unit_note else ())
+                   notes=torn + _skipped_note(skipped, "row", "'epoch'") + ((unit_note,) if unit_note else ())
                    + _one_based_hint(rows), text_columns=empty)
 
 
@@ -530,8 +594,45 @@ def _epoch_index_hint(rows: list[dict[str, str]], epoch_col: str, step_col: str)
         return ()
     return (f"column {epoch_col!r} is still 0 at step {at_zero:g}, after steps were taken: it counts the epoch in "
             "progress from 0 (Lightning's CSVLogger writes that), not passes done, and every point reads about one "
-            "epoch early: import a Lightning log as format lightning-csv (its epochs come from the steps), or leave "
-            "that column out so the steps give the epochs",)
+            "epoch early: import a Lightning log as format lightning-csv (its epochs come from the steps), or rename "
+            f"that column in the file's header (to {epoch_col + '_index'!r}, say) so the steps give the epochs",)
+
+
+def _read_in_progress_index(series: dict[str, Series], rows: list[dict[str, str]], header: list[str], *,
+                            epoch_col: str, step_col: str | None) -> tuple[dict[str, Series], tuple[str, ...]]:
+    """``series`` with the points of each one logged at the end of an epoch read as passes done,
+    where ``epoch_col`` is the index of the epoch in progress, and a note saying so.
+
+    Such an index (a W&B history export of ``wandb.log({"epoch": epoch, ...})`` inside ``for
+    epoch in range(n)``; Lightning's ``metrics.csv``) holds whole numbers from 0 that repeat
+    over the rows of a pass; a series whose every point sits on the last row of an index's
+    rows, after other rows of it, was logged when that pass ended: index ``k`` is ``k + 1``
+    passes done. Read as passes, every evaluation was one epoch early (the first at epoch 0,
+    before any training), without a word. Series on other rows (the per-step training loss)
+    keep the index."""
+    at = [(i, e) for i, e in enumerate(_number(r.get(epoch_col)) for r in rows) if e is not None]
+    values = [e for _, e in at]
+    if (len(values) < 2 or values[0] != 0.0 or not all(math.isfinite(e) and e.is_integer() for e in values)
+            or any(b < a for a, b in zip(values, values[1:])) or len(set(values)) == len(values)):
+        return series, ()
+    # The last row of each run of equal indices that has rows before it: an epoch's end.
+    ends = {i for (i, e), after, before in zip(at, values[1:] + [math.nan], [math.nan] + values[:-1])
+            if e != after and e == before}
+    shifted = []
+    for key in header:
+        s = series.get(key)
+        if s is None or s.epoch is None or key == step_col:
+            continue
+        on = {i for i, _ in at if _number(rows[i].get(key)) is not None}
+        if on and on <= ends:
+            series[key] = replace(s, epoch=s.epoch + 1.0)
+            shifted.append(key)
+    if not shifted:
+        return series, ()
+    names = ", ".join(map(repr, shifted[:5])) + (f" and {len(shifted) - 5:,} more" if len(shifted) > 5 else "")
+    return series, (f"column {epoch_col!r} counts the epoch in progress from 0 (whole numbers repeated over the rows "
+                    f"of a pass): the points of {names}, each on the last row of its epoch, are read as at that "
+                    "epoch's end (index + 1 passes done)",)
 
 
 def _zero_based_hint(rows: list[dict[str, str]], epoch_col: str) -> tuple[str, ...]:
@@ -658,7 +759,7 @@ def _clock(path: Path, header: list[str], rows: list[dict[str, str]], given: str
 
 def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | None = None, run: str | None = None,
              run_column: str | None = None, time_column: str | None = None, time_unit: str | None = None) -> LogData:
-    header, rows = _read_table(path, "csv", "CSV file")
+    header, rows, torn = _read_table(path, "csv", "CSV file")
     rows = _one_run(path, header, rows, run=run, run_column=run_column)
     # The x axis by name, whatever its case ('Epoch', 'STEP'), when not named by an option.
     by_name = {h.strip().lower(): h for h in reversed(header)}
@@ -691,8 +792,11 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
                                            epoch_is_passes=True, epoch_offset=1.0 if keras else 0.0, time_col=time_col,
                                            clocks=clocks, seconds_per_unit=seconds_per, path=path)
     x = " or ".join(repr(c) for c in (step_col, epoch_col) if c)
-    hint = (() if epoch_col is None or keras else _zero_based_hint(rows, epoch_col) if step_col is None
-            else _epoch_index_hint(rows, epoch_col, step_col))
+    hint: tuple[str, ...] = ()
+    if epoch_col is not None and not keras:
+        series, hint = _read_in_progress_index(series, rows, header, epoch_col=epoch_col, step_col=step_col)
+    if epoch_col is not None and not keras and not hint:
+        hint = _zero_based_hint(rows, epoch_col) if step_col is None else _epoch_index_hint(rows, epoch_col, step_col)
     run_name, notes = path.stem, ()
     if download is not None and "Value" in series:
         # The tag's name is in the download's file name only: the series is named after it,
@@ -703,7 +807,7 @@ def read_csv(path: Path, *, step_column: str | None = None, epoch_column: str | 
                  "name" + ("; its Step as the index of the epoch just finished (Keras)" if keras else ""),)
     notes += (unit_note,) if unit_note else ()
     return LogData(format="csv", source=str(path), run_name=run_name, series=series,
-                   notes=_skipped_note(skipped, "row", x) + hint + notes, text_columns=empty)
+                   notes=torn + _skipped_note(skipped, "row", x) + hint + notes, text_columns=empty)
 
 
 #: TensorBoard's scalar dashboard names a download ``run-<run>-tag-<tag>.csv`` (``/`` in the
@@ -921,7 +1025,8 @@ def read_tensorboard(path: Path) -> LogData:
         notes.append(f"a Keras TensorBoard log's {halves[0]}/ half: its epoch_* series step by the 0-based index of the "
                      f"epoch just finished, so one is added; give the directory above it ({keras_dir}) to read both "
                      "halves")
-    run_name = (keras_dir if halves else path).name
+    # An event file given by its path is named after its run directory, as the directory is.
+    run_name = (keras_dir if halves else path if path.is_dir() else path.resolve().parent).name
     return LogData(format="tensorboard", source=str(path), run_name=run_name or "tensorboard-run", series=series,
                    notes=tuple(notes), files={k: tuple(v) for k, v in tag_files.items()}, sub_runs=sub_runs)
 
@@ -1114,27 +1219,53 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     metrics_dir = run / "metrics"
     by_key: dict[str, list[tuple[float, float, float]]] = {}
     points = 0
+    notes: list[str] = []
     for file in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
         key = file.relative_to(metrics_dir).as_posix()
         rows = []
         _need_file(file, "metric file of the MLflow run", "mlflow")
+        # Lines without a step: (the first one's number and text, how many), and whether the
+        # last line read had no newline — MLflow ends every line it writes with one.
+        stepless: tuple[int, str] | None = None
+        stepless_lines = with_step = 0
+        unended = False
         with file.open(encoding="utf-8", errors="replace") as fh:  # line by line: memory follows the points kept
-            for number, line in enumerate(fh, start=1):
-                line = line.rstrip("\r\n")
+            for number, raw in enumerate(fh, start=1):
+                line = raw.rstrip("\r\n")
+                unended = not raw.endswith("\n")
                 parts = line.split()
                 if not parts:
                     continue
+                numbers = [_number(part) for part in parts]
+                if unended and (not 2 <= len(parts) <= 3 or None in numbers):
+                    notes.append(_torn_metric_line(key, line))
+                    break
                 if not 2 <= len(parts) <= 3:  # MLflow writes 'timestamp value step' (old stores: no step)
                     raise InputError(f"{file}:{number}: expected 'timestamp value step', got {excerpt(line)}: the run's "
                                      "metric file is damaged")
-                ts, value = _number(parts[0]), _number(parts[1])
-                step = _number(parts[2]) if len(parts) > 2 else 0.0
+                ts, value = numbers[0], numbers[1]
+                step = numbers[2] if len(parts) > 2 else 0.0
                 if ts is None or value is None or step is None:
                     raise InputError(f"{file}:{number}: expected numbers 'timestamp value step', got {excerpt(line)}")
+                if len(parts) == 2:
+                    stepless_lines += 1
+                    stepless = stepless or (number, line)
+                else:
+                    with_step += 1
                 rows.append((step, value, ts))
                 points += 1
                 if points > MAX_LOG_POINTS:
                     raise _too_many_points(run)
+        if stepless is not None and with_step:
+            # Only an old store writes no step, and then on every line: one without it among
+            # lines with one is a line cut short, whose value was read at step 0 (the run's
+            # last value became its first point, at epoch 0).
+            if stepless_lines == 1 and unended and stepless[0] == number:
+                rows.pop()
+                notes.append(_torn_metric_line(key, stepless[1]))
+            else:
+                raise InputError(f"{file}:{stepless[0]}: expected 'timestamp value step', got {excerpt(stepless[1])} "
+                                 "among lines with a step: the run's metric file is damaged")
         if rows:
             by_key[key] = rows
     if not by_key:
@@ -1143,7 +1274,12 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     lightning = _lightning_indexed(by_key)
     series = {k: _mlflow_series(k, v, step_offset=1.0 if lightning else 0.0) for k, v in by_key.items()}
     return LogData(format="mlflow", source=str(run), run_name=name or run.name, series=series,
-                   notes=(_LIGHTNING_MLFLOW_NOTE,) if lightning else ())
+                   notes=((_LIGHTNING_MLFLOW_NOTE,) if lightning else ()) + tuple(notes))
+
+
+def _torn_metric_line(key: str, line: str) -> str:
+    return (f"dropped a torn last line of metric {key!r} ({excerpt(line)}, without its newline: the writer stopped "
+            "mid-write)")
 
 
 _READERS: dict[str, Callable[..., LogData]] = {

@@ -155,9 +155,14 @@ def test_a_keras_half_validated_every_other_epoch_still_reads_its_epoch_index(tm
 # --- Lightning's 0-based counters through other formats --------------------------------
 
 
-def test_a_lightning_metrics_csv_read_as_csv_is_told_its_epoch_column_is_an_index(tmp_path):
+def test_a_lightning_metrics_csv_read_as_csv_reads_each_validation_at_its_epochs_end(tmp_path):
+    # Its 'epoch' is the epoch in progress, and each validation row the last of its epoch:
+    # read as passes, validation k was at epoch k - 1 (the first at 0, before any training).
     profile = import_log("csv", LIGHTNING, global_batch=16, dataset_size=96, metric="val_acc")
-    assert any("column 'epoch' is still 0 at step 1" in n and "lightning-csv" in n for n in profile.warnings)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]
+    assert [e.epoch for e in profile.evals] == [e.epoch for e in import_log(
+        "lightning-csv", LIGHTNING, global_batch=16, dataset_size=96, metric="val_acc").evals]
+    assert any("column 'epoch' counts the epoch in progress from 0" in n and "'val_acc'" in n for n in profile.warnings)
 
 
 def _mlflow_run(root: Path, run_id: str, name: str, metrics: dict[str, list[tuple[int, float]]], *,
