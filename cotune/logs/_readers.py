@@ -1007,7 +1007,8 @@ def read_tensorboard(path: Path) -> LogData:
     # Lightning's TensorBoardLogger (hparams.yaml beside the events, an 'epoch' series of
     # whole epoch indices) writes the 0-based index of the step just taken, as its
     # CSVLogger does: one is added, so both loggers give one run the same epochs.
-    lightning = (path / "hparams.yaml").is_file() and "epoch" in events and all(
+    run_dir = path if path.is_dir() else path.parent  # an event file given by its path: its run's folder
+    lightning = (run_dir / "hparams.yaml").is_file() and "epoch" in events and all(
         v.is_integer() for _, v, _ in events["epoch"])
     offset = 1.0 if lightning else 0.0
     series = {}

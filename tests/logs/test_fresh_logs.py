@@ -52,6 +52,16 @@ def test_fresh_lightning_tensorboard_gives_the_epochs_its_csv_log_gives(tmp_path
     assert any("a Lightning TensorBoard log" in n for n in profile.warnings)
 
 
+def test_fresh_lightning_tensorboard_event_file_given_by_its_path_is_read_as_its_run(tmp_path):
+    pytest.importorskip("lightning")
+    pytest.importorskip("tensorboard")
+    run = make_logs.write_lightning_tensorboard(tmp_path)
+    (event_file,) = run.glob("*tfevents*")
+    profile = import_log("tensorboard", event_file, metric="val_acc", global_batch=B, dataset_size=N)
+    assert [e.epoch for e in profile.evals] == [1.0, 2.0, 3.0, 4.0]  # hparams.yaml is beside the file
+    assert any("a Lightning TensorBoard log" in n for n in profile.warnings)
+
+
 def test_fresh_tensorboard_step_time_matches_the_loop_clock(tmp_path):
     pytest.importorskip("tensorboard")
     run, gaps = make_logs.write_tensorboard(tmp_path)
