@@ -79,7 +79,9 @@ alternative beats it by more than 5 points), or, when no option has a real chanc
 over the time left, or cost over the budget left, whichever is worse).
 
 Straight-line rule. If the run is behind the straight line from 0 at start to the
-target at the deadline (``φ < elapsed / deadline``), pure-spot candidates are left
+target at the deadline (the progress below ``elapsed / deadline``; the progress is the
+epochs done over those plus the remaining epochs where the job runs, given the target is
+not reached yet: the STAY row's), pure-spot candidates are left
 out: behind schedule the job runs on on-demand (or mixed, which starts on on-demand
 while behind) — Can't Be Late's uniform-progress rule at this decision point. Only where
 an on-demand or mixed option (or the job itself, running on one) keeps ``P(success) ≥ q``
@@ -94,7 +96,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 import numpy as np
 
@@ -137,7 +139,7 @@ class ReplanResult:
     reason: str
     stay: Any  # Choice | None
     best: Any  # Choice | None: best alternative (restart paid)
-    progress_fraction: float  # φ
+    progress_fraction: float  # epochs done / (those + the remaining given not reached yet); 1 once reached
     schedule_fraction: float  # elapsed / deadline: where the straight line is
     remaining_deadline_s: float
     restart_s: float
@@ -757,11 +759,14 @@ def replan(
             f"the accuracy model predicts that global batch {progress.global_batch} never reaches the target {target:g}, "
             "so progress toward it is undefined: check --current and --target"
         )
-    done = float(min(max(epochs_here / total_here, 0.0), 1.0))
-    left = 1.0 - done
-    if forecast is not None and math.isfinite(forecast.epochs_if_reached):
-        notes.append(_forecast_note(forecast, math.exp(here.shift)))
-    elif forecast is not None or own:
+    # The median of the total epochs, unconditional: a job past it without the target is
+    # still short of it (the progress and the forecast note below are conditional).
+    past_median = epochs_here >= total_here
+    # The forecast's note states the conditional forecast, which needs the schedule and the
+    # staying option: it is written at the end, here in the notes' order.
+    forecast_slot = len(notes) if forecast is not None and math.isfinite(forecast.epochs_if_reached) else None
+    job_factor = math.exp(here.shift)  # the job's shift from the model, as the note states it
+    if forecast_slot is None and (forecast is not None or own):
         notes.append(f"the job's own curve at global batch {progress.global_batch} gives no finite forecast "
                      f"({'; '.join(forecast.notes) if forecast is not None and forecast.notes else 'it does not reach the target'}): "
                      "the accuracy model's epochs are used")
@@ -776,7 +781,6 @@ def replan(
                      + (f"({left_e:.3g} epochs left)" if left_e > 0 else "and it has passed it: staying cannot reach the target")
                      + "; a target not reached by then is missed, at every batch")
     on_line = min(progress.elapsed_s / deadline_s, 1.0)
-    ahead = done >= on_line
     ck = cl.checkpoint
     if restart_s is None:
         restart_s = (ck.write_s + ck.restart_s if ck else 0.0) + max(o.replacement_delay_s for o in cl.gpus.values())
@@ -799,10 +803,26 @@ def replan(
     from cotune.solver import check_candidate_limit
 
     check_candidate_limit(space, limit=req.max_candidates, rows_per_candidate=plan.rows_per_candidate)
+    if forecast_slot is not None:
+        forecast_slot += len(space_notes) + len(plan.notes)
     notes = list(space_notes) + list(plan.notes) + notes
     table = plan.price_table(space.gpus)
 
     q = DEFAULT_CONFIDENCE if confidence is None else confidence
+    # Progress: the epochs done over those plus the remaining epochs *given the target is not
+    # reached yet* at the batch the job runs (remaining_work, the STAY row's epochs). The
+    # unconditional median clipped to the epochs seen read "100 % of the work done" beside a
+    # STAY row with epochs still to go, for a job past its median without the target.
+    running = _running_work(models=models, outlook=outlook, space_gpus=space.gpus, progress=progress,
+                            gpus_per_host=plan.gpus_per_host[progress.gpu], table=table, target=target,
+                            confidence=confidence, forecast=forecast, schedule=schedule, interval=req.interval)
+    if forecast is not None and forecast.reached:
+        done = 1.0  # the curve has crossed the target: nothing is left
+    else:
+        d_here, rem_here = running.done_epochs, running.epochs_left
+        done = d_here / (d_here + rem_here) if d_here > 0 and math.isfinite(rem_here) else 0.0
+    left = 1.0 - done
+    ahead = done >= on_line
 
     def evaluate(cands, startup: float, *, running: bool, every_mixed: bool = False):
         # The remaining work of every option as a distribution (cotune.solver.job_outlook →
@@ -1010,7 +1030,7 @@ def replan(
                    f"to at least {format_money_at_least(progress.spent + _cost_at_q(nearest), priced=priced)} ")
                 + "to go on, or stop the job"
             )
-        elif left <= 0.0:
+        elif past_median:
             # Past the model's whole job without the target: "the remaining 0 % of the work"
             # read as a contradiction. The models' belief, conditioned on the target not
             # reached so far, is that it will not be: say so, and what would change it.
@@ -1076,6 +1096,11 @@ def replan(
     # batch measured only with gradient accumulation, so a switch to it launched without the
     # accumulation would hold the whole local batch at once and run out of memory.
     stay, best, nearest = (models.with_accumulation(ch) for ch in (stay, best, nearest))
+    if forecast_slot is not None:
+        # Staying's chance is the STAY row's only where staying runs the batch the curve is at.
+        same = stay is not None and stay.global_batch == progress.global_batch
+        notes.insert(forecast_slot, _forecast_note(forecast, job_factor, running=running,
+                                                   stay_p_success=stay.p_success if same else None))
     return ReplanResult(
         decision=decision, reason=reason, stay=stay, best=best, progress_fraction=done, schedule_fraction=on_line,
         remaining_deadline_s=remaining_s, restart_s=float(restart_s), margin=margin, objective=objective,
@@ -1121,15 +1146,69 @@ def _on_demand_cluster(models: Any, req: RecommendRequest, new_prices: Mapping[s
     return cluster, priced
 
 
-def _forecast_note(forecast: Any, factor: float) -> str:
+@dataclass(frozen=True, kw_only=True)
+class _RunningWork:
+    """The remaining work at the batch the job runs, given the target is not reached yet
+    (:func:`cotune.solver.remaining_work`): what its progress and its forecast note state."""
+
+    done_epochs: float  # where it resumes there (its epochs, placed at that batch)
+    epochs_left: float  # conditional median (∞: no estimate)
+    epochs_left_interval: tuple[float, float]  # central ``interval`` of the epochs left
+    interval: float
+    p_reach: float  # reached (by the schedule's end, if any), given not reached yet
+
+
+def _running_work(*, models: Any, outlook: Callable[..., Any], space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: int,
+                  table: np.ndarray, target: float, confidence: float | None, forecast: Any,
+                  schedule: tuple[float, float] | None, interval: float) -> _RunningWork:
+    """:class:`_RunningWork` of the configuration the job has run (``progress``: its GPU,
+    workers and local batch), by the belief ``outlook`` (``replan``'s) and the STAY row's
+    spread — so where staying runs that batch its epochs are the STAY row's."""
+    from cotune.solver import estimate, remaining_work
+
+    cands = _config_candidates(space_gpus, gpu=progress.gpu, workers=progress.workers,
+                               local_batch=progress.local_batch, gpus_per_host=gpus_per_host)
+    raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
+    o = outlook(cands, running=True, forecast=forecast)
+    first = lambda v: np.asarray(v, float)[:1]  # noqa: E731 - the on-demand row; epochs are the market's alike
+    # The spread the STAY row has (the epochs' and the step time's, _remaining_estimates) on a
+    # unit epoch time: epochs do not depend on it, and a step time the models cannot give (a
+    # local batch past a memory cap) leaves them defined.
+    step = np.nan_to_num(first(raw.step_log_sigma), nan=0.0, posinf=0.0)
+    rw = remaining_work(
+        epochs=first(o.epochs), log_sigma=np.sqrt(first(o.log_sigma) ** 2 + step**2), p_reach=first(o.p_reach),
+        done_epochs=first(o.done_epochs), epoch_time_s=np.ones(1), restart_s=np.zeros(1), rate_per_s=np.zeros(1),
+        remaining_s=None, interval=interval, **_schedule(1, schedule),
+    )
+    assert rw.epochs is not None and rw.time_interval_s is not None
+    lo, hi = rw.time_interval_s  # in epochs: a unit epoch time and no restart
+    return _RunningWork(done_epochs=float(first(o.done_epochs)[0]), epochs_left=float(rw.epochs[0]),
+                        epochs_left_interval=(float(lo[0]), float(hi[0])), interval=interval,
+                        p_reach=float(rw.p_reach[0]))
+
+
+def _forecast_note(forecast: Any, factor: float, *, running: _RunningWork, stay_p_success: float | None) -> str:
+    """The job's curve and what it forecasts *given the target is not reached yet*: the
+    unconditional median (and its interval) lay at or before the epochs seen for a job past
+    it, so "forecasts the target at epoch 59.5 … with probability 0.64" sat beside a STAY
+    row with 5.4 epochs left at 47 %. ``stay_p_success``: the STAY row's chance, where
+    staying runs the curve's batch (None: it does not)."""
     from cotune.solver import MAX_SHIFT
 
     if forecast.reached:
         # The crossing is interpolated between two evaluations: "at epoch 3.42" read as measured.
         return f"the job's own curve has reached the target (crossing it at about epoch {forecast.epochs:.3g})"
-    lo, hi = forecast.lower, forecast.upper
-    return (
-        f"the job's own curve ({forecast.n_points} evaluations, {forecast.epochs_seen:.3g} epochs, {forecast.source}) "
-        f"forecasts the target at epoch {forecast.epochs_if_reached:.3g} ({forecast.interval:.0%}: {lo:.3g}–{hi:.3g}), "
-        f"reached with probability {forecast.p_reach:.2f}; the model's epochs are scaled by {factor:.3g} for this job (at most {MAX_SHIFT:g}x either way)"
-    )
+    head = f"the job's own curve ({forecast.n_points} evaluations, {forecast.epochs_seen:.3g} epochs, {forecast.source})"
+    tail = f"the model's epochs are scaled by {factor:.3g} for this job (at most {MAX_SHIFT:g}x either way)"
+    d, left = running.done_epochs, running.epochs_left
+    if not math.isfinite(left):  # no conditional estimate: the curve's own median, said to be that
+        return f"{head} forecasts the target at epoch {forecast.epochs_if_reached:.3g} (its median given reached); {tail}"
+    lo, hi = (d + x for x in running.epochs_left_interval)
+    text = (f"{head}, given the target not reached by epoch {d:.3g}, forecasts it at epoch {d + left:.3g} "
+            f"({running.interval:.0%}: {lo:.3g}–{hi:.3g}), reached with probability {format_chance(running.p_reach)}")
+    if stay_p_success is not None:
+        text += f"; by the deadline, staying's P(success) is {format_chance(stay_p_success)}"
+    # Equal where the forecast clipped its median to the epochs seen (up to float noise).
+    if forecast.epochs_if_reached <= forecast.epochs_seen * (1.0 + 1e-9):
+        text += f"; its median without that condition, epoch {forecast.epochs_if_reached:.3g}, is already past"
+    return f"{text}; {tail}"

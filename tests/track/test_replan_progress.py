@@ -19,16 +19,18 @@ from cotune.profile import EvalRecord, StepRecord, append_records, read_profile
 TARGET = 0.94
 
 
-def _job_profile(dst: Path, *, stretch: float = 1.0, up_to_epoch: float = 15.0, job: str = "run1") -> Path:
+def _job_profile(dst: Path, *, stretch: float = 1.0, up_to_epoch: float = 15.0, job: str = "run1",
+                 metric_drop: float = 0.0) -> Path:
     """The CIFAR-10 profile plus a tracked job at 4 x 128 whose curve is the measured one at
-    global batch 512, its epochs stretched by ``stretch`` (a job slower to learn)."""
+    global batch 512, its epochs stretched by ``stretch`` (a job slower to learn) and its
+    metric lowered by ``metric_drop`` (a job that plateaus lower)."""
     shutil.copy(example_path("cifar10-resnet18"), dst)
     p = read_profile(dst)
     step = next(s for s in p.steps if (s.workers, s.hosts, s.local_batch) == (4, 1, 129))
     curve = [e for e in p.evals if e.global_batch == 512 and e.epoch * stretch <= up_to_epoch]
     per_epoch_s = 50_000 / 512 * step.step_time_s
     recs = [StepRecord(gpu="t4", workers=4, hosts=1, local_batch=128, step_time_s=step.step_time_s, job=job, timed_steps=100)]
-    recs += [EvalRecord(global_batch=512, epoch=e.epoch * stretch, metric=e.metric, job=job,
+    recs += [EvalRecord(global_batch=512, epoch=e.epoch * stretch, metric=e.metric - metric_drop, job=job,
                         elapsed_s=e.epoch * stretch * per_epoch_s) for e in curve]
     append_records(dst, recs)
     return dst
@@ -49,8 +51,59 @@ def test_progress_comes_from_the_tracked_records(job_path: Path, cifar_models) -
     last = max(e.epoch for e in read_profile(job_path).evals if e.job == "run1")
     assert r.job == "run1" and r.epochs_done == pytest.approx(last)
     assert r.forecast is not None and r.forecast.source == "curve+prior"
-    assert r.progress_fraction == pytest.approx(last / r.forecast.epochs_if_reached)
+    assert r.progress_fraction == pytest.approx(last / (last + r.stay.epochs))
     assert r.stay.workers == 4 and r.stay.local_batch == 128
+
+
+@pytest.fixture(scope="module")
+def past_median_path(tmp_path_factory) -> Path:
+    """A job at 4 x 128 past its curve's median to PAST_MEDIAN_TARGET without reaching it:
+    the measured curve at 512 to epoch 100, 0.004 lower (it peaks at 0.942)."""
+    return _job_profile(tmp_path_factory.mktemp("past") / "past.jsonl", up_to_epoch=100.0, metric_drop=0.004)
+
+
+PAST_MEDIAN_TARGET = 0.943
+
+
+def _past_median(path: Path, models):
+    r = _replan(path, models, target=PAST_MEDIAN_TARGET)
+    f = r.forecast
+    # the case itself: the curve's median given reached lies at the epochs seen, not reached
+    assert f is not None and not f.reached and f.epochs_if_reached <= f.epochs_seen + 1e-9
+    return r
+
+
+def test_a_job_past_its_curves_median_without_the_target_has_work_left(past_median_path: Path, cifar_models) -> None:
+    r = _past_median(past_median_path, cifar_models)
+    # It read 1.0 ("100% of the work done") beside a STAY row with epochs left.
+    assert r.stay.epochs > 0 and r.progress_fraction < 1.0
+    assert r.progress_fraction == pytest.approx(r.epochs_done / (r.epochs_done + r.stay.epochs))
+
+
+def test_the_forecast_note_is_given_the_target_not_reached_yet(past_median_path: Path, cifar_models) -> None:
+    from cotune.units import format_chance
+
+    r = _past_median(past_median_path, cifar_models)
+    note = next(n for n in r.notes if n.startswith("the job's own curve"))
+    # It forecast the target at the epochs already seen, at the unconditional chance (0.93
+    # beside the STAY row's 0.88): now where the STAY row's epochs end, at its chance.
+    assert f"given the target not reached by epoch {r.epochs_done:.3g}" in note
+    assert f"forecasts it at epoch {r.epochs_done + r.stay.epochs:.3g}" in note
+    assert f"staying's P(success) is {format_chance(r.stay.p_success)}" in note
+    assert f"its median without that condition, epoch {r.forecast.epochs_if_reached:.3g}, is already past" in note
+
+
+@pytest.mark.slow
+def test_the_cli_table_and_json_report_one_progress(past_median_path: Path, capsys) -> None:
+    from cotune.cli import main
+
+    args = ["replan", str(past_median_path), "--target", str(PAST_MEDIAN_TARGET), "--deadline", "3h",
+            "--price", "t4=0.526", "--max-workers", "16"]
+    assert main([*args, "--json"]) == 0
+    progress = json.loads(capsys.readouterr().out)["progress_fraction"]
+    assert main(args) == 0
+    assert f"· {progress:.0%} of the work done" in capsys.readouterr().out
+    assert progress < 0.995  # it read 1.0, "100% of the work done", with epochs left
 
 
 def test_stay_is_the_median_of_the_job_forecast_given_the_target_is_not_reached_yet(job_path: Path, cifar_models) -> None:
@@ -334,7 +387,7 @@ def test_after_a_change_of_batch_the_tracked_epochs_are_placed_at_the_new_batch(
     assert d != pytest.approx(at)  # epochs at 1024 are not epochs at 512
     assert r.epochs_done == pytest.approx(17.0)  # the job's own count, as tracked
     assert r.forecast is not None and r.forecast.epochs_seen == pytest.approx(d + 17.0 - at)
-    assert r.progress_fraction == pytest.approx(min((d + 17.0 - at) / r.forecast.epochs_if_reached, 1.0))
+    assert r.progress_fraction == pytest.approx((d + 17.0 - at) / (d + 17.0 - at + r.stay.epochs))
     assert any(f"changed global batch 512 -> 1024 at its epoch {at:.3g}" in n for n in r.notes)
 
 
