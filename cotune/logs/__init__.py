@@ -452,7 +452,7 @@ def import_adaptdl(
     from cotune.logs._convert import _readable
 
     _name("--gpu", gpu)
-    from cotune.logs._adaptdl import trace_name
+    from cotune.logs._adaptdl import NO_CURVE_NOTE, trace_name
 
     existing, fields_ = _workload_of(out, append=append, what="this trace", name=name or trace_name(Path(path)),
                                      named=name is not None, dataset_size=dataset_size, metric=metric, goal=goal,
@@ -460,6 +460,11 @@ def import_adaptdl(
                                      why_metric="what the curves' metric column measures, e.g. top1 or val_loss")
     workload = fields_ if isinstance(fields_, WorkloadRecord) else WorkloadRecord(**fields_, source=f"adaptdl trace {path}")
     records, notes = read_adaptdl(path, dataset_size=workload.dataset_size, gpu=gpu)
+    held = 0 if existing is None else len(existing.evals)
+    if held and NO_CURVE_NOTE in notes:
+        # Appended to a profile with curves: asking for one read as if the profile had none.
+        notes[notes.index(NO_CURVE_NOTE)] = (f"no learning curve in this trace: the profile's {held:,} eval "
+                                             f"record{'s' if held > 1 else ''} already there are its curves")
     records, dropped = _readable([workload] + records)  # the profile reader's rule, the workload's fields too
     if dropped:
         raise InputError(f"{path}: {dropped[0]}")

@@ -31,7 +31,12 @@ from cotune.errors import InputError
 from cotune.logs._readers import MAX_LOG_BYTES, _read_table
 from cotune.profile import EvalRecord, StepRecord
 
-__all__ = ["read_adaptdl", "trace_name"]
+__all__ = ["NO_CURVE_NOTE", "read_adaptdl", "trace_name"]
+
+#: The note of a trace without a learning curve (an import appending to a profile that has
+#: curves replaces it: the advice is about the profile, not the file).
+NO_CURVE_NOTE = ("no learning curve (validation-<B>.csv): add one (cotune import --append a run's log) before "
+                 "recommending")
 
 _STEP_FILE = re.compile(r"^(placements|scalability)(?:-(?P<cluster>[^.]+))?$")
 _CURVE_FILE = re.compile(r"^validation-(?P<batch>\d+)$")
@@ -190,6 +195,5 @@ def read_adaptdl(path: str | Path, *, dataset_size: int, gpu: str | None = None)
                      f"{', '.join(str(b) for b, _ in curves)} (epochs = iteration × batch / {dataset_size:,}; the "
                      f"gradient statistics at the reference batch {curves[0][0]})")
     else:
-        notes.append("no learning curve (validation-<B>.csv): add one (cotune import --append a run's log) before "
-                     "recommending")
+        notes.append(NO_CURVE_NOTE)
     return records, notes

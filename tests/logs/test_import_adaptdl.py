@@ -85,6 +85,15 @@ def test_sia_traces_name_each_gpu_type_by_its_cluster_and_append_to_a_profile(tm
     assert any("no learning curve" in n for n in one.warnings)
 
 
+def test_a_trace_without_curves_appended_to_a_profile_with_curves_asks_for_none(tmp_path):
+    out = tmp_path / "p.jsonl"
+    import_adaptdl(_trace(tmp_path), out=out, gpu="t4", dataset_size=6400, metric="top1")
+    more = import_adaptdl(tmp_path / "mytrace" / "placements.csv", out=out, append=True, gpu="v100")
+    # It said "no learning curve …: add one before recommending" of a profile holding three.
+    assert not any("no learning curve (validation" in n for n in more.warnings)
+    assert "no learning curve in this trace: the profile's 3 eval records already there are its curves" in more.warnings
+
+
 @pytest.mark.parametrize(("edit", "needle"), [
     (lambda d: (d / "placements.csv").write_text("placement,local_bsz,step_time,sync_time\n2x,32,0.1,0.0\n"),
      r"placements.csv:2: placement '2x' is not one digit 1-9 per node"),
