@@ -2,6 +2,7 @@
 
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction
 from cotune.models._backbone import (
+    SYNC_CONSTANT_RANGE,
     SYNC_CONSTANT_RATIO,
     SYNC_GROWTH_RANGE,
     SYNC_GROWTH_RATIO,
@@ -18,6 +19,7 @@ __all__ = [
     "SYNC_GROWTH_RATIO",
     "SYNC_GROWTH_RANGE",
     "SYNC_CONSTANT_RATIO",
+    "SYNC_CONSTANT_RANGE",
     "AccuracyModel",
     "BackboneParams",
     "EpochsPrediction",

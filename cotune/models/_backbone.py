@@ -36,6 +36,7 @@ import numpy as np
 
 __all__ = [
     "ONE_BATCH_CONSTANT_SHARE",
+    "SYNC_CONSTANT_RANGE",
     "SYNC_CONSTANT_RATIO",
     "SYNC_GROWTH_RANGE",
     "SYNC_GROWTH_RATIO",
@@ -72,6 +73,15 @@ SYNC_GROWTH_RANGE = (0.0003, 1.37)
 # with one left out): python -m benchmarks.public_step_time --calibrate. Before, α_r was pinned
 # at 0.001 of it — perfect scaling, the optimistic extreme.
 SYNC_CONSTANT_RATIO = 0.104
+# The 5–95 % range of the same two-worker slowdown t(2 workers, one host) / t(1) − 1 over
+# every (trace, batch) pair of twelve clusters (the eleven public ones and Pollux T4), each
+# cluster weighing one: −0.146 … 0.641, the low end held at 0 (a sync constant below zero
+# would make more workers faster per step). StepTimeModel uses it when no probe ran on one
+# worker and the probes record no sync time: the compute part of the step is then the
+# probes' step time less a sync share from this prior, and queries at fewer workers than
+# probed carry the spread of the range (σ_sync in docs/models.md § 1). Measured with
+# benchmarks.public_step_time.sync_constant_samples and _weighted_quantiles.
+SYNC_CONSTANT_RANGE = (0.0, 0.64)
 # With one local batch probed, the share of its step time taken as constant (the rest is
 # per-sample compute): the even split, the median on public one-worker pairs being 0.49.
 # StepTimeModel's σ_split is the spread of this guess.

@@ -20,9 +20,14 @@ Three layers:
    probed box, kept only when they lower the cross-validated error of the profile's own
    probes (``level_effects="auto"``). Monotonicity is the prior, not a wall.
 
-Uncertainty, in log space, has six parts (and a seventh with few probes)::
+With no one-worker probe the backbone is anchored on one-worker compute times: the probes'
+``step_time_s − sync_time_s`` where recorded, else the step less the prior sync share
+(:meth:`StepTimeModel._compute_anchor`).
 
-    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)² + σ_growth(q)² + (κ_k · d_near(q))²
+Uncertainty, in log space, has six parts (and more with few probes or no one-worker probe)::
+
+    σ²(q) = σ_cv² + Var_boot(q) + (κ_t · d(q))² + (κ_h · x(q))² + σ_split(q)² + σ_growth(q)²
+            + σ_sync(q)² + (κ_k · d_near(q))²
 
 * ``σ_cv`` — the 90 % quantile of *cross-validated* errors at held-out probed
   configurations (five folds over distinct configurations), divided by ``z₀.₉₅``: the
@@ -61,6 +66,10 @@ Uncertainty, in log space, has six parts (and a seventh with few probes)::
   probes) and grows with ``log2(n − 1)`` and the share of the step that synchronisation
   takes; without it 21.7 % of public truths predicted from ≤ 2-worker probes lay outside
   the 90 % interval, 14.8 % above it (``python -m benchmarks.public_step_time --held-out``).
+* ``σ_sync`` — with no one-worker probe and no ``sync_time_s`` recorded, the compute part is
+  the smallest probed worker count's step less the prior sync share ``SYNC_CONSTANT_RATIO``;
+  the backbone is fitted again with either end of ``SYNC_CONSTANT_RANGE`` and ``σ_sync`` is
+  the larger distance over ``z₀.₉₅``, at queries below the probed worker counts only.
 * with fewer than six distinct probed configurations σ_cv cannot be cross-validated and
   the fit looks exact; ``FEW_PROBE_KAPPA[k − 1] · d_near`` is added, ``d_near`` the
   doublings to the nearest probed configuration (measured on public traces with
@@ -81,6 +90,8 @@ from cotune._checks import MAX_INTERVAL, BadValue, _is_bool, excerpt, integer, i
 from cotune.errors import ModelError
 from cotune.models._backbone import (
     ONE_BATCH_CONSTANT_SHARE,
+    SYNC_CONSTANT_RANGE,
+    SYNC_CONSTANT_RATIO,
     SYNC_GROWTH_RANGE,
     SYNC_GROWTH_RATIO,
     BackboneParams,
@@ -317,14 +328,24 @@ class StepTimeModel(EstimatorContract):
 
     # -- fitting ---------------------------------------------------------------
     def fit(
-        self, workers: np.ndarray, hosts: np.ndarray, local_batch: np.ndarray, step_time_s: np.ndarray
+        self,
+        workers: np.ndarray,
+        hosts: np.ndarray,
+        local_batch: np.ndarray,
+        step_time_s: np.ndarray,
+        *,
+        sync_time_s: np.ndarray | None = None,
     ) -> "StepTimeModel":
         """Fit to probed step times (one value per probe; repeats are pooled).
+
+        ``sync_time_s``: the part of each step spent synchronising, NaN where not recorded.
+        It is read only when no probe ran on one worker: the probes' step time less it
+        anchors the compute part (:meth:`_compute_anchor`).
 
         Every parameter and every value is checked before anything is learned, and a fit
         that fails leaves the model as it was.
         """
-        return self._fit_fresh(workers, hosts, local_batch, step_time_s)
+        return self._fit_fresh(workers, hosts, local_batch, step_time_s, sync_time_s)
 
     def _check_params(self) -> None:
         where = type(self).__name__
@@ -350,7 +371,15 @@ class StepTimeModel(EstimatorContract):
         if not (self.level_effects is True or self.level_effects is False or self.level_effects == "auto"):
             raise BadValue(f"must be True, False or 'auto', got {excerpt(self.level_effects)}", where=f"{where}.level_effects")
 
-    def _fit(self, workers: Any, hosts: Any, local_batch: Any, step_time_s: Any) -> None:
+    def _fit(
+        self,
+        workers: Any,
+        hosts: Any,
+        local_batch: Any,
+        step_time_s: Any,
+        sync_time_s: Any = None,
+        anchors: tuple[np.ndarray, np.ndarray, np.ndarray, str | None] | None = None,
+    ) -> None:
         self._check_params()
         workers = as_column(workers, where="workers", ge=1.0, whole=True).ravel()
         hosts = as_column(hosts, where="hosts", ge=1.0, whole=True).ravel()
@@ -369,7 +398,22 @@ class StepTimeModel(EstimatorContract):
             i = int(over[0])
             raise BadValue(f"must be at most the workers (each host runs one worker or more), got hosts {hosts[i]:g} "
                            f"with workers {workers[i]:g} at index {i}", where="hosts")
+        if sync_time_s is None:
+            sync_time_s = np.full(step_time_s.shape, np.nan)
+        else:
+            sync_time_s = np.asarray(sync_time_s, float).ravel()
+            if sync_time_s.size != step_time_s.size:
+                raise BadValue(f"sync_time_s must be one value per probe (NaN where not recorded), got "
+                               f"{sync_time_s.size} values for {step_time_s.size} probes", where="sync_time_s")
+            if np.any(sync_time_s[np.isfinite(sync_time_s)] < 0.0):
+                raise BadValue("must be >= 0 seconds (NaN where not recorded)", where="sync_time_s")
         log_step = np.log(step_time_s)
+        # A refit (cross-validation, the profile's own κ) keeps its parent's anchors: its
+        # subset of probes says less about the one-worker compute than all of them.
+        self._anchor_n0 = float(workers.min())
+        self._anchor_points, self._anchor_log, self._anchor_counts, self.compute_anchor_ = anchors or self._compute_anchor(
+            workers, hosts, local_batch, step_time_s, sync_time_s, ratio=SYNC_CONSTANT_RATIO
+        )
 
         # Repeats (several placements or runs at one configuration) become one point
         # weighted by their count: the isotonic fit needs unique grid points.
@@ -421,7 +465,7 @@ class StepTimeModel(EstimatorContract):
         k = points.shape[0]
         for _ in range(self.n_bootstrap if k >= 4 else 0):
             idx = rng.integers(0, k, size=k)
-            boots.append(fit_backbone(points[idx, 0], points[idx, 1], points[idx, 2], mean_log[idx], counts[idx], init=self._theta, growth_ratio=self.growth_ratio))
+            boots.append(self._fit_backbone(points[idx], mean_log[idx], counts[idx], init=self._theta, growth_ratio=self.growth_ratio))
         self._boot_thetas = np.array(boots) if boots else np.empty((0, 7))
         self.cv_sigma_, self.kappa_step_ = self.residual_sigma_, self.kappa_step
         self.cv_sigma_outside_ = self.cv_sigma_
@@ -433,7 +477,8 @@ class StepTimeModel(EstimatorContract):
         # growth_range=None: these refits serve their means alone (cross-validation, the profile's own κ).
         m = StepTimeModel(interval=self.interval, n_bootstrap=0, calibrate=False, kappa_hosts=self.kappa_hosts, growth_ratio=ratio,
                           growth_range=None, share_range=self.share_range, few_probe_kappa=self.few_probe_kappa, level_effects=level_effects)
-        return m.fit(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log))
+        anchors = (self._anchor_points, self._anchor_log, self._anchor_counts, self.compute_anchor_)
+        return m._fit_fresh(points[:, 0], points[:, 1], points[:, 2], np.exp(mean_log), None, anchors)
 
     def _cv_errors(self, points: np.ndarray, mean_log: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Five-fold cross-validated log errors at held-out probed configurations, without and
@@ -562,6 +607,20 @@ class StepTimeModel(EstimatorContract):
         mid = predict_log_step(self._theta, w, h, b)
         return np.max(np.abs(np.stack([predict_log_step(t, w, h, b) for t in ends]) - mid), axis=0) / z_for(0.9)
 
+    def _sync_sigma(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """σ of log step time from the compute/sync split the probes do not identify: no probe
+        on one worker and no sync time recorded, so the compute part is the probes' step less
+        the prior sync share (:meth:`_compute_anchor`). The backbone is fitted again with the
+        anchors of either end of :data:`SYNC_CONSTANT_RANGE`; σ is the larger distance between
+        their predictions and the prediction over ``z₀.₉₅``, at queries below the probed worker
+        counts only (at and above them the probes measure the step itself)."""
+        ends = getattr(self, "_sync_ends", ())
+        if not ends:
+            return np.zeros(w.shape)
+        mid = predict_log_step(self._theta, w, h, b)
+        spread = np.max(np.abs(np.stack([predict_log_step(t, w, h, b) for t in ends]) - mid), axis=0) / z_for(0.9)
+        return np.where(w < self.workers_range_[0], spread, 0.0)
+
     def _few_spread(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
         """:attr:`few_probe_kappa` for the number of probed configurations times the
         doublings to the nearest probed one (0 at the probed ones, and from six on)."""
@@ -651,7 +710,7 @@ class StepTimeModel(EstimatorContract):
 
     def _fit_monotone(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
         """Backbone, isotonic fit and its monotone envelope on these probes."""
-        theta = fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=self.growth_ratio)
+        theta = self._fit_backbone(points, mean_log, counts, growth_ratio=self.growth_ratio)
         iso = isotonic_grid(points, mean_log, counts.astype(float), increasing=(True, True, True))
         self.backbone_ = BackboneParams(*map(float, theta))
         self._theta = theta
@@ -671,9 +730,81 @@ class StepTimeModel(EstimatorContract):
         self._growth_ends = ()
         if self.growth_range is not None and not self.growth_identified_:
             self._growth_ends = tuple(
-                fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, growth_ratio=r, init=self._theta)
+                self._fit_backbone(points, mean_log, counts, growth_ratio=r, init=self._theta)
                 for r in self.growth_range
             )
+        # The compute part taken from the sync prior (no one-worker probe, no sync recorded):
+        # the backbone with the anchors of either end of SYNC_CONSTANT_RANGE is what σ_sync
+        # measures the prediction against.
+        self._sync_ends = ()
+        if self.compute_anchor_ == "prior":
+            mid = self._anchor_log
+            keep = (self._anchor_points, self._anchor_log)
+            ends = []
+            for r in SYNC_CONSTANT_RANGE:
+                self._anchor_log = mid + self._anchor_shift(r)
+                ends.append(self._fit_backbone(points, mean_log, counts, growth_ratio=self.growth_ratio, init=self._theta))
+            self._anchor_points, self._anchor_log = keep
+            self._sync_ends = tuple(ends)
+
+    def _compute_anchor(
+        self,
+        workers: np.ndarray,
+        hosts: np.ndarray,
+        local_batch: np.ndarray,
+        step_time_s: np.ndarray,
+        sync_time_s: np.ndarray,
+        *,
+        ratio: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str | None]:
+        """One-worker compute times that anchor the backbone when no probe ran on one worker.
+
+        Probes on several workers alone measure compute plus sync, and the fit may trade the
+        two freely: from Sia's RTX probes at four workers it put a one-worker step 2–4.5×
+        too fast, below the probes' own compute time (``python /tmp/rp2/r1.py``-style repro
+        in ``tests/core/test_step_time.py``). So each probed local batch gets a pseudo-probe
+        at (1 worker, 1 host): where the probes record ``sync_time_s`` (rows at every
+        worker count), the median of ``log(step − sync)`` (``compute_anchor_ = "sync"``);
+        otherwise the smallest worker count's step time less the sync share of the prior
+        (:data:`SYNC_CONSTANT_RATIO` with its growth, ``"prior"``), whose spread σ_sync adds
+        to queries below the probed workers. Returns (points, log compute, counts, source);
+        empty and None when a one-worker probe exists. The pseudo-probes enter the backbone
+        only, never the isotonic layer or the probed box: a query at fewer workers than
+        probed stays extrapolated.
+        """
+        none = (np.zeros((0, 3)), np.zeros(0), np.zeros(0), None)
+        if np.any(workers == 1):
+            return none
+        known = np.isfinite(sync_time_s) & (sync_time_s < step_time_s)
+        if np.any(known):
+            log_c, b, source = np.log(step_time_s[known] - sync_time_s[known]), local_batch[known], "sync"
+        else:
+            n0 = float(workers.min())
+            at = workers == n0
+            log_c, b, source = np.log(step_time_s[at]), local_batch[at], "prior"
+        levels = np.unique(b)
+        med = np.array([float(np.median(log_c[b == v])) for v in levels])
+        counts = np.array([float(np.count_nonzero(b == v)) for v in levels])
+        points = np.column_stack([np.ones(levels.size), np.ones(levels.size), levels])
+        if source == "prior":
+            med = med + self._anchor_shift(ratio)
+        return points, med, counts, source
+
+    def _anchor_shift(self, ratio: float) -> float:
+        """log of one-worker compute over the smallest probed worker count's step time when the
+        sync constant is ``ratio`` × that compute and grows by :attr:`growth_ratio` per doubling
+        of ``n − 1`` (times add: γ = 1, the backbone's own prior)."""
+        return -math.log1p(ratio * (1.0 + self.growth_ratio * math.log2(max(self._anchor_n0 - 1.0, 1.0))))
+
+    def _fit_backbone(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray, **kwargs: Any) -> np.ndarray:
+        """:func:`fit_backbone` on these probes and the compute anchors (:meth:`_compute_anchor`)
+        when these probes have no one-worker point of their own."""
+        anchors = getattr(self, "_anchor_points", np.zeros((0, 3)))
+        if anchors.size and not np.any(points[:, 0] == 1):
+            points = np.concatenate([points, anchors])
+            mean_log = np.concatenate([mean_log, self._anchor_log])
+            counts = np.concatenate([np.asarray(counts, float), self._anchor_counts])
+        return fit_backbone(points[:, 0], points[:, 1], points[:, 2], mean_log, counts, **kwargs)
 
     def _find_departures(self, points: np.ndarray, mean_log: np.ndarray) -> list[tuple[float, float]]:
         """Worker counts whose probes contradict monotonicity beyond their own noise.
@@ -813,6 +944,7 @@ class StepTimeModel(EstimatorContract):
             + (getattr(self, "kappa_hosts", 0.0) * self._unprobed_crossing(h)) ** 2
             + self._split_sigma(b) ** 2
             + self._growth_sigma(w, h, b) ** 2
+            + self._sync_sigma(w, h, b) ** 2
             + self._few_spread(w, h, b) ** 2
         )
         sigma = np.sqrt(var)

@@ -504,3 +504,46 @@ def test_the_departure_note_says_slower_when_fewer_workers_are_the_slow_side():
     notes = [n for n in m.gpu_notes["t4"] if "1 worker" in n]
     assert m.time_models["t4"].departure_ratios_[0] > 1.0
     assert len(notes) == 1 and "slower in the probes" in notes[0] and "faster in the probes" not in notes[0]
+
+
+
+def _four_worker_profile(tmp_path, *, with_sync: bool):
+    """Probes at four workers on one host only, every batch, from a known law with overlap
+    (γ = 2; times between adding and the larger of the two): the one-worker truth and the
+    profile of those probes, with the exposed sync time (step less compute) or without."""
+    import json
+
+    from cotune.models import fit_models
+
+    theta = np.array([0.04, 2e-4, 0.015, 0.005, 0.0165, 0.0055, 2.0])
+    b = np.array([32.0, 64.0, 128.0, 256.0, 512.0, 1024.0])
+    t4 = np.exp(predict_log_step(theta, np.full(b.size, 4.0), np.ones(b.size), b))
+    t1 = np.exp(predict_log_step(theta, np.ones(b.size), np.ones(b.size), b))
+    recs = [{"record": "workload", "name": "w", "dataset_size": 50000, "metric": "top1", "goal": "max"}]
+    for bb, t, c in zip(b, t4, t1):
+        rec = {"record": "step", "gpu": "g", "workers": 4, "local_batch": int(bb), "step_time_s": float(t)}
+        recs.append({**rec, "sync_time_s": float(t - c)} if with_sync else rec)
+    recs += [{"record": "eval", "global_batch": 512, "epoch": float(e), "metric": 0.9 * (1 - np.exp(-e / 5))} for e in range(1, 31)]
+    path = tmp_path / "four.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return b, t1, fit_models(str(path), n_bootstrap=0)
+
+
+def test_one_worker_step_from_four_worker_probes_with_sync_time_is_their_compute_time(tmp_path):
+    # Before, compute and sync traded off freely with no one-worker probe and sync_time_s was
+    # read nowhere: Sia's RTX probes at four workers put the one-worker step 2–4.5× too fast,
+    # below the probes' own compute time, with an interval that missed (here 0.19–0.85×).
+    b, compute, models = _four_worker_profile(tmp_path, with_sync=True)
+    p = models.predict_step("g", np.ones(b.size), np.ones(b.size), b)
+    assert np.all((p.lower_s <= compute) & (compute <= p.upper_s))
+    assert np.all(p.step_time_s >= 0.95 * compute)
+    assert np.all(p.extrapolated)
+
+
+def test_one_worker_step_from_four_worker_probes_without_sync_time_covers_the_truth(tmp_path):
+    # No sync time recorded: the compute part is the step less the prior sync share, and the
+    # interval carries that prior's spread (before: 0.19–0.85× the truth, 1 of 6 covered).
+    b, truth, models = _four_worker_profile(tmp_path, with_sync=False)
+    p = models.predict_step("g", np.ones(b.size), np.ones(b.size), b)
+    assert np.all((p.lower_s <= truth) & (truth <= p.upper_s))
+    assert np.all(p.extrapolated)
