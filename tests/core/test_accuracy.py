@@ -337,3 +337,22 @@ def test_a_large_batch_that_learnt_and_levelled_off_low_is_not_a_failed_run():
     m = AccuracyModel().fit(np.array(gb, float), np.array(ep, float), np.array(me), np.array(sd))
     assert list(m.failed_batches_) == []
     assert m.epochs_to_target(np.array([2048.0]), 0.8).p_reach[0] < 0.05
+
+
+def test_interval_at_a_measured_batch_pooled_by_the_batch_monotone_prior_holds_its_run():
+    # Batch 128 measured slower than 512: the isotonic step pools the two anchors, moving
+    # each about 5 % off its own run. Before, their σ stayed at the evaluation noise and the
+    # interval at each measured batch excluded the run measured there.
+    rng = np.random.default_rng(0)
+    gb, ep, me = [], [], []
+    for B, scale in ((128, 22.5), (512, 20.0)):
+        for k in range(1, 61):
+            e = k * scale / 10.0
+            gb.append(B)
+            ep.append(e)
+            me.append(0.95 * (1 - np.exp(-e / (scale / 3))) + rng.normal(0, 0.003))
+    gb, ep, me = np.array(gb, float), np.array(ep), np.array(me)
+    measured = AccuracyModel(batch_monotone=False).fit(gb, ep, me).measured_epochs(0.9)
+    pred = AccuracyModel().fit(gb, ep, me).epochs_to_target(measured["batches"], 0.9)
+    assert pred.epochs_if_reached[0] == pytest.approx(pred.epochs_if_reached[1])  # pooled
+    assert np.all((pred.lower <= measured["epochs"]) & (measured["epochs"] <= pred.upper))
