@@ -57,3 +57,26 @@ def test_evaluations_after_a_batch_change_are_left_out_with_a_note(probes):
     assert len(notes) == 1 and "run1" in notes[0] and f"{batches[0]} -> {batches[1]}" in notes[0]
     models = fit_models(dataclasses.replace(probes, evals=probes.evals + tuple(job)), n_bootstrap=0)
     assert any("after its change of global batch" in n for n in models.notes)
+
+
+def test_a_profile_read_twice_keeps_its_chance_of_reaching_the_target(probes):
+    # The format lets the workload record repeat, so a profile concatenated with itself is
+    # valid: every eval record then appears twice. Read as one measurement each, the chance
+    # at every measured batch is the one of the profile read once (before, the zero
+    # differences between the copies inflated the evaluation noise and lowered it).
+    once = fit_models(probes, n_bootstrap=0).accuracy
+    twice = fit_models(dataclasses.replace(probes, evals=probes.evals + probes.evals), n_bootstrap=0).accuracy
+    top = max(e.metric for e in probes.evals)
+    for target in (0.9 * top, 0.97 * top):
+        assert np.allclose(twice.measured_epochs(target)["p_reach"], once.measured_epochs(target)["p_reach"])
+
+
+
+def test_exact_repeats_of_eval_records_are_counted_once_and_other_metrics_at_one_epoch_kept(probes):
+    # Five exact repeats are one measurement each; a record at the same epoch with another
+    # metric is another measurement and stays.
+    e = probes.evals[0]
+    other = dataclasses.replace(e, metric=e.metric + 0.01)
+    cols, notes = curve_columns(dataclasses.replace(probes, evals=probes.evals + probes.evals[:5] + (other,)))
+    assert len(cols["epoch"]) == len(probes.evals) + 1
+    assert len(notes) == 1 and "5 of" in notes[0] and "counted once" in notes[0]
