@@ -245,6 +245,9 @@ def _admitted_count(req: RecommendRequest, profile: Any, limits: Limits) -> int:
         batches.setdefault(s.gpu, set()).add(int(s.local_batch * s.accum_steps))
     offers = getattr(req.cluster, "gpus", None)
     if offers:  # a cluster file bounds each gpu type by what it offers
+        # ... and the solver searches only the types it offers (a profiled type it lacks is
+        # left out with a note): counting that type too refused requests the solver answers.
+        batches = {g: b for g, b in batches.items() if g in offers}
         req = req.replace(max_workers={g: max(1, min(req.cap_for(g), max(o.on_demand, o.spot))) for g, o in offers.items()})
     count = candidate_count(req, batches, dataset_size=profile.workload.dataset_size)
     if req.cluster is None:

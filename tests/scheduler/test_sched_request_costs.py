@@ -4,9 +4,10 @@ weighed by their cost, the count checked before the fit), and where its errors p
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
-from sched_helpers import BASE_REQUEST, EXAMPLE
+from sched_helpers import BASE_REQUEST, EXAMPLE, example_records
 
 from cotune.api import LimitError, Limits, RequestError, clear_cache, error_document, recommend_request, replan_request
 
@@ -173,3 +174,23 @@ def test_limits_that_are_not_limits_are_one_input_error():
 
     with pytest.raises(InputError, match=r"^limits must be a cotune\.api\.Limits, got an object of 1 field: pass Limits\("):
         recommend_request(copy.deepcopy(BASE_REQUEST), limits={"max_records": 1})
+
+
+# --- a profiled GPU type the cluster lacks is not counted ---------------------------------------
+
+
+def test_a_profiled_gpu_type_the_cluster_does_not_offer_is_not_counted_against_the_limit():
+    # The solver leaves such a type out with a note; counting it (at the default cap) refused,
+    # over HTTP, requests that the CLI and Python answer.
+    from cotune.api import parse_request
+    from cotune.api._service import _admitted_count
+    from cotune.profile import parse_profile
+
+    records = example_records()
+    copies = [dict(r, gpu="v100") for r in records if r.get("record") == "step"]
+    one = parse_profile([json.dumps(r) + "\n" for r in records])
+    two = parse_profile([json.dumps(r) + "\n" for r in records + copies])
+    assert set(two.gpus) == {"t4", "v100"}
+    req = parse_request(dict(SPOT, hosts="any", max_workers=32))
+    assert _admitted_count(req, two, Limits()) == _admitted_count(req, one, Limits())
+
