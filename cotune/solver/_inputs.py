@@ -128,8 +128,14 @@ def build_space(
     markets: Sequence[str] = ("on_demand",),
     hosts: Literal["packed", "any"] = "packed",
     workers: Sequence[int] | None = None,
+    required_gpus: Sequence[str] = (),
 ) -> tuple[SearchSpace, list[str]]:
-    """The search space for a fitted profile, and notes about what was capped."""
+    """The search space for a fitted profile, and notes about what was capped.
+
+    A GPU type whose every local batch is above its memory limit is left out with a note
+    (one type that ran out of memory must not sink the others); the space is refused only
+    when no type is left, or when that type is in ``required_gpus`` (a re-plan's current
+    GPU: staying on it must be weighed)."""
     notes: list[str] = []
     chosen = tuple(g.lower() for g in (gpus or models.gpus))
     unknown = [g for g in chosen if g not in models.time_models]
@@ -138,9 +144,11 @@ def build_space(
             f"gpu {', '.join(unknown)} has no timing probes in this profile: profiled gpus are {', '.join(models.gpus)}"
         )
     sizes = _per_gpu(gpus_per_host, chosen, "gpus_per_host")
-    notes += _host_size_notes(models, chosen, sizes)
     caps = _per_gpu(max_workers, chosen, "max_workers")
     batches: dict[str, tuple[int, ...]] = {}
+    # GPU types left without a local batch by their memory limit: (gpu, why, the fix, whether
+    # the fix is the request's local_batches).
+    no_batch: list[tuple[str, str, str, bool]] = []
     for g in chosen:
         probed = sorted({int(v) for v in models.time_models[g].points_[:, 2]})
         wanted = sorted({int(v) for v in local_batches}) if local_batches else probed
@@ -172,18 +180,38 @@ def build_space(
             wanted = [v for v in wanted if holds[v] <= limit]
             named = ", ".join(str(v) if holds[v] == v else f"{v} ({holds[v]} × {v // holds[v]} accumulation steps)"
                               for v in dropped)
-            if dropped:
+            if dropped and wanted:
                 notes.append(f"{g}: local batch {named} dropped (out of memory above {limit})")
             if not wanted:
-                # Said here, at what to change: the space's own check ("no local batch to
-                # consider") was a plain error that HTTP answered with "path": null.
-                told = f"no local batch to consider for {g!r}: local batch {named} "
-                if local_batches:
-                    raise BadValue(told + f"is above its memory limit (out of memory above {limit}): give local "
-                                   f"batches (--local-batch / local_batches) of at most {limit}", where="/local_batches")
-                raise ModelError(told + f"(every probed one) is above its memory limit (out of memory above {limit}): "
-                                 f"probe a local batch of at most {limit}, or give local batches (--local-batch / local_batches)")
+                if limit < 1:  # out of memory at a local batch of 1: there is no smaller batch to suggest
+                    why = f"no local batch fits in its memory (out of memory at local batch {limit + 1})"
+                    no_batch.append((g, why, "probe another gpu type (cotune profile)", False))
+                elif local_batches:
+                    why = f"local batch {named} is above its memory limit (out of memory above {limit})"
+                    no_batch.append((g, why, f"give local batches (--local-batch / local_batches) of at most {limit}", True))
+                else:
+                    why = f"local batch {named} (every probed one) is above its memory limit (out of memory above {limit})"
+                    no_batch.append((g, why, f"probe a local batch of at most {limit}, or give local batches "
+                                             "(--local-batch / local_batches)", False))
+                continue
         batches[g] = tuple(wanted)
+    if no_batch:
+        left = [g for g in chosen if g in batches]
+        refused = [entry for entry in no_batch if entry[0] in required_gpus] or ([] if left else no_batch)
+        if refused:
+            # Said here, at what to change: the space's own check ("no local batch to
+            # consider") was a plain error that HTTP answered with "path": null.
+            told = "; ".join(f"no local batch to consider for {g!r}: {why}: {fix}" for g, why, fix, _ in refused)
+            if all(at for *_, at in refused):
+                raise BadValue(told, where="/local_batches")
+            raise ModelError(told)
+        for g, why, fix, _ in no_batch:
+            # A smaller batch is worth probing only where one exists.
+            fits_one = (models.max_local_batch.get(g) or 0) >= 1
+            notes.append(f"{g}: not considered: {why}" + (f"; {fix} to weigh it" if fits_one else ""))
+        chosen = tuple(left)
+    # First, as before; only of the types searched (a type left out above gets no advice on its hosts).
+    notes[:0] = _host_size_notes(models, chosen, sizes)
     # A global batch (workers × local batch) above the training set is no configuration
     # either: the space leaves those pairs out (SearchSpace.max_global_batch), said here.
     data = models.dataset_size

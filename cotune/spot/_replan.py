@@ -799,6 +799,7 @@ def replan(
     space, space_notes = build_space(
         models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
         local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,
+        required_gpus=(progress.gpu,),  # staying where the job runs is always weighed
     )
     from cotune.solver import check_candidate_limit
 

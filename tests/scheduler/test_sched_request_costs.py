@@ -194,3 +194,35 @@ def test_a_profiled_gpu_type_the_cluster_does_not_offer_is_not_counted_against_t
     req = parse_request(dict(SPOT, hosts="any", max_workers=32))
     assert _admitted_count(req, two, Limits()) == _admitted_count(req, one, Limits())
 
+
+# --- a GPU type whose every batch ran out of memory is left out, not fatal ----------------------
+
+
+TWO_GPUS = [
+    {"record": "workload", "name": "w", "dataset_size": 50000},
+    {"record": "step", "gpu": "t4", "workers": 1, "local_batch": 32, "step_time_s": 0.05},
+    {"record": "step", "gpu": "v100", "workers": 1, "local_batch": 32, "step_time_s": 0.02},
+    {"record": "eval", "global_batch": 32, "epoch": 1, "metric": 0.5},
+]
+
+
+def _v100_oom_at(local_batch: int) -> list[dict]:
+    return TWO_GPUS + [{"record": "failure", "gpu": "v100", "workers": 1, "local_batch": local_batch, "failure": "oom"}]
+
+
+def test_a_gpu_type_whose_every_probed_batch_ran_out_of_memory_is_left_out_with_a_note():
+    doc = recommend_request({"profile": {"records": _v100_oom_at(32)}, "target": 0.6})
+    assert doc["gpus"] == ["t4"]
+    assert any(n.startswith("v100: not considered:") and "probe a local batch of at most 31" in n for n in doc["notes"])
+
+
+def test_a_gpu_type_out_of_memory_at_local_batch_one_is_said_to_fit_no_batch_not_told_to_probe_zero():
+    doc = recommend_request({"profile": {"records": _v100_oom_at(1)}, "target": 0.6})
+    note = next(n for n in doc["notes"] if n.startswith("v100: not considered:"))
+    assert "no local batch fits in its memory" in note and "at most 0" not in note
+
+
+def test_the_only_gpu_type_asked_for_without_a_batch_in_memory_is_refused_naming_it():
+    exc = _err(recommend_request, {"profile": {"records": _v100_oom_at(1)}, "target": 0.6, "gpus": ["v100"]})
+    assert (exc.code, exc.path) == ("invalid_profile", "/profile")
+    assert "'v100'" in exc.detail and "no local batch fits" in exc.detail and "at most 0" not in exc.detail
