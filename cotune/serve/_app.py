@@ -315,6 +315,10 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """The FastAPI application (pass it to any ASGI server, or use ``cotune serve``)."""
     cfg = settings or ServiceSettings()
     limiter = anyio.CapacityLimiter(cfg.max_concurrency)
+    # The worker threads' own limiter: a call enters it only while holding a token of
+    # ``limiter`` (taken under a deadline in answer()), so it never waits here, and
+    # anyio's default limiter (40 threads) does not cap a larger --concurrency.
+    threads = anyio.CapacityLimiter(cfg.max_concurrency)
     admission = Admission(
         max_pending=cfg.max_pending,
         candidate_budget=cfg.candidate_budget or cfg.limits.max_candidates,
@@ -444,7 +448,21 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                         # After every request, a refused one too: only a solve's end trimmed before.
                         release_freed_memory()
 
-                doc = await anyio.to_thread.run_sync(parse_and_solve, limiter=limiter)
+                try:
+                    # A request waits for a worker at most --request-timeout (as the docs promise):
+                    # behind a long solve it was queued without end and answered minutes later.
+                    with anyio.fail_after(cfg.request_timeout_s):
+                        await limiter.acquire()
+                except TimeoutError:
+                    raise Overloaded(
+                        f"no worker was free within {cfg.request_timeout_s:g} s ({cfg.max_concurrency} solve"
+                        f"{'' if cfg.max_concurrency == 1 else 's'} at once, all busy): retry shortly, or raise "
+                        "'cotune serve --concurrency'"
+                    ) from None
+                try:
+                    doc = await anyio.to_thread.run_sync(parse_and_solve, limiter=threads)
+                finally:
+                    limiter.release()
         except Overloaded as exc:
             return _error(503, "overloaded", str(exc), headers={"Retry-After": str(exc.retry_after_s)})
         except RequestError as exc:

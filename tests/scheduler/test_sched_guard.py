@@ -275,3 +275,49 @@ def test_profile_paths_the_os_refuses_are_4xx_not_500(tmp_path, path, error_vali
     assert 400 <= r.status_code < 500, r.text
     error_validator.validate(r.json())
     assert r.json()["error"]["path"] == "/profile/path" and "\x00" not in r.text
+
+
+def test_a_request_that_finds_no_free_worker_within_the_request_timeout_gets_503(monkeypatch, error_validator):
+    # A real uvicorn server (in this process, so the solve can be held on an event): one
+    # worker, held by a solve that waits on `leave`; a second request must be refused with
+    # 503 after --request-timeout, not queued until the first ends.
+    import uvicorn
+    from _waiting import wait_for
+    from sched_server import free_port
+
+    import cotune.serve._app as app_module
+
+    entered, leave = threading.Event(), threading.Event()
+
+    def held_solve(request: dict, **kwargs: object) -> dict:
+        if request.get("target") == 0.5:  # the request that holds the worker
+            entered.set()
+            leave.wait(timeout=60)
+        return {"status": "ok"}
+
+    monkeypatch.setattr(app_module, "recommend_request", held_solve)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(ServiceSettings(max_concurrency=1, request_timeout_s=1.0)),
+                                           host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: server.started, what="the server to start")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            first = pool.submit(httpx.post, url + "/v1/recommend", json={"target": 0.5}, timeout=120)
+            assert entered.wait(timeout=60)
+            try:
+                second = httpx.post(url + "/v1/recommend", json={"target": 0.9}, timeout=120)
+            finally:
+                leave.set()
+            assert first.result().status_code == 200
+        assert second.status_code == 503 and int(second.headers["retry-after"]) >= 1
+        error_validator.validate(second.json())
+        assert second.json()["error"]["code"] == "overloaded" and "--concurrency" in second.json()["error"]["message"]
+        # The worker is free again: the next request is answered.
+        assert httpx.post(url + "/v1/recommend", json={"target": 0.9}, timeout=120).status_code == 200
+    finally:
+        leave.set()
+        server.should_exit = True
+        thread.join(timeout=60)
