@@ -70,3 +70,66 @@ def test_examples_in_docs_are_valid_requests():
         request = json.loads(path.read_text())
         _VALIDATOR.validate(request)
         parse_request(request)
+
+
+_OFFER = {"on_demand": 8, "spot": 8, "on_demand_price_per_hour": 0.5, "spot_price_per_hour": 0.15,
+          "revocation_rate_per_hour": 0.1, "replacement_delay_s": 120}
+_CLUSTER = {"version": 1, "checkpoint": {"write_s": 20, "restart_s": 30}, "gpu": {"t4": _OFFER}}
+_REPLAN = {"profile": "cifar10-resnet18", "target": 0.94, "deadline_s": 3600,
+           "progress": {"epochs_done": 20, "elapsed_s": 900, "gpu": "t4", "market": "on_demand", "workers": 4, "local_batch": 32}}
+
+
+def _cluster_at(field: str, value: object) -> dict:
+    """The cluster with one field (``gpus_per_host``, ``checkpoint.write_s``, ``gpu.t4.spot``) set."""
+    cluster = json.loads(json.dumps(_CLUSTER))
+    *parents, last = field.split(".")
+    node = cluster
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return cluster
+
+
+# Each bound of the cluster parser: a value at it and one just past it.
+_CLUSTER_BOUNDS = [
+    ("gpus_per_host", 4096, 4097),
+    ("gpu.t4.on_demand", 1_000_000, 1_000_001), ("gpu.t4.spot", 1_000_000, 1_000_001),
+    ("gpu.t4.revocation_rate_per_hour", 100, 101), ("gpu.t4.replacement_delay_s", 1e9, 2e9),
+    ("checkpoint.write_s", 1e9, 2e9), ("checkpoint.restart_s", 1e9, 2e9),
+]
+
+
+def _verdicts(name: str, request: dict) -> tuple[bool, bool]:
+    """(the schema accepts ``request``, the parser accepts it)."""
+    from cotune.api import parse_replan_request
+
+    schema_ok = jsonschema.Draft202012Validator(schema(name)).is_valid(request)
+    try:
+        (parse_replan_request if name == "replan-request.v1" else parse_request)(request)
+        return schema_ok, True
+    except RequestError:
+        return schema_ok, False
+
+
+@pytest.mark.parametrize(("field", "at", "past"), _CLUSTER_BOUNDS)
+@pytest.mark.parametrize("name", ["recommend-request.v1", "replan-request.v1"])
+def test_the_schemas_bound_a_cluster_field_where_its_parser_does(name, field, at, past):
+    base = {k: v for k, v in (_REPLAN if name == "replan-request.v1" else BASE_REQUEST).items() if k != "prices"}
+    assert _verdicts(name, dict(base, cluster=_cluster_at(field, at))) == (True, True)
+    assert _verdicts(name, dict(base, cluster=_cluster_at(field, past))) == (False, False)
+
+
+@pytest.mark.parametrize("name", ["recommend-request.v1", "replan-request.v1"])
+def test_the_schemas_refuse_a_cluster_gpu_name_the_parser_refuses(name):
+    base = _REPLAN if name == "replan-request.v1" else BASE_REQUEST
+    request = dict(base, cluster=dict(_CLUSTER, gpu={"x" * 101: _OFFER}))
+    with pytest.raises(RequestError):
+        parse_request(dict(BASE_REQUEST, cluster=request["cluster"]))
+    assert not jsonschema.Draft202012Validator(schema(name)).is_valid(request)
+
+
+@pytest.mark.parametrize("name", ["recommend-request.v1", "replan-request.v1"])
+def test_the_schemas_refuse_a_checkpoint_size_of_zero_as_the_parser_does(name):
+    base = {k: v for k, v in (_REPLAN if name == "replan-request.v1" else BASE_REQUEST).items() if k != "prices"}
+    cluster = dict(_CLUSTER, checkpoint={"model_size_gb": 0, "bandwidth_gb_per_s": 1})
+    assert _verdicts(name, dict(base, cluster=cluster)) == (False, False)
