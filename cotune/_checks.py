@@ -445,12 +445,15 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH, nonfinite: bool = False) -> Any:
+def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH, nonfinite: bool = False,
+              decode_fix: str | None = None) -> Any:
     """Parse JSON text refusing NaN/Infinity, nesting beyond ``max_depth``, huge integers,
     a field named twice in one object, and bad bytes.
 
     ``nonfinite=True`` reads ``NaN``/``Infinity`` as floats instead: a file written by
     Python's ``json`` (a training log) has them wherever a loss diverged.
+    ``decode_fix``: what to do about text that is not JSON at all, added to its message
+    (the service's "send one JSON object (...)"; a file's reader says it itself).
     Raises :class:`BadValue` (one line) instead of ``JSONDecodeError``, ``RecursionError``
     or ``UnicodeDecodeError``.
     """
@@ -460,7 +463,8 @@ def load_json(data: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH,
     except json.JSONDecodeError as exc:
         # Some messages end in "at" already ("Unterminated string starting at"): not "at at".
         at = "" if exc.msg.endswith(" at") else " at"
-        raise BadValue(f"not valid JSON: {exc.msg}{at} line {exc.lineno} column {exc.colno}", where=where) from None
+        fix = "" if decode_fix is None else f": {decode_fix}"
+        raise BadValue(f"not valid JSON: {exc.msg}{at} line {exc.lineno} column {exc.colno}{fix}", where=where) from None
     except RecursionError:
         raise BadValue(f"not valid JSON here: nested deeper than {max_depth} levels", where=where) from None
     except DuplicateKey as exc:

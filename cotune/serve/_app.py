@@ -209,12 +209,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
         if not declared.strip().isdigit():
             raise RequestError("Content-Length is not a number", status=400, code="invalid_request")
         if int(declared) > limit:
-            raise RequestError(f"body of {int(declared)} bytes exceeds the limit of {limit}", status=413, code="request_too_large")
+            raise RequestError(f"body of {int(declared)} bytes exceeds the limit of {limit}: send a smaller body "
+                               "(fewer records) or raise 'cotune serve --max-body-bytes'", status=413, code="request_too_large")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise RequestError(f"body exceeds the limit of {limit} bytes", status=413, code="request_too_large")
+            raise RequestError(f"body exceeds the limit of {limit} bytes: send a smaller body (fewer records) or raise "
+                               "'cotune serve --max-body-bytes'", status=413, code="request_too_large")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -237,16 +239,25 @@ def _parse_json(body: bytes, schema: str = "recommend-request.v1", *, containers
         if containers > containers_max:
             raise LimitError(f"the body holds {containers:,} JSON arrays and objects, over this service's limit of "
                              f"{containers_max:,}: send one object per profile record and fewer records")
-    try:  # NaN/Infinity literals, absurd nesting, huge integers, bad encodings: one 400, never a 500
-        return load_json(body)
+    problem = _encoding_problem(body)
+    if problem is not None:
+        raise RequestError(problem, status=400, code="invalid_json")
+    try:  # NaN/Infinity literals, absurd nesting, huge integers: one 400, never a 500
+        return load_json(body, decode_fix=f"send one JSON object (docs/schema/{schema}.json)")
     except BadValue as exc:
-        raise RequestError(_encoding_problem(body) or exc.detail, status=400, code="invalid_json") from None
+        raise RequestError(exc.detail, status=400, code="invalid_json") from None
 
 
 def _encoding_problem(body: bytes) -> str | None:
-    """What is wrong with the body's encoding, with the fix; None when it decodes."""
-    try:  # the encoding json itself reads (UTF-8, or UTF-16/32 by their byte pattern)
-        body.decode(json.detect_encoding(body), "surrogatepass")
+    """What is wrong with the body's encoding, with the fix; None when it is UTF-8 (a byte
+    order mark allowed). The body must be UTF-8 (RFC 8259 § 8.1), as the docs say: json
+    alone also reads UTF-16/32 by their byte pattern, and read '\\xff\\xfe{}' as UTF-16 whose
+    text then failed with "Expecting value"."""
+    encoding = json.detect_encoding(body)
+    if encoding not in ("utf-8", "utf-8-sig"):
+        return f"the body is not UTF-8 text (it reads as {encoding.upper()}): send the body as UTF-8"
+    try:  # surrogatepass: an encoded lone surrogate is judged where it is read, as before
+        body.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as exc:
         return f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at position {exc.start}): send the body as UTF-8"
     return None

@@ -650,13 +650,16 @@ def replan(
     if progress.gpu not in models.gpus:  # before any cluster lookup: the profile is what lacks it
         raise BadValue(f"current gpu {progress.gpu!r} has no timing probes in this profile: profiled gpus are "
                        f"{', '.join(models.gpus)}: probe it, or give the gpu the job runs on", where="/progress/gpu")
-    for label, workers in (("runs", progress.workers), ("runs now", progress.workers_now)):
+    # Checked in this order, the second can fail only by the workers added since the start:
+    # its pointer names that field (it named /progress/workers, which was within bounds).
+    for label, workers, where in (("runs", progress.workers, "/progress/workers"),
+                                  ("runs now", progress.workers_now, "/progress/workers_added")):
         if workers * progress.local_batch > models.dataset_size:
             # A step holds at most every training sample once (the profiler's rule too).
             raise BadValue(f"the job {label} {workers} × {progress.local_batch} = {workers * progress.local_batch:,} "
                            f"samples a step, more than the profile's {models.dataset_size:,} training samples: "
                            "check the current configuration (workers, local batch; workers added)",
-                           where="/progress/workers")
+                           where=where)
     priced = True  # a cluster file states its prices
     if req.cluster is None:
         cl, priced = _on_demand_cluster(models, req, rr.prices)

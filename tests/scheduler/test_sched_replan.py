@@ -195,6 +195,7 @@ def test_a_spot_plan_rendered_without_a_node_selector_is_warned_about():
 @pytest.mark.parametrize("change, path", [
     (dict(progress={**REPLAN_REQUEST["progress"], "gpu": "a100"}), "/progress/gpu"),
     (dict(progress={**REPLAN_REQUEST["progress"], "workers": 10**9}), "/progress/workers"),
+    (dict(progress={**REPLAN_REQUEST["progress"], "workers_added": 10**6}), "/progress/workers_added"),
     (dict(job="j2"), "/job"),
     (dict(prices={"v100": 1.0}), "/prices/v100"),
     (dict(gpus_per_host=8), "/gpus_per_host"),

@@ -214,7 +214,8 @@ def test_a_lone_surrogate_in_a_profile_is_answered_escaped(client):
 def test_an_unterminated_string_is_named_without_a_doubled_at(client):
     r = client.post("/v1/recommend", content=b'{"target": "abc', headers={"content-type": "application/json"})
     assert r.status_code == 400
-    assert r.json()["error"]["message"] == "not valid JSON: Unterminated string starting at line 1 column 12"
+    assert r.json()["error"]["message"] == ("not valid JSON: Unterminated string starting at line 1 column 12: "
+                                            "send one JSON object (docs/schema/recommend-request.v1.json)")
 
 
 def test_a_body_that_is_not_utf8_is_told_to_be_sent_as_utf8(client):
@@ -235,3 +236,36 @@ def test_a_wrong_method_on_health_names_get_and_head(client):
     r = client.post("/health")
     assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
     assert r.json()["error"]["message"] == "method 'POST' is not allowed on '/health': use GET, HEAD"
+
+
+def test_text_that_is_not_json_is_told_what_to_send(client):
+    # The json module's own words ("Extra data at line 1 column 9") named no fix.
+    r = client.post("/v1/replan", content=b'{"a": 1} {"b": 2}', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["message"] == (
+        "not valid JSON: Extra data at line 1 column 10: send one JSON object (docs/schema/replan-request.v1.json)")
+
+
+def test_only_a_utf8_body_is_read(client):
+    # Read as UTF-16/32 by json's byte sniffing, these were answered (or refused with
+    # "Expecting value"), though the docs say a body that is not UTF-8 is a 400.
+    for body in (b"\xff\xfe{}", "{}".encode("utf-16-le"), b"\xff\xfe" + "{}".encode("utf-16-le"), "{}".encode("utf-32")):
+        r = client.post("/v1/recommend", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json", body
+        message = r.json()["error"]["message"]
+        assert message.startswith("the body is not UTF-8 text") and message.endswith("send the body as UTF-8"), message
+    # UTF-8 with a byte order mark is UTF-8.
+    r = client.post("/v1/recommend", content=b"\xef\xbb\xbf" + json.dumps(BASE_REQUEST).encode(),
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["content-length", "streamed"])
+def test_a_body_over_the_limit_is_told_to_shrink_or_raise_the_limit(client, streamed):
+    def chunks():
+        for _ in range(40):
+            yield b" " * 100_000
+
+    r = client.post("/v1/recommend", content=chunks() if streamed else b" " * 2_000_001,
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert "send a smaller body" in r.json()["error"]["message"] and "--max-body-bytes" in r.json()["error"]["message"]
