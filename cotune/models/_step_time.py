@@ -105,6 +105,7 @@ from cotune.models._isotonic import isotonic_grid
 
 __all__ = [
     "EFFECTS_MIN_GAIN",
+    "MAX_CALIBRATION_POINTS",
     "FEW_PROBE_KAPPA",
     "KAPPA_HOSTS",
     "KAPPA_STEP",
@@ -161,6 +162,37 @@ EFFECTS_MIN_GAIN = 0.1
 # off the isotonic fit (standard errors of their scatter; and at least 30 %).
 _DEPART_SIGMAS = 4.0
 _DEPART_MIN = float(np.log(1.3))
+
+
+# Distinct probed configurations (workers, hosts, local batch) of one GPU type above which
+# the uncertainty's own fits — the five cross-validation refits, the profile's own κ and the
+# bootstrap refits, 22 fits of the whole backbone — run on a deterministic, space-filling
+# subset of this many (:func:`space_filling_subset`); the final fit keeps every point. Each
+# of those fits costs as much as the final one, so a profile of 38,000 configurations took
+# 155 s to fit (2 shared cores). On the subset the σ terms are those of a profile of this
+# size (its refits see fewer points: σ_cv and the bootstrap's spread can only be as wide or
+# wider), and every public profile, of at most a few hundred, is fitted as before.
+MAX_CALIBRATION_POINTS = 1000
+
+
+def space_filling_subset(points: np.ndarray, size: int) -> np.ndarray:
+    """Indices (sorted) of ``size`` rows of ``points`` (distinct, ≥ 1) spread over their box:
+    greedy farthest-point sampling in log2 coordinates scaled to [0, 1] per axis, from the
+    first row. Deterministic, and it keeps the box's corners (the probed ranges)."""
+    k = points.shape[0]
+    if size >= k:
+        return np.arange(k)
+    x = np.log2(np.asarray(points, float))
+    low, span = x.min(axis=0), np.ptp(x, axis=0)
+    x = (x - low) / np.where(span > 0, span, 1.0)
+    chosen = np.empty(size, dtype=np.int64)
+    chosen[0] = 0
+    nearest = np.sum((x - x[0]) ** 2, axis=1)
+    for i in range(1, size):
+        j = int(np.argmax(nearest))
+        chosen[i] = j
+        np.minimum(nearest, np.sum((x - x[j]) ** 2, axis=1), out=nearest)
+    return np.sort(chosen)
 
 
 # The lowest level at which σ is calibrated from the quantile of |errors| (σ = q_p / z_p).
@@ -294,6 +326,9 @@ class StepTimeModel(EstimatorContract):
         (:func:`cotune.models.growth_identified`); if not, it is the prior ``growth_ratio``
         and ``growth_range`` spreads the extrapolations in workers
     residual_sigma_ : log-residual scale, calibrated so the in-sample interval covers ``interval``
+    calibration_points_ : configurations the uncertainty's refits used (cross-validation, own
+        κ, bootstrap): all of ``points_`` up to :data:`MAX_CALIBRATION_POINTS`, else a
+        space-filling subset of that many
     workers_range_, local_batch_range_, hosts_range_ : probed ranges
     """
 
@@ -446,7 +481,12 @@ class StepTimeModel(EstimatorContract):
         self.effects_ = fit_level_effects(points, mean_log - self._monotone_log_mean(points[:, 0], points[:, 1], points[:, 2]))
         self.level_effects_ = self.level_effects is True
         self.effects_cv_: tuple[float, float] | None = None
-        cv_errors = self._cv_errors(points, mean_log) if self.calibrate else None
+        # The uncertainty's own fits (CV, own κ, bootstrap) on at most MAX_CALIBRATION_POINTS
+        # configurations: their cost grew with every distinct point (see the constant).
+        self.calibration_points_ = min(len(points), MAX_CALIBRATION_POINTS)
+        sub = space_filling_subset(points, self.calibration_points_)
+        c_points, c_mean_log, c_counts = points[sub], mean_log[sub], counts[sub]
+        cv_errors = self._cv_errors(c_points, c_mean_log) if self.calibrate else None
         if cv_errors is not None:
             off, on = (float(np.mean(np.abs(e))) for e in cv_errors)
             self.effects_cv_ = (off, on)
@@ -462,15 +502,16 @@ class StepTimeModel(EstimatorContract):
 
         rng = np.random.default_rng(self.random_state)
         boots = []
-        k = points.shape[0]
+        k = c_points.shape[0]
         for _ in range(self.n_bootstrap if k >= 4 else 0):
             idx = rng.integers(0, k, size=k)
-            boots.append(self._fit_backbone(points[idx], mean_log[idx], counts[idx], init=self._theta, growth_ratio=self.growth_ratio))
+            boots.append(self._fit_backbone(c_points[idx], c_mean_log[idx], c_counts[idx], init=self._theta,
+                                            growth_ratio=self.growth_ratio))
         self._boot_thetas = np.array(boots) if boots else np.empty((0, 7))
         self.cv_sigma_, self.kappa_step_ = self.residual_sigma_, self.kappa_step
         self.cv_sigma_outside_ = self.cv_sigma_
         if self.calibrate:
-            self._calibrate(points, mean_log, cv_errors)
+            self._calibrate(c_points, c_mean_log, cv_errors)
 
     def _refit(self, points: np.ndarray, mean_log: np.ndarray, *, growth_ratio: float | None = None, level_effects: bool = False) -> "StepTimeModel":
         ratio = self.growth_ratio if growth_ratio is None else growth_ratio

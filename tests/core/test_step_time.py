@@ -547,3 +547,40 @@ def test_one_worker_step_from_four_worker_probes_without_sync_time_covers_the_tr
     p = models.predict_step("g", np.ones(b.size), np.ones(b.size), b)
     assert np.all((p.lower_s <= truth) & (truth <= p.upper_s))
     assert np.all(p.extrapolated)
+
+
+def test_the_uncertaintys_refits_of_a_profile_of_many_configurations_use_a_bounded_subset(monkeypatch):
+    # 38,000 distinct configurations took 155 s to fit: each of the ~22 refits behind σ_cv,
+    # the profile's own κ and the bootstrap fitted the backbone to every configuration.
+    import cotune.models._step_time as step_time
+    from cotune.models._step_time import MAX_CALIBRATION_POINTS
+
+    sizes: list[int] = []
+    real = step_time.fit_backbone
+
+    def counted(workers, *args, **kwargs):
+        sizes.append(len(workers))
+        return real(workers, *args, **kwargs)
+
+    monkeypatch.setattr(step_time, "fit_backbone", counted)
+    rng = np.random.default_rng(0)
+    w, b = (v.ravel().astype(float) for v in np.meshgrid(np.arange(1, 41), 8.0 * np.arange(1, 31)))
+    h = np.ceil(w / 4)
+    t = 0.01 * b / 8 * (1 + 0.01 * w) * (1 + 0.1 * rng.random(w.size))
+    model = StepTimeModel().fit(w, h, b, t)
+    assert len(model.points_) == 1200 > MAX_CALIBRATION_POINTS
+    full = [n for n in sizes if n == 1200]
+    assert full and len(full) <= 4  # the final fit (and its departures' refit, growth ends) alone
+    assert max(n for n in sizes if n != 1200) <= MAX_CALIBRATION_POINTS
+    assert len(sizes) - len(full) >= 16  # the bootstrap and the refits still ran
+
+
+def test_a_space_filling_subset_keeps_the_probed_box():
+    from cotune.models._step_time import space_filling_subset
+
+    w, b = (v.ravel().astype(float) for v in np.meshgrid(np.arange(1, 41), 8.0 * np.arange(1, 31)))
+    points = np.column_stack([w, np.ceil(w / 4), b])
+    sub = points[space_filling_subset(points, 100)]
+    assert len(np.unique(sub, axis=0)) == 100
+    assert (sub.min(axis=0) == points.min(axis=0)).all() and (sub.max(axis=0) == points.max(axis=0)).all()
+    np.testing.assert_array_equal(space_filling_subset(points, 100), space_filling_subset(points, 100))
