@@ -43,7 +43,7 @@ from benchmarks.replay import ReplayLauncher, curve_epochs_to_target, price_matr
 from benchmarks.scenarios import Scenario
 from benchmarks.settings import Evidence, recipe_batch
 from cotune.models import FittedModels, StepTimeModel, fit_models
-from cotune.solver import Candidates, estimate, feasibility, prefer_safer, ranked, with_success
+from cotune.solver import DEFAULT_CONFIDENCE, Candidates, estimate, feasibility, prefer_safer, ranked, with_success
 
 __all__ = [
     "Plan",
@@ -312,17 +312,23 @@ def coverage_counts(scn: Scenario, evidence: Evidence, models: FittedModels, pro
 
 
 # -- the shared anytime probe loop ----------------------------------------------------------
-def most_hopeful(est, usable: np.ndarray, measured) -> list[int]:
+def most_hopeful(est, usable: np.ndarray, measured, *, confidence: float = DEFAULT_CONFIDENCE) -> list[int]:
     """Unprobed candidates (indices into the scenario's candidates) most likely to succeed
     first, the fastest predicted first among equals — what ``cotune.solver.next_measurement``
-    ranks by when nothing is feasible. A probe there is the one that can turn "no plan" into
-    a plan; another small design point cannot."""
+    ranks by when nothing is feasible — among those a step-time probe can make feasible:
+    a probe pins the time, not the chance of reaching the target, so a candidate whose
+    ``p_reach`` is under the ``confidence`` stays infeasible whatever it measures (the zero
+    gain ``cotune.solver.option_gains`` gives it). Empty when no candidate can: the loop
+    then goes on with its design (in the closed-loop replay, probing yolov3's 64-worker
+    configurations at a target no batch reaches with p 0.5 cost ten times the design's
+    probes and made three more runs miss)."""
     p = np.nan_to_num(np.asarray(getattr(est, "p_success", None) if getattr(est, "p_success", None) is not None
                                  else est.p_reach, float), nan=0.0)
+    can = np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0) >= confidence
     time_s = np.nan_to_num(np.asarray(est.time_s, float), nan=np.inf, posinf=np.inf)
     order = np.lexsort((time_s, -p))
     seen = set(int(i) for i in measured)
-    return [int(usable[j]) for j in order if int(usable[j]) not in seen]
+    return [int(usable[j]) for j in order if can[j] and int(usable[j]) not in seen]
 
 
 _LOOP_CACHE: dict[tuple, list[tuple[int, tuple[int, ...], float]]] = {}

@@ -11,15 +11,22 @@ from benchmarks.scenarios import scenarios, workloads
 
 
 def test_most_hopeful_ranks_by_chance_then_by_predicted_time() -> None:
-    est = SimpleNamespace(p_success=np.array([0.2, 0.4, 0.4, np.nan, 0.1]),
+    est = SimpleNamespace(p_success=np.array([0.2, 0.4, 0.4, np.nan, 0.1]), p_reach=np.full(5, 0.9),
                           time_s=np.array([10.0, 30.0, 20.0, 5.0, np.inf]))
     usable = np.array([7, 8, 9, 10, 11])
     assert most_hopeful(est, usable, measured=()) == [9, 8, 7, 11, 10]
 
 
 def test_most_hopeful_leaves_out_what_is_measured() -> None:
-    est = SimpleNamespace(p_success=np.array([0.9, 0.5]), time_s=np.array([1.0, 1.0]))
+    est = SimpleNamespace(p_success=np.array([0.9, 0.5]), p_reach=np.array([0.95, 0.95]), time_s=np.array([1.0, 1.0]))
     assert most_hopeful(est, np.array([3, 4]), measured=(3,)) == [4]
+
+
+def test_most_hopeful_leaves_out_what_no_step_probe_can_make_feasible() -> None:
+    # A probe pins the step time, not the chance of reaching the target.
+    est = SimpleNamespace(p_success=np.array([0.45, 0.3]), p_reach=np.array([0.45, 0.8]), time_s=np.array([1.0, 2.0]))
+    assert most_hopeful(est, np.array([3, 4]), measured=(), confidence=0.5) == [4]
+    assert most_hopeful(est, np.array([3, 4]), measured=(), confidence=0.9) == []
 
 
 def test_with_no_feasible_candidate_the_next_probe_is_the_likeliest_to_succeed() -> None:
