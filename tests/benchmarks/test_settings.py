@@ -260,7 +260,7 @@ def test_a_goodput_controller_starts_at_its_fastest_estimate_when_its_planner_fi
     from benchmarks.closed_loop import _initial, _pollux_controller, _start_anyway
 
     # Neither planner finds a plan here; cotune_closed starts at its best chance, and so must Pollux.
-    scn = _scenario(name="bert-t4", target="loose", deadline=1.5)
+    scn = _scenario(name="bert-t4", target="all", deadline=1.5)
     ev = scn.evidence("closed-loop")
     plan = _initial(scn, ev, "pollux", 16)
     assert plan.index is None
