@@ -472,7 +472,7 @@ class StepTimeModel(EstimatorContract):
                 mono = ~g
                 self._fit_monotone(points[mono], mean_log[mono], counts[mono])
                 self._set_departures(points, mean_log, groups)
-        self._fit_growth_ends(points[mono], mean_log[mono], counts[mono])
+        self._fit_growth_ends(points[mono], mean_log[mono], counts[mono], refit=anchors is not None)
         self.workers_range_ = (float(points[:, 0].min()), float(points[:, 0].max()))
         self.hosts_range_ = (float(points[:, 1].min()), float(points[:, 1].max()))
         self.local_batch_range_ = (float(points[:, 2].min()), float(points[:, 2].max()))
@@ -763,7 +763,7 @@ class StepTimeModel(EstimatorContract):
         rho = iso - predict_log_step(theta, points[:, 0], points[:, 1], points[:, 2])
         self._build_envelope(points, isotonic_grid(points, rho, counts.astype(float), increasing=(True, True, True)))
 
-    def _fit_growth_ends(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray) -> None:
+    def _fit_growth_ends(self, points: np.ndarray, mean_log: np.ndarray, counts: np.ndarray, *, refit: bool) -> None:
         """Growth the final monotone fit's probes do not identify is the prior ratio: the
         backbone with either end of its range is what σ_growth measures the prediction
         against (fitted once, after the departures are set aside)."""
@@ -776,14 +776,20 @@ class StepTimeModel(EstimatorContract):
             )
         # The compute part taken from the sync prior (no one-worker probe, no sync recorded):
         # the backbone with the anchors of either end of SYNC_CONSTANT_RANGE is what σ_sync
-        # measures the prediction against.
+        # measures the prediction against. A refit (cross-validation, own κ: ``refit``) serves
+        # its mean alone and skips these fits, as it skips the growth ends.
         self._sync_ends = ()
-        if self.compute_anchor_ == "prior":
+        if self.compute_anchor_ == "prior" and not refit:
             mid = self._anchor_log
+            # The fitted anchors already carry the SYNC_CONSTANT_RATIO share: each end is the
+            # probes' own step less its share, so that share comes off before the end's goes on
+            # (adding the end's shift to ``mid`` took the prior share twice: the r = 0 end was
+            # the fit itself).
+            raw = mid - self._anchor_shift(SYNC_CONSTANT_RATIO)
             keep = (self._anchor_points, self._anchor_log)
             ends = []
             for r in SYNC_CONSTANT_RANGE:
-                self._anchor_log = mid + self._anchor_shift(r)
+                self._anchor_log = raw + self._anchor_shift(r)
                 ends.append(self._fit_backbone(points, mean_log, counts, growth_ratio=self.growth_ratio, init=self._theta))
             self._anchor_points, self._anchor_log = keep
             self._sync_ends = tuple(ends)

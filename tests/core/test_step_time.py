@@ -584,3 +584,43 @@ def test_a_space_filling_subset_keeps_the_probed_box():
     assert len(np.unique(sub, axis=0)) == 100
     assert (sub.min(axis=0) == points.min(axis=0)).all() and (sub.max(axis=0) == points.max(axis=0)).all()
     np.testing.assert_array_equal(space_filling_subset(points, 100), space_filling_subset(points, 100))
+
+
+def test_sigma_sync_measures_the_ends_of_the_sync_range_from_the_probes_own_step():
+    # Each end of SYNC_CONSTANT_RANGE was shifted from the anchors that already carried the
+    # prior sync share: the r = 0 end was the fit itself and the r = 0.64 end took the share
+    # twice (σ_sync 0.298 here where the ends themselves give 0.238).
+    import math
+
+    from cotune.models import SYNC_CONSTANT_RANGE, fit_backbone, z_for
+
+    w = np.repeat([2.0, 4.0, 8.0], 3)
+    b = np.tile([16.0, 32.0, 64.0], 3)
+    h = np.ones_like(w)
+    t = 0.01 * b / 16 + 0.05 * (1 + 0.3 * np.log2(w))
+    m = StepTimeModel(random_state=0).fit(w, h, b, t)
+    assert m.compute_anchor_ == "prior"
+    one = (np.ones(3), np.ones(3), np.array([16.0, 32.0, 64.0]))
+    fitted = predict_log_step(m._theta, *one)
+    two = w == 2.0
+    anchors = np.column_stack([np.ones(3), np.ones(3), b[two]])
+    ends = []
+    for r in SYNC_CONSTANT_RANGE:
+        share = math.log1p(r * (1.0 + m.growth_ratio * math.log2(max(2.0 - 1.0, 1.0))))
+        pts = np.concatenate([m.points_, anchors])
+        log_step = np.concatenate([np.log(t), np.log(t[two]) - share])
+        theta = fit_backbone(pts[:, 0], pts[:, 1], pts[:, 2], log_step, np.ones(len(pts)), init=m._theta, growth_ratio=m.growth_ratio)
+        ends.append(predict_log_step(theta, *one))
+    expected = np.max(np.abs(np.stack(ends) - fitted), axis=0) / z_for(0.9)
+    np.testing.assert_allclose(m._sync_sigma(*one), expected, rtol=1e-3)
+
+
+def test_the_uncertaintys_refits_fit_no_sync_ends():
+    # Cross-validation and the own-κ refits serve their means alone: they fitted both ends of
+    # SYNC_CONSTANT_RANGE (two backbone fits each) and never used them.
+    w = np.repeat([2.0, 4.0, 8.0], 3)
+    b = np.tile([16.0, 32.0, 64.0], 3)
+    t = 0.01 * b / 16 + 0.05 * (1 + 0.3 * np.log2(w))
+    m = StepTimeModel(random_state=0).fit(w, np.ones_like(w), b, t)
+    assert len(m._sync_ends) == 2
+    assert m._refit(m.points_, np.log(t))._sync_ends == ()
