@@ -24,6 +24,7 @@ from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import StepTimeModel, StepTimePrediction
 from cotune.profile import Profile, load_profile
+from cotune.profile._profile import distinct_evals, repeated_evals_note
 from cotune.units import count_of
 
 _R = TypeVar("_R")  # a row of a recommendation or a re-plan (or None)
@@ -228,7 +229,7 @@ def curve_columns(profile: Profile) -> tuple[dict[str, np.ndarray], tuple[str, .
     job's start, not from where the new batch would start, so those evaluations are no
     curve at the new batch and are left out (with a note).
     """
-    evals, dropped = _distinct_evals(profile.evals)
+    evals, dropped = distinct_evals(profile.evals)
     offline = [e for e in evals if e.job is None]
     jobs = list(dict.fromkeys(e.job for e in evals if e.job is not None))
     used = {int(e.seed) for e in offline}
@@ -251,10 +252,7 @@ def curve_columns(profile: Profile) -> tuple[dict[str, np.ndarray], tuple[str, .
             )
         fresh -= 1
     if dropped:
-        notes.append(
-            f"eval: {dropped:,} of {len(profile.evals):,} records repeat an earlier one exactly (same global batch, seed, "
-            "epoch and metric) and were counted once: one measurement read twice is not a second run"
-        )
+        notes.append(repeated_evals_note(dropped=dropped, total=len(profile.evals)))
     rows = offline + taken
     seed = [int(e.seed) for e in offline] + seeds
     cols = {
@@ -264,27 +262,6 @@ def curve_columns(profile: Profile) -> tuple[dict[str, np.ndarray], tuple[str, .
         "seed": np.array(seed, dtype=int),
     }
     return cols, tuple(notes)
-
-
-def _distinct_evals(evals: Sequence[Any]) -> tuple[list[Any], int]:
-    """The eval records with exact repeats left out (same job, global batch, seed, epoch and
-    metric as an earlier record), and how many were left out.
-
-    A profile concatenated with itself (the format lets the workload record repeat) read
-    every evaluation twice: the sorted curve then had a zero difference beside every real
-    one, which tripled the evaluation noise and lowered P(reach) at a measured batch from
-    0.999999 to 0.911. The same epoch with another metric is another measurement and stays.
-    """
-    seen: set[tuple[Any, ...]] = set()
-    out = []
-    for e in evals:
-        metric = "nan" if math.isnan(e.metric) else float(e.metric)
-        key = (e.job, float(e.global_batch), int(e.seed), float(e.epoch), metric)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(e)
-    return out, len(evals) - len(out)
 
 
 def clean_arrays(profile: Profile) -> CleanArrays:

@@ -264,6 +264,34 @@ def oom_superseded(records: Sequence[Record]) -> tuple[bool, ...]:
     return tuple(reversed(flags))
 
 
+def distinct_evals(evals: Sequence[EvalRecord]) -> tuple[list[EvalRecord], int]:
+    """The eval records with exact repeats left out (same job, global batch, seed, epoch and
+    metric as an earlier record), in their order, and how many were left out — the one rule
+    by which the models' fit and ``cotune replan``'s job curve count a measurement once.
+
+    A profile concatenated with itself (the format lets the workload record repeat) read
+    every evaluation twice: the sorted curve then had a zero difference beside every real
+    one, which tripled the evaluation noise and lowered P(reach) at a measured batch from
+    0.999999 to 0.911. The same epoch with another metric is another measurement and stays.
+    """
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for e in evals:
+        metric = "nan" if math.isnan(e.metric) else float(e.metric)
+        key = (e.job, float(e.global_batch), int(e.seed), float(e.epoch), metric)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(e)
+    return out, len(evals) - len(out)
+
+
+def repeated_evals_note(*, dropped: int, total: int, whose: str = "eval") -> str:
+    """The note that ``dropped`` of ``total`` eval records (``whose``) were exact repeats counted once."""
+    return (f"{whose}: {dropped:,} of {total:,} records repeat an earlier one exactly (same global batch, seed, "
+            "epoch and metric) and were counted once: one measurement read twice is not a second run")
+
+
 @dataclass(frozen=True)
 class Profile:
     """All measurements of one workload, grouped by record type (order kept)."""

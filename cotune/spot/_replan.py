@@ -116,6 +116,7 @@ from cotune._request import (
     unsearched_note,
 )
 from cotune.errors import InputError
+from cotune.profile._profile import distinct_evals, repeated_evals_note
 from cotune.units import (
     count_of, format_chance, format_duration, format_duration_at_least, format_money, format_money_at_least,
 )
@@ -719,7 +720,12 @@ def replan(
     # the forecast narrowed and staying's chance rose as top-1 fell to 0.10).
     setback = None if job is None else job.setback
     if setback is not None:
-        tracked = tracked[:setback.kept]
+        tracked = tracked[:setback.kept]  # kept counts the records as written, repeats included
+    # An exact repeat is one measurement, as in the models' fit (a profile concatenated with
+    # itself): read twice it doubled the curve's points and moved the forecast.
+    tracked, repeats = distinct_evals(tracked)
+    if repeats:
+        notes.append(repeated_evals_note(dropped=repeats, total=len(tracked) + repeats, whose=f"job {job.job!r}'s evaluations"))
     frame = None if not tracked else job_frame(
         models, evals=tracked, global_batch=float(progress.global_batch), epochs_done=progress.epochs_done,
         target=target, goal=goal, interval=req.interval,

@@ -55,6 +55,19 @@ def test_progress_comes_from_the_tracked_records(job_path: Path, cifar_models) -
     assert r.stay.workers == 4 and r.stay.local_batch == 128
 
 
+def test_a_tracked_jobs_repeated_evaluations_give_the_same_answer(tmp_path: Path, job_path: Path, cifar_models) -> None:
+    # The job's records written twice (a profile concatenated with itself) doubled the curve's
+    # points (10 -> 20) and moved the forecast, the chances and the progress; the fit counted
+    # such repeats once already.
+    twice = shutil.copy(job_path, tmp_path / "twice.jsonl")
+    append_records(twice, [e for e in read_profile(job_path).evals if e.job == "run1"])
+    once, again = _replan(job_path, cifar_models).to_dict(), _replan(twice, cifar_models).to_dict()
+    before = once.pop("notes")
+    extra = [n for n in again.pop("notes") if n not in before]
+    assert again == once
+    assert len(extra) == 1 and "job 'run1'" in extra[0] and "counted once" in extra[0]
+
+
 @pytest.fixture(scope="module")
 def past_median_path(tmp_path_factory) -> Path:
     """A job at 4 x 128 past its curve's median to PAST_MEDIAN_TARGET without reaching it:
