@@ -168,8 +168,8 @@ def _number(
 
 
 def _count(source: str, where: str, value: Any) -> int:
-    if isinstance(value, float):  # a count is written as a whole number, not 4.0
-        raise _fail(source, where, f"must be a whole number >= 0, got {excerpt(value)}", "give how many GPUs of this type can be rented (0 for none)")
+    # One rule for whole numbers at every door (cotune._checks.integer): 4.0 is 4, as in a
+    # request's own fields and JSON Schema's "integer"; 4.5 and true are refused.
     try:
         return integer(value, where=where, ge=0, le=MAX_GPUS_PER_TYPE)
     except BadValue as exc:
@@ -217,9 +217,7 @@ def _host_size(source: str, at: str, value: Any) -> int | None:
     if value is None:
         return None
     try:
-        if isinstance(value, float):
-            raise BadValue(f"must be a whole number >= 1, got {excerpt(value)}")
-        return integer(value, where=at, ge=1, le=MAX_GPUS_PER_HOST)
+        return integer(value, where=at, ge=1, le=MAX_GPUS_PER_HOST)  # 4.0 is 4, as for _count
     except BadValue as exc:
         raise _fail(source, at, exc.detail, "give the GPUs in one server (1 for one-GPU servers)") from None
 

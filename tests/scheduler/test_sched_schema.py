@@ -119,6 +119,19 @@ def test_the_schemas_bound_a_cluster_field_where_its_parser_does(name, field, at
     assert _verdicts(name, dict(base, cluster=_cluster_at(field, past))) == (False, False)
 
 
+@pytest.mark.parametrize("field", ["gpus_per_host", "gpu.t4.on_demand", "gpu.t4.spot", "gpu.t4.gpus_per_host"])
+@pytest.mark.parametrize("name", ["recommend-request.v1", "replan-request.v1"])
+def test_an_inline_clusters_whole_number_written_as_a_float_reads_as_that_number(name, field):
+    # JSON Schema's "integer" takes 4.0, and so do the request's own whole-number fields; the
+    # cluster's counts and server sizes were refused ("must be a whole number >= 0, got 4.0").
+    base = {k: v for k, v in (_REPLAN if name == "replan-request.v1" else BASE_REQUEST).items() if k != "prices"}
+    assert _verdicts(name, dict(base, cluster=_cluster_at(field, 4.0))) == (True, True)
+    plain = {k: v for k, v in BASE_REQUEST.items() if k != "prices"}
+    assert parse_request(dict(plain, cluster=_cluster_at(field, 4.0))) == parse_request(dict(plain, cluster=_cluster_at(field, 4)))
+    for bad in (4.5, True):
+        assert _verdicts(name, dict(base, cluster=_cluster_at(field, bad))) == (False, False)
+
+
 @pytest.mark.parametrize("name", ["recommend-request.v1", "replan-request.v1"])
 def test_the_schemas_refuse_a_cluster_gpu_name_the_parser_refuses(name):
     base = _REPLAN if name == "replan-request.v1" else BASE_REQUEST

@@ -97,6 +97,26 @@ def test_a_zero_span_reads_as_the_number_zero(path):
     assert parse_cluster(_with(path, "0s")) == parse_cluster(_with(path, 0))
 
 
+@pytest.mark.parametrize("field", ["on_demand", "spot", "gpus_per_host"])
+def test_a_cluster_files_whole_number_written_as_a_float_reads_as_that_number(make_cluster, field):
+    # One rule with the request's fields (cotune._checks.integer): TOML's 4.0 is 4, 4.5 stays an error.
+    text = """
+checkpoint = {{ write_s = 10 }}
+[gpu.t4]
+on_demand = {on_demand}
+spot = {spot}
+gpus_per_host = {gpus_per_host}
+on_demand_price_per_hour = 0.5
+spot_price_per_hour = 0.2
+revocation_rate_per_hour = 0.1
+replacement_delay_s = 60
+"""
+    whole = {"on_demand": "4", "spot": "4", "gpus_per_host": "4"}
+    assert load_cluster(make_cluster(text=text.format(**{**whole, field: "4.0"}))) == load_cluster(make_cluster(text=text.format(**whole)))
+    with pytest.raises(InputError, match=f"gpu.t4.{field} must be a whole number"):
+        load_cluster(make_cluster(text=text.format(**{**whole, field: "4.5"})))
+
+
 def test_file_errors(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         load_cluster(tmp_path / "nope.toml")
