@@ -333,6 +333,23 @@ def _epoch_index_offset(log: LogData, metric: Series, steps_per_epoch: int) -> t
     return series.name, far, gap, int(last) + offset, offset
 
 
+def _epoch_index_alone(log: LogData, metric: Series, *, steps_per_epoch: int) -> bool:
+    """Whether ``metric``'s steps read as an epoch index with nothing in the log to say so:
+    whole steps from 0 or 1 that go up by one and end inside the first epoch of
+    ``steps_per_epoch``, and no other series logged past its last step (a run that logged
+    only ``add_scalar("Accuracy/test", acc, epoch)``, or every series against the epoch).
+    Read as steps, 10 epochs became 0.1 with no note. A validation curve logged every
+    step that ends before one pass is done is the rare reading, so it is refused, not
+    guessed (:func:`_epoch_index_offset` decides where another series ran further)."""
+    steps = np.sort(metric.step[np.isfinite(metric.step)])
+    if steps.size < 2 or np.any(steps != np.round(steps)) or float(steps[0]) not in (0.0, 1.0):
+        return False
+    last = float(steps[-1])
+    if not (np.all(np.diff(steps) == 1.0) and last < steps_per_epoch):
+        return False
+    return not any(np.any(s.step[np.isfinite(s.step)] > last) for s in log.series.values() if s.name != metric.name)
+
+
 def _epochs_of_index(log: LogData, metric: Series, steps_per_epoch: int, notes: list[str]) -> np.ndarray:
     """``metric``'s steps read as epoch indices (``--steps-are-epochs``): passes done."""
     if log.format not in ("tensorboard", "mlflow"):
@@ -450,6 +467,19 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
                 f"{global_batch}): {metric.name!r} looks logged against the epoch index (add_scalar(tag, value, epoch), "
                 f"log_metric(key, value, step=epoch)), which as steps is {last / steps_per_epoch:.3g} epochs; pass "
                 "--steps-are-epochs to read its steps as epochs, or check --dataset-size and --global-batch")
+        alone = log.format in ("tensorboard", "mlflow") and _epoch_index_alone(log, metric, steps_per_epoch=steps_per_epoch)
+        if alone:
+            # add_scalar(tag, v, epoch) with no series that ran further to compare: 10 epochs became 0.09
+            steps = metric.step[np.isfinite(metric.step)]
+            first, last = float(np.min(steps)), float(np.max(steps))
+            raise InputError(
+                f"{log.source}: the steps of {metric.name!r} go {first:g}, {first + 1:g}, ... {last:g} by one and no "
+                f"other series ran further: as steps that is {last / steps_per_epoch:.3g} epochs of {steps_per_epoch:,} "
+                f"steps (--dataset-size {dataset_size} / global batch {global_batch}), a validation curve that ends "
+                f"inside its first epoch; it looks logged against the epoch index (add_scalar(tag, value, epoch), "
+                "log_metric(key, value, step=epoch)): pass --steps-are-epochs to read its steps as epochs; if they "
+                "are optimizer steps, check --dataset-size and --global-batch (no flag makes a tensorboard or mlflow "
+                "import read them as steps: write the points as eval records for 'cotune import records')")
     infinite = int(np.count_nonzero(np.isinf(epochs)))
     if infinite:  # '1e400' in a text log, 10**400 in a JSON one: no place on the curve
         notes.append(f"left out {infinite} point(s) of {metric.name!r} at an infinite step or epoch (a corrupted log?)")

@@ -343,6 +343,36 @@ def test_an_mlflow_metric_logged_at_the_epoch_index_is_refused_with_the_flag_to_
         import_log("mlflow", tmp_path, global_batch=16, dataset_size=160)
 
 
+_ACCURACY = [0.5, 0.7, 0.8, 0.86, 0.9, 0.92, 0.93, 0.94, 0.945, 0.95]
+
+
+def test_a_tensorboard_metric_alone_at_the_epoch_index_is_refused_with_the_flag_to_pass(tmp_path):
+    # add_scalar("Accuracy/test", acc, epoch) and nothing else: 10 epochs were read as 0.09, no note
+    _event_file(tmp_path, [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
+    with pytest.raises(InputError, match=r"looks logged against the epoch index.*pass --steps-are-epochs.*"
+                                         r"'cotune import records'"):
+        import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000)
+
+
+def test_an_mlflow_metric_alone_at_the_epoch_index_is_one_line_exit_2(tmp_path, capsys):
+    from cotune.cli import main
+
+    _mlflow_run(tmp_path, "d4d4", "ep", {"val_accuracy": list(enumerate(_ACCURACY))})
+    code = main(["import", "mlflow", str(tmp_path), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "50",
+                 "--dataset-size", "5000"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "--steps-are-epochs" in err
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_every_series_logged_at_the_epoch_index_is_refused(tmp_path):
+    # The tutorial's loop logging its training loss against the epoch too: nothing ran further
+    _event_file(tmp_path, [(e, "Loss/train", 1.0 / (e + 1)) for e in range(10)]
+                + [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
+    with pytest.raises(InputError, match="looks logged against the epoch index"):
+        import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
+
+
 def test_steps_are_epochs_is_refused_for_a_csv(tmp_path):
     path = tmp_path / "run.csv"
     path.write_text("step,val_accuracy\n1,0.5\n2,0.6\n")
