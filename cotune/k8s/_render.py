@@ -282,14 +282,34 @@ def _checkpoint_interval_s(doc: Mapping[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
+#: The device name of a plan profiled on CPU (``cotune profile --device cpu``): its workers
+#: are processes on cores, and a pod that asks for a GPU for each would wait for GPU nodes.
+CPU = "cpu"
+
+
+def _on_cpu(doc: Mapping[str, Any]) -> bool:
+    return str(doc["plan"]["gpu"]).strip().lower() == CPU
+
+
+def _gpu_resources(doc: Mapping[str, Any], opts: JobOptions, *, gpus: int | str) -> dict[str, Any] | None:
+    """A pod's ``resources`` for ``gpus`` devices of ``opts.gpu_resource``; None for a CPU
+    plan, which requests no extended resource (the profile does not record a worker's
+    cores, so no cpu request is set either: :func:`manifest_warnings` says so)."""
+    if _on_cpu(doc):
+        return None
+    return {"limits": {opts.gpu_resource: gpus}, "requests": {opts.gpu_resource: gpus}}
+
+
 def _container(doc: Mapping[str, Any], opts: JobOptions, gpus: int) -> dict[str, Any]:
     env = _env(doc)
     out: dict[str, Any] = {
         "name": "pytorch",  # the training operator finds the container by this name
         "image": opts.image or DEFAULT_IMAGE,
         "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {"limits": {opts.gpu_resource: gpus}, "requests": {opts.gpu_resource: gpus}},
     }
+    resources = _gpu_resources(doc, opts, gpus=gpus)
+    if resources is not None:
+        out["resources"] = resources
     if opts.command:
         out["command"] = list(opts.command)
     return out
@@ -421,6 +441,10 @@ def _annotations(doc: Mapping[str, Any]) -> dict[str, str]:
         out["cotune.dev/lr-scale"] = f"{doc['lr_scale']:.6g}"
     if (checkpoint_s := _checkpoint_interval_s(doc)) is not None:
         out["cotune.dev/checkpoint-interval-s"] = f"{checkpoint_s:.0f}"
+    if _on_cpu(doc):
+        # Whoever reads the job sees why its pods ask for no GPU, and what is left to set.
+        out["cotune.dev/resources"] = ("cpu plan: no GPU requested; the profile does not record a worker's cores, so no "
+                                       "cpu request is set")
     return out
 
 
@@ -458,6 +482,10 @@ def manifest_warnings(doc: Mapping[str, Any], opts: JobOptions) -> list[str]:
             "kubernetes.azure.com/scalesetpriority=spot)"
         )
     gpu = str((doc.get("plan") or {}).get("gpu", "")).lower()
+    if gpu == CPU:
+        out.append(f"warning: the plan is for cpu workers: its pods request no GPU ({opts.gpu_resource}) and, since the "
+                   "profile does not record a worker's cores, no cpu either: add a cpu request per worker as the "
+                   "profile measured it (cotune profile --cpu-threads, default 1), or the pods may share cores")
     weighed = _weighed_gpus(doc)
     selector = node_selector(doc, opts) if gpu else dict(opts.node_selector)
     # A plan made for one type among several, and nothing that sends its pods to that type's
@@ -533,13 +561,11 @@ def _trainjob(doc: Mapping[str, Any], opts: JobOptions) -> dict[str, Any]:
         labels["kueue.x-k8s.io/queue-name"] = opts.queue
     elif opts.gang == "volcano":
         annotations["scheduling.volcano.sh/queue-name"] = opts.queue
-    gpus = str(layout.gpus_per_pod)
-    trainer: dict[str, Any] = {
-        "numNodes": layout.pods,
-        "numProcPerNode": layout.gpus_per_pod,
-        "resourcesPerNode": {"limits": {opts.gpu_resource: gpus}, "requests": {opts.gpu_resource: gpus}},
-        "env": [{"name": k, "value": v} for k, v in _env(doc).items()],
-    }
+    trainer: dict[str, Any] = {"numNodes": layout.pods, "numProcPerNode": layout.gpus_per_pod}
+    resources = _gpu_resources(doc, opts, gpus=str(layout.gpus_per_pod))
+    if resources is not None:
+        trainer["resourcesPerNode"] = resources
+    trainer["env"] = [{"name": k, "value": v} for k, v in _env(doc).items()]
     if opts.image is not None:
         trainer["image"] = opts.image
     if opts.command:
@@ -602,12 +628,16 @@ def _pytorchjob(doc: Mapping[str, Any], opts: JobOptions) -> list[dict[str, Any]
     if opts.gang == "volcano":
         gpus = gang_pods * layout.gpus_per_pod
         spec["runPolicy"]["schedulingPolicy"] = {"minAvailable": gang_pods, "queue": opts.queue}
+        group: dict[str, Any] = {"minMember": gang_pods}
+        if not _on_cpu(doc):  # a CPU plan's gang waits for its pods only, not for GPUs it does not use
+            group["minResources"] = {opts.gpu_resource: str(gpus)}
+        group["queue"] = opts.queue
         out.append(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",
                 "kind": "PodGroup",
                 "metadata": {"name": opts.name, "namespace": opts.namespace, "labels": dict(labels)},
-                "spec": {"minMember": gang_pods, "minResources": {opts.gpu_resource: str(gpus)}, "queue": opts.queue},
+                "spec": group,
             }
         )
     out.append(

@@ -410,3 +410,34 @@ def test_only_a_selector_naming_the_plans_gpu_as_a_word_silences_the_gpu_warning
         return any(f"the plan is for {pair[0]} " in w for w in manifest_warnings(doc, opts))
 
     assert warned(other) and not warned(own)
+
+
+# --- a plan profiled on CPU (cotune profile --device cpu: gpu "cpu") ----------------------
+
+
+@lru_cache(maxsize=None)
+def _cpu_doc() -> str:
+    from _helpers import synthetic_records
+
+    doc = recommend_request({"profile": {"records": synthetic_records(gpus=("cpu",))}, "target": 0.9, "max_workers": 8,
+                             "prices": {"cpu": 0.05}})
+    assert doc["status"] == "ok" and doc["plan"]["gpu"] == "cpu"
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("elastic", [True, False])
+def test_a_cpu_plans_pytorchjob_and_podgroup_request_no_gpu_and_validate(elastic):
+    # Every pod asked for nvidia.com/gpu: 1, and the gang waited for GPUs, for workers that run on cores.
+    out = render_manifests(json.loads(_cpu_doc()), JobOptions(name="cpu-1", image="i", command=("x",), elastic=elastic))
+    for manifest in out:
+        _check(manifest)
+    assert "nvidia.com/gpu" not in json.dumps(out)
+    (group,) = [m for m in out if m["kind"] == "PodGroup"]
+    assert "minResources" not in group["spec"]
+    (job,) = [m for m in out if m["kind"] == "PyTorchJob"]
+    assert job["metadata"]["annotations"]["cotune.dev/resources"].startswith("cpu plan: no GPU requested")
+
+
+def test_rendering_a_cpu_plan_warns_that_no_cpu_request_is_set():
+    warnings = manifest_warnings(json.loads(_cpu_doc()), JobOptions(name="cpu-1", image="i", command=("x",)))
+    assert any("the plan is for cpu workers" in w and "--cpu-threads" in w for w in warnings)

@@ -311,3 +311,16 @@ def test_more_tolerations_than_the_trainjob_crd_allows_are_refused_in_one_line()
     (job,) = render_manifests(json.loads(_doc(1800)), JobOptions(kind="trainjob", name="t", image="i", command=("x",),
                                                                   tolerations=many[:128]))
     _check(job)
+
+
+def test_a_cpu_plans_trainjob_requests_no_gpu_and_validates():
+    # resourcesPerNode asked for nvidia.com/gpu for a plan whose workers run on cores.
+    from _helpers import synthetic_records
+
+    doc = recommend_request({"profile": {"records": synthetic_records(gpus=("cpu",))}, "target": 0.9, "max_workers": 8,
+                             "prices": {"cpu": 0.05}})
+    assert doc["plan"]["gpu"] == "cpu"
+    job = render_manifests(doc, JobOptions(kind="trainjob", name="cpu-1", image="i", command=("x",)))[0]
+    _check(job)
+    assert "resourcesPerNode" not in job["spec"]["trainer"] and "nvidia.com/gpu" not in json.dumps(job)
+    assert job["metadata"]["annotations"]["cotune.dev/resources"].startswith("cpu plan: no GPU requested")
