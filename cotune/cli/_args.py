@@ -49,23 +49,37 @@ def duration(text: str) -> float:
     return parse_duration(text)
 
 
+def _duration_as_written(text: str) -> float:
+    """A span as written: its sign and zero kept (``-5``, ``-30m``, ``0``), and a plain number
+    read as Python reads it (``nan``, ``inf``, ``1e400`` as inf). The request's rule for the
+    field judges the range, in the words and with the pointer every door uses (``/deadline_s:
+    must be a finite number > 0, got nan``); the parser's own ("duration must be zero or more
+    and finite") was wrong for a field that must be > 0 and carried no pointer."""
+    raw = text.strip()
+    if raw and len(raw) <= 100 and raw.isascii() and "_" not in raw:
+        try:
+            return float(raw) + 0.0  # + 0.0: '-0' is 0 seconds
+        except ValueError:
+            pass  # a span such as 90m, read below
+    if raw.startswith("-") and len(raw) > 1:
+        return -parse_duration(raw[1:], allow_zero=True) + 0.0
+    return parse_duration(raw, allow_zero=True)
+
+
 @_wrap
 def duration_or_zero(text: str) -> float:
-    """A duration that may be 0: time already spent (``--elapsed``), or an overhead that may
-    be none (``--restart 0``, ``--startup 0``) — the request's ``ge=0`` rule for
-    ``elapsed_s``, ``restart_s`` and ``startup_s``, so every door takes the same values."""
-    return parse_duration(text, allow_zero=True)
+    """A duration that may be 0 by its field's rule: time already spent (``--elapsed``), or an
+    overhead that may be none (``--restart 0``) — read as written (:func:`_duration_as_written`),
+    so the request's ``ge=0`` rule for ``elapsed_s`` and ``restart_s`` judges it, as at every door."""
+    return _duration_as_written(text)
 
 
 @_wrap
 def signed_duration(text: str) -> float:
-    """A span as written, its sign and zero kept (``-5``, ``-30m``, ``0``): the request's rule
-    for the field says what is wrong with it, in the words every door uses — the parser's own
-    ("duration must be positive") differed from Python's and HTTP's."""
-    raw = text.strip()
-    if raw.startswith("-") and len(raw) > 1:
-        return -parse_duration(raw[1:], allow_zero=True) + 0.0  # + 0.0: '-0' is 0 seconds
-    return parse_duration(raw, allow_zero=True)
+    """A span as written, its sign, zero, ``nan`` and ``inf`` kept (``-5``, ``-30m``, ``0``):
+    the request's rule for the field says what is wrong with it, in the words every door
+    uses — the parser's own ("duration must be positive") differed from Python's and HTTP's."""
+    return _duration_as_written(text)
 
 
 @_wrap

@@ -445,6 +445,10 @@ def test_a_bug_in_cotune_is_one_line_exit_4_and_its_traceback_is_kept(capsys, mo
     ("--deadline", "0", "deadline_s", 0.0),
     ("--budget", "nan", "budget", float("nan")),
     ("--startup", "-1", "startup_s", -1.0),
+    # nan and inf were the duration parser's own: "must be zero or more and finite", path null
+    ("--deadline", "nan", "deadline_s", float("nan")),
+    ("--deadline", "inf", "deadline_s", float("inf")),
+    ("--startup", "nan", "startup_s", float("nan")),
     ("--confidence", "1", "confidence", 1.0),
     ("--max-workers", "0", "max_workers", 0),
 ])
@@ -461,6 +465,24 @@ def test_a_cli_value_out_of_range_is_refused_in_the_requests_words_with_its_poin
     assert err == f"cotune: {option}: {python.value.detail}\n"
     error = json.loads(out)["error"]
     assert error["path"] == f"/{field}" and error["message"] == f"{option}: {python.value.detail}"
+
+
+@pytest.mark.parametrize(("option", "text", "where", "rule"), [
+    ("--elapsed", "nan", "/progress/elapsed_s", "must be a finite number >= 0 (at most 1e+15 in magnitude), got nan"),
+    ("--elapsed", "-5", "/progress/elapsed_s", "must be a finite number >= 0, got -5.0"),
+    ("--restart", "inf", "/restart_s", "must be a finite number >= 0 (at most 1e+15 in magnitude), got inf"),
+    ("--restart", "-5", "/restart_s", "must be a finite number >= 0, got -5.0"),
+])
+def test_a_replan_duration_out_of_range_is_refused_in_the_requests_words_with_its_pointer(capsys, option, text, where,
+                                                                                          rule):
+    # --elapsed and --restart were judged by the duration parser ("duration must be zero or
+    # more and finite"), with no pointer in the --json error document.
+    code, out, err = run(capsys, "replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "1h", "--current",
+                         "t4:4:129", "--elapsed", "10m", "--epochs-done", "90", f"{option}={text}", "--json")
+    assert code == 2
+    assert err == f"cotune: {option}: {rule}\n"
+    error = json.loads(out)["error"]
+    assert error["path"] == where and error["message"] == f"{option}: {rule}"
 
 
 def test_fit_says_what_the_reader_left_out_of_the_file_as_it_is_now(capsys, tmp_path):
