@@ -13,7 +13,9 @@ Importing this module imports ``transformers``; ``cotune`` and ``cotune.track`` 
 Each optimizer step is timed from ``on_step_begin`` to ``on_step_end``: the Trainer fetches a
 step's micro-batches before ``on_step_begin``, so data loading is left out, as the profiler
 times steps; its micro-batches are counted (``on_substep_end`` + 1), so an epoch's last,
-partial step counts the samples it holds. After each evaluation *inside* ``train()`` the
+partial step counts the samples it holds, and at each epoch's end the count is trimmed to
+the pass (:meth:`~cotune.track.Tracker.end_pass`: the last batch held only the samples
+left). After each evaluation *inside* ``train()`` the
 ``monitor`` entry of its metrics (``eval_<name>``, as ``compute_metrics`` names it with the
 Trainer's prefix) is written as an ``eval`` record; a ``trainer.evaluate()`` outside
 training writes nothing. A tracker without ``schedule_epochs`` takes
@@ -100,6 +102,13 @@ class TrackerCallback(_TrainerCallback):
         if began is None or not self._guard.tracking or not state.is_world_process_zero:
             return
         self.tracker.step(step_time_s=max(time.perf_counter() - began, 1e-9), micro_batches=micro)
+
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # The epoch's last batch held only the samples left (dataloader_drop_last off): the
+        # tracker trims its count to the pass. The Trainer calls this before an epoch-end
+        # evaluation, so that evaluation is placed at the pass, not past it.
+        if self._guard.tracking and state.is_world_process_zero and not self.tracker.closed:
+            self.tracker.end_pass()
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: Any = None, **kwargs: Any) -> None:
         if not self._training or not state.is_world_process_zero or not self._guard.tracking or not self._guard.evals:
