@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -1119,6 +1120,23 @@ def _describe_pid(pid: int) -> str:
     return f"pid {pid}: {cmd[:120]}" if cmd else f"pid {pid}"
 
 
+# The writers with a profile open, weakly (a writer dropped without close() is not kept
+# alive by this set). A flock belongs to the open file, which fork() shares with the child:
+# a torch DataLoader worker's copy of the descriptor kept the profile locked after the
+# parent's close(), and after a kill -9 of the parent, for as long as the worker lived.
+_OPEN_WRITERS: weakref.WeakSet[ProfileWriter] = weakref.WeakSet()
+
+
+def _drop_writers_in_fork_child() -> None:
+    for writer in list(_OPEN_WRITERS):
+        writer._drop_inherited()
+
+
+# Closing the child's descriptor (never flock(LOCK_UN), which would unlock the parent's
+# file too) leaves the parent's lock whole and makes it the only holder.
+os.register_at_fork(after_in_child=_drop_writers_in_fork_child)
+
+
 class ProfileWriter:
     """Append records to a profile, one flushed and fsync'ed line each, under an exclusive lock.
 
@@ -1128,7 +1146,11 @@ class ProfileWriter:
     While open, the writer holds an exclusive ``flock`` on the profile itself (released
     by the kernel when the process dies, even on ``kill -9``): a second writer of the
     same file, in this process or another, gets :class:`~cotune.errors.ProfileLockedError`
-    naming the holder's PID instead of interleaving records. Readers never lock.
+    naming the holder's PID instead of interleaving records. Readers never lock. A child
+    made by ``fork()`` (a DataLoader worker) closes its copy of the open profile at once,
+    so it never holds the lock: the lock goes with the writer's ``close()`` or its
+    process, whatever children it left running; the child's copy of the writer refuses
+    to write.
 
     A failed write (disk full, read-only filesystem, I/O error) raises
     :class:`~cotune.errors.StorageError` (an ``OSError``) after cutting the file back to
@@ -1142,6 +1164,7 @@ class ProfileWriter:
         self._fh: IO[bytes] | None = None
         self._size = 0
         self._broken: StorageError | None = None
+        self._forked_from: int | None = None  # the parent's pid, in a fork() child that dropped the profile
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
@@ -1187,6 +1210,17 @@ class ProfileWriter:
             raise
         self._fh = fh
         self._broken = None
+        self._forked_from = None
+        _OPEN_WRITERS.add(self)
+
+    def _drop_inherited(self) -> None:
+        """In a fork() child: close this process's copy of the profile (the parent's lock stays)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            self._forked_from = os.getppid()
+            with contextlib.suppress(OSError):
+                fh.close()
+        _OPEN_WRITERS.discard(self)
 
     def write(self, record: Record) -> None:
         self._write_bytes(_dump(record).encode("utf-8"), doing="append a record")
@@ -1203,6 +1237,10 @@ class ProfileWriter:
 
     def _write_bytes(self, data: bytes, *, doing: str) -> None:
         if self._fh is None:
+            if self._forked_from is not None:
+                raise RuntimeError(f"ProfileWriter: this process is a fork() child of pid {self._forked_from}, which "
+                                   "holds the profile open: write from that process, or open a writer here after it "
+                                   "closes its own")
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         if self._broken is not None:
             raise self._broken
@@ -1225,6 +1263,7 @@ class ProfileWriter:
         self._size += len(data)
 
     def close(self) -> None:
+        _OPEN_WRITERS.discard(self)
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 self._fh.close()  # closing drops the lock

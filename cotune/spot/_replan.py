@@ -631,7 +631,9 @@ def replan(
     remaining_s = rr.remaining_s
     # Models given and no profile (a caller that fitted them itself): no tracked records to read.
     loaded = None if (models is not None and req.profile is None) else req.load_profile()
-    job = None if loaded is None else job_progress(loaded, job=rr.job, target=target)
+    # progress is the caller's or was read from these records (and checked there): its
+    # configuration stands, whatever the records' last step says.
+    job = None if loaded is None else job_progress(loaded, job=rr.job, target=target, check_configuration=False)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
     if progress.out_of_memory:

@@ -173,11 +173,28 @@ def planning_profile(profile: Profile) -> Profile:
     return replace(profile, evals=offline, noise=tuple(n for n in profile.noise if n.job is None))
 
 
-def job_progress(profile: Profile, *, job: str | None = None, target: float | None = None) -> JobProgress | None:
+def _unrecorded_batch(steps: Sequence[StepRecord], evals: Sequence[EvalRecord]) -> int | None:
+    """The global batch of the job's latest evaluation when none of its step records ran at
+    it and its latest step ran at another (None: the records agree). A tracker before the
+    fix wrote a checkpoint's evaluation at a new configuration before any step there: the
+    records then name the configuration the job ran at before as its current one."""
+    if not steps or not evals:
+        return None
+    batch = evals[-1].global_batch
+    if any(s.workers * s.local_batch * s.accum_steps == batch for s in steps):
+        return None
+    return batch
+
+
+def job_progress(profile: Profile, *, job: str | None = None, target: float | None = None,
+                 check_configuration: bool = True) -> JobProgress | None:
     """The running job's progress from its tagged records (None if the profile has none).
 
     ``job`` picks one job by name; by default the job of the last tagged record. ``target``
     (the question's, when known) guards the collapse rule (:func:`job_setback`).
+    ``check_configuration``: refuse records whose latest evaluation ran at a global batch
+    none of the job's step records ran at (its latest step's configuration is then not
+    where the job runs); False where the caller was told the configuration.
     """
     from cotune.solver._decide import count_returns  # here: the tracker itself stays free of the solver
 
@@ -203,6 +220,15 @@ def job_progress(profile: Profile, *, job: str | None = None, target: float | No
     evals = [e for e in profile.evals if e.job == job]
     setback = job_setback(evals, goal=profile.workload.goal, target=target)
     last_step = steps[-1] if steps else None
+    unrecorded = _unrecorded_batch(steps, evals) if check_configuration else None
+    if unrecorded is not None and last_step is not None:
+        at = f"{last_step.workers} × {last_step.local_batch}" + (
+            f" × {last_step.accum_steps}" if last_step.accum_steps > 1 else "")
+        raise BadValue(
+            f"the latest evaluation of job {job!r} ran at global batch {unrecorded:,}, and its step records only at "
+            f"others (the latest on {last_step.gpu} at {at}), so they do not say where it runs now: give the "
+            "configuration it runs at (progress gpu, market, workers and local_batch; on the command line --current "
+            "GPU:MARKET:WORKERS:LOCAL_BATCH)", where="/progress/workers")
     if evals:
         batch = evals[-1].global_batch
     else:
@@ -271,7 +297,10 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     fields = {k: v for k, v in given.items() if v is not None}
     needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
     if needed:
-        jp = job_progress(profile, job=job, target=target)
+        # The configuration read from the records only where it is not given: told where the
+        # job runs, records that do not say it are no obstacle.
+        jp = job_progress(profile, job=job, target=target,
+                          check_configuration=any(k in needed for k in ("gpu", "market", "workers", "local_batch")))
         if "schedule_epochs" not in fields and jp is not None and jp.schedule_epochs is not None:
             fields["schedule_epochs"] = jp.schedule_epochs
         found = {} if jp is None else {

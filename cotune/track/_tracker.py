@@ -42,7 +42,7 @@ from cotune._checks import (MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line
 from cotune.errors import InputError, StorageError, is_out_of_memory
 from cotune.profile import (
     MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
-    ProfileLockedError, ProfileWriter, StepRecord, WorkloadRecord, check_profile_path, read_profile,
+    ProfileLockedError, ProfileWriter, Record, StepRecord, WorkloadRecord, check_profile_path, read_profile,
 )
 from cotune.profile._profile import holds_records as _has_records
 
@@ -75,6 +75,15 @@ class TrackedConfig:
     @property
     def global_batch(self) -> int:
         return self.workers * self.local_batch * self.accum_steps
+
+
+# What a step record says of the configuration it ran at: (gpu, workers, hosts, local_batch,
+# accum_steps, market).
+_ConfigKey = tuple[str, int, int, int, int, str]
+
+
+def _config_key(config: TrackedConfig | StepRecord) -> _ConfigKey:
+    return (config.gpu, config.workers, config.hosts, config.local_batch, config.accum_steps, config.market)
 
 
 def _check_fits(config: TrackedConfig, dataset_size: int) -> None:
@@ -255,9 +264,9 @@ class Tracker:
         0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
         sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them, else
         TensorFlow's ``TF_CONFIG``: its chief, or worker 0 without one), else 0. A profile
-        another *process* is writing (two ranks tracking) gives one ``RuntimeWarning`` and
-        this tracker records nothing (``errors="raise"``: the
-        :class:`~cotune.profile.ProfileLockedError`).
+        another writer holds (two ranks tracking; a tracker of this process not closed)
+        gives one ``RuntimeWarning`` and this tracker records nothing (``errors="raise"``:
+        the :class:`~cotune.profile.ProfileLockedError`).
     fsync : every record is written and flushed to the operating system before the call
         returns, so it survives a kill of the process at any moment. ``"background"``
         (default) then fsyncs it to the disk from a helper thread, so the training
@@ -328,6 +337,11 @@ class Tracker:
         # before the first one (a full window is 100 steps; an epoch may be fewer) left the
         # records naming the configuration the job ran at before, which `cotune replan` read.
         self._config_recorded = False
+        # The configuration of the job's last step record (in the profile, or written here):
+        # an evaluation at another one before any step there is timed is held in
+        # _held_evals and written after the first step record there (see eval()).
+        self._recorded_config: _ConfigKey | None = None
+        self._held_evals: list[EvalRecord] = []
         self._epochs_at_start = float(epochs_done)
         self._last_eval_epoch = -math.inf
         self._warned_back = False
@@ -358,6 +372,8 @@ class Tracker:
             tracked = self.job or profile.workload.name
             held_evals = [e for e in profile.evals if e.job is not None and e.job == tracked]
             held_epochs = [e.epoch for e in held_evals]
+            own_steps = [s for s in profile.steps if s.job is not None and s.job == tracked]
+            self._recorded_config = _config_key(own_steps[-1]) if own_steps else None
             if elapsed_s_done is None and self._epochs_at_start > 0:
                 # A resumed job: its clock goes on from its last evaluation's (at least), or a
                 # re-plan would think almost the whole deadline is left.
@@ -394,11 +410,14 @@ class Tracker:
         try:
             writer.open()
         except ProfileLockedError as exc:
-            if errors == "raise" or exc.holder_pid == os.getpid():  # a second tracker of this process: a bug to fix
+            if errors == "raise":
                 raise
-            # Another process tracks this job (another rank): the training goes on untracked here.
-            warnings.warn(f"cotune tracker: {exc}; this process records nothing (in a data-parallel job only rank 0 "
-                          "should track: pass rank=)", RuntimeWarning, stacklevel=2)
+            # Another process tracks this job (another rank), or another writer of this one
+            # (a Tracker not closed): the training goes on untracked here, as after any
+            # refused write. The error names the holder and how to free the profile.
+            hint = ("this tracker records nothing" if exc.holder_pid == os.getpid() else
+                    "this process records nothing (in a data-parallel job only rank 0 should track: pass rank=)")
+            warnings.warn(f"cotune tracker: {exc}; {hint}", RuntimeWarning, stacklevel=2)
             self.enabled = False
             return
         except StorageError as exc:
@@ -460,8 +479,8 @@ class Tracker:
         off), but a step is counted as ``workers × local_batch`` per micro-batch: the count
         overshoots the pass by less than one micro-batch of every worker. Such an overshoot
         is trimmed here, so the epochs counted stay the passes; a longer one (an epoch of
-        more steps than a pass, a repeated dataset) is kept as counted. The Lightning and
-        Keras callbacks call it at each epoch's end.
+        more steps than a pass, a repeated dataset) is kept as counted. The Lightning, Keras
+        and Transformers callbacks call it at each epoch's end.
         """
         if not self.enabled or self.dataset_size is None:
             return
@@ -501,6 +520,15 @@ class Tracker:
             self._samples += c.global_batch
         else:
             self._samples += c.workers * c.local_batch * integer(micro_batches, where="micro_batches", ge=1)
+        if self._held_evals:
+            # The first step at a configuration evaluations wait for (see eval()): its time,
+            # warm-up or not, puts the configuration (and the move's cause) on record at once,
+            # and the evaluations follow it — a kill loses them only before this step.
+            self._skip = max(self._skip - 1, 0)
+            self._warmup_times_s = []
+            self._window.append(step_time_s)
+            self.flush()
+            return
         if self._skip > 0:
             self._skip -= 1
             self._warmup_times_s.append(step_time_s)
@@ -516,7 +544,11 @@ class Tracker:
              grad_var: float | None = None) -> EvalRecord | None:
         """Record one evaluation of the job at ``epoch`` (default: the epochs counted from steps).
 
-        ``metric`` may be NaN or infinite for a diverged run (the profile keeps it).
+        ``metric`` may be NaN or infinite for a diverged run (the profile keeps it). At a
+        configuration other than the job's last step record's, with no step there yet (a
+        checkpoint evaluated before training resumes), the record is held and written
+        after the first step there; one that no step follows before :meth:`close` or
+        :meth:`reconfigure` is left out, with one ``RuntimeWarning``. Returns the record.
         """
         if not self.enabled:
             return None
@@ -553,6 +585,15 @@ class Tracker:
             global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
             grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3), schedule_epochs=self._schedule_epochs,
         )
+        if (not self._config_recorded and self._recorded_config is not None
+                and self._recorded_config != _config_key(self.config)):
+            # No step timed here yet (a checkpoint evaluated before training resumes at a new
+            # configuration): written now, the evaluation would follow step records of the
+            # configuration the job ran at before, and a re-plan read a move that never
+            # happened. Held until the first step here is recorded (step()). A job with no
+            # step record yet names no configuration: its evaluation is written at once.
+            self._held_evals.append(rec)
+            return rec
         self._write(rec)
         return rec
 
@@ -621,6 +662,7 @@ class Tracker:
         if self.dataset_size is not None:
             _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
         self.flush()
+        self._drop_held_evals(why="the job moved on")
         self.config = moved
         self._config_recorded = False
         self._skip = self.warmup_steps
@@ -637,6 +679,8 @@ class Tracker:
             _check_fits(moved, self.dataset_size)
         self.flush()  # a window of an earlier fit() ran at the value it had
         self.config = moved
+        # Evaluations waiting for this configuration's first step ran at the corrected batch too.
+        self._held_evals = [replace(e, global_batch=moved.global_batch) for e in self._held_evals]
         self._config_recorded = False
 
     def flush(self) -> StepRecord | None:
@@ -655,6 +699,10 @@ class Tracker:
         self._window_began = self._clock()
         self._write(rec)
         self._config_recorded = True
+        self._recorded_config = _config_key(c)
+        held, self._held_evals = self._held_evals, []
+        for evaluation in held:  # evaluations that waited for this configuration's first step record
+            self._write(evaluation)
         return rec
 
     def close(self) -> None:
@@ -663,14 +711,37 @@ class Tracker:
             return
         try:
             self.flush()
+            self._drop_held_evals(why="the tracker closed")
         finally:
-            self._writer.close()
-            self._writer = None
-            if self._syncer is not None:
-                self._syncer.close()
-                self._syncer = None
+            # Taken before closing: a write the storage refused inside flush() has already
+            # stopped tracking and closed them (_stop), and the training must not die of
+            # closing them twice.
+            writer, self._writer = self._writer, None
+            syncer, self._syncer = self._syncer, None
+            if writer is not None:
+                writer.close()
+            if syncer is not None:
+                syncer.close()
 
-    def _write(self, record) -> None:
+    def _drop_held_evals(self, *, why: str) -> None:
+        """Evaluations held for a configuration at which no step was then recorded: not
+        written (one warning), as the records would name the configuration before as the
+        one they ran at. Such an evaluation is of the checkpoint the job ran on before."""
+        if not self._held_evals or not self.enabled:
+            return
+        held, self._held_evals = self._held_evals, []
+        c = self.config
+        warnings.warn(
+            f"cotune tracker: {len(held)} evaluation(s) at global batch {c.global_batch:,} (epoch "
+            f"{held[-1].epoch:.4g}) not written: {why} before any step at {c.workers} × {c.local_batch} on {c.gpu}, and "
+            "without one the records would name the configuration the job ran at before as its current one; "
+            "evaluate after the first step at a new configuration", RuntimeWarning, stacklevel=3)
+
+    def _write(self, record: Record) -> None:
+        if not self.enabled:
+            # Tracking stopped earlier in this call (an eval's or an out-of-memory's flush()
+            # the storage refused): said once already, and the training goes on.
+            return
         if self._writer is None:
             raise InputError("the tracker is closed: create a new Tracker to record more")
         if self._lines >= MAX_PROFILE_LINES:
@@ -696,6 +767,7 @@ class Tracker:
         warnings.warn(f"cotune tracker: {why}", RuntimeWarning, stacklevel=3)
         self.enabled = False
         self._window = []
+        self._held_evals = []
         try:
             self.close()
         except StorageError:  # the last partial window cannot be written either: the handles still go

@@ -291,8 +291,8 @@ def test_keras_fit_inside_with_tracker_records_an_out_of_memory(tmp_path: Path) 
 
 
 def _hf_trainer(tmp_path: Path, callback, *, n: int = 256, epochs: float = 3, accum: int = 1, max_steps: int = -1,
-                eval_strategy: str = "epoch", eval_steps: int | None = None):
-    """A real Hugging Face Trainer on CPU: a linear model, ``n`` samples in batches of 32."""
+                eval_strategy: str = "epoch", eval_steps: int | None = None, batch: int = 32):
+    """A real Hugging Face Trainer on CPU: a linear model, ``n`` samples in batches of ``batch``."""
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     import torch
@@ -321,7 +321,7 @@ def _hf_trainer(tmp_path: Path, callback, *, n: int = 256, epochs: float = 3, ac
     def accuracy(pred):
         return {"accuracy": float((pred.predictions.argmax(-1) == pred.label_ids).mean())}
 
-    args = TrainingArguments(output_dir=str(tmp_path / "hf"), per_device_train_batch_size=32, per_device_eval_batch_size=64,
+    args = TrainingArguments(output_dir=str(tmp_path / "hf"), per_device_train_batch_size=batch, per_device_eval_batch_size=64,
                              num_train_epochs=epochs, max_steps=max_steps, gradient_accumulation_steps=accum,
                              eval_strategy=eval_strategy, eval_steps=eval_steps, save_strategy="no", learning_rate=0.5, report_to=[], use_cpu=True,
                              seed=0, disable_tqdm=True, logging_strategy="no")
@@ -360,6 +360,23 @@ def test_transformers_callback_counts_the_partial_accumulation_at_an_epochs_end(
     p = read_profile(path)
     assert [e.epoch for e in p.evals] == pytest.approx([1.0, 2.0])
     assert len(p.steps) == 2 * 3 and all(s.accum_steps == 3 for s in p.steps)
+
+
+@pytest.mark.slow
+def test_transformers_callback_counts_a_partial_last_batch_as_the_samples_it_held(tmp_path: Path) -> None:
+    # 210 samples in batches of 40: five full batches and one of 10 (dataloader_drop_last off).
+    # Counted as six full ones, the evaluations read epochs 1.14, 2.29, 3.43, past the
+    # schedule's 3.
+    pytest.importorskip("transformers")
+    from cotune.track.transformers import TrackerCallback
+
+    path = tmp_path / "job.jsonl"
+    workload = WorkloadRecord(name="tiny", dataset_size=210, metric="acc", goal="max")
+    tracker = Tracker(path, gpu="cpu", workers=1, local_batch=40, workload=workload, window=4, warmup_steps=1)
+    _hf_trainer(tmp_path, TrackerCallback(tracker, monitor="eval_accuracy"), n=210, batch=40).train()
+    evals = read_profile(path).evals
+    assert [e.epoch for e in evals] == pytest.approx([1.0, 2.0, 3.0])
+    assert evals[-1].schedule_epochs == 3
 
 
 @pytest.mark.slow

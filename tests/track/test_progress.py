@@ -187,3 +187,25 @@ def test_the_default_job_is_the_job_of_the_last_record_in_the_file(tmp_path: Pat
             tr.step(step_time_s=0.03)
     p = job_progress(read_profile(path))
     assert (p.job, p.workers, p.local_batch) == ("run2", 4, 16)
+
+
+def test_records_whose_latest_eval_ran_at_a_batch_no_step_ran_at_are_refused_for_the_configuration(
+        tmp_path: Path) -> None:
+    # An earlier tracker wrote a checkpoint's evaluation at a new configuration before any
+    # step there: the last step named the old one as current, and replan invented a move.
+    from cotune._checks import BadValue
+    from cotune.profile import append_records
+    from cotune.track import progress_from_records
+
+    path = tmp_path / "p.jsonl"
+    append_records(path, [WL, StepRecord(gpu="cpu", workers=4, local_batch=32, step_time_s=0.5, job="run1"),
+                          EvalRecord(global_batch=128, epoch=1.0, metric=0.5, job="run1", elapsed_s=60.0),
+                          EvalRecord(global_batch=64, epoch=1.0, metric=0.5, job="run1", elapsed_s=70.0)])
+    profile = read_profile(path)
+    with pytest.raises(BadValue, match="latest evaluation of job 'run1' ran at global batch 64.*--current") as err:
+        job_progress(profile)
+    assert err.value.where == "/progress/workers"
+    with pytest.raises(BadValue, match="global batch 64"):
+        progress_from_records(profile)
+    given = progress_from_records(profile, gpu="cpu", market="on_demand", workers=2, local_batch=32)
+    assert (given.workers, given.epochs_done) == (2, 1.0)  # told where it runs, the records are no obstacle

@@ -416,7 +416,20 @@ def test_a_second_tracker_in_one_process_is_told_so(tmp_path: Path) -> None:
     path = tmp_path / "job.jsonl"
     with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD):
         with pytest.raises(ProfileLockedError, match="another writer in this process .*close the first Tracker"):
-            Tracker(path, gpu="cpu", workers=1, local_batch=8)
+            Tracker(path, gpu="cpu", workers=1, local_batch=8, errors="raise")
+
+
+def test_a_second_tracker_in_one_process_warns_and_records_nothing_under_errors_warn(tmp_path: Path) -> None:
+    # It raised whatever errors= said: a training loop died of its tracker.
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD) as first:
+        with pytest.warns(RuntimeWarning, match="another writer in this process .*close the first Tracker.*records nothing"):
+            second = Tracker(path, gpu="cpu", workers=1, local_batch=8, job="other")
+        second.step(step_time_s=0.1)
+        second.eval(metric=0.5)
+        second.close()
+        first.eval(metric=0.4)
+    assert [e.job for e in read_profile(path).evals] == ["job-a"]
 
 
 def test_step_timer_closes_a_partial_accumulation_at_the_epochs_last_batch() -> None:
@@ -975,3 +988,197 @@ def test_a_profile_path_that_is_no_path_is_one_input_error(path: object) -> None
     with pytest.raises(InputError, match="profile_path") as err:
         Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD)  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+def test_a_refused_write_of_the_last_window_at_close_warns_and_training_goes_on(tmp_path: Path, monkeypatch) -> None:
+    # close() wrote the last window, the write was refused, tracking stopped (closing the
+    # handles), and close() went on to close them again: AttributeError out of the loop.
+    from cotune.errors import StorageError
+    from cotune.profile import ProfileWriter
+
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=100, fsync="none")
+    for _ in range(3):
+        tr.step(step_time_s=0.1)  # fewer than a window: written at close()
+    monkeypatch.setattr(ProfileWriter, "write",
+                        lambda self, record: (_ for _ in ()).throw(StorageError("File too large (EFBIG)")))
+    with pytest.warns(RuntimeWarning, match="File too large.*tracking stops and training goes on"):
+        tr.close()
+    assert tr.closed and not tr.enabled
+    monkeypatch.undo()
+    assert read_profile(path).steps == ()  # the workload record is intact
+
+
+def test_an_error_leaving_a_with_block_stays_itself_when_the_storage_refuses_the_last_window(
+        tmp_path: Path, monkeypatch) -> None:
+    # close() at the block's end replaced the loop's own error with an AttributeError.
+    from cotune.errors import StorageError
+    from cotune.profile import ProfileWriter
+
+    path = tmp_path / "job.jsonl"
+    with pytest.raises(ValueError, match="the real error"), pytest.warns(RuntimeWarning, match="disk full"):
+        with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=100,
+                     fsync="none") as tr:
+            tr.step(step_time_s=0.1)
+            monkeypatch.setattr(ProfileWriter, "write",
+                                lambda self, record: (_ for _ in ()).throw(StorageError("disk full")))
+            raise ValueError("the real error")
+
+
+def test_an_eval_whose_window_the_storage_refuses_warns_and_training_goes_on(tmp_path: Path, monkeypatch) -> None:
+    # The eval's flush() stopped tracking, and the eval then wrote to the closed tracker:
+    # "the tracker is closed" raised into the loop.
+    from cotune.errors import StorageError
+    from cotune.profile import ProfileWriter
+
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0,
+                 window=100, fsync="none")
+    tr.step(step_time_s=0.1)
+    monkeypatch.setattr(ProfileWriter, "write", lambda self, record: (_ for _ in ()).throw(StorageError("disk full")))
+    with pytest.warns(RuntimeWarning, match="disk full.*tracking stops"):
+        tr.eval(metric=0.5)
+    assert not tr.enabled
+
+
+def _fork_a_child_that_waits() -> tuple[int, int]:
+    """A fork() child (as a DataLoader worker is) that lives until the returned pipe end is
+    closed; returned once the child runs (the fork hooks run in it before fork() returns there)."""
+    read_end, write_end = os.pipe()
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: say it runs, wait for the parent's word, then leave without the parent's cleanup
+        os.close(write_end)
+        os.write(ready_write, b"r")
+        os.read(read_end, 1)
+        os._exit(0)
+    os.close(read_end)
+    os.close(ready_write)
+    assert os.read(ready_read, 1) == b"r"
+    os.close(ready_read)
+    return pid, write_end
+
+
+def test_a_fork_child_does_not_keep_the_profile_locked_after_the_tracker_closes(tmp_path: Path) -> None:
+    # A persistent DataLoader worker kept the flock'ed file open: the next Tracker on the
+    # profile raised ProfileLockedError ("another writer in this process") and training died.
+    path = tmp_path / "job.jsonl"
+    first = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                    fsync="none")
+    child, release = _fork_a_child_that_waits()
+    try:
+        first.step(step_time_s=0.1)
+        first.close()
+        with Tracker(path, gpu="cpu", workers=1, local_batch=8, job="finetune", warmup_steps=0, window=1,
+                     fsync="none") as second:
+            second.step(step_time_s=0.1)
+            second.eval(metric=0.6)
+    finally:
+        os.close(release)
+        os.waitpid(child, 0)
+    assert [e.job for e in read_profile(path).evals] == ["finetune"]
+
+
+def test_a_fork_child_left_by_a_killed_job_does_not_keep_the_profile_locked(tmp_path: Path) -> None:
+    # After kill -9 the orphaned workers held the lock: the restarted job was told to kill
+    # the dead pid and recorded nothing.
+    path = tmp_path / "job.jsonl"
+    script = textwrap.dedent(f"""
+        import os, sys
+        from cotune.profile import WorkloadRecord
+        from cotune.track import Tracker
+        tr = Tracker({str(path)!r}, gpu="cpu", workers=1, local_batch=8, warmup_steps=0, window=1, fsync="none",
+                     workload=WorkloadRecord(name="job-a", dataset_size=1000))
+        tr.step(step_time_s=0.1)
+        if os.fork() == 0:
+            print(os.getpid(), flush=True)  # the fork hooks have run in it by now
+            sys.stdin.buffer.read()  # lives on until the test closes the pipe
+            os._exit(0)
+        sys.stdin.buffer.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.stdout is not None and proc.stdin is not None
+    orphan = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    try:
+        with Tracker(path, gpu="cpu", workers=1, local_batch=8, warmup_steps=0, window=1, fsync="none",
+                     epochs_done=1.0, errors="raise") as tr:
+            tr.step(step_time_s=0.1)
+            tr.eval(metric=0.5)
+    finally:
+        proc.stdin.close()  # the orphan reads EOF and leaves
+        wait_gone = subprocess.run(["tail", f"--pid={orphan}", "-f", "/dev/null"], timeout=60)
+        assert wait_gone.returncode == 0
+    assert len(read_profile(path).evals) == 1
+
+
+def test_a_forked_childs_copy_of_a_writer_refuses_to_write(tmp_path: Path) -> None:
+    from cotune.profile import ProfileWriter, StepRecord
+
+    path = tmp_path / "job.jsonl"
+    with ProfileWriter(path, fsync=False) as writer:
+        writer.write(WORKLOAD)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                writer.write(StepRecord(gpu="cpu", workers=1, local_batch=8, step_time_s=0.1))
+                os.write(write_end, b"written")
+            except RuntimeError as exc:
+                os.write(write_end, str(exc).encode()[:200])
+            os._exit(0)
+        os.close(write_end)
+        os.waitpid(pid, 0)
+        said = os.read(read_end, 300).decode()
+        os.close(read_end)
+    assert "fork() child" in said and read_profile(path).steps == ()
+
+
+def test_an_eval_before_any_step_at_a_new_configuration_is_written_after_its_first_step(tmp_path: Path) -> None:
+    # It was written at once, after step records of the old configuration only: a re-plan
+    # read a change of batch that never happened, and the move's cause was never written.
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=2, window=3,
+                 fsync="none") as tr:
+        for _ in range(5):
+            tr.step(step_time_s=0.2)
+        tr.eval(metric=0.5)
+        tr.reconfigure(workers=2, cause="revocation")
+        tr.eval(metric=0.5)  # the checkpoint, evaluated before training resumes
+        tr.step(step_time_s=0.3)
+        for _ in range(4):
+            tr.step(step_time_s=0.1)
+    rows = [(d["record"], d.get("workers") or d.get("global_batch"), d.get("cause")) for d in _lines(path)[1:]]
+    assert rows == [("step", 4, None), ("eval", 128, None), ("step", 2, "revocation"), ("eval", 64, None),
+                    ("step", 2, None)]
+    first_at_new = [s for s in read_profile(path).steps if s.workers == 2][0]
+    assert (first_at_new.timed_steps, first_at_new.step_time_s) == (1, 0.3)
+
+
+def test_a_resumed_tracker_at_a_new_configuration_holds_its_first_eval_for_its_first_step(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none") as tr:
+        tr.step(step_time_s=0.2)
+        tr.eval(metric=0.5)
+    with Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.128, cause="replan", warmup_steps=0,
+                 window=10, fsync="none") as tr:
+        tr.eval(metric=0.5)
+        assert [d["record"] for d in _lines(path)][-1] == "eval" and _lines(path)[-1]["global_batch"] == 128
+        tr.step(step_time_s=0.1)
+    rows = [(d["record"], d.get("workers") or d.get("global_batch"), d.get("cause")) for d in _lines(path)[1:]]
+    assert rows == [("step", 4, None), ("eval", 128, None), ("step", 2, "replan"), ("eval", 64, None)]
+
+
+def test_an_eval_no_step_at_its_configuration_follows_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none") as tr:
+        tr.step(step_time_s=0.2)
+        tr.eval(metric=0.5)
+    with pytest.warns(RuntimeWarning, match="evaluation.* at global batch 64 .*not written: the tracker closed before "
+                                            "any step at 2 × 32"):
+        with Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.128, warmup_steps=0, fsync="none") as tr:
+            tr.eval(metric=0.5)
+    assert [e.global_batch for e in read_profile(path).evals] == [128]
