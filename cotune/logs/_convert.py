@@ -333,21 +333,74 @@ def _epoch_index_offset(log: LogData, metric: Series, steps_per_epoch: int) -> t
     return series.name, far, gap, int(last) + offset, offset
 
 
-def _epoch_index_alone(log: LogData, metric: Series, *, steps_per_epoch: int) -> bool:
-    """Whether ``metric``'s steps read as an epoch index with nothing in the log to say so:
-    whole steps from 0 or 1 that go up by one and end inside the first epoch of
-    ``steps_per_epoch``, and no other series logged past its last step (a run that logged
-    only ``add_scalar("Accuracy/test", acc, epoch)``, or every series against the epoch).
-    Read as steps, 10 epochs became 0.1 with no note. A validation curve logged every
-    step that ends before one pass is done is the rare reading, so it is refused, not
-    guessed (:func:`_epoch_index_offset` decides where another series ran further)."""
+# A series that counts the run's epochs: Trainer's 'train/epoch', Lightning's and Keras's 'epoch'.
+_EPOCH_SERIES = re.compile(r"(^|[^a-z0-9])epoch$")
+
+
+@dataclass(frozen=True)
+class _IndexVerdict:
+    """What :func:`_epoch_index_alone` found: ``refuse`` where the log points to the epoch
+    index and nothing to optimizer steps (else a note); ``why``: what the other series
+    show, said after the metric's steps."""
+
+    refuse: bool
+    why: str
+
+
+def _epoch_series_says(log: LogData, metric: Series) -> tuple[str, bool] | None:
+    """(the epoch-counting series, whether its values show the steps are optimizer steps)
+    where one decides it: a value that is not whole (Trainer's 'train/epoch' reads 0.0128
+    at step 40) or that lags the step by more than one (Lightning's 0-based 'epoch' stays 0
+    over a pass's steps) means steps; whole values that keep step with the step, 0, 1, 2 at
+    0, 1, 2 (or one apart), at two points or more, mean the steps are the epoch index.
+    None where the log has no such series or it says neither."""
+    for name, s in log.series.items():
+        if name == metric.name or not _EPOCH_SERIES.search(name.lower()):
+            continue
+        ok = np.isfinite(s.step) & np.isfinite(s.value)
+        step, value = s.step[ok], s.value[ok]
+        if step.size == 0:
+            continue
+        if np.any(np.abs(value - np.round(value)) > 1e-9) or np.any(np.abs(value - step) > 1.0):
+            return name, True
+        lead = np.unique(value - step)
+        if step.size >= 2 and lead.size == 1:
+            return name, False
+    return None
+
+
+def _epoch_index_alone(log: LogData, metric: Series, *, steps_per_epoch: int) -> _IndexVerdict | None:
+    """Whether ``metric``'s steps may be an epoch index with no series that ran further to
+    say so (:func:`_epoch_index_offset` decides where one did): whole steps from 0 or 1
+    that go up by one and end inside the first epoch of ``steps_per_epoch`` (read as steps,
+    ``add_scalar("Accuracy/test", acc, epoch)`` for 10 epochs became 0.1 with no note).
+    Refused where the metric is the log's only series (no other series logged at two
+    steps) or the log's epoch series reads the index; None where that series shows real
+    optimizer steps (a Hugging Face Trainer run evaluated every step of a short fine-tune);
+    a note where other series run beside it and nothing tells the two readings apart: the
+    wall clock does not (an epoch of a small model takes what a large model's step does,
+    and an evaluation every step lengthens the steps), and refusing there left a real run
+    no way in."""
     steps = np.sort(metric.step[np.isfinite(metric.step)])
     if steps.size < 2 or np.any(steps != np.round(steps)) or float(steps[0]) not in (0.0, 1.0):
-        return False
+        return None
     last = float(steps[-1])
     if not (np.all(np.diff(steps) == 1.0) and last < steps_per_epoch):
-        return False
-    return not any(np.any(s.step[np.isfinite(s.step)] > last) for s in log.series.values() if s.name != metric.name)
+        return None
+    others = [s.step[np.isfinite(s.step)] for s in log.series.values() if s.name != metric.name]
+    if any(np.any(o > last) for o in others):
+        return None
+    said = _epoch_series_says(log, metric)
+    if said is not None:
+        name, real_steps = said
+        if real_steps:
+            return None
+        return _IndexVerdict(refuse=True, why=f"and the log's epoch series {name!r} counts one a step with them")
+    if not any(np.unique(o).size >= 2 for o in others):
+        # a series logged once (a run summary, hyper-parameters at step 0) says nothing of the axis
+        return _IndexVerdict(refuse=True, why="and no other series was logged at two steps" if others
+                             else "and it is the log's only series")
+    return _IndexVerdict(refuse=False, why="and no other series ran further or counts the epochs")
 
 
 def _epochs_of_index(log: LogData, metric: Series, steps_per_epoch: int, notes: list[str]) -> np.ndarray:
@@ -467,19 +520,25 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
                 f"{global_batch}): {metric.name!r} looks logged against the epoch index (add_scalar(tag, value, epoch), "
                 f"log_metric(key, value, step=epoch)), which as steps is {last / steps_per_epoch:.3g} epochs; pass "
                 "--steps-are-epochs to read its steps as epochs, or check --dataset-size and --global-batch")
-        alone = log.format in ("tensorboard", "mlflow") and _epoch_index_alone(log, metric, steps_per_epoch=steps_per_epoch)
-        if alone:
+        alone = (_epoch_index_alone(log, metric, steps_per_epoch=steps_per_epoch)
+                 if log.format in ("tensorboard", "mlflow") else None)
+        if alone is not None:
             # add_scalar(tag, v, epoch) with no series that ran further to compare: 10 epochs became 0.09
             steps = metric.step[np.isfinite(metric.step)]
             first, last = float(np.min(steps)), float(np.max(steps))
-            raise InputError(
-                f"{log.source}: the steps of {metric.name!r} go {first:g}, {first + 1:g}, ... {last:g} by one and no "
-                f"other series ran further: as steps that is {last / steps_per_epoch:.3g} epochs of {steps_per_epoch:,} "
-                f"steps (--dataset-size {dataset_size} / global batch {global_batch}), a validation curve that ends "
-                f"inside its first epoch; it looks logged against the epoch index (add_scalar(tag, value, epoch), "
-                "log_metric(key, value, step=epoch)): pass --steps-are-epochs to read its steps as epochs; if they "
-                "are optimizer steps, check --dataset-size and --global-batch (no flag makes a tensorboard or mlflow "
-                "import read them as steps: write the points as eval records for 'cotune import records')")
+            seen = (f"the steps of {metric.name!r} go {first:g}, {first + 1:g}, ... {last:g} by one {alone.why}: as "
+                    f"steps that is {last / steps_per_epoch:.3g} epochs of {steps_per_epoch:,} steps (--dataset-size "
+                    f"{dataset_size} / global batch {global_batch}), a validation curve that ends inside its first "
+                    "epoch")
+            if alone.refuse:
+                raise InputError(
+                    f"{log.source}: {seen}; it looks logged against the epoch index (add_scalar(tag, value, epoch), "
+                    "log_metric(key, value, step=epoch)): pass --steps-are-epochs to read its steps as epochs; if "
+                    "they are optimizer steps, check --dataset-size and --global-batch, or log the run's epoch "
+                    "(steps done / steps an epoch) as a series beside it, or write the points as eval records for "
+                    "'cotune import records'")
+            notes.append(f"{seen}, read as optimizer steps; if they are epoch indices (add_scalar(tag, value, "
+                         "epoch), log_metric(key, value, step=epoch)), pass --steps-are-epochs")
     infinite = int(np.count_nonzero(np.isinf(epochs)))
     if infinite:  # '1e400' in a text log, 10**400 in a JSON one: no place on the curve
         notes.append(f"left out {infinite} point(s) of {metric.name!r} at an infinite step or epoch (a corrupted log?)")

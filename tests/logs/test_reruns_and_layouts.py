@@ -366,11 +366,49 @@ def test_an_mlflow_metric_alone_at_the_epoch_index_is_one_line_exit_2(tmp_path, 
 
 
 def test_every_series_logged_at_the_epoch_index_is_refused(tmp_path):
-    # The tutorial's loop logging its training loss against the epoch too: nothing ran further
+    # The tutorial's loop logging its training loss and its epoch against the epoch too:
+    # nothing ran further, and the epoch series counts one a step with the metric
+    _event_file(tmp_path, [(e, "Loss/train", 1.0 / (e + 1)) for e in range(10)]
+                + [(e, "epoch", float(e)) for e in range(10)]
+                + [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
+    with pytest.raises(InputError, match="epoch series 'epoch' counts one a step.*looks logged against the epoch"):
+        import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
+
+
+def test_series_at_the_same_steps_with_no_epoch_series_import_as_steps_with_a_note(tmp_path):
+    # Loss and accuracy both at 0..9 by one: a loop over epochs or ten steps evaluated each,
+    # nothing in the log tells which; refused, a real run had no way in
     _event_file(tmp_path, [(e, "Loss/train", 1.0 / (e + 1)) for e in range(10)]
                 + [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
-    with pytest.raises(InputError, match="looks logged against the epoch index"):
-        import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
+    profile = import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
+    assert [e.epoch for e in profile.evals] == [s / 100 for s in range(10)]
+    assert any("read as optimizer steps; if they are epoch indices" in n and "--steps-are-epochs" in n
+               for n in profile.warnings)
+
+
+def _trainer_fine_tune(steps: int, *, steps_per_epoch: int) -> list[tuple[int, str, float]]:
+    # Hugging Face Trainer's TensorBoard callback, logging_steps=1 and eval_steps=1: every
+    # series at steps 1..n, 'train/epoch' the fraction of a pass done
+    return [p for s in range(1, steps + 1)
+            for p in ((s, "train/loss", 2.0 / s), (s, "train/learning_rate", 1e-5),
+                      (s, "train/epoch", s / steps_per_epoch), (s, "eval/accuracy", 0.5 + s / 100))]
+
+
+def test_a_trainer_run_evaluated_every_step_inside_its_first_epoch_imports_as_steps(tmp_path):
+    # max_steps=40 of 3,125 an epoch: refused as an epoch index, with no flag to read it as steps
+    _event_file(tmp_path, _trainer_fine_tune(40, steps_per_epoch=3125))
+    profile = import_log("tensorboard", tmp_path, global_batch=32, dataset_size=100_000, metric="eval/accuracy")
+    assert [e.epoch for e in profile.evals] == [s / 3125 for s in range(1, 41)]
+    assert not any("--steps-are-epochs" in n for n in profile.warnings)
+
+
+def test_an_mlflow_run_whose_epoch_index_stays_0_over_its_steps_imports_as_steps(tmp_path):
+    # Lightning's MLFlowLogger: a 0-based 'epoch' of 0 at every step of a run stopped inside its first pass
+    _mlflow_run(tmp_path, "e5e5", "short", {"train_loss": [(s, 1.0 / (s + 1)) for s in range(30)],
+                                            "epoch": [(s, 0.0) for s in range(30)],
+                                            "val_acc": [(s, 0.5 + s / 100) for s in range(30)]})
+    profile = import_log("mlflow", tmp_path, metric="val_acc", global_batch=32, dataset_size=100_000)
+    assert len(profile.evals) == 30 and max(e.epoch for e in profile.evals) < 0.01
 
 
 def test_steps_are_epochs_is_refused_for_a_csv(tmp_path):
