@@ -49,7 +49,10 @@ Beyond the anchors
 a prior measured on the published Pollux curves (``python -m benchmarks.accuracy_priors``
 prints it) and is updated with the profile's own leave-one-batch-out errors when it has
 three or more anchors: ``κ² = (ν₀ κ₀² + Σ (e_i / d_i)²) / (ν₀ + n)``, each error net of
-the scatter, ``e_i² − c·s_run²``.
+the scatter, ``e_i² − c·s_run²``. Only anchors take part (a batch :func:`flag_outliers`
+sets aside is neither left out nor predicted from), and ``d_i``, the distance to the
+nearest other anchor, is at least ``log2(1.2) ≈ 0.26`` doubling: across that the law moves
+epochs by at most the 20 % a batch may sit off it, so a nearer twin's error is scatter.
 
 The probability of reaching the target at all, at a measured batch: where its runs agree
 (all that count reached, or none did), each run's own margin ``z_j = (best_j − t)/σ_eval``
@@ -58,12 +61,16 @@ run never lowers it; where they disagree the fraction that reached, ``(k + ½)/(
 A run cut short — ended before the batch's longest while still rising,
 :func:`still_rising` — that has not reached the target leaves ``n`` ("not yet", not
 "never"). The margin carried to other batches is the median plateau minus the target
-(held within ``Φ⁻¹(P)·σ_plateau`` where the runs disagree). Failed batches (curves that end
-far below the others') and lone plateau dips or spikes answer only for themselves and
-leave the plateau drift ``τ`` alone. A batch whose
+(held within ``Φ⁻¹(P)·σ_plateau`` where the runs disagree); where most runs that count were
+still rising as they ended (they stop once they reach the target), that median is only a
+lower bound, and where ``P > ½`` the margin is at least ``Φ⁻¹(P)·σ_plateau``. Failed
+batches (curves that end far below the others') and lone plateau dips or spikes answer
+only for themselves and leave the plateau drift ``τ`` alone. A batch whose
 curve is still rising and stops before half the profile's longest run is *censored*:
-whatever the target, its best is a lower bound, so it carries no margin for the others,
-and at that batch the answer is the larger of its own and theirs; every other measured
+whatever the target, its best is a lower bound, so it carries no margin for the others
+except as a lower bound (between batches the answer is the larger of the interpolation
+without and with the censored batches), and at that batch the answer is the larger of its
+own and theirs; every other measured
 batch answers with its own. Away from measured batches
 the margin is kept and its uncertainty grows with the distance in log batch,
 ``σ_plateau(B)² = σ_plateau² + (τ · d · range)²`` (``range`` the metric's rise over the
@@ -154,6 +161,14 @@ _SIGMA_FLOOR = 0.02  # log epochs: evaluation grids quantise crossings at about 
 _SIGMA_CAP = 1.5  # log epochs: beyond this the slope is flat and the epoch is unknowable
 _OUTLIER_MAD = 3.0
 _OUTLIER_MIN = math.log(1.2)
+# The shortest distance (doublings) a leave-one-batch-out error is spread over when it
+# updates κ: the law's epochs grow at most in proportion to the batch (E ∝ B, its
+# B_noise → 0 limit), so across log2(1.2) ≈ 0.26 doubling the trend moves epochs by at
+# most the 20 % (_OUTLIER_MIN) a batch may sit off the law without being set aside. A
+# batch nearer its neighbour than that measures batch-to-batch scatter, not how fast
+# epochs change with the batch; divided by its own tiny distance (MLPerf's 3200 beside
+# 3264 is 0.03 doubling) such errors made κ_inside 5.4 and between-batch intervals ~100× wide.
+_KAPPA_MIN_DOUBLINGS = _OUTLIER_MIN / math.log(2.0)
 _CENSOR_FRACTION = 0.5
 _FAILED_SHORTFALL = 0.5  # of the metric's rise over a curve: a batch ending this far below the others failed
 
@@ -217,7 +232,9 @@ class BatchEvidence:
     in score units (positive: reached with room to spare), carried to other batches: the
     median plateau minus the target where the runs agree, and where they disagree
     ``Φ⁻¹(p_reach) · plateau_sigma`` held within that distance (0 where the two differ
-    in sign). ``p_reach`` is the batch's own chance (:func:`batch_evidence`).
+    in sign); where most runs were still rising as they ended and ``p_reach > ½``, at
+    least ``Φ⁻¹(p_reach) · plateau_sigma`` (the median plateau is then a lower bound).
+    ``p_reach`` is the batch's own chance (:func:`batch_evidence`).
     """
 
     batches: np.ndarray
@@ -379,6 +396,17 @@ def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plat
             # so it falls with the target as both do.
             margin[i] = (min(implied, location) if implied > 0 and location > 0
                          else max(implied, location) if implied < 0 and location < 0 else 0.0)
+        if k and 2 * sum(1 for u, h, c in zip(up, reached, cut) if u and (h or not c)) >= len(decided):
+            # Most runs that count were still rising as they ended — they stop once they reach
+            # the target, as MLPerf's and early-stopped jobs do — so the median plateau is only
+            # a lower bound, the last evaluation's overshoot, and must not cap the margin:
+            # where the count favours reaching, the margin carried is never less sure than it
+            # (a batch between two whose runs all reached read P ≈ 0.6). A run that levelled
+            # off just above the target is not rising, and its small margin stands. The set
+            # of rising runs does not depend on the target, so the margin still falls with it.
+            implied = float(norm_ppf(min(p_reach[i], 1.0 - 1e-6))) * p_sigma[i]
+            if implied > 0:
+                margin[i] = max(location, implied)
         if not n_reached[i]:
             continue
         hit = [c for c in cross if math.isfinite(c)]
@@ -841,14 +869,21 @@ class AccuracyModel(EstimatorContract):
             level = float(np.median(self.noise_levels_))
             ev = self._evidence(level)
             ok = np.flatnonzero(np.isfinite(ev.epochs))
-            b, e = ev.batches[ok], ev.epochs[ok]
             bn = self.noise_scale(float(self._score(level)))
+            # The errors are those of the predictions the model makes, so only anchors take
+            # part: a batch flag_outliers sets aside anchors nothing (see _anchors), and left
+            # in, its own off-law error — or its neighbour's, predicted from it — read as a
+            # spread per doubling.
+            if ok.size >= 3 and bn is not None:
+                ok = ok[~flag_outliers(ev.batches[ok], ev.epochs[ok], bn)]
+            b, e = ev.batches[ok], ev.epochs[ok]
             law = fit_noise_scale(b, e) if b.size >= 3 else None
             s_run = run_scatter(b, e, ev.log_sigma[ok], law, prior=self.run_scatter)
 
             def per_doubling(err: float, c: float, d: float) -> float:
-                # The part of a left-out batch's error the run-to-run scatter does not explain.
-                return math.sqrt(max(err * err - c * s_run * s_run, 0.0)) / d
+                # The part of a left-out batch's error the run-to-run scatter does not explain,
+                # spread over no less than _KAPPA_MIN_DOUBLINGS: nearer, it is scatter, not growth.
+                return math.sqrt(max(err * err - c * s_run * s_run, 0.0)) / max(d, _KAPPA_MIN_DOUBLINGS)
 
             for j in range(len(b)):
                 rest = np.delete(np.arange(len(b)), j)
@@ -1043,9 +1078,11 @@ class AccuracyModel(EstimatorContract):
 
         Censored batches (short curves still rising at their end) carry no margin: their
         best is a lower bound on their plateau, so the others answer for them, unless
-        every batch is censored. At a measured batch its own ``p_reach`` answers; at a
-        censored one, the larger of its own and the others' (it has got at least that far,
-        and a curve still rising need not stop below where the others go). Failed batches
+        every batch is censored; between batches the interpolation with them in may only
+        raise the answer (the larger of the two is kept). At a measured batch its own
+        ``p_reach`` answers; at a censored one, the larger of its own and the others' (it
+        has got at least that far, and a curve still rising need not stop below where the
+        others go). Failed batches
         and lone plateau dips or spikes (``failed_batches_``, ``plateau_off_``) answer only
         at their own batch.
         """
@@ -1066,7 +1103,22 @@ class AccuracyModel(EstimatorContract):
             m = np.interp(lq, lb, margin)
             s0 = np.interp(lq, lb, sig)
         d = _nearest_distance(q, b)
-        p = reach_probability(m, s0, d * self.metric_range_, np.atleast_1d(self.plateau_walk_))
+        nodes = np.atleast_1d(self.plateau_walk_)
+        p = reach_probability(m, s0, d * self.metric_range_, nodes)
+        # A censored batch's margin is a lower bound (its best is no plateau), so it may only
+        # raise the chance: the answer is the larger of the above and the same interpolation
+        # with the censored batches in. Which batches count does not depend on the target and
+        # every margin falls as it hardens, so P(reach) still never rises with the target.
+        # (Runs that stop once they reach the target leave the small batches short and
+        # rising: without this a batch between two whose runs all reached read its chance
+        # from a far one, P ≈ 0.6.)
+        more = ~aside & (use | censored)
+        if np.any(more & ~use) and np.count_nonzero(more) >= 2:
+            bm = ev.batches[more]
+            m_all = np.interp(lq, np.log(bm), ev.margin[more])
+            s_all = np.interp(lq, np.log(bm), ev.plateau_sigma[more])
+            p_all = reach_probability(m_all, s_all, _nearest_distance(q, bm) * self.metric_range_, nodes)
+            p = np.maximum(p, p_all)
         exact = np.isin(q, b)
         if np.any(exact):
             p[exact] = p_meas[np.searchsorted(b, q[exact])]
