@@ -1149,8 +1149,11 @@ class ProfileWriter:
     naming the holder's PID instead of interleaving records. Readers never lock. A child
     made by ``fork()`` (a DataLoader worker) closes its copy of the open profile at once,
     so it never holds the lock: the lock goes with the writer's ``close()`` or its
-    process, whatever children it left running; the child's copy of the writer refuses
-    to write.
+    process, whatever children it left running. The child's copy of the writer, if it
+    writes (a child that trains with its parent's Tracker), opens the profile again: it
+    writes beside the parent while the parent holds the lock, takes the lock itself once
+    the parent has closed or died, and gets :class:`~cotune.errors.ProfileLockedError`
+    where another process holds it.
 
     A failed write (disk full, read-only filesystem, I/O error) raises
     :class:`~cotune.errors.StorageError` (an ``OSError``) after cutting the file back to
@@ -1164,7 +1167,7 @@ class ProfileWriter:
         self._fh: IO[bytes] | None = None
         self._size = 0
         self._broken: StorageError | None = None
-        self._forked_from: int | None = None  # the parent's pid, in a fork() child that dropped the profile
+        self._forked_from: int | None = None  # in a fork() child that dropped the profile: the holder's pid
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
@@ -1222,6 +1225,36 @@ class ProfileWriter:
                 fh.close()
         _OPEN_WRITERS.discard(self)
 
+    def _claim_in_fork_child(self) -> None:
+        """Before each write of a fork() child's copy: a child that trains with the Tracker
+        its parent made (multiprocessing's "fork" start method, Lightning's "ddp_fork") died
+        of a refused write when the fork hook had dropped its descriptor.
+
+        A file opened anew cannot share the parent's lock (a flock belongs to the open file,
+        and the parent's is still open). While the parent holds it, the child writes beside
+        it through its own descriptor, as it did through the shared one before the hook: the
+        job's one writer, in two processes, which the lock stood for. Tried again before
+        every write, so the child takes the lock as soon as the parent closes or dies, and
+        a process that took it meanwhile refuses the child."""
+        if self._fh is None:
+            try:
+                self._fh = open(self.path, "a+b", buffering=0)  # unbuffered, as open()'s
+            except OSError as exc:
+                raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+        try:
+            _lock_exclusive(self._fh.fileno(), path=self.path)
+        except ProfileLockedError as exc:
+            if exc.holder_pid is not None and exc.holder_pid == self._forked_from:
+                return
+            raise
+        # The lock is free (the parent closed or died): opened again as any writer opens, so a
+        # file write_profile put in its place is the one written, and a line the parent's kill
+        # cut short is repaired. _forked_from stays until that succeeds: refused, the next
+        # write tries again.
+        fh, self._fh = self._fh, None
+        fh.close()
+        self.open()
+
     def write(self, record: Record) -> None:
         self._write_bytes(_dump(record).encode("utf-8"), doing="append a record")
 
@@ -1236,14 +1269,19 @@ class ProfileWriter:
             self._write_bytes(data, doing="append the records")
 
     def _write_bytes(self, data: bytes, *, doing: str) -> None:
+        if self._forked_from is not None:
+            self._claim_in_fork_child()
         if self._fh is None:
-            if self._forked_from is not None:
-                raise RuntimeError(f"ProfileWriter: this process is a fork() child of pid {self._forked_from}, which "
-                                   "holds the profile open: write from that process, or open a writer here after it "
-                                   "closes its own")
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         if self._broken is not None:
             raise self._broken
+        try:
+            # The file's end now, not as this writer last left it: a fork() child and its
+            # parent both append (see _claim_in_fork_child), and a failed write must cut
+            # back to its own start, never through the other's records.
+            self._size = os.fstat(self._fh.fileno()).st_size
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
         try:
             view = memoryview(data)
             while view:
@@ -1264,6 +1302,7 @@ class ProfileWriter:
 
     def close(self) -> None:
         _OPEN_WRITERS.discard(self)
+        self._forked_from = None  # closed: a later write is refused, not a claim of the profile
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 self._fh.close()  # closing drops the lock

@@ -298,9 +298,11 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
     if needed:
         # The configuration read from the records only where it is not given: told where the
-        # job runs, records that do not say it are no obstacle.
+        # job runs, records that do not say it are no obstacle. The market alone does not
+        # decide the batch the check is about (--current GPU:WORKERS:LOCAL_BATCH leaves it out,
+        # for the records or default_market), and was not applied before the check either.
         jp = job_progress(profile, job=job, target=target,
-                          check_configuration=any(k in needed for k in ("gpu", "market", "workers", "local_batch")))
+                          check_configuration=any(k in needed for k in ("gpu", "workers", "local_batch")))
         if "schedule_epochs" not in fields and jp is not None and jp.schedule_epochs is not None:
             fields["schedule_epochs"] = jp.schedule_epochs
         found = {} if jp is None else {

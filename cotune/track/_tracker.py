@@ -264,9 +264,10 @@ class Tracker:
         0 records nothing. Default ``"auto"``: the ``RANK`` environment variable torchrun
         sets (else ``LOCAL_RANK`` and ``NODE_RANK``, as Lightning's launcher sets them, else
         TensorFlow's ``TF_CONFIG``: its chief, or worker 0 without one), else 0. A profile
-        another writer holds (two ranks tracking; a tracker of this process not closed)
-        gives one ``RuntimeWarning`` and this tracker records nothing (``errors="raise"``:
-        the :class:`~cotune.profile.ProfileLockedError`).
+        another *process* is writing (two ranks tracking) gives one ``RuntimeWarning`` and
+        this tracker records nothing (``errors="raise"``: the
+        :class:`~cotune.profile.ProfileLockedError`); one a tracker of this process holds
+        (not closed) is that error, whatever ``errors`` says.
     fsync : every record is written and flushed to the operating system before the call
         returns, so it survives a kill of the process at any moment. ``"background"``
         (default) then fsyncs it to the disk from a helper thread, so the training
@@ -410,14 +411,15 @@ class Tracker:
         try:
             writer.open()
         except ProfileLockedError as exc:
-            if errors == "raise":
+            # A writer of this process holds it: a Tracker not closed, as a notebook cell run
+            # again leaves. A bug to fix here and now (the error says close the first one):
+            # a warning scrolled away while the new tracker recorded nothing.
+            if errors == "raise" or exc.holder_pid == os.getpid():
                 raise
-            # Another process tracks this job (another rank), or another writer of this one
-            # (a Tracker not closed): the training goes on untracked here, as after any
-            # refused write. The error names the holder and how to free the profile.
-            hint = ("this tracker records nothing" if exc.holder_pid == os.getpid() else
-                    "this process records nothing (in a data-parallel job only rank 0 should track: pass rank=)")
-            warnings.warn(f"cotune tracker: {exc}; {hint}", RuntimeWarning, stacklevel=2)
+            # Another process tracks this job (another rank): the training goes on untracked
+            # here, as after any refused write.
+            warnings.warn(f"cotune tracker: {exc}; this process records nothing (in a data-parallel job only rank 0 "
+                          "should track: pass rank=)", RuntimeWarning, stacklevel=2)
             self.enabled = False
             return
         except StorageError as exc:
@@ -520,15 +522,6 @@ class Tracker:
             self._samples += c.global_batch
         else:
             self._samples += c.workers * c.local_batch * integer(micro_batches, where="micro_batches", ge=1)
-        if self._held_evals:
-            # The first step at a configuration evaluations wait for (see eval()): its time,
-            # warm-up or not, puts the configuration (and the move's cause) on record at once,
-            # and the evaluations follow it — a kill loses them only before this step.
-            self._skip = max(self._skip - 1, 0)
-            self._warmup_times_s = []
-            self._window.append(step_time_s)
-            self.flush()
-            return
         if self._skip > 0:
             self._skip -= 1
             self._warmup_times_s.append(step_time_s)
@@ -547,8 +540,10 @@ class Tracker:
         ``metric`` may be NaN or infinite for a diverged run (the profile keeps it). At a
         configuration other than the job's last step record's, with no step there yet (a
         checkpoint evaluated before training resumes), the record is held and written
-        after the first step there; one that no step follows before :meth:`close` or
-        :meth:`reconfigure` is left out, with one ``RuntimeWarning``. Returns the record.
+        after the first step record there (the first window after warm-up; the warm-up
+        steps' times where :meth:`close` or :meth:`reconfigure` comes first); one that no
+        step follows before those is left out, with one ``RuntimeWarning``. Returns the
+        record.
         """
         if not self.enabled:
             return None
@@ -573,12 +568,7 @@ class Tracker:
                           "to count them from the steps)", RuntimeWarning, stacklevel=2)
         self._last_eval_epoch = max(self._last_eval_epoch, epoch)
         if not self._config_recorded:
-            if not self._window and self._warmup_times_s:
-                # Every step at this configuration so far was warm-up (an epoch shorter than
-                # warmup_steps): their times are the only ones, and better than the records
-                # naming the configuration the job ran at before as its current one.
-                self._window, self._warmup_times_s = self._warmup_times_s, []
-            self.flush()  # the configuration this evaluation ran at, on record before it (nothing if no step yet)
+            self._flush_even_warmup()  # the configuration this evaluation ran at, on record before it
         grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
         rec = EvalRecord(
@@ -590,8 +580,11 @@ class Tracker:
             # No step timed here yet (a checkpoint evaluated before training resumes at a new
             # configuration): written now, the evaluation would follow step records of the
             # configuration the job ran at before, and a re-plan read a move that never
-            # happened. Held until the first step here is recorded (step()). A job with no
-            # step record yet names no configuration: its evaluation is written at once.
+            # happened. Held until the first step record here, the first window after
+            # warm-up (flush()): the first steps after a restart (CUDA and NCCL start-up,
+            # torch.compile) are what warm-up leaves out, and one written as the step time
+            # had a re-plan see the job a hundred times slower. A job with no step record
+            # yet names no configuration: its evaluation is written at once.
             self._held_evals.append(rec)
             return rec
         self._write(rec)
@@ -661,7 +654,10 @@ class Tracker:
         )
         if self.dataset_size is not None:
             _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
-        self.flush()
+        if self._held_evals:  # waiting for a window here that warm-up has not ended yet: as close() does
+            self._flush_even_warmup()
+        else:
+            self.flush()
         self._drop_held_evals(why="the job moved on")
         self.config = moved
         self._config_recorded = False
@@ -682,6 +678,15 @@ class Tracker:
         # Evaluations waiting for this configuration's first step ran at the corrected batch too.
         self._held_evals = [replace(e, global_batch=moved.global_batch) for e in self._held_evals]
         self._config_recorded = False
+
+    def _flush_even_warmup(self) -> None:
+        """Write the window, or, where every step at this configuration so far was warm-up
+        (an epoch or validation interval shorter than ``warmup_steps``, a tracker closed
+        or moved during warm-up), the warm-up steps' times: the only ones there are, and a
+        record of where the job runs that the evaluations written or held here need."""
+        if not self._window and self._warmup_times_s:
+            self._window, self._warmup_times_s = self._warmup_times_s, []
+        self.flush()
 
     def flush(self) -> StepRecord | None:
         """Write the current window as one step record (nothing if it is empty)."""
@@ -710,7 +715,12 @@ class Tracker:
         if self._writer is None:
             return
         try:
-            self.flush()
+            # Evaluations held for this configuration's first window, which warm-up has not
+            # ended yet: written after the warm-up steps' times rather than lost.
+            if self._held_evals:
+                self._flush_even_warmup()
+            else:
+                self.flush()
             self._drop_held_evals(why="the tracker closed")
         finally:
             # Taken before closing: a write the storage refused inside flush() has already

@@ -209,3 +209,19 @@ def test_records_whose_latest_eval_ran_at_a_batch_no_step_ran_at_are_refused_for
         progress_from_records(profile)
     given = progress_from_records(profile, gpu="cpu", market="on_demand", workers=2, local_batch=32)
     assert (given.workers, given.epochs_done) == (2, 1.0)  # told where it runs, the records are no obstacle
+
+
+def test_records_whose_latest_eval_ran_at_an_unrecorded_batch_stand_when_only_the_market_is_left_out(
+        tmp_path: Path) -> None:
+    # --current GPU:WORKERS:LOCAL_BATCH (and HTTP or Python progress without market) was
+    # refused with "give --current": the market left out counted as the configuration
+    # read from the records, before the default market was even applied.
+    from cotune.profile import append_records
+    from cotune.track import progress_from_records
+
+    path = tmp_path / "p.jsonl"
+    append_records(path, [WL, StepRecord(gpu="cpu", workers=4, local_batch=32, step_time_s=0.5, job="run1"),
+                          EvalRecord(global_batch=128, epoch=1.0, metric=0.5, job="run1", elapsed_s=60.0),
+                          EvalRecord(global_batch=64, epoch=1.0, metric=0.5, job="run1", elapsed_s=70.0)])
+    given = progress_from_records(read_profile(path), default_market="on_demand", gpu="cpu", workers=2, local_batch=32)
+    assert (given.market, given.workers, given.local_batch, given.epochs_done) == ("on_demand", 2, 32, 1.0)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -411,25 +412,14 @@ def test_a_step_after_close_is_an_error(tmp_path: Path) -> None:
 
 
 def test_a_second_tracker_in_one_process_is_told_so(tmp_path: Path) -> None:
+    # A notebook cell run again without closing the first Tracker was told in one warning,
+    # easily missed, and the new tracker recorded nothing at all.
     from cotune.profile import ProfileLockedError
 
     path = tmp_path / "job.jsonl"
     with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD):
         with pytest.raises(ProfileLockedError, match="another writer in this process .*close the first Tracker"):
-            Tracker(path, gpu="cpu", workers=1, local_batch=8, errors="raise")
-
-
-def test_a_second_tracker_in_one_process_warns_and_records_nothing_under_errors_warn(tmp_path: Path) -> None:
-    # It raised whatever errors= said: a training loop died of its tracker.
-    path = tmp_path / "job.jsonl"
-    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD) as first:
-        with pytest.warns(RuntimeWarning, match="another writer in this process .*close the first Tracker.*records nothing"):
-            second = Tracker(path, gpu="cpu", workers=1, local_batch=8, job="other")
-        second.step(step_time_s=0.1)
-        second.eval(metric=0.5)
-        second.close()
-        first.eval(metric=0.4)
-    assert [e.job for e in read_profile(path).evals] == ["job-a"]
+            Tracker(path, gpu="cpu", workers=1, local_batch=8)
 
 
 def test_step_timer_closes_a_partial_accumulation_at_the_epochs_last_batch() -> None:
@@ -1040,17 +1030,21 @@ def test_an_eval_whose_window_the_storage_refuses_warns_and_training_goes_on(tmp
     assert not tr.enabled
 
 
-def _fork_a_child_that_waits() -> tuple[int, int]:
+def _fork_a_child_that_waits(*, before: Callable[[], object] = lambda: None) -> tuple[int, int]:
     """A fork() child (as a DataLoader worker is) that lives until the returned pipe end is
-    closed; returned once the child runs (the fork hooks run in it before fork() returns there)."""
+    closed; returned once the child runs (the fork hooks run in it before fork() returns there)
+    and has called ``before``."""
     read_end, write_end = os.pipe()
     ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: say it runs, wait for the parent's word, then leave without the parent's cleanup
-        os.close(write_end)
-        os.write(ready_write, b"r")
-        os.read(read_end, 1)
-        os._exit(0)
+        try:
+            os.close(write_end)
+            held = before()  # noqa: F841 - kept alive (an open writer) until the child leaves
+            os.write(ready_write, b"r")
+            os.read(read_end, 1)
+        finally:  # never back into pytest in the child: a failed `before` is an empty read in the parent
+            os._exit(0)
     os.close(read_end)
     os.close(ready_write)
     assert os.read(ready_read, 1) == b"r"
@@ -1113,31 +1107,137 @@ def test_a_fork_child_left_by_a_killed_job_does_not_keep_the_profile_locked(tmp_
     assert len(read_profile(path).evals) == 1
 
 
-def test_a_forked_childs_copy_of_a_writer_refuses_to_write(tmp_path: Path) -> None:
+def _exit_code(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_a_fork_child_that_trains_with_its_parents_tracker_records_its_steps_and_eval(tmp_path: Path) -> None:
+    # multiprocessing's "fork" start method and Lightning's "ddp_fork" hand the parent's
+    # Tracker to the child that trains: the fork hook had closed the child's copy of the
+    # profile, and its first record raised RuntimeError into the training loop.
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=2, window=10,
+                 fsync="none")
+    pid = os.fork()
+    if pid == 0:  # the child trains while the parent waits, as mp.Process(...).join() does
+        code = 1
+        try:
+            for _ in range(30):
+                tr.step(step_time_s=0.1)
+            tr.eval(metric=0.5)
+            tr.close()
+            code = 0
+        finally:
+            os._exit(code)
+    assert _exit_code(pid) == 0
+    tr.close()
+    profile = read_profile(path)
+    assert ([s.timed_steps for s in profile.steps], [e.metric for e in profile.evals]) == ([10, 10, 8], [0.5])
+
+
+def test_a_forked_childs_copy_of_a_writer_writes_beside_its_parent_while_the_parent_holds_the_profile(
+        tmp_path: Path) -> None:
     from cotune.profile import ProfileWriter, StepRecord
 
     path = tmp_path / "job.jsonl"
     with ProfileWriter(path, fsync=False) as writer:
         writer.write(WORKLOAD)
-        read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
+            code = 1
             try:
                 writer.write(StepRecord(gpu="cpu", workers=1, local_batch=8, step_time_s=0.1))
-                os.write(write_end, b"written")
-            except RuntimeError as exc:
-                os.write(write_end, str(exc).encode()[:200])
-            os._exit(0)
-        os.close(write_end)
-        os.waitpid(pid, 0)
-        said = os.read(read_end, 300).decode()
-        os.close(read_end)
-    assert "fork() child" in said and read_profile(path).steps == ()
+                code = 0
+            finally:
+                os._exit(code)
+        assert _exit_code(pid) == 0
+        writer.write(StepRecord(gpu="cpu", workers=1, local_batch=8, step_time_s=0.2))  # after the child's, whole
+    assert [s.step_time_s for s in read_profile(path).steps] == [0.1, 0.2]
 
 
-def test_an_eval_before_any_step_at_a_new_configuration_is_written_after_its_first_step(tmp_path: Path) -> None:
+def test_a_forked_childs_copy_of_a_writer_takes_the_lock_once_its_parent_closed(tmp_path: Path) -> None:
+    from cotune.profile import ProfileLockedError, ProfileWriter, StepRecord
+
+    path = tmp_path / "job.jsonl"
+    writer = ProfileWriter(path, fsync=False)
+    writer.open()
+    writer.write(WORKLOAD)
+    go_read, go_write = os.pipe()
+    said_read, said_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # writes once the parent has closed, then holds the profile until the parent's word
+        code = 1
+        try:
+            os.close(go_write)
+            os.read(go_read, 1)
+            writer.write(StepRecord(gpu="cpu", workers=1, local_batch=8, step_time_s=0.1))
+            os.write(said_write, b"w")
+            os.read(go_read, 1)  # EOF: the parent has looked
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(go_read)
+    os.close(said_write)
+    try:
+        writer.close()
+        os.write(go_write, b"g")
+        assert os.read(said_read, 1) == b"w"
+        with pytest.raises(ProfileLockedError) as err:
+            ProfileWriter(path, fsync=False).open()
+        assert err.value.holder_pid == pid
+    finally:
+        os.close(go_write)
+        os.close(said_read)
+        code = _exit_code(pid)
+    assert code == 0 and len(read_profile(path).steps) == 1
+
+
+def test_a_fork_childs_tracker_warns_and_trains_on_when_another_process_took_the_profile(tmp_path: Path) -> None:
+    from cotune.profile import ProfileWriter
+
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none")
+    go_read, go_write = os.pipe()
+    trainer = os.fork()
+    if trainer == 0:  # trains with the parent's tracker once another process holds the profile
+        code = 1
+        try:
+            os.close(go_write)
+            os.read(go_read, 1)
+            with pytest.warns(RuntimeWarning, match=r"being written by pid \d+.*tracking stops and training goes on"):
+                tr.step(step_time_s=0.1)
+            tr.step(step_time_s=0.1)
+            tr.eval(metric=0.5)
+            tr.close()
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(go_read)
+    tr.close()
+    def hold_the_profile() -> ProfileWriter:
+        writer = ProfileWriter(path, fsync=False)
+        writer.open()
+        return writer
+
+    holder, release = _fork_a_child_that_waits(before=hold_the_profile)
+    try:
+        os.write(go_write, b"g")
+        code = _exit_code(trainer)
+    finally:
+        os.close(go_write)
+        os.close(release)
+        os.waitpid(holder, 0)
+    assert code == 0 and read_profile(path).steps == ()
+
+
+def test_an_eval_before_any_step_at_a_new_configuration_is_written_after_its_first_window_after_warm_up(
+        tmp_path: Path) -> None:
     # It was written at once, after step records of the old configuration only: a re-plan
     # read a change of batch that never happened, and the move's cause was never written.
+    # Then it was written after the first step there, whose time (a restart's cold step,
+    # warm-up or not) was written as the configuration's step time.
     path = tmp_path / "job.jsonl"
     with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=2, window=3,
                  fsync="none") as tr:
@@ -1150,10 +1250,47 @@ def test_an_eval_before_any_step_at_a_new_configuration_is_written_after_its_fir
         for _ in range(4):
             tr.step(step_time_s=0.1)
     rows = [(d["record"], d.get("workers") or d.get("global_batch"), d.get("cause")) for d in _lines(path)[1:]]
-    assert rows == [("step", 4, None), ("eval", 128, None), ("step", 2, "revocation"), ("eval", 64, None),
-                    ("step", 2, None)]
+    assert rows == [("step", 4, None), ("eval", 128, None), ("step", 2, "revocation"), ("eval", 64, None)]
     first_at_new = [s for s in read_profile(path).steps if s.workers == 2][0]
-    assert (first_at_new.timed_steps, first_at_new.step_time_s) == (1, 0.3)
+    assert (first_at_new.timed_steps, first_at_new.step_time_s) == (3, 0.1)  # warm-up (0.3, 0.1) left out
+
+
+def test_a_resumed_jobs_cold_first_step_is_not_its_step_time_when_an_eval_waits_for_it(tmp_path: Path) -> None:
+    # The checkpoint's evaluation was written after a one-step record of the first step at
+    # the new configuration (CUDA and NCCL start-up, torch.compile): 100x the job's step time.
+    from cotune.track import job_progress
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none") as tr:
+        tr.step(step_time_s=0.3)
+        tr.eval(metric=0.5)
+    with Tracker(path, gpu="t4", workers=8, local_batch=32, epochs_done=0.128, cause="replan", warmup_steps=2,
+                 window=4, fsync="none") as tr:
+        tr.eval(metric=0.5)  # the checkpoint, evaluated before training resumes
+        tr.step(step_time_s=30.0)
+        for _ in range(5):
+            tr.step(step_time_s=0.3)
+    rows = [(d["record"], d.get("workers") or d.get("global_batch"), d.get("timed_steps")) for d in _lines(path)[1:]]
+    assert rows == [("step", 4, 1), ("eval", 128, None), ("step", 8, 4), ("eval", 256, None)]
+    assert job_progress(read_profile(path)).step_time_s == 0.3
+
+
+def test_an_eval_held_through_a_warm_up_the_tracker_closes_in_follows_the_warm_up_steps_times(
+        tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none") as tr:
+        tr.step(step_time_s=0.3)
+        tr.eval(metric=0.5)
+    with Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.128, warmup_steps=5, fsync="none") as tr:
+        tr.eval(metric=0.5)
+        tr.step(step_time_s=0.9)
+        tr.step(step_time_s=0.2)
+        tr.step(step_time_s=0.2)
+    last_step = read_profile(path).steps[-1]
+    assert (last_step.workers, last_step.timed_steps, last_step.step_time_s) == (2, 3, 0.2)
+    assert [e.global_batch for e in read_profile(path).evals] == [128, 64]
 
 
 def test_a_resumed_tracker_at_a_new_configuration_holds_its_first_eval_for_its_first_step(tmp_path: Path) -> None:
