@@ -18,7 +18,7 @@ import numpy as np
 
 from cotune._checks import excerpt
 from cotune.errors import InputError, ProfileError
-from cotune.logs._readers import LogData, Series, clock_like
+from cotune.logs._readers import EPOCH_PARAMS, LogData, Series, clock_like
 from cotune.profile import EvalRecord, NoiseRecord, Record, StepRecord, WorkloadRecord, record_from_dict, record_to_dict
 
 __all__ = ["ImportOptions", "log_to_records"]
@@ -206,9 +206,10 @@ def _batches_per_step(log: LogData) -> int | None:
     return int(round(k)) if k >= 1 and abs(k - round(k)) < 1e-6 else None
 
 
-def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int,
-                      accum_steps: int) -> tuple[float, float | None, int | None, str] | None:
-    """(seconds per step, spread, how many measurements, where from) or None."""
+def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int, accum_steps: int,
+                      epoch_indexed: frozenset[str] = frozenset()) -> tuple[float, float | None, int | None, str] | None:
+    """(seconds per step, spread, how many measurements, where from) or None. The clocks of
+    the ``epoch_indexed`` series are not read: they time epochs, not steps."""
     # A rate logged once is a run summary (Trainer's train_steps_per_second through
     # TensorBoard: evaluation pauses included); series over training come first.
     every = {n: s for n, s in log.series.items() if not (_tokens(n) & _EVAL_TOKENS) and s.value.size}
@@ -245,7 +246,8 @@ def _median_step_time(log: LogData, *, global_batch: int, steps_per_epoch: int,
             return _summarise(global_batch / s.value, f"series {name!r} (samples per second)")
     # Wall-clock stamps: the densest training series; the median of Δt/Δstep ignores the
     # gaps where the run evaluated or checkpointed.
-    timed = [s for s in train.values() if s.wall_time_s is not None and np.isfinite(s.step).all() and s.step.size >= 3]
+    timed = [s for s in train.values() if s.wall_time_s is not None and np.isfinite(s.step).all() and s.step.size >= 3
+             and s.name not in epoch_indexed]
     if timed:
         s = max(timed, key=lambda x: x.step.size)
         d_step, d_t = np.diff(s.step), np.diff(s.wall_time_s)
@@ -374,21 +376,24 @@ def _epoch_index_alone(log: LogData, metric: Series, *, steps_per_epoch: int) ->
     say so (:func:`_epoch_index_offset` decides where one did): whole steps from 0 or 1
     that go up by one and end inside the first epoch of ``steps_per_epoch`` (read as steps,
     ``add_scalar("Accuracy/test", acc, epoch)`` for 10 epochs became 0.1 with no note).
-    Refused where the metric is the log's only series (no other series logged at two
-    steps) or the log's epoch series reads the index; None where that series shows real
-    optimizer steps (a Hugging Face Trainer run evaluated every step of a short fine-tune);
-    a note where other series run beside it and nothing tells the two readings apart: the
-    wall clock does not (an epoch of a small model takes what a large model's step does,
-    and an evaluation every step lengthens the steps), and refusing there left a real run
-    no way in."""
+    None where the log's epoch series shows real optimizer steps (a Hugging Face Trainer
+    run evaluated every step of a short fine-tune: 'train/epoch' reads fractions). Else
+    refused where the log points to the index: its epoch series counts one a step with
+    them, the run's params say it was set to train as many epochs as the metric has
+    steps, or every series logged at two steps or more is at the metric's steps (the
+    metric alone, or a whole run logged at the epoch: mlflow.tensorflow.autolog(), the
+    tutorial's Loss/train beside Accuracy/test, read as 0.09 of an epoch with only a note).
+    A note where other series ran at other steps, none further: nothing tells the two
+    readings apart, and the wall clock does not (an epoch of a small model takes what a
+    large model's step does, and an evaluation every step lengthens the steps)."""
     steps = np.sort(metric.step[np.isfinite(metric.step)])
     if steps.size < 2 or np.any(steps != np.round(steps)) or float(steps[0]) not in (0.0, 1.0):
         return None
-    last = float(steps[-1])
+    first, last = float(steps[0]), float(steps[-1])
     if not (np.all(np.diff(steps) == 1.0) and last < steps_per_epoch):
         return None
-    others = [s.step[np.isfinite(s.step)] for s in log.series.values() if s.name != metric.name]
-    if any(np.any(o > last) for o in others):
+    others = {s.name: s.step[np.isfinite(s.step)] for s in log.series.values() if s.name != metric.name}
+    if any(np.any(o > last) for o in others.values()):
         return None
     said = _epoch_series_says(log, metric)
     if said is not None:
@@ -396,11 +401,23 @@ def _epoch_index_alone(log: LogData, metric: Series, *, steps_per_epoch: int) ->
         if real_steps:
             return None
         return _IndexVerdict(refuse=True, why=f"and the log's epoch series {name!r} counts one a step with them")
-    if not any(np.unique(o).size >= 2 for o in others):
-        # a series logged once (a run summary, hyper-parameters at step 0) says nothing of the axis
+    # Keras's mlflow autolog logs fit(epochs=10) as param 'epochs': 10 steps 0..9 are those epochs
+    epochs_if_index = last + (1.0 if first == 0.0 else 0.0)
+    planned = next(((k, v) for k, v in log.facts.items() if k in EPOCH_PARAMS and v == epochs_if_index), None)
+    if planned is not None:
+        return _IndexVerdict(refuse=True, why=f"and the run's param {planned[0]!r} is {planned[1]:g}, as many "
+                             "epochs as it has steps")
+    # a series logged once (a run summary, hyper-parameters at step 0) says nothing of the axis
+    multi = {n: np.unique(o) for n, o in others.items() if np.unique(o).size >= 2}
+    if not multi:
         return _IndexVerdict(refuse=True, why="and no other series was logged at two steps" if others
                              else "and it is the log's only series")
-    return _IndexVerdict(refuse=False, why="and no other series ran further or counts the epochs")
+    if all(np.array_equal(o, steps) for o in multi.values()):
+        listed = ", ".join(map(repr, list(multi)[:4])) + (f" and {len(multi) - 4} more" if len(multi) > 4 else "")
+        return _IndexVerdict(refuse=True, why=f"as do those of every other series ({listed}), and no epoch series "
+                             "shows optimizer steps")
+    return _IndexVerdict(refuse=False, why="and the other series ran no further, at other steps, none counting "
+                         "the epochs")
 
 
 def _epochs_of_index(log: LogData, metric: Series, steps_per_epoch: int, notes: list[str]) -> np.ndarray:
@@ -595,8 +612,16 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
     notes.append(f"{len(evals)} point{'' if len(evals) == 1 else 's'} of {metric.name!r} ({goal}) at global batch "
                  f"{global_batch}, seed {opts.seed}")
 
+    # --steps-are-epochs: a series that ran no further than the metric's index is logged at
+    # it too, once an epoch; its clock read as steps' gave a Keras autolog run's 30 s an epoch
+    # as 30 s a step (a series that ran further, at the steps, still times them)
+    epoch_indexed: frozenset[str] = frozenset()
+    if opts.steps_are_epochs:
+        index_end = float(np.max(metric.step[np.isfinite(metric.step)], initial=-math.inf))
+        epoch_indexed = frozenset(n for n, s in log.series.items()
+                                  if np.any(np.isfinite(s.step)) and np.max(s.step[np.isfinite(s.step)]) <= index_end)
     timing = _median_step_time(log, global_batch=global_batch, steps_per_epoch=steps_per_epoch,
-                               accum_steps=opts.accum_steps)
+                               accum_steps=opts.accum_steps, epoch_indexed=epoch_indexed)
     counted = _batches_per_step(log) if timing is not None and "batches_per_sec" in timing[3] else None
     if counted is not None and counted != opts.accum_steps:
         # The rate counts micro-batches: with the wrong K the step time is K times off.
@@ -610,6 +635,10 @@ def log_to_records(log: LogData, opts: ImportOptions) -> tuple[list[Record], lis
         unread = [note for k, note in log.text_columns.items() if any(w in k.lower() for w in ("per_s", "per_sec", "time"))]
         if unread and not clocks:
             hint = f" ({unread[0]})"
+        clocked = [n for n in epoch_indexed if log.series[n].wall_time_s is not None and not (_tokens(n) & _EVAL_TOKENS)]
+        if clocked and not hint:
+            hint = (f" (the clock of {sorted(clocked)[0]!r}, logged at the epoch index like the metric, times epochs, "
+                    "not steps)")
         notes.append(f"the log has no step times{hint}: time the steps with 'cotune profile' (its timing probes) to fit "
                      "the time model")
     elif opts.gpu is None:

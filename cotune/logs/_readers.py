@@ -20,12 +20,15 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from cotune._checks import excerpt, not_text_reason
 from cotune.errors import InputError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["FORMATS", "Series", "LogData", "read_log"]
 
@@ -1165,6 +1168,9 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
                                  f"{excerpt(step)}, value {excerpt(value)}, timestamp {excerpt(ts)}): the store is "
                                  "damaged; export the run's metrics as CSV and import that")
             rows.setdefault(str(key), []).append(point)
+        params = _planned_epochs(db.execute(
+            f"SELECT key, value FROM params WHERE run_uuid = ? AND key IN ({', '.join('?' * len(EPOCH_PARAMS))})",
+            (uuid, *EPOCH_PARAMS)).fetchall()) if _has_table(db, "params") else {}
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{path}: {not_a_store.format(exc)}") from None
     finally:
@@ -1176,7 +1182,30 @@ def read_mlflow_db(path: Path, run_id: str | None = None) -> LogData:
     lightning = _lightning_indexed(rows)
     return LogData(format="mlflow", source=f"{path} run {uuid}", run_name=name or uuid,
                    series={k: _mlflow_series(k, v, step_offset=1.0 if lightning else 0.0) for k, v in rows.items()},
-                   notes=(_LIGHTNING_MLFLOW_NOTE,) if lightning else ())
+                   facts=params, notes=(_LIGHTNING_MLFLOW_NOTE,) if lightning else ())
+
+
+#: MLflow params that state the epochs a run was set to train (Keras autolog's fit(epochs=),
+#: Trainer's TrainingArguments, Lightning's Trainer): read where a metric's steps may be the
+#: epoch index, 0..epochs-1 or 1..epochs.
+EPOCH_PARAMS = ("epochs", "num_train_epochs", "max_epochs")
+
+
+def _planned_epochs(pairs: Iterable[tuple[object, object]]) -> dict[str, float]:
+    """The whole positive numbers among ``(key, value)`` params named in :data:`EPOCH_PARAMS`
+    (a value like '3.0' counts; text, fractions and -1, Lightning's "no limit", do not)."""
+    out: dict[str, float] = {}
+    for key, value in pairs:
+        number = _number(value if isinstance(value, str) else None)
+        if key in EPOCH_PARAMS and number is not None and math.isfinite(number) and number >= 1 \
+                and number.is_integer():
+            out[str(key)] = number
+    return out
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    # A store written by something other than MLflow may lack params: they are a hint, not needed.
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 def _db_point(step: object, value: object, ts: object, is_nan: object) -> tuple[float, float, float] | None:
@@ -1275,7 +1304,20 @@ def read_mlflow(path: Path, run_id: str | None = None) -> LogData:
     lightning = _lightning_indexed(by_key)
     series = {k: _mlflow_series(k, v, step_offset=1.0 if lightning else 0.0) for k, v in by_key.items()}
     return LogData(format="mlflow", source=str(run), run_name=name or run.name, series=series,
+                   facts=_planned_epochs(_mlflow_params(run)),
                    notes=((_LIGHTNING_MLFLOW_NOTE,) if lightning else ()) + tuple(notes))
+
+
+def _mlflow_params(run: Path) -> list[tuple[str, str]]:
+    """(key, value) of the file store's ``params/KEY`` files named in :data:`EPOCH_PARAMS`,
+    each read no further than a tag is (a param is a short string)."""
+    out = []
+    for key in EPOCH_PARAMS:
+        file = run / "params" / key
+        if file.is_file():
+            with file.open("rb") as fh:
+                out.append((key, fh.read(_MAX_TAG_BYTES).decode("utf-8", errors="replace").strip()))
+    return out
 
 
 def _torn_metric_line(key: str, line: str) -> str:

@@ -166,16 +166,19 @@ def test_a_lightning_metrics_csv_read_as_csv_reads_each_validation_at_its_epochs
 
 
 def _mlflow_run(root: Path, run_id: str, name: str, metrics: dict[str, list[tuple[int, float]]], *,
-                stage: str = "active") -> Path:
+                stage: str = "active", params: dict[str, str] | None = None, ms_a_step: int = 30) -> Path:
     """A run of MLflow's file store: mlruns/EXP/RUN/{meta.yaml, tags/mlflow.runName,
-    metrics/KEY of 'timestamp value step' lines}."""
+    metrics/KEY of 'timestamp value step' lines, params/KEY}, a point ``ms_a_step`` after the last."""
     run = root / "1" / run_id
     (run / "metrics").mkdir(parents=True)
     (run / "tags").mkdir()
+    (run / "params").mkdir()
     (run / "tags" / "mlflow.runName").write_text(name)
     (run / "meta.yaml").write_text(f"experiment_id: '1'\nlifecycle_stage: {stage}\nrun_id: {run_id}\nrun_name: {name}\n")
     for key, points in metrics.items():
-        (run / "metrics" / key).write_text("".join(f"{1_700_000_000_000 + 30 * s} {v} {s}\n" for s, v in points))
+        (run / "metrics" / key).write_text("".join(f"{1_700_000_000_000 + ms_a_step * s} {v} {s}\n" for s, v in points))
+    for key, value in (params or {}).items():
+        (run / "params" / key).write_text(value)
     return run
 
 
@@ -366,8 +369,16 @@ def test_an_mlflow_metric_alone_at_the_epoch_index_is_one_line_exit_2(tmp_path, 
 
 
 def test_every_series_logged_at_the_epoch_index_is_refused(tmp_path):
-    # The tutorial's loop logging its training loss and its epoch against the epoch too:
-    # nothing ran further, and the epoch series counts one a step with the metric
+    # The tutorial's loop logging its training loss against the epoch too: nothing ran
+    # further and every series is at 0..9 (read as 0.09 of an epoch with only a note)
+    _event_file(tmp_path, [(e, "Loss/train", 1.0 / (e + 1)) for e in range(10)]
+                + [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
+    with pytest.raises(InputError, match=r"as do those of every other series \('Loss/train'\).*looks logged against "
+                                         r"the epoch index.*--steps-are-epochs"):
+        import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
+
+
+def test_an_epoch_series_that_counts_one_a_step_with_the_metric_is_refused(tmp_path):
     _event_file(tmp_path, [(e, "Loss/train", 1.0 / (e + 1)) for e in range(10)]
                 + [(e, "epoch", float(e)) for e in range(10)]
                 + [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
@@ -375,13 +386,71 @@ def test_every_series_logged_at_the_epoch_index_is_refused(tmp_path):
         import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
 
 
-def test_series_at_the_same_steps_with_no_epoch_series_import_as_steps_with_a_note(tmp_path):
-    # Loss and accuracy both at 0..9 by one: a loop over epochs or ten steps evaluated each,
-    # nothing in the log tells which; refused, a real run had no way in
-    _event_file(tmp_path, [(e, "Loss/train", 1.0 / (e + 1)) for e in range(10)]
-                + [(epoch, "Accuracy/test", acc) for epoch, acc in enumerate(_ACCURACY)])
+def _keras_autolog(root: Path, *, params: dict[str, str]) -> Path:
+    # mlflow.tensorflow.autolog() around fit(epochs=10): every metric at step=epoch, 30 s apart
+    acc = dict(enumerate(_ACCURACY))
+    return _mlflow_run(root, "a1b2", "keras-autolog", {
+        "loss": [(e, 1.0 / (e + 1)) for e in range(10)], "accuracy": list(acc.items()),
+        "val_loss": [(e, 1.1 / (e + 1)) for e in range(10)], "val_accuracy": [(e, a - 0.02) for e, a in acc.items()],
+    }, params=params, ms_a_step=30_000)
+
+
+def test_a_keras_mlflow_autolog_run_is_one_line_exit_2_naming_steps_are_epochs(tmp_path, capsys):
+    from cotune.cli import main
+
+    _keras_autolog(tmp_path, params={"epochs": "10", "batch_size": "50"})
+    code = main(["import", "mlflow", str(tmp_path), "--out", str(tmp_path / "p.jsonl"), "--global-batch", "50",
+                 "--dataset-size", "5000", "--metric", "val_accuracy"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "--steps-are-epochs" in err
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_steps_are_epochs_reads_no_step_time_from_the_clock_of_series_at_the_epoch_index(tmp_path):
+    # 30 s between epochs was written as a 30 s step record
+    _keras_autolog(tmp_path, params={})
+    profile = import_log("mlflow", tmp_path, global_batch=50, dataset_size=5000, metric="val_accuracy",
+                         steps_are_epochs=True, gpu="v100", workers=1)
+    assert [e.epoch for e in profile.evals] == [float(k) for k in range(1, 11)]
+    assert profile.steps == ()
+    assert any("no step times" in n and "times epochs, not steps" in n for n in profile.warnings)
+
+
+def test_an_mlflow_param_epochs_as_many_as_the_metric_steps_is_refused(tmp_path):
+    # 1-based epochs 1..10 beside a loss at other steps: only the run's param 'epochs' tells
+    _mlflow_run(tmp_path, "f6f6", "r", {"loss": [(s, 1.0 / (s + 1)) for s in range(11)],
+                                        "val_accuracy": [(e, a) for e, a in enumerate(_ACCURACY, start=1)]},
+                params={"epochs": "10"})
+    with pytest.raises(InputError, match="the run's param 'epochs' is 10.*--steps-are-epochs"):
+        import_log("mlflow", tmp_path, global_batch=50, dataset_size=5000, metric="val_accuracy")
+
+
+def test_an_mlflow_sqlite_param_num_train_epochs_as_many_as_the_metric_steps_is_refused(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "mlflow.db")
+    db.execute("CREATE TABLE runs (run_uuid TEXT, name TEXT, lifecycle_stage TEXT, start_time INTEGER)")
+    db.execute("INSERT INTO runs VALUES ('a1', 'r', 'active', 1)")
+    db.execute("CREATE TABLE metrics (key TEXT, value, timestamp, step, is_nan, run_uuid TEXT)")
+    db.execute("CREATE TABLE params (key TEXT, value TEXT, run_uuid TEXT)")
+    db.executemany("INSERT INTO params VALUES (?, ?, 'a1')", [("num_train_epochs", "10.0"), ("seed", "42")])
+    db.executemany("INSERT INTO metrics VALUES ('loss', 0.5, ?, ?, 0, 'a1')", [(1000 + s, s) for s in range(0, 10, 3)])
+    db.executemany("INSERT INTO metrics VALUES ('val_accuracy', ?, ?, ?, 0, 'a1')",
+                   [(a, 1000 + e, e) for e, a in enumerate(_ACCURACY)])
+    db.commit()
+    db.close()
+    with pytest.raises(InputError, match="the run's param 'num_train_epochs' is 10.*--steps-are-epochs"):
+        import_log("mlflow", tmp_path / "mlflow.db", global_batch=50, dataset_size=5000, metric="val_accuracy")
+
+
+def test_series_at_other_steps_with_no_epoch_series_import_as_steps_with_a_note(tmp_path):
+    # Accuracy and loss at every step 0..19, the learning rate every 5: not all at the
+    # metric's steps, no epoch series, no param; nothing tells an epoch loop from 20 steps
+    _event_file(tmp_path, [(s, "Loss/train", 1.0 / (s + 1)) for s in range(20)]
+                + [(s, "lr", 0.1) for s in range(0, 20, 5)]
+                + [(s, "Accuracy/test", 0.5 + s / 50) for s in range(20)])
     profile = import_log("tensorboard", tmp_path, global_batch=50, dataset_size=5000, metric="Accuracy/test")
-    assert [e.epoch for e in profile.evals] == [s / 100 for s in range(10)]
+    assert [e.epoch for e in profile.evals] == [s / 100 for s in range(20)]
     assert any("read as optimizer steps; if they are epoch indices" in n and "--steps-are-epochs" in n
                for n in profile.warnings)
 
