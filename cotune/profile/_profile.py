@@ -1076,6 +1076,26 @@ def _lock_exclusive(fd: int, *, path: Path) -> None:
         ) from None
 
 
+@contextlib.contextmanager
+def _record_lock(fd: int) -> Iterator[None]:
+    """Hold a POSIX record lock (``lockf``, blocking) on the whole file behind ``fd`` for one
+    write. Such locks belong to the process, not the open file: fork() children do not
+    inherit them, so a parent and the children that write with its writer take turns. Held
+    for one write only: closing *any* descriptor of the file in this process drops them.
+    Where the filesystem has none (ENOLCK), the write goes on unlocked, as before."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        locked = True
+    except OSError:
+        locked = False
+    try:
+        yield
+    finally:
+        if locked:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+
+
 def _names_same_file(fd: int, path: Path) -> bool:
     """Whether ``path`` still names the file open at ``fd`` (it was not replaced or removed)."""
     try:
@@ -1150,10 +1170,14 @@ class ProfileWriter:
     made by ``fork()`` (a DataLoader worker) closes its copy of the open profile at once,
     so it never holds the lock: the lock goes with the writer's ``close()`` or its
     process, whatever children it left running. The child's copy of the writer, if it
-    writes (a child that trains with its parent's Tracker), opens the profile again: it
-    writes beside the parent while the parent holds the lock, takes the lock itself once
-    the parent has closed or died, and gets :class:`~cotune.errors.ProfileLockedError`
-    where another process holds it.
+    writes (a child that trains with its parent's Tracker), opens the profile again for
+    appending and never takes the lock: it writes under the lock of the process that
+    opened the writer, as one writer of the job in two processes; its own fork() children
+    drop that copy too.
+
+    Each write (and the cut-back after a failed one) holds a POSIX record lock
+    (``lockf``) on the file, which the parent and every fork child take each on its own,
+    so their records never interleave and a cut-back removes only the failed write's bytes.
 
     A failed write (disk full, read-only filesystem, I/O error) raises
     :class:`~cotune.errors.StorageError` (an ``OSError``) after cutting the file back to
@@ -1167,7 +1191,9 @@ class ProfileWriter:
         self._fh: IO[bytes] | None = None
         self._size = 0
         self._broken: StorageError | None = None
-        self._forked_from: int | None = None  # in a fork() child that dropped the profile: the holder's pid
+        # A fork() child's copy, its inherited descriptor closed: opened again (without the
+        # lock) at its first write, so a child that trains with its parent's Tracker records.
+        self._forked = False
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
@@ -1204,8 +1230,11 @@ class ProfileWriter:
                 raise
             fh.close()
         try:
-            _repair_tail(fh, path=self.path)
-            self._size = fh.seek(0, os.SEEK_END)
+            # Under the record lock too: a fork child of the writer before (it outlives a
+            # parent killed with -9) may be appending, and a repair must not cut its line.
+            with _record_lock(fh.fileno()):
+                _repair_tail(fh, path=self.path)
+                self._size = fh.seek(0, os.SEEK_END)
         except BaseException as exc:
             fh.close()  # a tail it refuses to cut (ProfileError) too: the lock goes with it
             if isinstance(exc, OSError):
@@ -1213,47 +1242,31 @@ class ProfileWriter:
             raise
         self._fh = fh
         self._broken = None
-        self._forked_from = None
+        self._forked = False
         _OPEN_WRITERS.add(self)
 
     def _drop_inherited(self) -> None:
         """In a fork() child: close this process's copy of the profile (the parent's lock stays)."""
         fh, self._fh = self._fh, None
         if fh is not None:
-            self._forked_from = os.getppid()
+            self._forked = True
             with contextlib.suppress(OSError):
                 fh.close()
         _OPEN_WRITERS.discard(self)
 
-    def _claim_in_fork_child(self) -> None:
-        """Before each write of a fork() child's copy: a child that trains with the Tracker
-        its parent made (multiprocessing's "fork" start method, Lightning's "ddp_fork") died
-        of a refused write when the fork hook had dropped its descriptor.
-
-        A file opened anew cannot share the parent's lock (a flock belongs to the open file,
-        and the parent's is still open). While the parent holds it, the child writes beside
-        it through its own descriptor, as it did through the shared one before the hook: the
-        job's one writer, in two processes, which the lock stood for. Tried again before
-        every write, so the child takes the lock as soon as the parent closes or dies, and
-        a process that took it meanwhile refuses the child."""
-        if self._fh is None:
-            try:
-                self._fh = open(self.path, "a+b", buffering=0)  # unbuffered, as open()'s
-            except OSError as exc:
-                raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+    def _reopen_in_fork_child(self) -> None:
+        """A fork() child's first write (a child that trains with the Tracker its parent made:
+        multiprocessing's "fork", Lightning's "ddp_fork"): the fork hook closed its copy, so it
+        opens the profile again to append. It takes no flock: a fresh open file cannot share
+        the parent's, and the child writes under it as it did through the shared descriptor
+        before the hook. Taking the lock once the parent had gone made the child a holder that
+        a grandchild (a DataLoader worker) kept alive. Registered so that the child's own
+        fork() children drop this copy too."""
         try:
-            _lock_exclusive(self._fh.fileno(), path=self.path)
-        except ProfileLockedError as exc:
-            if exc.holder_pid is not None and exc.holder_pid == self._forked_from:
-                return
-            raise
-        # The lock is free (the parent closed or died): opened again as any writer opens, so a
-        # file write_profile put in its place is the one written, and a line the parent's kill
-        # cut short is repaired. _forked_from stays until that succeeds: refused, the next
-        # write tries again.
-        fh, self._fh = self._fh, None
-        fh.close()
-        self.open()
+            self._fh = open(self.path, "ab", buffering=0)  # O_APPEND, unbuffered as open()'s
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+        _OPEN_WRITERS.add(self)
 
     def write(self, record: Record) -> None:
         self._write_bytes(_dump(record).encode("utf-8"), doing="append a record")
@@ -1269,40 +1282,42 @@ class ProfileWriter:
             self._write_bytes(data, doing="append the records")
 
     def _write_bytes(self, data: bytes, *, doing: str) -> None:
-        if self._forked_from is not None:
-            self._claim_in_fork_child()
+        if self._fh is None and self._forked:
+            self._reopen_in_fork_child()
         if self._fh is None:
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         if self._broken is not None:
             raise self._broken
-        try:
-            # The file's end now, not as this writer last left it: a fork() child and its
-            # parent both append (see _claim_in_fork_child), and a failed write must cut
-            # back to its own start, never through the other's records.
-            self._size = os.fstat(self._fh.fileno()).st_size
-        except OSError as exc:
-            raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
-        try:
-            view = memoryview(data)
-            while view:
-                n = self._fh.write(view)
-                if not n:
-                    raise OSError(errno.EIO, "short write")
-                view = view[n:]
-            if self._fsync:
-                os.fsync(self._fh.fileno())
-        except OSError as exc:
-            # Cut back to the last whole record, so a rerun (or a reader) never sees a
-            # partial one; if even that fails the next writer's tail repair will.
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fh.fileno(), self._size)
-            self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
-            raise self._broken from None
+        fd = self._fh.fileno()
+        with _record_lock(fd):
+            try:
+                # The file's end now, under the record lock: a fork() child and its parent both
+                # append, and a failed write cuts back to its own start, never through records
+                # the other appended (an end read before the lock let a child's EFBIG cut them).
+                self._size = os.fstat(fd).st_size
+            except OSError as exc:
+                raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
+            try:
+                view = memoryview(data)
+                while view:
+                    n = self._fh.write(view)
+                    if not n:
+                        raise OSError(errno.EIO, "short write")
+                    view = view[n:]
+                if self._fsync:
+                    os.fsync(fd)  # inside the lock: a failed fsync cuts back too
+            except OSError as exc:
+                # Cut back to the last whole record, so a rerun (or a reader) never sees a
+                # partial one; if even that fails the next writer's tail repair will.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, self._size)
+                self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
+                raise self._broken from None
         self._size += len(data)
 
     def close(self) -> None:
         _OPEN_WRITERS.discard(self)
-        self._forked_from = None  # closed: a later write is refused, not a claim of the profile
+        self._forked = False  # closed: a later write is refused, not a reopening
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 self._fh.close()  # closing drops the lock

@@ -272,7 +272,9 @@ class Tracker:
         returns, so it survives a kill of the process at any moment. ``"background"``
         (default) then fsyncs it to the disk from a helper thread, so the training
         thread does not wait on the disk (a few milliseconds per record on a busy
-        machine); ``"each"`` fsyncs on the calling thread; ``"none"`` never (tests).
+        machine; in a ``fork()`` child that trains with this tracker, where the thread
+        did not follow, inline); ``"each"`` fsyncs on the calling thread; ``"none"``
+        never (tests).
     errors : what a write the storage refuses (a full disk, a file-size limit, a profile it
         will not open for writing: read-only, immutable) does.
         ``"warn"`` (default): one ``RuntimeWarning``, tracking stops and training goes on —
@@ -323,6 +325,10 @@ class Tracker:
         self.window = window
         self.warmup_steps = warmup_steps
         self.enabled = _rank(rank) == 0
+        # A fork() child that trains with this tracker (multiprocessing's "fork", Lightning's
+        # "ddp_fork") inherits rank 0's verdict: it reads its own rank at its first record.
+        self._rank_given: int | str = rank
+        self._pid = os.getpid()
         self._clock = clock
         self._started = clock()
         self._window: list[float] = []
@@ -540,10 +546,10 @@ class Tracker:
         ``metric`` may be NaN or infinite for a diverged run (the profile keeps it). At a
         configuration other than the job's last step record's, with no step there yet (a
         checkpoint evaluated before training resumes), the record is held and written
-        after the first step record there (the first window after warm-up; the warm-up
-        steps' times where :meth:`close` or :meth:`reconfigure` comes first); one that no
-        step follows before those is left out, with one ``RuntimeWarning``. Returns the
-        record.
+        after the first step record there (the first window after warm-up); one still held
+        when :meth:`close`, :meth:`reconfigure` or :meth:`out_of_memory` comes is left out,
+        with one ``RuntimeWarning`` (the warm-up steps' times are never written for it: they
+        are a restart's cold steps). Returns the record.
         """
         if not self.enabled:
             return None
@@ -621,6 +627,12 @@ class Tracker:
         if not isinstance(message, str):
             raise InputError(f"message: must be text, got {excerpt(message)}")
         self.flush()  # the steps before it first: they ran, and do not supersede it
+        # Everything at this configuration that was waiting goes now, before the failure:
+        # written after it (by close(), an eval()), a step record at its batch superseded
+        # it, and a re-plan kept the job where it runs out of memory. The warm-up steps'
+        # times are never written (see close()), so held evaluations are left out.
+        self._warmup_times_s = []
+        self._drop_held_evals(why="the job ran out of memory")
         text = " ".join(message.split())  # one line: a CUDA message spans several
         c = self.config
         rec = FailureRecord(gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, failure="oom", hosts=c.hosts,
@@ -654,10 +666,7 @@ class Tracker:
         )
         if self.dataset_size is not None:
             _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
-        if self._held_evals:  # waiting for a window here that warm-up has not ended yet: as close() does
-            self._flush_even_warmup()
-        else:
-            self.flush()
+        self.flush()  # never the warm-up steps' times: see close()
         self._drop_held_evals(why="the job moved on")
         self.config = moved
         self._config_recorded = False
@@ -680,10 +689,10 @@ class Tracker:
         self._config_recorded = False
 
     def _flush_even_warmup(self) -> None:
-        """Write the window, or, where every step at this configuration so far was warm-up
-        (an epoch or validation interval shorter than ``warmup_steps``, a tracker closed
-        or moved during warm-up), the warm-up steps' times: the only ones there are, and a
-        record of where the job runs that the evaluations written or held here need."""
+        """For an evaluation: write the window, or, where every step at this configuration
+        so far was warm-up (an epoch or validation interval shorter than ``warmup_steps``),
+        the warm-up steps' times: the only ones there are, and a record of where the job
+        runs that the evaluation needs before it."""
         if not self._window and self._warmup_times_s:
             self._window, self._warmup_times_s = self._warmup_times_s, []
         self.flush()
@@ -715,12 +724,12 @@ class Tracker:
         if self._writer is None:
             return
         try:
-            # Evaluations held for this configuration's first window, which warm-up has not
-            # ended yet: written after the warm-up steps' times rather than lost.
-            if self._held_evals:
-                self._flush_even_warmup()
-            else:
-                self.flush()
+            # The window only, never the warm-up steps' times: closed (or moved) during the
+            # warm-up after a restart, those are its cold steps (CUDA and NCCL start-up,
+            # torch.compile), and written they were the job's step time for a re-plan, a
+            # hundred times too slow. Evaluations held for this configuration's first window
+            # then have no step record to follow, and are left out with a warning.
+            self.flush()
             self._drop_held_evals(why="the tracker closed")
         finally:
             # Taken before closing: a write the storage refused inside flush() has already
@@ -737,17 +746,34 @@ class Tracker:
         """Evaluations held for a configuration at which no step was then recorded: not
         written (one warning), as the records would name the configuration before as the
         one they ran at. Such an evaluation is of the checkpoint the job ran on before."""
+        self._check_rank_in_fork_child()
         if not self._held_evals or not self.enabled:
             return
         held, self._held_evals = self._held_evals, []
         c = self.config
         warnings.warn(
             f"cotune tracker: {len(held)} evaluation(s) at global batch {c.global_batch:,} (epoch "
-            f"{held[-1].epoch:.4g}) not written: {why} before any step at {c.workers} × {c.local_batch} on {c.gpu}, and "
-            "without one the records would name the configuration the job ran at before as its current one; "
+            f"{held[-1].epoch:.4g}) not written: {why} before any step at {c.workers} × {c.local_batch} on {c.gpu} was "
+            "timed past warm-up, and without one the records would name the configuration the job ran at before as "
+            "its current one; "
             "evaluate after the first step at a new configuration", RuntimeWarning, stacklevel=3)
 
+    def _check_rank_in_fork_child(self) -> None:
+        """In a fork() child's first record (or warning): its own rank, by the rule the
+        tracker was made with. Every rank a "fork" launcher starts inherits the parent's
+        tracker, and each wrote its records into the one profile; a rank other than 0 now
+        records nothing, silently, as one that made its own tracker."""
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        if self.enabled and _rank(self._rank_given) != 0:
+            self.enabled = False
+            self._window = []
+            self._warmup_times_s = []
+            self._held_evals = []
+
     def _write(self, record: Record) -> None:
+        self._check_rank_in_fork_child()
         if not self.enabled:
             # Tracking stopped earlier in this call (an eval's or an out-of-memory's flush()
             # the storage refused): said once already, and the training goes on.
@@ -792,6 +818,7 @@ class _BackgroundSync:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._fd = os.open(path, os.O_RDONLY)
+        self._pid = os.getpid()  # the process the helper thread runs in
         self._wake = threading.Event()
         self._stop = False
         self.error: OSError | None = None
@@ -801,6 +828,15 @@ class _BackgroundSync:
     def request(self) -> None:
         if self.error is not None:
             raise StorageError.from_os_error(self.error, path=self._path, doing="sync it to disk")
+        if os.getpid() != self._pid:
+            # A fork() child (one that trains with its parent's tracker): the helper thread did
+            # not come with it, and a request it never answers left the child's records
+            # unsynced. Synced here, inline.
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise StorageError.from_os_error(exc, path=self._path, doing="sync it to disk") from None
+            return
         self._wake.set()
 
     def _run(self) -> None:

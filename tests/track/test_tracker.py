@@ -1156,80 +1156,138 @@ def test_a_forked_childs_copy_of_a_writer_writes_beside_its_parent_while_the_par
     assert [s.step_time_s for s in read_profile(path).steps] == [0.1, 0.2]
 
 
-def test_a_forked_childs_copy_of_a_writer_takes_the_lock_once_its_parent_closed(tmp_path: Path) -> None:
-    from cotune.profile import ProfileLockedError, ProfileWriter, StepRecord
-
-    path = tmp_path / "job.jsonl"
-    writer = ProfileWriter(path, fsync=False)
-    writer.open()
-    writer.write(WORKLOAD)
-    go_read, go_write = os.pipe()
-    said_read, said_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # writes once the parent has closed, then holds the profile until the parent's word
-        code = 1
-        try:
-            os.close(go_write)
-            os.read(go_read, 1)
-            writer.write(StepRecord(gpu="cpu", workers=1, local_batch=8, step_time_s=0.1))
-            os.write(said_write, b"w")
-            os.read(go_read, 1)  # EOF: the parent has looked
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(go_read)
-    os.close(said_write)
-    try:
-        writer.close()
-        os.write(go_write, b"g")
-        assert os.read(said_read, 1) == b"w"
-        with pytest.raises(ProfileLockedError) as err:
-            ProfileWriter(path, fsync=False).open()
-        assert err.value.holder_pid == pid
-    finally:
-        os.close(go_write)
-        os.close(said_read)
-        code = _exit_code(pid)
-    assert code == 0 and len(read_profile(path).steps) == 1
+_RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "LOCAL_RANK", "NODE_RANK",
+                   "GROUP_RANK", "SLURM_PROCID", "TF_CONFIG")
 
 
-def test_a_fork_childs_tracker_warns_and_trains_on_when_another_process_took_the_profile(tmp_path: Path) -> None:
-    from cotune.profile import ProfileWriter
-
+def test_a_fork_child_records_on_after_its_parent_closed_while_its_own_fork_child_lives(tmp_path: Path) -> None:
+    # The child took the lock once its parent had closed, through the descriptor its own
+    # fork() child (a DataLoader worker) had inherited: its records were refused from then
+    # on, and the lock outlived it with the worker, so the restarted job was refused too.
     path = tmp_path / "job.jsonl"
     tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
                  fsync="none")
+    release_read, release_write = os.pipe()  # the worker lives until the test closes its end
+    said_read, said_write = os.pipe()
     go_read, go_write = os.pipe()
     trainer = os.fork()
-    if trainer == 0:  # trains with the parent's tracker once another process holds the profile
+    if trainer == 0:
         code = 1
         try:
-            os.close(go_write)
-            os.read(go_read, 1)
-            with pytest.warns(RuntimeWarning, match=r"being written by pid \d+.*tracking stops and training goes on"):
-                tr.step(step_time_s=0.1)
+            for fd in (release_write, said_read, go_write):
+                os.close(fd)
             tr.step(step_time_s=0.1)
-            tr.eval(metric=0.5)
+            if os.fork() == 0:  # the worker
+                os.read(release_read, 1)
+                os._exit(0)
+            os.write(said_write, b"w")
+            os.read(go_read, 1)  # the parent has closed
+            for _ in range(3):
+                tr.step(step_time_s=0.2)
             tr.close()
             code = 0
         finally:
             os._exit(code)
-    os.close(go_read)
-    tr.close()
-    def hold_the_profile() -> ProfileWriter:
-        writer = ProfileWriter(path, fsync=False)
-        writer.open()
-        return writer
-
-    holder, release = _fork_a_child_that_waits(before=hold_the_profile)
+    for fd in (release_read, said_write, go_read):
+        os.close(fd)
     try:
+        assert os.read(said_read, 1) == b"w"
+        tr.close()
         os.write(go_write, b"g")
         code = _exit_code(trainer)
+        # the parent and the child are done, the worker lives on: the restarted job records
+        with Tracker(path, gpu="cpu", workers=1, local_batch=8, warmup_steps=0, window=1, fsync="none",
+                     epochs_done=1.0, errors="raise") as again:
+            again.step(step_time_s=0.3)
     finally:
-        os.close(go_write)
-        os.close(release)
-        os.waitpid(holder, 0)
-    assert code == 0 and read_profile(path).steps == ()
+        for fd in (release_write, said_read, go_write):
+            os.close(fd)
+    assert code == 0 and [s.step_time_s for s in read_profile(path).steps] == [0.1, 0.2, 0.2, 0.2, 0.3]
+
+
+def test_a_fork_child_whose_rank_is_not_zero_records_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every rank a "fork" launcher starts inherits the tracker its parent made, rank 0's
+    # verdict included: each wrote its steps and evaluations into the one profile.
+    for name in _RANK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=2, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none")
+    ranks = []
+    for rank in (0, 1):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.environ["RANK"] = str(rank)  # as a launcher tells each process its rank
+                tr.step(step_time_s=0.1 + rank)
+                tr.eval(metric=0.5 + rank)
+                tr.close()
+                code = 0
+            finally:
+                os._exit(code)
+        ranks.append(pid)
+    codes = [_exit_code(pid) for pid in ranks]
+    tr.close()
+    profile = read_profile(path)
+    assert codes == [0, 0]
+    assert ([s.step_time_s for s in profile.steps], [e.metric for e in profile.evals]) == ([0.1], [0.5])
+
+
+def test_a_fork_child_records_where_the_lock_holder_cannot_be_read(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without /proc/locks (macOS, some sandboxes) the child could not tell its parent held
+    # the lock: its first record stopped its tracking.
+    import cotune.profile._profile as profile_module
+
+    monkeypatch.setattr(profile_module, "_lock_holder", lambda fd: None)
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            tr.step(step_time_s=0.1)
+            tr.close()
+            code = 0
+        finally:
+            os._exit(code)
+    code = _exit_code(pid)
+    tr.close()
+    assert code == 0 and [s.step_time_s for s in read_profile(path).steps] == [0.1]
+
+
+def test_a_fork_childs_records_are_synced_to_disk_under_background_fsync(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The helper thread that fsyncs does not survive fork(): the child's requests went
+    # unanswered and its records stayed in the page cache.
+    path = tmp_path / "job.jsonl"
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1)
+    synced_read, synced_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            real_fsync = os.fsync
+
+            def fsync_said(fd: int) -> None:
+                real_fsync(fd)
+                if os.path.samestat(os.fstat(fd), os.stat(path)):
+                    os.write(synced_write, b"s")
+
+            monkeypatch.setattr(os, "fsync", fsync_said)
+            tr.step(step_time_s=0.1)
+            tr.close()
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(synced_write)
+    code = _exit_code(pid)
+    said = os.read(synced_read, 16)
+    os.close(synced_read)
+    tr.close()
+    assert code == 0 and said == b"s"
 
 
 def test_an_eval_before_any_step_at_a_new_configuration_is_written_after_its_first_window_after_warm_up(
@@ -1276,21 +1334,57 @@ def test_a_resumed_jobs_cold_first_step_is_not_its_step_time_when_an_eval_waits_
     assert job_progress(read_profile(path)).step_time_s == 0.3
 
 
-def test_an_eval_held_through_a_warm_up_the_tracker_closes_in_follows_the_warm_up_steps_times(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize("ends", ["close", "reconfigure"])
+def test_a_restart_that_ends_during_warm_up_writes_no_cold_step_time(tmp_path: Path, ends: str) -> None:
+    # A close() or reconfigure() during warm-up with a held evaluation wrote the warm-up
+    # steps' times (CUDA and NCCL start-up, torch.compile) as a step record, then the
+    # evaluation: a re-plan read 20 s a step where the job runs at 0.15 s.
+    from cotune.track import job_progress
+
     path = tmp_path / "job.jsonl"
     with Tracker(path, gpu="t4", workers=4, local_batch=32, workload=WORKLOAD, warmup_steps=0, window=1,
                  fsync="none") as tr:
         tr.step(step_time_s=0.3)
         tr.eval(metric=0.5)
-    with Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.128, warmup_steps=5, fsync="none") as tr:
-        tr.eval(metric=0.5)
-        tr.step(step_time_s=0.9)
+    tr = Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.128, cause="replan", warmup_steps=5,
+                 fsync="none")
+    tr.eval(metric=0.5)  # the checkpoint, evaluated before training resumes: held
+    tr.step(step_time_s=40.0)
+    tr.step(step_time_s=0.15)
+    with pytest.warns(RuntimeWarning, match=r"evaluation.* at global batch 64 .*not written.*2 × 32 on t4 was timed "
+                                            "past warm-up"):
+        if ends == "close":
+            tr.close()
+        else:
+            tr.reconfigure(workers=1)
+    tr.close()
+    profile = read_profile(path)
+    assert [(s.workers, s.step_time_s) for s in profile.steps] == [(4, 0.3)]
+    assert [e.global_batch for e in profile.evals] == [128]
+    assert job_progress(profile).step_time_s == 0.3
+
+
+def test_an_out_of_memory_during_warm_up_with_a_held_eval_stays_in_force(tmp_path: Path) -> None:
+    # The failure was written first, then close() wrote the warm-up steps' times at its
+    # batch and the held evaluation: the step record superseded the out-of-memory, and a
+    # re-plan kept the job where it runs out of memory.
+    from cotune.profile import oom_superseded
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=64, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="none") as tr:
         tr.step(step_time_s=0.2)
-        tr.step(step_time_s=0.2)
-    last_step = read_profile(path).steps[-1]
-    assert (last_step.workers, last_step.timed_steps, last_step.step_time_s) == (2, 3, 0.2)
-    assert [e.global_batch for e in read_profile(path).evals] == [128, 64]
+    with pytest.warns(RuntimeWarning, match="not written: the job ran out of memory"):
+        with pytest.raises(MemoryError):
+            with Tracker(path, gpu="t4", workers=2, local_batch=128, epochs_done=0.128, cause="replan",
+                         warmup_steps=5, fsync="none") as tr:
+                tr.eval(metric=0.7)  # held
+                tr.step(step_time_s=30.0)
+                tr.step(step_time_s=0.4)
+                raise MemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    records = list(read_profile(path).records())
+    assert type(records[-1]).__name__ == "FailureRecord" and records[-1].local_batch == 128
+    assert oom_superseded(records) == (False,)
 
 
 def test_a_resumed_tracker_at_a_new_configuration_holds_its_first_eval_for_its_first_step(tmp_path: Path) -> None:
