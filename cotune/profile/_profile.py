@@ -1076,26 +1076,6 @@ def _lock_exclusive(fd: int, *, path: Path) -> None:
         ) from None
 
 
-@contextlib.contextmanager
-def _record_lock(fd: int) -> Iterator[None]:
-    """Hold a POSIX record lock (``lockf``, blocking) on the whole file behind ``fd`` for one
-    write. Such locks belong to the process, not the open file: fork() children do not
-    inherit them, so a parent and the children that write with its writer take turns. Held
-    for one write only: closing *any* descriptor of the file in this process drops them.
-    Where the filesystem has none (ENOLCK), the write goes on unlocked, as before."""
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        locked = True
-    except OSError:
-        locked = False
-    try:
-        yield
-    finally:
-        if locked:
-            with contextlib.suppress(OSError):
-                fcntl.lockf(fd, fcntl.LOCK_UN)
-
-
 def _names_same_file(fd: int, path: Path) -> bool:
     """Whether ``path`` still names the file open at ``fd`` (it was not replaced or removed)."""
     try:
@@ -1171,18 +1151,19 @@ class ProfileWriter:
     so it never holds the lock: the lock goes with the writer's ``close()`` or its
     process, whatever children it left running. The child's copy of the writer, if it
     writes (a child that trains with its parent's Tracker), opens the profile again for
-    appending and never takes the lock: it writes under the lock of the process that
-    opened the writer, as one writer of the job in two processes; its own fork() children
-    drop that copy too.
-
-    Each write (and the cut-back after a failed one) holds a POSIX record lock
-    (``lockf``) on the file, which the parent and every fork child take each on its own,
-    so their records never interleave and a cut-back removes only the failed write's bytes.
+    appending; before each write it tries the lock without waiting: while the process it
+    was forked from holds it, the child writes beside it (one ``O_APPEND`` write per
+    record, so lines never interleave); once the lock is free (that process closed or
+    died) the child takes it and is the writer from then on; held by another process, the
+    write raises :class:`~cotune.errors.ProfileLockedError`. Its own fork() children drop
+    its copy too. No write ever waits on a lock.
 
     A failed write (disk full, read-only filesystem, I/O error) raises
     :class:`~cotune.errors.StorageError` (an ``OSError``) after cutting the file back to
-    its last complete record, and the writer refuses further writes: what is on disk is
-    whole records only, and nothing half-written is ever reported as written.
+    where it ended just before the write, and the writer refuses further writes: nothing
+    half-written is ever reported as written. A fork() child writing beside the holder
+    never cuts back (it could cut the holder's records): part of its line may stay at
+    the end, for the next writer's ``open()`` to remove.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
@@ -1191,9 +1172,11 @@ class ProfileWriter:
         self._fh: IO[bytes] | None = None
         self._size = 0
         self._broken: StorageError | None = None
-        # A fork() child's copy, its inherited descriptor closed: opened again (without the
-        # lock) at its first write, so a child that trains with its parent's Tracker records.
-        self._forked = False
+        # In a fork() child whose inherited copy was closed: the pid of the process it was
+        # forked from (which held the descriptor), until this copy takes the lock itself.
+        self._forked_from: int | None = None
+        self._owner = False  # holds the flock: only the holder cuts a failed write back
+        self._pid = os.getpid()  # the process that opened the descriptor held in _fh
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
@@ -1229,12 +1212,14 @@ class ProfileWriter:
                 fh.close()
                 raise
             fh.close()
+        self._adopt_locked(fh)
+
+    def _adopt_locked(self, fh: IO[bytes]) -> None:
+        """Make ``fh``, open on the profile and holding its flock, this writer's: its torn
+        last line (a writer killed mid-write) repaired first."""
         try:
-            # Under the record lock too: a fork child of the writer before (it outlives a
-            # parent killed with -9) may be appending, and a repair must not cut its line.
-            with _record_lock(fh.fileno()):
-                _repair_tail(fh, path=self.path)
-                self._size = fh.seek(0, os.SEEK_END)
+            _repair_tail(fh, path=self.path)
+            self._size = fh.seek(0, os.SEEK_END)
         except BaseException as exc:
             fh.close()  # a tail it refuses to cut (ProfileError) too: the lock goes with it
             if isinstance(exc, OSError):
@@ -1242,14 +1227,17 @@ class ProfileWriter:
             raise
         self._fh = fh
         self._broken = None
-        self._forked = False
+        self._forked_from = None
+        self._owner = True
+        self._pid = os.getpid()
         _OPEN_WRITERS.add(self)
 
     def _drop_inherited(self) -> None:
         """In a fork() child: close this process's copy of the profile (the parent's lock stays)."""
         fh, self._fh = self._fh, None
         if fh is not None:
-            self._forked = True
+            self._forked_from = self._pid  # the process that held this descriptor forked this one
+            self._owner = False
             with contextlib.suppress(OSError):
                 fh.close()
         _OPEN_WRITERS.discard(self)
@@ -1257,16 +1245,39 @@ class ProfileWriter:
     def _reopen_in_fork_child(self) -> None:
         """A fork() child's first write (a child that trains with the Tracker its parent made:
         multiprocessing's "fork", Lightning's "ddp_fork"): the fork hook closed its copy, so it
-        opens the profile again to append. It takes no flock: a fresh open file cannot share
-        the parent's, and the child writes under it as it did through the shared descriptor
-        before the hook. Taking the lock once the parent had gone made the child a holder that
-        a grandchild (a DataLoader worker) kept alive. Registered so that the child's own
-        fork() children drop this copy too."""
+        opens the profile again to append. Registered so that the child's own fork()
+        children (DataLoader workers) drop this copy too, and never keep a lock it takes."""
         try:
-            self._fh = open(self.path, "ab", buffering=0)  # O_APPEND, unbuffered as open()'s
+            self._fh = open(self.path, "a+b", buffering=0)  # O_APPEND, unbuffered as open()'s
         except OSError as exc:
             raise StorageError.from_os_error(exc, path=self.path, doing="open it for writing") from None
+        self._pid = os.getpid()
         _OPEN_WRITERS.add(self)
+
+    def _claim_in_fork_child(self, fd: int) -> None:
+        """Before each write of a fork() child's copy that does not hold the lock: try it
+        without waiting (a blocking lock hung every writer where flock is emulated by POSIX
+        locks, NFS and AFS). Taken: nobody holds the profile (the parent closed or died),
+        and the child is its writer from then on, so a restarted job is refused rather
+        than writing beside an orphan. Held while the process this one was forked from
+        still is its parent: the parent holds it, and the child writes beside it. Held
+        with the parent gone: another process took the profile, and the write is refused
+        (:class:`~cotune.errors.ProfileLockedError` naming it)."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StorageError.from_os_error(exc, path=self.path, doing="lock it") from None
+            if os.getppid() == self._forked_from:
+                return
+            _lock_exclusive(fd, path=self.path)  # the error naming the holder (or the lock, freed since)
+        fh, self._fh = self._fh, None
+        if fh is not None and _names_same_file(fd, self.path):
+            self._adopt_locked(fh)
+            return
+        if fh is not None:
+            fh.close()  # write_profile replaced the file after the parent closed: open the path anew
+        self.open()
 
     def write(self, record: Record) -> None:
         self._write_bytes(_dump(record).encode("utf-8"), doing="append a record")
@@ -1282,42 +1293,48 @@ class ProfileWriter:
             self._write_bytes(data, doing="append the records")
 
     def _write_bytes(self, data: bytes, *, doing: str) -> None:
-        if self._fh is None and self._forked:
+        if self._fh is None and self._forked_from is not None:
             self._reopen_in_fork_child()
         if self._fh is None:
             raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         if self._broken is not None:
             raise self._broken
+        if not self._owner:
+            self._claim_in_fork_child(self._fh.fileno())
+            if self._fh is None:  # for the type checker: open() raised where it could not reopen
+                raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         fd = self._fh.fileno()
-        with _record_lock(fd):
-            try:
-                # The file's end now, under the record lock: a fork() child and its parent both
-                # append, and a failed write cuts back to its own start, never through records
-                # the other appended (an end read before the lock let a child's EFBIG cut them).
-                self._size = os.fstat(fd).st_size
-            except OSError as exc:
-                raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
-            try:
-                view = memoryview(data)
-                while view:
-                    n = self._fh.write(view)
-                    if not n:
-                        raise OSError(errno.EIO, "short write")
-                    view = view[n:]
-                if self._fsync:
-                    os.fsync(fd)  # inside the lock: a failed fsync cuts back too
-            except OSError as exc:
-                # Cut back to the last whole record, so a rerun (or a reader) never sees a
-                # partial one; if even that fails the next writer's tail repair will.
+        try:
+            # The file's end now, not as this writer last left it: a fork() child may append
+            # beside its parent, and a cut-back must start at this write's own start.
+            self._size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
+        try:
+            view = memoryview(data)
+            while view:
+                n = self._fh.write(view)
+                if not n:
+                    raise OSError(errno.EIO, "short write")
+                view = view[n:]
+            if self._fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            # The lock's holder cuts back to the last whole record, so a rerun (or a reader)
+            # never sees a partial one; if even that fails the next writer's tail repair will.
+            # A child writing beside the holder never does: its parent may have appended since
+            # this write began, and the cut would take those records.
+            if self._owner:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, self._size)
-                self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
-                raise self._broken from None
+            self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
+            raise self._broken from None
         self._size += len(data)
 
     def close(self) -> None:
         _OPEN_WRITERS.discard(self)
-        self._forked = False  # closed: a later write is refused, not a reopening
+        self._forked_from = None  # closed: a later write is refused, not a reopening
+        self._owner = False
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 self._fh.close()  # closing drops the lock

@@ -544,9 +544,10 @@ class Tracker:
         """Record one evaluation of the job at ``epoch`` (default: the epochs counted from steps).
 
         ``metric`` may be NaN or infinite for a diverged run (the profile keeps it). At a
-        configuration other than the job's last step record's, with no step there yet (a
-        checkpoint evaluated before training resumes), the record is held and written
-        after the first step record there (the first window after warm-up); one still held
+        configuration other than the job's last step record's, with no step there timed
+        past warm-up yet (a checkpoint evaluated before training resumes, an evaluation
+        during the warm-up after a restart or move), the record is held and written after
+        the first step record there (the first window after warm-up); one still held
         when :meth:`close`, :meth:`reconfigure` or :meth:`out_of_memory` comes is left out,
         with one ``RuntimeWarning`` (the warm-up steps' times are never written for it: they
         are a restart's cold steps). Returns the record.
@@ -573,7 +574,15 @@ class Tracker:
                           "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
                           "to count them from the steps)", RuntimeWarning, stacklevel=2)
         self._last_eval_epoch = max(self._last_eval_epoch, epoch)
-        if not self._config_recorded:
+        # Moved (a restart or reconfigure() to another configuration) with no step record here
+        # yet: the steps so far are the move's cold ones (CUDA and NCCL start-up,
+        # torch.compile), and written as the evaluation's step record they were the job's
+        # step time for a re-plan. Only a window past warm-up is written; else it is held.
+        moved = (not self._config_recorded and self._recorded_config is not None
+                 and self._recorded_config != _config_key(self.config))
+        if moved:
+            self.flush()
+        elif not self._config_recorded:
             self._flush_even_warmup()  # the configuration this evaluation ran at, on record before it
         grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
@@ -581,14 +590,13 @@ class Tracker:
             global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
             grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3), schedule_epochs=self._schedule_epochs,
         )
-        if (not self._config_recorded and self._recorded_config is not None
-                and self._recorded_config != _config_key(self.config)):
-            # No step timed here yet (a checkpoint evaluated before training resumes at a new
-            # configuration): written now, the evaluation would follow step records of the
-            # configuration the job ran at before, and a re-plan read a move that never
-            # happened. Held until the first step record here, the first window after
-            # warm-up (flush()): the first steps after a restart (CUDA and NCCL start-up,
-            # torch.compile) are what warm-up leaves out, and one written as the step time
+        if moved and not self._config_recorded:
+            # No step timed here past warm-up yet (a checkpoint evaluated before training
+            # resumes at a new configuration, or an evaluation during the warm-up): written
+            # now, the evaluation would follow step records of the configuration the job ran
+            # at before, and a re-plan read a move that never happened. Held until the first
+            # step record here, the first window after warm-up (flush()): the first steps
+            # after a restart are what warm-up leaves out, and one written as the step time
             # had a re-plan see the job a hundred times slower. A job with no step record
             # yet names no configuration: its evaluation is written at once.
             self._held_evals.append(rec)
@@ -689,10 +697,10 @@ class Tracker:
         self._config_recorded = False
 
     def _flush_even_warmup(self) -> None:
-        """For an evaluation: write the window, or, where every step at this configuration
-        so far was warm-up (an epoch or validation interval shorter than ``warmup_steps``),
-        the warm-up steps' times: the only ones there are, and a record of where the job
-        runs that the evaluation needs before it."""
+        """For an evaluation at the job's first configuration, or at its last step record's:
+        write the window, or, where every step at this configuration so far was warm-up (an
+        epoch or validation interval shorter than ``warmup_steps``), the warm-up steps'
+        times: the only ones there are. Never after a move (see eval())."""
         if not self._window and self._warmup_times_s:
             self._window, self._warmup_times_s = self._warmup_times_s, []
         self.flush()

@@ -376,64 +376,92 @@ def test_a_writer_that_opened_a_file_replaced_before_it_locked_writes_to_the_new
     assert replaced and read_profile(path).steps == (_step(5), _step(0))
 
 
-def test_a_failed_write_in_a_fork_child_never_cuts_a_record_its_parent_appended_meanwhile(tmp_path):
-    # A fork child that writes with its parent's writer met its file-size limit and cut the
-    # file back to the end it had read before writing, through the records its parent had
-    # appended since (100-219 of 30,001 lost under load). Made deterministic here: the
-    # parent appends at the moment the child cuts back, unless the record lock the child
-    # holds through its write keeps it out (then it appends once the child is done).
-    import fcntl
-    import resource
 
+def _lockf_that_refuses_to_wait(real_lockf):  # type: ignore[no-untyped-def]
+    """fcntl.lockf where a lock that would have to wait raises instead: a write that waits
+    on a lock hangs the job (where nothing releases it), which a test must see fail."""
+    import fcntl
+
+    def lockf(fd: int, cmd: int, *args: int) -> None:
+        if cmd & fcntl.LOCK_EX and not cmd & fcntl.LOCK_NB:
+            try:
+                real_lockf(fd, cmd | fcntl.LOCK_NB, *args)
+            except BlockingIOError:
+                raise AssertionError("the write waited on a lock") from None
+            except PermissionError:  # EACCES: what some systems say for a held lock
+                raise AssertionError("the write waited on a lock") from None
+            return
+        real_lockf(fd, cmd, *args)
+
+    return lockf
+
+
+def test_a_writer_opens_and_writes_where_flock_is_emulated_by_a_posix_lock(tmp_path, monkeypatch):
+    # On NFS and AFS, Linux emulates flock() as a whole-file POSIX lock owned by the open
+    # file, which conflicts with the process's own POSIX record lock (lockf) on the file:
+    # every writer waited on its own lock at open(), and the job hung. An open-file-
+    # description lock on a local disk is that emulation.
+    import fcntl
+    import struct
+
+    import cotune.profile._profile as profile_module
+
+    def nfs_like_flock(fd: int, *, path: Path) -> None:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+
+    monkeypatch.setattr(profile_module, "_lock_exclusive", nfs_like_flock)
+    monkeypatch.setattr(fcntl, "lockf", _lockf_that_refuses_to_wait(fcntl.lockf))
     path = tmp_path / "p.jsonl"
     with ProfileWriter(path, fsync=False) as writer:
         writer.write(WORKLOAD)
-        cutting_read, cutting_write = os.pipe()
+        writer.write(_step(1))
+    assert read_profile(path).steps == (_step(1),)
+
+
+def test_a_write_never_waits_on_a_fork_childs_write_in_progress_or_a_reader_thread(tmp_path, monkeypatch):
+    # Each write held a POSIX record lock (lockf) that a fork child writing with its
+    # parent's writer held through its own write: the parent waited on a child stuck in
+    # its fsync (slow storage), and a reader thread that closed its descriptor of the file
+    # dropped the parent's lock, so the lock kept nothing out anyway. No write waits now.
+    import fcntl
+    import threading
+
+    monkeypatch.setattr(fcntl, "lockf", _lockf_that_refuses_to_wait(fcntl.lockf))
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path, fsync=False) as writer:
+        writer.write(WORKLOAD)
+        inside_read, inside_write = os.pipe()
         go_read, go_write = os.pipe()
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
-                os.close(cutting_read)
-                os.close(go_write)
-                writer.write(_step(1))
-                resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, resource.RLIM_INFINITY))
-                real_ftruncate = os.ftruncate
+                real_fsync = os.fsync
 
-                def ftruncate_after_the_parents_turn(fd: int, length: int) -> None:
-                    os.write(cutting_write, b"c")
+                def fsync_that_stalls(fd: int) -> None:  # slow storage: its bytes written, it syncs
+                    os.write(inside_write, b"i")
                     os.read(go_read, 1)
-                    real_ftruncate(fd, length)
+                    real_fsync(fd)
 
-                os.ftruncate = ftruncate_after_the_parents_turn  # this child's only
-                try:
-                    writer.write(_step(2))  # EFBIG: over the limit
-                except StorageError:
-                    code = 0
+                os.fsync = fsync_that_stalls  # this child's only
+                writer._fsync = True  # the fsync is inside the write, where the record lock was held
+                writer.write(_step(1))
+                code = 0
             finally:
                 os._exit(code)
-        os.close(cutting_write)
+        os.close(inside_write)  # a child that dies early is an empty read, not a hang
         os.close(go_read)
         try:
-            assert os.read(cutting_read, 1) == b"c"
-            probe = os.open(path, os.O_WRONLY)
-            try:
-                try:
-                    fcntl.lockf(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    kept_out = False
-                except OSError:
-                    kept_out = True
-                if not kept_out:
-                    writer.write(_step(3))  # nothing holds it off: appended before the child's cut-back
-                    fcntl.lockf(probe, fcntl.LOCK_UN)
-                os.write(go_write, b"g")
-                if kept_out:
-                    writer.write(_step(3))  # waits for the child's cut-back
-            finally:
-                os.close(probe)
+            assert os.read(inside_read, 1) == b"i"  # the child is inside its write
+            seen: list[int] = []
+            reader = threading.Thread(target=lambda: seen.append(len(read_profile(path).steps)))
+            reader.start()
+            reader.join()
+            writer.write(_step(2))  # beside the child's write in progress, not after it
         finally:
-            os.close(cutting_read)
-            os.close(go_write)
+            os.write(go_write, b"g")
             _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert [s.local_batch for s in read_profile(path).steps] == [9, 11]
+            os.close(inside_read)
+            os.close(go_write)
+    assert os.waitstatus_to_exitcode(status) == 0 and seen == [1]
+    assert read_profile(path).steps == (_step(1), _step(2))

@@ -951,10 +951,11 @@ def test_a_profile_on_a_read_only_mount_leaves_the_training_untracked_with_a_war
         assert path.read_bytes() == before
 
 
-def test_an_evaluation_within_the_warm_up_after_a_reconfiguration_puts_the_new_configuration_on_record(
+def test_an_evaluation_within_the_warm_up_after_a_reconfiguration_waits_for_the_first_window_past_it(
         tmp_path: Path) -> None:
     # An epoch shorter than warmup_steps: with every step at 8 workers still warm-up, the
-    # evaluation left the 4-worker step record as the job's current configuration.
+    # evaluation left the 4-worker step record as the job's current configuration; then it
+    # was written after the warm-up (cold) steps' times, as the job's step time.
     from cotune.track import job_progress
 
     path = tmp_path / "job.jsonl"
@@ -964,10 +965,14 @@ def test_an_evaluation_within_the_warm_up_after_a_reconfiguration_puts_the_new_c
         tr.eval(metric=0.5)
         tr.reconfigure(workers=8)
         for _ in range(3):  # inside the 5 warm-up steps
-            tr.step(step_time_s=0.06)
+            tr.step(step_time_s=3.0)
         tr.eval(metric=0.6)
+        for _ in range(5):  # 2 more warm-up steps, then 3 timed ones: written at close, then the eval
+            tr.step(step_time_s=0.06)
+    rows = [(d["record"], d.get("workers") or d.get("global_batch")) for d in _lines(path)[1:]]
+    assert rows[-2:] == [("step", 8), ("eval", 32)]
     p = read_profile(path)
-    assert p.steps[-1].workers == 8 and p.steps[-1].timed_steps == 3
+    assert p.steps[-1].timed_steps == 3
     jp = job_progress(p)
     assert (jp.workers, jp.global_batch) == (8, 32) and jp.step_time_s == pytest.approx(0.06)
 
@@ -1413,3 +1418,113 @@ def test_an_eval_no_step_at_its_configuration_follows_is_left_out_with_a_warning
         with Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.128, warmup_steps=0, fsync="none") as tr:
             tr.eval(metric=0.5)
     assert [e.global_batch for e in read_profile(path).evals] == [128]
+
+
+def _orphan_a_fork_child_that_trains(path: Path) -> tuple[int, int]:
+    """A launcher makes the tracker (one step record) and forks the child that trains with
+    it, which records one step beside it; the launcher is then killed with -9. Returns the
+    pipe ends to the orphan: each byte written makes it record one step (0.3 s, 0.4 s, ...);
+    closing the end makes it close its tracker, write how many warnings it got, and exit."""
+    to_child_read, to_child_write = os.pipe()
+    from_child_read, from_child_write = os.pipe()
+    launcher = os.fork()
+    if launcher == 0:
+        try:
+            os.close(to_child_write)
+            os.close(from_child_read)
+            tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                         fsync="none")
+            tr.step(step_time_s=0.1)
+            if os.fork() == 0:  # the child that trains, orphaned by the kill below
+                import warnings
+
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    tr.step(step_time_s=0.2)  # beside its parent, which holds the profile
+                    os.write(from_child_write, b"s")
+                    step_time_s = 0.3
+                    while os.read(to_child_read, 1):
+                        tr.step(step_time_s=step_time_s)
+                        step_time_s += 0.1
+                        os.write(from_child_write, b"s")
+                    tr.close()
+                os.write(from_child_write, "|".join(str(w.message) for w in caught).encode() + b"\n")
+                os._exit(0)
+            os.read(to_child_read, 1)  # waits for its kill: the test never writes to it
+        finally:
+            os._exit(0)
+    os.close(to_child_read)
+    os.close(from_child_write)
+    assert os.read(from_child_read, 1) == b"s"
+    os.kill(launcher, signal.SIGKILL)
+    os.waitpid(launcher, 0)
+    return to_child_write, from_child_read
+
+
+def _orphans_last_word(to_child: int, from_child: int) -> str:
+    os.close(to_child)
+    said = b""
+    while chunk := os.read(from_child, 4096):  # to its exit: the pipe's end closes with it
+        said += chunk
+    os.close(from_child)
+    return said.decode()
+
+
+def test_an_orphaned_fork_child_that_trains_holds_the_profile_so_a_restarted_job_is_refused(tmp_path: Path) -> None:
+    # The child never took the lock: after its parent was killed it appended on, unlocked,
+    # while the restarted job's tracker took the free lock, and both wrote into the profile.
+    from cotune.errors import ProfileLockedError
+
+    path = tmp_path / "job.jsonl"
+    to_child, from_child = _orphan_a_fork_child_that_trains(path)
+    try:
+        os.write(to_child, b"s")  # its first record with the parent gone: it takes the lock
+        assert os.read(from_child, 1) == b"s"
+        with pytest.raises(ProfileLockedError):
+            Tracker(path, gpu="cpu", workers=2, local_batch=8, warmup_steps=0, window=1, fsync="none",
+                    epochs_done=1.0, errors="raise")
+    finally:
+        said = _orphans_last_word(to_child, from_child)
+    assert said == "\n" and [s.step_time_s for s in read_profile(path).steps] == [0.1, 0.2, 0.3]
+
+
+def test_an_orphaned_fork_child_stops_with_one_warning_where_a_restarted_job_took_the_profile(
+        tmp_path: Path) -> None:
+    path = tmp_path / "job.jsonl"
+    to_child, from_child = _orphan_a_fork_child_that_trains(path)
+    try:
+        with Tracker(path, gpu="cpu", workers=2, local_batch=8, warmup_steps=0, window=1, fsync="none",
+                     epochs_done=1.0, errors="raise") as restarted:
+            for _ in range(2):
+                os.write(to_child, b"s")
+                assert os.read(from_child, 1) == b"s"
+                restarted.step(step_time_s=0.5)
+    finally:
+        said = _orphans_last_word(to_child, from_child)
+    assert said.count("|") == 0 and f"pid {os.getpid()}" in said and "tracking stops and training goes on" in said
+    assert [(s.workers, s.step_time_s) for s in read_profile(path).steps] == [(1, 0.1), (1, 0.2), (2, 0.5), (2, 0.5)]
+
+
+def test_an_evaluation_during_the_warm_up_after_a_restart_at_a_new_configuration_writes_no_cold_step_time(
+        tmp_path: Path) -> None:
+    # The evaluation wrote the warm-up steps' times (CUDA and NCCL start-up, torch.compile)
+    # as a step record before it: a re-plan read 20 s a step where the job runs at 0.15 s.
+    from cotune.track import job_progress
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=64, workload=WORKLOAD, warmup_steps=0, window=5,
+                 fsync="none") as tr:
+        for _ in range(5):
+            tr.step(step_time_s=0.2)
+    tr = Tracker(path, gpu="t4", workers=4, local_batch=64, epochs_done=0.5, cause="replan", warmup_steps=5,
+                 window=5, fsync="none")
+    tr.step(step_time_s=40.0)
+    tr.step(step_time_s=0.15)
+    tr.eval(metric=0.71)  # during the warm-up: held for the first window past it
+    for _ in range(3):
+        tr.step(step_time_s=0.15)
+    with pytest.warns(RuntimeWarning, match=r"1 evaluation\(s\) at global batch 256 .*not written: the tracker closed"):
+        tr.close()  # the job ends (or is preempted) before that window
+    profile = read_profile(path)
+    assert [(s.workers, s.step_time_s) for s in profile.steps] == [(2, 0.2)] and profile.evals == ()
+    assert job_progress(profile).step_time_s == 0.2
