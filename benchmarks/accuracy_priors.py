@@ -138,7 +138,7 @@ def reach_samples(w: Workload) -> list[tuple[float, float, bool]]:
                 continue
             reached = math.isfinite(crossing_epoch(*curves[b], level))
             d = abs(math.log2(b / w.reference_batch))
-            out.append((float(ev.margin[0]), float(ev.plateau_sigma[0]), (d * one.metric_range_) ** 2, reached))
+            out.append((float(ev.margin_beyond[0]), float(ev.plateau_sigma[0]), (d * one.metric_range_) ** 2, reached))
     return out
 
 
