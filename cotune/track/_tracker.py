@@ -349,6 +349,10 @@ class Tracker:
         # _held_evals and written after the first step record there (see eval()).
         self._recorded_config: _ConfigKey | None = None
         self._held_evals: list[EvalRecord] = []
+        # Whether this tracker runs a restart (the profile already holds the job's records) or
+        # has moved (reconfigure()): its first steps at a configuration are then the restart's
+        # cold ones, never written as a step time — not only once a step record exists.
+        self._restarted = cause is not None or float(epochs_done) > 0
         self._epochs_at_start = float(epochs_done)
         self._last_eval_epoch = -math.inf
         self._warned_back = False
@@ -381,6 +385,9 @@ class Tracker:
             held_epochs = [e.epoch for e in held_evals]
             own_steps = [s for s in profile.steps if s.job is not None and s.job == tracked]
             self._recorded_config = _config_key(own_steps[-1]) if own_steps else None
+            # A failure record names no job: a restart after an out-of-memory in the first steps
+            # says so by its cause= or epochs_done= (below).
+            self._restarted = self._restarted or bool(own_steps or held_evals)
             if elapsed_s_done is None and self._epochs_at_start > 0:
                 # A resumed job: its clock goes on from its last evaluation's (at least), or a
                 # re-plan would think almost the whole deadline is left.
@@ -578,12 +585,18 @@ class Tracker:
         # yet: the steps so far are the move's cold ones (CUDA and NCCL start-up,
         # torch.compile), and written as the evaluation's step record they were the job's
         # step time for a re-plan. Only a window past warm-up is written; else it is held.
-        moved = (not self._config_recorded and self._recorded_config is not None
+        # After a restart or a move the cold steps' times are never written, not only where an
+        # earlier step record exists (an out-of-memory in the first steps, then a smaller
+        # batch, wrote 20 s a step). At the configuration of the job's last step record (the
+        # most common restart), or with no step record of the job at all, the evaluation names
+        # no other configuration: it is written at once, after a window past warm-up if any.
+        restarted = self._restarted and not self._config_recorded
+        moved = (restarted and self._recorded_config is not None
                  and self._recorded_config != _config_key(self.config))
-        if moved:
+        if restarted:
             self.flush()
         elif not self._config_recorded:
-            self._flush_even_warmup()  # the configuration this evaluation ran at, on record before it
+            self._flush_even_warmup()  # a new job's first configuration, on record before its evaluation
         grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
         grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
         rec = EvalRecord(
@@ -678,6 +691,7 @@ class Tracker:
         self._drop_held_evals(why="the job moved on")
         self.config = moved
         self._config_recorded = False
+        self._restarted = True
         self._skip = self.warmup_steps
         self._warmup_times_s = []
         self._cause = "revocation" if "revocation" in (cause, self._cause) else cause

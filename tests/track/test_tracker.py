@@ -1528,3 +1528,60 @@ def test_an_evaluation_during_the_warm_up_after_a_restart_at_a_new_configuration
     profile = read_profile(path)
     assert [(s.workers, s.step_time_s) for s in profile.steps] == [(2, 0.2)] and profile.evals == ()
     assert job_progress(profile).step_time_s == 0.2
+
+
+def test_an_evaluation_in_the_warm_up_of_a_restart_after_an_early_out_of_memory_writes_no_cold_step_time(
+    tmp_path: Path,
+) -> None:
+    # The job ran out of memory before its first step record; restarted at a smaller batch
+    # (cause="replan"), an evaluation during the warm-up wrote the cold steps (40 s, 0.15 s)
+    # as the job's step time, 20 s a step where it runs at 0.15 s: only a restart with an
+    # earlier step record counted as one. With no step record of the job the evaluation
+    # names no other configuration, so it is written, and the cold steps are not.
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=128, workload=WORKLOAD, warmup_steps=5, fsync="none") as tr:
+        tr.step(step_time_s=9.0)
+        tr.out_of_memory("CUDA out of memory")
+    with Tracker(path, gpu="t4", workers=2, local_batch=64, warmup_steps=5, fsync="none", cause="replan") as tr:
+        tr.step(step_time_s=40.0)
+        tr.step(step_time_s=0.15)
+        tr.eval(metric=0.71)
+    profile = read_profile(path)
+    assert profile.steps == () and [(e.global_batch, e.metric) for e in profile.evals] == [(128, 0.71)]
+
+
+def test_an_evaluation_in_the_warm_up_after_a_move_before_any_step_record_writes_no_cold_step_time(
+    tmp_path: Path,
+) -> None:
+    # reconfigure() after an out-of-memory in the first steps, then an evaluation during the
+    # new warm-up: the cold steps (30 s, 0.15 s) were written as a 15 s step record.
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=128, workload=WORKLOAD, warmup_steps=5, fsync="none") as tr:
+        tr.step(step_time_s=9.0)
+        tr.out_of_memory("CUDA out of memory")
+        tr.reconfigure(local_batch=64)
+        tr.step(step_time_s=30.0)
+        tr.step(step_time_s=0.15)
+        tr.eval(metric=0.7)
+    rows = [(d["record"], d.get("local_batch") or d.get("global_batch")) for d in _lines(path)[1:]]
+    assert rows == [("failure", 128), ("eval", 128)]
+
+
+def test_an_evaluation_in_the_warm_up_of_a_restart_at_the_same_configuration_is_written_without_cold_steps(
+    tmp_path: Path,
+) -> None:
+    # The most common restart: the same configuration. Its evaluation during the warm-up
+    # wrote the cold steps (40 s, 0.2 s) as a step record of 20.1 s before it.
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=2, local_batch=32, workload=WORKLOAD, warmup_steps=0, window=5,
+                 fsync="none") as tr:
+        for _ in range(5):
+            tr.step(step_time_s=0.2)
+        tr.eval(metric=0.5)
+    with Tracker(path, gpu="t4", workers=2, local_batch=32, epochs_done=0.32, warmup_steps=5, fsync="none") as tr:
+        tr.step(step_time_s=40.0)
+        tr.step(step_time_s=0.2)
+        tr.eval(metric=0.6)
+    profile = read_profile(path)
+    assert [(s.step_time_s, s.timed_steps) for s in profile.steps] == [(0.2, 5)]
+    assert [e.metric for e in profile.evals] == [0.5, 0.6]
