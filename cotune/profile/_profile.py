@@ -1170,7 +1170,6 @@ class ProfileWriter:
         self.path = Path(path)
         self._fsync = fsync
         self._fh: IO[bytes] | None = None
-        self._size = 0
         self._broken: StorageError | None = None
         # In a fork() child whose inherited copy was closed: the pid of the process it was
         # forked from (which held the descriptor), until this copy takes the lock itself.
@@ -1219,7 +1218,6 @@ class ProfileWriter:
         last line (a writer killed mid-write) repaired first."""
         try:
             _repair_tail(fh, path=self.path)
-            self._size = fh.seek(0, os.SEEK_END)
         except BaseException as exc:
             fh.close()  # a tail it refuses to cut (ProfileError) too: the lock goes with it
             if isinstance(exc, OSError):
@@ -1307,7 +1305,7 @@ class ProfileWriter:
         try:
             # The file's end now, not as this writer last left it: a fork() child may append
             # beside its parent, and a cut-back must start at this write's own start.
-            self._size = os.fstat(fd).st_size
+            start = os.fstat(fd).st_size
         except OSError as exc:
             raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
         try:
@@ -1326,10 +1324,9 @@ class ProfileWriter:
             # this write began, and the cut would take those records.
             if self._owner:
                 with contextlib.suppress(OSError):
-                    os.ftruncate(fd, self._size)
+                    os.ftruncate(fd, start)
             self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
             raise self._broken from None
-        self._size += len(data)
 
     def close(self) -> None:
         _OPEN_WRITERS.discard(self)

@@ -711,10 +711,10 @@ class Tracker:
         self._config_recorded = False
 
     def _flush_even_warmup(self) -> None:
-        """For an evaluation at the job's first configuration, or at its last step record's:
-        write the window, or, where every step at this configuration so far was warm-up (an
-        epoch or validation interval shorter than ``warmup_steps``), the warm-up steps'
-        times: the only ones there are. Never after a move (see eval())."""
+        """For an evaluation at a new job's first configuration: write the window, or, where
+        every step there so far was warm-up (an epoch or validation interval shorter than
+        ``warmup_steps``), the warm-up steps' times: the only ones there are. Never after a
+        restart or a move, whose first steps are cold ones (see eval())."""
         if not self._window and self._warmup_times_s:
             self._window, self._warmup_times_s = self._warmup_times_s, []
         self.flush()
