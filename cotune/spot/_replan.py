@@ -419,6 +419,16 @@ def _out_of_memory_at(profile: Any, job: Any, progress: Progress) -> int | None:
     return None if cap is None or micro <= cap else cap + 1
 
 
+def _out_of_memory_source(profile: Any, progress: Progress, oom_at: int) -> str:
+    """Where the out-of-memory a note cites comes from: the re-plan's own report, or the
+    profile's failure record — "after its steps there" only where steps ran at that batch
+    (a record alone read as if the job had run there)."""
+    if progress.out_of_memory:
+        return "as the re-plan reports"
+    ran = profile is not None and any(s.gpu == progress.gpu and s.local_batch == oom_at for s in profile.steps)
+    return "a failure record after its steps there" if ran else "a failure record in the profile"
+
+
 def _stay_candidates(space_gpus: tuple[str, ...], progress: Progress, gpus_per_host: Mapping[str, int]):
     return _config_candidates(space_gpus, gpu=progress.gpu, workers=progress.workers_now, local_batch=progress.local_batch,
                               gpus_per_host=gpus_per_host[progress.gpu])
@@ -642,11 +652,10 @@ def replan(
         micro = _micro_batch(loaded, job, progress)
         held = models.max_local_batch.get(progress.gpu)
         cap = micro - 1 if held is None else min(held, micro - 1)
-        if cap < 1:
-            # At its pointer: over HTTP "path" was null.
-            raise BadValue(f"the job ran out of memory at a micro-batch of {micro} on {progress.gpu}: no smaller one "
-                           "exists on it; re-plan with another gpu (--gpu) or fewer samples per step",
-                           where="/progress/local_batch")
+        # Out of memory at a micro-batch of 1: no batch fits on this GPU type (the search
+        # leaves it out, as a failure record at batch 1 does). It was refused with "re-plan
+        # with another gpu", which is what the answer itself should do.
+        cap = max(cap, 0)
         models = replace(models, max_local_batch={**models.max_local_batch, progress.gpu: cap})
     unsearched = req.check_cap_names(models.gpus)
     # Each error points at the value it is about (HTTP answered "path": null).
@@ -807,11 +816,19 @@ def replan(
     if progress.gpu not in plan.gpus:  # profiled (checked above): the cluster or --gpu leaves it out
         raise BadValue(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(plan.gpus)}), so "
                          "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu", where="/progress/gpu")
+    # Staying where the job runs is always weighed — unless it ran out of memory there, so
+    # staying is no option: where no local batch fits on its GPU type below that (out of
+    # memory at a micro-batch of 1, or at the smallest probed one) the other types are the
+    # options, and with none the space's refusal says what to probe.
+    oom_at = _out_of_memory_at(loaded, job, progress)
     space, space_notes = build_space(
         models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
         local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,
-        required_gpus=(progress.gpu,),  # staying where the job runs is always weighed
+        required_gpus=(progress.gpu,) if oom_at is None else (),
     )
+    # The GPU types the job's own configuration is priced and estimated on: the space's, or
+    # the job's type alone where the space left it out.
+    here_gpus = space.gpus if progress.gpu in space.gpus else (progress.gpu,)
     from cotune.solver import check_candidate_limit
 
     check_candidate_limit(space, limit=req.max_candidates, rows_per_candidate=plan.rows_per_candidate)
@@ -825,8 +842,9 @@ def replan(
     # reached yet* at the batch the job runs (remaining_work, the STAY row's epochs). The
     # unconditional median clipped to the epochs seen read "100 % of the work done" beside a
     # STAY row with epochs still to go, for a job past its median without the target.
-    running = _running_work(models=models, outlook=outlook, space_gpus=space.gpus, progress=progress,
-                            gpus_per_host=plan.gpus_per_host[progress.gpu], table=table, target=target,
+    running = _running_work(models=models, outlook=outlook, space_gpus=here_gpus, progress=progress,
+                            gpus_per_host=plan.gpus_per_host[progress.gpu],
+                            table=table if here_gpus == space.gpus else plan.price_table(here_gpus), target=target,
                             confidence=confidence, forecast=forecast, schedule=schedule, interval=req.interval)
     if forecast is not None and forecast.reached:
         done = 1.0  # the curve has crossed the target: nothing is left
@@ -861,7 +879,7 @@ def replan(
         ok &= est.cost <= budget_left
 
     stay = None
-    if progress.market in ("on_demand", "spot", "mixed"):
+    if progress.market in ("on_demand", "spot", "mixed") and progress.gpu in space.gpus:
         # A job running mixed is weighed as it runs, even where spot alone would now do (the
         # spot stage offers a mixed row only where the rule can matter): it read "the current
         # configuration cannot continue" and paid a restart ahead of schedule.
@@ -886,12 +904,19 @@ def replan(
         ok &= ~same
         mask &= ~same
 
-    oom_at = _out_of_memory_at(loaded, job, progress)
-    if oom_at is not None and stay is not None:
+    # Staying is no option where the job ran out of memory or lost its weights: its row stays
+    # in the answer at P(success) 0, but nothing may weigh it as the nearest (the search for
+    # the nearest took it as meeting the deadline and answered "nearest": null).
+    stay_ruled_out = oom_at is not None or setback is not None
+    if oom_at is not None and progress.gpu not in space.gpus:
+        how = _out_of_memory_source(loaded, progress, oom_at)
+        notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): no local batch fits "
+                     f"on {progress.gpu}; staying is not an option; every option runs on another gpu type")
+    elif oom_at is not None and stay is not None:
         # The job ran out of memory where it runs (its tracker's failure record, after its
         # steps there): it cannot go on as it was, and every option is below that batch.
         stay = replace(stay, p_success=0.0)
-        how = "as the re-plan reports" if progress.out_of_memory else "a failure record after its steps there"
+        how = _out_of_memory_source(loaded, progress, oom_at)
         notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): staying is not an "
                      f"option; every option runs a local batch below {oom_at}")
 
@@ -1019,7 +1044,7 @@ def replan(
             # No real chance anywhere: the nearest is the option that misses by the least.
             far = [choice_at(est, int(np.argmin(t_fast)), target)] if math.isfinite(fastest) else []
             nearest = decide_replan(
-                stay=stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
+                stay=None if stay_ruled_out else stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
                 margin=margin, use_confidence=confidence is not None,
             ).nearest
         if budget_left is not None and budget_left <= 0:

@@ -108,11 +108,12 @@ def test_a_gpu_asked_for_that_the_cluster_lacks_is_invalid_cluster_at_cluster():
     assert "gpu 't4' is not in the cluster (it lists v100)" in exc.detail
 
 
-def test_an_out_of_memory_at_micro_batch_one_points_at_the_local_batch():
+def test_an_out_of_memory_at_micro_batch_one_on_the_only_gpu_type_is_invalid_profile():
+    # No batch fits on the one profiled type: what is missing is a probe of another type.
     progress = dict(REPLAN["progress"], local_batch=1, out_of_memory=True)
     exc = _err(replan_request, dict(REPLAN, progress=progress))
-    assert (exc.code, exc.path) == ("invalid_request", "/progress/local_batch")
-    assert "ran out of memory at a micro-batch of 1" in exc.detail
+    assert (exc.code, exc.path) == ("invalid_profile", "/profile")
+    assert "no local batch fits in its memory (out of memory at local batch 1): probe another gpu type" in exc.detail
 
 
 def test_a_profile_whose_every_probed_batch_ran_out_of_memory_is_invalid_profile():

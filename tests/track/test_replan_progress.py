@@ -609,3 +609,88 @@ def test_a_job_whose_curve_collapsed_cannot_succeed_by_staying(tmp_path: Path, c
     assert after.progress_fraction == pytest.approx(before.progress_fraction)
     assert after.forecast.epochs_if_reached == pytest.approx(before.forecast.epochs_if_reached)
 
+
+
+def _two_gpu_profile(dst: Path) -> Path:
+    """The CIFAR-10 profile with a second GPU type, "v100", twice as fast as its t4 probes."""
+    from dataclasses import replace
+
+    shutil.copy(example_path("cifar10-resnet18"), dst)
+    steps = read_profile(dst).steps
+    append_records(dst, [replace(s, gpu="v100", step_time_s=s.step_time_s / 2,
+                                 sync_time_s=None if s.sync_time_s is None else s.sync_time_s / 2) for s in steps])
+    return dst
+
+
+_AT_BATCH_ONE = {"gpu": "t4", "workers": 4, "local_batch": 1, "epochs_done": 3, "elapsed_s": 600, "out_of_memory": True}
+
+
+def test_an_out_of_memory_at_a_micro_batch_of_one_moves_the_job_to_another_gpu_type(tmp_path: Path) -> None:
+    # No smaller batch exists on t4: the re-plan refused ("re-plan with another gpu") where
+    # its answer is that other gpu.
+    path = _two_gpu_profile(tmp_path / "two.jsonl")
+    r = cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526, "v100": 2.0}, max_workers=16,
+                      progress=_AT_BATCH_ONE)
+    assert r.decision == "switch" and r.best is not None and r.best.gpu == "v100"
+    assert r.stay is None
+    assert any("no local batch fits on t4; staying is not an option; every option runs on another gpu type" in n
+               for n in r.notes)
+
+
+def test_a_failure_record_at_a_local_batch_of_one_moves_the_job_to_another_gpu_type(tmp_path: Path) -> None:
+    path = _two_gpu_profile(tmp_path / "two.jsonl")
+    append_records(path, [StepRecord(gpu="t4", workers=4, hosts=1, local_batch=1, step_time_s=0.05, job="run1",
+                                     timed_steps=20),
+                          EvalRecord(global_batch=4, epoch=1.0, metric=0.3, job="run1", elapsed_s=600.0),
+                          _oom_record(local_batch=1)])
+    r = cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526, "v100": 2.0}, max_workers=16)
+    assert r.decision == "switch" and r.best is not None and r.best.gpu == "v100"
+    assert any("(a failure record after its steps there): no local batch fits on t4" in n for n in r.notes)
+
+
+def test_an_out_of_memory_at_a_micro_batch_of_one_on_the_only_gpu_type_says_to_probe_another(tmp_path: Path,
+                                                                                               capsys) -> None:
+    from cotune.api import RequestError, replan_request
+    from cotune.cli import main
+    from cotune.errors import ModelError
+
+    path = tmp_path / "one.jsonl"
+    shutil.copy(example_path("cifar10-resnet18"), path)
+    told = "no local batch to consider for 't4': no local batch fits in its memory (out of memory at local batch 1)"
+    with pytest.raises(ModelError, match=re.escape(told) + ".*probe another gpu type"):
+        cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16,
+                      progress=_AT_BATCH_ONE)
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    with pytest.raises(RequestError, match="^/profile: " + re.escape(told)):
+        replan_request({"profile": {"records": records}, "target": TARGET, "deadline_s": 10800,
+                        "prices": {"t4": 0.526}, "max_workers": 16, "progress": _AT_BATCH_ONE})
+    code = main(["replan", str(path), "--target", str(TARGET), "--deadline", "3h", "--price", "t4=0.526",
+                 "--max-workers", "16", "--current", "t4:4:1", "--epochs-done", "3", "--elapsed", "10m",
+                 "--out-of-memory"])
+    err = capsys.readouterr().err
+    assert code == 2 and told in err and "Traceback" not in err
+
+
+def test_an_out_of_memory_note_names_steps_before_it_only_where_the_job_ran_there(tmp_path: Path) -> None:
+    ran = _job_profile(tmp_path / "ran.jsonl")
+    append_records(ran, [_oom_record()])  # after the job's steps at 128
+    r = cotune.replan(ran, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16)
+    assert any("at local batch 128 on t4 (a failure record after its steps there)" in n for n in r.notes)
+    alone = tmp_path / "alone.jsonl"
+    shutil.copy(example_path("cifar10-resnet18"), alone)
+    append_records(alone, [_oom_record(local_batch=1500)])  # no step ever ran at 1500
+    r = cotune.replan(alone, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526}, max_workers=16,
+                      progress={"gpu": "t4", "workers": 2, "local_batch": 1500, "epochs_done": 5, "elapsed_s": 120})
+    assert any("at local batch 1500 on t4 (a failure record in the profile)" in n for n in r.notes)
+    assert not any("after its steps there" in n for n in r.notes)
+
+
+def test_an_infeasible_answer_after_an_out_of_memory_never_names_the_failed_batch_as_nearest(tmp_path: Path) -> None:
+    # The search for the nearest weighed staying (P(success) 0 but a finite time) as an option:
+    # "nearest" was the 4 x 128 that had just run out of memory (or null).
+    path = _job_profile(tmp_path / "oom.jsonl")
+    append_records(path, [_oom_record()])
+    r = cotune.replan(path, target=TARGET, deadline_s=200, prices={"t4": 0.526}, max_workers=16)
+    assert r.decision == "infeasible"
+    assert r.nearest is not None and r.nearest.local_batch < 128
+    assert f"the nearest is {r.nearest.workers} x t4 on_demand at local batch {r.nearest.local_batch}" in r.reason
