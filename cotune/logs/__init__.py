@@ -419,10 +419,20 @@ def _row_fix(exc: RowError, frame: Any, mapped: Mapping[str, str]) -> str:
     configuration that never ran, out of memory), left out with a filter; columns named
     their own way are read with the mapping flags, the first suggestion as the example."""
     if exc.field is not None:
-        column = mapped.get(exc.field, exc.field)
-        if column in frame.columns:
-            return (f"missing field {exc.field!r}: its column {column!r} is empty there (a configuration that never "
-                    f"ran?): keep the rows that have one with --where '{column}!=' (where={{'{column}!': ''}})")
+        from cotune.profile._profile import MILLISECOND_FIELDS, STEP_RATES
+
+        # The field's own column, else a column it is read from (a throughput or a time in
+        # ms stands for step_time_s): an empty rate cell read as "no step_time_s column",
+        # and on a table with other time columns as "read it from its column with --column".
+        stand_ins = [*(STEP_RATES if exc.field == "step_time_s" else ()),
+                     *(ms for ms, f in MILLISECOND_FIELDS.items() if f == exc.field)]
+        for field in (exc.field, *stand_ins):
+            column = mapped.get(field, field)
+            if column in frame.columns or field in frame.columns:
+                whose = (f"its column {column!r}" if field == exc.field else
+                         f"column {column!r}{'' if column == field else f' ({field})'}, which it is read from,")
+                return (f"missing field {exc.field!r}: {whose} is empty there (a configuration that never "
+                        f"ran?): keep the rows that have one with --where '{column}!=' (where={{'{column}!': ''}})")
     if exc.foreign:
         column, field = next(((c, near) for c, near in exc.foreign if near), ("COLUMN", "FIELD"))
         return (f"{exc.detail}; {exc.foreign_said()}: read each from its column with --column {field}={column} "

@@ -119,6 +119,22 @@ def test_an_empty_cell_of_a_mapped_field_names_the_filter_that_leaves_such_rows_
     assert len(read_profile(tmp_path / "p.jsonl").steps) == ran > 0
 
 
+def test_an_empty_throughput_cell_names_the_filter_on_the_column_the_step_time_is_read_from(tmp_path, capsys):
+    # The same table read by its throughput (samples_per_s stands for step_time_s): the row that
+    # never ran was told to map another column ("'sync_iteration_time_s' (is it 'step_time_s'?)").
+    path = shared_data("shockwave-nsdi23", "tacc_throughputs_flat.csv")
+    rate = [a for f, c in GAVEL_COLUMNS.items() if f != "step_time_s" for a in ("--column", f"{f}={c}")]
+    argv = ["import", "records", str(path), "--out", str(tmp_path / "p.jsonl"), "--record", "step", "--name", "w",
+            "--dataset-size", "50000", "--metric", "top1", "--where", "model=ResNet-50", *rate,
+            "--column", "samples_per_s=samples_per_s"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert ("missing field 'step_time_s': column 'samples_per_s', which it is read from, is empty there" in err
+            and "--where 'samples_per_s!='" in err and err.count("\n") == 1), err
+    assert main(argv + ["--where", "samples_per_s!="]) == 0
+    assert read_profile(tmp_path / "p.jsonl").steps
+
+
 def test_a_negated_filter_keeps_the_rows_that_differ(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("gpu,workers,local_batch,step_time_s,ok\nt4,1,32,0.1,1\nt4,2,32,0.2,0\nt4,4,32,0.3,\n",
