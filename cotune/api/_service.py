@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
+import io
 import os
 import threading
 from collections import OrderedDict
@@ -52,7 +54,8 @@ SPOT_ROW_WEIGHT = 100
 class Limits:
     """What one request may ask for (defaults suit a shared service on a small machine).
 
-    max_records : records in an inline or path profile (fitting cost grows with them).
+    max_records : records in an inline or path profile (fitting cost grows with them); a path
+        profile's non-blank lines are counted while it is read, and reading stops at one past this.
     max_candidates : size of the search space, Σ_gpu |workers × hosts| × |local batches|,
         counted before enumeration (and before any fit); with a cluster, each configuration
         counts 1 + 2 × :data:`SPOT_ROW_WEIGHT` (its on-demand, spot and mixed plans). 10⁶
@@ -119,7 +122,7 @@ def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[An
 
 
 def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits) -> tuple[Any, Any]:
-    from cotune.profile import read_profile
+    from cotune.profile import parse_profile
 
     if profile_dir is None:
         raise RequestError(
@@ -140,21 +143,53 @@ def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits)
         st = None
     if st is None:
         raise RequestError(f"no profile file {excerpt(text)} in the profile directory", path="/profile/path", code="unknown_profile")
-    # A line per record at least ~40 bytes: reject files that cannot be within the limit.
+    # Bytes the read below may hold at most (the record count bounds lines, not their length).
     if st.st_size > limits.max_records * 4096:
         raise LimitError(f"profile file is {st.st_size} bytes: too large for this service", path="/profile/path")
+    content, digest = _snapshot(full, shown=text, limits=limits)
 
     def load() -> Any:
+        # The text that was hashed is the text parsed: a file replaced since (a tracker's
+        # append, an rsync) can never put one file's fit under another's key.
         try:
-            prof = read_profile(full)
+            return parse_profile(content, path=str(full))
         except ProfileError as exc:
             raise RequestError(str(exc).replace(str(full), text), path="/profile/path", code="invalid_profile") from None
-        n = 1 + len(prof.steps) + len(prof.evals) + len(prof.failures) + len(prof.noise)
-        if n > limits.max_records:
-            raise LimitError(f"{n} records exceed this service's limit of {limits.max_records}", path="/profile/path")
-        return prof
 
-    return ("path", str(full), st.st_mtime_ns, st.st_size), load
+    # Keyed by the content read, not the file's stat: a file replaced by one of the same size
+    # and mtime (cp -p, rsync -a, tar, an edited digit) has the old file's stat.
+    return ("path", str(full), digest), load
+
+
+def _snapshot(full: Path, *, shown: str, limits: Limits) -> tuple[str, str]:
+    """The text of the profile file ``full`` (``shown`` in the request) read once, and its SHA-256.
+
+    Reading stops at the first record over ``limits.max_records``: the records (non-blank
+    lines, as :func:`~cotune.profile.parse_profile` skips blank ones) are counted before any is
+    parsed, so a file of a million records costs reading the limit's worth, not a 15 s parse."""
+    from cotune.profile._profile import file_lines
+
+    digest = hashlib.sha256()
+    out = io.StringIO()  # one buffer, not a list of lines: a file of blank lines stays its own size
+    records = 0
+    lines = file_lines(full)
+    try:
+        for line in lines:
+            if line.strip():
+                records += 1
+                if records > limits.max_records:
+                    raise LimitError(
+                        f"the profile file has more than {limits.max_records} records, over this service's limit of "
+                        f"{limits.max_records}: thin its learning curves or split it",
+                        path="/profile/path",
+                    )
+            digest.update(line.encode("utf-8", "surrogateescape"))
+            out.write(line)
+    except ProfileError as exc:  # not UTF-8, unreadable, gone since the stat
+        raise RequestError(str(exc).replace(str(full), shown), path="/profile/path", code="invalid_profile") from None
+    finally:
+        lines.close()  # a refusal mid-file closes the file now, not at garbage collection
+    return out.getvalue(), digest.hexdigest()
 
 
 # --- fitted-model cache ---------------------------------------------------------------------
@@ -304,16 +339,20 @@ def _solve(fn: Any) -> Any:
         ) from None
 
 
-def _prepared(req: RecommendRequest, profile_dir: Any, limits: Limits, *, planning: bool = False) -> tuple[RecommendRequest, Any, int]:
+def _prepared(req: RecommendRequest, profile_dir: Any, limits: Limits, *, planning: bool = False,
+              resolve: Callable[[ProfileRef], tuple[Any, Callable[[], Any]]] | None = None,
+              ) -> tuple[RecommendRequest, Any, int]:
     """The question with its profile loaded (within the limits), its fitted models, and its candidate count.
 
     ``planning``: models of a running job, fitted on :func:`cotune.track.planning_profile`
-    (its tracked curve is evidence of its own), while the question keeps the whole profile."""
+    (its tracked curve is evidence of its own), while the question keeps the whole profile.
+    ``resolve``: the request's own (key, load) of its profile, when another part of the
+    request (its progress) read it already; default: read it here."""
     if req.max_candidates > limits.max_candidates:  # a caller never raises the service's limit
         req = req.replace(max_candidates=limits.max_candidates)
     if not isinstance(req.profile, ProfileRef):
         raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
-    key, load = _resolve(req.profile, profile_dir, limits)
+    key, load = resolve(req.profile) if resolve is not None else _resolve(req.profile, profile_dir, limits)
     # The count needs the parsed profile only (its batches and dataset size), never the models:
     # it is checked before the fit, so a request over the limit costs a parse, not a fit
     # (a 4 MiB inline profile took ~40 s to fit before its 422).
@@ -389,14 +428,25 @@ def replan_request(
 
     _check_limits(limits)
 
+    # One read and one parse of the profile per request: the progress (from the job's tracked
+    # records) and the curve and models come from the same snapshot. Read twice, a tracker's
+    # append between the reads gave an answer mixing the two (progress from one, curve from the other).
+    once: dict[str, tuple[Any, Callable[[], Any]]] = {}
+
+    def resolve_once(ref: ProfileRef) -> tuple[Any, Callable[[], Any]]:
+        if "ref" not in once:
+            key, load = _resolve(ref, profile_dir, limits)
+            once["ref"] = (key, functools.cache(load))
+        return once["ref"]
+
     def load_ref(ref: Any) -> Any:  # the same confinement and limits as the solve's own read
         if not isinstance(ref, ProfileRef):
             raise RequestError("the profile of a service request is a bundled example, inline records or a path", path="/profile")
-        return _resolve(ref, profile_dir, limits)[1]()
+        return resolve_once(ref)[1]()
 
     rr = request if isinstance(request, ReplanRequest) else parse_replan_request(
         request, max_candidates=limits.max_candidates, load_profile_ref=load_ref)
-    question, models, n_candidates = _prepared(rr.request, profile_dir, limits, planning=True)
+    question, models, n_candidates = _prepared(rr.request, profile_dir, limits, planning=True, resolve=resolve_once)
     rr = dataclasses.replace(rr, request=question)
     with (admit(n_candidates) if admit is not None else contextlib.nullcontext()):
         result = _solve(lambda: replan(rr, models=models))

@@ -797,20 +797,45 @@ def _in_symlink_loop(path: "str | os.PathLike[str]") -> bool:
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read a profile file (JSON Lines). Raises :class:`ProfileError` with the line at fault."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise ProfileError(f"a profile is a path to a JSON Lines file, got {excerpt(path)}")
-    p = Path(path)
-    text = str(p)
-    shown = text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)
-    try:
+    p, shown = _profile_file(path)
+    with _reading(p, shown=shown):
         check_profile_path(p, shown=shown)
         # utf-8-sig: a byte-order mark at the start (a profile saved by a Windows editor or
         # PowerShell) is read past, not reported as line 1's bad JSON.
         with p.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
             return parse_profile(_lines_of(fh, path=shown), path=shown)
+
+
+def file_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of a profile file exactly as :func:`read_profile` reads them (its encoding,
+    its line ends, its errors), for a reader that must see the text before parsing it: the
+    HTTP service hashes and counts what it read, and parses that same text (``"".join`` of
+    the lines is what :func:`parse_profile` takes). Closing the iterator early closes the file."""
+    p, shown = _profile_file(path)
+    with _reading(p, shown=shown):
+        check_profile_path(p, shown=shown)
+        with p.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+            yield from _lines_of(fh, path=shown)
+
+
+def _profile_file(path: object) -> tuple[Path, str]:
+    """The path of a profile file, and how messages show it."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProfileError(f"a profile is a path to a JSON Lines file, got {excerpt(path)}")
+    p = Path(path)
+    text = str(p)
+    return p, text if text.isprintable() and len(text) <= 200 else excerpt(text, limit=200)
+
+
+@contextlib.contextmanager
+def _reading(p: Path, *, shown: str) -> Iterator[None]:
+    """Turn the errors of opening and reading the profile file ``p`` into one :class:`ProfileError` each."""
+    try:
+        yield
     except FileNotFoundError:
         from cotune.examples import nearest_example
 
+        text = str(p)
         guess = nearest_example(text)
         if guess == text:  # the name itself: read_profile reads files only
             hint = f"read_profile takes a file path; load_profile('{guess}') reads the bundled example of that name"

@@ -1,0 +1,97 @@
+"""Profiles by path in the service (``profile_dir``): the fit cached by the file's content,
+the record limit applied while reading, one read per request."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from sched_helpers import without_timing
+
+import cotune.api._service as service
+from cotune.api import LimitError, Limits, clear_cache, recommend_request, replan_request
+
+# A job tracked by cotune.track (digits-cnn on one CPU worker): untracked probes first, then
+# the job's own steps and evaluations (records with "job").
+TRACKED = Path(__file__).parent / "data" / "tracked-digits-cnn.jsonl"
+QUESTION: dict[str, Any] = {"profile": {"path": "p.jsonl"}, "target": 0.95, "deadline_s": 60, "max_workers": 1,
+                            "gpus_per_host": 1, "prices": {"cpu": 0.1}}
+
+
+def _probes() -> list[str]:
+    """The untracked probe records of the tracked profile (those before the job's first)."""
+    lines = TRACKED.read_text().splitlines(keepends=True)
+    return lines[:next(i for i, line in enumerate(lines) if '"job"' in line)]
+
+
+def _replace(path: Path, text: str, *, mtime_ns: int) -> None:
+    """Replace ``path`` atomically with ``text``, its mtime set as rsync -a, cp -p or tar set it."""
+    tmp = path.with_name(".tmp")
+    tmp.write_text(text)
+    os.utime(tmp, ns=(mtime_ns, mtime_ns))
+    os.replace(tmp, path)
+
+
+def test_a_path_profile_replaced_by_one_of_the_same_size_and_mtime_is_answered_from_its_new_content(tmp_path):
+    clear_cache()
+    a = "".join(_probes())
+    b = a.replace('"step_time_s": 0.00', '"step_time_s": 0.09')  # every step slower, not one byte longer
+    assert len(a) == len(b) and a != b
+    profile = tmp_path / "p.jsonl"
+    _replace(profile, a, mtime_ns=1_700_000_000_000_000_000)
+    first = recommend_request(dict(QUESTION), profile_dir=tmp_path)
+    _replace(profile, b, mtime_ns=1_700_000_000_000_000_000)
+    served = recommend_request(dict(QUESTION), profile_dir=tmp_path)
+    clear_cache()
+    fresh = recommend_request(dict(QUESTION), profile_dir=tmp_path)
+    assert first["recommendation"] != fresh["recommendation"]  # the two contents answer differently
+    assert without_timing(served) == without_timing(fresh)
+
+
+def test_a_path_profile_over_the_record_limit_is_refused_before_any_record_is_parsed(tmp_path):
+    # Lines past the limit that are no JSON: a parse would say invalid_profile, not the limit.
+    (tmp_path / "p.jsonl").write_text("".join(_probes()[:5]) + "{not json\n" * 3)
+    with pytest.raises(LimitError) as info:
+        recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=5))
+    assert (info.value.code, info.value.path) == ("limit_exceeded", "/profile/path")
+    assert "limit of 5" in info.value.detail
+
+
+def _append_after_first_read(monkeypatch: pytest.MonkeyPatch, path: Path, lines: list[str]) -> None:
+    """Append ``lines`` to ``path`` right after the service's first read of a profile, as a
+    tracker writing between two reads would."""
+    resolve = service._resolve
+    reads: list[int] = []
+
+    def resolve_then_append(ref: Any, profile_dir: Any, limits: Limits) -> tuple[Any, Callable[[], Any]]:
+        key, load = resolve(ref, profile_dir, limits)
+
+        def load_then_append() -> Any:
+            profile = load()
+            reads.append(1)
+            if len(reads) == 1:
+                with path.open("a") as fh:
+                    fh.writelines(lines)
+            return profile
+
+        return key, load_then_append
+
+    monkeypatch.setattr(service, "_resolve", resolve_then_append)
+
+
+def test_a_replan_by_path_answers_from_one_snapshot_when_the_job_appends_between_reads(tmp_path, monkeypatch):
+    lines = TRACKED.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"epoch": 1.759' in line) + 1
+    later_evals = [line for line in lines[cut:] if '"record": "eval"' in line][:3]
+    raced, snapshot = tmp_path / "raced", tmp_path / "snapshot"
+    for folder in (raced, snapshot):
+        folder.mkdir()
+        (folder / "p.jsonl").write_text("".join(lines[:cut]))
+    question = dict(QUESTION, target=0.985)
+    expected = replan_request(dict(question), profile_dir=snapshot)
+    _append_after_first_read(monkeypatch, raced / "p.jsonl", later_evals)
+    answer = replan_request(dict(question), profile_dir=raced)
+    assert (raced / "p.jsonl").read_text().endswith(later_evals[-1])  # the append did land mid-request
+    assert without_timing(answer) == without_timing(expected)
