@@ -375,20 +375,23 @@ def test_cotune_fit_says_when_sync_growth_is_a_prior_and_how_to_measure_it(tmp_p
     assert "how synchronisation grows" not in render_fit_report(four)
 
 
-@pytest.mark.parametrize("narrow", [1e-7, 1e-3, 0.2])
-def test_a_narrow_interval_is_drawn_with_the_spread_calibrated_at_the_median(narrow):
-    # σ = q_p(|error|) / z_p divided a near-minimum error by a near-zero z: at 1e-7 the
-    # step-time σ read 1,444 (0.082 at 0.9) and `recommend --interval 0.0000001` overflowed.
+@pytest.mark.parametrize("level", [1e-7, 1e-3, 0.2, 0.5, 0.8, 0.99])
+def test_the_spread_is_calibrated_at_one_level_whatever_the_interval(level):
+    # σ is the prediction's spread, which P(success) reads: calibrated at the interval's own
+    # level, `--interval 0.8` moved P(success) and the chosen plan; at 1e-7 σ read 1,444
+    # (0.082 at 0.9) and `recommend --interval 0.0000001` overflowed.
     rng = np.random.default_rng(3)
     data = _data(_theta(rng), rng)
-    at = StepTimeModel(interval=narrow, random_state=0).fit(*data)
-    median = StepTimeModel(interval=0.5, random_state=0).fit(*data)
-    assert at.residual_sigma_ == median.residual_sigma_ and at.cv_sigma_ == median.cv_sigma_
+    at = StepTimeModel(interval=level, random_state=0).fit(*data)
+    ref = StepTimeModel(interval=0.9, random_state=0).fit(*data)
+    assert at.residual_sigma_ == ref.residual_sigma_ and at.cv_sigma_ == ref.cv_sigma_
+    assert at.kappa_step_ == ref.kappa_step_
     q = (np.array([2.0, 64.0]), np.array([1.0, 16.0]), np.array([64.0, 512.0]))
-    p_at, p_med = at.predict(*q), median.predict(*q)
-    assert np.allclose(p_at.step_time_s, p_med.step_time_s)
-    # Same σ, a smaller z: the narrow interval lies inside the median one, around the same centre.
-    assert np.all(p_med.lower_s <= p_at.lower_s) and np.all(p_at.upper_s <= p_med.upper_s)
+    p_at, p_ref = at.predict(*q), ref.predict(*q)
+    assert np.allclose(p_at.step_time_s, p_ref.step_time_s) and np.allclose(p_at.log_sigma, p_ref.log_sigma)
+    # Same σ, its own z: a narrower interval lies inside the 90 % one around the same centre.
+    inside = (p_ref, p_at) if level > 0.9 else (p_at, p_ref)
+    assert np.all(inside[1].lower_s <= inside[0].lower_s) and np.all(inside[0].upper_s <= inside[1].upper_s)
     assert np.all(p_at.lower_s <= p_at.step_time_s) and np.all(p_at.step_time_s <= p_at.upper_s)
 
 
