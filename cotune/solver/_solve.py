@@ -177,34 +177,49 @@ def thin_frontier(front: np.ndarray, *, limit: int, keep: int | None = None) -> 
     return front[pos]
 
 
-def _risk_keys(est: Estimates) -> tuple[np.ndarray, ...]:
-    """The near-tie order's keys, one array each, smaller safer: P(success) in steps of 2
-    points, then how far the prediction reaches beyond the data, then the hosts."""
+#: How much higher a near-tie's P(success) must be than the best's to count as safer on it.
+P_SAFER_STEP = 0.02
+
+
+def _risk_keys(est: Estimates, best: int) -> tuple[np.ndarray, ...]:
+    """The near-tie order's keys, one array each, smaller safer: P(success) in steps of
+    :data:`P_SAFER_STEP` from the best candidate's (``best``) — within one step either way
+    is the best's own — then how far the prediction reaches beyond the data, then the
+    hosts. Steps counted from the best's chance, not from 0: with fixed 2-point bins a
+    0.07-point gap across a bin's edge (0.9903 vs 0.9896) chose the plan, and the note gave
+    a reason the numbers did not bear out."""
     p = np.ones(est.candidates.hosts.size) if est.p_success is None else np.asarray(est.p_success, dtype=float)
+    gain = p - p[best]
+    steps = np.sign(gain) * np.floor(np.abs(gain) / P_SAFER_STEP + 1e-9)
     return (
-        -np.round(p / 0.02),
+        -np.nan_to_num(steps, nan=-np.inf),
         np.asarray(est.time_extrapolated, dtype=float),
         np.round(np.asarray(est.epochs_distance, dtype=float), 1),
         est.candidates.hosts.astype(float),
     )
 
 
-def _risk_key(est: Estimates, i: int) -> tuple[float, ...]:
-    return tuple(float(k[i]) for k in _risk_keys(est))
+def _risk_key(est: Estimates, i: int, best: int) -> tuple[float, ...]:
+    return tuple(float(k[i]) for k in _risk_keys(est, best))
 
 
 def _reasons(est: Estimates, i: int, j: int) -> list[str]:
-    """Why candidate ``i`` is safer than ``j`` (in words)."""
+    """Why candidate ``i`` is safer than the best, ``j`` (in words): each risk key
+    (:func:`_risk_keys`) on which ``i`` comes first, said with the numbers that put it
+    there — the first of them is the one that decided."""
+    keys = _risk_keys(est, j)
+    better = [bool(k[i] < k[j]) for k in keys]
     out = []
-    if est.p_success is not None and est.p_success[i] > est.p_success[j] + 0.01:
+    if better[0]:
+        assert est.p_success is not None  # without chances every row's first key is 0
         chance = lambda k: format_chance(float(est.p_success[k]), digits=0, percent=True)  # noqa: E731
         out.append(f"P(success) {chance(i)} vs {chance(j)}")
-    if est.time_extrapolated[j] and not est.time_extrapolated[i]:
+    if better[1]:
         out.append("step time within the probed configurations")
-    if est.epochs_distance[i] + 0.05 < est.epochs_distance[j]:
+    if better[2]:
         di, dj = est.epochs_distance[i], est.epochs_distance[j]
         out.append("a measured global batch" if di < 0.05 else f"global batch {di:.1f} vs {dj:.1f} doublings from a measured one")
-    if est.candidates.hosts[i] < est.candidates.hosts[j]:
+    if better[3]:
         out.append(f"{_hosts(int(est.candidates.hosts[i]))} instead of {int(est.candidates.hosts[j])}")
     return out
 
@@ -225,7 +240,7 @@ def prefer_safer(
     A near-tie costs (or, for ``objective="time"``, takes) at most
     ``min(NEAR_TIE_SIGMAS · σ_T, NEAR_TIE_MAX)`` more, relatively, than the best, where
     ``σ_T`` is the best candidate's own log-σ of time: a difference the prediction cannot
-    resolve. Among near-ties the key is higher ``P(success)`` (2-point steps), then step
+    resolve. Among near-ties the key is higher ``P(success)`` (by 2 points or more than the best's), then step
     time inside the probed box, then fewer doublings from a measured batch, then fewer hosts,
     then the ranking's own order. A best of key 0 (free plans) has no relative margin: only
     exact ties, and the ranking's tie order (time, hosts, workers) decides those.
@@ -243,8 +258,8 @@ def prefer_safer(
     pool = np.asarray(feasible, dtype=bool).copy()
     pool[best] = True
     ties = np.flatnonzero(pool & (key <= key[best] * (1.0 + tol)))
-    safest = _safest(est, ties, objective)
-    if safest == best or _risk_key(est, safest) == _risk_key(est, best):
+    safest = _safest(est, ties, objective, best=best)
+    if safest == best or _risk_key(est, safest, best) == _risk_key(est, best, best):
         return order, None
     why = _reasons(est, safest, best)
     c = est.candidates
@@ -252,17 +267,18 @@ def prefer_safer(
     label = lambda i: f"{int(c.workers[i])}×{c.gpus[int(c.gpu[i])]} on {_hosts(int(c.hosts[i]))}, local batch {int(c.local_batch[i])}"  # noqa: E731
     note = (
         f"near-tie: chose {label(safest)} over {label(best)} ({extra:+.1%} {objective}, within the prediction's "
-        f"±{tol:.0%}): " + ("; ".join(why) if why else "less extrapolated")
+        f"±{tol:.0%}): " + "; ".join(why)
     )
     rest = [int(i) for i in order if int(i) != safest]
     return np.array([safest] + rest), note
 
 
-def _safest(est: Estimates, ties: np.ndarray, objective: str) -> int:
-    """The row of ``ties`` (indices, not empty) first in :func:`_risk_keys`' order, then the
-    ranking's (:func:`_keys`), then the lowest index — vectorised, linear in the ties: each
-    key keeps the rows at its minimum (a near-tie set may hold much of a large space)."""
-    keys = (*_risk_keys(est), *(np.asarray(k, dtype=float) for k in _keys(est, objective)))
+def _safest(est: Estimates, ties: np.ndarray, objective: str, *, best: int) -> int:
+    """The row of ``ties`` (indices, not empty) first in :func:`_risk_keys`' order (from the
+    best candidate ``best``), then the ranking's (:func:`_keys`), then the lowest index —
+    vectorised, linear in the ties: each key keeps the rows at its minimum (a near-tie set
+    may hold much of a large space)."""
+    keys = (*_risk_keys(est, best), *(np.asarray(k, dtype=float) for k in _keys(est, objective)))
     rows = ties
     for k in keys:
         v = k[rows]

@@ -395,3 +395,63 @@ def test_interpolation_interval_is_calibrated_when_reruns_scatter_as_the_prior_s
         truth = np.array([_law(b) for b in q]) * np.exp(rng.normal(0, sc, q.size)) * math.log2(0.95 / 0.10)
         covers.append(float(np.mean((p.lower <= truth) & (truth <= p.upper))))
     assert 0.84 <= float(np.mean(covers)) <= 0.96
+
+
+def test_the_reported_interval_changes_the_interval_ends_only_never_a_chance_or_the_plan() -> None:
+    # --interval is a display setting: at 0.8 the same 2 x 257 read P(success) 97 % (96 % at
+    # 0.9) and the plan moved from 3 x 182 to it.
+    import cotune
+
+    ask = dict(target=0.938, deadline_s=1800, prices={"t4": 0.526})
+    at = {level: cotune.recommend("cifar10-resnet18", interval=level, **ask) for level in (0.8, 0.9, 0.99)}
+    frames = {level: r.candidates_frame() for level, r in at.items()}
+    for level in (0.8, 0.99):
+        config = lambda c: (c.gpu, c.market, c.workers, c.hosts, c.local_batch)  # noqa: E731
+        assert config(at[level].chosen) == config(at[0.9].chosen)
+        assert frames[level]["p_success"].to_numpy() == pytest.approx(frames[0.9]["p_success"].to_numpy(), abs=1e-12)
+    lo = {level: at[level].chosen.time_interval_s for level in at}
+    assert lo[0.99][0] < lo[0.9][0] < lo[0.8][0] <= lo[0.8][1] < lo[0.9][1] < lo[0.99][1]
+
+
+def _two_tied(cifar_models, *, p_best: float, p_other: float, distance_best: float, distance_other: float):
+    """Two near-tied candidates (the best, 16 × t4, cheaper by 0.01 %) with the chances and
+    doublings from a measured batch given; (estimates, best, other)."""
+    from dataclasses import replace
+
+    from cotune.solver import SearchSpace, enumerate_candidates, estimate, with_success
+
+    space = SearchSpace(gpus=("t4",), max_workers={"t4": 16}, local_batches={"t4": (128,)}, gpus_per_host=16,
+                        workers=(15, 16))
+    est = with_success(estimate(enumerate_candidates(space), cifar_models, target=0.9, price_per_hour=np.ones((1, 1))),
+                       deadline_s=None)
+    best, other = int(np.argmax(est.candidates.workers)), int(np.argmin(est.candidates.workers))
+    cost, p, d = est.cost.copy(), np.zeros(2), np.zeros(2)
+    cost[best] = cost[other] * (1 - 1e-4)
+    p[best], p[other], d[best], d[other] = p_best, p_other, distance_best, distance_other
+    return replace(est, cost=cost, p_success=p, epochs_distance=d, time_extrapolated=np.zeros(2, bool)), best, other
+
+
+def test_a_near_tie_a_fraction_of_a_point_surer_is_no_safer(cifar_models):
+    # 0.9903 against 0.9896 fell either side of a fixed 2-point bin's edge: the plan 0.09
+    # doublings from a measured batch was chosen over one at a measured batch, "less extrapolated".
+    from cotune.solver import prefer_safer, ranked
+
+    tied, best, other = _two_tied(cifar_models, p_best=0.9896, p_other=0.9903, distance_best=0.0, distance_other=0.09)
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost", feasible=np.ones(2, bool))
+    assert int(order[0]) == best and note is None
+
+
+@pytest.mark.parametrize("p_best, p_other, distance_best, distance_other, said", [
+    (0.95, 0.975, 0.0, 0.0, "P(success) 98% vs 95%"),
+    (0.95, 0.951, 1.0, 0.0, "a measured global batch"),
+    (0.95, 0.951, 2.0, 1.0, "global batch 1.0 vs 2.0 doublings from a measured one"),
+])
+def test_the_near_tie_note_names_the_key_that_decided(cifar_models, p_best, p_other, distance_best, distance_other,
+                                                       said):
+    from cotune.solver import prefer_safer, ranked
+
+    tied, best, other = _two_tied(cifar_models, p_best=p_best, p_other=p_other, distance_best=distance_best,
+                                  distance_other=distance_other)
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost", feasible=np.ones(2, bool))
+    assert int(order[0]) == other
+    assert note is not None and note.endswith(said)
