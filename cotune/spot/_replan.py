@@ -1044,8 +1044,8 @@ def replan(
             # No real chance anywhere: the nearest is the option that misses by the least.
             far = [choice_at(est, int(np.argmin(t_fast)), target)] if math.isfinite(fastest) else []
             nearest = decide_replan(
-                stay=None if stay_ruled_out else stay, alternatives=far, remaining_s=remaining_s, budget_left=budget_left, objective=objective,
-                margin=margin, use_confidence=confidence is not None,
+                stay=None if stay_ruled_out else stay, alternatives=far, remaining_s=remaining_s,
+                budget_left=budget_left, objective=objective, margin=margin, use_confidence=confidence is not None,
             ).nearest
         if budget_left is not None and budget_left <= 0:
             # Every chance counts the budget left, so with none left each is 0 and no option

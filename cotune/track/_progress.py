@@ -272,6 +272,11 @@ def job_progress(profile: Profile, *, job: str | None = None, target: float | No
 
 
 
+#: Values no check refuses, for the fields a progress leaves to the records.
+_STAND_INS: dict[str, object] = dict(epochs_done=0.0, elapsed_s=0.0, gpu="gpu", market="on_demand", workers=2**31,
+                                     local_batch=1)
+
+
 def progress_from_records(profile: Profile, *, job: str | None = None, default_market: str | None = None,
                           target: float | None = None, **given: object) -> Progress:
     """A :class:`cotune.Progress` of the running job: each field given wins, the others come
@@ -297,6 +302,11 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     fields = {k: v for k, v in given.items() if v is not None}
     needed = [k for k in ("epochs_done", "elapsed_s", "gpu", "market", "workers", "local_batch") if k not in fields]
     if needed:
+        # Each value given is checked first, by Progress's own rule, with harmless stand-ins
+        # for the rest: {"epochs_done": -1} was told "'elapsed_s' is not given", and the -1
+        # was named only once every other field was given. (Workers far above any loss, so
+        # a given workers_lost is judged against the records' count, below, not the stand-in.)
+        Progress(**{**_STAND_INS, **fields})
         # The configuration read from the records only where it is not given: told where the
         # job runs, records that do not say it are no obstacle. The market alone does not
         # decide the batch the check is about (--current GPU:WORKERS:LOCAL_BATCH leaves it out,

@@ -216,6 +216,22 @@ def test_without_tracked_records_progress_must_be_given(cifar_models) -> None:
         cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=3600)
 
 
+@pytest.mark.parametrize("given, said", [
+    ({"epochs_done": -1}, "/progress/epochs_done: must be a finite number >= 0, got -1"),
+    ({"epochs_done": 3, "elapsed_s": -5}, "/progress/elapsed_s: must be a finite number >= 0, got -5"),
+    ({"gpu": "t4", "market": "bogus"}, "/progress/market: must be one of"),
+])
+def test_a_bad_progress_value_is_named_before_the_fields_left_to_the_records(cifar_models, given, said) -> None:
+    # {"epochs_done": -1} alone was told "'elapsed_s' is not given": the -1 was named only
+    # once every other field was given.
+    from cotune.api import RequestError, replan_request
+
+    with pytest.raises(cotune.InputError, match=re.escape(said)):
+        cotune.replan("cifar10-resnet18", models=cifar_models, target=TARGET, deadline_s=3600, progress=given)
+    with pytest.raises(RequestError, match=re.escape(said)):
+        replan_request({"profile": "cifar10-resnet18", "target": TARGET, "deadline_s": 3600, "progress": given})
+
+
 def test_without_a_cluster_file_the_market_is_on_demand_unless_stated_at_every_door(cifar_models, capsys) -> None:
     # Without a cluster file only on-demand servers are searched (spot needs revocation
     # rates): a job's market left out was refused ("'market' is not given") at all three doors.
