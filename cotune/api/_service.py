@@ -23,13 +23,12 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import io
 import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection, ContextManager, Mapping
+from typing import Any, Callable, Collection, ContextManager, Iterable, Iterator, Mapping
 
 from cotune._checks import excerpt
 from cotune._request import DEFAULT_MAX_CANDIDATES, ProfileRef, RecommendRequest, ReplanRequest
@@ -122,8 +121,6 @@ def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[An
 
 
 def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits) -> tuple[Any, Any]:
-    from cotune.profile import parse_profile
-
     if profile_dir is None:
         raise RequestError(
             "profiles by path are disabled: send the records inline or name a bundled example "
@@ -143,53 +140,61 @@ def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits)
         st = None
     if st is None:
         raise RequestError(f"no profile file {excerpt(text)} in the profile directory", path="/profile/path", code="unknown_profile")
-    # Bytes the read below may hold at most (the record count bounds lines, not their length).
-    if st.st_size > limits.max_records * 4096:
+    # Characters the read below may take at most (the record count bounds lines, not their
+    # length); checked as read too, for a file that grows after this stat.
+    most_chars = limits.max_records * 4096
+    if st.st_size > most_chars:
         raise LimitError(f"profile file is {st.st_size} bytes: too large for this service", path="/profile/path")
-    content, digest = _snapshot(full, shown=text, limits=limits)
-
-    def load() -> Any:
-        # The text that was hashed is the text parsed: a file replaced since (a tracker's
-        # append, an rsync) can never put one file's fit under another's key.
-        try:
-            return parse_profile(content, path=str(full))
-        except ProfileError as exc:
-            raise RequestError(str(exc).replace(str(full), text), path="/profile/path", code="invalid_profile") from None
-
+    profile, digest = _parse_counted(full, shown=text, limits=limits, most_chars=most_chars)
     # Keyed by the content read, not the file's stat: a file replaced by one of the same size
-    # and mtime (cp -p, rsync -a, tar, an edited digit) has the old file's stat.
-    return ("path", str(full), digest), load
+    # and mtime (cp -p, rsync -a, tar, an edited digit) has the old file's stat. The text that
+    # was hashed is the text parsed, in one pass: a file replaced or appended to since (a
+    # tracker's append) can never put one content's fit under another's key.
+    return ("path", str(full), digest), lambda: profile
 
 
-def _snapshot(full: Path, *, shown: str, limits: Limits) -> tuple[str, str]:
-    """The text of the profile file ``full`` (``shown`` in the request) read once, and its SHA-256.
+def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -> tuple[Any, str]:
+    """The profile file ``full`` (``shown`` in the request) parsed in one streaming pass, and
+    the SHA-256 of the text parsed.
 
-    Reading stops at the first record over ``limits.max_records``: the records (non-blank
-    lines, as :func:`~cotune.profile.parse_profile` skips blank ones) are counted before any is
-    parsed, so a file of a million records costs reading the limit's worth, not a 15 s parse."""
+    Records are counted as they are read — a non-blank line, but not the profiler's optional
+    ``probe_cost`` / ``curve_done`` lines, which the parser skips — and the read stops at the
+    first over ``limits.max_records``: a file of a million records costs the limit's worth, not
+    a 15 s parse. Memory is the parsed records' (the text is never held whole: held, a 200 MB
+    file took 1 GB), and parse_profile's own line bound stops a file of blank lines."""
+    from cotune.profile import parse_profile
     from cotune.profile._profile import file_lines
 
     digest = hashlib.sha256()
-    out = io.StringIO()  # one buffer, not a list of lines: a file of blank lines stays its own size
-    records = 0
-    lines = file_lines(full)
-    try:
+    over = (f"more than {limits.max_records} records, over this service's limit of {limits.max_records}: thin its "
+            "learning curves or split it")
+
+    def counted(lines: Iterable[str]) -> Iterator[str]:
+        records = chars = 0
         for line in lines:
-            if line.strip():
+            chars += len(line)
+            if chars > most_chars:  # it grew since the stat
+                raise LimitError(f"profile file is over {most_chars} bytes: too large for this service",
+                                 path="/profile/path")
+            # A line naming "optional" may still be a record: the count after the parse is exact.
+            if line.strip() and '"optional"' not in line:
                 records += 1
                 if records > limits.max_records:
-                    raise LimitError(
-                        f"the profile file has more than {limits.max_records} records, over this service's limit of "
-                        f"{limits.max_records}: thin its learning curves or split it",
-                        path="/profile/path",
-                    )
+                    raise LimitError(f"the profile file has {over}", path="/profile/path")
             digest.update(line.encode("utf-8", "surrogateescape"))
-            out.write(line)
-    except ProfileError as exc:  # not UTF-8, unreadable, gone since the stat
+            yield line
+
+    lines = file_lines(full)
+    try:
+        profile = parse_profile(counted(lines), path=str(full))
+    except ProfileError as exc:  # not UTF-8, unreadable, gone since the stat, a bad line
         raise RequestError(str(exc).replace(str(full), shown), path="/profile/path", code="invalid_profile") from None
     finally:
         lines.close()  # a refusal mid-file closes the file now, not at garbage collection
-    return out.getvalue(), digest.hexdigest()
+    n = 1 + len(profile.steps) + len(profile.evals) + len(profile.failures) + len(profile.noise)
+    if n > limits.max_records:
+        raise LimitError(f"the profile has {over}", path="/profile/path")
+    return profile, digest.hexdigest()
 
 
 # --- fitted-model cache ---------------------------------------------------------------------

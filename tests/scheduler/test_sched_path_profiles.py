@@ -95,3 +95,44 @@ def test_a_replan_by_path_answers_from_one_snapshot_when_the_job_appends_between
     answer = replan_request(dict(question), profile_dir=raced)
     assert (raced / "p.jsonl").read_text().endswith(later_evals[-1])  # the append did land mid-request
     assert without_timing(answer) == without_timing(expected)
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of lines the service reads from path profiles, as they are read."""
+    import cotune.profile._profile as profile_module
+
+    read = [0]
+    lines_of = profile_module.file_lines
+
+    def counted(path: Any) -> Any:
+        for line in lines_of(path):
+            read[0] += 1
+            yield line
+
+    monkeypatch.setattr(profile_module, "file_lines", counted)
+    return read
+
+
+def test_a_path_profile_of_blank_lines_is_refused_at_the_line_bound_without_reading_the_rest(tmp_path, monkeypatch):
+    # Blank lines count towards no record: the whole file was read (100 MB: 69 s) before the
+    # parser's line bound refused it.
+    from cotune.profile._profile import MAX_PROFILE_LINES
+
+    (tmp_path / "p.jsonl").write_text("\n" * (MAX_PROFILE_LINES + 50_000))
+    read = _counting_reads(monkeypatch)
+    with pytest.raises(service.RequestError, match=f"more than {MAX_PROFILE_LINES:,} lines"):
+        recommend_request(dict(QUESTION), profile_dir=tmp_path)
+    assert read[0] <= MAX_PROFILE_LINES + 2
+
+
+def test_the_profilers_optional_lines_count_towards_no_record_limit(tmp_path):
+    # A profile written by the profiler holds probe_cost lines the parser skips: counted as
+    # records, a profile within the limit was refused with "thin its learning curves".
+    probes = _probes()
+    cost = ('{"record": "probe_cost", "optional": true, "probe": "timing", "gpu": "cpu", "workers": 1, "hosts": 1, '
+            '"local_batch": 16, "wall_s": 3.0, "outcome": "ok"}\n')
+    (tmp_path / "p.jsonl").write_text("".join(probes) + cost * 20)
+    answer = recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes)))
+    assert answer["recommendation"] is not None
+    with pytest.raises(LimitError):
+        recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes) - 1))
