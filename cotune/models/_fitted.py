@@ -35,9 +35,9 @@ __all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve
 def check_fitted(models: object, *, interval: float | None = None) -> "FittedModels | None":
     """``models=`` of ``recommend`` and ``replan``: None (fit the profile) or the result of
     :func:`fit_models` — anything else was an ``AttributeError`` deep in the search — fitted
-    at the request's ``interval``: the level is part of the fit (the step-time σ is
-    calibrated at it), so models fitted at another level would answer at theirs under the
-    request's label."""
+    at the request's ``interval``: the level is part of the fit (the models draw their
+    interval ends at it; σ and every chance are the same at any level), so models fitted at
+    another level would answer at theirs under the request's label."""
     if models is None:
         return models
     if not isinstance(models, FittedModels):

@@ -115,7 +115,7 @@ from cotune._request import (
     request_from_call,
     unsearched_note,
 )
-from cotune.errors import InputError
+from cotune.errors import InputError, ModelError
 from cotune.profile._profile import distinct_evals, repeated_evals_note
 from cotune.units import (
     count_of, format_chance, format_duration, format_duration_at_least, format_money, format_money_at_least,
@@ -816,16 +816,32 @@ def replan(
     if progress.gpu not in plan.gpus:  # profiled (checked above): the cluster or --gpu leaves it out
         raise BadValue(f"current gpu {progress.gpu!r} is not among the gpus asked for ({', '.join(plan.gpus)}), so "
                          "staying cannot be weighed: add it to --gpu (gpus), or drop --gpu", where="/progress/gpu")
-    # Staying where the job runs is always weighed — unless it ran out of memory there, so
-    # staying is no option: where no local batch fits on its GPU type below that (out of
-    # memory at a micro-batch of 1, or at the smallest probed one) the other types are the
-    # options, and with none the space's refusal says what to probe.
     oom_at = _out_of_memory_at(loaded, job, progress)
-    space, space_notes = build_space(
-        models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
-        local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,
-        required_gpus=(progress.gpu,) if oom_at is None else (),
-    )
+
+    def space_requiring(required: tuple[str, ...]) -> tuple[Any, list[str]]:
+        return build_space(models, gpus=plan.gpus, max_workers=plan.max_workers, gpus_per_host=plan.gpus_per_host,
+                           local_batches=req.local_batches, markets=plan.space_markets, hosts=req.hosts,
+                           required_gpus=required)
+
+    try:
+        # Staying where the job runs is always weighed.
+        space, space_notes = space_requiring((progress.gpu,))
+    except ModelError:
+        # Unless it ran out of memory there and no probed batch is left below that (an
+        # out-of-memory at a micro-batch of 1, or at the smallest one probed): staying is no
+        # option, and the other types are the options. Local batches the request names above
+        # its memory stay the request's error (BadValue, at /local_batches).
+        if oom_at is None:
+            raise
+        try:
+            space, space_notes = space_requiring(())
+        except ModelError as exc:
+            left_out = [g for g in models.gpus if g not in plan.gpus]
+            if not left_out:
+                raise
+            where = "the cluster file" if req.cluster is not None else "--gpu (gpus)"
+            raise ModelError(f"{exc}; or weigh the profiled {', '.join(left_out)}: add {'it' if len(left_out) == 1 else 'them'} "
+                             f"to {where}") from None
     # The GPU types the job's own configuration is priced and estimated on: the space's, or
     # the job's type alone where the space left it out.
     here_gpus = space.gpus if progress.gpu in space.gpus else (progress.gpu,)
@@ -910,8 +926,9 @@ def replan(
     stay_ruled_out = oom_at is not None or setback is not None
     if oom_at is not None and progress.gpu not in space.gpus:
         how = _out_of_memory_source(loaded, progress, oom_at)
-        notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): no local batch fits "
-                     f"on {progress.gpu}; staying is not an option; every option runs on another gpu type")
+        notes.append(f"the job ran out of memory at local batch {oom_at} on {progress.gpu} ({how}): no local batch is "
+                     f"left to consider on {progress.gpu} below it; staying is not an option; every option runs on "
+                     "another gpu type")
     elif oom_at is not None and stay is not None:
         # The job ran out of memory where it runs (its tracker's failure record, after its
         # steps there): it cannot go on as it was, and every option is below that batch.
@@ -1050,7 +1067,8 @@ def replan(
         if budget_left is not None and budget_left <= 0:
             # Every chance counts the budget left, so with none left each is 0 and no option
             # came out nearest ("nearest": null, nothing said of the money going on needs).
-            nearest = _nearest_past_budget(est, mask, stay=stay, remaining_s=remaining_s, target=target)
+            nearest = _nearest_past_budget(est, mask, stay=None if stay_ruled_out else stay, remaining_s=remaining_s,
+                                           target=target)
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.

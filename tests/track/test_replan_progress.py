@@ -649,7 +649,8 @@ def test_an_out_of_memory_at_a_micro_batch_of_one_moves_the_job_to_another_gpu_t
                       progress=_AT_BATCH_ONE)
     assert r.decision == "switch" and r.best is not None and r.best.gpu == "v100"
     assert r.stay is None
-    assert any("no local batch fits on t4; staying is not an option; every option runs on another gpu type" in n
+    assert any("no local batch is left to consider on t4 below it; staying is not an option; every option runs on "
+               "another gpu type" in n
                for n in r.notes)
 
 
@@ -661,7 +662,7 @@ def test_a_failure_record_at_a_local_batch_of_one_moves_the_job_to_another_gpu_t
                           _oom_record(local_batch=1)])
     r = cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526, "v100": 2.0}, max_workers=16)
     assert r.decision == "switch" and r.best is not None and r.best.gpu == "v100"
-    assert any("(a failure record after its steps there): no local batch fits on t4" in n for n in r.notes)
+    assert any("(a failure record after its steps there): no local batch is left to consider on t4" in n for n in r.notes)
 
 
 def test_an_out_of_memory_at_a_micro_batch_of_one_on_the_only_gpu_type_says_to_probe_another(tmp_path: Path,
@@ -710,3 +711,34 @@ def test_an_infeasible_answer_after_an_out_of_memory_never_names_the_failed_batc
     assert r.decision == "infeasible"
     assert r.nearest is not None and r.nearest.local_batch < 128
     assert f"the nearest is {r.nearest.workers} x t4 on_demand at local batch {r.nearest.local_batch}" in r.reason
+
+
+def test_an_out_of_memory_with_local_batches_asked_above_it_stays_the_requests_error(tmp_path: Path) -> None:
+    # t4 still fits batches below 128: local batches asked for above it are the request's to
+    # change (it was answered "no local batch fits on t4" and moved to v100).
+    path = _two_gpu_profile(tmp_path / "two.jsonl")
+    progress = dict(_AT_BATCH_ONE, local_batch=128)
+    with pytest.raises(cotune.InputError, match=re.escape("/local_batches: no local batch to consider for 't4'")
+                       + ".*of at most 127"):
+        cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526, "v100": 2.0}, max_workers=16,
+                      local_batches=[128, 256], progress=progress)
+
+
+def test_an_out_of_memory_at_batch_one_names_a_profiled_gpu_type_the_request_left_out(tmp_path: Path) -> None:
+    from cotune.errors import ModelError
+
+    path = _two_gpu_profile(tmp_path / "two.jsonl")
+    with pytest.raises(ModelError, match=re.escape("probe another gpu type (cotune profile); or weigh the profiled "
+                                                   "v100: add it to --gpu (gpus)")):
+        cotune.replan(path, target=TARGET, deadline_s=3 * 3600, prices={"t4": 0.526, "v100": 2.0}, max_workers=16,
+                      gpus=["t4"], progress=_AT_BATCH_ONE)
+
+
+def test_with_the_budget_spent_the_nearest_is_never_the_configuration_that_ran_out_of_memory(tmp_path: Path) -> None:
+    path = _job_profile(tmp_path / "oom.jsonl")
+    append_records(path, [_oom_record()])
+    progress = {"gpu": "t4", "workers": 4, "local_batch": 128, "epochs_done": 5, "elapsed_s": 600, "spent": 1.0,
+                "out_of_memory": True}
+    r = cotune.replan(path, target=TARGET, deadline_s=1800, prices={"t4": 0.526}, max_workers=16, budget=0.5,
+                      progress=progress)
+    assert r.decision == "infeasible" and r.nearest is not None and r.nearest.local_batch < 128
