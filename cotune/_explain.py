@@ -414,8 +414,10 @@ def relax(
         check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
         easier = _easier_target(check, reachable, target=target, confidence=confidence, maximise=maximise)
         if easier is not None:
-            out.append(f"or {'lower' if maximise else 'raise'} the target (--target / target) to {easier:.4g}, the best "
-                       "predicted by the deadline")
+            # A target the check found a plan for — not "the best" one: the accuracy model is
+            # not monotone in the target (docs/models.md § 2), and a harder one may be plannable.
+            out.append(f"or {'lower' if maximise else 'raise'} the target (--target / target) to {easier:.4g}, which a "
+                       "candidate is predicted to reach by the deadline")
         if confidence is not None:
             lower = _lower_confidence(check, target=target, confidence=confidence)
             if lower is None:

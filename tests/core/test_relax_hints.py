@@ -26,7 +26,7 @@ def test_a_suggested_target_is_easier_and_makes_the_question_feasible(example, t
     assert rec.chosen is None
     hints = [h for h in rec.relax if "the target (--target / target) to" in h]
     assert hints, rec.relax
-    suggested = float(re.search(r"to ([-0-9.e+]+), the best", hints[0]).group(1))
+    suggested = float(re.search(r"to ([-0-9.e+]+), which a candidate", hints[0]).group(1))
     maximise = rec.goal == "max"
     assert suggested < target if maximise else suggested > target
     assert ("lower" if maximise else "raise") in hints[0]
@@ -111,7 +111,7 @@ def test_deadline_hints_under_a_global_batch_range_speak_of_the_candidates_in_it
     # the deadline it names is met inside the range (at the median, as asked)
     assert cotune.recommend("cifar10-resnet18", target=0.9, deadline_s=parse_duration(needed) + 1,
                             global_batch_range=rng).chosen is not None
-    easier = float(re.search(r"to ([0-9.]+), the best predicted", rec.relax[1]).group(1))
+    easier = float(re.search(r"to ([0-9.]+), which a candidate is predicted to reach", rec.relax[1]).group(1))
     assert cotune.recommend("cifar10-resnet18", target=easier, deadline_s=200.0, global_batch_range=rng).chosen is not None
 
 
