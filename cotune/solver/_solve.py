@@ -221,6 +221,12 @@ def _reasons(est: Estimates, i: int, j: int) -> list[str]:
         out.append("a measured global batch" if di < 0.05 else f"global batch {di:.1f} vs {dj:.1f} doublings from a measured one")
     if better[3]:
         out.append(f"{_hosts(int(est.candidates.hosts[i]))} instead of {int(est.candidates.hosts[j])}")
+    if est.p_success is not None and keys[0][i] == keys[0][j] and est.p_success[i] < est.p_success[j]:
+        # Within a step of the best's chance counts as the best's own: said where the chosen
+        # one's is lower, so the note never calls a less likely plan safer without saying so.
+        chance = lambda k: format_chance(float(est.p_success[k]), digits=1, percent=True)  # noqa: E731
+        out.append(f"at P(success) {chance(i)} vs {chance(j)} (less than {P_SAFER_STEP * 100:.0f} points apart: "
+                   "equal for this choice)")
     return out
 
 

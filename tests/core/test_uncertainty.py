@@ -455,3 +455,15 @@ def test_the_near_tie_note_names_the_key_that_decided(cifar_models, p_best, p_ot
     order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost", feasible=np.ones(2, bool))
     assert int(order[0]) == other
     assert note is not None and note.endswith(said)
+
+
+def test_a_near_tie_chosen_at_a_slightly_lower_chance_says_so(cifar_models):
+    # Within 2 points of the best's chance counts as the best's own: the measured batch wins,
+    # and the note says its P(success) is the lower one rather than calling it safer outright.
+    from cotune.solver import prefer_safer, ranked
+
+    tied, best, other = _two_tied(cifar_models, p_best=0.95, p_other=0.94, distance_best=1.0, distance_other=0.0)
+    order, note = prefer_safer(tied, ranked(tied, np.ones(2, bool), "cost"), "cost", feasible=np.ones(2, bool))
+    assert int(order[0]) == other
+    assert note is not None and note.endswith(
+        "a measured global batch; at P(success) 94.0% vs 95.0% (less than 2 points apart: equal for this choice)")
