@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -105,40 +106,133 @@ def _root_exitcode(outcome: LaunchOutcome) -> int | None:
 
 # The TensorFlow spawner's line for its first worker that a signal ended (profiler.tf._spawn);
 # it prints none for the peers it then stops itself.
-_SPAWNER_SIGNALLED = re.compile(r"profiler\.tf\._spawn: worker \d+ exited: .*\(exitcode\s*:\s*(-\d+)\)")
+_SPAWNER_SIGNALLED = re.compile(r"profiler\.tf\._spawn: worker (\d+) exited: .*\(exitcode\s*:\s*(-\d+)\)")
 
 
 def _spawner_exitcode(outcome: LaunchOutcome) -> int | None:
     """The negative exit code of the first worker a signal ended, as the TensorFlow spawner said it."""
     found = _SPAWNER_SIGNALLED.search(outcome.log_tail)
-    return None if found is None else int(found.group(1))
+    return None if found is None else int(found.group(2))
 
 
-def _outside_signal(outcome: LaunchOutcome) -> int | None:
-    """The stop signal that ended the launch, if one did: torchrun's root cause (its first
-    observed failure: a rank ended by a workload's own crash is the root cause even when
-    torchrun then stops the others with SIGTERM), or a signal torchrun itself received.
-    Without torchrun's report, the TensorFlow spawner's word for its first signalled worker
-    (it exits 128 + N, which read as the workload's crash)."""
+# What a rank raises when a peer it was exchanging with died (gloo: "Connection closed by
+# peer", "Read error [...]: Connection reset by peer", "Write error [...]: Broken pipe";
+# NCCL: "remote process exited"): the consequence of that peer's end, not a fault of its own.
+_PEER_LOST = re.compile(r"connection (closed|reset) by peer|broken pipe|remote process exited", re.IGNORECASE)
+
+
+def _lost_a_peer(failure: FailureResult) -> bool:
+    """Whether ``failure`` is a rank's follow-on crash after a peer died under it."""
+    return failure.status == "crash" and _PEER_LOST.search(failure.message) is not None
+
+
+def _report_exitcodes(outcome: LaunchOutcome) -> dict[int, int]:
+    """Every failed rank's exit code in torchrun's failure report (rank → code, from its
+    "rank : R" and "exitcode : N" lines), or the TensorFlow spawner's word for its first
+    worker a signal ended."""
+    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
+    start = max((i for i, ln in enumerate(lines) if ln == "Failures:"), default=None)
+    codes: dict[int, int] = {}
+    if start is not None:
+        rank = None
+        for ln in lines[start:]:
+            key, _, value = ln.partition(":")
+            try:
+                if key.strip() == "rank":
+                    rank = int(value.split()[0])
+                elif key.strip() == "exitcode" and rank is not None:
+                    codes.setdefault(rank, int(value.split()[0]))
+                    rank = None
+            except (ValueError, IndexError):
+                rank = None
+    for found in _SPAWNER_SIGNALLED.finditer(outcome.log_tail):
+        codes.setdefault(int(found.group(1)), int(found.group(2)))
+    return codes
+
+
+def _root_rank(outcome: LaunchOutcome) -> int | None:
+    """The rank of torchrun's root cause, if its report names one."""
+    lines = [ln.strip() for ln in outcome.log_tail.splitlines()]
+    cause = next((i for i, ln in enumerate(lines) if ln.startswith("Root Cause")), None)
+    if cause is None:
+        return None
+    for ln in lines[cause:]:
+        key, _, value = ln.partition(":")
+        if key.strip() == "rank":
+            try:
+                return int(value.split()[0])
+            except (ValueError, IndexError):
+                return None
+    return None
+
+
+def _silent_death(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> tuple[int, int] | None:
+    """``(rank, exit code)`` of a rank that failed without a result file of its own (a signal,
+    an os._exit), for a launch whose failed results are peers' follow-on crashes.
+
+    torchrun's root cause is its first observed failure, to the second: a peer that noticed the
+    lost connection and exited in the same second can be named instead of the rank that died.
+    So the root cause is taken unless it is such a peer; then another silent rank, a signal
+    other than SIGTERM first (torchrun stops the ranks left with SIGTERM, so that one tells
+    least) — only where every rank of the launch is seen here: on one host of several, the
+    peer that died may be on another, and a silent rank here only torchrun's teardown."""
+    codes = _report_exitcodes(outcome)
+    reported = {r.rank for r in results}
+    silent = {rank: code for rank, code in codes.items() if code != 0 and rank not in reported}
+    root = _root_rank(outcome)
+    if root in silent:
+        return root, silent[root]
+    if not silent or len(reported | set(codes)) < workers:
+        return None
+    rank = min(silent, key=lambda r: (silent[r] == -15, silent[r] > 0, r))
+    return rank, silent[rank]
+
+
+def _signal_exitcode(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> int | None:
+    """The exit code of the rank whose end ended the launch: the silent rank a peer's follow-on
+    crash points to, else torchrun's root cause, else the TensorFlow spawner's first signalled
+    worker (it exits 128 + N, which read as the workload's crash)."""
+    if any(isinstance(r, FailureResult) and _lost_a_peer(r) for r in results):
+        dead = _silent_death(outcome, results, workers=workers)
+        if dead is not None:
+            return dead[1]
+    return _root_exitcode(outcome) if _root_cause_line(outcome) is not None else _spawner_exitcode(outcome)
+
+
+def _outside_signal(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> int | None:
+    """The stop signal that ended the launch, if one did (:func:`_signal_exitcode`: a rank ended
+    by a workload's own crash is the root cause even when torchrun then stops the others with
+    SIGTERM), or a signal torchrun itself received."""
     for ln in outcome.log_tail.splitlines():
         if "SignalException" in ln and "got signal:" in ln:
             try:
                 return int(ln.rsplit("got signal:", 1)[1].split()[0])
             except (ValueError, IndexError):
                 return 15
-    root = _root_exitcode(outcome) if _root_cause_line(outcome) is not None else _spawner_exitcode(outcome)
-    return -root if root is not None and -root in _STOP_SIGNALS else None
+    code = _signal_exitcode(outcome, results, workers=workers)
+    return -code if code is not None and -code in _STOP_SIGNALS else None
 
 
-def _sigkilled(outcome: LaunchOutcome) -> bool:
-    """Whether a worker's SIGKILL ended the launch. With torchrun's report, only its root
-    cause counts: torchrun's own teardown ("forcefully exiting via Signals.SIGKILL", a peer
-    stuck in a collective after another rank crashed) is not why the probe failed. Without
-    one (the TensorFlow spawner: "worker N exited: Signals.SIGKILL"), the log's word for it."""
-    root = _root_exitcode(outcome)
-    if root is not None:
-        return root == -9
+def _sigkilled(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> bool:
+    """Whether a worker's SIGKILL ended the launch. With torchrun's report, only the rank that
+    ended it counts (:func:`_signal_exitcode`): torchrun's own teardown ("forcefully exiting via
+    Signals.SIGKILL", a peer stuck in a collective after another rank crashed) is not why the
+    probe failed. Without one (the TensorFlow spawner: "worker N exited: Signals.SIGKILL"), the
+    log's word for it."""
+    if _root_exitcode(outcome) is not None:
+        return _signal_exitcode(outcome, results, workers=workers) == -9
     return "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail
+
+
+def _death_message(rank: int, code: int) -> str:
+    """One line on how a rank that left no result ended: its signal, or its own exit code."""
+    if code < 0:
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        return f"rank {rank} was ended by signal {-code}{name} before it reported an error"
+    return f"rank {rank} exited with code {code} before it reported an error"
 
 
 # How far back from a probe log's end the worker's fault line is looked for: torchrun's
@@ -194,10 +288,18 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
         return Verdict("launcher", f"a worker could not join the process group or set up its device ({said}; log: "
                                    f"{log}): the environment's fault (network interface, rendezvous, device, memory "
                                    "limit)")
-    if "oom" in failures:
-        return Verdict("oom", failures["oom"].message or "out of memory")
-    if "crash" in failures:
-        return Verdict("crash", failures["crash"].message or "crashed")
+    # A rank's own exception outranks a peer's follow-on crash ("Connection reset by peer"),
+    # whatever the order of the result files: the lowest rank's own, where several raised.
+    own = sorted((r for r in results if isinstance(r, FailureResult) and r.status in ("oom", "crash")
+                  and not _lost_a_peer(r)), key=lambda r: (r.status != "oom", r.rank))
+    if own:
+        return Verdict(own[0].status, own[0].message or ("out of memory" if own[0].status == "oom" else "crashed"))
+    follow_on = next((r for r in results if isinstance(r, FailureResult) and _lost_a_peer(r)), None)
+    dead = _silent_death(outcome, results, workers=workers) if follow_on is not None else None
+    if follow_on is not None and dead is None:
+        return Verdict("crash", follow_on.message or "crashed")
+    # Past here a follow-on crash only points to the rank that died without a word: how that
+    # rank ended (a signal from outside, the kernel's OOM killer, a segfault) is the verdict.
     if outcome.timed_out:
         if started == 0 and not results:
             # No rank reached the worker's entry point in all that time: the launcher never
@@ -211,14 +313,14 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     if ok is not None and (outcome.returncode == 0 or len(results) == workers):
         # Every rank reported success: a non-zero exit after that is teardown noise.
         return Verdict("ok", "", ok)
-    signal_no = _outside_signal(outcome)
+    signal_no = _outside_signal(outcome, results, workers=workers)
     if signal_no is not None:
         # SIGTERM, SIGINT, SIGHUP or SIGQUIT, to a worker or to torchrun, that the profiler did
         # not send (its own stop is a timeout, above): someone stopped the probe; the workload
         # did nothing wrong, and a crash record would make reruns skip the point.
         return Verdict("launcher", f"the probe was stopped by signal {signal_no} from outside the profiler (log: {log}); "
                                    "rerun to measure this point")
-    if _sigkilled(outcome):
+    if _sigkilled(outcome, results, workers=workers):
         if outcome.oom_kills == 0:
             # The kernel counted no OOM kill while the probe ran: someone else's kill -9. An
             # "oom" record would cap the local batch of every later search.
@@ -234,7 +336,8 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
                                    f"(log: {log}); rerun to measure this point")
     if started == 0 and not results:
         return Verdict("launcher", f"the launcher failed before any worker started ({root_cause(outcome)}; log: {log})")
-    return Verdict("crash", f"{root_cause(outcome)} (full log: {log})")
+    said = root_cause(outcome) if dead is None else _death_message(*dead)
+    return Verdict("crash", f"{said} (full log: {log})")
 
 
 def workload_record(workload: Any, *, spec: str) -> WorkloadRecord:

@@ -66,6 +66,25 @@ def test_a_probe_killed_from_outside_is_not_recorded_as_the_workloads_failure(tm
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("workload, said", [
+    ("rank1_sigtermed_in_a_step", "stopped by signal 15 from outside the profiler"),
+    ("rank1_sigkilled_in_a_step", "killed by SIGKILL, and not by the kernel's out-of-memory killer")])
+def test_one_rank_killed_from_outside_is_not_recorded_as_a_crash_when_its_peer_sees_the_connection_close(
+        tmp_path, capsys, workload, said):
+    from profiler._launcher import oom_kill_count
+
+    if workload == "rank1_sigkilled_in_a_step" and oom_kill_count() is None:
+        pytest.skip("this kernel keeps no OOM-kill count: a SIGKILL reads as the OOM killer's, as documented")
+    out = tmp_path / "killed.jsonl"
+    code, err = run_cli(["--workload", spec(workload), "--workers", "2", "--local-batch", "4", "--out", str(out),
+                         "--no-curves", "--quiet", *FAST], capsys)
+    # Was exit 0 with a 'crash' record quoting rank 0's "Connection closed by peer".
+    assert code == 3, err
+    assert said in err and err.count("\n") == 1, err
+    assert not read_profile(out).failures
+
+
+@pytest.mark.slow
 def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
     out = tmp_path / "hang.jsonl"
     began = time.monotonic()

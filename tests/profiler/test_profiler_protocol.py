@@ -410,3 +410,68 @@ def test_our_fault_line_is_found_past_the_kept_tail_of_a_many_rank_log(tmp_path)
     verdict = classify(LaunchOutcome(returncode=1, timed_out=False, wall_s=1.0, log_tail=tail), [], timeout_s=10,
                        log=log, workers=48)
     assert verdict.kind == "storage"
+
+
+def _two_rank_report(root: tuple[int, int], other: tuple[int, int]) -> str:
+    """torchrun's report of a 2-rank launch as torch 2.13 prints it: ``(rank, exitcode)`` of the
+    root cause (its first observed failure, to the second) and of the other failed rank."""
+    def entry(index: int, rank: int, code: int) -> str:
+        said = f"  (SIG{'KILL' if code == -9 else 'TERM' if code == -15 else 'SEGV'})" if code < 0 else ""
+        return (f"[{index}]:\n  time      : 2026-12-07_04:30:29\n  host      : localhost\n"
+                f"  rank      : {rank} (local_rank: {rank})\n  exitcode  : {code} (pid: {17522 + rank}){said}\n"
+                "  error_file: <N/A>\n")
+    return ("profiler._worker FAILED\n------------------------------------------------------------\nFailures:\n"
+            + entry(1, *other) + "------------------------------------------------------------\n"
+            "Root Cause (first observed failure):\n" + entry(0, *root)
+            + "============================================================\n")
+
+
+# What rank 0 raises (and reports as its crash) when rank 1 dies under it in a collective.
+_PEER_CLOSED = FailureResult(status="crash", rank=0, message="RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/"
+                             "transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:15747. This is typically "
+                             "caused by a remote worker crashing.")
+_PEER_RESET = FailureResult(status="crash", rank=1, message="RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+                            "pair.cc:534] Read error [127.0.0.1]:4567: Connection reset by peer")
+# Both orders torchrun names them in: the killed rank seen first, or the peer that noticed in the same second.
+_KILLED_RANK1_REPORTS = [pytest.param(((1, -9), (0, 4)), id="root-is-the-killed-rank"),
+                         pytest.param(((0, 4), (1, -9)), id="root-is-the-peer-that-noticed")]
+
+
+@pytest.mark.parametrize("order", _KILLED_RANK1_REPORTS)
+def test_a_sigkilled_rank_is_oom_or_the_launchers_even_when_its_peer_reported_the_lost_connection(order):
+    # The kernel's OOM kill (or someone's kill -9) of rank 1; rank 0 reports "Connection closed
+    # by peer". It was recorded as the workload's crash, and reruns skipped the point.
+    tail = _two_rank_report(*order)
+    for oom_kills, kind in ((1, "oom"), (0, "launcher")):
+        outcome = LaunchOutcome(returncode=1, timed_out=False, wall_s=3.0, log_tail=tail, oom_kills=oom_kills)
+        verdict = classify(outcome, [_PEER_CLOSED], timeout_s=300, log=LOG, workers=2, started=2)
+        assert verdict.kind == kind, (oom_kills, verdict)
+
+
+@pytest.mark.parametrize("order", [((1, -15), (0, 4)), ((0, 4), (1, -15))])
+def test_a_rank_stopped_from_outside_is_the_launchers_even_when_its_peer_reported_the_lost_connection(order):
+    verdict = classify(_outcome(1, _two_rank_report(*order)), [_PEER_CLOSED], timeout_s=60, log=LOG, workers=2,
+                       started=2)
+    assert verdict.kind == "launcher" and "signal 15 from outside" in verdict.message, verdict
+    # On one host of several the peer that died may be elsewhere: a SIGTERM here is then
+    # torchrun's own teardown, and the follow-on stays the workload's crash.
+    elsewhere = classify(_outcome(1, _two_rank_report((0, 4), (1, -15))), [_PEER_CLOSED], timeout_s=60, log=LOG,
+                         workers=4, started=2)
+    assert elsewhere.kind == "crash", elsewhere
+
+
+@pytest.mark.parametrize("results", [[FailureResult(status="crash", rank=0, message="ValueError: boom on rank 0"),
+                                      _PEER_RESET],
+                                     [_PEER_RESET, FailureResult(status="crash", rank=0,
+                                                                 message="ValueError: boom on rank 0")]])
+def test_a_ranks_own_exception_is_the_message_not_its_peers_follow_on(results):
+    verdict = classify(_outcome(1, _two_rank_report((0, 4), (1, 4))), results, timeout_s=60, log=LOG, workers=2,
+                       started=2)
+    assert verdict.kind == "crash" and verdict.message == "ValueError: boom on rank 0", verdict
+
+
+@pytest.mark.parametrize("order", [((1, -11), (0, 4)), ((0, 4), (1, -11))])
+def test_a_segfaulted_ranks_signal_is_the_message_not_its_peers_follow_on(order):
+    verdict = classify(_outcome(1, _two_rank_report(*order)), [_PEER_CLOSED], timeout_s=60, log=LOG, workers=2,
+                       started=2)
+    assert verdict.kind == "crash" and verdict.message.startswith("rank 1 was ended by signal 11 (SIGSEGV)"), verdict

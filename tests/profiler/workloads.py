@@ -51,6 +51,24 @@ def _model_killed_by(signal_name: str):
     return make
 
 
+class _Rank1KilledInStep(nn.Module):
+    """Rank 1 is killed in its first forward pass (an operator's kill, the kernel's OOM killer)
+    while rank 0 goes on into the gradient all-reduce and sees the connection close."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__()
+        self.net = _model()
+        self.signal_name = signal_name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if os.environ.get("RANK") == "1":
+            import signal
+
+            os.kill(os.getpid(), getattr(signal, self.signal_name))
+            time.sleep(60)
+        return self.net(x)
+
+
 def _model_that_exits_with(code: int):
     # A workload that leaves with the code our worker uses for a storage fault (5) or a
     # setup fault (6): its own crash, not ours.
@@ -84,6 +102,8 @@ rank1_crashing = Workload(name="tiny", model=_rank1_crashing_model, **_COMMON)
 hanging = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _hanging_loss})
 sigtermed = Workload(name="tiny", model=_model_killed_by("SIGTERM"), **_COMMON)
 sigkilled = Workload(name="tiny", model=_model_killed_by("SIGKILL"), **_COMMON)
+rank1_sigtermed_in_a_step = Workload(name="tiny", model=lambda: _Rank1KilledInStep("SIGTERM"), **_COMMON)
+rank1_sigkilled_in_a_step = Workload(name="tiny", model=lambda: _Rank1KilledInStep("SIGKILL"), **_COMMON)
 exits_5 = Workload(name="tiny", model=_model_that_exits_with(5), **_COMMON)
 exits_6 = Workload(name="tiny", model=_model_that_exits_with(6), **_COMMON)
 no_eval = Workload(name="tiny", model=_model, **{**_COMMON, "eval_data": None})
