@@ -158,14 +158,24 @@ class SessionSummary:
         (``cotune profile`` exits 1 then, so a script does not go on as if it had)."""
         return bool(self.ran) and self.failed >= self.ran
 
+    @property
+    def retry_kinds(self) -> str:
+        """What ``--retry-failed`` names to run this run's failed points again ("crash,oom")."""
+        return ",".join(k for k in self.failed_kinds if k != "other") or "crash,timeout"
+
+    def all_failed_line(self, *, where: str = "the logs under") -> str:
+        """The one line on a run whose every probe failed (``where``: what says why, before the
+        logs folder), with the rerun that runs them again ("" if some probe succeeded)."""
+        if not self.all_failed:
+            return ""
+        return (f"every probe of this run failed ({', '.join(self.failed_kinds)}): {where} {self.out}.cotune/logs/ "
+                f"say why; fix the cause, then run the same command with --retry-failed {self.retry_kinds}")
+
     def _all_failed(self) -> str:
         """A run whose every probe failed measured nothing: most often the workload's own
         error (the same one at every point), which a rerun would skip as done."""
-        if not self.all_failed:
-            return ""
-        kinds = ",".join(k for k in self.failed_kinds if k != "other") or "crash,timeout"
-        return (f"\nevery probe of this run failed ({', '.join(self.failed_kinds)}): the lines above and the logs under "
-                f"{self.out}.cotune/logs/ say why; fix the cause, then run the same command with --retry-failed {kinds}")
+        line = self.all_failed_line(where="the lines above and the logs under")
+        return f"\n{line}" if line else ""
 
 
 @dataclass

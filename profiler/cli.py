@@ -292,9 +292,8 @@ def _run(args: argparse.Namespace) -> int:
         summary = run_session(args.workload, launcher=launcher, _workload=workload, **common)
     if not args.quiet:
         print(summary.describe(), file=sys.stderr)
-    elif summary.all_failed:  # the one line --quiet keeps: the exit code alone would not say why
-        print(f"cotune: every probe of this run failed ({', '.join(summary.failed_kinds)}): the logs under "
-              f"{summary.out}.cotune/logs/ say why", file=sys.stderr)
+    elif summary.all_failed:  # the one line --quiet keeps: the exit code alone would not say why, nor how to rerun
+        print(f"cotune: {summary.all_failed_line()}", file=sys.stderr)
     # Failed probes are records, not errors; a run that measured nothing at all is not a success.
     return EXIT_INFEASIBLE if summary.all_failed else 0
 

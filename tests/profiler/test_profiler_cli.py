@@ -217,6 +217,20 @@ def test_retry_failed_reaches_the_session(flag, kinds, capsys, tmp_path, monkeyp
     assert code == 0 and seen["retry_failed"] == kinds
 
 
+def test_quiet_says_how_to_rerun_a_run_whose_every_probe_failed(capsys, tmp_path, monkeypatch):
+    import dataclasses
+
+    import profiler._session
+
+    failed = dataclasses.replace(_nothing_ran(), ran=2, failed=2, failed_kinds=("crash", "oom"))
+    monkeypatch.setattr(profiler._session, "run_session", lambda workload, **kwargs: failed)
+    code, err = run_cli(["--workload", spec("tiny"), "--out", str(tmp_path / "p.jsonl"), "--workers", "1",
+                         "--local-batch", "4,8", "--no-curves", "--quiet"], capsys)
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("cotune: every probe of this run failed (crash, oom): the logs under p.jsonl.cotune/logs/")
+    assert err.rstrip().endswith("run the same command with --retry-failed crash,oom"), err  # was left out with --quiet
+
+
 def test_a_workload_file_imports_the_modules_beside_it_as_a_script_would(tmp_path):
     from profiler._workload import load_workload
 
