@@ -11,9 +11,13 @@ fault of ours is never recorded as one (a rerun measures what was not measured).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from types import FrameType
+from typing import Any, Callable, Iterator, Sequence
 
 from cotune._checks import parse_key_number, parse_number, unique_pairs
 from cotune.errors import EXIT_INFEASIBLE, EXIT_INPUT, CotuneError, InputError, StorageError
@@ -298,12 +302,61 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_INFEASIBLE if summary.all_failed else 0
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP to the profiler, taken down Ctrl-C's path."""
+
+    def __init__(self, signal_no: int) -> None:
+        super().__init__(signal_no)
+        self.signal_name = signal.Signals(signal_no).name
+
+
+@contextlib.contextmanager
+def _stop_signals_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM (how Kubernetes, systemd and a batch scheduler stop a job) and
+    SIGHUP (its terminal closed) interrupt the run as Ctrl-C does: the probe's processes are
+    stopped, this run's scratch folder removed, one line said, exit 130. Their default action
+    ended the profiler at once (exit 143 or 129, nothing said, a run-* folder left behind).
+    A signal someone set to be ignored (``nohup``) stays ignored; only the main thread can
+    hold handlers, so a call from another thread keeps the defaults."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signal_no: int, frame: FrameType | None) -> None:
+        raise _Stopped(signal_no)
+
+    previous: dict[int, Any] = {}
+    for signal_no in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signal_no) is signal.SIG_DFL:
+            previous[signal_no] = signal.signal(signal_no, stop)
+    try:
+        yield
+    finally:
+        for signal_no, handler in previous.items():
+            signal.signal(signal_no, handler)
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> int:
     """Entry point of ``cotune profile``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(prog)
     if isinstance(parser, _Parser):
         parser.words = argv
+    try:
+        with _stop_signals_interrupt():
+            return _main(parser, argv, prog=prog)
+    except KeyboardInterrupt as exc:  # a signal after _main returned, before the handlers were restored
+        return _interrupted(exc)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """The one line of an interrupted run, and its exit code."""
+    how = f"stopped by {exc.signal_name}" if isinstance(exc, _Stopped) else "interrupted"
+    print(f"cotune: {how}; run the same command again to continue where it stopped", file=sys.stderr)
+    return 130
+
+
+def _main(parser: argparse.ArgumentParser, argv: list[str], *, prog: str) -> int:
     try:
         try:
             args = parser.parse_args(argv)
@@ -325,9 +378,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
         error = StorageError.from_os_error(exc, path=exc.filename or "a file of this run", doing="read or write it")
         print(f"cotune: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("cotune: interrupted; run the same command again to continue where it stopped", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except Exception as exc:  # noqa: BLE001 - a bug in cotune's profiler: one line, the traceback kept (exit 4)
         import os
 

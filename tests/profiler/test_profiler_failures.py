@@ -85,6 +85,40 @@ def test_one_rank_killed_from_outside_is_not_recorded_as_a_crash_when_its_peer_s
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_a_profiler_stopped_by_sigterm_or_sighup_cleans_up_says_so_and_exits_130(tmp_path, signal_name):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "stopped.jsonl"
+    scratch = tmp_path / "stopped.jsonl.cotune"
+    proc = subprocess.Popen([sys.executable, "-m", "profiler", "--workload", spec("hanging"), "--workers", "1",
+                             "--local-batch", "4", "--out", str(out), "--no-curves", *FAST],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        # The probe's worker is running (it marks itself started): the profiler is mid-probe.
+        wait_for(lambda: any(scratch.glob("run-*/*/results/rank*.started")) or proc.poll() is not None,
+                 timeout_s=120, what="the probe's worker to start")
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(getattr(signal, signal_name))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    # Was exit 143 / 129 with nothing said and this run's scratch folder left behind.
+    assert proc.returncode == 130, err
+    assert err == f"cotune: stopped by {signal_name}; run the same command again to continue where it stopped\n", err
+    assert not list(scratch.glob("run-*"))
+    assert not read_profile(out).failures
+    wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60, what="the probe's processes to end")
+
+
+@pytest.mark.slow
 def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
     out = tmp_path / "hang.jsonl"
     began = time.monotonic()
