@@ -320,8 +320,9 @@ class Session:
     ) -> tuple[list[tuple[TimingPoint, str, bool, float]], list[TimingPoint]]:
         """Time ``points`` (one worker count, batches ascending) in one launch.
 
-        Each batch's step record is written as soon as every rank has reported it (while
-        the launch runs), so a kill or a later failure keeps every batch already timed.
+        Each batch's step record, and its ``probe_cost`` (the last batch's at the launch's
+        end), is written as soon as every rank has reported it (while the launch runs), so a
+        kill or a later failure keeps every batch already timed, and what it cost.
         The launch's wall time is shared out as it was spent: a point is charged the time
         since the previous one finished (the first carries the start-up, the last the
         teardown). Returns ``(point, shown, ok, wall_s)`` for the points measured or failed, and
@@ -361,6 +362,12 @@ class Session:
                                         local_batch=point.local_batch))
                 now = time.monotonic()
                 done.append((point, merged, now - last))
+                if len(done) < len(points):
+                    # Its cost now, with its step: a later fault of the launch (the session then
+                    # stops) or a kill lost it, and --probe-budget overspent across reruns. The
+                    # last point's waits for the launch's end: it carries the teardown.
+                    self._write(ProbeCostRecord(probe="timing", wall_s=now - last, outcome="ok", gpu=self.gpu,
+                                                workers=workers, hosts=hosts, local_batch=point.local_batch))
                 last = now
 
         try:
@@ -390,7 +397,8 @@ class Session:
         for i, (point, result, wall) in enumerate(done):
             extra = tail if failed is None and i == len(done) - 1 else 0.0
             where = dict(gpu=self.gpu, workers=workers, hosts=hosts, local_batch=point.local_batch)
-            self._write(ProbeCostRecord(probe="timing", wall_s=wall + extra, outcome="ok", **where))
+            if i == len(points) - 1:  # the others' were written as they finished (poll)
+                self._write(ProbeCostRecord(probe="timing", wall_s=wall + extra, outcome="ok", **where))
             (self.estimator.extra_walls if i else self.estimator.timing_walls).append(wall + extra)
             out.append((point, f"{result.step_time_s:.4g} s/step", True, wall + extra))
         if failed is not None and verdict is not None:

@@ -119,6 +119,17 @@ def test_a_profiler_stopped_by_sigterm_or_sighup_cleans_up_says_so_and_exits_130
 
 
 @pytest.mark.slow
+def test_a_launch_stopped_from_outside_keeps_the_cost_of_the_batches_it_timed(tmp_path, capsys):
+    out = tmp_path / "cost.jsonl"
+    code, err = run_cli(["--workload", spec("sigtermed_from_batch_8"), "--workers", "1", "--local-batch", "4,8",
+                         "--out", str(out), "--no-curves", *FAST], capsys)
+    assert code == 3 and "stopped by signal 15 from outside" in err, err  # the session stops: nothing recorded for 8
+    assert [s.local_batch for s in read_profile(out).steps] == [4]
+    # Was lost with the launch's fault: --probe-budget then overspent on every rerun.
+    assert [(c["local_batch"], c["outcome"]) for c in of(out, "probe_cost")] == [(4, "ok")]
+
+
+@pytest.mark.slow
 def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
     out = tmp_path / "hang.jsonl"
     began = time.monotonic()

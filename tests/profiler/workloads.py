@@ -51,17 +51,20 @@ def _model_killed_by(signal_name: str):
     return make
 
 
-class _Rank1KilledInStep(nn.Module):
-    """Rank 1 is killed in its first forward pass (an operator's kill, the kernel's OOM killer)
-    while rank 0 goes on into the gradient all-reduce and sees the connection close."""
+class _KilledInStep(nn.Module):
+    """A worker killed in a forward pass (an operator's kill, the kernel's OOM killer): on
+    ``rank`` (None: every rank), at a local batch of at least ``min_batch``. With rank 1 of
+    two, rank 0 goes on into the gradient all-reduce and sees the connection close."""
 
-    def __init__(self, signal_name: str) -> None:
+    def __init__(self, signal_name: str, *, rank: str | None, min_batch: int = 0) -> None:
         super().__init__()
         self.net = _model()
         self.signal_name = signal_name
+        self.rank = rank
+        self.min_batch = min_batch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if os.environ.get("RANK") == "1":
+        if self.rank in (None, os.environ.get("RANK")) and x.shape[0] >= self.min_batch:
             import signal
 
             os.kill(os.getpid(), getattr(signal, self.signal_name))
@@ -102,8 +105,9 @@ rank1_crashing = Workload(name="tiny", model=_rank1_crashing_model, **_COMMON)
 hanging = Workload(name="tiny", model=_model, **{**_COMMON, "loss": _hanging_loss})
 sigtermed = Workload(name="tiny", model=_model_killed_by("SIGTERM"), **_COMMON)
 sigkilled = Workload(name="tiny", model=_model_killed_by("SIGKILL"), **_COMMON)
-rank1_sigtermed_in_a_step = Workload(name="tiny", model=lambda: _Rank1KilledInStep("SIGTERM"), **_COMMON)
-rank1_sigkilled_in_a_step = Workload(name="tiny", model=lambda: _Rank1KilledInStep("SIGKILL"), **_COMMON)
+rank1_sigtermed_in_a_step = Workload(name="tiny", model=lambda: _KilledInStep("SIGTERM", rank="1"), **_COMMON)
+rank1_sigkilled_in_a_step = Workload(name="tiny", model=lambda: _KilledInStep("SIGKILL", rank="1"), **_COMMON)
+sigtermed_from_batch_8 = Workload(name="tiny", model=lambda: _KilledInStep("SIGTERM", rank=None, min_batch=8), **_COMMON)
 exits_5 = Workload(name="tiny", model=_model_that_exits_with(5), **_COMMON)
 exits_6 = Workload(name="tiny", model=_model_that_exits_with(6), **_COMMON)
 no_eval = Workload(name="tiny", model=_model, **{**_COMMON, "eval_data": None})
