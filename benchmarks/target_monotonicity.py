@@ -65,8 +65,15 @@ def measure(accuracy, *, levels: int = LEVELS) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     import cotune
 
+    # No options, but a parser all the same: without one ``--help`` (or a mistyped option)
+    # silently ran the whole measurement instead of printing help or exiting 2.
+    argparse.ArgumentParser(
+        prog="python -m benchmarks.target_monotonicity", description=" ".join(__doc__.split("\n\n")[0].split())
+    ).parse_args(argv)
     print("epochs-to-target against the target, on a ladder of "
           f"{LEVELS} targets (adjacent pairs x batches):")
     for name in EXAMPLES:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from benchmarks.target_monotonicity import measure
+import pytest
+from benchmarks.target_monotonicity import main, measure
 
 
 class _Stub:
@@ -39,3 +40,20 @@ def test_a_planted_fall_is_found_at_its_size():
     # the planted 30 % less the growth of one ladder step in the target
     assert m["falls"] == 1 and 0.25 < m["largest_fall"] <= 0.3
     assert m["chance_rises"] >= 1
+
+
+def test_help_prints_usage_and_exits_0_without_measuring(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m benchmarks.target_monotonicity")
+    assert "epochs-to-target against the target" not in out
+
+
+def test_an_unknown_option_exits_2_naming_it(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--no-such-option"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --no-such-option" in err
