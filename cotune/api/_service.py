@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -153,15 +154,22 @@ def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits)
     return ("path", str(full), digest), lambda: profile
 
 
+#: A line of the profiler's that the parser skips (an optional record, by its ``record`` key
+#: as json.dumps writes it): a string holding the text "optional" is no such line.
+_OPTIONAL_LINE = re.compile(r'^\s*\{.*"record"\s*:\s*"(?:probe_cost|curve_done)"')
+
+
 def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -> tuple[Any, str]:
     """The profile file ``full`` (``shown`` in the request) parsed in one streaming pass, and
     the SHA-256 of the text parsed.
 
-    Records are counted as they are read — a non-blank line, but not the profiler's optional
-    ``probe_cost`` / ``curve_done`` lines, which the parser skips — and the read stops at the
-    first over ``limits.max_records``: a file of a million records costs the limit's worth, not
-    a 15 s parse. Memory is the parsed records' (the text is never held whole: held, a 200 MB
-    file took 1 GB), and parse_profile's own line bound stops a file of blank lines."""
+    Records are counted as they are read and the read stops at the first over
+    ``limits.max_records`` — a non-blank line, but not the profiler's optional ``probe_cost``
+    / ``curve_done`` lines (named by their ``record`` key), which the parser skips and which
+    count against a cap of their own, as many again — so a file of a million lines costs the
+    limit's worth, not a 15 s parse. Memory is the parsed records' (the text is never held
+    whole: held, a 200 MB file took 1 GB), and parse_profile's own line bound stops a file of
+    blank lines."""
     from cotune.profile import parse_profile
     from cotune.profile._profile import file_lines
 
@@ -170,17 +178,23 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
             "learning curves or split it")
 
     def counted(lines: Iterable[str]) -> Iterator[str]:
-        records = chars = 0
+        records = optional = chars = 0
         for line in lines:
             chars += len(line)
             if chars > most_chars:  # it grew since the stat
                 raise LimitError(f"profile file is over {most_chars} bytes: too large for this service",
                                  path="/profile/path")
-            # A line naming "optional" may still be a record: the count after the parse is exact.
-            if line.strip() and '"optional"' not in line:
-                records += 1
-                if records > limits.max_records:
-                    raise LimitError(f"the profile file has {over}", path="/profile/path")
+            if line.strip():
+                if _OPTIONAL_LINE.search(line):
+                    optional += 1
+                    if optional > limits.max_records:
+                        raise LimitError(f"the profile file has more than {limits.max_records} probe_cost / curve_done "
+                                         f"lines, over this service's limit of {limits.max_records}: split it",
+                                         path="/profile/path")
+                else:
+                    records += 1
+                    if records > limits.max_records:
+                        raise LimitError(f"the profile file has {over}", path="/profile/path")
             digest.update(line.encode("utf-8", "surrogateescape"))
             yield line
 

@@ -7,6 +7,7 @@ re-planning. Nothing here writes.
 from __future__ import annotations
 
 import math
+import numbers
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -273,8 +274,7 @@ def job_progress(profile: Profile, *, job: str | None = None, target: float | No
 
 
 #: Values no check refuses, for the fields a progress leaves to the records.
-_STAND_INS: dict[str, object] = dict(epochs_done=0.0, elapsed_s=0.0, gpu="gpu", market="on_demand", workers=2**31,
-                                     local_batch=1)
+_STAND_INS: dict[str, object] = dict(epochs_done=0.0, elapsed_s=0.0, gpu="gpu", market="on_demand", local_batch=1)
 
 
 def progress_from_records(profile: Profile, *, job: str | None = None, default_market: str | None = None,
@@ -304,9 +304,14 @@ def progress_from_records(profile: Profile, *, job: str | None = None, default_m
     if needed:
         # Each value given is checked first, by Progress's own rule, with harmless stand-ins
         # for the rest: {"epochs_done": -1} was told "'elapsed_s' is not given", and the -1
-        # was named only once every other field was given. (Workers far above any loss, so
-        # a given workers_lost is judged against the records' count, below, not the stand-in.)
-        Progress(**{**_STAND_INS, **fields})
+        # was named only once every other field was given.
+        lost = fields.get("workers_lost", 0)
+        # A workers count left to the records stands in as one more than the loss given: the
+        # loss is judged against the records' count below (a stand-in named in the message
+        # read "lost 3000000000 of 2147483648 workers").
+        whole = isinstance(lost, numbers.Integral) and not isinstance(lost, bool) and lost >= 0
+        stand = dict(_STAND_INS, workers=int(lost) + 1 if whole else 1)
+        Progress(**{**stand, **fields})
         # The configuration read from the records only where it is not given: told where the
         # job runs, records that do not say it are no obstacle. The market alone does not
         # decide the batch the check is about (--current GPU:WORKERS:LOCAL_BATCH leaves it out,

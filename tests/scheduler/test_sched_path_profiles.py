@@ -131,8 +131,31 @@ def test_the_profilers_optional_lines_count_towards_no_record_limit(tmp_path):
     probes = _probes()
     cost = ('{"record": "probe_cost", "optional": true, "probe": "timing", "gpu": "cpu", "workers": 1, "hosts": 1, '
             '"local_batch": 16, "wall_s": 3.0, "outcome": "ok"}\n')
-    (tmp_path / "p.jsonl").write_text("".join(probes) + cost * 20)
+    (tmp_path / "p.jsonl").write_text("".join(probes) + cost * len(probes))  # one cost line a record
     answer = recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes)))
     assert answer["recommendation"] is not None
     with pytest.raises(LimitError):
         recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes) - 1))
+
+
+def test_a_record_holding_the_text_optional_counts_towards_the_limit_as_it_is_read(tmp_path):
+    # Lines holding "optional" anywhere went uncounted while reading: 900,000 step records
+    # with placement "optional" were parsed whole (27 s, 405 MiB) before the exact count
+    # refused them. Lines past the limit that are no JSON: a parse would say invalid_profile.
+    import json
+
+    probes = _probes()
+    step = json.loads(next(line for line in probes if '"step"' in line))
+    odd = json.dumps({**step, "placement": "optional"}) + "\n"
+    (tmp_path / "p.jsonl").write_text("".join(probes) + odd * 3 + "{not json\n" * 3)
+    with pytest.raises(LimitError, match=f"limit of {len(probes) + 1}"):
+        recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes) + 1))
+
+
+def test_the_profilers_optional_lines_have_a_cap_of_their_own(tmp_path):
+    probes = _probes()
+    cost = ('{"record": "probe_cost", "optional": true, "probe": "timing", "gpu": "cpu", "workers": 1, "hosts": 1, '
+            '"local_batch": 16, "wall_s": 3.0, "outcome": "ok"}\n')
+    (tmp_path / "p.jsonl").write_text("".join(probes) + cost * (len(probes) + 1) + "{not json\n" * 3)
+    with pytest.raises(LimitError, match="probe_cost / curve_done lines"):
+        recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes)))

@@ -742,3 +742,13 @@ def test_with_the_budget_spent_the_nearest_is_never_the_configuration_that_ran_o
     r = cotune.replan(path, target=TARGET, deadline_s=1800, prices={"t4": 0.526}, max_workers=16, budget=0.5,
                       progress=progress)
     assert r.decision == "infeasible" and r.nearest is not None and r.nearest.local_batch < 128
+
+
+def test_a_loss_given_with_the_workers_left_to_the_records_names_no_made_up_count(tmp_path: Path) -> None:
+    # The check of given values stood 2**31 in for the workers: "lost 3000000000 of 2147483648".
+    from cotune.track import progress_from_records
+
+    p = read_profile(_job_profile(tmp_path / "job.jsonl"))
+    with pytest.raises(cotune.InputError, match=r"the job lost 3000000000 of 4 workers"):
+        progress_from_records(p, workers_lost=3_000_000_000)
+    assert progress_from_records(p, workers_lost=np.int64(2)).workers_now == 2
