@@ -119,11 +119,28 @@ def _spawner_exitcode(outcome: LaunchOutcome) -> int | None:
 # peer", "Read error [...]: Connection reset by peer", "Write error [...]: Broken pipe";
 # NCCL: "remote process exited"): the consequence of that peer's end, not a fault of its own.
 _PEER_LOST = re.compile(r"connection (closed|reset) by peer|broken pipe|remote process exited", re.IGNORECASE)
+# The same words come from a workload's own sockets and pipes (a ConnectionResetError reading a
+# shard over HTTP, a BrokenPipeError on a closed pipe): that is its own crash. Only a collective's
+# error is a follow-on: gloo and NCCL name themselves in it ("[.../gloo/transport/tcp/pair.cc:553]",
+# "NCCL error in: .../c10d/ProcessGroupNCCL.cpp"), or it was raised in torch.distributed's code.
+_COLLECTIVES_WORD = re.compile(r"gloo|pair\.cc|nccl|c10d", re.IGNORECASE)
+_FRAME_FILE = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
+_DISTRIBUTED_FILE = re.compile(r"[/\\]torch[/\\]distributed[/\\]")
+
+
+def _raised_in_torch_distributed(traceback: str) -> bool:
+    """Whether the innermost frame of ``traceback`` is torch.distributed's code: only the frame
+    that raised, since a workload's own code runs under torch's frames too (DDP's forward)."""
+    files = _FRAME_FILE.findall(traceback)
+    return bool(files) and _DISTRIBUTED_FILE.search(files[-1]) is not None
 
 
 def _lost_a_peer(failure: FailureResult) -> bool:
-    """Whether ``failure`` is a rank's follow-on crash after a peer died under it."""
-    return failure.status == "crash" and _PEER_LOST.search(failure.message) is not None
+    """Whether ``failure`` is a rank's follow-on crash after a peer died under it: a collective's
+    error about the lost connection, never the same words from the workload's own I/O."""
+    if failure.status != "crash" or _PEER_LOST.search(failure.message) is None:
+        return False
+    return _COLLECTIVES_WORD.search(failure.message) is not None or _raised_in_torch_distributed(failure.traceback)
 
 
 def _report_exitcodes(outcome: LaunchOutcome) -> dict[int, int]:

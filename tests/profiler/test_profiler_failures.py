@@ -85,6 +85,20 @@ def test_one_rank_killed_from_outside_is_not_recorded_as_a_crash_when_its_peer_s
 
 
 @pytest.mark.slow
+def test_a_ranks_own_connection_reset_is_recorded_as_its_crash(tmp_path, capsys):
+    out = tmp_path / "reset.jsonl"
+    code, err = run_cli(["--workload", spec("rank1_connection_reset"), "--workers", "2", "--local-batch", "4",
+                         "--out", str(out), "--no-curves", "--quiet", *FAST], capsys)
+    # Was exit 3 "stopped by signal 15 from outside" with nothing recorded (rank 0 stopped by
+    # torchrun), or a crash record quoting rank 0's gloo "Connection closed by peer".
+    assert code == 1 and "every probe of this run failed (crash)" in err, err
+    (failure,) = read_profile(out).failures
+    assert failure.failure == "crash", failure
+    assert failure.message.startswith("ConnectionResetError: [Errno 104] Connection reset by peer (fetching a shard "
+                                      "from the object store)"), failure
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
 def test_a_profiler_stopped_by_sigterm_or_sighup_cleans_up_says_so_and_exits_130(tmp_path, signal_name):
     import os

@@ -475,3 +475,30 @@ def test_a_segfaulted_ranks_signal_is_the_message_not_its_peers_follow_on(order)
     verdict = classify(_outcome(1, _two_rank_report(*order)), [_PEER_CLOSED], timeout_s=60, log=LOG, workers=2,
                        started=2)
     assert verdict.kind == "crash" and verdict.message.startswith("rank 1 was ended by signal 11 (SIGSEGV)"), verdict
+
+
+def _own_io_error(message: str, *, rank: int) -> FailureResult:
+    """A rank's crash on the workload's own socket or pipe, with the words of a lost peer."""
+    return FailureResult(status="crash", rank=rank, message=message,
+                         traceback=("Traceback (most recent call last):\n"
+                                    '  File "/opt/job/shards.py", line 41, in fetch\n'
+                                    f"    return self._read(url)\n{message}\n"))
+
+
+@pytest.mark.parametrize("message", ["ConnectionResetError: [Errno 104] Connection reset by peer",
+                                     "BrokenPipeError: [Errno 32] Broken pipe"])
+def test_a_root_cause_ranks_own_connection_error_is_its_crash_not_a_peers_sigterm_from_outside(message):
+    # Rank 1's workload lost its own connection (reading a shard over HTTP) and exited 4 with a
+    # result file; torchrun then stopped rank 0 with SIGTERM. It was "stopped by signal 15 from
+    # outside" (exit 3, nothing recorded, every rerun the same).
+    verdict = classify(_outcome(1, _two_rank_report((1, 4), (0, -15))), [_own_io_error(message, rank=1)],
+                       timeout_s=60, log=LOG, workers=2, started=2)
+    assert verdict.kind == "crash" and verdict.message == message, verdict
+
+
+def test_a_ranks_own_connection_reset_is_the_message_not_its_peers_gloo_follow_on():
+    # Was rank 0's gloo "Connection closed by peer", the first of the two read as a follow-on.
+    own = _own_io_error("ConnectionResetError: [Errno 104] Connection reset by peer", rank=1)
+    verdict = classify(_outcome(1, _two_rank_report((1, 4), (0, 4))), [_PEER_CLOSED, own], timeout_s=60, log=LOG,
+                       workers=2, started=2)
+    assert verdict.kind == "crash" and verdict.message == own.message, verdict

@@ -72,6 +72,21 @@ class _KilledInStep(nn.Module):
         return self.net(x)
 
 
+class _Rank1ConnectionReset(nn.Module):
+    """Rank 1's own I/O fails in a forward pass (a shard read over HTTP whose server hung up):
+    its ConnectionResetError reads like a lost peer's, while rank 0 goes on into the gradient
+    all-reduce and sees the connection close."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _model()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if os.environ.get("RANK") == "1":
+            raise ConnectionResetError(104, "Connection reset by peer (fetching a shard from the object store)")
+        return self.net(x)
+
+
 def _model_that_exits_with(code: int):
     # A workload that leaves with the code our worker uses for a storage fault (5) or a
     # setup fault (6): its own crash, not ours.
@@ -107,6 +122,7 @@ sigtermed = Workload(name="tiny", model=_model_killed_by("SIGTERM"), **_COMMON)
 sigkilled = Workload(name="tiny", model=_model_killed_by("SIGKILL"), **_COMMON)
 rank1_sigtermed_in_a_step = Workload(name="tiny", model=lambda: _KilledInStep("SIGTERM", rank="1"), **_COMMON)
 rank1_sigkilled_in_a_step = Workload(name="tiny", model=lambda: _KilledInStep("SIGKILL", rank="1"), **_COMMON)
+rank1_connection_reset = Workload(name="tiny", model=_Rank1ConnectionReset, **_COMMON)
 sigtermed_from_batch_8 = Workload(name="tiny", model=lambda: _KilledInStep("SIGTERM", rank=None, min_batch=8), **_COMMON)
 exits_5 = Workload(name="tiny", model=_model_that_exits_with(5), **_COMMON)
 exits_6 = Workload(name="tiny", model=_model_that_exits_with(6), **_COMMON)
