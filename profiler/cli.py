@@ -352,7 +352,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "cotune profile") -> 
 def _interrupted(exc: KeyboardInterrupt) -> int:
     """The one line of an interrupted run, and its exit code."""
     how = f"stopped by {exc.signal_name}" if isinstance(exc, _Stopped) else "interrupted"
-    print(f"cotune: {how}; run the same command again to continue where it stopped", file=sys.stderr)
+    # SIGHUP's usual cause is a closed terminal, and a stopped job's log reader may be gone too:
+    # a stderr that cannot be written (EPIPE, EIO) must not turn the stop into exit 1.
+    with contextlib.suppress(OSError):
+        print(f"cotune: {how}; run the same command again to continue where it stopped", file=sys.stderr)
     return 130
 
 

@@ -133,6 +133,42 @@ def test_a_profiler_stopped_by_sigterm_or_sighup_cleans_up_says_so_and_exits_130
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGHUP", "SIGTERM"])
+def test_a_profiler_stopped_with_its_stderr_gone_still_exits_130(tmp_path, signal_name):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "stopped.jsonl"
+    scratch = tmp_path / "stopped.jsonl.cotune"
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "profiler", "--workload", spec("hanging"), "--workers", "1",
+                             "--local-batch", "4", "--out", str(out), "--no-curves", "--quiet", *FAST],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=write_end,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    # The terminal was closed (SIGHUP's usual cause), or the job's log reader is gone: stderr
+    # is a pipe nobody reads, and writing to it fails with EPIPE.
+    os.close(write_end)
+    os.close(read_end)
+    try:
+        wait_for(lambda: any(scratch.glob("run-*/*/results/rank*.started")) or proc.poll() is not None,
+                 timeout_s=120, what="the probe's worker to start")
+        assert proc.poll() is None, proc.returncode
+        proc.send_signal(getattr(signal, signal_name))
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # Was exit 1 (the docs' "every probe failed"): the stop line's BrokenPipeError escaped main().
+    assert proc.returncode == 130
+    assert not list(scratch.glob("run-*"))
+    wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60, what="the probe's processes to end")
+
+
+@pytest.mark.slow
 def test_a_launch_stopped_from_outside_keeps_the_cost_of_the_batches_it_timed(tmp_path, capsys):
     out = tmp_path / "cost.jsonl"
     code, err = run_cli(["--workload", spec("sigtermed_from_batch_8"), "--workers", "1", "--local-batch", "4,8",
