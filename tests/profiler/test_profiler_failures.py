@@ -98,60 +98,21 @@ def test_a_ranks_own_connection_reset_is_recorded_as_its_crash(tmp_path, capsys)
                                       "from the object store)"), failure
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
-def test_a_profiler_stopped_by_sigterm_or_sighup_cleans_up_says_so_and_exits_130(tmp_path, signal_name):
+def _signal_mid_probe(tmp_path: Path, signal_name: str, *, stderr: object, quiet: bool = False) -> tuple[object, Path]:
+    """A profiler run of a hanging workload, sent ``signal_name`` once its probe's worker has
+    started (the profiler is mid-probe); (the process, after it ended; its scratch folder)."""
     import os
     import signal
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    out = tmp_path / "stopped.jsonl"
     scratch = tmp_path / "stopped.jsonl.cotune"
     proc = subprocess.Popen([sys.executable, "-m", "profiler", "--workload", spec("hanging"), "--workers", "1",
-                             "--local-batch", "4", "--out", str(out), "--no-curves", *FAST],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--local-batch", "4", "--out", str(tmp_path / "stopped.jsonl"), "--no-curves",
+                             *(["--quiet"] if quiet else []), *FAST],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
                             env={**os.environ, "PYTHONPATH": str(root)})
-    try:
-        # The probe's worker is running (it marks itself started): the profiler is mid-probe.
-        wait_for(lambda: any(scratch.glob("run-*/*/results/rank*.started")) or proc.poll() is not None,
-                 timeout_s=120, what="the probe's worker to start")
-        assert proc.poll() is None, proc.communicate()
-        proc.send_signal(getattr(signal, signal_name))
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    # Was exit 143 / 129 with nothing said and this run's scratch folder left behind.
-    assert proc.returncode == 130, err
-    assert err == f"cotune: stopped by {signal_name}; run the same command again to continue where it stopped\n", err
-    assert not list(scratch.glob("run-*"))
-    assert not read_profile(out).failures
-    wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60, what="the probe's processes to end")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("signal_name", ["SIGHUP", "SIGTERM"])
-def test_a_profiler_stopped_with_its_stderr_gone_still_exits_130(tmp_path, signal_name):
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    out = tmp_path / "stopped.jsonl"
-    scratch = tmp_path / "stopped.jsonl.cotune"
-    read_end, write_end = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-m", "profiler", "--workload", spec("hanging"), "--workers", "1",
-                             "--local-batch", "4", "--out", str(out), "--no-curves", "--quiet", *FAST],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=write_end,
-                            env={**os.environ, "PYTHONPATH": str(root)})
-    # The terminal was closed (SIGHUP's usual cause), or the job's log reader is gone: stderr
-    # is a pipe nobody reads, and writing to it fails with EPIPE.
-    os.close(write_end)
-    os.close(read_end)
     try:
         wait_for(lambda: any(scratch.glob("run-*/*/results/rank*.started")) or proc.poll() is not None,
                  timeout_s=120, what="the probe's worker to start")
@@ -162,6 +123,38 @@ def test_a_profiler_stopped_with_its_stderr_gone_still_exits_130(tmp_path, signa
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    return proc, scratch
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_a_profiler_stopped_by_sigterm_or_sighup_cleans_up_says_so_and_exits_130(tmp_path, signal_name):
+    import subprocess
+
+    proc, scratch = _signal_mid_probe(tmp_path, signal_name, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    # Was exit 143 / 129 with nothing said and this run's scratch folder left behind.
+    assert proc.returncode == 130, err
+    assert err == f"cotune: stopped by {signal_name}; run the same command again to continue where it stopped\n", err
+    assert not list(scratch.glob("run-*"))
+    assert not read_profile(tmp_path / "stopped.jsonl").failures
+    wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60, what="the probe's processes to end")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGHUP", "SIGTERM"])
+def test_a_profiler_stopped_with_its_stderr_gone_still_exits_130(tmp_path, signal_name):
+    import os
+
+    # The terminal was closed (SIGHUP's usual cause), or the job's log reader is gone: stderr
+    # is a pipe nobody reads, and writing to it fails with EPIPE.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc, scratch = _signal_mid_probe(tmp_path, signal_name, stderr=write_end, quiet=True)
+    finally:
+        os.close(write_end)
     # Was exit 1 (the docs' "every probe failed"): the stop line's BrokenPipeError escaped main().
     assert proc.returncode == 130
     assert not list(scratch.glob("run-*"))
