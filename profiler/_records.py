@@ -123,7 +123,13 @@ _PEER_LOST = re.compile(r"connection (closed|reset) by peer|broken pipe|remote p
 # shard over HTTP, a BrokenPipeError on a closed pipe): that is its own crash. Only a collective's
 # error is a follow-on: gloo and NCCL name themselves in it ("[.../gloo/transport/tcp/pair.cc:553]",
 # "NCCL error in: .../c10d/ProcessGroupNCCL.cpp"), or it was raised in torch.distributed's code.
-_COLLECTIVES_WORD = re.compile(r"gloo|pair\.cc|nccl|c10d", re.IGNORECASE)
+# Whole words: "igloo-store" in a URL is no gloo.
+_COLLECTIVES_WORD = re.compile(r"\bgloo\b|pair\.cc|\bnccl\b|\bc10d\b", re.IGNORECASE)
+# The OSError family by the name a failure's message starts with: a socket's or a pipe's own
+# error, which the frame rule must not take for a collective's even where torch.distributed's
+# code raised it (its checkpoint reader on network storage).
+_OWN_IO = re.compile(r"^\s*(?:\w+\.)*(?:OSError|IOError|ConnectionError|ConnectionResetError|ConnectionAbortedError|"
+                     r"ConnectionRefusedError|BrokenPipeError)\b")
 _FRAME_FILE = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 _DISTRIBUTED_FILE = re.compile(r"[/\\]torch[/\\]distributed[/\\]")
 
@@ -140,7 +146,9 @@ def _lost_a_peer(failure: FailureResult) -> bool:
     error about the lost connection, never the same words from the workload's own I/O."""
     if failure.status != "crash" or _PEER_LOST.search(failure.message) is None:
         return False
-    return _COLLECTIVES_WORD.search(failure.message) is not None or _raised_in_torch_distributed(failure.traceback)
+    if _COLLECTIVES_WORD.search(failure.message) is not None:
+        return True
+    return _OWN_IO.search(failure.message) is None and _raised_in_torch_distributed(failure.traceback)
 
 
 def _report_exitcodes(outcome: LaunchOutcome) -> dict[int, int]:

@@ -154,9 +154,10 @@ def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits)
     return ("path", str(full), digest), lambda: profile
 
 
-#: A line of the profiler's that the parser skips (an optional record, by its ``record`` key
-#: as json.dumps writes it): a string holding the text "optional" is no such line.
-_OPTIONAL_LINE = re.compile(r'^\s*\{.*"record"\s*:\s*"(?:probe_cost|curve_done)"')
+#: A line the parser may skip: an optional record (docs/profile-format.md, "Tool records"), by
+#: its ``"optional": true`` key — the profiler's probe_cost / curve_done, another tool's own. A
+#: string holding the text "optional" is no such line (its quotes would be escaped).
+_OPTIONAL_LINE = re.compile(r'^\s*\{.*"optional"\s*:\s*true\b')
 
 
 def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -> tuple[Any, str]:
@@ -164,9 +165,10 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
     the SHA-256 of the text parsed.
 
     Records are counted as they are read and the read stops at the first over
-    ``limits.max_records`` — a non-blank line, but not the profiler's optional ``probe_cost``
-    / ``curve_done`` lines (named by their ``record`` key), which the parser skips and which
-    count against a cap of their own, as many again — so a file of a million lines costs the
+    ``limits.max_records`` — a non-blank line, but not an optional one (``"optional": true``:
+    the profiler's ``probe_cost`` / ``curve_done``, another tool's records), which the parser
+    may skip and which counts against a cap of its own, as many again; the exact count after
+    the parse backs the cheap one — so a file of a million lines costs the
     limit's worth, not a 15 s parse. Memory is the parsed records' (the text is never held
     whole: held, a 200 MB file took 1 GB), and parse_profile's own line bound stops a file of
     blank lines."""
@@ -188,9 +190,9 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
                 if _OPTIONAL_LINE.search(line):
                     optional += 1
                     if optional > limits.max_records:
-                        raise LimitError(f"the profile file has more than {limits.max_records} probe_cost / curve_done "
-                                         f"lines, over this service's limit of {limits.max_records}: split it",
-                                         path="/profile/path")
+                        raise LimitError(f"the profile file has more than {limits.max_records} optional lines "
+                                         f"(probe_cost, curve_done, other tools' records), over this service's limit "
+                                         f"of {limits.max_records}: split it", path="/profile/path")
                 else:
                     records += 1
                     if records > limits.max_records:

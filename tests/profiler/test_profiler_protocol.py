@@ -502,3 +502,27 @@ def test_a_ranks_own_connection_reset_is_the_message_not_its_peers_gloo_follow_o
     verdict = classify(_outcome(1, _two_rank_report((1, 4), (0, 4))), [_PEER_CLOSED, own], timeout_s=60, log=LOG,
                        workers=2, started=2)
     assert verdict.kind == "crash" and verdict.message == own.message, verdict
+
+
+def _raised_in(path: str, message: str) -> FailureResult:
+    return FailureResult(status="crash", rank=1, message=message,
+                         traceback=f'Traceback (most recent call last):\n  File "{path}", line 7, in f\n    x()\n{message}\n')
+
+
+@pytest.mark.parametrize("failure, follow_on", [
+    # "igloo" in the workload's own URL is no gloo (the word check had no boundaries)
+    (_own_io_error("ConnectionResetError: [Errno 104] Connection reset by peer (GET https://igloo-store/shard-7)",
+                   rank=1), False),
+    # the workload's own I/O raised inside torch.distributed's code (its checkpoint reader)
+    (_raised_in("/usr/lib/python3/site-packages/torch/distributed/checkpoint/filesystem.py",
+                "ConnectionResetError: [Errno 104] Connection reset by peer"), False),
+    # a collective's error raised there, not naming its backend: a follow-on
+    (_raised_in("/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py",
+                "RuntimeError: Connection closed by peer"), True),
+    # gloo names itself in its own words
+    (_PEER_RESET, True),
+])
+def test_a_follow_on_is_a_collectives_error_never_the_workloads_own_io(failure, follow_on):
+    from profiler._records import _lost_a_peer
+
+    assert _lost_a_peer(failure) is follow_on

@@ -157,5 +157,14 @@ def test_the_profilers_optional_lines_have_a_cap_of_their_own(tmp_path):
     cost = ('{"record": "probe_cost", "optional": true, "probe": "timing", "gpu": "cpu", "workers": 1, "hosts": 1, '
             '"local_batch": 16, "wall_s": 3.0, "outcome": "ok"}\n')
     (tmp_path / "p.jsonl").write_text("".join(probes) + cost * (len(probes) + 1) + "{not json\n" * 3)
-    with pytest.raises(LimitError, match="probe_cost / curve_done lines"):
+    with pytest.raises(LimitError, match=r"optional lines \(probe_cost, curve_done, other tools' records\)"):
         recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes)))
+
+
+def test_another_tools_optional_record_counts_towards_no_record_limit(tmp_path):
+    # docs/profile-format.md lets any writer add optional records; one such line was counted
+    # as a record and refused "more than 17 records" of a profile holding 17.
+    probes = _probes()
+    (tmp_path / "p.jsonl").write_text("".join(probes) + '{"record": "tracker_meta", "optional": true, "host": "n1"}\n')
+    answer = recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes)))
+    assert answer["recommendation"] is not None
