@@ -55,7 +55,8 @@ class Limits:
     """What one request may ask for (defaults suit a shared service on a small machine).
 
     max_records : records in an inline or path profile (fitting cost grows with them); a path
-        profile's non-blank lines are counted while it is read, and reading stops at one past this.
+        profile's non-blank lines are counted while it is read (optional records against a cap
+        of their own, as many again), and reading stops at one past this.
     max_candidates : size of the search space, Σ_gpu |workers × hosts| × |local batches|,
         counted before enumeration (and before any fit); with a cluster, each configuration
         counts 1 + 2 × :data:`SPOT_ROW_WEIGHT` (its on-demand, spot and mixed plans). 10⁶
