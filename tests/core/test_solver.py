@@ -133,8 +133,13 @@ def test_objective_time_at_a_confidence_minimises_the_time_promised_at_it(max_wo
                     objective="time", confidence=0.9)
     expected = _brute_force(models, target=0.875, deadline_s=None, budget=None, max_workers=max_workers,
                             gpus_per_host=4, prices=prices, objective="time", confidence=0.9)
-    assert rec.chosen.time_at_confidence_s == pytest.approx(expected[0][0], rel=1e-6)
-    assert (rec.chosen.gpu, rec.chosen.workers, rec.chosen.local_batch) == expected[1]
+    got = rec.chosen.time_at_confidence_s
+    if got == pytest.approx(expected[0][0], rel=1e-6):
+        assert (rec.chosen.gpu, rec.chosen.workers, rec.chosen.local_batch) == expected[1]
+    else:
+        # Only a near-tie may displace the optimum, and the recommendation says so.
+        assert expected[0][0] < got <= expected[0][0] * (1 + NEAR_TIE_MAX + 1e-9)
+        assert any(n.startswith("near-tie") for n in rec.notes)
     assert rec.chosen.time_s > min(c.time_s for c in rec.runner_ups)  # a faster median was passed over for it
 
 

@@ -369,12 +369,16 @@ def test_batches_that_scatter_about_the_law_widen_the_interval_between_them():
     s_smooth = AccuracyModel().fit(*smooth).epochs_to_target(q, 0.85).log_sigma
     s_rough = AccuracyModel().fit(*rough).epochs_to_target(q, 0.85).log_sigma
     assert np.all(s_rough > 1.5 * s_smooth)
-    # a measured batch still answers with its own runs, no scatter added (without the
+    # a batch measured by one run: its own reading plus the run-to-run scatter twice (the
+    # new run's and the one run's), the interpolation's limit there (without the
     # batch-monotone pooling, which moves this anchor and adds its move to σ:
     # test_interval_at_a_measured_batch_pooled_by_the_batch_monotone_prior_holds_its_run)
     at = np.array([float(batches[1])])
-    own = AccuracyModel(batch_monotone=False).fit(*rough).epochs_to_target(at, 0.85).log_sigma[0]
-    assert own < 0.5 * s_rough.min()
+    m = AccuracyModel(batch_monotone=False).fit(*rough)
+    runs = m.measured_epochs(0.85)
+    i = int(np.flatnonzero(runs["batches"] == at[0])[0])
+    own = math.log(runs["upper"][i] / runs["epochs"][i]) / 1.6448536269514722
+    assert m.epochs_to_target(at, 0.85).log_sigma[0] == pytest.approx(math.hypot(own, math.sqrt(2) * m.scatter_at(0.85)))
 
 
 @pytest.mark.slow
@@ -395,6 +399,35 @@ def test_interpolation_interval_is_calibrated_when_reruns_scatter_as_the_prior_s
         truth = np.array([_law(b) for b in q]) * np.exp(rng.normal(0, sc, q.size)) * math.log2(0.95 / 0.10)
         covers.append(float(np.mean((p.lower <= truth) & (truth <= p.upper))))
     assert 0.84 <= float(np.mean(covers)) <= 0.96
+
+
+def test_interval_at_a_batch_measured_by_one_run_covers_a_new_run_there():
+    # Truth inside the model's own family: runs at one batch land exp(N(0, RUN_SCATTER²))
+    # about the same epochs. The profile holds one such run; the planned run is another. The
+    # interval at that very batch read the one run's evaluation noise only (σ 0.02) and
+    # covered the new run 43 % of the time.
+    from cotune.models._accuracy import RUN_SCATTER
+
+    rng = np.random.default_rng(0)
+    covers = []
+    for _ in range(120):
+        e_ref = 20.0 * math.exp(rng.normal(0, RUN_SCATTER))
+        ep = np.arange(1.0, 41.0)
+        metric = 0.9 - 0.8 * np.power(10.0, -ep / e_ref) + rng.normal(0, 0.003, ep.size)
+        p = AccuracyModel().fit(np.full(ep.size, 512.0), ep, metric, np.zeros(ep.size)).epochs_to_target(
+            np.array([512.0]), 0.82)
+        new = 20.0 * math.exp(rng.normal(0, RUN_SCATTER))
+        covers.append(bool(p.lower[0] <= new <= p.upper[0]))
+    assert 0.82 <= float(np.mean(covers)) <= 0.97
+
+
+def test_a_batch_whose_runs_spread_keeps_that_spread_as_a_new_runs():
+    # Several seeds at a batch say themselves where a new run lands: no run-to-run term on top.
+    data = _pooled_runs([512], _law, runs=5, epochs=60, seed=4)
+    m = AccuracyModel().fit(*data)
+    p = m.epochs_to_target(np.array([512.0]), 0.85)
+    runs = m.measured_epochs(0.85)
+    assert p.upper[0] / p.epochs_if_reached[0] == pytest.approx(runs["upper"][0] / runs["epochs"][0])
 
 
 def test_the_reported_interval_changes_the_interval_ends_only_never_a_chance_or_the_plan() -> None:
