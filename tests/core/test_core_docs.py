@@ -82,3 +82,19 @@ def test_profile_format_example_is_valid_input():
     (block,) = [b for b in _blocks("profile-format.md", "json") if '"record": "workload"' in b][:1]
     profile = parse_profile(block.splitlines(keepends=True))
     assert len(profile.steps) == 1 and len(profile.evals) == 1
+
+
+def test_models_md_quotes_the_quantile_tables_size_the_code_builds():
+    # It said 65 angles after the table grew to 129.
+    from cotune.models._shape import _TABLE_ANGLE, _TABLE_Z
+
+    text = (DOCS / "models.md").read_text()
+    assert f"{_TABLE_ANGLE.size} angles × {_TABLE_Z.size} normal quantiles" in text
+
+
+def test_models_md_quotes_the_one_batch_share_range_the_code_uses():
+    # It quoted (0.002, 0.999), rounded, for (0.0022, 0.9988).
+    from cotune.models._step_time import ONE_BATCH_SHARE_RANGE
+
+    lo, hi = ONE_BATCH_SHARE_RANGE
+    assert f"`ONE_BATCH_SHARE_RANGE = ({lo:g}, {hi:g})`" in (DOCS / "models.md").read_text()
