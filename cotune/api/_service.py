@@ -13,8 +13,10 @@ Safety, because the request may come from anyone who can reach a service:
 * :class:`Limits` bound the records fitted and the candidates enumerated, checked
   *before* any work is done.
 
-Fitted models are cached by profile content (an LRU of :attr:`Limits.cache_size`), so
-a scheduler asking about the same workload again pays only for the solve.
+Fitted models are cached by profile content (an LRU of at most :attr:`Limits.cache_size`
+profiles holding at most :attr:`Limits.cache_records` records together; a path profile
+keeps one entry, its latest content), so a scheduler asking about the same workload again
+pays only for the solve.
 """
 
 from __future__ import annotations
@@ -62,18 +64,25 @@ class Limits:
         counts 1 + 2 × :data:`SPOT_ROW_WEIGHT` (its on-demand, spot and mixed plans). 10⁶
         on-demand candidates solve in ~3 s at ~+600 MiB on 2 shared cores.
     cache_size : fitted profiles kept in memory.
+    cache_records : records those profiles hold together, which bounds the cache's memory
+        (an entry costs ~0.9 KB a record, its profile and models: a 50,000-record tracked
+        profile kept 42.8 MiB); a profile of more records than this is not cached.
     """
 
     max_records: int = 50_000
     max_candidates: int = DEFAULT_MAX_CANDIDATES
     cache_size: int = 32
+    # Two profiles at the default max_records (~90 MiB); counted in entries only (until
+    # 2026-12-08), 32 versions of a growing tracked profile held ~820 MiB.
+    cache_records: int = 100_000
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.cache_size < 0:
-            raise ValueError(f"cache_size must be >= 0, got {self.cache_size}")
+        for name in ("cache_size", "cache_records"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 # --- profiles ----------------------------------------------------------------------------
@@ -216,22 +225,78 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
 
 # --- fitted-model cache ---------------------------------------------------------------------
 
-_CACHE: "OrderedDict[tuple[Any, ...], tuple[Any, Any]]" = OrderedDict()
+@dataclass(frozen=True)
+class _Entry:
+    profile: Any
+    models: Any
+    records: int  # the profile's records: the entry's size in the cache's budget
+    slot: tuple[Any, ...] | None  # a path profile's key without its content hash: one entry per file
+
+
+_CACHE: "OrderedDict[tuple[Any, ...], _Entry]" = OrderedDict()
+# slot -> the full key of the entry that holds it (a path profile's latest content).
+_SLOTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 _LOCK = threading.Lock()
 
 
 def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
+        _SLOTS.clear()
 
 
 def _cached(full: tuple[Any, ...]) -> tuple[Any, Any] | None:
     """The (profile, models) cached under ``full``, or None."""
     with _LOCK:
         hit = _CACHE.get(full)
-        if hit is not None:
-            _CACHE.move_to_end(full)
-        return hit
+        if hit is None:
+            return None
+        _CACHE.move_to_end(full)
+        return hit.profile, hit.models
+
+
+def _profile_records(profile: Any) -> int:
+    """The records ``profile`` holds (its workload record, steps, evaluations, failures, noise)."""
+    return 1 + len(profile.steps) + len(profile.evals) + len(profile.failures) + len(profile.noise)
+
+
+def _slot(full: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A path profile's place in the cache: its key without the content hash, so a new
+    version of the file (a tracker's append) replaces the old one, which no request asks
+    for again. None for examples and inline records (their key is their content)."""
+    lead = 1 if full[0] == "planning" else 0  # _prepared's keys: [planning,] kind, ..., interval
+    if full[lead] != "path":
+        return None
+    return full[:lead + 2] + full[lead + 3:]  # ("path", file) kept, the digest after it dropped
+
+
+def _drop(full: tuple[Any, ...]) -> None:
+    entry = _CACHE.pop(full)
+    if entry.slot is not None and _SLOTS.get(entry.slot) == full:
+        del _SLOTS[entry.slot]
+
+
+def _store(full: tuple[Any, ...], profile: Any, models: Any, *, limits: Limits) -> None:
+    """Cache (profile, models) under ``full``, then evict least recently used entries until at
+    most ``limits.cache_size`` entries of at most ``limits.cache_records`` records remain; an
+    entry over the record budget alone is not kept, and an older version of the same path
+    profile goes whatever the budget."""
+    records = _profile_records(profile)
+    slot = _slot(full)
+    with _LOCK:
+        if slot is not None and _SLOTS.get(slot, full) != full:
+            _drop(_SLOTS[slot])
+        if full in _CACHE:
+            _drop(full)
+        if limits.cache_size == 0 or records > limits.cache_records:
+            return
+        _CACHE[full] = _Entry(profile=profile, models=models, records=records, slot=slot)
+        if slot is not None:
+            _SLOTS[slot] = full
+        held = sum(e.records for e in _CACHE.values())
+        while len(_CACHE) > limits.cache_size or held > limits.cache_records:
+            held -= _CACHE[next(iter(_CACHE))].records
+            _drop(next(iter(_CACHE)))
 
 
 def _fit(full: tuple[Any, ...], profile: Any, *, limits: Limits) -> Any:
@@ -247,11 +312,7 @@ def _fit(full: tuple[Any, ...], profile: Any, *, limits: Limits) -> Any:
     except (ValueError, ArithmeticError, IndexError, TypeError) as exc:  # degenerate data, not a server fault
         raise RequestError(f"cannot fit models to this profile ({type(exc).__name__}: {exc}): probe more configurations",
                            path="/profile", code="invalid_profile") from None
-    if limits.cache_size:
-        with _LOCK:
-            _CACHE[full] = (profile, models)
-            while len(_CACHE) > limits.cache_size:
-                _CACHE.popitem(last=False)
+    _store(full, profile, models, limits=limits)
     return models
 
 
@@ -399,7 +460,7 @@ def _check_limits(limits: Any) -> None:
     """A Python caller's ``limits`` (a dict gave an AttributeError traceback deep in the count)."""
     if not isinstance(limits, Limits):
         raise InputError(f"limits must be a cotune.api.Limits, got {excerpt(limits)}: pass Limits(max_records=..., "
-                         "max_candidates=..., cache_size=...)")
+                         "max_candidates=..., cache_size=..., cache_records=...)")
 
 
 def recommend_request(

@@ -168,3 +168,42 @@ def test_another_tools_optional_record_counts_towards_no_record_limit(tmp_path):
     (tmp_path / "p.jsonl").write_text("".join(probes) + '{"record": "tracker_meta", "optional": true, "host": "n1"}\n')
     answer = recommend_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=len(probes)))
     assert answer["recommendation"] is not None
+
+
+# --- the fitted-model cache: bounded by records, one entry per path profile -------------------
+
+
+def _fake_profile(records: int) -> Any:
+    """A stand-in for a parsed profile of ``records`` records (the cache counts, never reads, them)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(steps=(None,) * (records - 1), evals=(), failures=(), noise=())
+
+
+def test_a_new_version_of_a_path_profile_replaces_its_old_entry_in_the_cache(tmp_path):
+    # Keyed by content, each version of a tracked job's growing file stayed cached (32 of
+    # them, ~820 MiB), never asked for again.
+    clear_cache()
+    probes = _probes()
+    profile = tmp_path / "p.jsonl"
+    profile.write_text("".join(probes))
+    recommend_request(dict(QUESTION), profile_dir=tmp_path)
+    profile.write_text("".join(probes).replace('"step_time_s": 0.00', '"step_time_s": 0.09'))
+    recommend_request(dict(QUESTION), profile_dir=tmp_path)
+    assert len(service._CACHE) == 1
+    clear_cache()
+
+
+def test_a_profile_of_more_records_than_the_cache_budget_is_not_cached():
+    clear_cache()
+    service._store(("records", "a", 0.8), _fake_profile(11), None, limits=Limits(cache_records=10))
+    assert not service._CACHE
+
+
+def test_the_cache_evicts_its_least_recently_used_entries_past_its_record_budget():
+    clear_cache()
+    limits = Limits(cache_records=10)
+    for name in ("a", "b", "c"):
+        service._store(("records", name, 0.8), _fake_profile(4), None, limits=limits)
+    assert list(service._CACHE) == [("records", "b", 0.8), ("records", "c", 0.8)]
+    clear_cache()
