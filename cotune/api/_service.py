@@ -168,6 +168,20 @@ def _path(text: str, profile_dir: str | os.PathLike[str] | None, limits: Limits)
 #: its ``"optional": true`` key — the profiler's probe_cost / curve_done, another tool's own. A
 #: string holding the text "optional" is no such line (its quotes would be escaped).
 _OPTIONAL_LINE = re.compile(r'^\s*\{.*"optional"\s*:\s*true\b')
+#: A tracked job's record (cotune.track.Tracker writes ``"job"`` on each): a profile over the
+#: limit by such records is a long job's step windows, not learning curves to thin.
+_TRACKED_LINE = re.compile(r'"job"\s*:')
+
+
+def _over_records(limits: Limits, *, tracked: bool) -> str:
+    """What to do about a profile of more than ``limits.max_records`` records: a tracked job's
+    file is its step windows, which splitting would cut from the history a re-plan reads."""
+    over = f"more than {limits.max_records} records, over this service's limit of {limits.max_records}"
+    if tracked:
+        return (f"{over}, most of them a tracked job's step windows (cotune.track.Tracker): have the tracker write "
+                "fewer (a larger Tracker(window=...); a current tracker doubles its window every 1,000 records at "
+                "one configuration) or the limit raised (cotune serve --max-records)")
+    return f"{over}: thin its learning curves or split it, or have the limit raised (cotune serve --max-records)"
 
 
 def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -> tuple[Any, str]:
@@ -186,11 +200,9 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
     from cotune.profile._profile import file_lines
 
     digest = hashlib.sha256()
-    over = (f"more than {limits.max_records} records, over this service's limit of {limits.max_records}: thin its "
-            "learning curves or split it")
 
     def counted(lines: Iterable[str]) -> Iterator[str]:
-        records = optional = chars = 0
+        records = optional = chars = tracked = 0
         for line in lines:
             chars += len(line)
             if chars > most_chars:  # it grew since the stat
@@ -205,8 +217,10 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
                                          f"of {limits.max_records}: split it", path="/profile/path")
                 else:
                     records += 1
+                    tracked += bool(_TRACKED_LINE.search(line))
                     if records > limits.max_records:
-                        raise LimitError(f"the profile file has {over}", path="/profile/path")
+                        raise LimitError(f"the profile file has {_over_records(limits, tracked=2 * tracked > records)}",
+                                         path="/profile/path")
             digest.update(line.encode("utf-8", "surrogateescape"))
             yield line
 
@@ -217,9 +231,10 @@ def _parse_counted(full: Path, *, shown: str, limits: Limits, most_chars: int) -
         raise RequestError(str(exc).replace(str(full), shown), path="/profile/path", code="invalid_profile") from None
     finally:
         lines.close()  # a refusal mid-file closes the file now, not at garbage collection
-    n = 1 + len(profile.steps) + len(profile.evals) + len(profile.failures) + len(profile.noise)
+    n = _profile_records(profile)
     if n > limits.max_records:
-        raise LimitError(f"the profile has {over}", path="/profile/path")
+        jobs = sum(r.job is not None for r in (*profile.steps, *profile.evals, *profile.noise))
+        raise LimitError(f"the profile has {_over_records(limits, tracked=2 * jobs > n)}", path="/profile/path")
     return profile, digest.hexdigest()
 
 

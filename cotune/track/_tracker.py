@@ -9,7 +9,9 @@ ran at and with the job's name (``job``), which tells them apart from probes:
 * ``step`` — the *median* of a window of step times (``window`` steps, or fewer when
   ``flush_every_s`` seconds have passed), with its inter-quartile range as
   ``step_time_spread_s`` and the window length as ``timed_steps``. One record per
-  window keeps the profile small and the cost per step a list append; the first
+  window keeps the profile small and the cost per step a list append; the window (and
+  ``flush_every_s``) doubles after every :data:`WINDOW_DOUBLING_RECORDS` step records at
+  one configuration, so a long job's records grow with the log of its steps; the first
   ``warmup_steps`` steps after the start or a reconfiguration are left out (compile,
   cache and allocator warm-up are not the steady state a plan is about);
 * ``eval`` — one point of the job's own learning curve at its global batch, with the
@@ -47,6 +49,16 @@ from cotune.profile import (
 from cotune.profile._profile import holds_records as _has_records
 
 __all__ = ["Tracker", "TrackedConfig", "window_summary"]
+
+#: Step records the job writes at one configuration before its window (and ``flush_every_s``)
+#: doubles, again after each as many more. At a fixed window a 20 ms-step job wrote ~43,000
+#: records a day and passed a service's 50,000-record limit (``cotune serve --max-records``)
+#: in about a day; doubling, its records grow with the log of its steps: ~5,400 in a day,
+#: ~14,000 in a year. ``cotune replan`` reads a configuration's step time as the median of its
+#: windows weighted by their steps (``timed_steps``), which longer windows leave as it was.
+WINDOW_DOUBLING_RECORDS = 1_000
+# Doublings at most: 2**30 windows is far past any job's steps; bounded so the window stays an int of sane size.
+_MAX_DOUBLINGS = 30
 
 
 @dataclass(frozen=True)
@@ -239,10 +251,12 @@ class Tracker:
         job runs at (change it with :meth:`reconfigure` after a restart).
     job : name written into every record (default: the workload name); readers use it
         to tell the job's own records from probes.
-    window : steps per step record (the median of the window is written).
+    window : steps per step record (the median of the window is written), doubled after
+        every :data:`WINDOW_DOUBLING_RECORDS` step records of the job at one configuration
+        (those the profile held at the start included; :attr:`current_window`).
     flush_every_s : write a step record after this many seconds even if the window is
         not full, so a long step loop still reports (and a kill loses at most this much
-        of not-yet-aggregated timing).
+        of not-yet-aggregated timing); doubled with the window.
     warmup_steps : steps ignored after the start and after each reconfiguration.
     epochs_done : epochs already trained when the tracker starts (a resumed job).
     elapsed_s_done : the job's wall time when the tracker starts (a resumed job: seconds
@@ -333,6 +347,9 @@ class Tracker:
         self._started = clock()
         self._window: list[float] = []
         self._window_began = self._started
+        # Step records of the job at each configuration (the profile's at the start, then
+        # those written here): the window doubles with them (WINDOW_DOUBLING_RECORDS).
+        self._records_at: dict[_ConfigKey, int] = {}
         self._skip = warmup_steps
         # The warm-up steps' times at the current configuration, kept until warm-up ends: an
         # evaluation before then has no other timing to put the configuration on record with.
@@ -385,6 +402,9 @@ class Tracker:
             held_epochs = [e.epoch for e in held_evals]
             own_steps = [s for s in profile.steps if s.job is not None and s.job == tracked]
             self._recorded_config = _config_key(own_steps[-1]) if own_steps else None
+            for s in own_steps:
+                key = _config_key(s)
+                self._records_at[key] = self._records_at.get(key, 0) + 1
             # A failure record names no job: a restart after an out-of-memory in the first steps
             # says so by its cause= or epochs_done= (below).
             self._restarted = self._restarted or bool(own_steps or held_evals)
@@ -483,6 +503,16 @@ class Tracker:
         return self._epochs_at_start + self._samples / self.dataset_size
 
     @property
+    def current_window(self) -> int:
+        """Steps per step record now: ``window``, doubled after every
+        :data:`WINDOW_DOUBLING_RECORDS` step records of the job at its configuration."""
+        return self.window * 2 ** self._doublings()
+
+    def _doublings(self) -> int:
+        written = self._records_at.get(_config_key(self.config), 0)
+        return min(written // WINDOW_DOUBLING_RECORDS, _MAX_DOUBLINGS)
+
+    @property
     def elapsed_s(self) -> float:
         """The job's wall time: ``elapsed_s_done`` at the start plus the time since."""
         return self._elapsed_at_start + self._clock() - self._started
@@ -543,7 +573,9 @@ class Tracker:
                 self._warmup_times_s = []
             return
         self._window.append(step_time_s)
-        if len(self._window) >= self.window or self._clock() - self._window_began >= self._flush_every_s:
+        scale = 2 ** self._doublings()
+        if (len(self._window) >= self.window * scale
+                or self._clock() - self._window_began >= self._flush_every_s * scale):
             self.flush()
 
     def eval(self, *, metric: float, epoch: float | None = None, grad_sqr: float | None = None,
@@ -736,6 +768,7 @@ class Tracker:
         self._write(rec)
         self._config_recorded = True
         self._recorded_config = _config_key(c)
+        self._records_at[self._recorded_config] = self._records_at.get(self._recorded_config, 0) + 1
         held, self._held_evals = self._held_evals, []
         for evaluation in held:  # evaluations that waited for this configuration's first step record
             self._write(evaluation)

@@ -207,3 +207,13 @@ def test_the_cache_evicts_its_least_recently_used_entries_past_its_record_budget
         service._store(("records", name, 0.8), _fake_profile(4), None, limits=limits)
     assert list(service._CACHE) == [("records", "b", 0.8), ("records", "c", 0.8)]
     clear_cache()
+
+
+def test_a_tracked_job_over_the_record_limit_is_told_to_widen_its_tracker_window_or_raise_the_limit(tmp_path):
+    # "thin its learning curves or split it": a tracked job's records are its step windows,
+    # and splitting the file cut the history a re-plan reads.
+    (tmp_path / "p.jsonl").write_text(TRACKED.read_text())
+    with pytest.raises(LimitError) as info:
+        replan_request(dict(QUESTION), profile_dir=tmp_path, limits=Limits(max_records=40))
+    assert "Tracker(window=...)" in info.value.detail and "cotune serve --max-records" in info.value.detail
+    assert "split" not in info.value.detail
