@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import signal
+import threading
+from types import FrameType
+from typing import Iterator
 
 from cotune._checks import excerpt
 from cotune._request import DEFAULT_MAX_CANDIDATES
@@ -88,11 +93,44 @@ def run(args: argparse.Namespace) -> int:
         token=token,
     )
     guard = "bearer token required" if token else "no authentication"
-    run_server(
-        create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
-        on_listen=lambda url: info(f"serving {url} (POST /v1/recommend and /v1/replan, GET /health and /metrics; {guard}); Ctrl-C stops"),
-    )
+    try:
+        with _sigterm_interrupts():
+            run_server(
+                create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
+                on_listen=lambda url: info(f"serving {url} (POST /v1/recommend and /v1/replan, GET /health and /metrics; {guard}); Ctrl-C stops"),
+            )
+    except _Terminated:
+        from cotune.cli._output import error
+
+        with contextlib.suppress(OSError):  # a log reader gone with the pod must not turn the stop into a crash
+            error("stopped by SIGTERM")
+        return 130
     return 0
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM to the server, after uvicorn's graceful drain, taken down Ctrl-C's path."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Within the block SIGTERM (how Kubernetes and systemd stop a service) ends the server as
+    Ctrl-C does: uvicorn drains the connections with its own handler, then re-raises the
+    signal to the handler it found — this one, where the default action ended the process
+    with 143 and nothing said. A SIGTERM someone set to be ignored stays ignored; only the
+    main thread can hold handlers, so a call from another thread keeps the default."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def stop(signal_no: int, frame: FrameType | None) -> None:
+        raise _Terminated(signal_no)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def read_token(path: str) -> str:

@@ -46,3 +46,18 @@ def test_import_cotune_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": ""}, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_serve_stopped_by_sigterm_says_so_in_one_line_and_exits_130():
+    # Kubernetes stops a pod with SIGTERM: uvicorn drained, then re-raised it to the default
+    # action, and the server died with 143 and nothing said.
+    import signal
+
+    from sched_server import server_process
+
+    with server_process() as (_, proc):
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+    assert code == 130
+    assert err.strip().splitlines()[-1] == "cotune: stopped by SIGTERM"
