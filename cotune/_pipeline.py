@@ -21,7 +21,7 @@ from cotune._explain import baselines as _baselines
 from cotune._explain import relax as _relax
 from cotune._request import DEFAULT_MAX_WORKERS, ProfileRef, RecommendRequest, request_from_call
 from cotune.models import FittedModels, fit_models
-from cotune.models._fitted import check_fitted
+from cotune.models._fitted import check_fitted, check_workload
 from cotune.models._backbone import GROWTH_PROBES
 from cotune.profile import Profile
 from cotune.solver import (
@@ -124,6 +124,8 @@ def recommend(
     prof: Profile | None = None
     if models is None or isinstance(request.profile, Profile):
         prof = request.load_profile()
+    if models is not None and prof is not None:
+        check_workload(models, prof)
     if models is None:
         assert prof is not None
         models = fit_models(prof, interval=request.interval)
@@ -351,11 +353,11 @@ def _trivial_target(models: FittedModels, target: float) -> list[str]:
     the plan is then 'train one evaluation's worth', which is right for an easy target
     and wrong for one in another unit (0.94 against a metric logged in percent)."""
     acc = models.accuracy
-    sign = 1.0 if acc.goal == "max" else -1.0  # score = sign × metric (models.md § 2)
+    sign = 1.0 if acc.goal_ == "max" else -1.0  # score = sign × metric (models.md § 2)
     start = np.asarray(getattr(acc, "curve_start_", ()), float)
     if start.size == 0 or not np.all(np.isfinite(start)) or sign * target > float(np.min(start)):
         return []
     lo, hi = sorted(sign * float(x) for x in (np.min(start), np.max(start)))
-    side = "below" if acc.goal == "max" else "above"
+    side = "below" if acc.goal_ == "max" else "above"
     return [f"target {target:g} is {side} the first evaluation of every measured curve ({lo:g} to {hi:g}): any run "
             "reaches it at once; check its unit (a fraction against a metric logged in percent?)"]

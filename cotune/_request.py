@@ -274,6 +274,36 @@ class ProfileRef:
                 f"or 'path' (a file under the server's profile directory); got {', '.join(given) or 'none'}",
                 where="/profile",
             )
+        if self.records is not None:
+            # A copy the caller cannot change afterwards, hashable like the rest of a frozen request.
+            object.__setattr__(self, "records", _frozen_records(self.records))
+
+
+def _frozen_records(records: Any) -> tuple[FrozenMap, ...]:
+    """``records`` (a sequence of mappings) as a tuple of read-only maps, nested objects and
+    lists frozen too and numpy scalars as plain numbers (``json`` refused ``np.int64``), or
+    :class:`BadValue` naming the entry that is not a record."""
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Sequence):
+        raise BadValue(f"must be a list of records (objects), got {excerpt(records)}", where="/profile/records")
+    out = []
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            raise BadValue(f"must be a record (an object with a 'record' field), got {excerpt(rec)}",
+                           where=f"/profile/records/{i}")
+        try:
+            out.append(_frozen(rec))
+        except RecursionError:
+            raise BadValue("is nested too deeply: give numbers, strings, lists and objects a few levels deep",
+                           where=f"/profile/records/{i}") from None
+    return tuple(out)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return FrozenMap({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return plain_number(value)
 
 
 def _check_profile(value: Any) -> Any:

@@ -93,6 +93,7 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,8 @@ from cotune.models._step_time import z_for
 
 __all__ = [
     "AccuracyModel",
+    "ANCHOR_CACHE_TARGETS",
+    "MAX_GRID_SIZE",
     "BatchEvidence",
     "EpochsPrediction",
     "Run",
@@ -639,6 +642,17 @@ def _nearest_distance(q: np.ndarray, xs: np.ndarray) -> np.ndarray:
     return np.min(np.abs(np.log2(q)[:, None] - np.log2(xs)[None, :]), axis=1)
 
 
+# Points of the surface's epoch grid a fit may ask for: the surface is batches × points
+# floats (10**6 took 8.4 s and 300 MB, more ran out of memory); 10,000 is 60 times the
+# default and finer than any profile's evaluations.
+MAX_GRID_SIZE = 10_000
+
+# Targets whose anchors a fitted model keeps (least recently used go first): a scheduler
+# that keeps models for days asks for new targets without end (an infeasible question's
+# relaxation alone asks ~11), and an unbounded cache grew with each and was pickled along.
+ANCHOR_CACHE_TARGETS = 64
+
+
 # -- the estimator ---------------------------------------------------------------------------
 class AccuracyModel(EstimatorContract):
     """Epochs-to-target as a distribution, and the monotone best-so-far surface.
@@ -714,7 +728,9 @@ class AccuracyModel(EstimatorContract):
 
     def _score(self, metric: np.ndarray | float) -> np.ndarray:
         m = np.asarray(metric, float)
-        return m if self.goal == "max" else -m
+        # The goal fitted with, not the parameter: set_params(goal=...) on a fitted model
+        # would flip the sign of every target against the surface learnt.
+        return m if self.goal_ == "max" else -m
 
     # -- fitting ------------------------------------------------------------------------
     def fit(
@@ -737,7 +753,7 @@ class AccuracyModel(EstimatorContract):
         if self.goal not in ("max", "min"):
             raise BadValue(f"must be 'max' or 'min', got {excerpt(self.goal)}", where=f"{where}.goal")
         interval(self.interval, where=f"{where}.interval")
-        integer(self.grid_size, where=f"{where}.grid_size", ge=2)
+        integer(self.grid_size, where=f"{where}.grid_size", ge=2, le=MAX_GRID_SIZE)
         if not _is_bool(self.batch_monotone):
             raise BadValue(f"must be true or false, got {excerpt(self.batch_monotone)}", where=f"{where}.batch_monotone")
         if self.b_noise is not None:
@@ -772,6 +788,13 @@ class AccuracyModel(EstimatorContract):
 
     def _fit(self, global_batch: Any, epoch: Any, metric: Any, seed: Any) -> None:
         self._check_params()
+        # What predictions read, fixed at fit: set_params on a fitted model changes the next
+        # fit, not the answers of this one.
+        self.goal_ = self.goal
+        self.interval_ = interval(self.interval, where=f"{type(self).__name__}.interval")
+        self.batch_monotone_ = bool(self.batch_monotone)
+        self.run_scatter_ = float(self.run_scatter)
+        self.kappa_beyond_shape_ = self.kappa_beyond_shape
         global_batch = as_column(global_batch, where="global_batch", gt=0.0).ravel()
         epoch = as_column(epoch, where="epoch", ge=0.0).ravel()
         score = self._score(as_column(metric, where="metric", finite=False).ravel())
@@ -834,7 +857,19 @@ class AccuracyModel(EstimatorContract):
         self._fit_surface()
         self._fit_law_ladder()
         self._fit_spreads()
-        self._cache: dict[float, tuple] = {}
+        self._cache: OrderedDict[float, tuple] = OrderedDict()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The anchor cache is recomputed on demand: a pickle (the fit cache, a scheduler's
+        # store) carries the fit, not the targets asked of it since.
+        state = self.__dict__.copy()
+        state.pop("_cache", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if hasattr(self, "runs_"):
+            self._cache = OrderedDict()
 
     def _fit_surface(self) -> None:
         """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`."""
@@ -992,7 +1027,7 @@ class AccuracyModel(EstimatorContract):
         """Epochs to ``target`` (median, interval ends, reach probability) at each measured batch."""
         self._check_fitted()
         ev = self._evidence(self._target_score(target))
-        z = z_for(self.interval)
+        z = z_for(self.interval_)
         e = np.where(np.isfinite(ev.epochs) & (ev.p_reach >= 0.5), ev.epochs, np.inf)
         lo = np.where(np.isfinite(ev.epochs), ev.epochs * np.exp(-z * ev.log_sigma), np.inf)
         up = np.where(np.isfinite(ev.epochs), ev.epochs * np.exp(z * ev.log_sigma), np.inf)
@@ -1005,6 +1040,7 @@ class AccuracyModel(EstimatorContract):
 
     def _anchors(self, t: float) -> tuple:
         if t in self._cache:
+            self._cache.move_to_end(t)
             return self._cache[t]
         ev = self._evidence(t)
         reached = np.isfinite(ev.epochs)
@@ -1015,7 +1051,7 @@ class AccuracyModel(EstimatorContract):
         use = reached & ~flags
         ab, ae, asg = ev.batches[use], ev.epochs[use], ev.log_sigma[use]
         measured, own_sigma = ae, asg
-        if self.batch_monotone and ab.size >= 2:
+        if self.batch_monotone_ and ab.size >= 2:
             # Epochs non-decreasing in batch: weighted isotonic fit of log E over the anchors.
             ae = np.exp(pava(np.log(ae), 1.0 / np.maximum(asg, _SIGMA_FLOOR) ** 2))
             # Pooling moves an anchor off its own runs; the pooled value is uncertain by at
@@ -1028,9 +1064,11 @@ class AccuracyModel(EstimatorContract):
             # The law at this very target (cached per target): B_noise grows as training
             # progresses, so the fit-time ladder only serves where too few batches reach.
             law = fit_noise_scale(ab, ae)
-        scatter = run_scatter(ab, measured, own_sigma, law, prior=self.run_scatter)
+        scatter = run_scatter(ab, measured, own_sigma, law, prior=self.run_scatter_)
         out = (ev, ab, ae, ev.batches[flags], asg, bn, law, scatter)
         self._cache[t] = out
+        while len(self._cache) > ANCHOR_CACHE_TARGETS:
+            self._cache.popitem(last=False)
         return out
 
     def anchor_batches(self, target: float) -> np.ndarray:
@@ -1054,7 +1092,7 @@ class AccuracyModel(EstimatorContract):
         ev, ab, ae, outliers, asg, bn, law, scatter = self._anchors(t)
         mu, sig = self._log_epochs(q, t, ev, ab, ae, asg, bn, law, scatter)
         p = self._p_reach(q, ev)
-        z = z_for(self.interval)
+        z = z_for(self.interval_)
         med = np.exp(mu)
         point = np.where(p >= 0.5, med, np.inf)
         extrap = (q < self.batches_[0]) | (q > self.batches_[-1])
@@ -1074,7 +1112,7 @@ class AccuracyModel(EstimatorContract):
     def _shape_at(self, t: float, anchors: np.ndarray) -> np.ndarray:
         """κ_beyond's factor for target score ``t`` carried from each of ``anchors``."""
         i = np.searchsorted(self.batches_, anchors)
-        return kappa_shape(target_level(t, self.curve_start_[i], self.curve_plateau_[i]), self.kappa_beyond_shape)
+        return kappa_shape(target_level(t, self.curve_start_[i], self.curve_plateau_[i]), self.kappa_beyond_shape_)
 
     def _log_epochs(self, q, t, ev, ab, ae, asg, bn, law, scatter=0.0) -> tuple[np.ndarray, np.ndarray]:
         """μ and σ of log epochs given the target is reached; ``scatter`` is the run-to-run

@@ -22,14 +22,20 @@ from cotune.errors import InputError, ModelError
 from cotune.models._accuracy import AccuracyModel, EpochsPrediction, usable_noise_scale
 from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
-from cotune.models._step_time import StepTimeModel, StepTimePrediction
+from cotune.models._step_time import MAX_BOOTSTRAP, StepTimeModel, StepTimePrediction
 from cotune.profile import Profile, load_profile
 from cotune.profile._profile import distinct_evals, repeated_evals_note
 from cotune.units import count_of
 
 _R = TypeVar("_R")  # a row of a recommendation or a re-plan (or None)
 
-__all__ = ["MAX_GPU_TYPES", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays", "check_fitted"]
+__all__ = ["MAX_GPU_TYPES", "MAX_BOOTSTRAP", "FittedModels", "fit_models", "clean_arrays", "curve_columns", "CleanArrays",
+           "check_fitted", "check_workload"]
+
+
+# How far the models' interval may sit from the request's and still be the same level: a
+# level given as a float32 (np.float32(0.9) is 0.9 + 2.4e-8) is the level the caller meant.
+INTERVAL_TOLERANCE = 1e-6
 
 
 def check_fitted(models: object, *, interval: float | None = None) -> "FittedModels | None":
@@ -43,12 +49,23 @@ def check_fitted(models: object, *, interval: float | None = None) -> "FittedMod
     if not isinstance(models, FittedModels):
         raise InputError(f"models: must be the result of cotune.fit_models(profile) (or left out to fit the profile), "
                          f"got {excerpt(models)}")
-    fitted = float(models.accuracy.interval)
-    if interval is not None and not math.isclose(fitted, float(interval), rel_tol=0.0, abs_tol=1e-12):
-        raise InputError(f"/interval: the models given were fitted at interval {fitted:g}, the request asks for "
-                         f"{float(interval):g}: fit them with cotune.fit_models(profile, interval={float(interval):g}), or ask "
-                         f"with interval={fitted:g}")
+    fitted = float(models.accuracy.interval_)
+    if interval is not None and not math.isclose(fitted, float(interval), rel_tol=0.0, abs_tol=INTERVAL_TOLERANCE):
+        # repr, not :g: two levels that differ below :g's six digits printed the same number twice.
+        asked = float(interval)
+        raise InputError(f"/interval: the models given were fitted at interval {fitted!r}, the request asks for "
+                         f"{asked!r}: fit them with cotune.fit_models(profile, interval={asked!r}), or ask "
+                         f"with interval={fitted!r}")
     return models
+
+
+def check_workload(models: "FittedModels", profile: Profile) -> None:
+    """Models given with a profile must be that profile's: another workload's models answer
+    for it under this profile's name, with this profile's notes and probes beside them."""
+    if models.workload_name != profile.workload.name:
+        raise InputError(f"models: fitted on workload {excerpt(models.workload_name)}, but the profile is workload "
+                         f"{excerpt(profile.workload.name)}: fit them with cotune.fit_models(profile), or pass the "
+                         f"profile of {excerpt(models.workload_name)}")
 
 
 @dataclass(frozen=True)
@@ -134,8 +151,9 @@ def fit_models(
     profile file or a bundled example's name, as :func:`cotune.recommend` takes it.
     """
     profile = load_profile(profile)
-    check_interval(interval, where="interval")
-    integer(n_bootstrap, where="n_bootstrap", ge=0)
+    # The checked value goes on: a Python float, never the caller's numpy scalar.
+    interval = check_interval(interval, where="interval")
+    n_bootstrap = integer(n_bootstrap, where="n_bootstrap", ge=0, le=MAX_BOOTSTRAP)
     integer(random_state, where="random_state", ge=0)
     if not _is_bool(batch_monotone):
         raise InputError(f"batch_monotone: must be true or false, got {excerpt(batch_monotone)}")

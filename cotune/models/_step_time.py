@@ -106,6 +106,7 @@ from cotune.models._isotonic import isotonic_grid
 __all__ = [
     "EFFECTS_MIN_GAIN",
     "MAX_CALIBRATION_POINTS",
+    "MAX_BOOTSTRAP",
     "FEW_PROBE_KAPPA",
     "KAPPA_HOSTS",
     "KAPPA_STEP",
@@ -173,6 +174,11 @@ _DEPART_MIN = float(np.log(1.3))
 # size (its refits see fewer points: σ_cv and the bootstrap's spread can only be as wide or
 # wider), and every public profile, of at most a few hundred, is fitted as before.
 MAX_CALIBRATION_POINTS = 1000
+
+# Bootstrap refits a fit may ask for: each costs about a fit of the backbone (16 took 3.5 s,
+# 1600 took 29.5 s), so an unbounded count was an unbounded fit; past a few hundred the
+# spread they estimate no longer moves. One rule for StepTimeModel and fit_models.
+MAX_BOOTSTRAP = 1000
 
 
 def space_filling_subset(points: np.ndarray, size: int) -> np.ndarray:
@@ -386,7 +392,7 @@ class StepTimeModel(EstimatorContract):
     def _check_params(self) -> None:
         where = type(self).__name__
         interval(self.interval, where=f"{where}.interval")
-        integer(self.n_bootstrap, where=f"{where}.n_bootstrap", ge=0)
+        integer(self.n_bootstrap, where=f"{where}.n_bootstrap", ge=0, le=MAX_BOOTSTRAP)
         integer(self.random_state, where=f"{where}.random_state", ge=0)
         for name in ("calibrate",):
             if not _is_bool(getattr(self, name)):
@@ -417,6 +423,12 @@ class StepTimeModel(EstimatorContract):
         anchors: tuple[np.ndarray, np.ndarray, np.ndarray, str | None] | None = None,
     ) -> None:
         self._check_params()
+        # What predict reads, fixed at fit: set_params on a fitted model changes the next fit,
+        # not the answers of this one (they came from fitting at these values).
+        self.interval_ = interval(self.interval, where=f"{type(self).__name__}.interval")
+        self.kappa_hosts_ = float(self.kappa_hosts)
+        self.share_range_ = self.share_range
+        self.few_probe_kappa_ = self.few_probe_kappa
         workers = as_column(workers, where="workers", ge=1.0, whole=True).ravel()
         hosts = as_column(hosts, where="hosts", ge=1.0, whole=True).ravel()
         local_batch = as_column(local_batch, where="local_batch", gt=0.0).ravel()
@@ -616,7 +628,7 @@ class StepTimeModel(EstimatorContract):
         return dw + db + more_hosts.astype(float)
 
     def _one_batch(self) -> bool:
-        return self.share_range is not None and self.local_batch_range_[0] == self.local_batch_range_[1]
+        return self.share_range_ is not None and self.local_batch_range_[0] == self.local_batch_range_[1]
 
     def _split_sigma(self, b: np.ndarray) -> np.ndarray:
         """σ of log step time at local batch ``b`` from the unknown constant share when one
@@ -629,7 +641,7 @@ class StepTimeModel(EstimatorContract):
         if not self._one_batch():
             return np.zeros(b.shape)
         r = np.maximum(b, 1e-9) / self.local_batch_range_[0]
-        lo, hi = self.share_range  # type: ignore[misc]
+        lo, hi = self.share_range_  # type: ignore[misc]
         ends = np.log(np.stack([lo + (1 - lo) * r, hi + (1 - hi) * r]))
         c = ONE_BATCH_CONSTANT_SHARE
         mid = np.log(c + (1 - c) * r)
@@ -666,7 +678,7 @@ class StepTimeModel(EstimatorContract):
     def _few_spread(self, w: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
         """:attr:`few_probe_kappa` for the number of probed configurations times the
         doublings to the nearest probed one (0 at the probed ones, and from six on)."""
-        table = self.few_probe_kappa
+        table = self.few_probe_kappa_
         k = self.points_.shape[0]
         if not table or k > len(table):
             return np.zeros(w.shape)
@@ -977,7 +989,17 @@ class StepTimeModel(EstimatorContract):
         workers = as_column(workers, where="workers", ge=1.0)
         hosts = as_column(hosts, where="hosts", ge=1.0)
         local_batch = as_column(local_batch, where="local_batch", gt=0.0)
-        workers, hosts, local_batch = np.broadcast_arrays(workers, hosts, local_batch)
+        try:
+            workers, hosts, local_batch = np.broadcast_arrays(workers, hosts, local_batch)
+        except ValueError:
+            raise BadValue(f"workers, hosts and local_batch must broadcast together (one value per configuration, "
+                           f"or one for all), got shapes {workers.shape}, {hosts.shape} and {local_batch.shape}") from None
+        # The rule fit applies to probes: a host runs one worker or more.
+        over = np.flatnonzero((hosts > workers).ravel())
+        if over.size:
+            i = int(over[0])
+            raise BadValue(f"must be at most the workers (each host runs one worker or more), got hosts "
+                           f"{hosts.ravel()[i]:g} with workers {workers.ravel()[i]:g} at index {i}", where="hosts")
         shape = workers.shape
         w, h, b = workers.ravel(), hosts.ravel(), local_batch.ravel()
         log_mean = self._log_mean(w, h, b)
@@ -989,14 +1011,14 @@ class StepTimeModel(EstimatorContract):
             cv**2
             + self._bootstrap_var(w, h, b)
             + (kappa * self._distance(w, h, b)) ** 2
-            + (getattr(self, "kappa_hosts", 0.0) * self._unprobed_crossing(h)) ** 2
+            + (self.kappa_hosts_ * self._unprobed_crossing(h)) ** 2
             + self._split_sigma(b) ** 2
             + self._growth_sigma(w, h, b) ** 2
             + self._sync_sigma(w, h, b) ** 2
             + self._few_spread(w, h, b) ** 2
         )
         sigma = np.sqrt(var)
-        z = z_for(self.interval)
+        z = z_for(self.interval_)
         mean = np.exp(log_mean)
         return StepTimePrediction(
             step_time_s=mean.reshape(shape),

@@ -26,9 +26,14 @@ from cotune.profile import Profile
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile", "MAX_HELD_OUT_BATCHES"]
+__all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile", "MAX_HELD_OUT_BATCHES", "MAX_FOLDS"]
 
 MAX_HELD_OUT_BATCHES = 24
+
+# Cross-validation folds a caller may ask for: each is a refit of every GPU type's model,
+# and a profile has fewer configurations than this in practice (more folds than
+# configurations is leave-one-out already: 1000 ran past 300 s).
+MAX_FOLDS = 100
 
 
 def held_out_batches(n: int, *, limit: int = MAX_HELD_OUT_BATCHES) -> np.ndarray:
@@ -162,10 +167,23 @@ class FitReport:
     out_of_memory: tuple[tuple[str, int], ...] = ()
 
 
-def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, tick=lambda: None) -> TimeFitReport:
+def _configurations(a: dict[str, np.ndarray]) -> np.ndarray:
+    """Each record's index among the distinct (workers, hosts, local batch) configurations."""
     keys = np.column_stack([a["workers"], a["hosts"], a["local_batch"]])
-    _, cfg = np.unique(keys, axis=0, return_inverse=True)
-    cfg = cfg.ravel()
+    return np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+
+
+def _fold_count(a: dict[str, np.ndarray], *, folds: int) -> int:
+    """Folds :func:`_time_report` runs: the folds asked for, at most one per configuration."""
+    cfg = _configurations(a)
+    if cfg.size == 0:
+        return 0
+    n_cfg = int(cfg.max()) + 1
+    return len(np.unique(np.arange(n_cfg) % max(2, min(folds, n_cfg))))
+
+
+def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, tick=lambda: None) -> TimeFitReport:
+    cfg = _configurations(a)
     n_cfg = int(cfg.max()) + 1
     rng = np.random.default_rng(seed)
     fold_of = rng.permutation(n_cfg) % max(2, min(folds, n_cfg))
@@ -316,13 +334,18 @@ def validate_profile(
     from cotune.profile import load_profile
 
     profile = load_profile(profile)
-    folds = integer(folds, where="folds", ge=2)
+    folds = integer(folds, where="folds", ge=2, le=MAX_FOLDS)
     seed = integer(seed, where="seed", ge=0)
     from cotune.errors import ModelError
 
     from cotune.models._fitted import clean_arrays
 
-    total = len(profile.gpus) * (folds + 1) + min(len({e.global_batch for e in profile.evals}), MAX_HELD_OUT_BATCHES)
+    # The same records as the fit a recommendation uses: outliers left out, and said so.
+    clean = clean_arrays(profile)
+    # One tick per fold that runs (never more than the GPU type's configurations) and one
+    # for its full fit: a total of the folds asked for left the bar short of its end.
+    total = sum(_fold_count(a, folds=folds) + 1 for a in clean.steps.values()) + min(
+        len({e.global_batch for e in profile.evals}), MAX_HELD_OUT_BATCHES)
     done = [0]
 
     def tick() -> None:
@@ -330,8 +353,6 @@ def validate_profile(
         if progress is not None:
             progress(min(done[0], total), total)
 
-    # The same records as the fit a recommendation uses: outliers left out, and said so.
-    clean = clean_arrays(profile)
     times = tuple(_time_report(g, a, folds=folds, seed=seed, tick=tick) for g, a in clean.steps.items())
     try:
         acc, err = _accuracy_report(profile, tick, clean.evals), None

@@ -38,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 
+from cotune._checks import BadValue, excerpt, number
+from cotune._checks import interval as check_interval
 from cotune.models import FittedModels
 from cotune.models._shape import split_log_sigma, time_error_cdf, time_error_ppf
 from cotune.solver._space import Candidates
@@ -176,7 +178,7 @@ def estimate(
     train = epochs * epoch_time
     train_if_reached = ep.epochs_if_reached[binv] * epoch_time
     sig_t = np.sqrt(step_sigma**2 + sig_e**2)
-    level = float(models.accuracy.interval)
+    level = float(models.accuracy.interval_)
     first = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # Quantiles of the log-time error (a scale mixture, cotune.models._shape) per distinct
@@ -251,6 +253,43 @@ def budget_deadline_s(est: Estimates, budget: float | None) -> np.ndarray | None
     return spend_time_s(budget, cost_rate_per_s(est))
 
 
+def check_question_args(
+    *,
+    deadline_s: float | None = None,
+    startup_s: float = 0.0,
+    budget: float | None = None,
+    confidence: float | None = None,
+    interval: float | None = None,
+) -> None:
+    """The question's numbers a public solver function takes, by the request's rules: a NaN
+    deadline read every candidate as late (P = 0) and a NaN interval failed deep in
+    ``statistics``, where ``recommend`` names the field."""
+    if deadline_s is not None:
+        number(deadline_s, where="deadline_s", gt=0.0)
+    number(startup_s, where="startup_s", ge=0.0)
+    if budget is not None:
+        number(budget, where="budget", gt=0.0)
+    if confidence is not None:
+        number(confidence, where="confidence", gt=0.0, lt=1.0, what="a probability")
+    if interval is not None:
+        check_interval(interval, where="interval")
+
+
+def candidate_array(value: object, est: Estimates, *, where: str, dtype: type = float) -> np.ndarray:
+    """``value`` as one entry per candidate of ``est`` (a mask or a price), or :class:`BadValue`:
+    a shorter array failed in numpy's broadcasting or indexing, without naming the argument."""
+    n = len(est.candidates)
+    try:
+        a = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise BadValue(f"must be an array of {n} {'booleans' if dtype is bool else 'numbers'} (one per candidate), "
+                       f"got {excerpt(value)}", where=where) from None
+    if a.shape != (n,):
+        raise BadValue(f"must hold one value per candidate ({n}), got shape {a.shape}: take it from the same estimates",
+                       where=where)
+    return a
+
+
 def cost_at_confidence(est: Estimates) -> np.ndarray:
     """The cost at the confidence the estimates were made at: the time at confidence times
     the rate (``cost_q ≤ budget ⇔ time_q ≤`` :func:`budget_deadline_s`)."""
@@ -280,6 +319,7 @@ def success_probability(
     estimates as they stand: after a spot stage the times are the revocation-aware
     expectations.
     """
+    check_question_args(deadline_s=deadline_s, startup_s=startup_s, budget=budget)
     t = _time_if_reached(est)
     by_budget = budget_deadline_s(est, budget)
     if deadline_s is None and by_budget is None:

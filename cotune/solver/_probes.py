@@ -92,7 +92,8 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
-from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, spend_time_s
+from cotune._checks import BadValue, excerpt, integer, number
+from cotune.solver._estimate import DEFAULT_CONFIDENCE, Estimates, candidate_array, check_question_args, spend_time_s
 from cotune.solver._space import Candidates
 
 __all__ = [
@@ -237,6 +238,11 @@ def option_gains(
     training time against what the deadline and the budget leave after the start-up,
     ``ln(min(D, B/r) − s) − ln(T − s)``.
     """
+    check_question_args(deadline_s=deadline_s, startup_s=startup_s, budget=budget, confidence=confidence, interval=interval)
+    _check_options(options, est)
+    feasible = candidate_array(feasible, est, where="feasible", dtype=bool)
+    if step_floor is not None and np.ndim(step_floor) > 0:
+        step_floor = candidate_array(step_floor, est, where="step_floor")
     cost = np.asarray(est.cost, float)
     ok = np.asarray(feasible, bool) & np.isfinite(cost) & (cost > 0)
     sig_step, sig_e = log_spreads(est, interval=interval)
@@ -308,6 +314,21 @@ def option_gains(
             stated=_stated_rest(opt, sig_step[pool], sig_e[pool], a[pool], floor[pool]),
         )
     return ProbeGains(options=tuple(options), gains=gains, choice=j)
+
+
+def _check_options(options: object, est: Estimates) -> None:
+    """``options``: a sequence of :class:`ProbeOption` whose candidates are rows of ``est``."""
+    if isinstance(options, (str, bytes)) or not isinstance(options, Sequence):
+        raise BadValue(f"must be a list of ProbeOption (standard_options builds them), got {excerpt(options)}",
+                       where="options")
+    n = len(est.candidates)
+    for i, o in enumerate(options):
+        if not isinstance(o, ProbeOption):
+            raise BadValue(f"must be a ProbeOption (standard_options builds them), got {excerpt(o)}",
+                           where=f"options[{i}]")
+        if any(not 0 <= t < n for t in o.touches):
+            raise BadValue(f"touches candidates outside the estimates' {n}: build the options from the same estimates",
+                           where=f"options[{i}]")
 
 
 def _training_s(time_s: np.ndarray, startup_s: float) -> np.ndarray:
@@ -483,6 +504,7 @@ def plan_next_probe(
 ) -> ProbeDecision:
     """The option with the largest expected gain net of its price, or none when no gain covers
     its price (``step_floor``: see :func:`option_gains`)."""
+    _check_options(options, est)
     if not options:
         return ProbeDecision(option=None, expected_gain=0.0, price=0.0, reason="no measurement left to buy")
     g = option_gains(est, options, feasible=feasible, deadline_s=deadline_s, interval=interval, confidence=confidence,
@@ -516,6 +538,11 @@ def standard_options(
     """Step probes at ``unprobed`` candidates (price per candidate in ``step_price``), short
     runs ``(global_batch, price, share)``, and one noise measurement (if priced) touching
     the candidates whose epochs are extrapolated."""
+    unprobed = candidate_array(unprobed, est, where="unprobed", dtype=bool)
+    step_price = candidate_array(step_price, est, where="step_price")
+    if noise_price is not None:
+        number(noise_price, where="noise_price", ge=0.0)
+    number(noise_share, where="noise_share", ge=0.0, le=1.0, what="a share")
     c = est.candidates
     opts = [
         ProbeOption(kind="step", touches=(int(i),), price=float(step_price[i]), label=f"candidate {int(i)}")
@@ -592,6 +619,20 @@ def next_measurement(
     ``unit`` names the cost unit in the reason (``USD`` or ``worker-hours``); ``budget``
     is the question's cost bound and ``startup_s`` its fixed start-up (:func:`option_gains`).
     """
+    # Checked here, where recommend's own rules apply: a negative setup made every price
+    # negative (always "buy") and a NaN deadline every gain NaN.
+    check_question_args(deadline_s=deadline_s, startup_s=startup_s, budget=budget, confidence=confidence, interval=interval)
+    number(setup_s, where="setup_s", ge=0.0)
+    integer(steps, where="steps", ge=1)
+    integer(limit, where="limit", ge=1)
+    feasible = candidate_array(feasible, est, where="feasible", dtype=bool)
+    probed = candidate_array(probed, est, where="probed", dtype=bool)
+    if ranking is not None:
+        ranking = np.asarray(ranking)
+        n = len(est.candidates)
+        if ranking.ndim != 1 or ranking.dtype.kind not in "iu" or (ranking.size and not (0 <= ranking.min() and ranking.max() < n)):
+            raise BadValue(f"must be candidate indices (whole numbers from 0 to {n - 1}), best first, got {excerpt(ranking)}",
+                           where="ranking")
     cands = est.candidates
     cost = np.asarray(est.cost, float)
     ok = np.asarray(feasible, bool)

@@ -630,7 +630,7 @@ def replan(
     from cotune.track import job_progress, planning_profile
     from cotune.track._progress import COLLAPSE_SHARE
 
-    from cotune.models._fitted import check_fitted
+    from cotune.models._fitted import check_fitted, check_workload
 
     rr = _as_replan_request(profile, progress, question)
     req, progress = rr.request, rr.progress
@@ -643,6 +643,8 @@ def replan(
     loaded = None if (models is not None and req.profile is None) else req.load_profile()
     # progress is the caller's or was read from these records (and checked there): its
     # configuration stands, whatever the records' last step says.
+    if models is not None and loaded is not None:
+        check_workload(models, loaded)
     job = None if loaded is None else job_progress(loaded, job=rr.job, target=target, check_configuration=False)
     if models is None:
         models = fit_models(planning_profile(loaded), interval=req.interval)
