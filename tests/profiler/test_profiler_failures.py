@@ -188,6 +188,95 @@ def test_hanging_probe_times_out_and_leaves_no_process(tmp_path, capsys):
              what="every probe process to exit after the timeout")
 
 
+def _unreaped_children() -> set[int]:
+    """This process's children that ended and were never reaped (zombies)."""
+    import os
+
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            found.add(int(entry))
+    return found
+
+
+@pytest.fixture
+def leftover_marker(tmp_path, monkeypatch):
+    """The file named on the command line of the process the workload leaves running (it
+    creates it once it runs); any such process is killed after the test, so a failing run
+    leaves nothing behind either."""
+    import os
+    import signal
+
+    marker = f"{tmp_path}/leftover-started"
+    monkeypatch.setenv("COTUNE_TEST_LEFTOVER_MARKER", marker)
+    yield marker
+    for pid in processes_mentioning(marker):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["leaves_a_process", "leaves_a_process_in_its_own_session"])
+def test_a_process_the_workload_started_ends_with_a_probe_that_ends_normally(
+        tmp_path, capsys, leftover_marker, workload):
+    zombies_before = _unreaped_children()
+    code, err = run_cli(["--workload", spec(workload), "--workers", "2", "--local-batch", "4",
+                         "--out", str(tmp_path / "left.jsonl"), "--no-curves", *FAST], capsys)
+    assert code == 0, err
+    assert Path(leftover_marker).exists()  # the workload did start it
+    # Was still running 10 minutes later: torchrun's workers are in sessions of their own.
+    wait_for(lambda: processes_mentioning(leftover_marker) == [], timeout_s=60,
+             what="the workload's own process to end with its probe")
+    assert _unreaped_children() <= zombies_before
+
+
+@pytest.mark.slow
+def test_a_process_the_workload_started_in_its_own_session_ends_with_a_probe_that_times_out(
+        tmp_path, capsys, leftover_marker):
+    # (One in the worker's session ended already: torchrun stops a worker's process group.)
+    workload = "leaves_a_process_in_its_own_session_then_hangs"
+    zombies_before = _unreaped_children()
+    # 30 s, not less: the worker must get past its start-up to the workload's code even on a loaded machine.
+    code, err = run_cli(["--workload", spec(workload), "--workers", "1", "--local-batch", "4", "--probe-timeout", "30s",
+                         "--out", str(tmp_path / "left.jsonl"), "--no-curves", *FAST], capsys)
+    assert code == 1 and "every probe of this run failed (timeout)" in err, err
+    assert Path(leftover_marker).exists()  # the workload did start it
+    wait_for(lambda: processes_mentioning(leftover_marker) == [], timeout_s=60,
+             what="the workload's own process to end with its probe")
+    assert _unreaped_children() <= zombies_before
+
+
+@pytest.mark.slow
+def test_a_process_the_workload_started_in_its_own_session_ends_with_a_profiler_stopped_by_sigterm(
+        tmp_path, leftover_marker):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "profiler", "--workload",
+                             spec("leaves_a_process_in_its_own_session_then_hangs"), "--workers", "1", "--local-batch",
+                             "4", "--out", str(tmp_path / "stopped.jsonl"), "--no-curves", *FAST],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        wait_for(lambda: Path(leftover_marker).exists() or proc.poll() is not None, timeout_s=120,
+                 what="the workload to start its own process")
+        assert proc.poll() is None, proc.returncode
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    wait_for(lambda: processes_mentioning(leftover_marker) == [], timeout_s=60,
+             what="the workload's own process to end with the stopped profiler")
+
+
 @pytest.mark.slow
 def test_a_batch_that_hangs_inside_a_launch_times_out_and_keeps_the_batch_before_it(tmp_path, capsys):
     out = tmp_path / "hang2.jsonl"

@@ -172,3 +172,44 @@ def _data_that_hangs() -> TensorDataset:
 # train_data() that hangs while the parent counts its samples (no dataset_size given).
 hangs_for_data = Workload(name="tiny", model=_model,
                           **{**{k: v for k, v in _COMMON.items() if k != "dataset_size"}, "train_data": _data_that_hangs})
+
+
+
+def _start_a_leftover(*, own_session: bool) -> None:
+    """Start a process of the workload's own that would run for 10 minutes (a helper server):
+    its command line names the file COTUNE_TEST_LEFTOVER_MARKER, which it creates once it runs;
+    ``own_session``: it calls setsid, as a daemon does (a process group never reaches it)."""
+    import subprocess
+    import sys
+
+    from pathlib import Path
+
+    marker = os.environ["COTUNE_TEST_LEFTOVER_MARKER"]
+    code = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); time.sleep(600)"
+    subprocess.Popen([sys.executable, "-c", code, marker], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=own_session)
+    deadline = time.monotonic() + 120
+    while not Path(marker).exists() and time.monotonic() < deadline:  # up, as a server's readiness check
+        time.sleep(0.02)
+
+
+def _model_leaving(*, own_session: bool):
+    def make() -> nn.Module:
+        _start_a_leftover(own_session=own_session)
+        return _model()
+
+    return make
+
+
+def _loss_leaving_then_hanging(*, own_session: bool):
+    def make():
+        _start_a_leftover(own_session=own_session)
+        time.sleep(3600)  # the probe times out
+
+    return make
+
+
+leaves_a_process = Workload(name="tiny", model=_model_leaving(own_session=False), **_COMMON)
+leaves_a_process_in_its_own_session = Workload(name="tiny", model=_model_leaving(own_session=True), **_COMMON)
+leaves_a_process_in_its_own_session_then_hangs = Workload(
+    name="tiny", model=_model, **{**_COMMON, "loss": _loss_leaving_then_hanging(own_session=True)})
