@@ -26,7 +26,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, TextIO
+from typing import Any, BinaryIO, Callable, Iterable, Mapping, TextIO
 
 from cotune._checks import excerpt, integer, one_line_name
 from cotune.errors import InputError, StorageError
@@ -75,6 +75,28 @@ __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_s
 
 # Worker modules that time a task's ``more_local_batches`` in the same launch.
 GROUP_WORKERS = frozenset({"profiler._worker", "profiler.tf._worker"})
+# What a kept log holds of a probe's log at most: its start (the set-up, the first error) and
+# its end (the worker's exception, torchrun's report). A workload that printed a gigabyte in a
+# loop before failing filled the disk with its copy, once per failed probe.
+KEPT_LOG_HEAD_BYTES = 1 * 2**20
+KEPT_LOG_TAIL_BYTES = 4 * 2**20
+
+
+def copy_log_bounded(src: BinaryIO, dst: BinaryIO, *, head_bytes: int, tail_bytes: int) -> None:
+    """Copy ``src`` to ``dst`` whole if it holds at most ``head_bytes + tail_bytes``; else its
+    first ``head_bytes`` and last ``tail_bytes``, with a line between saying how much was cut."""
+    src.seek(0, os.SEEK_END)
+    size = src.tell()
+    src.seek(0)
+    if size <= head_bytes + tail_bytes:
+        shutil.copyfileobj(src, dst)
+        return
+    dst.write(src.read(head_bytes))
+    cut = size - head_bytes - tail_bytes
+    dst.write(f"\n[cotune: {cut} bytes of this log cut here; the first {head_bytes} and the last {tail_bytes} "
+              "are kept]\n".encode())
+    src.seek(size - tail_bytes)
+    shutil.copyfileobj(src, dst)
 
 
 def _slug(text: str) -> str:
@@ -266,7 +288,8 @@ class Session:
         return verdict
 
     def _keep_log(self, folder: Path, name: str) -> Path:
-        """Copy a failed probe's log (and the workers' tracebacks) to ``logs/``."""
+        """Copy a failed probe's log (its first and last few MiB: :func:`copy_log_bounded`) and
+        the workers' tracebacks (4000 characters each, cut by the worker) to ``logs/``."""
         logs = self.scratch / "logs"
         kept = logs / f"{name}.log"
         with storage_guard(kept, "keep the failed probe's log"):
@@ -274,7 +297,7 @@ class Session:
             with open(kept, "ab") as dst:
                 if (folder / "log.txt").exists():  # a replacement launcher may keep logs elsewhere
                     with open(folder / "log.txt", "rb") as src:
-                        shutil.copyfileobj(src, dst)
+                        copy_log_bounded(src, dst, head_bytes=KEPT_LOG_HEAD_BYTES, tail_bytes=KEPT_LOG_TAIL_BYTES)
                 for result in read_results(folder / "results", kind="timing"):
                     if isinstance(result, FailureResult) and result.traceback:
                         dst.write(f"\n--- rank{result.rank} traceback ---\n{result.traceback}".encode())

@@ -273,3 +273,41 @@ def test_a_batch_whose_result_is_in_is_kept_even_when_it_took_longer_than_the_ti
                                local_batches=[8, 16, 32], curves=[])
     assert [s.local_batch for s in read_profile(out).steps] == [8, 16, 32]
     assert not read_profile(out).failures and summary.launches == 1
+
+
+@dataclass
+class FloodsItsLog(GroupLauncher):
+    """A workload that prints ``flood_bytes`` in a loop, then crashes: its probe's log is that big."""
+
+    flood_bytes: int = 0
+    FIRST = b"the start of the workload's output\n"
+    LINE = b"loss is still going down, printing every step\n"
+    LAST = b"RuntimeError: the workload's own error, at the very end\n"
+
+    @property
+    def lines(self) -> int:
+        return self.flood_bytes // len(self.LINE)
+
+    @property
+    def log_bytes(self) -> int:
+        return len(self.FIRST) + self.lines * len(self.LINE) + len(self.LAST)
+
+    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
+        with open(request.log_path, "wb") as fh:
+            fh.write(self.FIRST + self.LINE * self.lines + self.LAST)
+        return super().launch(request, poll=poll)
+
+
+def test_a_failed_probes_kept_log_holds_its_start_and_end_not_all_it_printed(tmp_path):
+    from profiler._session import KEPT_LOG_HEAD_BYTES, KEPT_LOG_TAIL_BYTES
+
+    out, fake = tmp_path / "flood.jsonl", FloodsItsLog(crash_at=8, flood_bytes=12 * 2**20)
+    _profile(out, fake, workers=[1], local_batches=[8], curves=[])
+    (kept,) = (tmp_path / "flood.jsonl.cotune" / "logs").iterdir()
+    text = kept.read_bytes()
+    # Was a copy of all 12 MiB, per failed probe: a gigabyte printed was a gigabyte kept.
+    assert len(text) < KEPT_LOG_HEAD_BYTES + KEPT_LOG_TAIL_BYTES + 200
+    assert text.startswith(fake.FIRST) and fake.LAST in text[-KEPT_LOG_TAIL_BYTES:]
+    cut = fake.log_bytes - KEPT_LOG_HEAD_BYTES - KEPT_LOG_TAIL_BYTES
+    assert f"[cotune: {cut} bytes of this log cut here".encode() in text
+
