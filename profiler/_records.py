@@ -141,10 +141,37 @@ def _raised_in_torch_distributed(traceback: str) -> bool:
     return bool(files) and _DISTRIBUTED_FILE.search(files[-1]) is not None
 
 
+# TensorFlow's words for the same: a worker whose peer died raises one of TensorFlow's own
+# error classes (grpc's UNAVAILABLE, or the collective's abort), from a collective op
+# ("Detected at node sgd/CollectiveReduceV2", "Collective ops is aborted by: ...",
+# ring_alg's RecvBuf), naming the lost connection ("recvmsg:Connection reset by peer",
+# "Socket closed", "failed to connect to all addresses"; its coordination service: "tasks are
+# unhealthy (stopped sending heartbeats)"). Its message is cut at 500
+# characters before the cause, so the traceback's end is read too.
+_TF_PEER_ERROR = re.compile(r"^\s*(?:\w+\.)*(?:UnavailableError|CancelledError|AbortedError|DeadlineExceededError):")
+_TF_COLLECTIVE = re.compile(r"\bCollective\w*|\bRingReduce\b|\bWorkerService\b")
+_TF_PEER_LOST = re.compile(r"\bconnection (?:closed|reset) by peer\b|\bsocket closed\b|\bbroken pipe\b|"
+                           r"\bfailed to connect to all addresses\b|\berror received from peer\b|"
+                           r"\bstopped sending heartbeats\b|\btasks have crashed\b", re.IGNORECASE)
+
+
+def _tf_lost_a_peer(failure: FailureResult) -> bool:
+    """Whether ``failure`` is a TensorFlow worker's follow-on error after a peer died: one of
+    TensorFlow's error classes from a collective, about the lost connection (a workload's own
+    ConnectionResetError is no TensorFlow error class, and stays its crash)."""
+    said = f"{failure.message}\n{failure.traceback}"
+    return (_TF_PEER_ERROR.search(failure.message) is not None and _TF_COLLECTIVE.search(said) is not None
+            and _TF_PEER_LOST.search(said) is not None)
+
+
 def _lost_a_peer(failure: FailureResult) -> bool:
     """Whether ``failure`` is a rank's follow-on crash after a peer died under it: a collective's
     error about the lost connection, never the same words from the workload's own I/O."""
-    if failure.status != "crash" or _PEER_LOST.search(failure.message) is None:
+    if failure.status != "crash":
+        return False
+    if _tf_lost_a_peer(failure):
+        return True
+    if _PEER_LOST.search(failure.message) is None:
         return False
     if _COLLECTIVES_WORD.search(failure.message) is not None:
         return True

@@ -526,3 +526,51 @@ def test_a_follow_on_is_a_collectives_error_never_the_workloads_own_io(failure, 
     from profiler._records import _lost_a_peer
 
     assert _lost_a_peer(failure) is follow_on
+
+
+# What a TensorFlow worker raised when its peer was killed with SIGKILL mid-step (a real
+# two-worker probe of examples/digits_keras.py, tensorflow-cpu 2.21; its message is cut at 500
+# characters by the worker, before the cause, which the traceback's end keeps).
+_TF_SOCKET_LOST = FailureResult(
+    status="crash", rank=0,
+    message="UnavailableError: Graph execution error:\n\nDetected at node sgd/CollectiveReduceV2 defined at (most "
+            "recent call last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\n",
+    traceback="Traceback (most recent call last):\n  File \"profiler/_entry.py\", line 162, in worker_main\n"
+              "tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:\n\n"
+              "Collective ops is aborted by: recvmsg:Connection reset by peer\nAdditional GRPC error information from "
+              "remote target /job:worker/replica:0/task:1 while calling /tensorflow.WorkerService/RecvBuf:\n"
+              ":UNKNOWN:Error received from peer  {grpc_status:14, grpc_message:\"recvmsg:Connection reset by peer\"}\n"
+              "\t [[{{node sgd/CollectiveReduceV2}}]] [Op:__inference_full_step_568]\n")
+# ... and when the peer died before the first collective: the coordination service's word.
+_TF_HEARTBEATS_LOST = FailureResult(
+    status="crash", rank=0,
+    message="UnavailableError: {{function_node __wrapped__CollectiveBcastSend_device_/job:worker/replica:0/task:0/"
+            "device:CPU:0}} Collective ops is aborted by: Error reported from /job:worker/task:1: The following tasks "
+            "are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\nThe tasks have crashed.")
+_TF_SPAWNER_SIGKILL = "profiler.tf._spawn: worker 1 exited: Signals.SIGKILL (exitcode  : -9)\n"
+
+
+@pytest.mark.parametrize("failure", [_TF_SOCKET_LOST, _TF_HEARTBEATS_LOST])
+def test_a_tensorflow_peers_follow_on_error_points_to_the_worker_killed_from_outside(failure):
+    outcome = LaunchOutcome(returncode=137, timed_out=False, wall_s=1.0, log_tail=_TF_SPAWNER_SIGKILL, oom_kills=0)
+    verdict = classify(outcome, [failure], timeout_s=60, log=LOG, workers=2, started=2)
+    # Was a 'crash' record quoting the peer's UnavailableError: reruns skipped the point.
+    assert verdict.kind == "launcher" and "killed by SIGKILL, and not by the kernel's" in verdict.message, verdict
+
+
+def test_a_tensorflow_follow_on_is_its_collectives_lost_peer_by_class_name_and_words():
+    from profiler._records import _lost_a_peer
+
+    assert _lost_a_peer(_TF_SOCKET_LOST) and _lost_a_peer(_TF_HEARTBEATS_LOST)  # were not: the peer's 'crash'
+    not_follow_ons = [
+        # the workload's own data read over grpc: a TensorFlow error class, but no collective's
+        FailureResult(status="crash", rank=0, message="UnavailableError: failed to connect to all addresses "
+                                                      "(reading gs://bucket/shard-3)"),
+        # the workload's own socket, whatever words come with it
+        FailureResult(status="crash", rank=0, message="ConnectionResetError: [Errno 104] Connection reset by peer",
+                      traceback="CollectiveReduceV2: Socket closed"),
+        # a collective that failed for a reason of its own, in no follow-on error class
+        FailureResult(status="crash", rank=0, message="InvalidArgumentError: Collective ops shapes differ; "
+                                                      "Socket closed"),
+    ]
+    assert not any(_lost_a_peer(failure) for failure in not_follow_ons)

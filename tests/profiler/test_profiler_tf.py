@@ -63,6 +63,32 @@ def test_tensorflow_simulated_oom_is_a_failure_record(tmp_path, capsys, monkeypa
     assert [s.local_batch for s in profile.steps] == [8]  # timed in the same launch, before the failure: kept
 
 
+def test_a_tensorflow_worker_killed_from_outside_is_not_recorded_as_its_peers_crash(tmp_path, capsys, monkeypatch):
+    from profiler._launcher import oom_kill_count
+
+    if oom_kill_count() is None:
+        pytest.skip("this kernel keeps no OOM-kill count: a SIGKILL reads as the OOM killer's, as documented")
+    monkeypatch.chdir(ROOT)
+    wl = tmp_path / "tf_killed.py"
+    wl.write_text(  # worker 1 is killed (an operator's kill -9) while worker 0 goes on into a collective
+        "import dataclasses, os, signal, sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from examples.digits_keras import make_model, workload as base\n"
+        "def model():\n"
+        "    if os.environ.get('RANK') == '1':\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return make_model()\n"
+        "workload = dataclasses.replace(base, model=model)\n"
+    )
+    out = tmp_path / "tf_killed.jsonl"
+    code, err = run_cli(["--workload", f"{wl}:workload", "--workers", "2", "--local-batch", "16", "--out", str(out),
+                         "--no-curves", *FAST], capsys)
+    # Was exit 1 with a 'crash' record quoting worker 0's "UnavailableError: ... Collective ops is aborted".
+    assert code == 3, err
+    assert "killed by SIGKILL, and not by the kernel's out-of-memory killer" in err and err.count("\n") == 1, err
+    assert not read_profile(out).failures
+
+
 def test_tensorflow_value_plan_seeds_then_stops_with_its_reason(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "tfv.jsonl"
