@@ -90,6 +90,7 @@ for :meth:`AccuracyModel.metric_at`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import warnings
@@ -1039,9 +1040,13 @@ class AccuracyModel(EstimatorContract):
         return self._anchors(self._target_score(target))[3]
 
     def _anchors(self, t: float) -> tuple:
-        if t in self._cache:
-            self._cache.move_to_end(t)
-            return self._cache[t]
+        # One fitted model answers several threads at once (the service): another thread's
+        # eviction may take ``t`` between any two steps here, so read once and never assume.
+        hit = self._cache.get(t)
+        if hit is not None:
+            with contextlib.suppress(KeyError):
+                self._cache.move_to_end(t)
+            return hit
         ev = self._evidence(t)
         reached = np.isfinite(ev.epochs)
         bn = self.noise_scale(float(self._score(t)))
@@ -1068,7 +1073,8 @@ class AccuracyModel(EstimatorContract):
         out = (ev, ab, ae, ev.batches[flags], asg, bn, law, scatter)
         self._cache[t] = out
         while len(self._cache) > ANCHOR_CACHE_TARGETS:
-            self._cache.popitem(last=False)
+            with contextlib.suppress(KeyError):  # emptied by another thread's eviction meanwhile
+                self._cache.popitem(last=False)
         return out
 
     def anchor_batches(self, target: float) -> np.ndarray:
@@ -1173,7 +1179,11 @@ class AccuracyModel(EstimatorContract):
                 m = np.where(below, lae[k], lae[k] + np.log(qo / ab[k]))
             mu[out] = m
             kappa = self.kappa_beyond_ * self._shape_at(t, ab[k])
-            sig[out] = np.sqrt(asg[k] ** 2 + (kappa * d) ** 2 + scatter**2)
+            # Never surer than the measured batch next to it (a batch measured by one run
+            # carries 2·scatter² there): the floor keeps σ continuous at the end anchors,
+            # where 1·scatter² read [81.1, 120.8] epochs just past a batch of [71.1, 124.6].
+            at_anchor = np.sqrt(asg[k] ** 2 + at_measured[k] * scatter**2)
+            sig[out] = np.maximum(np.sqrt(asg[k] ** 2 + (kappa * d) ** 2 + scatter**2), at_anchor)
         # Measured outliers answer for themselves, with their disagreement as spread.
         for b, e, s in zip(ev.batches, ev.epochs, ev.log_sigma):
             hit = q == b

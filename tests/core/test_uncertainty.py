@@ -421,6 +421,37 @@ def test_interval_at_a_batch_measured_by_one_run_covers_a_new_run_there():
     assert 0.82 <= float(np.mean(covers)) <= 0.97
 
 
+def test_a_batch_just_past_the_end_anchors_is_never_surer_than_the_anchor():
+    # One run per batch: σ at the end anchors carries 2·scatter²; just past them it carried
+    # 1·scatter² and read narrower than at the measured batch ([81.1, 120.8] vs [71.1, 124.6]).
+    batches = [64 * 2**k for k in range(0, 8, 2)]
+    jitter = {b: f for b, f in zip(batches, (1.0, 1.15, 0.9, 1.1))}
+    m = AccuracyModel(batch_monotone=False).fit(
+        *_pooled_runs(batches, lambda B: _law(B) * jitter[B], noise=0.0005, epochs=120, seed=1))
+    assert m.outlier_batches(0.85).size == 0 and m.scatter_at(0.85) > 0
+    lo, hi = float(batches[0]), float(batches[-1])
+    s = m.epochs_to_target(np.array([lo / 1.02, lo, hi, hi * 1.02]), 0.85).log_sigma
+    assert s[0] >= s[1] - 1e-12 and s[3] >= s[2] - 1e-12
+
+
+def test_a_target_evicted_by_another_thread_mid_lookup_is_still_answered():
+    # The service shares one fitted model across threads: another thread's eviction could
+    # take the target between the cache's membership test and its move to the end (KeyError,
+    # a 500). Simulated deterministically: the move finds the entry gone.
+    from collections import OrderedDict
+
+    class EvictedMidLookup(OrderedDict):
+        def move_to_end(self, key, last=True):
+            self.pop(key, None)
+            raise KeyError(key)
+
+    m = AccuracyModel().fit(*_pooled_runs([256, 1024], _law, epochs=80))
+    first = m.epochs_to_target(np.array([512.0]), 0.85)
+    m._cache = EvictedMidLookup(m._cache)
+    again = m.epochs_to_target(np.array([512.0]), 0.85)
+    assert again.epochs[0] == first.epochs[0]
+
+
 def test_a_batch_whose_runs_spread_keeps_that_spread_as_a_new_runs():
     # Several seeds at a batch say themselves where a new run lands: no run-to-run term on top.
     data = _pooled_runs([512], _law, runs=5, epochs=60, seed=4)
