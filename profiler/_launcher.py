@@ -124,8 +124,10 @@ def kill_group(proc: subprocess.Popen, *, grace_s: float) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    # torchrun's workers share its process group, but one may have escaped (setsid):
-    # a last SIGKILL to the group costs nothing when it is already gone.
+    # The TensorFlow spawner's workers share its process group; torchrun (torch 2.x) starts
+    # each worker in a session of its own, which this never reaches (torchrun's own SIGTERM
+    # handler and the workers' parent-death signal stop them; what a worker started in a
+    # session of its own runs on: docs/profiler.md). A last SIGKILL to the group costs nothing.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
