@@ -158,10 +158,13 @@ class PolluxAccuracy:
     """Epochs to target from the reference curve and the gradient noise scale."""
 
     interval = 0.9
+    # The solver reads a model's fitted copies (cotune's estimators keep them from ``fit``, so
+    # a later set_params cannot move their answers); this one is fitted as it is built.
+    interval_ = interval
 
     def __init__(self, *, reference: Curve, goal: str) -> None:
         self.reference = reference
-        self.goal = goal
+        self.goal = self.goal_ = goal
         self.m0 = float(reference.global_batch)
         ok = (reference.grad_sqr > 0) & np.isfinite(reference.grad_var) & (reference.grad_var >= 0)
         phi = np.where(ok, reference.grad_var / np.where(ok, reference.grad_sqr, 1.0) * self.m0, np.nan)
