@@ -3,9 +3,17 @@
 An entry is keyed by everything its value depends on: the profile's records (a content
 hash, not the path or mtime), the fit options, cotune's version and a hash of the model
 code (``cotune/models``, ``cotune/profile``), so a change to any of them misses rather
-than serving a stale fit. Entries are written atomically (temporary file + rename); an
-unreadable, truncated or foreign entry is a miss and is refitted silently. The directory
-is safe to delete at any time.
+than serving a stale fit. Entries are written atomically (temporary file + rename) and
+carry a SHA-256 of their payload, checked before unpickling: an unreadable, truncated,
+bit-flipped or foreign entry is a miss, refitted silently and overwritten. The directory
+is safe to delete at any time, and a directory that cannot be found or written only
+costs speed.
+
+The directory is bounded: after each write the least recently used entries (by mtime; a
+hit touches its entry) are deleted down to ``COTUNE_CACHE_MAX_ENTRIES`` entries (default
+256) and ``COTUNE_CACHE_MAX_MIB`` MiB (default 256), and temporary files left by a
+killed writer are deleted once they are older than ten minutes. Only files named like
+the cache's own are touched.
 
 The entries are pickles, and unpickling runs code: an entry is read only when it and
 its directory belong to the current user and neither is writable by group or others
@@ -18,17 +26,33 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import stat
 import sys
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
-__all__ = ["cache_dir", "code_hash", "profile_hash", "cached"]
+__all__ = ["cache_dir", "code_hash", "profile_hash", "cached", "prune"]
 
 T = TypeVar("T")
-_FORMAT = 1  # bump when the entry layout changes
+_FORMAT = 2  # bump when the entry layout changes (2: a payload checksum ahead of the pickle)
+# An entry is _MAGIC, the payload's SHA-256 (raw bytes), then the payload: pickle((key, value)).
+# The checksum catches disk and copy damage; a flipped bit inside a pickle often still loads
+# and then serves wrong numbers, so the pickle alone cannot be trusted to fail loudly.
+_MAGIC = b"cotune-cache-2\n"
+_DIGEST_BYTES = 32
+DEFAULT_MAX_ENTRIES = 256
+DEFAULT_MAX_MIB = 256
+# A writer holds its temporary file only while it writes one entry (a few hundred KB at
+# most); one this old belongs to a process that was killed mid-write.
+_STALE_TMP_S = 600.0
+# The names this module writes (kinds are lower-case words and hyphens; tempfile.mkstemp
+# adds 8 characters): pruning never touches anything else someone keeps in the folder.
+_ENTRY_NAME = re.compile(r"[a-z][a-z0-9-]*-[0-9a-f]{32}\.pickle")
+_TMP_NAME = re.compile(r"\.[a-z][a-z0-9-]*-[A-Za-z0-9_]+\.tmp")
 
 
 def cache_dir() -> Path:
@@ -40,7 +64,10 @@ def cache_dir() -> Path:
         return Path.home() / "Library" / "Caches" / "cotune"
     if os.name == "nt":
         return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "cotune" / "Cache"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cotune"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec: a relative path is invalid and must be ignored (it would put the
+    # cache in whatever directory the command happens to run from).
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "cotune"
 
 
 @lru_cache(maxsize=1)
@@ -71,13 +98,19 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
 
     ``key`` must be JSON-serialisable; the code hash is added to it. Any failure to
     read or write the cache falls back to computing: the cache can only save time.
+    After a write the folder is pruned to its caps (``prune``).
     """
     if not enabled:
         return compute()
     full = {"format": _FORMAT, "kind": kind, "code": code_hash(), **key}
     blob = json.dumps(full, sort_keys=True, default=str)
     digest = hashlib.sha256(blob.encode()).hexdigest()[:32]
-    folder = directory or cache_dir()
+    try:
+        # Inside the try: with no HOME and no passwd entry (a container run as an arbitrary
+        # uid) or "~user" naming an unknown user there is no directory, only a slower answer.
+        folder = directory or cache_dir()
+    except (RuntimeError, OSError, KeyError):
+        return compute()
     path = folder / f"{kind}-{digest}.pickle"
     try:
         # Non-blocking and not through a link: a FIFO planted at an entry's name blocked
@@ -89,25 +122,98 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
                 raise IsADirectoryError("cache entry is not a regular file")
             if not (_trusted(st) and _trusted(folder.stat())):
                 raise PermissionError("cache entry not private to this user")
-            stored_key, value = pickle.load(fh)
-        if stored_key == blob:
-            return value
+            data = fh.read()
+            stored_key, value = pickle.loads(_verified_payload(data))
+            if stored_key == blob:
+                _touch(fh.fileno(), path)
+                return value
     except Exception:  # missing, truncated, corrupted, from another version: a miss
         pass
     value = compute()
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        payload = pickle.dumps((blob, value), protocol=pickle.HIGHEST_PROTOCOL)
         fd, tmp = tempfile.mkstemp(prefix=f".{kind}-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump((blob, value), fh, protocol=pickle.HIGHEST_PROTOCOL)
+                fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
     except Exception:  # read-only or full disk: run uncached
-        pass
+        return value
+    prune(folder=folder)
     return value
+
+
+def prune(*, folder: Path, max_entries: int | None = None, max_bytes: int | None = None,
+          now_s: float | None = None) -> None:
+    """Delete the least recently used entries of ``folder`` beyond ``max_entries`` entries or
+    ``max_bytes`` bytes (defaults: ``COTUNE_CACHE_MAX_ENTRIES``, ``COTUNE_CACHE_MAX_MIB``),
+    and the cache's temporary files older than ten minutes. Never raises: a file that
+    vanished or cannot be deleted is left to the next call."""
+    if max_entries is None:
+        max_entries = _env_limit("COTUNE_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES)
+    if max_bytes is None:
+        max_bytes = _env_limit("COTUNE_CACHE_MAX_MIB", DEFAULT_MAX_MIB) * 1024 * 1024
+    now_s = time.time() if now_s is None else now_s
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    entries: list[tuple[float, str, int]] = []
+    for name in names:
+        try:
+            if _ENTRY_NAME.fullmatch(name):
+                st = os.lstat(folder / name)
+                if stat.S_ISREG(st.st_mode):
+                    entries.append((st.st_mtime, name, st.st_size))
+            elif _TMP_NAME.fullmatch(name):
+                st = os.lstat(folder / name)
+                if stat.S_ISREG(st.st_mode) and now_s - st.st_mtime > _STALE_TMP_S:
+                    os.unlink(folder / name)
+        except OSError:  # gone meanwhile (another process pruned it) or not ours to delete
+            continue
+    kept_count, kept_bytes, over = 0, 0, False
+    for _, name, size_bytes in sorted(entries, reverse=True):  # most recently used first
+        over = over or kept_count + 1 > max_entries or kept_bytes + size_bytes > max_bytes
+        if not over:
+            kept_count, kept_bytes = kept_count + 1, kept_bytes + size_bytes
+            continue
+        try:
+            os.unlink(folder / name)
+        except OSError:
+            continue
+
+
+def _verified_payload(data: bytes) -> bytes:
+    """The pickle inside an entry, or ValueError when its header or checksum is wrong."""
+    head = len(_MAGIC) + _DIGEST_BYTES
+    if not data.startswith(_MAGIC) or len(data) < head:
+        raise ValueError("not a cotune cache entry of this format")
+    payload = data[head:]
+    if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
+        raise ValueError("cache entry damaged: checksum mismatch")
+    return payload
+
+
+def _touch(fd: int, path: Path) -> None:
+    """Mark an entry as just used (pruning keeps the most recently used); best effort."""
+    try:
+        os.utime(fd if os.utime in os.supports_fd else path)
+    except OSError:
+        pass
+
+
+def _env_limit(name: str, default: int) -> int:
+    """A non-negative integer from the environment; anything else is the default, since a
+    limit on a cache must not fail the command it only speeds up."""
+    try:
+        value = int(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
 
 
 def _trusted(st: os.stat_result) -> bool:

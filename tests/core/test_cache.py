@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -160,3 +162,114 @@ def test_a_fifo_at_an_entrys_name_is_a_miss_not_a_hang(cache, count_fits, capsys
     entry.unlink()
     os.mkfifo(entry)  # a reader's open() would block for ever waiting for a writer
     assert _answer(capsys) and len(count_fits) == 2
+
+
+def _counted(calls: list[int], value: Any) -> Callable[[], Any]:
+    """A compute function for ``_cache.cached`` that records each call (a refit)."""
+    return lambda: calls.append(1) or value
+
+
+def test_a_flipped_bit_in_an_entry_is_refitted_not_served(tmp_path):
+    # A flipped mantissa bit still unpickles, to a different number: only a checksum catches it.
+    import struct
+
+    calls: list[int] = []
+    value = {"rate": 0.25}
+    assert _cache.cached("models", {"p": 1}, _counted(calls, value), directory=tmp_path) == value
+    (entry,) = tmp_path.glob("models-*.pickle")
+    data = bytearray(entry.read_bytes())
+    at = bytes(data).index(struct.pack(">d", 0.25)) + 7
+    data[at] ^= 1
+    entry.write_bytes(bytes(data))
+    assert _cache.cached("models", {"p": 1}, _counted(calls, value), directory=tmp_path) == value
+    assert len(calls) == 2
+    assert _cache.cached("models", {"p": 1}, _counted(calls, value), directory=tmp_path) == value
+    assert len(calls) == 2  # the damaged entry was overwritten by the refit
+
+
+def test_no_home_directory_answers_uncached(monkeypatch):
+    # A container run as an arbitrary uid: no HOME, no passwd entry, no cache override.
+    import pwd
+
+    for name in ("HOME", "XDG_CACHE_HOME", "COTUNE_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid)))
+    monkeypatch.setattr(_cache.sys, "platform", "linux")
+    calls: list[int] = []
+    assert _cache.cached("models", {"p": 1}, _counted(calls, 7)) == 7 and len(calls) == 1
+
+
+def test_cache_dir_naming_an_unknown_user_answers_uncached(monkeypatch):
+    monkeypatch.setenv("COTUNE_CACHE_DIR", "~no_such_user_for_cotune_tests/cache")
+    calls: list[int] = []
+    assert _cache.cached("models", {"p": 1}, _counted(calls, 7)) == 7 and len(calls) == 1
+
+
+@pytest.mark.slow
+def test_recommend_without_a_home_directory_exits_0(monkeypatch, count_fits, capsys):
+    import pwd
+
+    for name in ("HOME", "XDG_CACHE_HOME", "COTUNE_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid)))
+    monkeypatch.setattr(_cache.sys, "platform", "linux")
+    assert _answer(capsys)["recommendation"] and len(count_fits) == 1
+
+
+@pytest.mark.skipif(os.name == "nt" or _cache.sys.platform == "darwin", reason="XDG applies on Linux and BSD")
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
+    monkeypatch.delenv("COTUNE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert _cache.cache_dir() == tmp_path / ".cache" / "cotune"
+
+
+def _store(folder: Path, key: int, value: Any, *, mtime_s: float) -> str:
+    """Cache ``value`` under ``{"p": key}`` in ``folder``, date its entry ``mtime_s`` (explicit
+    ages: no dependence on the clock) and return the entry's name."""
+    before = set(folder.glob("models-*.pickle"))
+    _cache.cached("models", {"p": key}, lambda: value, directory=folder)
+    (entry,) = set(folder.glob("models-*.pickle")) - before
+    os.utime(entry, (mtime_s, mtime_s))
+    return entry.name
+
+
+def _names(folder: Path) -> set[str]:
+    return {p.name for p in folder.glob("models-*.pickle")}
+
+
+def test_the_cache_keeps_only_the_most_recent_entries_up_to_the_entry_cap(monkeypatch, tmp_path):
+    monkeypatch.setenv("COTUNE_CACHE_MAX_ENTRIES", "3")
+    foreign = [tmp_path / "notes.txt", tmp_path / "models-mine.pickle", tmp_path / ".keep.tmp"]
+    for path in foreign:
+        path.write_text("not the cache's")
+        os.utime(path, (1_000, 1_000))  # older than anything: would go first if pruning touched it
+    names = [_store(tmp_path, i, i, mtime_s=10_000 + i) for i in range(5)]
+    assert _names(tmp_path) == set(names[2:]) | {"models-mine.pickle"}
+    assert all(path.exists() for path in foreign)
+
+
+def test_a_hit_makes_an_entry_the_most_recently_used(monkeypatch, tmp_path):
+    monkeypatch.setenv("COTUNE_CACHE_MAX_ENTRIES", "3")
+    names = [_store(tmp_path, i, i, mtime_s=10_000 + i) for i in range(3)]
+    calls: list[int] = []
+    assert _cache.cached("models", {"p": 0}, _counted(calls, -1), directory=tmp_path) == 0 and not calls
+    _cache.cached("models", {"p": 3}, lambda: 3, directory=tmp_path)
+    assert names[0] in _names(tmp_path) and names[1] not in _names(tmp_path)  # 1 was the least recently used
+
+
+def test_the_cache_keeps_its_size_under_the_mib_cap(monkeypatch, tmp_path):
+    monkeypatch.setenv("COTUNE_CACHE_MAX_MIB", "1")
+    names = [_store(tmp_path, i, bytes(400 * 1024), mtime_s=10_000 + i) for i in range(4)]
+    assert _names(tmp_path) == set(names[2:])
+    assert sum(p.stat().st_size for p in tmp_path.iterdir()) <= 1024 * 1024
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_deleted_on_the_next_write(tmp_path):
+    orphan = tmp_path / ".models-k1ll3d_x.tmp"
+    orphan.write_bytes(b"half a pickle")
+    os.utime(orphan, (1_000, 1_000))  # long ago: its writer is gone
+    in_flight = tmp_path / ".models-writing.tmp"
+    in_flight.write_bytes(b"another process is writing this now")
+    _cache.cached("models", {"p": 1}, lambda: 1, directory=tmp_path)
+    assert not orphan.exists() and in_flight.exists()
