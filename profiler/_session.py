@@ -292,15 +292,24 @@ class Session:
         the workers' tracebacks (4000 characters each, cut by the worker) to ``logs/``."""
         logs = self.scratch / "logs"
         kept = logs / f"{name}.log"
+        # The probe's name is the same on every run: the kept log is written afresh, not appended
+        # to (appended, it grew by up to 5 MiB on each rerun of a failing probe and began with the
+        # first run's log). Written beside it and renamed, as the ranks' results are, so a copy
+        # that fails half-way leaves no half log under the name the message gives.
+        part = logs / f".{name}.log.part"
         with storage_guard(kept, "keep the failed probe's log"):
             logs.mkdir(parents=True, exist_ok=True)
-            with open(kept, "ab") as dst:
-                if (folder / "log.txt").exists():  # a replacement launcher may keep logs elsewhere
-                    with open(folder / "log.txt", "rb") as src:
-                        copy_log_bounded(src, dst, head_bytes=KEPT_LOG_HEAD_BYTES, tail_bytes=KEPT_LOG_TAIL_BYTES)
-                for result in read_results(folder / "results", kind="timing"):
-                    if isinstance(result, FailureResult) and result.traceback:
-                        dst.write(f"\n--- rank{result.rank} traceback ---\n{result.traceback}".encode())
+            try:
+                with open(part, "wb") as dst:
+                    if (folder / "log.txt").exists():  # a replacement launcher may keep logs elsewhere
+                        with open(folder / "log.txt", "rb") as src:
+                            copy_log_bounded(src, dst, head_bytes=KEPT_LOG_HEAD_BYTES, tail_bytes=KEPT_LOG_TAIL_BYTES)
+                    for result in read_results(folder / "results", kind="timing"):
+                        if isinstance(result, FailureResult) and result.traceback:
+                            dst.write(f"\n--- rank{result.rank} traceback ---\n{result.traceback}".encode())
+                os.replace(part, kept)
+            finally:
+                part.unlink(missing_ok=True)  # renamed: already gone; a failed copy: not left behind
         return kept
 
     def run_timing(self, point: TimingPoint) -> tuple[str, bool]:

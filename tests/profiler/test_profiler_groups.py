@@ -280,6 +280,7 @@ class FloodsItsLog(GroupLauncher):
     """A workload that prints ``flood_bytes`` in a loop, then crashes: its probe's log is that big."""
 
     flood_bytes: int = 0
+    run: int = 1  # said in the log's first line: which run's log a kept log holds
     FIRST = b"the start of the workload's output\n"
     LINE = b"loss is still going down, printing every step\n"
     LAST = b"RuntimeError: the workload's own error, at the very end\n"
@@ -289,12 +290,16 @@ class FloodsItsLog(GroupLauncher):
         return self.flood_bytes // len(self.LINE)
 
     @property
+    def run_line(self) -> bytes:
+        return f"run {self.run}\n".encode()
+
+    @property
     def log_bytes(self) -> int:
-        return len(self.FIRST) + self.lines * len(self.LINE) + len(self.LAST)
+        return len(self.FIRST) + len(self.run_line) + self.lines * len(self.LINE) + len(self.LAST)
 
     def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
         with open(request.log_path, "wb") as fh:
-            fh.write(self.FIRST + self.LINE * self.lines + self.LAST)
+            fh.write(self.FIRST + self.run_line + self.LINE * self.lines + self.LAST)
         return super().launch(request, poll=poll)
 
 
@@ -311,3 +316,16 @@ def test_a_failed_probes_kept_log_holds_its_start_and_end_not_all_it_printed(tmp
     cut = fake.log_bytes - KEPT_LOG_HEAD_BYTES - KEPT_LOG_TAIL_BYTES
     assert f"[cotune: {cut} bytes of this log cut here".encode() in text
 
+
+def test_a_rerun_of_a_failing_probe_keeps_only_its_own_bounded_log(tmp_path):
+    from profiler._session import KEPT_LOG_HEAD_BYTES, KEPT_LOG_TAIL_BYTES
+
+    out = tmp_path / "flood.jsonl"
+    for run in (1, 2):  # the second run measures the failed point again, under the same probe name
+        _profile(out, FloodsItsLog(crash_at=8, flood_bytes=12 * 2**20, run=run), workers=[1], local_batches=[8],
+                 curves=[], retry_failed=["crash"])
+    (kept,) = (tmp_path / "flood.jsonl.cotune" / "logs").iterdir()
+    text = kept.read_bytes()
+    # Was appended to: 5 MiB more on every rerun, starting with the first run's log.
+    assert len(text) < KEPT_LOG_HEAD_BYTES + KEPT_LOG_TAIL_BYTES + 200
+    assert text.startswith(FloodsItsLog.FIRST + b"run 2\n") and text.count(FloodsItsLog.FIRST) == 1
