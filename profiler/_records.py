@@ -144,12 +144,15 @@ def _raised_in_torch_distributed(traceback: str) -> bool:
 # TensorFlow's words for the same: a worker whose peer died raises one of TensorFlow's own
 # error classes (grpc's UNAVAILABLE, or the collective's abort), from a collective op
 # ("Detected at node sgd/CollectiveReduceV2", "Collective ops is aborted by: ...",
-# ring_alg's RecvBuf), naming the lost connection ("recvmsg:Connection reset by peer",
-# "Socket closed", "failed to connect to all addresses"; its coordination service: "tasks are
-# unhealthy (stopped sending heartbeats)"). Its message is cut at 500
-# characters before the cause, so the traceback's end is read too.
+# ring_alg's "/tensorflow.WorkerService/RecvBuf"), naming the lost connection
+# ("recvmsg:Connection reset by peer", "Socket closed", "failed to connect to all addresses";
+# its coordination service: "tasks are unhealthy (stopped sending heartbeats)"). Its message is
+# cut at 500 characters before the cause, so the traceback's end is read too. Only collective
+# markers: a bare "WorkerService" is tf.data service's too ("/tensorflow.data.WorkerService/
+# GetElement", the workload's own data read failing), and that is the workload's crash.
 _TF_PEER_ERROR = re.compile(r"^\s*(?:\w+\.)*(?:UnavailableError|CancelledError|AbortedError|DeadlineExceededError):")
-_TF_COLLECTIVE = re.compile(r"\bCollective\w*|\bRingReduce\b|\bWorkerService\b")
+_TF_COLLECTIVE = re.compile(r"\bCollective ops is aborted\b|\bCollective(?:Reduce|Bcast|Gather)\w*|\bRingReduce\b|"
+                            r"/tensorflow\.WorkerService/RecvBuf\b")
 _TF_PEER_LOST = re.compile(r"\bconnection (?:closed|reset) by peer\b|\bsocket closed\b|\bbroken pipe\b|"
                            r"\bfailed to connect to all addresses\b|\berror received from peer\b|"
                            r"\bstopped sending heartbeats\b|\btasks have crashed\b", re.IGNORECASE)
@@ -164,12 +167,15 @@ def _tf_lost_a_peer(failure: FailureResult) -> bool:
             and _TF_PEER_LOST.search(said) is not None)
 
 
-def _lost_a_peer(failure: FailureResult) -> bool:
+def _lost_a_peer(failure: FailureResult, *, tensorflow: bool) -> bool:
     """Whether ``failure`` is a rank's follow-on crash after a peer died under it: a collective's
-    error about the lost connection, never the same words from the workload's own I/O."""
+    error about the lost connection, never the same words from the workload's own I/O.
+    ``tensorflow``: the launch's workers are TensorFlow's (the spawner's); only their failures
+    are read by TensorFlow's rule (a torch workload's own TensorFlow-flavoured error, tf.data
+    service's, is its crash)."""
     if failure.status != "crash":
         return False
-    if _tf_lost_a_peer(failure):
+    if tensorflow and _tf_lost_a_peer(failure):
         return True
     if _PEER_LOST.search(failure.message) is None:
         return False
@@ -240,18 +246,18 @@ def _silent_death(outcome: LaunchOutcome, results: list[Result], *, workers: int
     return rank, silent[rank]
 
 
-def _signal_exitcode(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> int | None:
+def _signal_exitcode(outcome: LaunchOutcome, results: list[Result], *, workers: int, tensorflow: bool) -> int | None:
     """The exit code of the rank whose end ended the launch: the silent rank a peer's follow-on
     crash points to, else torchrun's root cause, else the TensorFlow spawner's first signalled
     worker (it exits 128 + N, which read as the workload's crash)."""
-    if any(isinstance(r, FailureResult) and _lost_a_peer(r) for r in results):
+    if any(isinstance(r, FailureResult) and _lost_a_peer(r, tensorflow=tensorflow) for r in results):
         dead = _silent_death(outcome, results, workers=workers)
         if dead is not None:
             return dead[1]
     return _root_exitcode(outcome) if _root_cause_line(outcome) is not None else _spawner_exitcode(outcome)
 
 
-def _outside_signal(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> int | None:
+def _outside_signal(outcome: LaunchOutcome, results: list[Result], *, workers: int, tensorflow: bool) -> int | None:
     """The stop signal that ended the launch, if one did (:func:`_signal_exitcode`: a rank ended
     by a workload's own crash is the root cause even when torchrun then stops the others with
     SIGTERM), or a signal torchrun itself received."""
@@ -261,18 +267,18 @@ def _outside_signal(outcome: LaunchOutcome, results: list[Result], *, workers: i
                 return int(ln.rsplit("got signal:", 1)[1].split()[0])
             except (ValueError, IndexError):
                 return 15
-    code = _signal_exitcode(outcome, results, workers=workers)
+    code = _signal_exitcode(outcome, results, workers=workers, tensorflow=tensorflow)
     return -code if code is not None and -code in _STOP_SIGNALS else None
 
 
-def _sigkilled(outcome: LaunchOutcome, results: list[Result], *, workers: int) -> bool:
+def _sigkilled(outcome: LaunchOutcome, results: list[Result], *, workers: int, tensorflow: bool) -> bool:
     """Whether a worker's SIGKILL ended the launch. With torchrun's report, only the rank that
     ended it counts (:func:`_signal_exitcode`): torchrun's own teardown ("forcefully exiting via
     Signals.SIGKILL", a peer stuck in a collective after another rank crashed) is not why the
     probe failed. Without one (the TensorFlow spawner: "worker N exited: Signals.SIGKILL"), the
     log's word for it."""
     if _root_exitcode(outcome) is not None:
-        return _signal_exitcode(outcome, results, workers=workers) == -9
+        return _signal_exitcode(outcome, results, workers=workers, tensorflow=tensorflow) == -9
     return "exitcode  : -9" in outcome.log_tail or "Signals.SIGKILL" in outcome.log_tail
 
 
@@ -321,14 +327,15 @@ def _exited_with(outcome: LaunchOutcome, code: int, status: str, log: Path | Non
 
 
 def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float, log: Path, workers: int,
-             option: str = "--probe-timeout", started: int | None = None) -> Verdict:
+             option: str = "--probe-timeout", started: int | None = None, tensorflow: bool = False) -> Verdict:
     """The verdict of one launch. Storage faults come first: a rank that could not write
     its own files may have crashed its peers, and none of that is the workload's doing.
 
     ``started`` counts the ranks that reached the worker's entry point (None: unknown,
     e.g. a replacement launcher's workers elsewhere). A launch that failed with none
     started and nothing reported is the launcher's failure (torchrun's arguments, its
-    rendezvous), never the workload's.
+    rendezvous), never the workload's. ``tensorflow``: the workers are TensorFlow's (the
+    TensorFlow spawner's launch), whose peers' follow-on errors are TensorFlow's own.
     """
     failures = {r.status: r for r in results if isinstance(r, FailureResult)}
     if "storage" in failures:
@@ -343,10 +350,11 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     # A rank's own exception outranks a peer's follow-on crash ("Connection reset by peer"),
     # whatever the order of the result files: the lowest rank's own, where several raised.
     own = sorted((r for r in results if isinstance(r, FailureResult) and r.status in ("oom", "crash")
-                  and not _lost_a_peer(r)), key=lambda r: (r.status != "oom", r.rank))
+                  and not _lost_a_peer(r, tensorflow=tensorflow)), key=lambda r: (r.status != "oom", r.rank))
     if own:
         return Verdict(own[0].status, own[0].message or ("out of memory" if own[0].status == "oom" else "crashed"))
-    follow_on = next((r for r in results if isinstance(r, FailureResult) and _lost_a_peer(r)), None)
+    follow_on = next((r for r in results if isinstance(r, FailureResult) and _lost_a_peer(r, tensorflow=tensorflow)),
+                     None)
     dead = _silent_death(outcome, results, workers=workers) if follow_on is not None else None
     if follow_on is not None and dead is None:
         return Verdict("crash", follow_on.message or "crashed")
@@ -365,14 +373,14 @@ def classify(outcome: LaunchOutcome, results: list[Result], *, timeout_s: float,
     if ok is not None and (outcome.returncode == 0 or len(results) == workers):
         # Every rank reported success: a non-zero exit after that is teardown noise.
         return Verdict("ok", "", ok)
-    signal_no = _outside_signal(outcome, results, workers=workers)
+    signal_no = _outside_signal(outcome, results, workers=workers, tensorflow=tensorflow)
     if signal_no is not None:
         # SIGTERM, SIGINT, SIGHUP or SIGQUIT, to a worker or to torchrun, that the profiler did
         # not send (its own stop is a timeout, above): someone stopped the probe; the workload
         # did nothing wrong, and a crash record would make reruns skip the point.
         return Verdict("launcher", f"the probe was stopped by signal {signal_no} from outside the profiler (log: {log}); "
                                    "rerun to measure this point")
-    if _sigkilled(outcome, results, workers=workers):
+    if _sigkilled(outcome, results, workers=workers, tensorflow=tensorflow):
         if outcome.oom_kills == 0:
             # The kernel counted no OOM kill while the probe ran: someone else's kill -9. An
             # "oom" record would cap the local batch of every later search.

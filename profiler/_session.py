@@ -75,6 +75,8 @@ __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_s
 
 # Worker modules that time a task's ``more_local_batches`` in the same launch.
 GROUP_WORKERS = frozenset({"profiler._worker", "profiler.tf._worker"})
+# The TensorFlow workers' module: their peers' follow-on errors are read by TensorFlow's rule.
+TF_WORKER_MODULE = "profiler.tf._worker"
 # What a kept log holds of a probe's log at most: its start (the set-up, the first error) and
 # its end (the worker's exception, torchrun's report). A workload that printed a gigabyte in a
 # loop before failing filled the disk with its copy, once per failed probe.
@@ -264,7 +266,8 @@ class Session:
                  workers: int, option: str = "--probe-timeout") -> Verdict:
         """Classify a launch; a fault of our storage stops the session and records nothing."""
         verdict = classify(outcome, results, timeout_s=timeout_s, log=log, workers=workers, option=option,
-                           started=count_started(log.parent / "results"))
+                           started=count_started(log.parent / "results"),
+                           tensorflow=self.worker_module == TF_WORKER_MODULE)
         if verdict.kind == "launcher":
             kept = self._keep_log(log.parent, log.parent.name)  # the probe's folder goes when the run ends
             raise LauncherError(

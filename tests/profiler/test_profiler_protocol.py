@@ -525,7 +525,7 @@ def _raised_in(path: str, message: str) -> FailureResult:
 def test_a_follow_on_is_a_collectives_error_never_the_workloads_own_io(failure, follow_on):
     from profiler._records import _lost_a_peer
 
-    assert _lost_a_peer(failure) is follow_on
+    assert _lost_a_peer(failure, tensorflow=False) is follow_on
 
 
 # What a TensorFlow worker raised when its peer was killed with SIGKILL mid-step (a real
@@ -553,7 +553,7 @@ _TF_SPAWNER_SIGKILL = "profiler.tf._spawn: worker 1 exited: Signals.SIGKILL (exi
 @pytest.mark.parametrize("failure", [_TF_SOCKET_LOST, _TF_HEARTBEATS_LOST])
 def test_a_tensorflow_peers_follow_on_error_points_to_the_worker_killed_from_outside(failure):
     outcome = LaunchOutcome(returncode=137, timed_out=False, wall_s=1.0, log_tail=_TF_SPAWNER_SIGKILL, oom_kills=0)
-    verdict = classify(outcome, [failure], timeout_s=60, log=LOG, workers=2, started=2)
+    verdict = classify(outcome, [failure], timeout_s=60, log=LOG, workers=2, started=2, tensorflow=True)
     # Was a 'crash' record quoting the peer's UnavailableError: reruns skipped the point.
     assert verdict.kind == "launcher" and "killed by SIGKILL, and not by the kernel's" in verdict.message, verdict
 
@@ -561,7 +561,7 @@ def test_a_tensorflow_peers_follow_on_error_points_to_the_worker_killed_from_out
 def test_a_tensorflow_follow_on_is_its_collectives_lost_peer_by_class_name_and_words():
     from profiler._records import _lost_a_peer
 
-    assert _lost_a_peer(_TF_SOCKET_LOST) and _lost_a_peer(_TF_HEARTBEATS_LOST)  # were not: the peer's 'crash'
+    assert _lost_a_peer(_TF_SOCKET_LOST, tensorflow=True) and _lost_a_peer(_TF_HEARTBEATS_LOST, tensorflow=True)
     not_follow_ons = [
         # the workload's own data read over grpc: a TensorFlow error class, but no collective's
         FailureResult(status="crash", rank=0, message="UnavailableError: failed to connect to all addresses "
@@ -573,4 +573,31 @@ def test_a_tensorflow_follow_on_is_its_collectives_lost_peer_by_class_name_and_w
         FailureResult(status="crash", rank=0, message="InvalidArgumentError: Collective ops shapes differ; "
                                                       "Socket closed"),
     ]
-    assert not any(_lost_a_peer(failure) for failure in not_follow_ons)
+    assert not any(_lost_a_peer(failure, tensorflow=True) for failure in not_follow_ons)
+
+
+# A workload's own tf.data-service read failing (its data worker went away): a TensorFlow error
+# class and grpc's "failed to connect to all addresses", but tf.data service's own
+# /tensorflow.data.WorkerService, no collective's.
+_TF_DATA_SERVICE_LOST = FailureResult(
+    status="crash", rank=0,
+    message="UnavailableError: Failed to get element from worker localhost:41235: failed to connect to all addresses; "
+            "last error: UNKNOWN: ipv4:127.0.0.1:41235: Failed to connect to remote host: Connection refused "
+            "(while calling /tensorflow.data.WorkerService/GetElement)")
+
+
+def test_a_tf_data_service_error_is_no_tensorflow_collectives_follow_on():
+    from profiler._records import _lost_a_peer, _tf_lost_a_peer
+
+    # Was one: a bare "WorkerService" was taken for a collective's RecvBuf.
+    assert not _tf_lost_a_peer(_TF_DATA_SERVICE_LOST)
+    assert not _lost_a_peer(_TF_DATA_SERVICE_LOST, tensorflow=True)
+
+
+def test_a_torch_workers_tf_data_service_error_is_its_own_crash_not_a_stop_from_outside():
+    # torchrun names rank 0 (its own error) as root cause and then stops rank 1 with SIGTERM.
+    outcome = _outcome(1, _two_rank_report((0, 1), (1, -15)))
+    verdict = classify(outcome, [_TF_DATA_SERVICE_LOST], timeout_s=60, log=LOG, workers=2, started=2)
+    # Was 'launcher' ("stopped by signal 15 from outside", exit 3): TensorFlow's rule read a torch
+    # worker's error as a peer's follow-on, and every rerun stopped the same way.
+    assert verdict.kind == "crash" and "/tensorflow.data.WorkerService/GetElement" in verdict.message, verdict
