@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from cotune.models import FittedModels
+from cotune.models import AccuracyModel, FittedModels
 from cotune.solver import (
     DEFAULT_CONFIDENCE,
     MIN_CHANCE,
@@ -112,8 +112,8 @@ def _round_easier(value: float, *, maximise: bool, digits: int = 4) -> float:
     return (math.floor if maximise else math.ceil)(value * scale) / scale
 
 
-# Re-estimates a target hint may take (its first guess and, when that is not met, the easy
-# end; then bisection toward the target asked for or toward the easy end): enough to bisect
+# Re-estimates a target hint may take (its first guess and, when that is met, the bracket end
+# toward the target asked for — else the easy end; then bisection): enough to bisect
 # a span of the whole metric range down to the 4 significant digits a hint is printed with
 # (about 40 ms each on 256 rows) — with 8 the "hardest" was up to 0.7 points too easy.
 _TARGET_CHECKS = 22
@@ -121,7 +121,7 @@ _TARGET_CHECK_ROWS = 256  # the fastest candidates a target hint is checked on
 
 
 def _easier_target(check: Callable[[float, float | None], bool], reachable: np.ndarray, *, target: float,
-                   confidence: float | None, maximise: bool) -> float | None:
+                   confidence: float | None, maximise: bool, span: float | None = None) -> float | None:
     """The hardest target easier than ``target`` that some candidate meets by the deadline
     (checked by re-estimating the fastest candidates at it: ``check`` from :func:`_checker`), or None.
 
@@ -132,17 +132,27 @@ def _easier_target(check: Callable[[float, float | None], bool], reachable: np.n
     target asked for (not met: nothing is feasible) finds the hardest met; when not (its chance
     of reaching a target near a plateau, rounding), bisection between it and the easiest of
     them. Bounded: at most ``_TARGET_CHECKS`` estimates of ``_TARGET_CHECK_ROWS`` candidates.
+    ``span``: the metric's observed range (:func:`_metric_span`), as :func:`_hardest_met` takes it.
     """
     ok = np.isfinite(reachable) & ((reachable < target) if maximise else (reachable > target))
     if not ok.any():
         return None  # nothing the curves reach by the deadline is easier than the target asked for
     hard = float(reachable[ok].max() if maximise else reachable[ok].min())
     easy = float(reachable[ok].min() if maximise else reachable[ok].max())
-    return _hardest_met(lambda t: check(t, confidence), hard=hard, easy=easy, maximise=maximise, not_met=target)
+    return _hardest_met(lambda t: check(t, confidence), hard=hard, easy=easy, maximise=maximise, not_met=target,
+                        span=span)
+
+
+def _metric_span(acc: AccuracyModel) -> float:
+    """The metric's observed range over the profile's curves (first evaluation to best, in
+    metric units), never below the fit's own floor for it (``metric_range_``, > 0)."""
+    lo = min(float(r.best[0]) for r in acc.runs_)
+    hi = max(float(r.best[-1]) for r in acc.runs_)
+    return max(hi - lo, float(acc.metric_range_))
 
 
 def _hardest_met(meets: Callable[[float], bool], *, hard: float, easy: float, maximise: bool,
-                 not_met: float | None = None) -> float | None:
+                 not_met: float | None = None, span: float | None = None) -> float | None:
     """The hardest target between ``easy`` and ``hard`` (both included) that ``meets``,
     rounded toward the easier side; None when even ``easy`` is not met. ``meets`` must only
     get easier toward ``easy``: bisection, at most ``_TARGET_CHECKS`` calls, until no printed
@@ -151,12 +161,24 @@ def _hardest_met(meets: Callable[[float], bool], *, hard: float, easy: float, ma
 
     ``not_met``: a target harder than ``hard`` known not to be met (the one asked for). When
     ``hard`` is only a guess and is met, the search goes on between it and ``not_met``, so the
-    answer is never easier than need be; it stays strictly easier than ``not_met``."""
+    answer is never easier than need be; it stays strictly easier than ``not_met``.
+
+    ``span``: how far past ``hard`` a met target may plausibly lie (the metric's observed
+    range). A ``not_met`` farther than that is first brought to ``hard`` ± ``span`` (itself
+    checked: one call), so the bisection starts from a bracket its calls can resolve to the
+    printed digits whatever the request — a target of 0 or -1e12 for a loss halved a span
+    of 1e12 twenty times, never reached 4 digits, and returned the guess as "the hardest"."""
     rounded = lambda v: _round_easier(v, maximise=maximise)  # noqa: E731
     if meets(rounded(hard)):
         if not_met is None or (hard >= not_met if maximise else hard <= not_met):
             return rounded(hard)
         good, bad = hard, not_met  # the guess is met: bisect toward the target asked for
+        near = None if span is None else (hard + span if maximise else hard - span)
+        if near is not None and ((near < not_met) if maximise else (near > not_met)):
+            if meets(rounded(near)):
+                good = near  # met even there: on toward the request, as far as the calls go
+            else:
+                bad = near
     elif not meets(rounded(easy)):
         return None
     else:
@@ -367,7 +389,7 @@ def relax(
         # (yolov3-voc: 11.80 is met, the best fitted is 11.8017). So the search goes on up to the
         # target asked for, which is not met (no curve reaches it).
         met = _hardest_met(lambda t: check(t, confidence), hard=best_metric, easy=easy, maximise=maximise,
-                           not_met=target)
+                           not_met=target, span=_metric_span(acc))
         if met is None:
             met = _hardest_met_beyond(lambda t: check(t, confidence), easy=easy, maximise=maximise)
         head = (f"no measured learning curve reaches {models.metric_name} {target:g}: the best fitted is "
@@ -430,7 +452,8 @@ def relax(
         maximise = models.goal == "max"
         # One checker for both hints: its candidate subset (the fastest rows) is built once.
         check = _checker(est, models, deadline_s=deadline_s, startup_s=startup_s)
-        easier = _easier_target(check, reachable, target=target, confidence=confidence, maximise=maximise)
+        easier = _easier_target(check, reachable, target=target, confidence=confidence, maximise=maximise,
+                                span=_metric_span(acc))
         if easier is not None:
             # A target the check found a plan for — not "the best" one: the accuracy model is
             # not monotone in the target (docs/models.md § 2), and a harder one may be plannable.

@@ -405,6 +405,35 @@ def test_at_one_half_a_target_hint_past_every_curve_goes_past_the_best_fitted_va
     assert all(v < 11.8 for v in named), named
 
 
+def test_a_target_hint_for_a_far_lower_loss_is_the_hardest_met_at_its_printed_precision() -> None:
+    # Asked for val_loss -1e12, bisecting from the best fitted 11.80 toward the request never
+    # reached 4 digits in its 20 halvings: it named 11.81, where 11.80 is met.
+    models = cotune.fit_models(cotune.load_profile("yolov3-voc"))
+    _assert_target_hints_are_the_hardest_met("yolov3-voc", target=-1e12, deadline_s=20000.0, models=models)
+
+
+def test_a_target_hint_for_a_far_higher_accuracy_is_the_hardest_met_at_its_printed_precision(cifar_models) -> None:
+    # Asked for 1e12 at q = 0.3 it named the best fitted 0.9465, where 0.9486 is met (as the
+    # hint for 0.952 says): the hint depended on how far off the request was.
+    _assert_target_hints_are_the_hardest_met("cifar10-resnet18", target=1e12, deadline_s=7200.0, confidence=0.3,
+                                             models=cifar_models, **_T4_16)
+
+
+@pytest.mark.parametrize("maximise", [True, False])
+def test_a_far_request_is_searched_within_the_metric_span_within_the_check_budget(maximise: bool) -> None:
+    from cotune._explain import _TARGET_CHECKS, _hardest_met
+
+    sign = 1.0 if maximise else -1.0
+    calls: list[float] = []
+
+    def meets(t: float) -> bool:
+        calls.append(t)
+        return t <= 0.9426 if maximise else t >= -0.9426
+
+    found = _hardest_met(meets, hard=sign * 0.9187, easy=sign * 0.9, maximise=maximise, not_met=sign * 1e12, span=0.2)
+    assert found == pytest.approx(sign * 0.9426) and len(calls) <= _TARGET_CHECKS
+
+
 def test_a_met_first_guess_is_searched_up_to_the_request_within_the_check_budget() -> None:
     # A met first guess (0.9187) was returned as it was, where everything up to 0.9426 is met.
     from cotune._explain import _TARGET_CHECKS, _hardest_met
