@@ -66,20 +66,26 @@ class Limits:
     cache_size : fitted profiles kept in memory.
     cache_records : records those profiles hold together, which bounds the cache's memory
         (an entry costs ~0.9 KB a record, its profile and models: a 50,000-record tracked
-        profile kept 42.8 MiB); a profile of more records than this is not cached.
+        profile kept 42.8 MiB); a profile of more records than this is not cached. None (the
+        default): twice ``max_records`` (100,000 at the default), set here when the Limits
+        is made, so every door keeps two profiles at the record limit.
     """
 
     max_records: int = 50_000
     max_candidates: int = DEFAULT_MAX_CANDIDATES
     cache_size: int = 32
-    # Two profiles at the default max_records (~90 MiB); counted in entries only (until
-    # 2026-12-08), 32 versions of a growing tracked profile held ~820 MiB.
-    cache_records: int = 100_000
+    # Two profiles at max_records (~90 MiB at the default); counted in entries only (until
+    # 2026-12-08), 32 versions of a growing tracked profile held ~820 MiB. A fixed 100,000
+    # refitted, on every request, each profile over it that a larger max_records admitted
+    # (only cotune serve raised it, with --max-records).
+    cache_records: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.cache_records is None:
+            object.__setattr__(self, "cache_records", 2 * self.max_records)
         for name in ("cache_size", "cache_records"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

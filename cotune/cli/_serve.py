@@ -79,9 +79,8 @@ def run(args: argparse.Namespace) -> int:
             "add --token-file FILE or bind 127.0.0.1"
         )
     settings = ServiceSettings(
-        # The fitted-model cache holds two profiles at the record limit (its memory is ~0.9 KB a record).
-        limits=Limits(max_records=args.max_records, max_candidates=args.max_candidates,
-                      cache_records=2 * args.max_records),
+        # The fitted-model cache holds two profiles at the record limit (Limits' default for it).
+        limits=Limits(max_records=args.max_records, max_candidates=args.max_candidates),
         profile_dir=args.profile_dir,
         max_body_bytes=args.max_body_bytes,
         max_concurrency=args.concurrency or max(1, os.cpu_count() or 1),

@@ -200,6 +200,15 @@ def test_a_profile_of_more_records_than_the_cache_budget_is_not_cached():
     assert not service._CACHE
 
 
+def test_a_profile_within_a_raised_record_limit_is_cached_without_raising_the_cache_budget():
+    # The budget was a fixed 100,000 records whatever max_records: a Python caller's
+    # Limits(max_records=200_000) refitted every profile over 100,000 on every request.
+    clear_cache()
+    service._store(("records", "a", 0.8), _fake_profile(150_000), None, limits=Limits(max_records=200_000))
+    assert list(service._CACHE) == [("records", "a", 0.8)]
+    clear_cache()
+
+
 def test_the_cache_evicts_its_least_recently_used_entries_past_its_record_budget():
     clear_cache()
     limits = Limits(cache_records=10)
