@@ -871,6 +871,18 @@ class AccuracyModel(EstimatorContract):
         self.__dict__.update(state)
         if hasattr(self, "runs_"):
             self._cache = OrderedDict()
+            self._restore_fitted_copies()
+
+    def _restore_fitted_copies(self) -> None:
+        """A model pickled before predictions read fitted copies of its parameters (same
+        version 0.1.0) predicted from the parameters themselves: copying them now is exactly
+        its old behaviour, where a missing copy was an AttributeError on the first predict."""
+        fitted = self.__dict__
+        fitted.setdefault("goal_", self.goal)
+        fitted.setdefault("interval_", float(self.interval))
+        fitted.setdefault("batch_monotone_", bool(self.batch_monotone))
+        fitted.setdefault("run_scatter_", float(self.run_scatter))
+        fitted.setdefault("kappa_beyond_shape_", self.kappa_beyond_shape)
 
     def _fit_surface(self) -> None:
         """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`."""

@@ -413,6 +413,18 @@ class StepTimeModel(EstimatorContract):
         if not (self.level_effects is True or self.level_effects is False or self.level_effects == "auto"):
             raise BadValue(f"must be True, False or 'auto', got {excerpt(self.level_effects)}", where=f"{where}.level_effects")
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if hasattr(self, self._fitted_attribute):
+            # A model pickled before predict read fitted copies of its parameters (same
+            # version 0.1.0) predicted from the parameters themselves: copying them now is
+            # exactly its old behaviour, where a missing copy was an AttributeError.
+            fitted = self.__dict__
+            fitted.setdefault("interval_", float(self.interval))
+            fitted.setdefault("kappa_hosts_", float(self.kappa_hosts))
+            fitted.setdefault("share_range_", self.share_range)
+            fitted.setdefault("few_probe_kappa_", self.few_probe_kappa)
+
     def _fit(
         self,
         workers: Any,

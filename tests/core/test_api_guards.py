@@ -71,6 +71,47 @@ def test_a_pickled_accuracy_model_leaves_its_anchor_cache_out(cifar_models):
     np.testing.assert_array_equal(back.epochs_to_target(np.array([512.0, 4096.0]), 0.93).epochs, before.epochs)
 
 
+# -- models pickled before predictions read fitted copies of their parameters -----------------
+_ACCURACY_COPIES = ("goal_", "interval_", "run_scatter_", "batch_monotone_", "kappa_beyond_shape_")
+_STEP_COPIES = ("interval_", "kappa_hosts_", "share_range_", "few_probe_kappa_")
+
+
+def _pickled_without(model, names: tuple[str, ...]):
+    """``model`` through a pickle written before ``names`` existed (the same 0.1.0 version)."""
+    old = copy.deepcopy(model)
+    for name in names:
+        del old.__dict__[name]
+    return pickle.loads(pickle.dumps(old))
+
+
+def test_an_accuracy_model_pickled_before_its_fitted_copies_predicts_as_it_did(cifar_models):
+    m = cifar_models.accuracy
+    back = _pickled_without(m, _ACCURACY_COPIES)
+    want, got = (x.epochs_to_target(np.array([512.0, 4096.0]), 0.93) for x in (m, back))
+    for field in ("epochs", "lower", "upper"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+
+
+def test_a_step_time_model_pickled_before_its_fitted_copies_predicts_as_it_did(cifar_models):
+    m = next(iter(cifar_models.time_models.values()))
+    back = _pickled_without(m, _STEP_COPIES)
+    want, got = (x.predict(np.array([1, 4, 16]), np.array([1, 1, 4]), np.array([64, 128, 256])) for x in (m, back))
+    for field in ("step_time_s", "lower_s", "upper_s", "log_sigma"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+
+
+def test_fitted_models_pickled_before_the_fitted_copies_answer_a_recommendation(cifar_models, recommendation):
+    old = copy.deepcopy(cifar_models)
+    for name in _ACCURACY_COPIES:
+        del old.accuracy.__dict__[name]
+    for model in old.time_models.values():
+        for name in _STEP_COPIES:
+            del model.__dict__[name]
+    back = pickle.loads(pickle.dumps(old))
+    rec = cotune.recommend("cifar10-resnet18", models=back, target=0.94, deadline_s=1800)
+    assert rec.chosen == recommendation.chosen
+
+
 # -- inline records ----------------------------------------------------------------------------
 def test_profile_ref_records_do_not_change_when_the_callers_list_does():
     lines = _example_records("cifar10-resnet18")
