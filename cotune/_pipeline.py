@@ -111,8 +111,9 @@ def recommend(
     ``local_batches``, ``workers``, ``hosts``, ``startup_s``, ``global_batch_range``,
     ``baseline_local_batch``, ``baseline_workers``, ``interval``, ``top``,
     ``pareto_limit``, ``max_candidates`` (see :class:`~cotune.RecommendRequest` and
-    ``docs/request.md``). ``models``: already fitted models (skips fitting; the
-    profile is then not read).
+    ``docs/request.md``). ``models``: already fitted models (skips fitting; of a
+    profile named by file or example only the first record, its workload, is then read:
+    models of another workload are refused).
 
     Bad input raises :class:`~cotune.InputError`; a search space over
     ``max_candidates`` raises :class:`~cotune.solver.SearchSpaceTooLarge` before any
@@ -124,8 +125,10 @@ def recommend(
     prof: Profile | None = None
     if models is None or isinstance(request.profile, Profile):
         prof = request.load_profile()
-    if models is not None and prof is not None:
-        check_workload(models, prof)
+    if models is not None:
+        # A profile by name or path is not read with models given: its first record is, for
+        # its workload (another workload's models answered under its label).
+        check_workload(models, prof if prof is not None else request.profile)
     if models is None:
         assert prof is not None
         models = fit_models(prof, interval=request.interval)

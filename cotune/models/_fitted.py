@@ -24,6 +24,7 @@ from cotune.models._effects import describe_level_effect, largest_level_effects
 from cotune.models._outliers import find_eval_outliers, find_step_outliers
 from cotune.models._step_time import MAX_BOOTSTRAP, StepTimeModel, StepTimePrediction
 from cotune.profile import Profile, load_profile
+from cotune.profile._source import workload_name
 from cotune.profile._profile import distinct_evals, repeated_evals_note
 from cotune.units import count_of
 
@@ -59,12 +60,18 @@ def check_fitted(models: object, *, interval: float | None = None) -> "FittedMod
     return models
 
 
-def check_workload(models: "FittedModels", profile: Profile) -> None:
+def check_workload(models: "FittedModels", profile: Any) -> None:
     """Models given with a profile must be that profile's: another workload's models answer
-    for it under this profile's name, with this profile's notes and probes beside them."""
-    if models.workload_name != profile.workload.name:
+    for it under this profile's name, with this profile's notes and probes beside them.
+
+    ``profile``: a :class:`Profile`, or what names one (a file, a bundled example's name, a
+    ProfileRef), of which only the first record is read (:func:`cotune.profile._source.workload_name`):
+    a question with models is not worth a parse of the whole file. One whose workload cannot be
+    told that way (None, no such file, a first record that is no workload record) is not checked."""
+    name = workload_name(profile)
+    if name is not None and models.workload_name != name:
         raise InputError(f"models: fitted on workload {excerpt(models.workload_name)}, but the profile is workload "
-                         f"{excerpt(profile.workload.name)}: fit them with cotune.fit_models(profile), or pass the "
+                         f"{excerpt(name)}: fit them with cotune.fit_models(profile), or pass the "
                          f"profile of {excerpt(models.workload_name)}")
 
 

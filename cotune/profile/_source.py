@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any
+from typing import Any, Mapping
 
-from cotune.errors import InputError
-from cotune.profile._profile import Profile, read_profile
+from cotune.errors import InputError, ProfileError
+from cotune.profile._profile import Profile, file_lines, read_profile
 
-__all__ = ["load_profile"]
+__all__ = ["load_profile", "workload_name"]
 
 
 def load_profile(source: Any) -> Profile:
@@ -32,3 +33,45 @@ def load_profile(source: Any) -> Profile:
         raise InputError(f"a profile is a file path, a bundled example name, a Profile or a ProfileRef, got a "
                          f"{type(source).__name__}")
     return read_profile(resolve_profile_path(os.fspath(source)))
+
+
+def workload_name(source: Any) -> str | None:
+    """The workload a profile source names, read cheaply: a :class:`Profile`'s own, inline
+    records' first workload record's, a file's (or bundled example's) first record's.
+
+    For models given with a profile that is otherwise not read (``recommend(..., models=)``):
+    another workload's models answered under its label. None where it cannot tell without
+    reading the profile (no such file, a first record that is no workload record): a
+    fitted-models question never read the profile, and a missing file stays no error there.
+    """
+    if isinstance(source, Profile):
+        return source.workload.name
+    records = getattr(source, "records", None)  # a ProfileRef (cotune._request sits above this module)
+    if records is not None:
+        return next((n for n in map(_workload_name_of, records) if n is not None), None)
+    if not isinstance(source, (str, os.PathLike)) and source is not None:
+        source = getattr(source, "example", None) or getattr(source, "path", None)
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    from cotune.examples import resolve_profile_path
+
+    try:
+        lines = file_lines(resolve_profile_path(os.fspath(source)))
+        try:
+            # The first record only: a profile of millions of records is not parsed for its name.
+            first = next((line for line in lines if line.strip()), "")
+        finally:
+            lines.close()
+        return _workload_name_of(json.loads(first)) if first else None
+    except (ProfileError, ValueError, RecursionError):  # unreadable, or no JSON: the fit would say why
+        return None
+
+
+def _workload_name_of(record: Any) -> str | None:
+    """The name of a workload record (spelt as :meth:`WorkloadRecord.from_dict` reads it), else None."""
+    if not isinstance(record, Mapping):
+        return None
+    kind, name = record.get("record"), record.get("name")
+    if not (isinstance(kind, str) and kind.strip() == "workload" and isinstance(name, str) and name.strip()):
+        return None
+    return name.strip()

@@ -35,6 +35,17 @@ def test_recommend_refuses_models_fitted_on_another_workload(cifar_models):
         cotune.recommend(cotune.load_profile("yolov3-voc"), models=cifar_models, target=0.94, deadline_s=1800)
 
 
+@pytest.mark.parametrize("source", ["example", "path", "pathlike", "ref-example", "ref-records"])
+def test_recommend_refuses_another_workloads_models_given_a_profile_by_name_or_path(cifar_models, source, tmp_path):
+    copied = tmp_path / "voc.jsonl"
+    copied.write_bytes(cotune.example_path("yolov3-voc").read_bytes())
+    profile = {"example": "yolov3-voc", "path": str(copied), "pathlike": copied,
+               "ref-example": cotune.ProfileRef(example="yolov3-voc"),
+               "ref-records": cotune.ProfileRef(records=_example_records("yolov3-voc"))}[source]
+    with pytest.raises(InputError, match=r"^models: fitted on workload 'cifar10-resnet18', but the profile is workload 'yolov3-voc'"):
+        cotune.recommend(profile, models=cifar_models, target=0.94, deadline_s=1800)
+
+
 def test_replan_refuses_models_fitted_on_another_workload(cifar_models):
     progress = {"elapsed_s": 900, "epochs_done": 30, "gpu": "t4", "workers": 4, "local_batch": 129, "market": "on_demand"}
     with pytest.raises(InputError, match=r"^models: fitted on workload 'cifar10-resnet18'"):
