@@ -12,8 +12,9 @@ costs speed.
 The directory is bounded: after each write the least recently used entries (by mtime; a
 hit touches its entry) are deleted down to ``COTUNE_CACHE_MAX_ENTRIES`` entries (default
 256) and ``COTUNE_CACHE_MAX_MIB`` MiB (default 256), and temporary files left by a
-killed writer are deleted once they are older than ten minutes. Only files named like
-the cache's own are touched.
+killed writer are deleted once they are older than ten minutes. An entry larger than the
+MiB cap on its own is not stored (storing it would only evict everything else). Only files
+named exactly like the cache's own (its kinds, its temporary-file shape) are touched.
 
 The entries are pickles, and unpickling runs code: an entry is read only when it and
 its directory belong to the current user and neither is writable by group or others
@@ -35,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
-__all__ = ["cache_dir", "code_hash", "profile_hash", "cached", "prune"]
+__all__ = ["KINDS", "cache_dir", "code_hash", "profile_hash", "cached", "prune"]
 
 T = TypeVar("T")
 _FORMAT = 2  # bump when the entry layout changes (2: a payload checksum ahead of the pickle)
@@ -49,10 +50,15 @@ DEFAULT_MAX_MIB = 256
 # A writer holds its temporary file only while it writes one entry (a few hundred KB at
 # most); one this old belongs to a process that was killed mid-write.
 _STALE_TMP_S = 600.0
-# The names this module writes (kinds are lower-case words and hyphens; tempfile.mkstemp
-# adds 8 characters): pruning never touches anything else someone keeps in the folder.
-_ENTRY_NAME = re.compile(r"[a-z][a-z0-9-]*-[0-9a-f]{32}\.pickle")
-_TMP_NAME = re.compile(r"\.[a-z][a-z0-9-]*-[A-Za-z0-9_]+\.tmp")
+# The kinds cotune stores (cotune/cli/_fitcache.py). Pruning deletes only names built from
+# these, exactly as written below: a pattern open to any kind deleted a user's
+# "dataset-<md5>.pickle" and another program's ".report-draft.tmp" kept in the folder.
+KINDS = ("models", "fit-report")
+_KIND_ALTERNATIVES = "|".join(re.escape(kind) for kind in KINDS)
+_ENTRY_NAME = re.compile(rf"(?:{_KIND_ALTERNATIVES})-[0-9a-f]{{32}}\.pickle")
+# tempfile.mkstemp(prefix=".<kind>-", suffix=".tmp") inserts 8 characters drawn from
+# tempfile's name alphabet (lower-case letters, digits, "_").
+_TMP_NAME = re.compile(rf"\.(?:{_KIND_ALTERNATIVES})-[a-z0-9_]{{8}}\.tmp")
 
 
 def cache_dir() -> Path:
@@ -100,6 +106,9 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
     read or write the cache falls back to computing: the cache can only save time.
     After a write the folder is pruned to its caps (``prune``).
     """
+    if kind not in KINDS:
+        # A kind pruning does not know would grow the folder without bound.
+        raise ValueError(f"unknown cache kind {kind!r}: add it to cotune._cache.KINDS")
     if not enabled:
         return compute()
     full = {"format": _FORMAT, "kind": kind, "code": code_hash(), **key}
@@ -123,7 +132,7 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
             if not (_trusted(st) and _trusted(folder.stat())):
                 raise PermissionError("cache entry not private to this user")
             data = fh.read()
-            stored_key, value = pickle.loads(_verified_payload(data))
+            stored_key, value = pickle.loads(_verified_payload(memoryview(data)))
             if stored_key == blob:
                 _touch(fh.fileno(), path)
                 return value
@@ -131,12 +140,17 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
         pass
     value = compute()
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         payload = pickle.dumps((blob, value), protocol=pickle.HIGHEST_PROTOCOL)
+        if len(_MAGIC) + _DIGEST_BYTES + len(payload) > _max_bytes():
+            return value  # it could never be kept; writing it would first evict every entry that fits
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=f".{kind}-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+                # Three writes, not one concatenation: no second copy of a large payload.
+                fh.write(_MAGIC)
+                fh.write(hashlib.sha256(payload).digest())
+                fh.write(payload)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -149,14 +163,15 @@ def cached(kind: str, key: Mapping[str, Any], compute: Callable[[], T], *, enabl
 
 def prune(*, folder: Path, max_entries: int | None = None, max_bytes: int | None = None,
           now_s: float | None = None) -> None:
-    """Delete the least recently used entries of ``folder`` beyond ``max_entries`` entries or
-    ``max_bytes`` bytes (defaults: ``COTUNE_CACHE_MAX_ENTRIES``, ``COTUNE_CACHE_MAX_MIB``),
-    and the cache's temporary files older than ten minutes. Never raises: a file that
-    vanished or cannot be deleted is left to the next call."""
+    """Keep the most recently used entries of ``folder`` that fit within ``max_entries``
+    entries and ``max_bytes`` bytes together (defaults: ``COTUNE_CACHE_MAX_ENTRIES``,
+    ``COTUNE_CACHE_MAX_MIB``), delete the others, and delete the cache's temporary files
+    older than ten minutes. Never raises: a file that vanished or cannot be deleted is
+    left to the next call."""
     if max_entries is None:
         max_entries = _env_limit("COTUNE_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES)
     if max_bytes is None:
-        max_bytes = _env_limit("COTUNE_CACHE_MAX_MIB", DEFAULT_MAX_MIB) * 1024 * 1024
+        max_bytes = _max_bytes()
     now_s = time.time() if now_s is None else now_s
     try:
         names = os.listdir(folder)
@@ -175,10 +190,11 @@ def prune(*, folder: Path, max_entries: int | None = None, max_bytes: int | None
                     os.unlink(folder / name)
         except OSError:  # gone meanwhile (another process pruned it) or not ours to delete
             continue
-    kept_count, kept_bytes, over = 0, 0, False
+    kept_count, kept_bytes = 0, 0
     for _, name, size_bytes in sorted(entries, reverse=True):  # most recently used first
-        over = over or kept_count + 1 > max_entries or kept_bytes + size_bytes > max_bytes
-        if not over:
+        # Decided entry by entry: one entry too large for the byte cap goes alone, rather
+        # than taking every older entry with it (a sticky "over" wiped the folder).
+        if kept_count + 1 <= max_entries and kept_bytes + size_bytes <= max_bytes:
             kept_count, kept_bytes = kept_count + 1, kept_bytes + size_bytes
             continue
         try:
@@ -187,10 +203,11 @@ def prune(*, folder: Path, max_entries: int | None = None, max_bytes: int | None
             continue
 
 
-def _verified_payload(data: bytes) -> bytes:
-    """The pickle inside an entry, or ValueError when its header or checksum is wrong."""
+def _verified_payload(data: memoryview) -> memoryview:
+    """The pickle inside an entry (a view: no copy of a large entry), or ValueError when its
+    header or checksum is wrong."""
     head = len(_MAGIC) + _DIGEST_BYTES
-    if not data.startswith(_MAGIC) or len(data) < head:
+    if len(data) < head or data[:len(_MAGIC)] != _MAGIC:
         raise ValueError("not a cotune cache entry of this format")
     payload = data[head:]
     if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
@@ -204,6 +221,11 @@ def _touch(fd: int, path: Path) -> None:
         os.utime(fd if os.utime in os.supports_fd else path)
     except OSError:
         pass
+
+
+def _max_bytes() -> int:
+    """The byte cap, from ``COTUNE_CACHE_MAX_MIB``."""
+    return _env_limit("COTUNE_CACHE_MAX_MIB", DEFAULT_MAX_MIB) * 1024 * 1024
 
 
 def _env_limit(name: str, default: int) -> int:

@@ -273,3 +273,36 @@ def test_a_temporary_file_left_by_a_killed_writer_is_deleted_on_the_next_write(t
     in_flight.write_bytes(b"another process is writing this now")
     _cache.cached("models", {"p": 1}, lambda: 1, directory=tmp_path)
     assert not orphan.exists() and in_flight.exists()
+
+
+def test_a_value_over_the_mib_cap_is_not_stored_and_the_entries_that_fit_survive(monkeypatch, tmp_path):
+    names = [_store(tmp_path, i, bytes(1000), mtime_s=10_000 + i) for i in range(5)]
+    monkeypatch.setenv("COTUNE_CACHE_MAX_MIB", "1")
+    calls: list[int] = []
+    big = bytes(2 * 1024 * 1024)
+    assert _cache.cached("models", {"p": "big"}, _counted(calls, big), directory=tmp_path) == big
+    assert _names(tmp_path) == set(names)
+    assert not list(tmp_path.glob(".models-*.tmp"))
+
+
+def test_pruning_keeps_older_entries_that_fit_behind_one_over_the_byte_cap(tmp_path):
+    names = [_store(tmp_path, i, bytes(1000), mtime_s=10_000 + i) for i in range(3)]
+    huge = _store(tmp_path, 99, bytes(300 * 1024), mtime_s=20_000)  # the most recently used
+    _cache.prune(folder=tmp_path, max_entries=10, max_bytes=100 * 1024)
+    assert _names(tmp_path) == set(names) and huge not in _names(tmp_path)
+
+
+def test_pruning_leaves_look_alike_files_of_other_kinds_and_programs_alone(tmp_path):
+    foreign = [tmp_path / "dataset-0123456789abcdef0123456789abcdef.pickle",  # a user's md5-named pickle
+               tmp_path / ".report-draft.tmp",  # another program's temporary file
+               tmp_path / ".models-draft-of-a-long-name.tmp"]  # not mkstemp's 8-character shape
+    for path in foreign:
+        path.write_text("not the cache's")
+        os.utime(path, (1_000, 1_000))  # old: deleted first if pruning counted it as the cache's
+    _cache.prune(folder=tmp_path, max_entries=0, max_bytes=0)
+    assert all(path.exists() for path in foreign)
+
+
+def test_a_kind_pruning_does_not_know_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown cache kind"):
+        _cache.cached("dataset", {"p": 1}, lambda: 1, directory=tmp_path)
