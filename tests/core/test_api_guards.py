@@ -46,6 +46,17 @@ def test_recommend_refuses_another_workloads_models_given_a_profile_by_name_or_p
         cotune.recommend(profile, models=cifar_models, target=0.94, deadline_s=1800)
 
 
+def test_the_workload_guard_stops_looking_for_a_first_record_at_the_parsers_line_limit(monkeypatch, tmp_path):
+    # Unbounded, 300 Mi blank lines ahead of the workload record took 120 s to skip.
+    import cotune.profile._profile as profile_module
+    from cotune.profile._source import workload_name
+
+    monkeypatch.setattr(profile_module, "MAX_PROFILE_LINES", 10)
+    padded = tmp_path / "padded.jsonl"
+    padded.write_bytes(b"\n" * 10 + cotune.example_path("yolov3-voc").read_bytes())
+    assert workload_name(padded) is None
+
+
 def test_replan_refuses_models_fitted_on_another_workload(cifar_models):
     progress = {"elapsed_s": 900, "epochs_done": 30, "gpu": "t4", "workers": 4, "local_batch": 129, "market": "on_demand"}
     with pytest.raises(InputError, match=r"^models: fitted on workload 'cifar10-resnet18'"):
