@@ -67,8 +67,9 @@ class Limits:
     cache_records : records those profiles hold together, which bounds the cache's memory
         (an entry costs ~0.9 KB a record, its profile and models: a 50,000-record tracked
         profile kept 42.8 MiB); a profile of more records than this is not cached. None (the
-        default): twice ``max_records`` (100,000 at the default), set here when the Limits
-        is made, so every door keeps two profiles at the record limit.
+        default): twice ``max_records`` (100,000 at the default), so every door keeps two
+        profiles at the record limit. The field keeps what was given; the budget in force
+        is :attr:`cache_record_budget`.
     """
 
     max_records: int = 50_000
@@ -84,11 +85,17 @@ class Limits:
         for name in ("max_records", "max_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.cache_records is None:
-            object.__setattr__(self, "cache_records", 2 * self.max_records)
-        for name in ("cache_size", "cache_records"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0, got {self.cache_size}")
+        if self.cache_records is not None and self.cache_records < 0:
+            raise ValueError(f"cache_records must be >= 0, got {self.cache_records}")
+
+    @property
+    def cache_record_budget(self) -> int:
+        """The records the cache may hold: ``cache_records``, or twice ``max_records`` when it
+        is None. Computed on each read, not stored when the Limits is made: stored, a
+        ``dataclasses.replace(limits, max_records=...)`` kept the old limit's budget."""
+        return 2 * self.max_records if self.cache_records is None else self.cache_records
 
 
 # --- profiles ----------------------------------------------------------------------------
@@ -309,13 +316,13 @@ def _store(full: tuple[Any, ...], profile: Any, models: Any, *, limits: Limits) 
             _drop(_SLOTS[slot])
         if full in _CACHE:
             _drop(full)
-        if limits.cache_size == 0 or records > limits.cache_records:
+        if limits.cache_size == 0 or records > limits.cache_record_budget:
             return
         _CACHE[full] = _Entry(profile=profile, models=models, records=records, slot=slot)
         if slot is not None:
             _SLOTS[slot] = full
         held = sum(e.records for e in _CACHE.values())
-        while len(_CACHE) > limits.cache_size or held > limits.cache_records:
+        while len(_CACHE) > limits.cache_size or held > limits.cache_record_budget:
             held -= _CACHE[next(iter(_CACHE))].records
             _drop(next(iter(_CACHE)))
 

@@ -3,6 +3,7 @@ the record limit applied while reading, one read per request."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -205,6 +206,16 @@ def test_a_profile_within_a_raised_record_limit_is_cached_without_raising_the_ca
     # Limits(max_records=200_000) refitted every profile over 100,000 on every request.
     clear_cache()
     service._store(("records", "a", 0.8), _fake_profile(150_000), None, limits=Limits(max_records=200_000))
+    assert list(service._CACHE) == [("records", "a", 0.8)]
+    clear_cache()
+
+
+def test_a_limits_copied_with_a_raised_record_limit_raises_its_default_cache_budget_too():
+    # Resolved once when the Limits was made, replace(Limits(max_records=5), max_records=50)
+    # kept a budget of 10 records and refitted the 20-record profile on every request.
+    clear_cache()
+    limits = dataclasses.replace(Limits(max_records=5), max_records=50)
+    service._store(("records", "a", 0.8), _fake_profile(20), None, limits=limits)
     assert list(service._CACHE) == [("records", "a", 0.8)]
     clear_cache()
 
