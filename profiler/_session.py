@@ -268,18 +268,27 @@ class Session:
         verdict = classify(outcome, results, timeout_s=timeout_s, log=log, workers=workers, option=option,
                            started=count_started(log.parent / "results"),
                            tensorflow=self.worker_module == TF_WORKER_MODULE)
+        # A fault of ours records nothing, so its log is kept under a name of its own
+        # (<probe>.launcher.log, <probe>.storage.log): kept as <probe>.log, it replaced the log
+        # that a failure recorded for this point by an earlier run names, and that record,
+        # still in effect, then pointed at a rendezvous log.
+        unrecorded = f"{log.parent.name}.{verdict.kind}"
         if verdict.kind == "launcher":
-            kept = self._keep_log(log.parent, log.parent.name)  # the probe's folder goes when the run ends
+            kept = self._keep_log(log.parent, unrecorded)  # the probe's folder goes when the run ends
             raise LauncherError(
                 f"probe {label} stopped: {verdict.message.replace(str(log), str(kept))}: a fault of the launcher, not "
-                "the workload, so nothing was recorded for it: fix the launcher (see the log), then run the same "
-                "command again")
+                f"the workload, so nothing was recorded for it (its log is kept as {kept.name}, apart from a failure "
+                "recorded for this probe before): fix the launcher (see the log), then run the same command again")
         if verdict.kind == "storage":
             # The message names the log: keep it, as for a launcher fault (the probe's folder
             # goes when the run ends, and the message named a file that no longer existed).
             # On the failing storage the copy may fail too: then say so rather than name it.
             try:
-                message = verdict.message.replace(str(log), str(self._keep_log(log.parent, log.parent.name)))
+                kept = self._keep_log(log.parent, unrecorded)
+                message = verdict.message.replace(str(log), str(kept))
+                # A worker's own storage report may not name the log: then name all of it here.
+                shown = kept.name if str(kept) in message else str(kept)
+                message = f"{message} (its log is kept as {shown}, apart from a failure recorded for this probe before)"
             except StorageError:
                 message = f"{verdict.message.replace(f'; log: {log}', '')} (its log could not be kept there)"
             raise StorageError(
@@ -292,7 +301,9 @@ class Session:
 
     def _keep_log(self, folder: Path, name: str) -> Path:
         """Copy a failed probe's log (its first and last few MiB: :func:`copy_log_bounded`) and
-        the workers' tracebacks (4000 characters each, cut by the worker) to ``logs/``."""
+        the workers' tracebacks (4000 characters each, cut by the worker) to ``logs/<name>.log``.
+        ``name`` is the probe's where a failure record names the log, and the probe's plus
+        the fault's kind where nothing is recorded."""
         logs = self.scratch / "logs"
         kept = logs / f"{name}.log"
         # The probe's name is the same on every run: the kept log is written afresh, not appended

@@ -329,3 +329,29 @@ def test_a_rerun_of_a_failing_probe_keeps_only_its_own_bounded_log(tmp_path):
     # Was appended to: 5 MiB more on every rerun, starting with the first run's log.
     assert len(text) < KEPT_LOG_HEAD_BYTES + KEPT_LOG_TAIL_BYTES + 200
     assert text.startswith(FloodsItsLog.FIRST + b"run 2\n") and text.count(FloodsItsLog.FIRST) == 1
+
+
+@dataclass
+class LauncherKilledAfterACrash(GroupLauncher):
+    """A rerun's launch whose launcher is killed (kill -9 of torchrun): a fault of ours, recorded nowhere."""
+
+    LOG = b"torchrun: the launcher's own log, nothing the workload printed\n"
+
+    def launch(self, request: LaunchRequest, *, poll=None) -> LaunchOutcome:
+        request.log_path.write_bytes(self.LOG)
+        return LaunchOutcome(returncode=-9, timed_out=False, wall_s=self.wall_s)
+
+
+def test_a_launcher_fault_on_a_rerun_keeps_its_log_apart_from_the_recorded_crashs(tmp_path):
+    from profiler._launcher import LauncherError
+
+    out = tmp_path / "flood.jsonl"
+    _profile(out, FloodsItsLog(crash_at=8, run=1), workers=[1], local_batches=[8], curves=[])
+    (crash_log,) = (tmp_path / "flood.jsonl.cotune" / "logs").iterdir()
+    with pytest.raises(LauncherError) as info:
+        _profile(out, LauncherKilledAfterACrash(), workers=[1], local_batches=[8], curves=[], retry_failed=["crash"])
+    # Was replaced by the launcher's log, which the crash record still in effect then named.
+    (failure,) = read_profile(out).failures
+    assert str(crash_log) in failure.message and b"run 1" in crash_log.read_bytes()
+    fault_log = crash_log.with_name(crash_log.stem + ".launcher.log")
+    assert fault_log.read_bytes() == LauncherKilledAfterACrash.LOG and str(fault_log) in str(info.value)
