@@ -73,6 +73,9 @@ class PolicySpec:
     where it runs (None: every open-loop setting); ``requires`` names importable
     modules it needs (it is skipped where they are missing); ``intervals`` says the
     policy's models report calibrated intervals worth checking for coverage;
+    ``probabilities`` is False where the policy's models make no probability claim (Pollux's
+    peer models have zero-width intervals, so their "P(success)" is 1 or 0 by construction):
+    its summary rows then show no promised probability;
     ``optional`` policies run only when named (``python -m benchmarks --policies``).
     """
 
@@ -84,6 +87,7 @@ class PolicySpec:
     closed_loop: bool = False
     requires: tuple[str, ...] = ()
     intervals: bool = False
+    probabilities: bool = True
     optional: bool = False  # runs only when asked for by name (too slow for the default runs)
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -139,6 +143,7 @@ def policy(
     closed_loop: bool = False,
     requires: tuple[str, ...] = (),
     intervals: bool = False,
+    probabilities: bool = True,
     optional: bool = False,
     description: str = "",
     **extra: Any,
@@ -154,6 +159,7 @@ def policy(
             closed_loop=closed_loop,
             requires=requires,
             intervals=intervals,
+            probabilities=probabilities,
             optional=optional,
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
             extra=dict(extra),

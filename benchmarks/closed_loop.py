@@ -939,7 +939,7 @@ policy("cotune_closed_lean_q90", closed_loop=True, planner="cotune_q90", family=
 _register_closed("cotune_closed_pace", planner="cotune", make=lambda s, e, p: _cotune_controller(s, e, p, None),
                  family="cotune_closed_pace",
                  description="the 2026-12-01 morning controller: remaining work by the job's pace, decisions on times")
-_register_closed("pollux_adaptive", planner="pollux", make=_pollux_controller,
+_register_closed("pollux_adaptive", planner="pollux", make=_pollux_controller, probabilities=False,
                  description="Pollux-style goodput policy, re-chosen at the same checkpoints")
 
 

@@ -472,7 +472,7 @@ _model_entry(
     description="the paper's batch-only baseline: 4 workers of the first GPU type (one-curve only)",
 )
 _model_entry(
-    "pollux", time="pollux", accuracy="pollux", subspace="all",
+    "pollux", time="pollux", accuracy="pollux", subspace="all", probabilities=False,
     description="Pollux's throughput model and statistical efficiency from the reference curve's gradient noise",
 )
 

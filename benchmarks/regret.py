@@ -336,6 +336,9 @@ def summarize(results: Iterable[ScenarioResult]) -> list[dict]:
         epochs_n = sum(o.epochs_n for o in os_)
         reached_n = sum(o.epochs_reached_n for o in os_)
         own_delivered, own_promised = delivered[key]
+        if spec is not None and not spec.probabilities:
+            # Its "P(success)" is 1 or 0 by construction (zero-width intervals): no promise to score.
+            own_promised = None
         rel_s = merge_counts(o.reliability.get("success") for o in os_ if o.reliability)
         rel_r = merge_counts(o.reliability.get("reach") for o in os_ if o.reliability)
         out.append(
@@ -413,6 +416,7 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
                 "scenario": r.scenario,
                 "optimum_saving": 1 - r.oracle_cost / best_base if math.isfinite(best_base) else None,
                 "baselines_infeasible": not math.isfinite(best_base),
+                "cotune_met": cot.miss is None,
                 "plan_saving": (1 - cot.true_cost / min(base_plans)) if cot.miss is None and base_plans else None,
                 "plan_saving_vs_baseline_optimum": (1 - cot.true_cost / best_base)
                 if cot.miss is None and math.isfinite(best_base)
@@ -423,6 +427,10 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
     matters = [r for r in rows if r["optimum_saving"] is not None and r["optimum_saving"] > threshold]
     plan_m = np.array([r["plan_saving"] for r in matters if r["plan_saving"] is not None])
     plan_vs_opt_m = np.array([r["plan_saving_vs_baseline_optimum"] for r in matters if r["plan_saving_vs_baseline_optimum"] is not None])
+    # The medians above are over the scenarios cotune met: a miss has no cost to compare, so it
+    # drops out — and the report must say how many did. Beside them, a miss counted as no saving.
+    plan_m_miss0 = np.array([0.0 if not r["cotune_met"] else r["plan_saving"] for r in matters
+                             if not r["cotune_met"] or r["plan_saving"] is not None])
     return {
         "budget": budget,
         "setting": setting,
@@ -435,6 +443,10 @@ def savings(results: Iterable[ScenarioResult], *, budget: int, threshold: float 
         "optimum_saving_max": float(opt.max()) if opt.size else math.nan,
         "plan_saving_median_matters": float(np.median(plan_m)) if plan_m.size else math.nan,
         "plan_vs_baseline_optimum_median_matters": float(np.median(plan_vs_opt_m)) if plan_vs_opt_m.size else math.nan,
+        "cotune_met_matters": sum(r["cotune_met"] for r in matters),
+        "plan_saving_n_matters": int(plan_m.size),
+        "plan_vs_baseline_optimum_n_matters": int(plan_vs_opt_m.size),
+        "plan_saving_median_matters_miss_as_zero": float(np.median(plan_m_miss0)) if plan_m_miss0.size else math.nan,
         "share_matters_ge_26_89pct": float(np.mean(np.array([r["optimum_saving"] for r in matters]) >= 0.2689)) if matters else math.nan,
         "rows": rows,
     }

@@ -13,8 +13,7 @@ import numpy as np
 
 __all__ = ["write_json", "write_text", "read_json", "markdown", "plot_all", "aims", "rewrite"]
 
-AIM_MEDIAN_REGRET = 0.03
-AIM_P90_REGRET = 0.10
+AIM_MEDIAN_REGRET = 0.05
 AIM_PROBE_SHARE = 0.05
 AIM_SAVING = 0.2689
 AIM_MAPE_INSIDE = 0.05
@@ -143,6 +142,20 @@ def _labelled(setting: str) -> str:
     return f"{setting} (upper bound)" if spec is not None and getattr(spec, "upper_bound", False) else setting
 
 
+def _met_only(s: dict) -> str:
+    """Whose median the plan savings are: a scenario cotune missed has no cost to compare and
+    drops out, so the medians are over the scenarios it met (results.json files from before
+    these counts were kept say nothing)."""
+    if "cotune_met_matters" not in s:
+        return ""
+    text = f" (over the {s['cotune_met_matters']} of {s['matters']} where cotune met the target and deadline"
+    if s["plan_saving_n_matters"] != s["cotune_met_matters"]:
+        text += f", against the baselines' plans the {s['plan_saving_n_matters']} of them where one of those met too"
+    if s.get("plan_saving_median_matters_miss_as_zero") is not None:
+        text += f"; {_pct(s['plan_saving_median_matters_miss_as_zero'])} vs the baselines' plans with a miss counted as no saving"
+    return text + ")"
+
+
 def aims(data: dict) -> list[tuple[str, str, bool | None]]:
     """(aim, where we stand, met?) for the issues' stated aims."""
     out: list[tuple[str, str, bool | None]] = []
@@ -185,11 +198,13 @@ def aims(data: dict) -> list[tuple[str, str, bool | None]]:
     cl = [x for x in data.get("summary", []) if x["setting"] == "closed-loop" and x["family"].startswith("cotune_closed")
           and x["family"] != "cotune_closed_spot"]
     if cl:
+        # The best variant is picked after the run, on the scenarios it is judged on: the row says so.
         best = min(cl, key=lambda x: (x["miss_rate"], x["median_regret"]))
         q90 = next((x for x in cl if x["family"] == best["family"] and x["delivered_q90"] is not None), best)
         out.append(
             (
                 "closed-loop: miss rate ≤ 5 %, median regret ≤ 5 % (every cost counted), delivered at q = 0.9 ≥ 0.90",
+                f"best of {len(cl)} closed-loop variants, chosen on these scenarios: "
                 f"{best['policy']} at {best['probes']} probes: miss rate {_pct(best['miss_rate'])}, median regret {_pct(best['median_regret'])}; "
                 f"delivered at q = 0.9 {_frac(q90['delivered_q90'])}",
                 best["miss_rate"] <= 0.05 and best["median_regret"] <= 0.05 and (q90["delivered_q90"] or 0) >= 0.90,
@@ -203,7 +218,7 @@ def aims(data: dict) -> list[tuple[str, str, bool | None]]:
                 f"{s['matters']} of {s['scenarios']} scenarios have an optimum saving > {_pct(s['threshold'])}; "
                 f"there the median optimum saving is {_pct(s['optimum_saving_median_matters'])}, cotune's plan saves "
                 f"{_pct(s['plan_saving_median_matters'])} vs the baselines' plans and {_pct(s['plan_vs_baseline_optimum_median_matters'])} "
-                f"vs their optimum; max optimum saving {_pct(s['optimum_saving_max'])}; baselines infeasible in {s['baselines_infeasible']}",
+                f"vs their optimum{_met_only(s)}; max optimum saving {_pct(s['optimum_saving_max'])}; baselines infeasible in {s['baselines_infeasible']}",
                 None if math.isnan(s["optimum_saving_median_matters"]) else s["optimum_saving_median_matters"] >= AIM_SAVING,
             )
         )
@@ -302,7 +317,8 @@ def markdown(data: dict) -> str:
                   f"- true optimum vs best restricted optimum: median {_pct(s['optimum_saving_median_all'])} over all, "
                   f"{_pct(s['optimum_saving_median_matters'])} over the {s['matters']} where it exceeds {_pct(s['threshold'])}, max {_pct(s['optimum_saving_max'])}",
                   f"- share of those ≥ 26.89 %: {_pct(s['share_matters_ge_26_89pct'])}",
-                  f"- cotune's plan vs the baselines' plans (same probes), median where co-tuning matters: {_pct(s['plan_saving_median_matters'])}",
+                  f"- cotune's plan vs the baselines' plans (same probes), median where co-tuning matters: {_pct(s['plan_saving_median_matters'])}"
+                  + _met_only(s),
                   f"- cotune's plan vs the baselines' true optimum, same scenarios: {_pct(s['plan_vs_baseline_optimum_median_matters'])}"]
     me = data["model_error"]
     t = _time_summary(me["time"])

@@ -3,13 +3,14 @@ policies that raised on every scenario."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from benchmarks import report
-from benchmarks.regret import Outcome, ScenarioResult, _pct, outcome_dicts, summarize, summarize_outcome_dicts
+from benchmarks.regret import Outcome, ScenarioResult, _pct, outcome_dicts, savings, summarize, summarize_outcome_dicts
 
 
 def _outcome(scenario: str, *, regret: float = 0.0, policy: str = "cotune", budget: int = 16,
@@ -102,3 +103,52 @@ def test_the_report_shows_a_policy_that_raised_everywhere_and_counts_its_raises_
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "| cotune_closed_spot | 16 | ∞ |" in md
     assert "count" in md.split("policy runs raised**")[1].splitlines()[0] and "left out" not in md
+
+
+def test_a_policy_whose_models_give_no_probabilities_promises_nothing() -> None:
+    # Pollux's peer models have zero-width intervals: a "P(success)" of 1.0 is no promise.
+    outs = [dataclasses.replace(_outcome("s0", policy=p), p_success=1.0) for p in ("pollux", "pollux_adaptive", "cotune")]
+    rows = summarize([_result("s0", outs)])
+    assert [_row(rows, p)["promised"] for p in ("pollux", "pollux_adaptive", "cotune")] == [None, None, 1.0]
+
+
+def _saving_results(cotune: list[float]) -> list[ScenarioResult]:
+    """Scenarios where co-tuning matters (optimum 70 against the baselines' 100); cotune's true
+    cost per scenario, inf where it missed."""
+    out = []
+    for i, c in enumerate(cotune):
+        cot = dataclasses.replace(_outcome(f"s{i}", regret=c / 70.0 - 1.0), true_cost=c)
+        bases = [dataclasses.replace(_outcome(f"s{i}", policy=p), true_cost=100.0) for p in ("resource_only", "batch_only")]
+        out.append(dataclasses.replace(_result(f"s{i}", [cot, *bases]), oracle_cost=70.0,
+                                       resource_only_optimum=100.0, batch_only_optimum=100.0))
+    return out
+
+
+def test_the_savings_count_the_scenarios_cotune_met_and_give_the_median_with_a_miss_as_no_saving() -> None:
+    s = savings(_saving_results([70.0, math.inf, math.inf, math.inf]), budget=16)
+    assert (s["matters"], s["cotune_met_matters"], s["plan_saving_n_matters"]) == (4, 1, 1)
+    assert s["plan_saving_median_matters"] == pytest.approx(0.3) and s["plan_saving_median_matters_miss_as_zero"] == 0.0
+
+
+def test_the_savings_aim_says_over_how_many_scenarios_cotune_met() -> None:
+    s = savings(_saving_results([70.0, math.inf, math.inf, math.inf]), budget=16)
+    data = {"summary": [], "model_error": {"time": []}, "regret": {"headline_budget": 16, "summary": [], "savings": s}}
+    (row,) = [where for aim, where, _ in report.aims(data) if aim.startswith("saving")]
+    assert "over the 1 of 4 where cotune met the target and deadline" in row and "0.0 % vs the baselines' plans with a miss" in row
+
+
+def test_the_closed_loop_aim_says_its_row_is_the_best_of_the_variants_picked_on_these_scenarios() -> None:
+    results = [_result(f"s{i}", [_outcome(f"s{i}", setting="closed-loop", policy=p, regret=x)
+                                 for p, x in (("cotune_closed", 0.1), ("cotune_closed_q90", math.inf))]) for i in range(2)]
+    summary = summarize(results)
+    data = {"summary": summary, "model_error": {"time": []}, "regret": {"headline_budget": 16, "summary": summary}}
+    (row,) = [where for aim, where, _ in report.aims(data) if aim.startswith("closed-loop")]
+    assert row.startswith("best of 2 closed-loop variants, chosen on these scenarios: cotune_closed at 16 probes")
+
+
+def test_the_figures_aim_line_is_the_median_regret_aim_the_table_checks() -> None:
+    results = [_result("s0", [_outcome("s0")])]
+    summary = summarize(results)
+    data = {"summary": summary, "model_error": {"time": []}, "regret": {"headline_budget": 16, "summary": summary}}
+    (aim,) = [aim for aim, _, _ in report.aims(data) if aim.startswith("one-curve, 16 probes")]
+    assert f"median regret ≤ {100 * report.AIM_MEDIAN_REGRET:.0f} %" in aim
