@@ -12,7 +12,9 @@ A small CNN on scikit-learn's bundled digits (no download; see ``digits_cnn.py``
    by the reported factor, ``tracker.reconfigure``);
 5. trained on until the target is reached.
 
-Exits 0 when the target is reached by the deadline, 1 otherwise. About half a minute on
+Exits 0 when the job re-planned once and reached the target by the deadline; 1 when it
+missed the target or the deadline; 3 when it never re-planned (the target was reached,
+or the run ended, before ``--replan-after`` epochs: lower it). About half a minute on
 two CPU cores::
 
     python examples/closed_loop.py                    # profile in a temporary folder
@@ -146,7 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=_accuracy, default=0.97, help="held-out accuracy to reach")
     parser.add_argument("--deadline", type=_positive(float), default=60.0, help="seconds of training allowed")
     parser.add_argument("--price", type=_positive(float), default=0.10, help="USD per CPU worker-hour")
-    parser.add_argument("--replan-after", type=_positive(float), default=2.0, help="epochs before the one re-plan")
+    # 1.25 epochs is five evaluations at the default four per epoch: the fewest the job's own
+    # curve is fitted from (cotune.models._curve.MIN_CURVE_POINTS), and well before even
+    # batch 16 reaches 0.97 (about two epochs), so the demo always re-plans.
+    parser.add_argument("--replan-after", type=_positive(float), default=1.25,
+                        help="epochs before the one re-plan (at the first evaluation at or past it)")
     parser.add_argument("--evals-per-epoch", type=_positive(int), default=4, help="evaluations per epoch (the job's curve)")
     parser.add_argument("--curve-epochs", type=_positive(int), default=6, help="epochs of each probe curve")
     args = parser.parse_args(argv)
@@ -191,20 +197,28 @@ def main(argv: list[str] | None = None) -> int:
                 tracker.eval(metric=acc)
                 print(f"3. epoch {tracker.epoch:5.2f} at local batch {job.local_batch:>3}: accuracy {acc:.3f} "
                       f"({tracker.elapsed_s:.1f} s)")
+                # The re-plan comes before the target check: the demo exists to show one
+                # re-plan, and an evaluation that is both due and on target re-plans first.
+                due = replanned is None and tracker.epoch + 1e-9 >= args.replan_after
+                if due:
+                    replanned = replan_once(path, question, tracker, job, price=args.price)
                 if acc >= args.target:
                     reached = True
                     break
-                if replanned is None and tracker.epoch >= args.replan_after:
-                    replanned = replan_once(path, question, tracker, job, price=args.price)
+                if due:
                     break  # the loader may have changed
     elapsed = tracker.elapsed_s
+    if tmp is not None:
+        tmp.cleanup()
     if replanned is None:
-        print("4. re-plan: not needed (the target was reached before the re-plan point)")
+        ended = f"the target was reached at epoch {tracker.epoch:.2f}" if reached else \
+            f"the run ended at epoch {tracker.epoch:.2f} ({elapsed:.1f} s)"
+        print(f"closed_loop.py: nothing was re-planned: {ended}, before --replan-after {args.replan_after:g} "
+              "epochs; pass a smaller --replan-after", file=sys.stderr)
+        return 3
     print(f"5. {'reached' if reached else 'did not reach'} accuracy {args.target} after {tracker.epoch:.2f} epochs in "
           f"{elapsed:.1f} s (deadline {args.deadline:.0f} s); {tracker.records_written} records tracked; "
           f"total {time.monotonic() - began:.1f} s")
-    if tmp is not None:
-        tmp.cleanup()
     return 0 if reached and elapsed <= args.deadline else 1
 
 
