@@ -1,9 +1,10 @@
 """``python -m benchmarks [--quick]``: every benchmark, from the published traces.
 
 Writes ``results.json``, ``report.md`` and PNG figures into ``benchmarks/results/``
-(or ``--out``). Every setting registered in :mod:`benchmarks._registry` runs (the
-headline ``one-curve``, the upper bound ``free-curves``, the ``closed-loop`` replay),
-each with every policy registered for it. Progress goes to stderr. The full run aims at
+(or ``--out``). Every setting registered in :mod:`benchmarks._registry` runs, in the
+order registered (today the headline ``one-curve``, the upper bound ``free-curves``, the
+``closed-loop`` replay), each with every policy registered for it: a new setting or
+policy is its registry entry, with no list here to edit. Progress goes to stderr. The full run aims at
 under 20 minutes on 2 CPU cores, ``--quick`` at under 3 (a slice: fewer workloads,
 scenarios and budgets).
 
@@ -45,7 +46,8 @@ class Config:
     latency_repeats: int
     optuna_sizes: tuple[int, ...]
     optuna_max_trials: int
-    settings: tuple[str, ...] = ("one-curve", "free-curves")
+    # None: every registered setting, in the order registered (benchmarks._registry.SETTINGS).
+    settings: tuple[str, ...] | None = None
     closed_loop_budgets: tuple[int, ...] = ()
     policies: tuple[str, ...] | None = None  # None: every default policy of each setting
     cluster: str | None = None  # the spot policies' cluster file (None: benchmarks/clusters/spot_replay.toml)
@@ -63,7 +65,6 @@ FULL = Config(
     latency_repeats=3,
     optuna_sizes=(10_000, 100_000),
     optuna_max_trials=2000,
-    settings=("one-curve", "free-curves", "closed-loop"),
     closed_loop_budgets=(16,),
 )
 QUICK = Config(
@@ -78,12 +79,24 @@ QUICK = Config(
     latency_repeats=1,
     optuna_sizes=(10_000,),
     optuna_max_trials=500,
-    settings=("one-curve", "free-curves", "closed-loop"),
     closed_loop_budgets=(12,),
 )
 
 _SCENARIOS: dict[tuple, list] = {}
 _HEADLINE = "one-curve"
+
+
+def _registered_settings() -> tuple[str, ...]:
+    """Every registered setting's name, in the order registered."""
+    from benchmarks._registry import SETTINGS, load
+
+    load()
+    return tuple(SETTINGS)
+
+
+def _with_settings(cfg: Config) -> Config:
+    """``cfg`` with its settings named (None: every registered one)."""
+    return cfg if cfg.settings is not None else dataclasses.replace(cfg, settings=_registered_settings())
 
 
 def _log(msg: str) -> None:
@@ -118,8 +131,11 @@ def _run_one(args: tuple[Config, int]):
 
 def _pareto_cases(cfg: Config, results: list) -> list[dict]:
     """One scenario per workload (tightest target, a deadline when there is one) for the front plot."""
+    from benchmarks._registry import POLICIES, load
     from benchmarks.policies import fitted_estimates
     from cotune.solver import pareto_indices
+
+    load()
 
     scns = _scenario_list(cfg)
     by_key = {r.scenario: r for r in results}
@@ -139,15 +155,13 @@ def _pareto_cases(cfg: Config, results: list) -> list[dict]:
         styles = {
             "cotune (true)": dict(marker="o", s=60, color="tab:blue", edgecolor="k"),
             "cotune (predicted)": dict(marker="o", s=60, facecolor="none", edgecolor="tab:blue"),
-            "resource_only": dict(marker="^", s=50, color="tab:orange", edgecolor="k"),
-            "batch_only": dict(marker="v", s=50, color="tab:green", edgecolor="k"),
-            "pollux": dict(marker="s", s=45, color="tab:purple", edgecolor="k"),
-            "optuna_tpe": dict(marker="D", s=40, color="tab:brown", edgecolor="k"),
         }
-        for name in ("resource_only", "batch_only", "pollux", "optuna_tpe"):
+        # The baselines drawn beside cotune: every policy registered with a plot_style, in
+        # the order registered (a new one is drawn by its entry alone).
+        for name, spec in POLICIES.items():
             o = plans.get(name)
-            if o is not None and math.isfinite(o.true_cost):
-                chosen[name] = ((o.true_time_s / 3600, o.true_cost), styles[name])
+            if "plot_style" in spec.extra and o is not None and math.isfinite(o.true_cost):
+                chosen[name] = ((o.true_time_s / 3600, o.true_cost), dict(spec.extra["plot_style"]))
         cot = plans.get("cotune")
         pred_t, pred_c = [], []
         if cot is not None:
@@ -206,6 +220,7 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     from benchmarks.scenarios import workloads
 
     t0 = time.perf_counter()
+    cfg = _with_settings(cfg)
     out.mkdir(parents=True, exist_ok=True)
     ws = workloads(names=cfg.workloads)
 
@@ -309,17 +324,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--policies", default=None, help="comma-separated policy names to run instead of the defaults (e.g. add optuna_gp)"
     )
-    parser.add_argument("--settings", default=None, help="comma-separated settings (default: one-curve, free-curves, closed-loop)")
+    parser.add_argument("--settings", default=None,
+                        help=f"comma-separated settings (default: all of {', '.join(_registered_settings())})")
     parser.add_argument(
         "--cluster", default=None,
         help="cluster file (cotune's format, docs/spot.md) of the closed-loop spot policies "
         "(default: benchmarks/clusters/spot_replay.toml)",
     )
     args = parser.parse_args(argv)
-    cfg = QUICK if args.quick else FULL
     from benchmarks._registry import POLICIES, SETTINGS, load
 
     load()
+    cfg = _with_settings(QUICK if args.quick else FULL)
     if args.policies:
         names = tuple(n.strip() for n in args.policies.split(",") if n.strip())
         unknown = [n for n in names if n not in POLICIES]

@@ -465,14 +465,17 @@ _model_entry(
 )
 _model_entry(
     "resource_only", time="cotune", accuracy="cotune", subspace="resource_only", settings=("one-curve",),
+    plot_style=dict(marker="^", s=50, color="tab:orange", edgecolor="k"),
     description="the paper's resource-only baseline: local batch fixed at the recipe's (one-curve only)",
 )
 _model_entry(
     "batch_only", time="cotune", accuracy="cotune", subspace="batch_only", settings=("one-curve",),
+    plot_style=dict(marker="v", s=50, color="tab:green", edgecolor="k"),
     description="the paper's batch-only baseline: 4 workers of the first GPU type (one-curve only)",
 )
 _model_entry(
     "pollux", time="pollux", accuracy="pollux", subspace="all", probabilities=False,
+    plot_style=dict(marker="s", s=45, color="tab:purple", edgecolor="k"),
     description="Pollux's throughput model and statistical efficiency from the reference curve's gradient noise",
 )
 
@@ -549,7 +552,8 @@ def _black_box_policy(name: str, scn: Scenario, evidence: Evidence, budgets: tup
     return plans
 
 
-@policy("optuna_tpe", description="Optuna TPE: every trial a paid probe, cost read off the setting's curves")
+@policy("optuna_tpe", description="Optuna TPE: every trial a paid probe, cost read off the setting's curves",
+        plot_style=dict(marker="D", s=40, color="tab:brown", edgecolor="k"))
 def _optuna_tpe(scn: Scenario, evidence: Evidence, budgets: tuple[int, ...]) -> list[Plan]:
     return _black_box_policy("optuna_tpe", scn, evidence, budgets)
 

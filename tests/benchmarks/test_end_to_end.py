@@ -33,6 +33,7 @@ SLICE = Config(
     latency_repeats=1,
     optuna_sizes=(1_000,),
     optuna_max_trials=100,
+    settings=("one-curve", "free-curves"),  # the open-loop slice (None would run every registered setting)
 )
 
 
