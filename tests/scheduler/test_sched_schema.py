@@ -21,6 +21,18 @@ def test_published_copy_is_the_packaged_schema(name):
     jsonschema.Draft202012Validator.check_schema(published)
 
 
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_a_schema_names_no_cotune_version_but_the_one_that_serves_it(name):
+    # recommend-response.v1 said p_reach/p_success were "added in cotune 0.2" while every
+    # response, /health and the package said 0.1.0: a client could not tell what to expect.
+    import re
+
+    import cotune
+
+    named = set(re.findall(r"cotune (\d+\.\d+(?:\.\d+)?)", json.dumps(schema(name))))
+    assert named <= {cotune.__version__}
+
+
 _VALIDATOR = jsonschema.Draft202012Validator(schema("recommend-request.v1"))
 
 # Values of every JSON type, including the edges the two validators could disagree on.
