@@ -1,6 +1,8 @@
 """Which measurement to buy next: value of information against its price.
 
-Before a job runs, the planner can buy three kinds of evidence:
+Three kinds of evidence have a value model here (:func:`next_measurement` offers the
+first two; the third only where a caller prices it in :func:`standard_options`, since
+no price is set for it and its share ``ρ`` is a hand-set default, not estimated):
 
 * a **step-time probe** at a candidate ``(gpu, n, h, b)`` — it pins that candidate's
   step time (the step-time part of its uncertainty goes away);
