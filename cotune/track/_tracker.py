@@ -350,6 +350,10 @@ class Tracker:
         # Step records of the job at each configuration (the profile's at the start, then
         # those written here): the window doubles with them (WINDOW_DOUBLING_RECORDS).
         self._records_at: dict[_ConfigKey, int] = {}
+        # 2 ** doublings at the configuration ``_scale_for`` (the TrackedConfig object it was
+        # read for; None: read it again), so a step does not rebuild the configuration's key.
+        self._scale = 1
+        self._scale_for: TrackedConfig | None = None
         self._skip = warmup_steps
         # The warm-up steps' times at the current configuration, kept until warm-up ends: an
         # evaluation before then has no other timing to put the configuration on record with.
@@ -559,7 +563,11 @@ class Tracker:
             return
         if self._writer is None:
             raise InputError("the tracker is closed: create a new Tracker to record more")
-        step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
+        # The common case — a plain float in range — in two comparisons (NaN fails both); the
+        # general check, which reads numpy scalars and tensors and words the error, costs as
+        # much as the rest of a step's bookkeeping together.
+        if not (type(step_time_s) is float and MIN_STEP_TIME_S <= step_time_s <= MAX_MAGNITUDE):
+            step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
         c = self.config
         if micro_batches is None:
             self._samples += c.global_batch
@@ -573,7 +581,9 @@ class Tracker:
                 self._warmup_times_s = []
             return
         self._window.append(step_time_s)
-        scale = 2 ** self._doublings()
+        if self._scale_for is not c:  # a new configuration, or a record written since
+            self._scale, self._scale_for = 2 ** self._doublings(), c
+        scale = self._scale
         if (len(self._window) >= self.window * scale
                 or self._clock() - self._window_began >= self._flush_every_s * scale):
             self.flush()
@@ -769,6 +779,7 @@ class Tracker:
         self._config_recorded = True
         self._recorded_config = _config_key(c)
         self._records_at[self._recorded_config] = self._records_at.get(self._recorded_config, 0) + 1
+        self._scale_for = None  # the window's doubling is read again at the next step
         held, self._held_evals = self._held_evals, []
         for evaluation in held:  # evaluations that waited for this configuration's first step record
             self._write(evaluation)
