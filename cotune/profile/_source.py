@@ -43,7 +43,8 @@ def workload_name(source: Any) -> str | None:
     For models given with a profile that is otherwise not read (``recommend(..., models=)``):
     another workload's models answered under its label. None where it cannot tell without
     reading the profile (no such file, a first record that is no workload record, none
-    within :data:`MAX_PROFILE_LINES` lines and :data:`MAX_PROFILE_CHARS` characters): a
+    within :data:`MAX_PROFILE_LINES` lines and :data:`MAX_PROFILE_CHARS` characters, a line
+    over :data:`MAX_LINE_CHARS`): a
     fitted-models question never read the profile, and a missing file stays no error there.
     """
     if isinstance(source, Profile):
@@ -67,7 +68,8 @@ def workload_name(source: Any) -> str | None:
             # 120 s to skip, where read_profile refuses the file after a million lines.
             for number, line in enumerate(lines, start=1):
                 read_chars += len(line)
-                if number > _profile.MAX_PROFILE_LINES or read_chars > _profile.MAX_PROFILE_CHARS:
+                if (number > _profile.MAX_PROFILE_LINES or read_chars > _profile.MAX_PROFILE_CHARS
+                        or len(line) > _profile.MAX_LINE_CHARS):  # pieces of one over-long line: refused there
                     break  # no profile the parser reads: its name is not told
                 if line.strip():
                     first = line

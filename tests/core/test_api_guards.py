@@ -57,6 +57,17 @@ def test_the_workload_guard_stops_looking_for_a_first_record_at_the_parsers_line
     assert workload_name(padded) is None
 
 
+def test_the_workload_guard_stops_at_a_line_longer_than_the_parser_takes(tmp_path):
+    # A gigabyte of spaces on one line was read to its end (4.8 s) where read_profile refuses
+    # the file at its first line.
+    from cotune.profile._profile import MAX_LINE_CHARS
+    from cotune.profile._source import workload_name
+
+    padded = tmp_path / "long-line.jsonl"
+    padded.write_bytes(b" " * (MAX_LINE_CHARS + 10) + b"\n" + cotune.example_path("yolov3-voc").read_bytes())
+    assert workload_name(padded) is None
+
+
 def test_replan_refuses_models_fitted_on_another_workload(cifar_models):
     progress = {"elapsed_s": 900, "epochs_done": 30, "gpu": "t4", "workers": 4, "local_batch": 129, "market": "on_demand"}
     with pytest.raises(InputError, match=r"^models: fitted on workload 'cifar10-resnet18'"):
