@@ -44,18 +44,21 @@ def test_tensorflow_probe_writes_the_same_records(tmp_path, capsys, monkeypatch)
     assert not list(machine_tmp.iterdir())
 
 
+def _run_digits_variant(tmp_path, capsys, *, out, workers: int, local_batch: str, body: str):
+    """Profile a variant of the Keras digits workload written as ``body`` (``dataclasses``,
+    ``os``, ``signal`` imported, the repository on the path); (exit code, stderr)."""
+    wl = tmp_path / f"{out.stem}.py"
+    wl.write_text(f"import dataclasses, os, signal, sys\nsys.path.insert(0, {str(ROOT)!r})\n" + body)
+    return run_cli(["--workload", f"{wl}:workload", "--workers", str(workers), "--local-batch", local_batch,
+                    "--out", str(out), "--no-curves", *FAST], capsys)
+
+
 def test_tensorflow_simulated_oom_is_a_failure_record(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    wl = tmp_path / "tf_oom.py"
-    wl.write_text(
-        "import dataclasses, sys\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from examples.digits_keras import workload as base\n"
-        "workload = dataclasses.replace(base, simulate_oom_above=16)\n"
-    )
     out = tmp_path / "tf_oom.jsonl"
-    code, err = run_cli(["--workload", f"{wl}:workload", "--workers", "1", "--local-batch", "8,32", "--out", str(out),
-                         "--no-curves", *FAST], capsys)
+    code, err = _run_digits_variant(tmp_path, capsys, out=out, workers=1, local_batch="8,32", body=(
+        "from examples.digits_keras import workload as base\n"
+        "workload = dataclasses.replace(base, simulate_oom_above=16)\n"))
     assert code == 0, err
     profile = read_profile(out)
     (failure,) = profile.failures
@@ -69,20 +72,15 @@ def test_a_tensorflow_worker_killed_from_outside_is_not_recorded_as_its_peers_cr
     if oom_kill_count() is None:
         pytest.skip("this kernel keeps no OOM-kill count: a SIGKILL reads as the OOM killer's, as documented")
     monkeypatch.chdir(ROOT)
-    wl = tmp_path / "tf_killed.py"
-    wl.write_text(  # worker 1 is killed (an operator's kill -9) while worker 0 goes on into a collective
-        "import dataclasses, os, signal, sys\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
+    out = tmp_path / "tf_killed.jsonl"
+    # worker 1 is killed (an operator's kill -9) while worker 0 goes on into a collective
+    code, err = _run_digits_variant(tmp_path, capsys, out=out, workers=2, local_batch="16", body=(
         "from examples.digits_keras import make_model, workload as base\n"
         "def model():\n"
         "    if os.environ.get('RANK') == '1':\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    return make_model()\n"
-        "workload = dataclasses.replace(base, model=model)\n"
-    )
-    out = tmp_path / "tf_killed.jsonl"
-    code, err = run_cli(["--workload", f"{wl}:workload", "--workers", "2", "--local-batch", "16", "--out", str(out),
-                         "--no-curves", *FAST], capsys)
+        "workload = dataclasses.replace(base, model=model)\n"))
     # Was exit 1 with a 'crash' record quoting worker 0's "UnavailableError: ... Collective ops is aborted".
     assert code == 3, err
     assert "killed by SIGKILL, and not by the kernel's out-of-memory killer" in err and err.count("\n") == 1, err

@@ -1590,28 +1590,27 @@ def test_an_evaluation_in_the_warm_up_of_a_restart_at_the_same_configuration_is_
 # --- windows coarsen as the job runs (WINDOW_DOUBLING_RECORDS) ---------------------------------
 
 
-def test_the_window_doubles_after_every_doubling_threshold_of_records_at_one_configuration(tmp_path, monkeypatch):
-    # A fixed window wrote ~43,000 records a day for a 20 ms-step job, past a service's limit in a day.
+def _doubling_every_two_records(tmp_path, monkeypatch, *, window: int, steps: int):
+    """A profile a tracker wrote ``steps`` steps of 0.1 s to, its window doubling every two records."""
     import cotune.track._tracker as tracker_module
 
     monkeypatch.setattr(tracker_module, "WINDOW_DOUBLING_RECORDS", 2)
     path = tmp_path / "job.jsonl"
-    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=1, warmup_steps=0,
+    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=window, warmup_steps=0,
                  fsync="none") as tr:
-        for _ in range(14):
+        for _ in range(steps):
             tr.step(step_time_s=0.1)
+    return path
+
+
+def test_the_window_doubles_after_every_doubling_threshold_of_records_at_one_configuration(tmp_path, monkeypatch):
+    # A fixed window wrote ~43,000 records a day for a 20 ms-step job, past a service's limit in a day.
+    path = _doubling_every_two_records(tmp_path, monkeypatch, window=1, steps=14)
     assert [s.timed_steps for s in read_profile(path).steps] == [1, 1, 2, 2, 4, 4]
 
 
 def test_a_resumed_tracker_goes_on_at_the_window_its_configurations_records_reached(tmp_path, monkeypatch):
-    import cotune.track._tracker as tracker_module
-
-    monkeypatch.setattr(tracker_module, "WINDOW_DOUBLING_RECORDS", 2)
-    path = tmp_path / "job.jsonl"
-    with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=3, warmup_steps=0,
-                 fsync="none") as tr:
-        for _ in range(6):
-            tr.step(step_time_s=0.1)
+    path = _doubling_every_two_records(tmp_path, monkeypatch, window=3, steps=6)
     resumed = Tracker(path, gpu="cpu", workers=1, local_batch=8, window=3, warmup_steps=0, fsync="none",
                       epochs_done=0.05)
     assert resumed.current_window == 6
