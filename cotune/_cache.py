@@ -194,7 +194,7 @@ def prune(*, folder: Path, max_entries: int | None = None, max_bytes: int | None
     for _, name, size_bytes in sorted(entries, reverse=True):  # most recently used first
         # Decided entry by entry: one entry too large for the byte cap goes alone, rather
         # than taking every older entry with it (a sticky "over" wiped the folder).
-        if kept_count + 1 <= max_entries and kept_bytes + size_bytes <= max_bytes:
+        if kept_count < max_entries and kept_bytes + size_bytes <= max_bytes:
             kept_count, kept_bytes = kept_count + 1, kept_bytes + size_bytes
             continue
         try:

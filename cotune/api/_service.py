@@ -76,7 +76,7 @@ class Limits:
     max_candidates: int = DEFAULT_MAX_CANDIDATES
     cache_size: int = 32
     # Two profiles at max_records (~90 MiB at the default); counted in entries only (until
-    # 2026-12-08), 32 versions of a growing tracked profile held ~820 MiB. A fixed 100,000
+    # 2026-12-07), 32 versions of a growing tracked profile held ~820 MiB. A fixed 100,000
     # refitted, on every request, each profile over it that a larger max_records admitted
     # (only cotune serve raised it, with --max-records).
     cache_records: int | None = None
@@ -306,7 +306,7 @@ def _drop(full: tuple[Any, ...]) -> None:
 
 def _store(full: tuple[Any, ...], profile: Any, models: Any, *, limits: Limits) -> None:
     """Cache (profile, models) under ``full``, then evict least recently used entries until at
-    most ``limits.cache_size`` entries of at most ``limits.cache_records`` records remain; an
+    most ``limits.cache_size`` entries of at most ``limits.cache_record_budget`` records remain; an
     entry over the record budget alone is not kept, and an older version of the same path
     profile goes whatever the budget."""
     records = _profile_records(profile)
