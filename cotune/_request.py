@@ -717,9 +717,10 @@ class ReplanRequest:
     """Re-plan a running job: the job's question, its progress, and the switching rule.
 
     ``request`` is the question the job was planned with (``deadline_s`` counted from the
-    job's start; ``budget``, if any, for the whole job: what is left is ``budget −
-    progress.spent``). With a ``cluster`` every market is considered; without one, on-demand
-    servers at ``request.prices``. ``prices`` are *new* prices overriding the cluster file
+    job's start — a job at or past it is answered, not refused: :attr:`overdue_s`;
+    ``budget``, if any, for the whole job: what is left is ``budget − progress.spent``).
+    With a ``cluster`` every market is considered; without one, on-demand servers at
+    ``request.prices``. ``prices`` are *new* prices overriding the cluster file
     (``"t4"``/``"t4:on_demand"``, ``"t4:spot"``). ``margin``: switch only when the best alternative,
     after its restart, saves more than this fraction of the whole job's cost (the money spent
     plus staying's remaining, a miss counted; of staying's remaining time with objective
@@ -777,14 +778,18 @@ class ReplanRequest:
             put("restart_s", _seconds(self.restart_s, "/restart_s", ge=0.0))
         if self.prices is not None:
             put("prices", _check_prices(self.prices))
-        if self.progress.elapsed_s >= self.request.deadline_s:
-            raise BadValue(
-                f"the deadline ({self.request.deadline_s:g} s) has passed: {self.progress.elapsed_s:g} s elapsed; "
-                "give a later deadline",
-                where="/deadline_s",
-            )
 
     @property
     def remaining_s(self) -> float:
+        """The time left to the deadline; 0 once it has passed (nothing is left, not less)."""
         assert self.request.deadline_s is not None
-        return self.request.deadline_s - self.progress.elapsed_s
+        return max(self.request.deadline_s - self.progress.elapsed_s, 0.0)
+
+    @property
+    def overdue_s(self) -> float | None:
+        """How far past its deadline the job is (0 exactly at it); None while time is left.
+        A late job is a normal state of a running job, not bad input: ``replan`` answers it
+        ``infeasible`` with the nearest option and the deadline that option needs."""
+        assert self.request.deadline_s is not None
+        over = self.progress.elapsed_s - self.request.deadline_s
+        return over if over >= 0.0 else None

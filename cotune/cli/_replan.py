@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "remaining work: continue, add or remove workers, change the batch, or say the target is not reachable by the "
         "deadline at any configuration and name the nearest; switch only when the gain beats the restart cost plus "
         "a margin, or when the current configuration would miss the deadline. See docs/closed-loop.md and docs/spot.md.",
-        epilog="Exit codes: 0 ok (stay or switch), 1 nothing can meet the remaining deadline, 2 bad input, 3 the "
+        epilog="Exit codes: 0 ok (stay or switch), 1 nothing can meet the remaining deadline (a job past its deadline "
+               "too: the nearest option and the deadline it needs), 2 bad input, 3 the "
                "environment failed (a locked or unwritable profile), 4 a bug in cotune.",
     )
     add_question_arguments(p, replan=True)
@@ -99,9 +100,12 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     head = ["", "GPU", "MARKET", "WORKERS", "LOCAL_B", "EPOCHS_LEFT", time_at_label(result.confidence) if result.confidence else "TIME", "COST",
             "P(SUCCESS)"]
     status = "ahead of" if result.ahead else "behind"
+    # Past the deadline nothing is left of it (the reason says by how much it has passed).
+    late = not result.remaining_deadline_s > 0
+    left = "the deadline has passed" if late else f"{format_duration(result.remaining_deadline_s)} left"
     out = [
         f"cotune replan · {result.progress_fraction:.0%} of the work done, {result.schedule_fraction:.0%} of the time used "
-        f"({status} the straight-line schedule) · {format_duration(result.remaining_deadline_s)} left",
+        f"({status} the straight-line schedule) · {left}",
         "",
         table(head, rows, right=[False, False, False, True, True, True, True, True, True]),
         "",
@@ -115,7 +119,8 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
         t = c.time_at_confidence_s if result.confidence else c.time_s
         p = getattr(c, "p_success", None)
         out.append(f"Nearest: {c.workers} x {c.gpu} {c.market}, local batch {c.local_batch}: {format_duration(t)} left "
-                   f"for {format_duration(result.remaining_deadline_s)} of deadline, {format_money(c.cost, priced=result.priced)}"
+                   + ("with the deadline passed" if late else f"for {format_duration(result.remaining_deadline_s)} of deadline")
+                   + f", {format_money(c.cost, priced=result.priced)}"
                    + ("" if p is None else f", P(success) {format_chance(p, against=q)}"))
     if result.budget_left is not None:
         out.append(f"Budget left: {format_money(result.budget_left, priced=result.priced)} (spent {format_money(result.spent, priced=result.priced)})")

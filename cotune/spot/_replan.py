@@ -76,7 +76,10 @@ Unreachable. When nothing keeps ``P(success) ≥ q``, the answer is ``infeasible
 the *nearest* configuration: the best chance (highest ``P(success)``, staying unless an
 alternative beats it by more than 5 points), or, when no option has a real chance
 (``MIN_CHANCE``), the one that misses by the least (time at the requested confidence
-over the time left, or cost over the budget left, whichever is worse).
+over the time left, or cost over the budget left, whichever is worse). A job at or past its
+deadline is answered, not refused: every ``P(success)`` by it is 0, and the nearest is the
+option that finishes soonest at the confidence (within the budget left where one fits it;
+staying where it is as fast), with the deadline from the job's start that it needs.
 
 Straight-line rule. If the run is behind the straight line from 0 at start to the
 target at the deadline (the progress below ``elapsed / deadline``; the progress is the
@@ -88,7 +91,8 @@ an on-demand or mixed option (or the job itself, running on one) keeps ``P(succe
 within the budget left and is at least as likely to finish as the best spot option that
 keeps it, as the closed-loop replay's spot controller rules: the rule
 assumes on-demand can catch up, and where none can (no on-demand offered, or too little)
-the spot options stay in and a note says so.
+the spot options stay in and a note says so. Past the deadline the line has ended: the rule
+does not apply.
 """
 
 from __future__ import annotations
@@ -490,34 +494,48 @@ def _cost_at_q(choice: Any) -> float:
     return float(choice.cost) * t_q / t
 
 
-def _nearest_past_budget(est: Any, mask: np.ndarray, *, stay: Any, remaining_s: float, target: float) -> Any:
-    """The option to name when the budget is spent (every ``P(success)`` is then 0): the
-    cheapest, by its median cost, whose time at the confidence meets the remaining deadline
-    — staying among them, without a restart —, else the fastest at the confidence, else the
-    likeliest to reach the target at all; None when no option has a finite cost. Its cost is
-    what going on needs on top of the money spent."""
+def _nearest_without_chance(est: Any, mask: np.ndarray, *, stay: Any, remaining_s: float, budget_left: float | None,
+                            target: float) -> Any:
+    """The option to name when every ``P(success)`` is 0 — the budget is spent, or the
+    deadline has passed (``remaining_s`` 0: no option meets it) — so no chance tells the
+    options apart: the cheapest, by its median cost, whose time at the confidence meets the
+    remaining deadline; else the fastest at the confidence whose cost at the confidence
+    (:func:`_cost_at_q`) fits the budget left; else the fastest at the confidence; else the
+    likeliest to reach the target at all — staying, without a restart, wherever it is as
+    good; None when no option has a finite cost. Its cost is what going on needs on top of
+    the money spent; its time at the confidence, what it needs of the deadline. (With the
+    budget spent no option fits it, so that step names nothing there.)"""
     from cotune.solver import choice_at
 
     t_q = np.where(mask, np.asarray(est.time_at_confidence_s, float), np.inf)
     cost = np.where(mask, np.asarray(est.cost, float), np.inf)
+    t = np.asarray(est.time_s, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # _cost_at_q of every row: its cost scaled from its median time to its time at the confidence.
+        cost_q = np.where(np.isfinite(t) & (t > 0) & np.isfinite(t_q), cost * t_q / np.where(t > 0, t, 1.0), cost)
     priced = np.isfinite(cost)
     in_time, timed = priced & (t_q <= remaining_s), priced & np.isfinite(t_q)
+    fits = timed if budget_left is None else timed & (cost_q <= budget_left)
     if in_time.any():
         i: int | None = int(np.argmin(np.where(in_time, cost, np.inf)))
+    elif fits.any():
+        i = int(np.argmin(np.where(fits, t_q, np.inf)))
     elif timed.any():
         i = int(np.argmin(np.where(timed, t_q, np.inf)))
     elif priced.any():
         i = int(np.argmax(np.where(priced, np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0), -np.inf)))
     else:
         i = None
+    # Staying first: min and max keep the first of equals, so a tie goes to no restart.
     pool = ([] if stay is None or not math.isfinite(stay.cost) else [stay]) + (
         [] if i is None else [choice_at(est, i, target)])
-    in_time = [c for c in pool if c.time_at_confidence_s <= remaining_s]
-    if in_time:
-        return min(in_time, key=lambda c: c.cost)
-    timed = [c for c in pool if math.isfinite(c.time_at_confidence_s)]
-    if timed:
-        return min(timed, key=lambda c: c.time_at_confidence_s)
+    in_time_pool = [c for c in pool if c.time_at_confidence_s <= remaining_s]
+    if in_time_pool:
+        return min(in_time_pool, key=lambda c: c.cost)
+    timed_pool = [c for c in pool if math.isfinite(c.time_at_confidence_s)]
+    fits_pool = [c for c in timed_pool if budget_left is None or _cost_at_q(c) <= budget_left]
+    if fits_pool or timed_pool:
+        return min(fits_pool or timed_pool, key=lambda c: c.time_at_confidence_s)
     return max(pool, key=lambda c: c.p_reach, default=None)
 
 
@@ -588,18 +606,54 @@ def _infeasible_levers(
         if c.workers[i] >= space.max_workers[c.gpus[c.gpu[i]]]:
             out.append(f"allow more than {count_of(c.workers[i], 'worker')} (--max-workers / max_workers): {who} uses them all")
     else:
-        # No option's chance of reaching the target at all (within its schedule) comes to the
-        # confidence: no deadline or budget is enough, only a lower confidence or target.
-        reach = np.where(mask, np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0), 0.0)
-        best = float(np.max(reach)) if reach.size else 0.0
-        out.append(f"no deadline is enough: no option reaches the target with probability {confidence:g} at all (the "
-                   f"likeliest reaches it with {best:.3f}); lower the target (--target / target)")
-        cap = math.floor(best * 100.0 - 1e-9) / 100.0  # a q strictly under the best chance, as written
-        if cap > 0.0:
-            out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to at most {cap:.2f}")
-        return False, out
+        return False, _unreachable_levers(est, mask, confidence=confidence)
     out.append(f"lower the confidence (--confidence / confidence, now {confidence:g})")
     return bool(in_time.any()), out
+
+
+def _unreachable_levers(est: Any, mask: np.ndarray, *, confidence: float) -> list[str]:
+    """The levers when no option's chance of reaching the target at all (within its
+    schedule) comes to the confidence: no deadline or budget is enough, only a lower
+    confidence or target."""
+    reach = np.where(mask, np.nan_to_num(np.asarray(est.p_reach, float), nan=0.0), 0.0)
+    best = float(np.max(reach)) if reach.size else 0.0
+    out = [f"no deadline is enough: no option reaches the target with probability {confidence:g} at all (the "
+           f"likeliest reaches it with {best:.3f}); lower the target (--target / target)"]
+    cap = math.floor(best * 100.0 - 1e-9) / 100.0  # a q strictly under the best chance, as written
+    if cap > 0.0:
+        out.append(f"lower the confidence (--confidence / confidence, now {confidence:g}) to at most {cap:.2f}")
+    return out
+
+
+def _late_levers(
+    nearest: Any, est: Any, mask: np.ndarray, *, space: Any, elapsed_s: float, spent: float, budget_left: float | None,
+    confidence: float, priced: bool,
+) -> list[str]:
+    """What would let a job past its deadline finish, each lever for ``nearest`` (the option
+    :func:`_nearest_without_chance` names, the one the job would go on with): the deadline,
+    counted from the job's start, that it needs at the confidence (the time used plus its
+    time at the confidence, rounded up), with the budget its cost at the confidence needs
+    where the budget left is short of it; more workers where it uses every worker allowed;
+    and the confidence. Where it has no finite time at the confidence, no option reaches
+    the target with that probability at all and no deadline is enough."""
+    from cotune.units import format_money_at_least
+
+    if nearest is None or not math.isfinite(nearest.time_at_confidence_s):
+        return _unreachable_levers(est, mask, confidence=confidence)
+    at_q = f"at confidence {confidence:g}"
+    needed = elapsed_s + float(nearest.time_at_confidence_s)
+    text = (f"relax the deadline (--deadline / deadline_s) to at least {format_duration_at_least(needed)} from the job's "
+            f"start (the nearest needs it {at_q})")
+    cost_q = _cost_at_q(nearest)
+    if budget_left is not None and cost_q > budget_left:
+        text += (f", and the budget (--budget / budget) to at least {format_money_at_least(spent + cost_q, priced=priced)}, "
+                 "with its cost")
+    out = [text]
+    if nearest.workers >= space.max_workers.get(nearest.gpu, math.inf):
+        out.append(f"allow more than {count_of(nearest.workers, 'worker')} (--max-workers / max_workers): the nearest "
+                   "uses them all")
+    out.append(f"lower the confidence (--confidence / confidence, now {confidence:g})")
+    return out
 
 
 def replan(
@@ -638,7 +692,8 @@ def replan(
     target, deadline_s, confidence, objective = req.target, req.deadline_s, req.confidence, req.objective
     assert deadline_s is not None
     margin, restart_s = rr.margin, rr.restart_s
-    remaining_s = rr.remaining_s
+    remaining_s = rr.remaining_s  # 0 past the deadline: every P(success) by it is then 0
+    overdue_s = rr.overdue_s  # None while time is left
     # Models given and no profile (a caller that fitted them itself): no tracked records to read.
     loaded = None if (models is not None and req.profile is None) else req.load_profile()
     # progress is the caller's or was read from these records (and checked there): its
@@ -963,7 +1018,8 @@ def replan(
     # too little) on-demand read every option as out and answered "infeasible: lower the
     # target", or moved a job at P(success) 1.0 on spot to one on-demand server at 0.72.
     line_rule = False
-    if not ahead and req.cluster is not None:
+    # Past the deadline the straight line has ended: no schedule is left to be behind.
+    if not ahead and req.cluster is not None and overdue_s is None:
         on_spot = est.candidates.in_market("spot")
         p_all = np.asarray(est.p_success, float)
         # ... and only where that option is at least as likely to finish as the best spot one:
@@ -1035,7 +1091,9 @@ def replan(
 
     from cotune.solver import decide_replan
 
-    d = decide_replan(
+    # decide_replan weighs chances by a deadline still ahead; past it every chance is 0 and
+    # the answer is infeasible, with the nearest named below.
+    d = None if overdue_s is not None else decide_replan(
         stay=stay, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
         objective=objective, margin=margin, confidence=q, p_margin=p_margin, miss_cost=whole, spent=progress.spent,
     )
@@ -1053,6 +1111,30 @@ def replan(
             stay = replace(stay, epochs=0.0, epochs_interval=(0.0, 0.0), time_s=0.0, time_interval_s=(0.0, 0.0),
                            time_at_confidence_s=0.0, cost=0.0, cost_interval=(0.0, 0.0), p_reach=1.0, p_success=1.0)
         best = None  # nothing to move to: no BEST row, no gain (it read as minus an option's cost)
+    elif overdue_s is not None:
+        # A late job is a normal state for a scheduler that re-plans every running job, not bad
+        # input (it was refused, exit 2 / HTTP 422). Every P(success) by the passed deadline is
+        # 0, so no chance tells the options apart: the nearest is the one that finishes soonest
+        # at the confidence within the budget left (else the soonest; staying, without a
+        # restart, where it is as fast), and what it needs — the deadline from the job's
+        # start, the money — are the levers.
+        nearest = _nearest_without_chance(est, mask, stay=None if stay_ruled_out else stay, remaining_s=0.0,
+                                          budget_left=budget_left, target=target)
+        levers = _late_levers(nearest, est, mask, space=space, elapsed_s=progress.elapsed_s, spent=progress.spent,
+                              budget_left=budget_left, confidence=q, priced=priced)
+        if progress.schedule_epochs is not None:
+            levers.append("lengthen the learning-rate schedule")
+        t_q = math.inf if nearest is None else float(nearest.time_at_confidence_s)
+        decision, reason = "infeasible", (
+            f"the deadline ({format_duration(deadline_s)} from the job's start) has passed"
+            + (f" by {format_duration(overdue_s)}" if overdue_s > 0 else "")
+            + f": {format_duration(progress.elapsed_s)} elapsed, {left:.0%} of the work left, and no configuration can "
+            "finish by it"
+            + ("" if nearest is None else
+               f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at local batch {nearest.local_batch}"
+               + (f", which needs {format_duration(t_q)} more at confidence {q:g}" if math.isfinite(t_q) else ""))
+            + ": " + ", or ".join(levers) + ", or stop the job"
+        )
     elif d.decision == "infeasible":
         nearest = d.nearest
         # Each option's time at the confidence: the fastest is the nearest when nothing has a
@@ -1069,8 +1151,8 @@ def replan(
         if budget_left is not None and budget_left <= 0:
             # Every chance counts the budget left, so with none left each is 0 and no option
             # came out nearest ("nearest": null, nothing said of the money going on needs).
-            nearest = _nearest_past_budget(est, mask, stay=None if stay_ruled_out else stay, remaining_s=remaining_s,
-                                           target=target)
+            nearest = _nearest_without_chance(est, mask, stay=None if stay_ruled_out else stay, remaining_s=remaining_s,
+                                              budget_left=budget_left, target=target)
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.

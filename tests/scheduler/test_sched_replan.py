@@ -120,7 +120,7 @@ def test_a_job_that_has_just_started_is_elapsed_zero_at_every_door(capsys, clust
         ({"progress": {"epochs_done": 1, "gpu": "t4", "market": "spot", "workers": 2, "local_batch": 8}}, "/progress/elapsed_s"),
         ({"progress": {"epochs_done": 1, "elapsed_s": 1, "gpu": "t4", "market": "spot", "workers": 2, "local_batch": 8, "extra": 1}}, "/progress/extra"),
         ({"margin": 1.5}, "/margin"),
-        ({"deadline_s": 600}, "/deadline_s"),  # already passed: 900 s elapsed
+        ({"deadline_s": 0}, "/deadline_s"),  # a deadline of 0 is bad input; one already passed is not
         ({"workers": [4]}, "/workers"),  # a recommend field replan does not take
         ({"budget": -5}, "/budget"),
         ({"lr_rule": "cubic"}, "/lr_rule"),

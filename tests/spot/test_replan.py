@@ -78,8 +78,9 @@ def test_cli_replan(cluster, capsys):
     assert out["decision"] in ("stay", "switch") and out["stay"]["workers"] == 4
     assert main(args[:-2] + ["--current", "t4:spot:4"]) == 2
     assert "GPU:MARKET:WORKERS:LOCAL_BATCH" in capsys.readouterr().err
-    assert main(args[:6] + ["--deadline", "10m", "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:spot:4:129"]) == 2
-    assert "has passed" in capsys.readouterr().err
+    # A job past its deadline is answered, not refused: infeasible, exit 1 (it was exit 2, "give a later deadline").
+    assert main(args[:6] + ["--deadline", "10m", "--elapsed", "15m", "--epochs-done", "30", "--current", "t4:spot:4:129"]) == 1
+    assert "has passed by 5m00s" in capsys.readouterr().out
 
 
 _NO_CLUSTER = ["replan", "cifar10-resnet18", "--target", "0.94", "--deadline", "45m", "--elapsed", "15m", "--epochs-done",
