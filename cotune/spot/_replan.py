@@ -79,7 +79,8 @@ alternative beats it by more than 5 points), or, when no option has a real chanc
 over the time left, or cost over the budget left, whichever is worse). A job at or past its
 deadline is answered, not refused: every ``P(success)`` by it is 0, and the nearest is the
 option that finishes soonest at the confidence (within the budget left where one fits it;
-staying where it is as fast), with the deadline from the job's start that it needs.
+staying unless that one saves more than the margin of its time), with the deadline from
+the job's start that it needs.
 
 Straight-line rule. If the run is behind the straight line from 0 at start to the
 target at the deadline (the progress below ``elapsed / deadline``; the progress is the
@@ -495,16 +496,18 @@ def _cost_at_q(choice: Any) -> float:
 
 
 def _nearest_without_chance(est: Any, mask: np.ndarray, *, stay: Any, remaining_s: float, budget_left: float | None,
-                            target: float) -> Any:
+                            target: float, margin: float) -> Any:
     """The option to name when every ``P(success)`` is 0 — the budget is spent, or the
     deadline has passed (``remaining_s`` 0: no option meets it) — so no chance tells the
     options apart: the cheapest, by its median cost, whose time at the confidence meets the
-    remaining deadline; else the fastest at the confidence whose cost at the confidence
-    (:func:`_cost_at_q`) fits the budget left; else the fastest at the confidence; else the
-    likeliest to reach the target at all — staying, without a restart, wherever it is as
-    good; None when no option has a finite cost. Its cost is what going on needs on top of
-    the money spent; its time at the confidence, what it needs of the deadline. (With the
-    budget spent no option fits it, so that step names nothing there.)"""
+    remaining deadline (staying on a tie); else the fastest at the confidence whose cost at
+    the confidence (:func:`_cost_at_q`) fits the budget left; else the fastest at the
+    confidence — staying, without a restart, unless that option saves more than ``margin``
+    of staying's time at the confidence (the switching margin, on time); else the likeliest
+    to reach the target at all; None when no option has a finite cost. Its cost is what
+    going on needs on top of the money spent; its time at the confidence, what it needs of
+    the deadline. (With the budget spent no option fits it, so that step names nothing
+    there.)"""
     from cotune.solver import choice_at
 
     t_q = np.where(mask, np.asarray(est.time_at_confidence_s, float), np.inf)
@@ -535,7 +538,13 @@ def _nearest_without_chance(est: Any, mask: np.ndarray, *, stay: Any, remaining_
     timed_pool = [c for c in pool if math.isfinite(c.time_at_confidence_s)]
     fits_pool = [c for c in timed_pool if budget_left is None or _cost_at_q(c) <= budget_left]
     if fits_pool or timed_pool:
-        return min(fits_pool or timed_pool, key=lambda c: c.time_at_confidence_s)
+        fastest = min(fits_pool or timed_pool, key=lambda c: c.time_at_confidence_s)
+        # A restart for a few percent of the time left is churn: the switching margin, on time
+        # (as with objective "time"), keeps the job where it is.
+        if any(c is stay for c in fits_pool or timed_pool) and (
+                stay.time_at_confidence_s - fastest.time_at_confidence_s <= margin * stay.time_at_confidence_s):
+            return stay
+        return fastest
     return max(pool, key=lambda c: c.p_reach, default=None)
 
 
@@ -1116,10 +1125,10 @@ def replan(
         # input (it was refused, exit 2 / HTTP 422). Every P(success) by the passed deadline is
         # 0, so no chance tells the options apart: the nearest is the one that finishes soonest
         # at the confidence within the budget left (else the soonest; staying, without a
-        # restart, where it is as fast), and what it needs — the deadline from the job's
-        # start, the money — are the levers.
+        # restart, unless that one saves more than the margin of its time), and what it
+        # needs — the deadline from the job's start, the money — are the levers.
         nearest = _nearest_without_chance(est, mask, stay=None if stay_ruled_out else stay, remaining_s=0.0,
-                                          budget_left=budget_left, target=target)
+                                          budget_left=budget_left, target=target, margin=margin)
         levers = _late_levers(nearest, est, mask, space=space, elapsed_s=progress.elapsed_s, spent=progress.spent,
                               budget_left=budget_left, confidence=q, priced=priced)
         if progress.schedule_epochs is not None:
@@ -1152,7 +1161,7 @@ def replan(
             # Every chance counts the budget left, so with none left each is 0 and no option
             # came out nearest ("nearest": null, nothing said of the money going on needs).
             nearest = _nearest_without_chance(est, mask, stay=None if stay_ruled_out else stay, remaining_s=remaining_s,
-                                              budget_left=budget_left, target=target)
+                                              budget_left=budget_left, target=target, margin=margin)
         at = None if nearest is None else (f"; the nearest is {nearest.workers} x {nearest.gpu} {nearest.market} at "
                                            f"local batch {nearest.local_batch}")
         # Its chance counts the budget left; where even its median cost is over it, say by how much.

@@ -49,9 +49,9 @@ def test_a_job_exactly_at_its_deadline_is_infeasible_not_refused(cifar_models) -
 
 def test_a_late_jobs_nearest_is_the_one_a_job_just_short_of_its_deadline_is_told(cifar_models) -> None:
     # Every chance is 0 on both sides of the deadline (at 1 s left, below MIN_CHANCE): the
-    # nearest must not jump when the deadline passes.
-    before = _replan(cifar_models, elapsed_s=DEADLINE_S - 1.0)
-    after = _replan(cifar_models, elapsed_s=5 * DEADLINE_S)
+    # nearest must not jump when the deadline passes (no margin: the rule before it has none).
+    before = _replan(cifar_models, elapsed_s=DEADLINE_S - 1.0, margin=0.0)
+    after = _replan(cifar_models, elapsed_s=5 * DEADLINE_S, margin=0.0)
     assert before.decision == after.decision == "infeasible"
     key = lambda c: (c.gpu, c.market, c.workers, c.hosts, c.local_batch)  # noqa: E731
     assert key(after.nearest) == key(before.nearest)
@@ -68,6 +68,14 @@ def test_a_late_job_stays_where_every_alternative_is_slower(cifar_models) -> Non
     r = _replan(cifar_models, elapsed_s=2 * DEADLINE_S, restart_s=86400.0)
     assert r.nearest == r.stay and r.changes == ()
     assert "the nearest is 4 x t4 on_demand at local batch 129" in r.reason
+
+
+def test_a_late_job_stays_unless_the_fastest_saves_more_than_the_margin(cifar_models) -> None:
+    moved = _replan(cifar_models, elapsed_s=2 * DEADLINE_S, margin=0.0)
+    assert moved.nearest != moved.stay
+    saved = 1.0 - moved.nearest.time_at_confidence_s / moved.stay.time_at_confidence_s
+    kept = _replan(cifar_models, elapsed_s=2 * DEADLINE_S, margin=min(saved + 0.05, 0.95))
+    assert kept.nearest == kept.stay
 
 
 def test_the_deadline_a_late_job_is_told_to_give_is_enough(cifar_models) -> None:
