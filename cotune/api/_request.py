@@ -6,7 +6,8 @@ The published contracts are ``docs/schema/recommend-request.v1.json`` and
 accept (a test checks the recommend schema and this parser on the same generated
 requests) except for rules a JSON Schema cannot state: ``global_batch_range`` min <= max,
 no ``prices`` beside a ``cluster``, the cluster file's own rules (spot needs a
-checkpoint), and for replan a deadline not yet passed and workers left. What it adds to
+checkpoint), and for replan workers left (a job at or past its deadline is no bad input:
+``replan`` answers it ``infeasible``). What it adds to
 the request values' own validation (:mod:`cotune._request`, the one place fields are
 checked): JSON-only rules — unknown fields, ``schema_version``, JSON types of
 containers, the ``profile`` forms — and it turns every error into a

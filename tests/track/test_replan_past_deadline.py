@@ -78,6 +78,18 @@ def test_a_late_job_stays_unless_the_fastest_saves_more_than_the_margin(cifar_mo
     assert kept.nearest == kept.stay
 
 
+def test_a_spent_budgets_nearest_stays_unless_the_fastest_saves_more_than_the_margin(cifar_models) -> None:
+    # Before the deadline, with the budget spent and nothing finishing in the 100 s left, the
+    # nearest's time step takes the same margin as a late job's (it named the fastest however
+    # little it saved).
+    spent = {"budget": 1.0, "progress": {"spent": 1.0}}
+    moved = _replan(cifar_models, elapsed_s=DEADLINE_S - 100.0, margin=0.0, **spent)
+    assert moved.reason.startswith("the budget is spent") and moved.nearest != moved.stay
+    saved = 1.0 - moved.nearest.time_at_confidence_s / moved.stay.time_at_confidence_s
+    kept = _replan(cifar_models, elapsed_s=DEADLINE_S - 100.0, margin=min(saved + 0.05, 0.95), **spent)
+    assert kept.reason.startswith("the budget is spent") and kept.nearest == kept.stay
+
+
 def test_the_deadline_a_late_job_is_told_to_give_is_enough(cifar_models) -> None:
     elapsed_s = 2 * DEADLINE_S
     r = _replan(cifar_models, elapsed_s=elapsed_s)
