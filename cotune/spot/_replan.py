@@ -504,11 +504,12 @@ def _nearest_without_chance(est: Any, mask: np.ndarray, *, stay: Any, remaining_
     the confidence (:func:`_cost_at_q`) fits the budget left; else the fastest at the
     confidence — staying, without a restart, unless that option saves more than ``margin``
     of staying's time at the confidence (the switching margin, on time); else the likeliest
-    to reach the target at all; None when no option has a finite cost. Its cost is what
+    to reach the target at all — staying unless that one's chance is more than
+    :data:`~cotune.solver.P_MARGIN` higher; None when no option has a finite cost. Its cost is what
     going on needs on top of the money spent; its time at the confidence, what it needs of
     the deadline. (With the budget spent no option fits it, so that step names nothing
     there.)"""
-    from cotune.solver import choice_at
+    from cotune.solver import P_MARGIN, choice_at
 
     t_q = np.where(mask, np.asarray(est.time_at_confidence_s, float), np.inf)
     cost = np.where(mask, np.asarray(est.cost, float), np.inf)
@@ -545,7 +546,12 @@ def _nearest_without_chance(est: Any, mask: np.ndarray, *, stay: Any, remaining_
                 stay.time_at_confidence_s - fastest.time_at_confidence_s <= margin * stay.time_at_confidence_s):
             return stay
         return fastest
-    return max(pool, key=lambda c: c.p_reach, default=None)
+    likeliest = max(pool, key=lambda c: c.p_reach, default=None)
+    # No option reaches the target with the confidence at all: a restart for a chance of it a
+    # few points better is churn too (the probability rule's margin, as for a switch).
+    if likeliest is not None and stay in pool and likeliest.p_reach - stay.p_reach <= P_MARGIN:
+        return stay
+    return likeliest
 
 
 def _as_replan_request(profile: Any, progress: Any, question: dict[str, Any]) -> ReplanRequest:

@@ -5,6 +5,7 @@ input (it was exit 2, ``InputError``, HTTP 422 at ``/deadline_s``)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -178,3 +179,15 @@ def test_a_late_job_gets_the_same_infeasible_document_at_every_door(capsys) -> N
     cli = json.loads(capsys.readouterr().out)
     assert py == http and cli == http
     assert refused.status_code == 422 and refused.json()["error"]["path"] == "/deadline_s"
+
+
+def test_a_late_job_that_cannot_reach_its_target_stays_for_a_chance_a_few_points_better(cifar_models) -> None:
+    # No option has a finite time at the confidence (a target over the plateau): the likeliest
+    # to reach it at all was named however little likelier (1 x t4 at 0.026 against staying's
+    # 0.000, at the deadline; staying the second before it).
+    before = _replan(cifar_models, elapsed_s=DEADLINE_S - 1.0, target=0.99)
+    after = _replan(cifar_models, elapsed_s=DEADLINE_S, target=0.99)
+    assert after.decision == "infeasible" and after.nearest is not None
+    assert not math.isfinite(after.nearest.time_at_confidence_s)
+    key = lambda c: (c.gpu, c.market, c.workers, c.hosts, c.local_batch)  # noqa: E731
+    assert key(after.nearest) == key(after.stay) == key(before.nearest)
