@@ -1327,19 +1327,14 @@ class ProfileWriter:
             if self._fh is None:  # for the type checker: open() raised where it could not reopen
                 raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         fd = self._fh.fileno()
+        written = 0  # bytes of this record the kernel took
         try:
-            # The file's end now, not as this writer last left it: a fork() child may append
-            # beside its parent, and a cut-back must start at this write's own start.
-            start = os.fstat(fd).st_size
-        except OSError as exc:
-            raise StorageError.from_os_error(exc, path=self.path, doing=doing) from None
-        try:
-            view = memoryview(data)
-            while view:
-                n = self._fh.write(view)
+            while written < len(data):
+                # The record itself to the first write(2); a view of the rest only after a short one
+                n = self._fh.write(memoryview(data)[written:] if written else data)
                 if not n:
                     raise OSError(errno.EIO, "short write")
-                view = view[n:]
+                written += n
             if self._fsync:
                 os.fsync(fd)
         except OSError as exc:
@@ -1347,9 +1342,16 @@ class ProfileWriter:
             # never sees a partial one; if even that fails the next writer's tail repair will.
             # A child writing beside the holder never does: its parent may have appended since
             # this write began, and the cut would take those records.
-            if self._owner:
+            if self._owner and written:
+                # Where this record began, read only now that a write failed (an fstat before
+                # every write cost the training loop a system call per record): an O_APPEND
+                # write(2) leaves the descriptor's offset at the end of the bytes it appended
+                # (POSIX), so they began `written` bytes before it: exact even where a fork()
+                # child appended beside this writer after the record (one write(2), as a record
+                # of a few hundred bytes always is in practice). A write(2) that fails appends
+                # nothing, so a record of which no byte was taken needs no cut.
                 with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)
+                    os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR) - written)
             self._broken = StorageError.from_os_error(exc, path=self.path, doing=doing)
             raise self._broken from None
 

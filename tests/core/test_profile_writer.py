@@ -465,3 +465,53 @@ def test_a_write_never_waits_on_a_fork_childs_write_in_progress_or_a_reader_thre
             os.close(go_write)
     assert os.waitstatus_to_exitcode(status) == 0 and seen == [1]
     assert read_profile(path).steps == (_step(1), _step(2))
+
+
+class _FailingAfter:
+    """A profile's file object whose write(2)s take ``first`` bytes of the first call, then fail
+    with ENOSPC (a disk that fills in the middle of a record)."""
+
+    def __init__(self, real, *, first: int) -> None:  # noqa: ANN001
+        self._real, self._first, self.calls = real, first, 0
+
+    def write(self, data) -> int:  # noqa: ANN001
+        self.calls += 1
+        if self.calls == 1 and self._first:
+            return self._real.write(bytes(data[: self._first]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fileno(self) -> int:
+        return self._real.fileno()
+
+    def close(self) -> None:
+        self._real.close()
+
+
+def test_a_record_the_disk_took_only_part_of_is_cut_back_to_where_it_began(tmp_path):
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path, fsync=False) as w:
+        w.write(WORKLOAD)
+        before = path.read_bytes()
+        real, w._fh = w._fh, _FailingAfter(w._fh, first=10)
+        with pytest.raises(StorageError, match="ENOSPC"):
+            w.write(_step(0))
+        assert w._fh.calls == 2 and path.read_bytes() == before
+        w._fh = real
+    assert read_profile(path).steps == () and not read_profile(path).warnings
+
+
+def test_a_write_that_took_nothing_cuts_nothing_not_even_a_line_appended_beside_it(tmp_path):
+    # A fork() child appends beside its parent (O_APPEND): the parent's failed write must not
+    # cut the child's record, which came after the parent's last one.
+    path = tmp_path / "p.jsonl"
+    with ProfileWriter(path, fsync=False) as w:
+        w.write(WORKLOAD)
+        with open(path, "ab") as beside:
+            beside.write(b'{"record": "step", "gpu": "cpu", "workers": 1, "local_batch": 9, "step_time_s": 0.2}\n')
+        before = path.read_bytes()
+        real, w._fh = w._fh, _FailingAfter(w._fh, first=0)
+        with pytest.raises(StorageError, match="ENOSPC"):
+            w.write(_step(0))
+        assert path.read_bytes() == before
+        w._fh = real
+    assert [s.local_batch for s in read_profile(path).steps] == [9]
