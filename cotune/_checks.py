@@ -111,7 +111,7 @@ _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # what str
 def line_break_in(text: str) -> bool:
     """Whether ``text`` (ends stripped) breaks a line: a name holding one would print a line
     of its own choosing in every table and sentence it appears in."""
-    return any(c in _LINE_BREAKS for c in text.strip())
+    return not _LINE_BREAKS.isdisjoint(text.strip())
 
 
 def one_line_name(value: Any, *, what: str, example: str) -> str:
@@ -221,10 +221,17 @@ def _in_bounds(x: float, gt: Any, ge: Any, lt: Any, le: Any) -> bool:
     )
 
 
+# Types plain_number returns as they are, told by their exact type (a subclass may be a
+# numpy scalar, which has an item()).
+_AS_IS = frozenset({float, int, str, bool, type(None)})
+
+
 def plain_number(value: Any) -> Any:
     """A number a Python caller holds in another type, as a plain one: a 0-d array
     (``np.array(0.94)``, what numpy reductions give) its item, a ``Decimal`` a float.
     Anything else is returned as it is, for the checks to judge."""
+    if type(value) in _AS_IS:  # what JSON gives and most callers pass: no attribute lookups
+        return value
     if isinstance(value, Decimal):
         return float(value) if not value.is_nan() else math.nan  # ±Infinity stays ±inf
     if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
@@ -253,14 +260,18 @@ def number(
         bounds = _bounds_text(gt, ge, lt, le)
         return f"{what}{' ' + bounds if bounds else ''}"
 
-    original, value = value, plain_number(value)
-    if _is_bool(value) or not isinstance(value, numbers.Real) or (type(value) not in (int, float) and numpy_time_kind(value)):
-        hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
-        raise BadValue(f"must be {want()}, got {excerpt(original)}{hint}", where=where)
-    try:
-        x = float(value)
-    except (OverflowError, ValueError):  # an int beyond float range
-        x = math.inf
+    original = value
+    if type(value) is float:  # the common case (every number a reader parses, a timer's seconds): as it is
+        x = value
+    else:
+        value = plain_number(value)
+        if _is_bool(value) or not isinstance(value, numbers.Real) or (type(value) not in (int, float) and numpy_time_kind(value)):
+            hint = "; give seconds as a number (cotune.parse_duration reads '30m')" if isinstance(value, str) and where.endswith("_s") else ""
+            raise BadValue(f"must be {want()}, got {excerpt(original)}{hint}", where=where)
+        try:
+            x = float(value)
+        except (OverflowError, ValueError):  # an int beyond float range
+            x = math.inf
     if math.isfinite(x) and not _in_bounds(x, gt, ge, lt, le):
         # A probability written as a percentage (90 for 0.9): say how to write it.
         as_pct = what == "a probability" and 1.0 < x <= 100.0 and _in_bounds(x / 100, gt, ge, lt, le)
@@ -286,19 +297,23 @@ def integer(value: Any, *, where: str, ge: int | None = None, le: int | None = N
         bounds = _bounds_text(None, ge, None, le)
         return f"a whole number{' ' + bounds if bounds else ''}"
 
-    original, value = value, plain_number(value)
-    if _is_bool(value) or not isinstance(value, numbers.Real) or (type(value) not in (int, float) and numpy_time_kind(value)):
-        raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
-    if isinstance(value, numbers.Integral):
-        n = int(value)
+    original = value
+    if type(value) is int:  # the common case (every count a reader parses): as it is; a bool is another type
+        n = value
     else:
-        try:
-            x = float(value)
-        except (OverflowError, ValueError):
-            x = math.inf
-        if not (math.isfinite(x) and x.is_integer()):
+        value = plain_number(value)
+        if _is_bool(value) or not isinstance(value, numbers.Real) or (type(value) not in (int, float) and numpy_time_kind(value)):
             raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
-        n = int(x)
+        if isinstance(value, numbers.Integral):
+            n = int(value)
+        else:
+            try:
+                x = float(value)
+            except (OverflowError, ValueError):
+                x = math.inf
+            if not (math.isfinite(x) and x.is_integer()):
+                raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
+            n = int(x)
     if not _in_bounds(n, None, ge, None, le):
         raise BadValue(f"must be {want()}, got {excerpt(original)}", where=where)
     if abs(n) > MAX_INTEGER:

@@ -13,11 +13,12 @@ diagnostics), unknown *record types* are an error unless the record sets
 
 from __future__ import annotations
 
+import collections.abc
 import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal, Mapping, Union
 
-from cotune._checks import MAX_GRAD_STAT, BadValue, excerpt, line_break_in
+from cotune._checks import MAX_GRAD_STAT, MAX_MAGNITUDE, BadValue, excerpt, line_break_in
 from cotune._checks import integer as _integer
 from cotune._checks import number as _number
 from cotune.errors import ProfileError
@@ -77,6 +78,18 @@ MIN_STEP_TIME_S = 1e-6
 NAME_FIELDS = ("name", "metric", "gpu", "market", "job")
 
 
+# "field 'epoch'", as a message names a field: made once per field name, not for every value
+# checked (a profile's reader checks millions; a tracked job's every record passes here).
+_WHERE: dict[str, str] = {}
+
+
+def _where(key: str) -> str:
+    where = _WHERE.get(key)
+    if where is None:
+        where = _WHERE[key] = f"field {key!r}"
+    return where
+
+
 class _Field:
     """Validators shared by the record types; each raises ProfileError with the fix."""
 
@@ -115,11 +128,10 @@ class _Field:
             if required:
                 raise _missing(data, key)
             return default
-        bounds: dict[str, float] = {} if minimum is None else ({"gt": minimum} if strict_minimum else {"ge": minimum})
-        if magnitude is not None:
-            bounds["magnitude"] = magnitude
         try:
-            return _number(data[key], where=f"field {key!r}", **bounds)
+            return _number(data[key], where=_where(key), gt=minimum if strict_minimum else None,
+                           ge=None if strict_minimum else minimum,
+                           magnitude=MAX_MAGNITUDE if magnitude is None else magnitude)
         except BadValue as exc:
             raise ProfileError(f"{exc}: drop the record or re-measure it") from None
 
@@ -132,7 +144,7 @@ class _Field:
                 raise _missing(data, key)
             return default
         try:
-            return _integer(data[key], where=f"field {key!r}", ge=minimum)
+            return _integer(data[key], where=_where(key), ge=minimum)
         except BadValue as exc:
             raise ProfileError(f"{exc}: drop the record or re-measure it") from None
 
@@ -359,7 +371,7 @@ _TYPES: dict[str, type] = {t.kind: t for t in (WorkloadRecord, StepRecord, EvalR
 
 def record_from_dict(data: Mapping[str, Any]) -> Record | None:
     """Parse one decoded JSON object; ``None`` for an unknown record marked optional."""
-    if not isinstance(data, Mapping):
+    if not isinstance(data, collections.abc.Mapping):  # typing.Mapping's isinstance is a slow way to the same
         hint = (": a profile is JSON Lines, one record object per line, not a JSON array (jq -c '.[]' FILE > PROFILE.jsonl)"
                 if isinstance(data, list) else "")
         raise ProfileError(f"each line must be a JSON object, got {type(data).__name__}{hint}")
@@ -375,17 +387,25 @@ def record_from_dict(data: Mapping[str, Any]) -> Record | None:
     return cls.from_dict(data)
 
 
+# Each record type's field names, in order: dataclasses.fields() rebuilt the list for every
+# record written, a share of what a tracked training step pays per record.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def record_to_dict(record: Record) -> dict[str, Any]:
     """The JSON object of a record, without fields left at ``None``."""
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in fields(record))
     out: dict[str, Any] = {"record": record.kind}
-    for f in fields(record):
-        value = getattr(record, f.name)
+    for name in names:
+        value = getattr(record, name)
         if value is None:
             continue
-        if f.name in NAME_FIELDS and isinstance(value, str) and line_break_in(value):
+        if name in NAME_FIELDS and isinstance(value, str) and line_break_in(value):
             # Written, it would make the whole profile unreadable (the reader's rule above).
-            raise ProfileError(f"{record.kind} record: field {f.name!r} must be one line, got {excerpt(value)}: "
+            raise ProfileError(f"{record.kind} record: field {name!r} must be one line, got {excerpt(value)}: "
                                "remove the line break")
-        out[f.name] = value
+        out[name] = value
     return out
 
