@@ -31,6 +31,7 @@ import numpy as np
 
 from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, plain_number, unique_keys
 from cotune.errors import InputError, ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
+from cotune.profile import _quick
 from cotune.profile._schema import (
     EvalRecord,
     FailureRecord,
@@ -867,16 +868,24 @@ def _dump(record: Record) -> str:
                 getattr(record, "optional", False) is True):
             # A tool's own record that readers skip (the profiler's probe costs): as it is.
             data = {k: plain_number(v) for k, v in record_to_dict(record).items()}  # type: ignore[arg-type]
-            return json.dumps(data, separators=(", ", ": "), allow_nan=True) + "\n"
+            return json.dumps(data) + "\n"
         raise ProfileError(f"a profile holds records (cotune.profile.StepRecord, EvalRecord, ...), got "
                            f"{type(record).__name__}: build one, or read a dict with record_from_dict")
+    # A running job's next record of a shape checked before (cotune/profile/_quick.py): the
+    # same line, without building and reading it back again.
+    line = _quick.quick_line(record)
+    if line is not None and len(line) <= MAX_LINE_CHARS:  # longer: the full check names the field
+        return line
     try:
         # numpy scalars as plain numbers first: the reader's rule is for JSON, which has no other
         checked = record_from_dict({k: plain_number(v) for k, v in record_to_dict(record).items()})
     except ProfileError as exc:
         raise ProfileError(f"{record.kind} record not written: {exc}") from None
     data = record_to_dict(checked)
-    line = json.dumps(data, separators=(", ", ": "), allow_nan=True) + "\n"
+    # json's defaults are the profile's spelling (", " and ": " between items, NaN and Infinity
+    # kept): called with them alone, json.dumps reuses its one module-level encoder, where
+    # passing them explicitly built a new JSONEncoder for every record written.
+    line = json.dumps(data) + "\n"
     if len(line) > MAX_LINE_CHARS:
         # The reader refuses such a line, and with it the whole profile: an import of a 70,000-
         # character placement or message made a valid profile unreadable for every command.
@@ -884,6 +893,7 @@ def _dump(record: Record) -> str:
         raise ProfileError(f"{record.kind} record not written: it would be a line of {len(line):,} characters, over the "
                            f"{MAX_LINE_CHARS:,} a profile line may hold (its field {field_name!r} alone is "
                            f"{len(json.dumps(data[field_name])):,}): shorten that value")
+    _quick.remember(record, checked, line)
     return line
 
 
