@@ -603,13 +603,14 @@ class Tracker:
         """
         if not self.enabled:
             return None
-        metric = plain_number(metric)  # a 0-d tensor or array, as a loop's mean accuracy is, as step_time_s takes it
-        if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
-            raise InputError(f"metric: must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
-        try:
-            metric = float(metric)
-        except OverflowError:  # an int beyond float range
-            metric = MAX_MAGNITUDE * 10
+        if type(metric) is not float:  # a plain float, the common case, is one already (its magnitude: below)
+            metric = plain_number(metric)  # a 0-d tensor or array, as a loop's mean accuracy is, as step_time_s takes it
+            if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
+                raise InputError(f"metric: must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
+            try:
+                metric = float(metric)
+            except OverflowError:  # an int beyond float range
+                metric = MAX_MAGNITUDE * 10
         if math.isfinite(metric) and abs(metric) > MAX_MAGNITUDE:
             raise InputError(
                 f"metric: must be a finite number of at most {MAX_MAGNITUDE:g} in magnitude (NaN or ±inf for a "
@@ -885,7 +886,12 @@ class _BackgroundSync:
         self._path = path
         self._fd = os.open(path, os.O_RDONLY)
         self._pid = os.getpid()  # the process the helper thread runs in
-        self._wake = threading.Event()
+        # A request is this lock released: the helper waits to acquire it, and a request while
+        # one is pending finds it released already (coalesced). A Lock's release is one C call
+        # on the training thread, where threading.Event.set() ran a Condition's Python code
+        # (its lock, its waiters' list) for every record written.
+        self._wake = threading.Lock()
+        self._wake.acquire()
         self._stop = False
         self.error: OSError | None = None
         self._thread = threading.Thread(target=self._run, name="cotune-tracker-fsync", daemon=True)
@@ -903,12 +909,17 @@ class _BackgroundSync:
             except OSError as exc:
                 raise StorageError.from_os_error(exc, path=self._path, doing="sync it to disk") from None
             return
-        self._wake.set()
+        self._release()
+
+    def _release(self) -> None:
+        try:
+            self._wake.release()
+        except RuntimeError:  # released already: a sync is pending, and covers this record too
+            pass
 
     def _run(self) -> None:
         while True:
-            self._wake.wait()
-            self._wake.clear()
+            self._wake.acquire()
             try:
                 os.fsync(self._fd)
             except OSError as exc:  # reported on the next write, on the training thread
@@ -919,6 +930,6 @@ class _BackgroundSync:
 
     def close(self) -> None:
         self._stop = True
-        self._wake.set()
+        self._release()
         self._thread.join()
         os.close(self._fd)

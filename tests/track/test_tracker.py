@@ -1617,3 +1617,57 @@ def test_a_resumed_tracker_goes_on_at_the_window_its_configurations_records_reac
     resumed.reconfigure(workers=2)
     assert resumed.current_window == 3  # another configuration starts again at the window given
     resumed.close()
+
+
+def test_background_fsync_syncs_the_last_record_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The helper thread is woken per record (a lock released, requests while it syncs
+    # coalescing into one more sync): the file as last written must reach an fsync.
+    from _waiting import wait_for
+
+    path = tmp_path / "job.jsonl"
+    synced_sizes: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync_seen(fd: int) -> None:
+        real_fsync(fd)
+        if os.path.samestat(os.fstat(fd), os.stat(path)):
+            synced_sizes.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr(os, "fsync", fsync_seen)
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="background")
+    for burst in range(3):
+        for _ in range(5):  # records faster than the helper syncs them
+            tr.step(step_time_s=0.1)
+        size = path.stat().st_size
+        wait_for(lambda: size in synced_sizes, what=f"an fsync of the profile after burst {burst + 1}")
+    tr.close()
+    assert len(read_profile(path).steps) == 15
+
+
+def test_the_trackers_lines_are_the_lines_the_full_check_writes(tmp_path: Path) -> None:
+    # Records after the first of a shape are written from a template (cotune/profile/_quick.py):
+    # each line must be the one the full check (the record read back by the reader's rule, then
+    # json.dumps) writes for the record it holds.
+    from cotune.profile import record_from_dict
+    from cotune.profile import _quick
+    from cotune.profile._profile import _dump
+
+    path = tmp_path / "job.jsonl"
+    with Tracker(path, gpu="t4", workers=4, local_batch=8, workload=WORKLOAD, window=3, warmup_steps=1,
+                 schedule_epochs=12.0, fsync="none") as tr:
+        for i in range(40):
+            tr.step(step_time_s=0.01 + i * 1.37e-4)
+            if i % 7 == 6:
+                tr.eval(metric=0.5 + i / 97, grad_sqr=1.5 + i, grad_var=0.25 * i)
+            if i == 20:
+                tr.reconfigure(workers=2, cause="revocation")
+        tr.eval(metric=0.25)
+        tr.eval(metric=-0.0)  # from the template the evaluation before made: written as the reader reads it, 0.0
+        tr.noise(b_noise=512.0)
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) > 15
+    for line in lines:
+        _quick._TEMPLATES.clear()
+        assert _dump(record_from_dict(json.loads(line))) == line
+    _quick._TEMPLATES.clear()
