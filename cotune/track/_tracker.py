@@ -877,6 +877,21 @@ class Tracker:
             pass
 
 
+def _never_preempting() -> None:
+    """Run the calling thread under Linux's SCHED_BATCH where it can: a thread woken under
+    the default policy may preempt the one that woke it, and on a busy machine the training
+    thread that asked for a sync then lost the CPU for milliseconds inside its tracker call
+    (``benchmarks/tracker_breakdown.py --wake`` measures it). A SCHED_BATCH thread gets its
+    fair share of the CPU but never preempts on waking: the sync runs when a core is free
+    or at the next tick. Elsewhere, or where the call is refused (a seccomp profile), the
+    default policy stays."""
+    set_policy, batch = getattr(os, "sched_setscheduler", None), getattr(os, "SCHED_BATCH", None)
+    if set_policy is None or batch is None:
+        return
+    with contextlib.suppress(OSError):
+        set_policy(0, batch, os.sched_param(0))  # 0: the calling thread
+
+
 class _BackgroundSync:
     """fsync a file from a helper thread whenever asked (requests made while a sync runs
     coalesce into one more). Linux fsync flushes the file, whichever descriptor names it,
@@ -918,6 +933,7 @@ class _BackgroundSync:
             pass
 
     def _run(self) -> None:
+        _never_preempting()
         while True:
             self._wake.acquire()
             try:

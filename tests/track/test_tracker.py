@@ -1671,3 +1671,38 @@ def test_the_trackers_lines_are_the_lines_the_full_check_writes(tmp_path: Path) 
         _quick._TEMPLATES.clear()
         assert _dump(record_from_dict(json.loads(line))) == line
     _quick._TEMPLATES.clear()
+
+
+def _can_set_sched_batch() -> bool:
+    """Whether this environment lets a thread take SCHED_BATCH (a seccomp profile may refuse it)."""
+    import threading
+
+    said: list[bool] = []
+
+    def probe() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+            said.append(True)
+        except OSError:
+            said.append(False)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return said == [True]
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_the_fsync_helper_runs_under_sched_batch_so_waking_it_never_preempts_the_training_thread(
+        tmp_path: Path) -> None:
+    # Under the default policy the woken helper took the training thread's core in the
+    # middle of its eval() on a busy machine (milliseconds in a tenth of the calls).
+    from _waiting import wait_for
+
+    if not _can_set_sched_batch():
+        pytest.skip("this environment refuses SCHED_BATCH to a thread")
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, fsync="background")
+    helper = tr._syncer._thread.native_id
+    wait_for(lambda: os.sched_getscheduler(helper) == os.SCHED_BATCH, what="the fsync helper's policy")
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the training thread keeps its own
+    tr.close()
