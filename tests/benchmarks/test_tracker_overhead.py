@@ -39,3 +39,24 @@ def test_tracker_overhead_defaults_to_the_examples_window_warmup_and_evaluations
     result = json.loads(out.read_text())
     measured = {k: result.get(k) for k in ("window", "warmup_steps", "evals_per_epoch")}
     assert measured == _example_settings()
+
+
+def test_tracker_breakdown_times_every_piece_cold_and_warm(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import tracker_breakdown
+
+    assert tracker_breakdown.main(["--calls", "3"]) == 0
+    rows = [line.rsplit(maxsplit=2) for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [name.strip() for name, _, _ in rows] == [
+        "nothing (the timer's own cost)", "Tracker.step, no record", "Tracker.step closing a 20-step window",
+        "Tracker.eval (one eval record)", "ProfileWriter.write(eval record)", "record_from_dict (the full check)",
+        "json.dumps of the record", "os.write of its line (the syscall)",
+    ]
+    assert all(float(cold) > 0 and float(warm) > 0 for _, cold, warm in rows)
+
+
+def test_tracker_breakdown_wake_times_an_evaluation_under_each_helper_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import tracker_breakdown
+
+    assert tracker_breakdown.main(["--wake", "--calls", "2", "--rounds", "1"]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert [row.rsplit(maxsplit=4)[0].strip() for row in rows] == ["default policy", "as shipped (SCHED_BATCH)"]
