@@ -936,12 +936,18 @@ class _BackgroundSync:
         _never_preempting()
         while True:
             self._wake.acquire()
+            # Read before the sync, not after it: a close() that came while a sync ran finds a
+            # request of a record written during that sync pending (the lock released
+            # already), so its own release wakes nothing more, and a stop read after that sync
+            # ended the thread with the record unsynced. Read here, a stop is always followed
+            # by one more sync, which begins after close() was called.
+            stop = self._stop
             try:
                 os.fsync(self._fd)
             except OSError as exc:  # reported on the next write, on the training thread
                 self.error = exc
                 return
-            if self._stop:
+            if stop:
                 return
 
     def close(self) -> None:

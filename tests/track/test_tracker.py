@@ -1706,3 +1706,41 @@ def test_the_fsync_helper_runs_under_sched_batch_so_waking_it_never_preempts_the
     wait_for(lambda: os.sched_getscheduler(helper) == os.SCHED_BATCH, what="the fsync helper's policy")
     assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the training thread keeps its own
     tr.close()
+
+
+def test_close_waits_for_an_fsync_of_a_record_written_while_the_helper_was_syncing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A record written during the helper's fsync leaves a request pending; close() then finds
+    # the helper's lock released already. The helper must still sync once more after the
+    # close, or the last record is never fsynced although close() returned.
+    import threading
+
+    path = tmp_path / "job.jsonl"
+    real_fsync = os.fsync
+    syncing, sync_may_end = threading.Event(), threading.Event()
+    synced_sizes: list[int] = []  # the file's size as each of the helper's fsyncs began
+
+    def fsync_held_until_close(fd: int) -> None:
+        if threading.current_thread().name == "cotune-tracker-fsync":
+            synced_sizes.append(os.fstat(fd).st_size)
+            syncing.set()
+            assert sync_may_end.wait(timeout=60)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_held_until_close)
+    tr = Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, warmup_steps=0, window=1,
+                 fsync="background")
+    assert syncing.wait(timeout=60)  # the helper is syncing the workload record
+    tr.step(step_time_s=0.1)  # a step record written during that sync: its request is pending
+    syncer = tr._syncer
+    release = syncer._release
+
+    def release_then_end_the_sync() -> None:
+        release()
+        if syncer._stop:  # close() asked: only now does the sync under way end
+            sync_may_end.set()
+
+    monkeypatch.setattr(syncer, "_release", release_then_end_the_sync)
+    tr.close()
+    assert synced_sizes[-1] == path.stat().st_size
+    assert len(read_profile(path).steps) == 1
