@@ -8,8 +8,15 @@ policy is its registry entry, with no list here to edit. Progress goes to stderr
 under 20 minutes on 2 CPU cores, ``--quick`` at under 3 (a slice: fewer workloads,
 scenarios and budgets).
 
+``--priors`` names where the models' priors come from (a registered prior set,
+:mod:`benchmarks.priors`): ``shipped`` (the default) plans with the constants cotune ships,
+fitted on these same workloads; ``held-out`` plans every scenario of a workload with every
+such prior refitted without that workload's data (computed once per run, a few minutes);
+``refit`` with every prior refitted on all of them by today's fitting code. Every summary
+row carries the choice as ``priors``.
+
 Exit status: 0 when the run finished; 2, with one line on stderr and nothing run, for an
-unknown policy or setting, a ``--policies`` name that none of the chosen ``--settings``
+unknown policy, setting or prior set, a ``--policies`` name that none of the chosen ``--settings``
 runs, a bad ``--cluster`` file, an ``--out`` that cannot be written into (an existing
 file, a read-only folder) or a missing trace. Results replace an existing
 ``results.json``/``report.md`` only once written whole.
@@ -51,6 +58,7 @@ class Config:
     closed_loop_budgets: tuple[int, ...] = ()
     policies: tuple[str, ...] | None = None  # None: every default policy of each setting
     cluster: str | None = None  # the spot policies' cluster file (None: benchmarks/clusters/spot_replay.toml)
+    priors: str = "shipped"  # a registered prior set (benchmarks._registry.PRIOR_SETS): where the models' priors come from
 
 
 FULL = Config(
@@ -94,6 +102,14 @@ def _registered_settings() -> tuple[str, ...]:
     return tuple(SETTINGS)
 
 
+def _registered_prior_sets() -> tuple[str, ...]:
+    """Every registered prior set's name (``--priors``)."""
+    from benchmarks._registry import PRIOR_SETS, load
+
+    load()
+    return tuple(PRIOR_SETS)
+
+
 def _with_settings(cfg: Config) -> Config:
     """``cfg`` with its settings named (None: every registered one)."""
     return cfg if cfg.settings is not None else dataclasses.replace(cfg, settings=_registered_settings())
@@ -114,25 +130,30 @@ def _scenario_list(cfg: Config) -> list:
     return _SCENARIOS[key]
 
 
-def _run_one(args: tuple[Config, int]):
-    """One scenario, every setting and policy (runs in a worker process)."""
+def _run_one(args: tuple):
+    """One scenario, every setting and policy (runs in a worker process), planned with the
+    scenario's workload's priors (None: the shipped ones)."""
     from benchmarks.closed_loop_spot import use_cluster
+    from benchmarks.priors import use_priors
     from benchmarks.regret import run_scenario
 
-    cfg, i = args
+    cfg, i, priors = args
     use_cluster(cfg.cluster)
     t0 = time.perf_counter()
     scn = _scenario_list(cfg)[i]
-    out = run_scenario(
-        scn, budgets=cfg.budgets, settings=cfg.settings, policies=cfg.policies, closed_loop_budgets=cfg.closed_loop_budgets or None
-    )
+    with use_priors(priors):
+        out = run_scenario(
+            scn, budgets=cfg.budgets, settings=cfg.settings, policies=cfg.policies, closed_loop_budgets=cfg.closed_loop_budgets or None
+        )
     return out, scn.key, time.perf_counter() - t0
 
 
-def _pareto_cases(cfg: Config, results: list) -> list[dict]:
-    """One scenario per workload (tightest target, a deadline when there is one) for the front plot."""
+def _pareto_cases(cfg: Config, results: list, priors: dict) -> list[dict]:
+    """One scenario per workload (tightest target, a deadline when there is one) for the front plot
+    (planned with the workload's ``priors``, as its scenarios were)."""
     from benchmarks._registry import POLICIES, load
     from benchmarks.policies import fitted_estimates
+    from benchmarks.priors import use_priors
     from cotune.solver import pareto_indices
 
     load()
@@ -169,11 +190,12 @@ def _pareto_cases(cfg: Config, results: list) -> list[dict]:
                 chosen["cotune (true)"] = ((cot.true_time_s / 3600, cot.true_cost), styles["cotune (true)"])
             if math.isfinite(cot.predicted_cost):
                 chosen["cotune (predicted)"] = ((cot.predicted_time_s / 3600, cot.predicted_cost), styles["cotune (predicted)"])
-            plan = _cotune_plan(scn, cfg)
-            if plan is not None:
-                _, est = fitted_estimates(scn, plan.probed, setting=_HEADLINE)
-                pf = pareto_indices(est, np.isfinite(est.epochs))
-                pred_t, pred_c = list(est.time_s[pf] / 3600), list(est.cost[pf])
+            with use_priors(priors.get(scn.workload.name)):
+                plan = _cotune_plan(scn, cfg)
+                if plan is not None:
+                    _, est = fitted_estimates(scn, plan.probed, setting=_HEADLINE)
+                    pf = pareto_indices(est, np.isfinite(est.epochs))
+                    pred_t, pred_c = list(est.time_s[pf] / 3600), list(est.cost[pf])
         cases.append(
             {
                 "title": f"{scn.key} (target {scn.target:.4g})",
@@ -217,29 +239,38 @@ def _cotune_plan(scn, cfg: Config):
 def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     """Run every section of ``cfg``; write JSON, Markdown and figures into ``out``."""
     from benchmarks import latency, model_error, regret, report
+    from benchmarks._registry import PRIOR_SETS, load
+    from benchmarks.priors import as_dict, use_priors
     from benchmarks.scenarios import workloads
 
     t0 = time.perf_counter()
     cfg = _with_settings(cfg)
     out.mkdir(parents=True, exist_ok=True)
     ws = workloads(names=cfg.workloads)
+    load()
 
-    _log(f"{cfg.mode}: settings {', '.join(cfg.settings)}; budgets {cfg.budgets}; model errors first")
+    # the priors each workload is planned with, once per run (None: the shipped constants)
+    priors = dict(PRIOR_SETS[cfg.priors].table(ws, jobs=jobs))
+    t_priors = time.perf_counter() - t0
+    _log(f"{cfg.mode}: settings {', '.join(cfg.settings)}; budgets {cfg.budgets}; priors {cfg.priors} "
+         f"({t_priors:.0f} s); model errors first")
     # model errors
     time_rows, pairs, acc_rows = [], [], []
     for w in ws:
         if cfg.time_workloads is None or w.name in cfg.time_workloads:
-            rows, ps = model_error.time_model_errors(w)
+            with use_priors(priors[w.name]):
+                rows, ps = model_error.time_model_errors(w)
             time_rows += rows
             pairs += ps
     for w in ws:
         if w.family == "pollux-t4":
-            acc_rows += model_error.accuracy_errors(w)
-    t_models = time.perf_counter() - t0
+            with use_priors(priors[w.name]):
+                acc_rows += model_error.accuracy_errors(w)
+    t_models = time.perf_counter() - t0 - t_priors
 
     # regret
     scns = _scenario_list(cfg)
-    tasks = [(cfg, i) for i in range(len(scns))]
+    tasks = [(cfg, i, priors[scns[i].workload.name]) for i in range(len(scns))]
     _log(f"model errors done in {t_models:.0f} s; {len(scns)} scenarios on {jobs} process(es)")
     results = []
 
@@ -255,7 +286,7 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
     else:
         for t in tasks:
             done(_run_one(t))
-    t_regret = time.perf_counter() - t0 - t_models
+    t_regret = time.perf_counter() - t0 - t_priors - t_models
     _log(f"scenarios done in {t_regret:.0f} s; latency and figures next")
 
     # latency
@@ -264,7 +295,8 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
         "optuna": [latency.optuna_equal_regret(n=n, max_trials=cfg.optuna_max_trials) for n in cfg.optuna_sizes],
     }
 
-    summary = regret.summarize(results)
+    # every row says which priors it was planned with (the replay is in-sample with the shipped ones)
+    summary = [dict(row, priors=cfg.priors) for row in regret.summarize(results)]
     from benchmarks.reliability import reliability_rows
 
     outcomes = [o for r in results for o in r.outcomes]
@@ -275,6 +307,12 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
         "cpu_count": os.cpu_count(),
         "config": {k: v for k, v in cfg.__dict__.items()},
         "settings": _setting_docs(cfg),
+        "priors": {
+            "set": cfg.priors,
+            "description": PRIOR_SETS[cfg.priors].description,
+            # per workload, the values it was planned with (None: the shipped constants)
+            "values": {name: None if p is None else as_dict(p) for name, p in priors.items()},
+        },
         "summary": summary,
         # P(success) / P(reach) against the truth at every candidate, per (setting, policy, probes)
         "reliability": reliability_rows(outcomes),
@@ -293,9 +331,9 @@ def run(cfg: Config, out: Path, *, jobs: int = 2, command: str = "") -> dict:
         },
         "latency": lat,
     }
-    figures = report.plot_all(out, data, _pareto_cases(cfg, results))
+    figures = report.plot_all(out, data, _pareto_cases(cfg, results, priors))
     data["figures"] = figures
-    data["section_s"] = {"model_error": t_models, "regret": t_regret, "total": time.perf_counter() - t0}
+    data["section_s"] = {"priors": t_priors, "model_error": t_models, "regret": t_regret, "total": time.perf_counter() - t0}
     data["wall_s"] = time.perf_counter() - t0
     report.write_json(out / "results.json", data)
     report.write_text(out / "report.md", report.markdown(data))
@@ -327,15 +365,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default=None,
                         help=f"comma-separated settings (default: all of {', '.join(_registered_settings())})")
     parser.add_argument(
+        "--priors", default="shipped",
+        help=f"where the models' priors come from, one of {', '.join(_registered_prior_sets())} (default: shipped; "
+        "held-out refits them without each replayed workload's data: benchmarks/priors.py)",
+    )
+    parser.add_argument(
         "--cluster", default=None,
         help="cluster file (cotune's format, docs/spot.md) of the closed-loop spot policies "
         "(default: benchmarks/clusters/spot_replay.toml)",
     )
     args = parser.parse_args(argv)
-    from benchmarks._registry import POLICIES, SETTINGS, load
+    from benchmarks._registry import POLICIES, PRIOR_SETS, SETTINGS, load
 
     load()
     cfg = _with_settings(QUICK if args.quick else FULL)
+    if args.priors not in PRIOR_SETS:
+        print(f"benchmarks: unknown prior set {args.priors}: use one of {', '.join(PRIOR_SETS)}", file=sys.stderr)
+        return 2
+    cfg = dataclasses.replace(cfg, priors=args.priors)
     if args.policies:
         names = tuple(n.strip() for n in args.policies.split(",") if n.strip())
         unknown = [n for n in names if n not in POLICIES]

@@ -7,7 +7,10 @@ A new trace, setting or policy is one decorated function, nothing else:
   (what the planner sees besides its own paid probes);
 * ``@policy("cotune", ...)`` on a planner ``(Scenario, Evidence, budgets) -> list[Plan]``
   (open-loop settings) or, with ``closed_loop=True``, on a runner
-  ``(Scenario, Evidence, budget) -> ClosedLoopRun``.
+  ``(Scenario, Evidence, budget) -> ClosedLoopRun``;
+* ``@prior_set("held-out", ...)`` on ``(workloads, *, jobs) -> {workload name: Priors or None}``: the
+  priors each workload's scenarios are planned with (``python -m benchmarks --priors``;
+  None: the shipped constants; :mod:`benchmarks.priors`).
 
 The registering modules are imported by :func:`load`, so ``POLICIES`` etc. are complete
 after one call; nothing else in the benchmark keeps a list of names.
@@ -24,12 +27,15 @@ __all__ = [
     "TraceSpec",
     "SettingSpec",
     "PolicySpec",
+    "PriorSetSpec",
     "TRACES",
     "SETTINGS",
     "POLICIES",
+    "PRIOR_SETS",
     "trace",
     "setting",
     "policy",
+    "prior_set",
     "load",
     "policies_for",
 ]
@@ -102,9 +108,21 @@ class PolicySpec:
         return self.settings is None or setting_name in self.settings
 
 
+@dataclass(frozen=True)
+class PriorSetSpec:
+    """Where the priors of a run come from: ``table(workloads, jobs=n)`` maps each workload's
+    name to the :class:`benchmarks.priors.Priors` its scenarios are planned with (None: the
+    shipped constants), computed once per run on up to ``n`` processes."""
+
+    name: str
+    table: Callable[[Any], Mapping[str, Any]]
+    description: str
+
+
 TRACES: dict[str, TraceSpec] = {}
 SETTINGS: dict[str, SettingSpec] = {}
 POLICIES: dict[str, PolicySpec] = {}
+PRIOR_SETS: dict[str, PriorSetSpec] = {}
 
 
 def _unique(table: Mapping[str, Any], name: str, kind: str) -> None:
@@ -169,9 +187,18 @@ def policy(
     return register
 
 
-# Modules whose import registers entries (traces, settings, policies).
+def prior_set(name: str, *, description: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        _unique(PRIOR_SETS, name, "prior set")
+        PRIOR_SETS[name] = PriorSetSpec(name=name, table=fn, description=description)
+        return fn
+
+    return register
+
+
+# Modules whose import registers entries (traces, settings, policies, prior sets).
 _REGISTERING = ("benchmarks.traces", "benchmarks.settings", "benchmarks.policies", "benchmarks.voi", "benchmarks.closed_loop",
-               "benchmarks.closed_loop_spot")
+               "benchmarks.closed_loop_spot", "benchmarks.priors")
 
 
 def load() -> None:

@@ -40,12 +40,14 @@ import sys
 
 import numpy as np
 
+from typing import Any
+
 from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
 from cotune.models._accuracy import AccuracyModel, crossing_epoch, target_level
 from cotune.models._isotonic import pava
 from cotune.models._step_time import growth_for_coverage
 
-__all__ = ["errors", "priors", "walk_nodes_left_out", "main"]
+__all__ = ["errors", "priors", "run_scatter_prior", "walk_nodes", "kappa_step", "walk_nodes_left_out", "main"]
 
 _LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -84,11 +86,17 @@ def scatter_of(w: Workload) -> float:
     return float(np.median([m.scatter_at(float(w.score(start + f * (weakest - start)))) for f in _LEVELS]))
 
 
-def errors(w: Workload) -> dict[str, list]:
+def run_scatter_prior(scatters: dict[str, float]) -> float:
+    """``RUN_SCATTER``: the median over workloads of each one's :func:`scatter_of`."""
+    return float(np.median(list(scatters.values())))
+
+
+def errors(w: Workload, **model_kw: Any) -> dict[str, list]:
     """Samples of one workload: ``(|log error|, σ_anchor, doublings, level)`` of the
     model's own predictions beyond (reference curve only; ``level`` the target's place
     along the reference curve, :func:`cotune.models._accuracy.target_level`) and inside
-    (one batch left out), and the plateau steps between adjacent batches."""
+    (one batch left out), and the reach samples (:func:`reach_samples`). ``model_kw``: the
+    accuracy model's priors in place of the library's defaults (``run_scatter=`` when refitted)."""
     batches = list(w.batches)
     curves = {b: _best(w, b) for b in batches}
     starts = [float(curves[b][1][0]) for b in batches]
@@ -96,8 +104,8 @@ def errors(w: Workload) -> dict[str, list]:
     start, weakest = float(np.median(starts)), float(finals.min())
     bn = _reference_noise_scale(w)
     ref = w.reference_batch
-    one = _fit(w, [ref], bn)
-    loo = {b: _fit(w, [c for c in batches if c != b], bn) for b in batches[1:-1]}
+    one = _fit(w, [ref], bn, **model_kw)
+    loo = {b: _fit(w, [c for c in batches if c != b], bn, **model_kw) for b in batches[1:-1]}
     beyond, inside = [], []
     for f in _LEVELS:
         t = float(w.score(start + f * (weakest - start)))
@@ -113,10 +121,10 @@ def errors(w: Workload) -> dict[str, list]:
                 p = loo[b].epochs_to_target(np.array([float(b)]), t)
                 if math.isfinite(p.epochs_if_reached[0]):
                     inside.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]), float(p.distance_doublings[0])))
-    return {"beyond": beyond, "inside": inside, "reach": reach_samples(w)}
+    return {"beyond": beyond, "inside": inside, "reach": reach_samples(w, **model_kw)}
 
 
-def reach_samples(w: Workload) -> list[tuple[float, float, bool]]:
+def reach_samples(w: Workload, **model_kw: Any) -> list[tuple[float, float, bool]]:
     """``(margin / σ_plateau-free parts…)`` for the reach probability: for the model fitted on
     the reference curve, every other batch and target level, ``(margin, d·range², reached)``
     plus the model's σ_plateau, so that any τ can be scored without refitting."""
@@ -126,7 +134,7 @@ def reach_samples(w: Workload) -> list[tuple[float, float, bool]]:
     starts = [float(curves[b][1][0]) for b in batches]
     start = float(np.median(starts))
     bn = _reference_noise_scale(w)
-    one = _fit(w, [w.reference_batch], bn)
+    one = _fit(w, [w.reference_batch], bn, **model_kw)
     out = []
     # Levels across the plateaus: from below the weakest batch's best to above the best's.
     lo, hi = float(finals.min()), float(finals.max())
@@ -164,10 +172,15 @@ def _reach_scores(samples: list, nodes: list[float]) -> tuple[float, float]:
     return float(-np.mean(hit * np.log(p) + (1 - hit) * np.log(1 - p))), float(np.mean((p - hit) ** 2))
 
 
+def walk_nodes(per: dict[str, dict[str, list]]) -> tuple[float, ...]:
+    """``PLATEAU_WALK_NODES``: each workload's log-loss optimum τ, in the order of ``per``."""
+    return tuple(_calibrated_walk(e["reach"]) for e in per.values())
+
+
 def walk_nodes_left_out(per: dict[str, dict[str, list]]) -> dict[str, dict[str, float]]:
     """Each workload scored with the reach spread learnt on the *other* workloads: the mixture of
     their optima (the shipped form, ``PLATEAU_WALK_NODES``) against their median as one value."""
-    opt = {m: _calibrated_walk(e["reach"]) for m, e in per.items()}
+    opt = dict(zip(per, walk_nodes(per)))
     out = {}
     for m, e in per.items():
         rest = [opt[n] for n in per if n != m]
@@ -218,6 +231,11 @@ def priors(per: dict[str, dict[str, list]]) -> dict[str, float]:
     }
 
 
+def kappa_step(samples: dict[str, list]) -> float:
+    """``KAPPA_STEP`` from :func:`step_samples` of each bundled profile, pooled."""
+    return _calibrated_kappa([x for v in samples.values() for x in v])
+
+
 def step_samples(name: str, *, cuts: tuple[int, ...] = (2, 4)) -> list:
     """``(|log error|, σ, doublings)`` of step-time predictions beyond ``cut`` workers, for
     each cut; κ is left out of σ (fitted with ``calibrate=False``: the prior is what a profile
@@ -247,15 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     per = {m: errors(w) for m, w in loaded.items()}
     out = {"all": priors(per)}
     scatter = {m: scatter_of(w) for m, w in loaded.items()}
-    out["all"]["RUN_SCATTER"] = float(np.median(list(scatter.values())))
+    out["all"]["RUN_SCATTER"] = run_scatter_prior(scatter)
     for m in per:
         out[f"without {m}"] = priors({n: e for n, e in per.items() if n != m})
     from benchmarks._common import PROFILES
 
     steps = {n: step_samples(n) for n in PROFILES}
-    out["all"]["KAPPA_STEP"] = _calibrated_kappa([x for v in steps.values() for x in v])
+    out["all"]["KAPPA_STEP"] = kappa_step(steps)
     for n in steps:
-        out[f"step without {n}"] = {"KAPPA_STEP": _calibrated_kappa([x for k, v in steps.items() if k != n for x in v])}
+        out[f"step without {n}"] = {"KAPPA_STEP": kappa_step({k: v for k, v in steps.items() if k != n})}
     walk = walk_nodes_left_out(per)
     out["PLATEAU_WALK_NODES"] = {m: v["tau"] for m, v in walk.items()}
     out["reach, one workload left out"] = walk

@@ -153,9 +153,12 @@ def truncated_fits(epochs: np.ndarray, metric: np.ndarray, goal: str, end: float
             yield (frac, e, best, *fit_curve_families(e, best))
 
 
-def collect(with_prior: bool = True, truncations: tuple[float, ...] = TRUNCATIONS) -> list[Item]:
+def collect(with_prior: bool = True, truncations: tuple[float, ...] = TRUNCATIONS,
+            workloads: tuple[str, ...] = WORKLOADS) -> list[Item]:
+    """Every (curve, truncation, target) of ``workloads``; ``with_prior``: also the accuracy
+    model's priors at the batch (the constants' fits use the curve alone and need neither)."""
     items: list[Item] = []
-    for name in WORKLOADS:
+    for name in workloads:
         w = load_pollux(name)
         for batch, c in w.curves.items():
             e_full, best_full = best_so_far(c.epochs, c.metric, goal=w.goal)

@@ -26,35 +26,51 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any, Iterable
 
 import numpy as np
 
 from cotune.models._shape import EPOCHS_ERROR_SHAPE, NORMAL_SHAPE, STEP_ERROR_SHAPE, ErrorShape, fit_error_shape
 
-__all__ = ["epochs_errors", "step_errors", "log_likelihood", "left_out", "main"]
+__all__ = ["epochs_errors", "step_errors", "step_error_rows", "standardised_step_errors", "shape_of", "log_likelihood",
+           "left_out", "main"]
 
 _Z90 = 1.6448536269514722
 
 
-def step_errors(root: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Standardised step-time errors and their cluster, every public trace and probe set."""
-    from benchmarks.public_step_time import load_all, evaluate
+def step_error_rows(root: Path, **overrides: Any) -> list[dict]:
+    """Every public trace fitted on each probe set and every other row predicted
+    (:func:`benchmarks.public_step_time.evaluate`; ``overrides``, e.g. ``kappa_step=``, replace
+    the step-time model's priors in every fit)."""
+    from benchmarks.public_step_time import evaluate, load_all
 
     traces, _ = load_all(root)
-    rows, _ = evaluate(traces)
+    rows, _ = evaluate(traces, **overrides)
+    return rows
+
+
+def standardised_step_errors(rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """``u = ln(truth / median) / σ`` of the prediction rows with an interval, and their cluster."""
     u = np.array([r["log_error"] / (r["width"] / 2.0 / _Z90) for r in rows if r["width"] > 0])
     group = np.array([r["dataset"] for r in rows if r["width"] > 0])
     return u, group
 
 
-def epochs_errors() -> tuple[np.ndarray, np.ndarray]:
-    """Standardised epochs-to-target errors from each Pollux workload's reference curve."""
+def step_errors(root: Path, **overrides: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised step-time errors and their cluster, every public trace and probe set."""
+    return standardised_step_errors(step_error_rows(root, **overrides))
+
+
+def epochs_errors(*, models: Iterable[str] | None = None, **priors: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised epochs-to-target errors from each Pollux workload's reference curve
+    (``models``: these Pollux models, default all six; ``priors``: accuracy-model keywords
+    such as ``kappa_beyond=`` in place of the library's defaults)."""
     from benchmarks.accuracy_priors import _LEVELS, _best, _reference_noise_scale
     from benchmarks.traces import POLLUX_MODELS, load_pollux
     from cotune.models._accuracy import AccuracyModel, crossing_epoch
 
     us, groups = [], []
-    for name in POLLUX_MODELS:
+    for name in POLLUX_MODELS if models is None else models:
         w = load_pollux(name)
         batches = list(w.batches)
         curves = {b: _best(w, b) for b in batches}
@@ -62,7 +78,7 @@ def epochs_errors() -> tuple[np.ndarray, np.ndarray]:
         weakest = float(min(float(curves[b][1][-1]) for b in batches))
         ref = w.reference_batch
         c = w.curves[ref]
-        model = AccuracyModel(goal=w.goal, b_noise=_reference_noise_scale(w)).fit(
+        model = AccuracyModel(goal=w.goal, b_noise=_reference_noise_scale(w), **priors).fit(
             np.full(len(c.epochs), float(ref)), c.epochs, c.metric
         )
         for f in _LEVELS:
@@ -78,6 +94,11 @@ def epochs_errors() -> tuple[np.ndarray, np.ndarray]:
                     us.append(math.log(truth / p.epochs_if_reached[0]) / float(p.log_sigma[0]))
                     groups.append(name)
     return np.array(us), np.array(groups)
+
+
+def shape_of(u: np.ndarray, group: np.ndarray) -> ErrorShape:
+    """The error shape fitted to ``u``, each group (cluster or workload) weighing one."""
+    return fit_error_shape(u, weights=_group_weights(group))
 
 
 def _group_weights(group: np.ndarray) -> np.ndarray:
@@ -99,14 +120,14 @@ def left_out(u: np.ndarray, group: np.ndarray) -> dict[str, dict[str, float]]:
     out = {}
     for g in np.unique(group):
         rest = group != g
-        shape = fit_error_shape(u[rest], weights=_group_weights(group[rest]))
+        shape = shape_of(u[rest], group[rest])
         out[str(g)] = {"n": int(np.sum(~rest)), "mixture": log_likelihood(u[~rest], shape),
                        "normal": log_likelihood(u[~rest], NORMAL_SHAPE)}
     return out
 
 
 def _summary(name: str, u: np.ndarray, group: np.ndarray, shipped: ErrorShape) -> dict:
-    shape = fit_error_shape(u, weights=_group_weights(group))
+    shape = shape_of(u, group)
     loo = left_out(u, group)
     a = np.abs(u)
     return {
