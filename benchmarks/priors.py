@@ -71,6 +71,8 @@ __all__ = [
     "held_out_table",
     "use_priors",
     "as_dict",
+    "STEP_TIME_CONSTANTS",
+    "step_time_constants",
 ]
 
 
@@ -429,6 +431,65 @@ def _refit_set(workloads: Sequence["Workload"], *, jobs: int = 1) -> Mapping[str
     return {w.name: p for w in workloads}
 
 
+# -- the step-time constants not refitted: how far they would move ---------------------
+#: The step-time model's constants of ``python -m benchmarks.public_step_time --calibrate``
+#: (cotune.models._step_time and _backbone), fitted on twelve clusters that include the
+#: replay's step times (the Pollux T4 traces; Gavel's and Shockwave's rows of ResNet-18/50).
+#: Not swapped by :func:`use_priors`: :func:`step_time_constants` measures how far they move.
+STEP_TIME_CONSTANTS = ("KAPPA_HOSTS", "SYNC_GROWTH_RATIO", "SYNC_GROWTH_RANGE", "SYNC_CONSTANT_RATIO",
+                       "SYNC_CONSTANT_RANGE", "ONE_BATCH_SHARE_RANGE", "FEW_PROBE_KAPPA")
+
+
+@functools.cache
+def _public_traces() -> tuple:
+    from benchmarks.public_step_time import Skipped, load_all, load_pollux_t4
+    from benchmarks.traces import data_root
+
+    root = data_root()
+    return tuple(load_all(root)[0]) + tuple(load_pollux_t4(root, Skipped()))
+
+
+@functools.cache
+def _trace_samples(i: int) -> dict[str, list]:
+    """One trace's samples for each calibration (each is a sum over traces, so they pool)."""
+    from benchmarks import public_step_time as pst
+
+    t = [_public_traces()[i]]
+    return {"hosts": pst.host_crossing_samples(t), "growth": pst.growth_ratio_samples(t),
+            "sync": pst.sync_constant_samples(t), "share": pst.constant_share_samples(t), "few": pst.few_probe_samples(t)}
+
+
+def step_time_constants(*, models: Sequence[str] | None = None) -> dict[str, Any]:
+    """:data:`STEP_TIME_CONSTANTS` recalibrated as ``public_step_time --calibrate`` does, from
+    the twelve clusters less the replay's step times of the Pollux models not in ``models``
+    (their Pollux T4 traces and their jobs' Gavel and Shockwave rows; default: none left out)."""
+    from benchmarks import public_step_time as pst
+    from benchmarks.traces import _GAVEL_JOBS, POLLUX_MODELS
+
+    left = set(POLLUX_MODELS) - set(POLLUX_MODELS if models is None else models)
+    jobs = {_GAVEL_JOBS[m] for m in left if m in _GAVEL_JOBS}
+
+    def replayed_and_left_out(t: Any) -> bool:
+        return (t.dataset == "pollux-t4" and t.model in left) or (t.dataset.startswith(("gavel-", "shockwave-")) and t.model in jobs)
+
+    kept = [i for i, t in enumerate(_public_traces()) if not replayed_and_left_out(t)]
+    pooled = {k: [x for i in kept for x in _trace_samples(i)[k]] for k in ("hosts", "growth", "sync", "share", "few")}
+    few = pst.calibrate_few_probe_kappa(pooled["few"])
+    growth = pst.calibrate_growth_range(pooled["growth"])
+    share = pst.calibrate_constant_share(pooled["share"])
+    sync_lo, sync_hi = pst._weighted_quantiles(pooled["sync"], (0.05, 0.95))
+    return {
+        "KAPPA_HOSTS": pst.calibrate_kappa_hosts(pooled["hosts"])["KAPPA_HOSTS"],
+        "SYNC_GROWTH_RATIO": pst.calibrate_growth_ratio(pooled["growth"])["SYNC_GROWTH_RATIO"],
+        "SYNC_GROWTH_RANGE": (growth["SYNC_GROWTH_RANGE low"], growth["SYNC_GROWTH_RANGE high"]),
+        "SYNC_CONSTANT_RATIO": pst.calibrate_sync_constant(pooled["sync"])["SYNC_CONSTANT_RATIO"],
+        # the library holds the low end at 0 (a negative sync constant would make more workers faster)
+        "SYNC_CONSTANT_RANGE": (max(sync_lo, 0.0), sync_hi),
+        "ONE_BATCH_SHARE_RANGE": (share["ONE_BATCH_SHARE_RANGE low"], share["ONE_BATCH_SHARE_RANGE high"]),
+        "FEW_PROBE_KAPPA": tuple(few[f"FEW_PROBE_KAPPA k={k}"] for k in range(1, 6)),
+    }
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, dict):  # an error shape
         return "w " + "/".join(f"{v:.3f}" for v in value["weights"]) + " s " + "/".join(f"{v:.3f}" for v in value["scales"])
@@ -450,7 +511,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.priors", description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--jobs", type=int, default=2, help="processes for the public step-time rows (default 2)")
+    ap.add_argument("--step-constants", action="store_true",
+                    help="instead: the step-time constants not refitted (STEP_TIME_CONSTANTS) as shipped, recalibrated, "
+                    "and with each model's replayed step times left out")
     args = ap.parse_args(argv)
+    if args.step_constants:
+        from cotune.models import _backbone, _step_time
+
+        shipped = {c: getattr(_step_time if hasattr(_step_time, c) else _backbone, c) for c in STEP_TIME_CONSTANTS}
+        steps = {"shipped": shipped, "recalibrated": step_time_constants()}
+        for m in POLLUX_MODELS:
+            steps[f"without {m}"] = step_time_constants(models=_without(m))
+        if args.json:
+            print(json.dumps(steps, indent=2))
+            return 0
+        for c in STEP_TIME_CONSTANTS:
+            print(c)
+            for label, values in steps.items():
+                print(f"  {label:34s} {_fmt(tuple(values[c]) if isinstance(values[c], (tuple, list)) else values[c])}")
+        return 0
     _prefetch_step_rows([POLLUX_MODELS] + [_without(m) for m in POLLUX_MODELS], jobs=max(1, args.jobs))
     table = {"shipped": as_dict(SHIPPED), "refit from shipped dependencies": as_dict(fit_priors(given=SHIPPED)),
              "refit": as_dict(fit_priors())}

@@ -11,16 +11,17 @@ node left out — as Brier score and log-loss::
 
     python -m benchmarks.priors_loo          # six Pollux T4 workloads, a few seconds
 
-Only the mixture nodes are left out; the κ priors, ``RUN_SCATTER`` and the error shape were
-fitted the same way and stay in (refitting them per workload is the out-of-sample replay,
-not done).
+Only the mixture nodes are left out; the κ priors, ``RUN_SCATTER`` and the error shapes were
+fitted the same way and stay in here. ``python -m benchmarks --priors held-out`` is the
+out-of-sample replay with every one of them refitted without the replayed workload
+(:mod:`benchmarks.priors`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable
-from unittest import mock
 
 import numpy as np
 
@@ -42,13 +43,14 @@ def scores(*, p: "np.ndarray | list[float]", y: "np.ndarray | list[float]") -> t
 
 
 def _p_reach_and_truth(workload: "Workload", nodes: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    from cotune.models import _accuracy, fit_models
+    from benchmarks.priors import SHIPPED, use_priors
     from benchmarks.scenarios import scenarios
+    from cotune.models import fit_models
 
     ps, ys = [], []
-    # fit_models takes no accuracy priors: the nodes are swapped in as the model's default for
-    # this fit only (patch.dict restores the shipped default on the way out).
-    with mock.patch.dict(_accuracy.AccuracyModel.__init__.__kwdefaults__, plateau_walk=nodes):
+    # fit_models takes no accuracy priors: the nodes are swapped in where the library reads
+    # them, for these fits only (benchmarks.priors.use_priors restores them on the way out).
+    with use_priors(dataclasses.replace(SHIPPED, plateau_walk_nodes=nodes)):
         for scn in scenarios([workload], deadline_factors=(None,)):
             acc = fit_models(scn.launcher("one-curve").profile(), n_bootstrap=0).accuracy
             batches = np.unique(scn.candidates.global_batch).astype(float)

@@ -116,3 +116,10 @@ def test_the_solvers_choices_clear_their_confidence_and_fewer_clear_a_higher_one
             assert 0.0 <= c["delivered"] <= 1.0
         plans = [c["plans"] for c in r["choices"]]
         assert plans == sorted(plans, reverse=True)  # a higher q never admits more plans
+
+
+def test_every_summary_row_says_which_priors_it_was_planned_with(result: tuple[dict, Path]) -> None:
+    data, _ = result
+    assert data["summary"] and {r["priors"] for r in data["summary"]} == {"shipped"}
+    assert data["priors"]["set"] == "shipped"
+    assert set(data["priors"]["values"]) == {"cifar10-hetero", "yolov3-t4"}
