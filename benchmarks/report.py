@@ -231,8 +231,10 @@ def aims(data: dict) -> list[tuple[str, str, bool | None]]:
 
 
 def markdown(data: dict) -> str:
+    priors = data.get("priors") or {"set": "shipped"}  # results.json written before --priors had none: the shipped ones
     lines = [f"# cotune benchmarks ({data['mode']} mode)", "", f"Command: `{data['command']}` · date {data['date']} · "
-             f"wall time {data['wall_s']:.0f} s · {data['cpu_count']} CPUs", ""]
+             f"wall time {data['wall_s']:.0f} s · {data['cpu_count']} CPUs · priors: {priors['set']}"
+             + (f" ({priors['description']})" if priors.get("description") else ""), ""]
     lines += ["## Aims", "", "| aim | measured | met |", "|---|---|---|"]
     for aim, where, met in aims(data):
         lines.append(f"| {aim} | {where} | {'–' if met is None else ('yes' if met else '**no**')} |")
