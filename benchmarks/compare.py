@@ -9,7 +9,8 @@ its plans that succeed (the mean ``P(success)`` it promised them: for ``cotune``
 same of the family's q = 0.9 variant, Brier score and ECE of
 ``P(success)`` over every candidate, and the coverage of the 90 % step-time and
 epochs-to-target intervals; then, with ``--workloads``, the misses of each workload.
-Each column says which run it comes from by the run's ``priors`` (or ``A``/``B``).
+Each row says which run it comes from by the run's ``priors`` (``A (…)``/``B (…)`` when both
+runs used the same).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ __all__ = ["rows", "workload_misses", "main"]
 _KEY = ("setting", "policy", "probes")
 
 
-def _label(data: dict, fallback: str) -> str:
-    return str((data.get("priors") or {}).get("set") or fallback)
+def _label(data: dict) -> str:
+    # a results.json written before --priors existed was planned with the shipped constants
+    return str((data.get("priors") or {}).get("set") or "shipped")
 
 
 def rows(a: dict, b: dict) -> list[tuple[tuple, dict, dict]]:
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.compare: cannot read a results.json: {exc}: pass two results.json files of python -m benchmarks",
               file=sys.stderr)
         return 2
-    la, lb = _label(a, "A"), _label(b, "B")
+    la, lb = _label(a), _label(b)
     if la == lb:
         la, lb = f"A ({la})", f"B ({lb})"
     heads = ["miss rate (no plan/target/deadline/gave up)", "median regret", "delivered (promised)",

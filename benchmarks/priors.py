@@ -70,7 +70,9 @@ __all__ = [
     "fit_priors",
     "held_out_table",
     "use_priors",
+    "FITTED_CACHES",
     "as_dict",
+    "from_dict",
     "STEP_TIME_CONSTANTS",
     "step_time_constants",
 ]
@@ -172,8 +174,36 @@ def as_dict(p: Priors) -> dict[str, Any]:
     return out
 
 
+def from_dict(values: Mapping[str, Any]) -> Priors:
+    """:func:`as_dict`'s output (e.g. a ``results.json``'s ``priors.values`` of one workload) back as :class:`Priors`."""
+    def value(spec: PriorSpec) -> Any:
+        v = values[spec.constant]
+        if isinstance(v, Mapping):
+            return ErrorShape(weights=tuple(v["weights"]), scales=tuple(v["scales"]))
+        if isinstance(v, (list, tuple)):
+            return tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in v)
+        return v
+
+    return Priors(**{s.field: value(s) for s in PRIOR_SPECS})
+
+
 # -- putting priors in place ------------------------------------------------------------
 _ACTIVE: list[Priors] = []
+# The benchmark's caches of fitted models and of the probe decisions made with them, keyed
+# by workload and setting, not by priors: emptied when a block with other priors begins and
+# ends, so a fit made under one set of priors never answers under another.
+FITTED_CACHES: tuple[tuple[str, str], ...] = (
+    ("benchmarks.policies", "_ACCURACY_CACHE"),
+    ("benchmarks.policies", "_FIT_CACHE"),
+    ("benchmarks.policies", "_LOOP_CACHE"),
+)
+
+
+def _clear_fitted_caches() -> None:
+    for module, name in FITTED_CACHES:
+        mod = sys.modules.get(module)
+        if mod is not None:
+            getattr(mod, name).clear()
 
 
 def _function(module: str, qualname: str) -> Any:
@@ -196,8 +226,9 @@ def use_priors(priors: Priors | None) -> Iterator[None]:
     """Within the block the library predicts with ``priors`` (None: the shipped ones, nothing
     changed): each constant of :data:`PRIOR_SPECS` is replaced in its module, in every loaded
     cotune or benchmark module that imported it by name, and as the keyword default of every
-    function listed in its spec; all are restored on the way out. Not re-entrant (one set of
-    priors at a time). A listed default that no longer holds the constant raises
+    function listed in its spec; all are restored on the way out, and the benchmark's caches of
+    fitted models (:data:`FITTED_CACHES`) are emptied on the way in and out. Not re-entrant
+    (one set of priors at a time). A listed default that no longer holds the constant raises
     ``RuntimeError``: the spec is stale and would miss a read site."""
     if priors is None:
         yield
@@ -206,6 +237,7 @@ def use_priors(priors: Priors | None) -> Iterator[None]:
         raise RuntimeError("use_priors is already active: one set of priors at a time")
     undo: list[tuple[str, Any, str, Any]] = []  # ("attr" | "kw", owner, name, old value)
     swapped: list[tuple[PriorSpec, Any, Any]] = []
+    _clear_fitted_caches()
     try:
         for spec in PRIOR_SPECS:
             old = getattr(importlib.import_module(spec.module), spec.constant)
@@ -240,6 +272,7 @@ def use_priors(priors: Priors | None) -> Iterator[None]:
                     setattr(mod, spec.constant, old)
         if _ACTIVE:
             _ACTIVE.pop()
+        _clear_fitted_caches()
 
 
 # -- fitting -----------------------------------------------------------------------------

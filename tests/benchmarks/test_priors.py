@@ -91,6 +91,27 @@ def test_use_priors_restores_the_constants_after_an_error() -> None:
     assert _accuracy.AccuracyModel.__init__.__kwdefaults__["kappa_beyond"] is SHIPPED.kappa_beyond
 
 
+def test_a_model_the_benchmark_cached_under_other_priors_is_not_reused() -> None:
+    import dataclasses
+
+    from benchmarks.policies import library_models
+    from benchmarks.scenarios import scenarios, workloads
+
+    scn = next(scenarios(workloads(names=("bert-t4",)), target_labels=("all",), deadline_factors=(None,)))
+    ev = scn.evidence("one-curve")
+    shipped = library_models(scn, ev, ()).accuracy.kappa_beyond
+    with use_priors(dataclasses.replace(SHIPPED, kappa_beyond=CHANGED["kappa_beyond"])):
+        assert library_models(scn, ev, ()).accuracy.kappa_beyond == CHANGED["kappa_beyond"]
+    assert library_models(scn, ev, ()).accuracy.kappa_beyond == shipped == SHIPPED.kappa_beyond
+
+
+def test_priors_written_as_json_read_back_equal() -> None:
+    from benchmarks.priors import as_dict, from_dict
+
+    for p in (SHIPPED, Priors(**CHANGED)):
+        assert from_dict(json.loads(json.dumps(as_dict(p)))) == p
+
+
 def test_use_priors_none_changes_nothing(shipped_predictions) -> None:
     with use_priors(None):
         np.testing.assert_array_equal(_predictions(), shipped_predictions)
