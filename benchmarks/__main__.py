@@ -12,9 +12,8 @@ scenarios and budgets).
 :mod:`benchmarks.priors`): ``shipped`` (the default) plans with the constants cotune ships,
 fitted on these same workloads; ``held-out`` plans every scenario of a workload with every
 such prior refitted without that workload's data (computed once per run: 739 s on 2 shared
-cores, 2026-12-07);
-``refit`` with every prior refitted on all of them by today's fitting code. Every summary
-row carries the choice as ``priors``.
+cores, 2026-12-07); ``refit`` with every prior refitted on all of them by today's fitting
+code. Every summary row carries the choice as ``priors``.
 
 Exit status: 0 when the run finished; 2, with one line on stderr and nothing run, for an
 unknown policy, setting or prior set, a ``--policies`` name that none of the chosen ``--settings``
