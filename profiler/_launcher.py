@@ -171,10 +171,9 @@ def run_group(
         timed_out = False
         try:
             while proc.poll() is None:
-                if live.error is not None:
-                    # The log cannot be written (a full disk): the storage's fault, not the
-                    # workload's. The workers never see it (the reader drains the pipe on).
-                    raise StorageError.from_os_error(live.error, path=log_path, doing="write the probe's log")
+                # The log cannot be written (a full disk): the storage's fault, not the workload's,
+                # raised as a StorageError. The workers never see it (the reader drains on).
+                live.check()
                 if poll is not None:
                     poll()
                 if time.monotonic() - began > timeout_s:
@@ -193,13 +192,10 @@ def run_group(
         wall_s = time.monotonic() - began
         oom_after = oom_kill_count()
     except BaseException:
-        with contextlib.suppress(OSError):  # the error on its way out says more than the log's
+        with contextlib.suppress(Exception):  # the error on its way out says more than the log's
             live.close()
         raise
-    try:
-        live.close()
-    except OSError as exc:
-        raise StorageError.from_os_error(exc, path=log_path, doing="write the probe's log") from None
+    live.close()
     return LaunchOutcome(
         returncode=proc.returncode,
         timed_out=timed_out,

@@ -36,6 +36,7 @@ from collections import deque
 from pathlib import Path
 from typing import BinaryIO, Iterable
 
+from cotune.errors import StorageError
 from profiler._protocol import FAULT_MARKER
 
 __all__ = [
@@ -66,6 +67,9 @@ PIPE_BYTES = 1 * 2**20
 # After the launcher exits: the reader stops once the pipe has been empty this long (a
 # process the workload left behind may hold it open), or after DRAIN_MAX_S in any case.
 DRAIN_IDLE_S = 0.2
+# The reader's wait after a small read (see _drain): a chatty workload's lines are read in
+# batches. Measured by benchmarks/live_log.py (docs/profiler.md § 9).
+BATCH_S = 0.002
 DRAIN_MAX_S = 5.0
 
 _CUT_NOTE = b" bytes of this log cut here"
@@ -264,8 +268,8 @@ class LiveLog:
 
     Use: ``live = LiveLog(path)``; start the launcher with ``stdout=live.write_fd``; then
     :meth:`started` (closes this process's copy of the write end, starts the reader);
-    while it runs, :attr:`error` is the ``OSError`` that writing the log raised, if any (the
-    reader then drains the pipe on without writing, so the workers never block on it);
+    while it runs, :meth:`check` raises what stopped the log being written, if anything did
+    (the reader then drains the pipe on without writing, so the workers never block on it);
     after it exits, :meth:`close`. The reader thread starts only after the launcher's fork:
     ``subprocess``'s ``preexec_fn`` is not safe while other threads run.
     """
@@ -274,9 +278,17 @@ class LiveLog:
                  segment_bytes: int = LIVE_LOG_SEGMENT_BYTES) -> None:
         self.path = Path(path)
         self._log = BoundedLog(self.path, head_bytes=head_bytes, tail_bytes=tail_bytes, segment_bytes=segment_bytes)
-        self._read_fd, self.write_fd = os.pipe()  # both close-on-exec; Popen dup2s the write end onto 1 and 2
+        try:
+            self._read_fd, self.write_fd = os.pipe()  # both close-on-exec; Popen dup2s the write end onto 1 and 2
+        except OSError:
+            self._log.discard()
+            raise
         with contextlib.suppress(OSError, AttributeError):  # a smaller buffer only means the workers block sooner
             fcntl.fcntl(self.write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        try:
+            self._pipe_bytes = fcntl.fcntl(self.write_fd, fcntl.F_GETPIPE_SZ)
+        except (OSError, AttributeError):
+            self._pipe_bytes = 2**16  # Linux's default
         os.set_blocking(self._read_fd, False)  # the read end's own file description: the workers' stays blocking
         self.error: OSError | None = None
         self._ending = threading.Event()
@@ -293,6 +305,13 @@ class LiveLog:
             self.write_fd = -1
 
     def _drain(self) -> None:
+        try:
+            self._pump()
+        except BaseException as exc:  # noqa: BLE001 - a reader that stops would stall the workers on a full pipe
+            if self.error is None:
+                self.error = exc  # the caller stops the probe (check)
+
+    def _pump(self) -> None:
         poller = select.poll()
         poller.register(self._read_fd, select.POLLIN)
         ending_since: float | None = None
@@ -316,22 +335,36 @@ class LiveLog:
             if self.error is None:
                 try:
                     self._log.write(chunk)
-                except OSError as exc:
-                    self.error = exc  # drained on, unwritten: the launch is stopped by its caller
+                except Exception as exc:  # noqa: BLE001 - drained on, unwritten: the caller stops the probe
+                    self.error = exc
+            if len(chunk) < self._pipe_bytes // 16:
+                # Little came since the last read: let more gather before the next, rather than a
+                # read (and a write) for every line a chatty workload prints. The pipe holds 16
+                # times what came, so a writer blocks only on a burst of that much in this wait.
+                self._ending.wait(BATCH_S)
+
+    def check(self) -> None:
+        """Raise what stopped the log: a :class:`~cotune.errors.StorageError` when the storage
+        failed (a full disk, ``ulimit -f``), else the error itself (a bug of ours: exit 4)."""
+        if self.error is None:
+            return
+        if isinstance(self.error, OSError):
+            raise StorageError.from_os_error(self.error, path=self.path, doing="write the probe's log") from None
+        raise self.error
 
     def close(self) -> None:
-        """After the launcher exited: read what is left in the pipe, then write the log's tail.
-        Raises the ``OSError`` of writing the log, if one came."""
+        """After the launcher exited: read what is left in the pipe, then write the log's tail
+        (:meth:`check` raises what went wrong)."""
         self._close_write_end()
         self._ending.set()
         if self._thread.ident is not None:  # started
             self._thread.join()
         os.close(self._read_fd)
-        if self.error is not None:
-            self._log.discard()
-            raise self.error
-        try:
-            self._log.close()
-        except OSError as exc:
-            self.error = exc
-            raise
+        if self.error is None:
+            try:
+                self._log.close()
+                return
+            except Exception as exc:  # noqa: BLE001 - named by check
+                self.error = exc
+        self._log.discard()
+        self.check()

@@ -219,6 +219,18 @@ def test_a_full_disk_under_the_live_log_is_our_storage_fault(tmp_path):
     assert "cannot write the probe's log" in str(raised.value) and "(ENOSPC)" in str(raised.value)
 
 
+def test_a_reader_that_fails_stops_the_launch_with_its_error_not_a_timeout(tmp_path, monkeypatch):
+    # A reader thread that died would leave the pipe full and the workers blocked until the
+    # probe's time-out, recorded as the workload's.
+    def broken(self, data):
+        raise RuntimeError("a bug in the log writer")
+
+    monkeypatch.setattr(BoundedLog, "write", broken)
+    with pytest.raises(RuntimeError, match="a bug in the log writer"):
+        run_group([sys.executable, "-c", _PRINTER, "64", "0", ""], env=dict(os.environ), timeout_s=3600,
+                  log_path=tmp_path / "probe" / "log.txt", poll=None)
+
+
 def test_the_tensorflow_spawners_workers_write_through_the_bounded_log(tmp_path, monkeypatch):
     from profiler.tf import TFConfigLauncher
 
