@@ -13,9 +13,11 @@
   of whether each other batch reaches each target, for the model fitted on the
   reference curve alone; targets at seven levels from below the weakest batch's best
   metric to the best batch's; the median over workloads of each one's optimum (the
-  pooled optimum is printed beside it); ``PLATEAU_WALK_NODES``, the per-workload optima
-  the library mixes (``P(reach)`` is the mean of the nodes' probabilities), with the
-  log-loss of that mixture on each workload when the nodes come from the other five.
+  pooled optimum is printed beside it); ``PLATEAU_WALK_OPTIMA``, the per-workload optima,
+  whose log-normal quantiles are the nodes the library mixes (``PLATEAU_WALK_NODES``,
+  :func:`cotune.models._accuracy.walk_prior_nodes`; ``P(reach)`` is the mean of the nodes'
+  probabilities), with the log-loss of that prior on each workload when the nodes come
+  from the other five, beside the other five's optima as nodes and their median.
 
 Errors are the model's own (fitted with κ = 0, so each sample carries its anchor σ),
 pooled over six workloads and targets from 50 % to 100 % of the way from the first
@@ -47,7 +49,7 @@ from cotune.models._accuracy import AccuracyModel, crossing_epoch, target_level
 from cotune.models._isotonic import pava
 from cotune.models._step_time import growth_for_coverage
 
-__all__ = ["errors", "priors", "run_scatter_prior", "walk_nodes", "kappa_step", "walk_nodes_left_out", "main"]
+__all__ = ["errors", "priors", "run_scatter_prior", "walk_nodes", "walk_prior", "kappa_step", "walk_nodes_left_out", "main"]
 
 _LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -173,20 +175,32 @@ def _reach_scores(samples: list, nodes: list[float]) -> tuple[float, float]:
 
 
 def walk_nodes(per: dict[str, dict[str, list]]) -> tuple[float, ...]:
-    """``PLATEAU_WALK_NODES``: each workload's log-loss optimum τ, in the order of ``per``."""
+    """``PLATEAU_WALK_OPTIMA``: each workload's log-loss optimum τ, in the order of ``per``."""
     return tuple(_calibrated_walk(e["reach"]) for e in per.values())
 
 
+def walk_prior(per: dict[str, dict[str, list]]) -> tuple[float, ...]:
+    """``PLATEAU_WALK_NODES``: the log-normal quantile nodes of these workloads' optima."""
+    from cotune.models._accuracy import walk_prior_nodes
+
+    return walk_prior_nodes(walk_nodes(per))
+
+
 def walk_nodes_left_out(per: dict[str, dict[str, list]]) -> dict[str, dict[str, float]]:
-    """Each workload scored with the reach spread learnt on the *other* workloads: the mixture of
-    their optima (the shipped form, ``PLATEAU_WALK_NODES``) against their median as one value."""
+    """Each workload scored with the reach spread learnt on the *other* workloads: the
+    log-normal nodes of their optima (the shipped form, ``PLATEAU_WALK_NODES``), their optima
+    themselves as nodes (the form shipped until 2026-12-07) and their median as one value."""
+    from cotune.models._accuracy import walk_prior_nodes
+
     opt = dict(zip(per, walk_nodes(per)))
     out = {}
     for m, e in per.items():
         rest = [opt[n] for n in per if n != m]
-        ll_mix, br_mix = _reach_scores(e["reach"], rest)
-        ll_med, br_med = _reach_scores(e["reach"], [float(np.median(rest))])
-        out[m] = {"tau": opt[m], "logloss_mixture": ll_mix, "logloss_median": ll_med, "brier_mixture": br_mix, "brier_median": br_med}
+        row: dict[str, float] = {"tau": opt[m]}
+        for label, nodes in (("lognormal", list(walk_prior_nodes(rest))), ("mixture", rest),
+                             ("median", [float(np.median(rest))])):
+            row[f"logloss_{label}"], row[f"brier_{label}"] = _reach_scores(e["reach"], nodes)
+        out[m] = row
     return out
 
 
@@ -275,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in steps:
         out[f"step without {n}"] = {"KAPPA_STEP": kappa_step({k: v for k, v in steps.items() if k != n})}
     walk = walk_nodes_left_out(per)
-    out["PLATEAU_WALK_NODES"] = {m: v["tau"] for m, v in walk.items()}
+    out["PLATEAU_WALK_OPTIMA"] = {m: v["tau"] for m, v in walk.items()}
+    out["PLATEAU_WALK_NODES"] = list(walk_prior(per))
     out["reach, one workload left out"] = walk
     if args.json:
         json.dump(out, sys.stdout, indent=2)
@@ -284,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     cols = ("KAPPA_BEYOND", "KAPPA_INSIDE", "PLATEAU_WALK", "PLATEAU_WALK_POOLED", "KAPPA_STEP")
     print(f"{'workloads':34s} " + " ".join(f"{c:>13s}" for c in cols))
     for name, p in out.items():
-        if name in ("PLATEAU_WALK_NODES", "reach, one workload left out"):
+        if name in ("PLATEAU_WALK_OPTIMA", "PLATEAU_WALK_NODES", "reach, one workload left out"):
             continue
         print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
     print("\nRUN_SCATTER (median over workloads; KAPPA_INSIDE above is with the library's RUN_SCATTER in the model): "
@@ -294,14 +309,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, p in out.items():
         if name.startswith("without"):
             print(f"  {name:26s} " + ", ".join(f"{k:.3f}" for _, k in p["KAPPA_BEYOND_SHAPE"]))
-    print("\nPLATEAU_WALK_NODES (each workload's log-loss optimum): "
-          + ", ".join(f"{m} {v['tau']:.4f}" for m, v in walk.items()))
+    print("\nPLATEAU_WALK_OPTIMA (each workload's log-loss optimum): "
+          + ", ".join(f"{m} {v['tau']:.6g}" for m, v in walk.items()))
+    print("PLATEAU_WALK_NODES (their log-normal quantiles): " + ", ".join(f"{t:.4f}" for t in out["PLATEAU_WALK_NODES"]))
     print("P(reach) on the workload left out, spread learnt on the other five: log-loss (Brier)")
-    print(f"{'workload':14s} {'mixture of their optima':>24s} {'their median, one value':>24s}")
+    labels = (("lognormal", "log-normal of their optima"), ("mixture", "their optima as nodes"),
+              ("median", "their median, one value"))
+    print(f"{'workload':14s} " + " ".join(f"{t:>27s}" for _, t in labels))
     for m, v in walk.items():
-        print(f"{m:14s} {v['logloss_mixture']:15.3f} ({v['brier_mixture']:.3f}) {v['logloss_median']:15.3f} ({v['brier_median']:.3f})")
+        print(f"{m:14s} " + " ".join(f"{v['logloss_' + k]:18.3f} ({v['brier_' + k]:.3f})" for k, _ in labels))
     mean = lambda k: float(np.mean([v[k] for v in walk.values()]))  # noqa: E731
-    print(f"{'mean':14s} {mean('logloss_mixture'):15.3f} ({mean('brier_mixture'):.3f}) {mean('logloss_median'):15.3f} ({mean('brier_median'):.3f})")
+    print(f"{'mean':14s} " + " ".join(f"{mean('logloss_' + k):18.3f} ({mean('brier_' + k):.3f})" for k, _ in labels))
     return 0
 
 

@@ -390,7 +390,7 @@ def fit_priors(*, models: Sequence[str] | None = None, given: Priors | None = No
     dep_scatter = run_scatter if given is None else given.run_scatter
     per = {m: _accuracy_samples(m, dep_scatter) for m in chosen}
     kappas = ap.priors(per)
-    nodes = ap.walk_nodes(per)
+    nodes = ap.walk_prior(per)
     if given is None:
         acc_kw = (("kappa_beyond", kappas["KAPPA_BEYOND"]), ("kappa_beyond_shape", kappas["KAPPA_BEYOND_SHAPE"]),
                   ("kappa_inside", kappas["KAPPA_INSIDE"]), ("run_scatter", run_scatter), ("plateau_walk", nodes))
