@@ -188,9 +188,10 @@ def walk_prior_nodes(optima: "tuple[float, ...] | list[float]", *, size: int = W
     value alone (no spread can be estimated from one workload).
     """
     size = integer(size, where="size", ge=1)
-    x = np.log(np.asarray(optima, float).ravel())
-    if x.size == 0 or not np.all(np.isfinite(x)):
+    t = np.asarray(optima, float).ravel()
+    if t.size == 0 or not np.all(np.isfinite(t) & (t > 0)):
         raise BadValue(f"must be one or more numbers > 0, got {excerpt(optima)}", where="plateau walk optima")
+    x = np.log(t)
     if x.size == 1:
         return (float(math.exp(x[0])),)
     spread = float(np.std(x, ddof=1)) * math.sqrt(1.0 + 1.0 / x.size)

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cotune.models._accuracy import PLATEAU_WALK_NODES, reach_probability
+from cotune._checks import BadValue
+from cotune.models._accuracy import PLATEAU_WALK_NODES, PLATEAU_WALK_OPTIMA, reach_probability, walk_prior_nodes
 from cotune.models._normal import norm_cdf
 from cotune.models._shape import EPOCHS_ERROR_SHAPE
 from cotune.solver import Candidates, Estimates, success_probability
@@ -51,6 +52,48 @@ def test_reach_probability_is_the_mean_of_its_nodes_and_one_node_is_a_plain_norm
     assert min(each) - 1e-12 <= p <= max(each) + 1e-12
     # a wider spread pulls the probability towards ½, never across it
     assert (p - 0.5) * (each[0] - 0.5) >= -1e-12
+
+
+def test_a_new_workload_drifts_beyond_the_top_walk_node_as_often_as_the_predictive_says() -> None:
+    # Seeded truth: workloads' drift rates are log-normal around an unknown centre. Six are
+    # measured, the prior's nodes fitted on them, and a seventh drawn. The nodes are
+    # quantiles of the plug-in predictive N(mean, s²(1 + 1/n)) of log τ, so the new draw
+    # lies above the top one (nominal 1/(2k)) as often as a Student t with n − 1 degrees of
+    # freedom lies above that quantile's z — scipy's t, not the code under test. The six
+    # optima themselves as nodes leave 1/7 of new workloads beyond everything measured.
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    reps, n, k = 20_000, 6, 9
+    centre = rng.normal(-4.5, 1.0, size=reps)
+    measured = np.exp(centre[:, None] + 1.3 * rng.normal(size=(reps, n)))
+    new = np.exp(centre + 1.3 * rng.normal(size=reps))
+    top = np.array([walk_prior_nodes(m, size=k)[-1] for m in measured])
+    expected = stats.t.sf(stats.norm.ppf(1 - 0.5 / k), df=n - 1)
+    assert np.mean(new > top) == pytest.approx(expected, abs=0.01)
+    assert np.mean(new > measured.max(axis=1)) == pytest.approx(1 / (n + 1), abs=0.01)
+    assert expected < 1 / (n + 1) - 0.04
+
+
+def test_walk_prior_nodes_are_log_normal_quantiles_centred_on_the_optima_geometric_mean() -> None:
+    nodes = np.array(walk_prior_nodes(PLATEAU_WALK_OPTIMA))
+    logs = np.log(PLATEAU_WALK_OPTIMA)
+    assert nodes.size == 9 and np.all(np.diff(nodes) > 0)
+    assert np.exp(np.log(nodes).mean()) == pytest.approx(np.exp(logs.mean()), rel=1e-9)
+    assert nodes[4] == pytest.approx(np.exp(logs.mean()), rel=1e-9)
+    # the widest node is further out than the furthest measured workload: mass beyond BERT's
+    assert nodes[-1] > max(PLATEAU_WALK_OPTIMA) and nodes[0] < min(PLATEAU_WALK_OPTIMA)
+    assert tuple(nodes) == PLATEAU_WALK_NODES
+
+
+def test_walk_prior_of_one_workload_is_that_workload_alone() -> None:
+    assert walk_prior_nodes([0.02]) == (pytest.approx(0.02),)
+
+
+@pytest.mark.parametrize("bad", [[], [0.0, 0.01], [-0.01, 0.02], [float("nan"), 0.01]])
+def test_walk_prior_refuses_optima_that_are_not_positive_numbers(bad) -> None:
+    with pytest.raises(BadValue, match="must be one or more numbers > 0"):
+        walk_prior_nodes(bad)
 
 
 def _estimates(p_reach: np.ndarray, time_if_reached_s: np.ndarray, sigma: float) -> Estimates:
