@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Protocol, Sequence, runtime_checkable
 
 from cotune.errors import EXIT_ENVIRONMENT, CotuneError, InputError, StorageError
+from profiler._livelog import LiveLog
 
 
 class LauncherError(CotuneError):
@@ -141,20 +142,21 @@ def run_group(
     poll: Callable[[], None] | None,
     grace_s: float = 5.0,
 ) -> LaunchOutcome:
-    """Run ``command`` in its own process group with a timeout; output goes to ``log_path``."""
+    """Run ``command`` in its own process group with a timeout; its output goes to ``log_path``,
+    bounded (:class:`profiler._livelog.LiveLog`: the first 1 MiB and the last 4 MiB)."""
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = log_path.open("ab")
+        live = LiveLog(log_path)
     except OSError as exc:
         raise StorageError.from_os_error(exc, path=log_path, doing="open the probe's log") from None
     began = time.monotonic()
     oom_before = oom_kill_count()
-    with log:
+    try:
         try:
             proc = subprocess.Popen(
                 list(command),
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=live.write_fd,
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
@@ -165,9 +167,13 @@ def run_group(
                 f"cannot start the probe launcher {command[0]!r}: {exc.strerror or exc}: check that it exists "
                 "and that the machine has free processes and memory, then rerun (nothing was recorded)"
             ) from None
+        live.started()
         timed_out = False
         try:
             while proc.poll() is None:
+                # The log cannot be written (a full disk): the storage's fault, not the workload's,
+                # raised as a StorageError. The workers never see it (the reader drains on).
+                live.check()
                 if poll is not None:
                     poll()
                 if time.monotonic() - began > timeout_s:
@@ -183,11 +189,17 @@ def run_group(
             raise
         if poll is not None:
             poll()
-    oom_after = oom_kill_count()
+        wall_s = time.monotonic() - began
+        oom_after = oom_kill_count()
+    except BaseException:
+        with contextlib.suppress(Exception):  # the error on its way out says more than the log's
+            live.close()
+        raise
+    live.close()
     return LaunchOutcome(
         returncode=proc.returncode,
         timed_out=timed_out,
-        wall_s=time.monotonic() - began,
+        wall_s=wall_s,
         log_tail=log_tail(log_path),
         oom_kills=None if oom_before is None or oom_after is None else oom_after - oom_before,
     )

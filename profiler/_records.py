@@ -295,7 +295,9 @@ def _death_message(rank: int, code: int) -> str:
 
 # How far back from a probe log's end the worker's fault line is looked for: torchrun's
 # failure report (about 235 bytes a rank, tracebacks) follows it, so the 4 KB tail a launch
-# keeps lost it at 8 ranks; a bounded window keeps a log a workload flooded cheap to read.
+# keeps lost it at 8 ranks. The profiler's own launchers write a bounded log (5 MiB, with the
+# fault lines of the part cut kept: profiler._livelog), read whole here; the window bounds
+# the read of a replacement launcher's log that a workload flooded.
 FAULT_SEARCH_BYTES = 16 * 2**20
 
 

@@ -26,7 +26,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Mapping, TextIO
+from typing import Any, Callable, Iterable, Mapping, TextIO
 
 from cotune._checks import excerpt, integer, one_line_name
 from cotune.errors import InputError, StorageError
@@ -39,6 +39,7 @@ from profiler._launcher import (
     TorchrunLauncher,
     log_tail,
 )
+from profiler._livelog import KEPT_LOG_HEAD_BYTES, KEPT_LOG_TAIL_BYTES, copy_log_bounded
 from profiler._plan import AutoPlan, CurvePoint, GridPlan, Point, TimingGroup, TimingPoint
 from profiler._value import PlanNote, ValuePlan
 from profiler._progress import Progress
@@ -77,28 +78,8 @@ __all__ = ["ProbeSettings", "CurveSettings", "SessionSummary", "Session", "run_s
 GROUP_WORKERS = frozenset({"profiler._worker", "profiler.tf._worker"})
 # The TensorFlow workers' module: their peers' follow-on errors are read by TensorFlow's rule.
 TF_WORKER_MODULE = "profiler.tf._worker"
-# What a kept log holds of a probe's log at most: its start (the set-up, the first error) and
-# its end (the worker's exception, torchrun's report). A workload that printed a gigabyte in a
-# loop before failing filled the disk with its copy, once per failed probe.
-KEPT_LOG_HEAD_BYTES = 1 * 2**20
-KEPT_LOG_TAIL_BYTES = 4 * 2**20
-
-
-def copy_log_bounded(src: BinaryIO, dst: BinaryIO, *, head_bytes: int, tail_bytes: int) -> None:
-    """Copy ``src`` to ``dst`` whole if it holds at most ``head_bytes + tail_bytes``; else its
-    first ``head_bytes`` and last ``tail_bytes``, with a line between saying how much was cut."""
-    src.seek(0, os.SEEK_END)
-    size = src.tell()
-    src.seek(0)
-    if size <= head_bytes + tail_bytes:
-        shutil.copyfileobj(src, dst)
-        return
-    dst.write(src.read(head_bytes))
-    cut = size - head_bytes - tail_bytes
-    dst.write(f"\n[cotune: {cut} bytes of this log cut here; the first {head_bytes} and the last {tail_bytes} "
-              "are kept]\n".encode())
-    src.seek(size - tail_bytes)
-    shutil.copyfileobj(src, dst)
+# KEPT_LOG_HEAD_BYTES, KEPT_LOG_TAIL_BYTES and copy_log_bounded are profiler._livelog's (the
+# live log is bounded to the same), named here too for the code and the tests that import them from here.
 
 
 def _slug(text: str) -> str:

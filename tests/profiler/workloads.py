@@ -96,6 +96,38 @@ def _model_that_exits_with(code: int):
     return make
 
 
+FLOOD_MIB = 16  # printed by the flooding workloads: over three times the live log's bound (5 MiB)
+
+
+def _model_after_a_flood(*, crash: bool):
+    """A model factory that first prints FLOOD_MIB MiB; after each MiB it notes the size of the
+    probe's live log on disk (log.txt and its segments, beside the worker's task file) in
+    $COTUNE_TEST_LOG_SIZES, one number a line. Then it builds the model, or raises."""
+
+    def make() -> nn.Module:
+        import sys
+        from pathlib import Path
+
+        folder = Path(sys.argv[1]).parent  # `python -m profiler._worker TASK.json`
+        line = b"loss is still going down, printing every step\n"
+        for _ in range(FLOOD_MIB):
+            sys.stdout.buffer.write(line * (2**20 // len(line)))
+            sys.stdout.buffer.flush()
+            size = 0
+            for path in folder.glob("log.txt*"):
+                try:
+                    size += path.stat().st_size
+                except FileNotFoundError:  # a segment removed meanwhile
+                    pass
+            with open(os.environ["COTUNE_TEST_LOG_SIZES"], "a") as fh:
+                fh.write(f"{size}\n")
+        if crash:
+            raise RuntimeError(f"boom after printing {FLOOD_MIB} MiB")
+        return _model()
+
+    return make
+
+
 def _hanging_loss():
     time.sleep(3600)  # a worker that never gets to its first step
 
@@ -126,6 +158,8 @@ rank1_connection_reset = Workload(name="tiny", model=_Rank1ConnectionReset, **_C
 sigtermed_from_batch_8 = Workload(name="tiny", model=lambda: _KilledInStep("SIGTERM", rank=None, min_batch=8), **_COMMON)
 exits_5 = Workload(name="tiny", model=_model_that_exits_with(5), **_COMMON)
 exits_6 = Workload(name="tiny", model=_model_that_exits_with(6), **_COMMON)
+floods_its_log = Workload(name="tiny", model=_model_after_a_flood(crash=False), **_COMMON)
+floods_then_crashes = Workload(name="tiny", model=_model_after_a_flood(crash=True), **_COMMON)
 no_eval = Workload(name="tiny", model=_model, **{**_COMMON, "eval_data": None})
 
 
