@@ -98,13 +98,22 @@ def test_a_ranks_own_connection_reset_is_recorded_as_its_crash(tmp_path, capsys)
                                       "from the object store)"), failure
 
 
-def _signal_mid_probe(tmp_path: Path, signal_name: str, *, stderr: object, quiet: bool = False) -> tuple[object, Path]:
-    """A profiler run of a hanging workload, sent ``signal_name`` once its probe's worker has
-    started (the profiler is mid-probe); (the process, after it ended; its scratch folder)."""
+def _signal_mid_probe(tmp_path: Path, *signal_names: str, stderr: object, quiet: bool = False,
+                      sighup_ignored: bool = False) -> tuple[object, Path]:
+    """A profiler run of a hanging workload, sent ``signal_names`` in turn once its probe's
+    worker has started (the profiler is mid-probe); (the process, after it ended; its scratch
+    folder). The profiler starts with SIGHUP and SIGTERM at their defaults, or SIGHUP ignored
+    as ``nohup`` leaves it: a child inherits the ignored ones, and the profiler keeps them
+    ignored (by design), so a test runner started under ``nohup`` made the SIGHUP cases wait
+    out their 120 s for a stop that was never coming."""
     import os
     import signal
     import subprocess
     import sys
+
+    def dispositions() -> None:  # in the child, before exec: only what this test chose
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN if sighup_ignored else signal.SIG_DFL)
 
     root = Path(__file__).resolve().parents[2]
     scratch = tmp_path / "stopped.jsonl.cotune"
@@ -112,12 +121,13 @@ def _signal_mid_probe(tmp_path: Path, signal_name: str, *, stderr: object, quiet
                              "--local-batch", "4", "--out", str(tmp_path / "stopped.jsonl"), "--no-curves",
                              *(["--quiet"] if quiet else []), *FAST],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
-                            env={**os.environ, "PYTHONPATH": str(root)})
+                            env={**os.environ, "PYTHONPATH": str(root)}, preexec_fn=dispositions)
     try:
         wait_for(lambda: any(scratch.glob("run-*/*/results/rank*.started")) or proc.poll() is not None,
                  timeout_s=120, what="the probe's worker to start")
         assert proc.poll() is None, proc.returncode
-        proc.send_signal(getattr(signal, signal_name))
+        for name in signal_names:
+            proc.send_signal(getattr(signal, name))
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
@@ -157,6 +167,21 @@ def test_a_profiler_stopped_with_its_stderr_gone_still_exits_130(tmp_path, signa
         os.close(write_end)
     # Was exit 1 (the docs' "every probe failed"): the stop line's BrokenPipeError escaped main().
     assert proc.returncode == 130
+    assert not list(scratch.glob("run-*"))
+    wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60, what="the probe's processes to end")
+
+
+@pytest.mark.slow
+def test_a_sighup_that_nohup_ignores_does_not_stop_the_profiler(tmp_path):
+    import subprocess
+
+    # SIGHUP then SIGTERM: a SIGHUP taken as a stop would be named in the line (Python runs the
+    # handler of the lower signal number first), or end the run with 129 at its default.
+    proc, scratch = _signal_mid_probe(tmp_path, "SIGHUP", "SIGTERM", stderr=subprocess.PIPE, sighup_ignored=True)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.returncode == 130, err
+    assert err == "cotune: stopped by SIGTERM; run the same command again to continue where it stopped\n", err
     assert not list(scratch.glob("run-*"))
     wait_for(lambda: processes_mentioning(str(tmp_path)) == [], timeout_s=60, what="the probe's processes to end")
 
