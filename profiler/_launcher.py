@@ -149,9 +149,9 @@ def run_group(
         live = LiveLog(log_path)
     except OSError as exc:
         raise StorageError.from_os_error(exc, path=log_path, doing="open the probe's log") from None
-    began = time.monotonic()
-    oom_before = oom_kill_count()
     try:
+        began = time.monotonic()
+        oom_before = oom_kill_count()
         try:
             proc = subprocess.Popen(
                 list(command),
@@ -167,9 +167,11 @@ def run_group(
                 f"cannot start the probe launcher {command[0]!r}: {exc.strerror or exc}: check that it exists "
                 "and that the machine has free processes and memory, then rerun (nothing was recorded)"
             ) from None
-        live.started()
         timed_out = False
         try:
+            # Inside the try: a stop signal (Ctrl-C, SIGTERM, SIGHUP) that lands while the reader
+            # starts must still stop the probe's processes, not leave them running unread.
+            live.started()
             while proc.poll() is None:
                 # The log cannot be written (a full disk): the storage's fault, not the workload's,
                 # raised as a StorageError. The workers never see it (the reader drains on).

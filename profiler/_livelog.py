@@ -290,8 +290,12 @@ class LiveLog:
         except (OSError, AttributeError):
             self._pipe_bytes = 2**16  # Linux's default
         os.set_blocking(self._read_fd, False)  # the read end's own file description: the workers' stays blocking
-        self.error: OSError | None = None
+        self.error: BaseException | None = None
         self._ending = threading.Event()
+        # Set by the reader as its last act. close() waits on this, not on Thread.join: a join
+        # that a stop signal interrupts (Python 3.11's bpo-45274 handling) marks a reader that is
+        # still running as stopped, and close() would then close its pipe and log under it.
+        self._done = threading.Event()
         self._thread = threading.Thread(target=self._drain, name=f"cotune-log-{self.path.parent.name}", daemon=True)
 
     def started(self) -> None:
@@ -310,6 +314,8 @@ class LiveLog:
         except BaseException as exc:  # noqa: BLE001 - a reader that stops would stall the workers on a full pipe
             if self.error is None:
                 self.error = exc  # the caller stops the probe (check)
+        finally:
+            self._done.set()
 
     def _pump(self) -> None:
         poller = select.poll()
@@ -353,18 +359,30 @@ class LiveLog:
         raise self.error
 
     def close(self) -> None:
-        """After the launcher exited: read what is left in the pipe, then write the log's tail
-        (:meth:`check` raises what went wrong)."""
+        """After the launcher exited (or was stopped): read what is left in the pipe, then write
+        the log's tail (:meth:`check` raises what went wrong). A stop signal that lands meanwhile
+        (Ctrl-C, or SIGTERM or SIGHUP taken down its path) is raised once the log is whole: the
+        reader ends within ``DRAIN_MAX_S`` of this call whatever the workers do, and a reader
+        left running would write segments into the probe's folder as the run removes it."""
         self._close_write_end()
         self._ending.set()
+        interrupted: BaseException | None = None
         if self._thread.ident is not None:  # started
-            self._thread.join()
-        os.close(self._read_fd)
-        if self.error is None:
-            try:
-                self._log.close()
-                return
-            except Exception as exc:  # noqa: BLE001 - named by check
-                self.error = exc
-        self._log.discard()
-        self.check()
+            while not self._done.is_set():
+                try:
+                    self._done.wait()
+                except BaseException as exc:  # noqa: BLE001 - raised below, once the reader has ended
+                    interrupted = exc
+        try:
+            os.close(self._read_fd)
+            if self.error is None:
+                try:
+                    self._log.close()
+                    return
+                except Exception as exc:  # noqa: BLE001 - named by check
+                    self.error = exc
+            self._log.discard()
+            self.check()
+        finally:
+            if interrupted is not None:
+                raise interrupted

@@ -11,6 +11,7 @@ import io
 import os
 import random
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from profiler._livelog import (
     KEPT_LOG_TAIL_BYTES,
     LIVE_LOG_SEGMENT_BYTES,
     BoundedLog,
+    LiveLog,
     copy_log_bounded,
 )
 from profiler._protocol import FAULT_MARKER
@@ -229,6 +231,36 @@ def test_a_reader_that_fails_stops_the_launch_with_its_error_not_a_timeout(tmp_p
     with pytest.raises(RuntimeError, match="a bug in the log writer"):
         run_group([sys.executable, "-c", _PRINTER, "64", "0", ""], env=dict(os.environ), timeout_s=3600,
                   log_path=tmp_path / "probe" / "log.txt", poll=None)
+
+
+class _InterruptedOnce(threading.Event):
+    """An event whose first wait is cut short by a stop signal (Ctrl-C's KeyboardInterrupt,
+    as the profiler raises for SIGTERM and SIGHUP too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return super().wait(timeout)
+
+
+def test_a_stop_signal_while_the_log_closes_is_raised_once_the_reader_ended_and_the_log_is_whole(tmp_path):
+    # A close that gave up on the reader at the signal left it writing segments into the
+    # probe's folder while the stopped run removed that folder, and the log without its tail.
+    data = _stream(3_000, seed=3)
+    live = LiveLog(tmp_path / "log.txt", head_bytes=HEAD, tail_bytes=TAIL, segment_bytes=SEGMENT)
+    live._done = _InterruptedOnce()
+    os.write(live.write_fd, data)  # within the pipe's buffer: the reader finds it, then the end
+    live.started()
+    with pytest.raises(KeyboardInterrupt):
+        live.close()
+    assert live._done.interrupted and live._done.is_set()
+    assert (tmp_path / "log.txt").read_bytes() == _cut_as_the_kept_copy(data)
+    assert [p.name for p in tmp_path.iterdir()] == ["log.txt"]
 
 
 def test_the_tensorflow_spawners_workers_write_through_the_bounded_log(tmp_path, monkeypatch):
