@@ -71,6 +71,10 @@ DRAIN_IDLE_S = 0.2
 # batches. Measured by benchmarks/live_log.py (docs/profiler.md § 9).
 BATCH_S = 0.002
 DRAIN_MAX_S = 5.0
+# How long close() waits for the reader. Its own bound is DRAIN_MAX_S plus the write in hand
+# (1 MiB at most); a reader still busy this long after is stuck in a write the storage does
+# not finish (a hung network mount): the probe then stops as a storage fault.
+CLOSE_WAIT_S = 60.0
 
 _CUT_NOTE = b" bytes of this log cut here"
 _NOTE_START = b"\n[cotune: "
@@ -368,11 +372,19 @@ class LiveLog:
         self._ending.set()
         interrupted: BaseException | None = None
         if self._thread.ident is not None:  # started
-            while not self._done.is_set():
+            deadline = time.monotonic() + CLOSE_WAIT_S
+            while not self._done.is_set() and (left_s := deadline - time.monotonic()) > 0:
                 try:
-                    self._done.wait()
+                    self._done.wait(left_s)
                 except BaseException as exc:  # noqa: BLE001 - raised below, once the reader has ended
                     interrupted = exc
+            if not self._done.is_set():
+                # The pipe and the log stay open with the reader that holds them (a daemon thread):
+                # closed under it, its write could land in whatever file reuses the descriptor.
+                if interrupted is not None:
+                    raise interrupted
+                stuck = OSError(errno.ETIMEDOUT, f"a write did not finish within {CLOSE_WAIT_S:g} s")
+                raise StorageError.from_os_error(stuck, path=self.path, doing="write the probe's log")
         try:
             os.close(self._read_fd)
             if self.error is None:

@@ -263,6 +263,23 @@ def test_a_stop_signal_while_the_log_closes_is_raised_once_the_reader_ended_and_
     assert [p.name for p in tmp_path.iterdir()] == ["log.txt"]
 
 
+def test_a_reader_stuck_in_a_write_the_storage_never_finishes_is_a_storage_fault_not_a_hang(tmp_path, monkeypatch):
+    import profiler._livelog as livelog
+
+    # A hung network mount: the write never returns. close() waited for the reader forever.
+    release = threading.Event()
+    monkeypatch.setattr(BoundedLog, "write", lambda self, data: release.wait())
+    monkeypatch.setattr(livelog, "CLOSE_WAIT_S", 0.2)
+    live = LiveLog(tmp_path / "log.txt", head_bytes=HEAD, tail_bytes=TAIL, segment_bytes=SEGMENT)
+    os.write(live.write_fd, b"a line the disk never takes\n")
+    live.started()
+    try:
+        with pytest.raises(StorageError, match=r"cannot write the probe's log: .*\(ETIMEDOUT\)"):
+            live.close()
+    finally:
+        release.set()  # the reader ends: nothing of it outlives the test
+
+
 def test_the_tensorflow_spawners_workers_write_through_the_bounded_log(tmp_path, monkeypatch):
     from profiler.tf import TFConfigLauncher
 
