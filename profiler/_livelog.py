@@ -10,8 +10,8 @@ the disk, and the full disk was then our storage's fault on this probe (or the n
 What the verdict reads of a log (:mod:`profiler._records`) is its end (torchrun's
 failure report, the TensorFlow spawner's line, the last 4000 bytes) and, anywhere in it,
 a worker's ``cotune-worker-fault:`` line. The end is the kept tail; a fault line in the
-part that is cut (a peer went on printing after the worker wrote it) is kept too,
-between the head and the tail, as the bytes stream past.
+part that is cut (a peer went on printing after the worker wrote it), or only partly in
+the head, is kept whole too, between the head and the tail, as the bytes stream past.
 
 While the probe runs, ``log.txt`` holds the first ``KEPT_LOG_HEAD_BYTES``; what follows
 goes to segments beside it (``log.txt.1``, ``log.txt.2``, …, ``LIVE_LOG_SEGMENT_BYTES``
@@ -235,10 +235,13 @@ class BoundedLog:
             cut = max(0, self._rest - self.tail_bytes)
             skip = self._on_disk() - min(self._rest, self.tail_bytes)  # bytes of the oldest segment not kept
             if cut:
-                # Lines whose marker is not whole in the head or the tail: there, they are kept anyway.
+                # Lines not whole in the head or the tail: there, they are kept anyway. Whole, not
+                # only their marker: the verdict looks for the marker and the status after it
+                # ("cotune-worker-fault: storage:"), and a line whose marker ends the head but
+                # whose status was cut read as the workload's crash.
                 first_kept = self.written - self.tail_bytes
                 lines = [line for at, line in self.fault_lines.lines
-                         if at + len(self.fault_lines.marker) > self._head_end and at < first_kept]
+                         if at + len(line) > self._head_end and at < first_kept]
                 _write_all(self._head, cut_note(cut_bytes=cut, head_bytes=self._head_end,
                                                 tail_bytes=self.tail_bytes, fault_lines=lines))
             while self._segments:

@@ -118,6 +118,33 @@ def test_a_fault_line_in_the_head_or_the_tail_is_not_written_twice(tmp_path):
     assert (tmp_path / "log.txt").read_bytes().count(line) == 2
 
 
+@pytest.mark.parametrize("status_cut_by", [1, len(" storage:")])
+def test_a_fault_line_whose_marker_ends_the_head_but_whose_status_is_cut_is_kept_between_head_and_tail(
+        tmp_path, status_cut_by):
+    # The verdict looks for "cotune-worker-fault: storage:"; a line whose marker was whole in
+    # the head but whose status fell in the cut part was not kept, and a storage fault of ours
+    # read as the workload's crash.
+    line = f"{FAULT_MARKER} storage: cannot write the result: [Errno 28] No space left on device".encode()
+    status_at = len(FAULT_MARKER) + len(" storage:")
+    lead = b"x" * (HEAD - status_at + status_cut_by - 1) + b"\n"  # the head ends status_cut_by bytes short of it
+    log = _bounded(tmp_path)
+    _write_in_chunks(log, lead + line + b"\n" + _stream(5_000))
+    log.close()
+    text = (tmp_path / "log.txt").read_bytes()
+    assert FAULT_MARKER.encode() in text[:HEAD] and f"{FAULT_MARKER} storage:".encode() not in text[:HEAD]
+    assert line + b"\n" in text[HEAD:-TAIL]
+
+
+def test_a_fault_line_ending_where_the_head_ends_is_not_written_twice(tmp_path):
+    line = f"{FAULT_MARKER} storage: cannot write the result".encode()
+    lead = b"x" * (HEAD - len(line) - 1) + b"\n"
+    log = _bounded(tmp_path)
+    _write_in_chunks(log, lead + line + b"\n" + _stream(5_000))
+    log.close()
+    text = (tmp_path / "log.txt").read_bytes()
+    assert text[:HEAD].endswith(line) and text.count(line) == 1
+
+
 def test_a_workload_printing_the_fault_marker_in_a_loop_keeps_only_the_last_lines(tmp_path):
     lines = [f"{FAULT_MARKER} storage: printed by the workload {i}".encode() for i in range(10 * KEPT_FAULT_LINES)]
     log = _bounded(tmp_path)
@@ -194,6 +221,30 @@ def test_our_fault_line_printed_before_a_flood_still_makes_the_verdict_storage(t
     fault = f"{FAULT_MARKER} storage: cannot write the result: [Errno 28] No space left on device"
     outcome, log = _print(tmp_path, mib=24, code=5, fault=fault)
     assert fault not in outcome.log_tail
+    verdict = classify(outcome, [], timeout_s=300, log=log, workers=1, started=1)
+    assert verdict.kind == "storage", verdict
+
+
+# Prints its first argument's bytes less the fault line's first CUT bytes (the head then ends
+# CUT bytes into the line), the fault line, 6 MiB of a peer's lines, and exits with 5.
+_STRADDLER = r"""
+import os, sys
+head, cut, fault = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+out = sys.stdout.buffer
+out.write(b"x" * (head - cut - 1) + b"\n" + fault + b"\n")
+out.write(b"a peer prints on\n" * (6 * 2**20 // 17))
+out.flush()
+os._exit(5)
+"""
+
+
+def test_our_fault_line_whose_status_the_head_cuts_still_makes_the_verdict_storage(tmp_path):
+    fault = f"{FAULT_MARKER} storage: cannot write the result: [Errno 28] No space left on device"
+    cut = len(FAULT_MARKER) + len(" st")  # the marker ends the head; its status is cut
+    log = tmp_path / "probe" / "log.txt"
+    outcome = run_group([sys.executable, "-c", _STRADDLER, str(KEPT_LOG_HEAD_BYTES), str(cut), fault],
+                        env=dict(os.environ), timeout_s=300, log_path=log, poll=None)
+    assert outcome.returncode == 5 and b"bytes of this log cut here" in log.read_bytes()
     verdict = classify(outcome, [], timeout_s=300, log=log, workers=1, started=1)
     assert verdict.kind == "storage", verdict
 
