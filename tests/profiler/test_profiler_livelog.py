@@ -274,13 +274,15 @@ def test_a_full_disk_under_the_live_log_is_our_storage_fault(tmp_path):
 
 def test_a_reader_that_fails_stops_the_launch_with_its_error_not_a_timeout(tmp_path, monkeypatch):
     # A reader thread that died would leave the pipe full and the workers blocked until the
-    # probe's time-out, recorded as the workload's.
+    # probe's time-out, recorded as the workload's. The time-out is short enough that such a
+    # reader fails the test (a timed-out outcome, no error raised) rather than hangs it for an
+    # hour, and long enough never to be reached here: the error stops the launch at its first write.
     def broken(self, data):
         raise RuntimeError("a bug in the log writer")
 
     monkeypatch.setattr(BoundedLog, "write", broken)
     with pytest.raises(RuntimeError, match="a bug in the log writer"):
-        run_group([sys.executable, "-c", _PRINTER, "64", "0", ""], env=dict(os.environ), timeout_s=3600,
+        run_group([sys.executable, "-c", _PRINTER, "64", "0", ""], env=dict(os.environ), timeout_s=120,
                   log_path=tmp_path / "probe" / "log.txt", poll=None)
 
 
