@@ -174,7 +174,7 @@ PLATEAU_WALK_OPTIMA = (0.00273491, 0.000400488, 0.0144561, 0.0135593, 0.0780598,
 # 2026-12-07) put no mass beyond the fastest-drifting workload measured: left out one at a
 # time, BERT's plans were promised ≥ 0.998 where four of them missed. Left out one workload
 # at a time, the log-normal of the other five scores a mean log-loss of 0.580 on the one
-# left out against 0.650 for their six-atom mixture and 0.672 for their median as one value.
+# left out against 0.650 for their optima themselves as nodes and 0.672 for their median as one value.
 WALK_PRIOR_SIZE = 9
 
 
