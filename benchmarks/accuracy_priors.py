@@ -45,7 +45,7 @@ import numpy as np
 from typing import Any
 
 from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
-from cotune.models._accuracy import AccuracyModel, crossing_epoch, target_level
+from cotune.models._accuracy import AccuracyModel, crossing_epoch, target_level, walk_prior_nodes
 from cotune.models._isotonic import pava
 from cotune.models._step_time import growth_for_coverage
 
@@ -181,8 +181,6 @@ def walk_nodes(per: dict[str, dict[str, list]]) -> tuple[float, ...]:
 
 def walk_prior(per: dict[str, dict[str, list]]) -> tuple[float, ...]:
     """``PLATEAU_WALK_NODES``: the log-normal quantile nodes of these workloads' optima."""
-    from cotune.models._accuracy import walk_prior_nodes
-
     return walk_prior_nodes(walk_nodes(per))
 
 
@@ -190,8 +188,6 @@ def walk_nodes_left_out(per: dict[str, dict[str, list]]) -> dict[str, dict[str, 
     """Each workload scored with the reach spread learnt on the *other* workloads: the
     log-normal nodes of their optima (the shipped form, ``PLATEAU_WALK_NODES``), their optima
     themselves as nodes (the form shipped until 2026-12-07) and their median as one value."""
-    from cotune.models._accuracy import walk_prior_nodes
-
     opt = dict(zip(per, walk_nodes(per)))
     out = {}
     for m, e in per.items():
@@ -290,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         out[f"step without {n}"] = {"KAPPA_STEP": kappa_step({k: v for k, v in steps.items() if k != n})}
     walk = walk_nodes_left_out(per)
     out["PLATEAU_WALK_OPTIMA"] = {m: v["tau"] for m, v in walk.items()}
-    out["PLATEAU_WALK_NODES"] = list(walk_prior(per))
+    # The optima are walk_nodes_left_out's own: walk_prior(per) would fit them all again.
+    out["PLATEAU_WALK_NODES"] = list(walk_prior_nodes(list(out["PLATEAU_WALK_OPTIMA"].values())))
     out["reach, one workload left out"] = walk
     if args.json:
         json.dump(out, sys.stdout, indent=2)

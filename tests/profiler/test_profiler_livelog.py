@@ -359,13 +359,21 @@ def _sizes(path: Path) -> list[int]:
     return [int(v) for v in path.read_text().split()] if path.exists() else []
 
 
-@pytest.mark.slow
-def test_a_workload_flooding_its_log_then_crashing_keeps_its_crash_and_a_bounded_log(tmp_path, capsys, monkeypatch):
+def _run_flooding(workload: str, *, workers: str, local_batch: str, tmp_path, capsys, monkeypatch):
+    """Profile a flooding workload that records the live log's sizes as it prints:
+    ``(exit code, stderr, profile path, sizes file)``."""
     sizes = tmp_path / "sizes.json"
     monkeypatch.setenv("COTUNE_TEST_LOG_SIZES", str(sizes))
     out = tmp_path / "p.jsonl"
-    code, err = run_cli(["--workload", spec("floods_then_crashes"), "--workers", "1", "--local-batch", "4",
+    code, err = run_cli(["--workload", spec(workload), "--workers", workers, "--local-batch", local_batch,
                          "--out", str(out), "--no-curves", *FAST], capsys)
+    return code, err, out, sizes
+
+
+@pytest.mark.slow
+def test_a_workload_flooding_its_log_then_crashing_keeps_its_crash_and_a_bounded_log(tmp_path, capsys, monkeypatch):
+    code, err, out, sizes = _run_flooding("floods_then_crashes", workers="1", local_batch="4",
+                                          tmp_path=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1 and "every probe of this run failed (crash)" in err, err
     (failure,) = read_profile(out).failures
     assert failure.failure == "crash" and "boom after printing 16 MiB" in failure.message, failure.message
@@ -381,11 +389,8 @@ def test_a_workload_flooding_its_log_then_crashing_keeps_its_crash_and_a_bounded
 
 @pytest.mark.slow
 def test_a_workload_flooding_its_log_then_succeeding_records_its_timings(tmp_path, capsys, monkeypatch):
-    sizes = tmp_path / "sizes.json"
-    monkeypatch.setenv("COTUNE_TEST_LOG_SIZES", str(sizes))
-    out = tmp_path / "p.jsonl"
-    code, err = run_cli(["--workload", spec("floods_its_log"), "--workers", "2", "--local-batch", "4,8",
-                         "--out", str(out), "--no-curves", *FAST], capsys)
+    code, err, out, sizes = _run_flooding("floods_its_log", workers="2", local_batch="4,8",
+                                          tmp_path=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0, err
     profile = read_profile(out)
     assert sorted(s.local_batch for s in profile.steps) == [4, 8] and not profile.failures
