@@ -577,7 +577,7 @@ class SuccessController:
     def assess(self, p: Progress | None, *, target: float, deadline_s: float | None):
         """``(usable, here, P(success), expected remaining cost, remaining time)`` of every
         candidate of a probed GPU type; ``p`` None: before the job starts (nothing done)."""
-        from cotune.solver import frame_outlook, job_outlook, remaining_work
+        from cotune.solver import finish_first, frame_outlook, job_outlook, remaining_work, schedule_left_s
 
         m = self.models(p)
         c = self.candidates
@@ -613,6 +613,26 @@ class SuccessController:
             remaining_s=None if deadline_s is None else deadline_s - elapsed, max_epochs=schedule,
         )
         p_succ, cost, rem_time = rw.p_success, rw.cost, rw.time_s
+        if here is not None and p is not None:
+            # Staying runs out the schedule first where that leaves time to move after it
+            # (cotune.solver.finish_first; `cotune replan` weighs staying the same way).
+            fin = schedule_left_s(schedule_epochs=float(schedule[here]), done_epochs=float(done[here]),
+                                  epoch_time_s=float(est.epoch_time_s[here]))
+            left = math.inf if deadline_s is None else deadline_s - elapsed
+            if 0.0 < fin < left:
+                after = remaining_work(
+                    epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
+                    done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=np.full(len(sub), p.restart_s),
+                    rate_per_s=sub.workers * est.price_per_hour / 3600.0,
+                    remaining_s=None if deadline_s is None else left - fin, max_epochs=schedule,
+                )
+                rate_here = float(sub.workers[here] * est.price_per_hour[here] / 3600.0)
+                ff = finish_first(p_success=float(p_succ[here]), p_reach=float(rw.p_reach[here]), cost=float(cost[here]),
+                                  finish_cost=rate_here * fin, global_batch=sub.global_batch,
+                                  running_batch=float(sub.global_batch[here]), fallback_p_success=after.p_success,
+                                  fallback_cost=after.cost)
+                p_succ, cost = p_succ.copy(), cost.copy()
+                p_succ[here], cost[here] = ff.p_success, ff.cost
         return usable, here, p_succ, cost, rem_time
 
     def frame(self, m: FittedModels, p: Progress, *, target: float):

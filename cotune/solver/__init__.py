@@ -51,7 +51,7 @@ from cotune.solver._probes import (
 from cotune.solver._outlook import (
     MAX_SHIFT, HandOver, JobFrame, JobOutlook, carry_for, carry_reach, frame_outlook, job_frame, job_outlook, shift_carry,
 )
-from cotune.solver._remaining import RemainingWork, remaining_work
+from cotune.solver._remaining import MIN_FALLBACK_GAIN, FinishFirst, RemainingWork, finish_first, remaining_work, schedule_left_s
 from cotune.solver._result import RESULT_SCHEMA_VERSION, Choice, Recommendation
 from cotune.solver._solve import Feasibility, best_index, feasibility, pareto_indices, prefer_safer, ranked, thin_frontier, with_success
 from cotune.solver._space import MARKETS, Candidates, SearchSpace, enumerate_candidates, geometric_batches
@@ -81,6 +81,10 @@ __all__ = [
     "carry_for",
     "carry_reach",
     "remaining_work",
+    "finish_first",
+    "FinishFirst",
+    "MIN_FALLBACK_GAIN",
+    "schedule_left_s",
     "changes_between",
     "count_returns",
     "backoff_margin",

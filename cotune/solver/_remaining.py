@@ -60,7 +60,7 @@ import numpy as np
 if TYPE_CHECKING:
     from cotune.models._shape import ErrorShape
 
-__all__ = ["RemainingWork", "remaining_work"]
+__all__ = ["MIN_FALLBACK_GAIN", "FinishFirst", "RemainingWork", "finish_first", "remaining_work", "schedule_left_s"]
 
 # Below this upper-tail mass at the hand-over (z ≈ 7) the quantiles use the exponential
 # tail approximation, which agrees with the exact one there to about 1 % of the excess
@@ -239,3 +239,92 @@ def remaining_work(
         time_at_confidence_s=None if at_q is None else np.where(ok, at_q, np.inf),
         time_interval_s=None if bounds is None else (np.where(ok, bounds[0], np.inf), np.where(ok, bounds[1], np.inf)),
     )
+
+
+def schedule_left_s(*, schedule_epochs: float | None, done_epochs: float, epoch_time_s: float) -> float:
+    """The time the running configuration needs to run out its learning-rate schedule,
+    ``(M − d)·τ`` (∞ without a known end ``M`` or without an epoch time; 0 past it)."""
+    if schedule_epochs is None or not math.isfinite(schedule_epochs):
+        return math.inf
+    if not (math.isfinite(epoch_time_s) and epoch_time_s > 0 and math.isfinite(done_epochs)):
+        return math.inf
+    return max(float(schedule_epochs) - max(float(done_epochs), 0.0), 0.0) * float(epoch_time_s)
+
+
+# A fallback that adds less chance than this is not counted (staying is weighed alone): a
+# point of probability is below what the replay can tell apart, and below it the answer
+# would carry a note ("<0.01 -> <0.01") that says nothing.
+MIN_FALLBACK_GAIN = 0.01
+
+
+@dataclass(frozen=True)
+class FinishFirst:
+    """Staying weighed with the move it can still make after its schedule (:func:`finish_first`):
+    ``p_success`` and expected ``cost`` of "stay; if the schedule ends short, move", and
+    ``fallback`` — the option it would move to (an index of the options given; None when
+    no option adds a chance, and then ``p_success`` and ``cost`` are staying's own)."""
+
+    p_success: float
+    cost: float
+    fallback: int | None
+
+
+def finish_first(
+    *,
+    p_success: float,
+    p_reach: float,
+    cost: float,
+    finish_cost: float,
+    global_batch: np.ndarray,
+    running_batch: float,
+    fallback_p_success: np.ndarray,
+    fallback_cost: np.ndarray,
+) -> FinishFirst:
+    """Staying, weighed with the move the job can still make once its schedule has ended short.
+
+    A job that runs out its learning-rate schedule at its batch ``B`` learns whether it
+    reached the target there; if not — probability ``1 − π``, ``π`` staying's chance of
+    reaching it by the schedule's end given not yet (:class:`RemainingWork` ``p_reach``) —
+    it can still move. An option ``k`` started then, with the deadline shortened by the
+    time ``t_M`` the schedule took (``fallback_p_success``: each option's ``P(success)`` by
+    ``R − t_M``, :func:`remaining_work` with ``remaining_s`` so shortened, restart
+    included; :func:`schedule_left_s` gives ``t_M``), succeeds with ``P_k(R − t_M)``. With
+    ``k*`` the fallback of the highest such chance::
+
+        P' = P_stay + (1 − π) · P_k*(R − t_M)
+        C' = π · C_stay + (1 − π) · (C_M + C_k*)
+
+    ``C_stay`` staying's cost given reached, ``C_M`` (``finish_cost``) the cost of running
+    out the schedule, ``C_k*`` (``fallback_cost``) the fallback's remaining cost.
+
+    Only smaller batches count as fallbacks: a batch that ends its schedule short of the
+    target tells the models that every larger batch, which plateaus no higher, falls
+    short too (the reach cap of the closed loop). The smaller batches keep the chance the
+    models give them now; the failure itself is not read as news about them, so the
+    fallback is the optimistic end of what the job can still do. Where ``t_M`` is long,
+    ``P_k(R − t_M)`` is about 0 and nothing changes: it matters near the schedule's end.
+
+    Why: a job minutes from the end of its recipe, whose best-so-far curve had paused
+    (read as a plateau below the target), restarted elsewhere for 120 s and missed where
+    finishing would have reached the target (a BERT job at epoch 2.02 of 2.07 whose curve
+    reaches the target at 2.068; benchmarks/README.md § Closed loop). Finishing first
+    spends ``t_M`` of the deadline and settles the question; restarting at once throws
+    the answer away.
+    """
+    gb = np.asarray(global_batch, float)
+    fb = np.clip(np.nan_to_num(np.asarray(fallback_p_success, float), nan=0.0), 0.0, 1.0)
+    fc = np.asarray(fallback_cost, float)
+    if not (gb.shape == fb.shape == fc.shape):
+        raise ValueError("global_batch, fallback_p_success and fallback_cost must hold one value per option: shapes "
+                         f"{gb.shape}, {fb.shape} and {fc.shape}")
+    p = min(max(float(p_success), 0.0), 1.0)
+    usable = (gb < float(running_batch)) & (fb > 0.0) & np.isfinite(fc)
+    if not usable.any():
+        return FinishFirst(p_success=p, cost=float(cost), fallback=None)
+    k = int(np.flatnonzero(usable)[np.argmax(fb[usable])])
+    pi = min(max(float(p_reach), 0.0), 1.0)
+    p_new = min(p + (1.0 - pi) * float(fb[k]), 1.0)
+    if p_new < p + MIN_FALLBACK_GAIN:
+        return FinishFirst(p_success=p, cost=float(cost), fallback=None)
+    reached = pi * float(cost) if pi > 0.0 else 0.0  # never reached by staying: that branch is empty
+    return FinishFirst(p_success=p_new, cost=reached + (1.0 - pi) * (float(finish_cost) + float(fc[k])), fallback=k)

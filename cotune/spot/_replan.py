@@ -693,7 +693,8 @@ def replan(
     from cotune.models import fit_models
     from cotune.solver import (
         DEFAULT_CONFIDENCE, MAX_BACKOFF_MARGIN, P_MARGIN, backoff_margin, build_space, changes_between, choice_at,
-        entry_threshold, enumerate_candidates, estimate, frame_outlook, job_frame, job_outlook, lr_scale, miss_cost, ranked,
+        entry_threshold, enumerate_candidates, estimate, finish_first, frame_outlook, job_frame, job_outlook, lr_scale,
+        miss_cost, ranked, schedule_left_s,
     )
     from cotune.spot._market import SpotMarket, cluster_of
     from cotune.track import job_progress, planning_profile
@@ -942,19 +943,22 @@ def replan(
     left = 1.0 - done
     ahead = done >= on_line
 
-    def evaluate(cands, startup: float, *, running: bool, every_mixed: bool = False):
+    def evaluate(cands, startup: float, *, running: bool, every_mixed: bool = False, time_left_s: float = remaining_s,
+                 money_left: float | None = budget_left):
         # The remaining work of every option as a distribution (cotune.solver.job_outlook →
         # remaining_work, the closed-loop replay's belief), then the spot stage on it.
+        # ``time_left_s``/``money_left``: the remaining deadline and budget (staying's
+        # fallback after its schedule asks with less of both).
         raw = estimate(cands, models, target=target, price_per_hour=table, startup_s=0.0, confidence=confidence)
         o = outlook(cands, running=running, forecast=forecast)
-        rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=remaining_s, confidence=q, interval=req.interval,
-                                   schedule=schedule, budget_left=budget_left)
-        adj, details = plan.adjust(rem, startup_s=startup, confidence=q, deadline_s=remaining_s,
+        rem = _remaining_estimates(raw, o, startup_s=startup, remaining_s=time_left_s, confidence=q, interval=req.interval,
+                                   schedule=schedule, budget_left=money_left)
+        adj, details = plan.adjust(rem, startup_s=startup, confidence=q, deadline_s=time_left_s,
                                    every_mixed=every_mixed)
         # The spot stage may drop mixed rows: the outlook of the rows it kept (no refit).
         kept = outlook(adj.candidates, running=running, forecast=forecast)
-        return _spot_success(adj, kept, startup_s=startup, remaining_s=remaining_s,
-                             schedule=schedule, budget_left=budget_left), details
+        return _spot_success(adj, kept, startup_s=startup, remaining_s=time_left_s,
+                             schedule=schedule, budget_left=money_left), details
 
     new_cands = plan.candidates(enumerate_candidates(space, limit=req.max_candidates), mixed=True)
     est, details = evaluate(new_cands, restart_s, running=False)
@@ -1064,6 +1068,38 @@ def replan(
                 + ": spot-only plans stay in (the straight-line rule assumes on-demand can catch up)"
             )
 
+    weighed = stay  # staying as the decision weighs it: with the fallback after its schedule, where one counts
+    if (stay is not None and not stay_ruled_out and schedule is not None and overdue_s is None and float(stay.p_success or 0.0) > 0.0
+            and stay.global_batch == progress.global_batch and not (forecast is not None and forecast.reached)):
+        # Staying runs out the learning-rate schedule first where that leaves time to move
+        # after it, should the target not be reached by then (cotune.solver.finish_first, the
+        # closed-loop replay's rule): a job near its schedule's end restarted elsewhere on a
+        # paused curve and missed where finishing would have reached the target.
+        fin_s = schedule_left_s(schedule_epochs=schedule[0], done_epochs=running.done_epochs,
+                                epoch_time_s=stay.epoch_time_s)
+        if 0.0 < fin_s < remaining_s and stay.p_success is not None and stay.p_reach is not None:
+            fin_cost = stay.workers * stay.price_per_hour / 3600.0 * fin_s
+            after, _ = evaluate(new_cands, restart_s, running=False, time_left_s=remaining_s - fin_s,
+                                money_left=None if budget_left is None else budget_left - fin_cost)
+            if len(after.candidates) == len(est.candidates):
+                ff = finish_first(p_success=float(stay.p_success), p_reach=float(stay.p_reach), cost=float(stay.cost),
+                                  finish_cost=fin_cost, global_batch=np.asarray(after.candidates.global_batch),
+                                  running_batch=float(progress.global_batch),
+                                  fallback_p_success=np.where(mask, np.asarray(after.p_success, float), 0.0),
+                                  fallback_cost=np.asarray(after.cost, float))
+                if ff.fallback is not None:
+                    fb = after.candidates
+                    k = ff.fallback
+                    notes.append(
+                        f"staying runs out the learning-rate schedule in {format_duration(fin_s)}; should the target not be "
+                        f"reached by then (a chance of {format_chance(1.0 - float(stay.p_reach))}), the job can still move to "
+                        f"{int(fb.workers[k])} x {fb.gpus[int(fb.gpu[k])]} at local batch {int(fb.local_batch[k])}: staying "
+                        f"is weighed with that fallback, P(success) {format_chance(ff.p_success)} at an expected cost of "
+                        f"{format_money(ff.cost, priced=priced)} (the STAY row shows staying alone, "
+                        f"{format_chance(float(stay.p_success))})"
+                    )
+                    weighed = replace(stay, p_success=ff.p_success, cost=ff.cost)
+
     # What a miss wastes (cotune.solver.miss_cost): the money spent and the whole job redone
     # at the configuration it started at (a tracked job's first step record; else the one
     # it runs), priced as `recommend` prices it — the closed-loop replay's rule.
@@ -1091,8 +1127,8 @@ def replan(
     # the whole one stayed (c4: "would add 127.1%" beside a 34.9% saving in a subset).
     p_all = np.asarray(est.p_success, float)
     pools = [ok & (p_all >= entry_threshold(q, p_margin))]
-    if stay is not None:
-        pools.append(ok & (p_all > float(stay.p_success) + p_margin))
+    if weighed is not None:
+        pools.append(ok & (p_all > float(weighed.p_success) + p_margin))
     for pool in pools:
         top = ranked(keyed, pool, objective, limit=1)
         if top.size:
@@ -1109,9 +1145,13 @@ def replan(
     # decide_replan weighs chances by a deadline still ahead; past it every chance is 0 and
     # the answer is infeasible, with the nearest named below.
     d = None if overdue_s is not None else decide_replan(
-        stay=stay, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
+        stay=weighed, alternatives=list(options.values()), remaining_s=remaining_s, budget_left=budget_left,
         objective=objective, margin=margin, confidence=q, p_margin=p_margin, miss_cost=whole, spent=progress.spent,
     )
+    if d is not None and weighed is not stay:
+        # The rows show staying alone; the decision weighed it with its fallback (the note says so).
+        d = replace(d, chosen=stay if d.chosen is weighed else d.chosen, nearest=stay if d.nearest is weighed else d.nearest,
+                    compared=stay if d.compared is weighed else d.compared)
     money = lambda x: format_money(x, priced=priced)  # noqa: E731 - the answer's unit, as its table
     within = "the remaining deadline" + ("" if budget_left is None else f" and the budget left ({money(budget_left)})")
     nearest = None

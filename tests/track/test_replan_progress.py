@@ -342,6 +342,19 @@ def test_a_schedule_that_ends_soon_lowers_the_chance_of_staying(job_path: Path, 
     assert any("schedule ends at epoch" in n for n in soon.notes)
 
 
+def test_staying_is_weighed_with_a_smaller_batch_to_move_to_once_its_schedule_ends(job_path: Path, cifar_models) -> None:
+    last = _replan(job_path, cifar_models).epochs_done
+    r = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 40.0})
+    note = next(n for n in r.notes if "weighed with that fallback" in n)
+    weighed = float(re.search(r"P\(success\) ([0-9.]+) at an expected cost", note).group(1))
+    moved = re.search(r"move to (\d+) x t4 at local batch (\d+)", note)
+    assert weighed >= r.stay.p_success + 0.01  # the STAY row keeps staying alone
+    assert int(moved[1]) * int(moved[2]) < 4 * 128  # a smaller global batch than the job's
+    # A schedule that runs past the deadline leaves no time to move after it: staying alone.
+    far = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 2000.0})
+    assert not any("weighed with that fallback" in n for n in far.notes)
+
+
 def test_a_job_past_its_schedule_end_cannot_succeed_by_staying(job_path: Path, cifar_models) -> None:
     r = _replan(job_path, cifar_models)
     past = _replan(job_path, cifar_models, progress={"schedule_epochs": 0.5 * r.epochs_done})
