@@ -36,10 +36,16 @@ from cotune._checks import (
     MAX_INTEGER, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, numpy_time_kind, plain_number,
 )
 from cotune._checks import interval as check_interval
+from cotune._lazy import annotation_module
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cotune.profile import Profile
-    from cotune.spot import Cluster
+    import cotune.profile
+    import cotune.spot
+else:
+    # The annotations name cotune.profile.Profile and cotune.spot.Cluster. Imported here they
+    # would cost every door numpy (`cotune --help` imports this module), and cotune.spot
+    # imports this module: they are imported when a tool evaluates the annotations.
+    cotune = annotation_module("cotune")
 
 __all__ = [
     "CLI_OPTIONS",
@@ -231,7 +237,7 @@ class ProfileRef:
     records: tuple[Mapping[str, Any], ...] | None = None
     path: str | None = None
 
-    def load(self) -> "Profile":
+    def load(self) -> "cotune.profile.Profile":
         """The profile it names (``path`` is read as given: the service confines paths before)."""
         from cotune.profile import load_profile, parse_profile
 
@@ -424,13 +430,13 @@ class RecommendRequest:
         with Optuna's TPE sampler, a larger spot/mixed one refused before anything is enumerated.
     """
 
-    profile: "Profile | str | os.PathLike[str] | ProfileRef"
+    profile: "cotune.profile.Profile | str | os.PathLike[str] | ProfileRef"
     target: float
     deadline_s: float | None = None
     max_workers: int | Mapping[str, int] | None = None
     gpus_per_host: int | Mapping[str, int] | None = None
     prices: Mapping[str, float] | None = None
-    cluster: "Cluster | str | os.PathLike[str] | Mapping[str, Any] | None" = None
+    cluster: "cotune.spot.Cluster | str | os.PathLike[str] | Mapping[str, Any] | None" = None
     objective: Objective = "cost"
     budget: float | None = None
     confidence: float | None = None
@@ -575,7 +581,7 @@ class RecommendRequest:
         values.update(changes)
         return RecommendRequest(**values)
 
-    def load_profile(self) -> "Profile":
+    def load_profile(self) -> "cotune.profile.Profile":
         """The request's profile, read (a :class:`~cotune.profile.Profile` passes through)."""
         if isinstance(self.profile, ProfileRef):
             return self.profile.load()

@@ -19,13 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cotune._lazy import annotation_module
 from cotune.errors import InputError, StorageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from matplotlib.figure import Figure
+    import matplotlib.figure
 
-    from cotune.models._validate import FitReport
-    from cotune.solver import Recommendation
+    import cotune.models._validate
+    import cotune.solver
+else:
+    # Annotations only, imported when a tool evaluates them: matplotlib is imported when a
+    # picture is drawn, and cotune.solver imports this module (Recommendation.plot).
+    cotune = annotation_module("cotune")
+    matplotlib = annotation_module("matplotlib")
 
 __all__ = ["plot_recommendation", "plot_fit", "plot_format"]
 
@@ -52,7 +58,7 @@ def plot_format(path: str | os.PathLike[str]) -> str:
     return suffix
 
 
-def _figure(width: float, height: float) -> "Figure":
+def _figure(width: float, height: float) -> "matplotlib.figure.Figure":
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -68,7 +74,7 @@ def _figure(width: float, height: float) -> "Figure":
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
 
 
-def _save(fig: "Figure", path: str | os.PathLike[str] | None) -> None:
+def _save(fig: "matplotlib.figure.Figure", path: str | os.PathLike[str] | None) -> None:
     """Write ``fig`` to ``path`` whole or not at all: into a temporary file beside it, then
     renamed over it, so a full disk or a kill mid-write leaves an earlier picture there intact
     rather than a truncated one. A symbolic link is followed: the picture replaces the file it
@@ -145,7 +151,8 @@ def _interval(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.nd
     return np.vstack([np.clip(lo, 0, None), np.clip(hi, 0, None)])
 
 
-def plot_recommendation(rec: "Recommendation", *, path: str | os.PathLike[str] | None = None, ax: Any = None) -> "Figure":
+def plot_recommendation(rec: "cotune.solver.Recommendation", *, path: str | os.PathLike[str] | None = None,
+                        ax: Any = None) -> "matplotlib.figure.Figure":
     """The cost–time picture of one recommendation.
 
     Every candidate that reaches the target (feasible ones dark, the rest light), the
@@ -205,7 +212,8 @@ def plot_recommendation(rec: "Recommendation", *, path: str | os.PathLike[str] |
     return fig
 
 
-def plot_fit(report: "FitReport", *, path: str | os.PathLike[str] | None = None) -> "Figure":
+def plot_fit(report: "cotune.models._validate.FitReport", *,
+             path: str | os.PathLike[str] | None = None) -> "matplotlib.figure.Figure":
     """Held-out predictions against measurements: step time (every probe, K-fold =
     interpolated, fitted-on-fewer-workers = extrapolated) and epochs to the reference
     target (left-one-batch-out; the end batches are extrapolated)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from cotune._lazy import annotation_module
 from cotune.models._accuracy import AccuracyModel, usable_noise_scale
 from cotune.models._effects import largest_level_effects
 from cotune.models._step_time import StepTimeModel
@@ -25,6 +26,8 @@ from cotune.profile import Profile
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+else:  # the *_frame methods' return type only: validating needs no pandas
+    pd = annotation_module("pandas")
 
 __all__ = ["TimeFitReport", "AccuracyFitReport", "FitReport", "validate_profile", "MAX_HELD_OUT_BATCHES", "MAX_FOLDS"]
 

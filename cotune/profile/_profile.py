@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, plain_number, unique_keys
+from cotune._lazy import annotation_module
 from cotune.errors import InputError, ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
 from cotune.profile import _quick
 from cotune.profile._schema import (
@@ -43,6 +44,11 @@ from cotune.profile._schema import (
     record_from_dict,
     record_to_dict,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # to_frame's and from_frame's annotations only: reading a profile needs no pandas
+    pd = annotation_module("pandas")
 
 __all__ = [
     "Profile",

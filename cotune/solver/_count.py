@@ -8,10 +8,13 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
+from cotune._lazy import annotation_module
 from cotune.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cotune.solver._space import SearchSpace
+    import cotune.solver
+else:  # cotune.solver._space imports this module: SearchSpace is imported when an annotation is evaluated
+    cotune = annotation_module("cotune")
 
 __all__ = ["SearchSpaceTooLarge", "check_candidate_limit", "count_candidates", "placements"]
 
@@ -44,7 +47,7 @@ def placements(*, cap: int, gpus_per_host: int, hosts: str, workers: Sequence[in
     return cap - min_workers + 1
 
 
-def count_candidates(space: SearchSpace) -> int:
+def count_candidates(space: "cotune.solver.SearchSpace") -> int:
     """How many candidates :func:`~cotune.solver.enumerate_candidates` makes of ``space``, without making them."""
     return sum(
         placements(cap=space.worker_cap(gpu, b), gpus_per_host=space.host_size(gpu), hosts=space.hosts,
@@ -54,7 +57,7 @@ def count_candidates(space: SearchSpace) -> int:
     ) * len(space.markets)
 
 
-def check_candidate_limit(space: SearchSpace | int, *, limit: int, rows_per_candidate: float = 1.0) -> int:
+def check_candidate_limit(space: "cotune.solver.SearchSpace | int", *, limit: int, rows_per_candidate: float = 1.0) -> int:
     """The space's candidate count (times the rows a market stage may add per candidate), or
     :class:`SearchSpaceTooLarge` if it exceeds ``limit``. ``space`` may be a count already.
 

@@ -5,17 +5,15 @@ anything is enumerated (so an absurd space fails fast instead of exhausting memo
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal, Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
 from cotune._checks import BadValue
 from cotune.errors import InputError, ModelError
+from cotune.models import FittedModels
 from cotune.solver._count import SearchSpaceTooLarge, check_candidate_limit, count_candidates, placements
 from cotune.solver._space import SearchSpace
-
-if TYPE_CHECKING:  # pragma: no cover
-    from cotune.models import FittedModels
 
 __all__ = ["SearchSpaceTooLarge", "build_space", "check_candidate_limit", "count_candidates", "price_table"]
 

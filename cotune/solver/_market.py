@@ -10,17 +10,15 @@ their time and cost by revocation-aware ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from cotune._request import RecommendRequest
+from cotune.models import FittedModels
 from cotune.solver._estimate import Estimates
 from cotune.solver._inputs import build_space, price_table
 from cotune.solver._space import Candidates, SearchSpace
-
-if TYPE_CHECKING:  # pragma: no cover
-    from cotune._request import RecommendRequest
-    from cotune.models import FittedModels
 
 __all__ = ["MarketStage", "OnDemandMarket"]
 

@@ -53,12 +53,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from cotune.models._shape import ErrorShape
+from cotune.models._shape import ErrorShape
 
 __all__ = ["MIN_FALLBACK_GAIN", "FinishFirst", "RemainingWork", "finish_first", "remaining_work", "schedule_left_s"]
 

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from cotune._lazy import annotation_module
+
 # At run time, not under TYPE_CHECKING: typing.get_type_hints(Recommendation) (typeguard,
 # pydantic, sphinx autodoc) resolves the fields' types from these names.
 from cotune.solver._estimate import Estimates
@@ -15,7 +17,9 @@ from cotune.solver._solve import Feasibility
 from cotune.units import format_chance
 
 if TYPE_CHECKING:
-    import pandas as pd  # a method's return type only: pandas is not imported to plan
+    import pandas as pd
+else:  # the *_frame methods' return type only: pandas is not imported to plan
+    pd = annotation_module("pandas")
 
 __all__ = ["Choice", "Recommendation", "RESULT_SCHEMA_VERSION"]
 

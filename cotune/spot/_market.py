@@ -37,17 +37,15 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from cotune._request import DEFAULT_GPUS_PER_HOST
 from cotune._checks import BadValue, excerpt
 from cotune.errors import InputError
+from cotune.solver import Candidates, Estimates, SearchSpace
 from cotune.spot._cluster import Cluster, load_cluster, parse_cluster
-if TYPE_CHECKING:  # annotations only: the solver imports this module
-    from cotune.solver import Candidates, Estimates, SearchSpace
-
 from cotune.spot._revocation import (
     MAX_SEGMENTS,
     MIN_CHECKPOINT_INTERVAL_S,
@@ -314,8 +312,6 @@ class SpotMarket:
     def candidates(self, cands: Candidates, request: Any = None, *, mixed: bool | None = None) -> Candidates:
         """Add mixed rows (copies of the spot rows; only with a deadline, which their schedule
         needs) and drop what the cluster cannot supply."""
-        from cotune.solver import Candidates
-
         if mixed is None:
             mixed = request is not None and request.deadline_s is not None
         if tuple(cands.markets) != self.space_markets:
@@ -349,19 +345,19 @@ class SpotMarket:
 
     def adjust(
         self,
-        est,
+        est: Estimates,
         *,
         startup_s: float,
         confidence: float | None,
         deadline_s: float | None,
         every_mixed: bool = False,
-    ):  # (Estimates, SpotDetails)
+    ) -> tuple[Estimates, SpotDetails]:
         """Revocation-aware time and cost for spot and mixed rows (see the module doc).
 
         ``every_mixed``: simulate every mixed row that has both twins, not only those where
         the rule can matter (on-demand meets the deadline, spot alone does not) — a job
         running mixed must be weighed as it runs even where spot alone would do."""
-        from cotune.solver._estimate import DEFAULT_CONFIDENCE  # here: the solver imports this module
+        from cotune.solver._estimate import DEFAULT_CONFIDENCE
 
         # Unset confidence is the documented 0.5, exactly: judging spot rows by E[T] instead
         # (and skipping the joint quantile) chose plans with P(success) < 0.5 when unset.

@@ -101,7 +101,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
@@ -125,10 +125,8 @@ from cotune.profile._profile import distinct_evals, repeated_evals_note
 from cotune.units import (
     count_of, format_chance, format_duration, format_duration_at_least, format_money, format_money_at_least,
 )
-from cotune.solver import MIN_CHANCE  # below it the nearest is the option that misses by the least
-
-if TYPE_CHECKING:  # annotations only
-    from cotune.models import FittedModels
+from cotune.models import FittedModels
+from cotune.solver import MIN_CHANCE, Choice, Plan  # MIN_CHANCE: below it the nearest is the option that misses by the least
 
 __all__ = ["MIN_CHANCE", "Progress", "ReplanResult", "remaining_fraction", "replan"]
 
@@ -193,14 +191,15 @@ class ReplanResult:
                 + ("" if self.nearest is None else f"; nearest {brief(self.nearest)}") + ")")
 
     @property
-    def chosen(self):
+    def chosen(self) -> Choice | None:
+        """The configuration to run: ``best`` on a switch, ``stay`` on a stay, None when infeasible."""
         return self.best if self.decision == "switch" else self.stay if self.decision == "stay" else None
 
     @property
-    def plan(self):  # -> cotune.solver.Plan | None
+    def plan(self) -> Plan | None:
         """The deployable plan of a switch (hosts packed as the solver packs them; one size:
         a re-plan answers for one configuration), else None: nothing new to submit."""
-        from cotune.solver import Plan, balanced_hosts
+        from cotune.solver import balanced_hosts
 
         best = self.best
         if self.decision != "switch" or best is None or self.gpus_per_host is None:

@@ -4,6 +4,11 @@ Every import counts — module level and inside functions (a lazy import is stil
 dependency: the old cycle _recommend → spot → spot._replan → _recommend was a lazy one) —
 except those under ``if TYPE_CHECKING``. Importing ``a.b.c`` also imports the packages
 ``a`` and ``a.b``, so they are edges too, unless they enclose the importing module.
+
+A module an annotation names but the module must not import (``cotune._lazy``:
+``cotune = annotation_module("cotune")`` for ``"cotune.spot.Cluster"``) is no edge either,
+like a ``TYPE_CHECKING`` import — on condition that the name is read in annotations only,
+which ``test_annotation_modules_are_read_in_annotations_only`` checks.
 """
 
 from __future__ import annotations
@@ -31,8 +36,7 @@ def _imported(name: str, path: Path, known: set[str]) -> set[str]:
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                for other in child.orelse:
-                    visit(other)
+                visit(ast.Module(body=child.orelse, type_ignores=[]))  # the else branch's statements themselves
                 continue
             if isinstance(child, ast.Import):
                 found.update(a.name for a in child.names)
@@ -97,5 +101,59 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 def test_the_request_value_is_a_leaf_below_every_door():
     mods = _modules()
     deps = _imported("cotune._request", mods["cotune._request"], set(mods))
-    assert deps <= {"cotune._checks", "cotune.errors", "cotune.profile"}, deps
+    assert deps <= {"cotune._checks", "cotune.errors", "cotune.profile", "cotune._lazy"}, deps
     assert _imported("cotune._checks", mods["cotune._checks"], set(mods)) == {"cotune.errors"}
+    assert _imported("cotune._lazy", mods["cotune._lazy"], set(mods)) == set()
+
+
+def _annotation_module_reads(source: str) -> list[str]:
+    """Where a name bound to ``annotation_module(...)`` is read outside an annotation (line:
+    name). A function that binds the name itself (``import pandas as pd`` in ``to_frame``)
+    reads its own."""
+    tree = ast.parse(source)
+    names = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+             and isinstance(node.value.func, ast.Name) and node.value.func.id == "annotation_module"
+             for target in node.targets if isinstance(target, ast.Name)}
+    annotation_nodes: set[int] = set()
+    for node in ast.walk(tree):
+        found: list[ast.AST | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            found = [node.returns, *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                                            args.vararg, args.kwarg) if a is not None)]
+        elif isinstance(node, ast.AnnAssign):
+            found = [node.annotation]
+        annotation_nodes.update(id(n) for a in found if a is not None for n in ast.walk(a))
+    reads: list[str] = []
+
+    def visit(node: ast.AST, own: frozenset[str]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            own = own | {(alias.asname or alias.name).split(".")[0] for n in ast.walk(node)
+                         if isinstance(n, (ast.Import, ast.ImportFrom)) for alias in n.names}
+        if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names
+                and node.id not in own and id(node) not in annotation_nodes):
+            reads.append(f"{node.lineno}: {node.id}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, own)
+
+    visit(tree, frozenset())
+    return reads
+
+
+def test_annotation_modules_are_read_in_annotations_only():
+    # A run-time read would be an import the graph above cannot see (and a cycle it would miss).
+    found = {name: reads for name, path in _modules().items()
+             if (reads := _annotation_module_reads(path.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_annotation_module_check_finds_a_planted_run_time_read():
+    source = (
+        "pd = annotation_module('pandas')\n"
+        "def to_frame(x: pd.DataFrame) -> 'pd.DataFrame':\n"
+        "    import pandas as pd\n"
+        "    return pd.DataFrame(x)\n"  # its own pd: fine
+        "def leak() -> None:\n"
+        "    return pd.DataFrame()\n"
+    )
+    assert _annotation_module_reads(source) == ["6: pd"]
