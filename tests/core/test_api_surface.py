@@ -4,8 +4,6 @@ docs/api.md, docs/request.md and docs/models.md)."""
 
 from __future__ import annotations
 
-import typing
-
 import numpy as np
 import pytest
 
@@ -200,9 +198,5 @@ def test_an_abbreviated_required_profiler_option_is_named(capsys: pytest.Capture
     assert code == 2 and "--work is not --workload: options are written in full" in err
 
 
-# --- type hints resolve at run time (typeguard, pydantic, sphinx autodoc) ------------------------
-
-
-@pytest.mark.parametrize("obj", [cotune.recommend, cotune.Recommendation])
-def test_type_hints_resolve_at_run_time(obj: object) -> None:
-    assert typing.get_type_hints(obj)
+# Type hints resolving at run time (typeguard, pydantic, sphinx autodoc): for the whole public
+# surface, tests/core/test_public_api_typing.py.
