@@ -323,6 +323,7 @@ def simulate(
             span = min(span, first_steps * float(oracle.step_time_s[base(i)]))
         fresh = False
         revoked = False
+        ended = False  # this segment runs out the schedule without reaching the target
         if spot is not None and spot.revocable(i):
             left_s = max(horizon - e, 0.0) * epoch_time(i)
             seg = spot.advance(i, work_s=min(span, left_s), final=span >= left_s)
@@ -347,9 +348,15 @@ def simulate(
             step_epochs = span / epoch_time(i)
             if e + step_epochs >= horizon:
                 t = max(horizon - e, 0.0) * epoch_time(i)
-                elapsed += t
-                train += t * rate(i)
-                return record(math.isfinite(e_target) and e_target <= end)
+                reached = math.isfinite(e_target) and e_target <= end
+                if reached or k >= MAX_CHECKPOINTS:
+                    elapsed += t
+                    train += t * rate(i)
+                    return record(reached)
+                # The schedule ends short of the target. The job is not over: it is checkpointed
+                # and its scheduler re-plans it like any job (`cotune replan` answers a job past
+                # its schedule's end), so the controller is asked once more, at the end.
+                step_epochs, span, ended = max(horizon - e, 0.0), t, True
             # observe this segment: evaluations (none in a first look) and the step time
             for f in np.linspace(1.0 / EVALS_PER_CHECKPOINT, 1.0, EVALS_PER_CHECKPOINT) if not early else ():
                 ee = e + f * step_epochs
@@ -377,6 +384,8 @@ def simulate(
         if act.kind == "give_up":
             actions.append(f"{k}:give_up")
             return record(False, gave_up=True)
+        if ended and not (act.kind == "switch" and act.index is not None and act.index != i):
+            return record(False)  # the schedule has ended without the target and the job stays: missed
         if act.kind == "switch" and act.index is not None and act.index != i:
             j = int(act.index)
             restarts += 1

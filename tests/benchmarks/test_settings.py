@@ -109,6 +109,33 @@ def test_an_untouched_run_costs_what_the_oracle_says_and_a_switch_pays_a_restart
     assert gave_up["gave_up"] and not gave_up["reached"] and gave_up["train_cost"] < cost[i]
 
 
+def test_a_run_whose_schedule_ends_short_of_the_target_is_asked_once_more_and_may_move() -> None:
+    # YOLOv3's tight target: global batch 8 ends its schedule without it, batch 32 reaches it.
+    scn = _scenario(target="tight", deadline=None)
+    truth, c = TrueRun(scn), scn.candidates
+    short = int(np.flatnonzero(c.global_batch == 8)[0])
+    reaching = int(np.flatnonzero(c.global_batch == 32)[0])
+    assert math.isinf(truth.epochs_to(8, truth.sign * scn.target))
+    assert truth.epochs_to(32, truth.sign * scn.target) <= truth.curve(32)[1]
+    # planned as long as the schedule at batch 8 takes: checkpoints every tenth of it
+    planned_s = truth.curve(8)[1] * scn.workload.dataset_size / 8 * float(scn.oracle.step_time_s[short])
+    seen = []
+
+    def at_end(move: bool):
+        def controller(p):
+            seen.append(p.epochs_done)
+            done = p.epochs_done >= p.schedule_epochs - 1e-9
+            return Action("switch", reaching) if (move and done and p.global_batch == 8) else CONTINUE
+        return controller
+
+    stayed = simulate(scn, index=short, planned_time_s=planned_s, controller=at_end(False))
+    assert not stayed["reached"] and seen[-1] == pytest.approx(truth.curve(8)[1])  # asked at the end, then missed
+    seen.clear()
+    moved = simulate(scn, index=short, planned_time_s=planned_s, controller=at_end(True))
+    assert moved["reached"] and moved["restarts"] == 1 and moved["final_index"] == reaching
+    assert moved["time_s"] > stayed["time_s"] + 120.0  # the whole schedule at batch 8, a restart, then batch 32
+
+
 def test_the_controller_is_told_how_many_times_the_run_moved_back() -> None:
     scn = _scenario(deadline=None)
     _, time_s, _ = scn.oracle.evaluate(scn.target)
