@@ -163,3 +163,19 @@ def is_out_of_memory(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return any(t in text for t in _OOM_TEXTS)
+
+
+def warn_beside(error: BaseException, *, raising: BaseException, stacklevel: int = 2) -> None:
+    """Report ``error`` (a storage fault met while cleaning up: a failed close, a last fsync) as
+    one ``RuntimeWarning`` beside the exception ``raising`` that is on its way out. Raised, it
+    would take that exception's place — the training's own error, a Ctrl-C, the profiler's
+    stop — and the caller would see a fault of its storage instead of what ended its work
+    (and the profiler an exit code of the wrong cause). A warnings filter that turns the
+    warning into an error must not do that either: then it is not said."""
+    import warnings
+
+    what = f" (while {type(raising).__name__} was raised, which goes on)"
+    try:
+        warnings.warn(f"cotune: {error}{what}", RuntimeWarning, stacklevel=stacklevel + 1)
+    except Warning:
+        pass

@@ -60,3 +60,19 @@ def fill(path: Path) -> Path:
                 fh.write(b"\0")
     assert os.statvfs(path).f_bavail == 0
     return filler
+
+
+class CloseFails:
+    """A writer's file object whose ``close()`` closes the descriptor and then reports ``code``,
+    as a network filesystem's ``close(2)`` does for data it could not write back (no
+    unprivileged way to make a real one fail there). Everything else is the real file's."""
+
+    def __init__(self, real, code: int) -> None:  # noqa: ANN001
+        self._real, self._code = real, code
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._real, name)
+
+    def close(self) -> None:
+        self._real.close()
+        raise OSError(self._code, os.strerror(self._code))

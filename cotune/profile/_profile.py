@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import threading
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -31,7 +32,7 @@ import numpy as np
 
 from cotune._checks import DuplicateKey, excerpt, file_problem, not_text_reason, plain_number, unique_keys
 from cotune._lazy import annotation_module
-from cotune.errors import InputError, ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError
+from cotune.errors import InputError, ProfileError, ProfileLockedError, ProfileNotFoundError, StorageError, warn_beside
 from cotune.profile import _quick
 from cotune.profile._schema import (
     EvalRecord,
@@ -1166,9 +1167,15 @@ def _describe_pid(pid: int) -> str:
 # a torch DataLoader worker's copy of the descriptor kept the profile locked after the
 # parent's close(), and after a kill -9 of the parent, for as long as the worker lived.
 _OPEN_WRITERS: weakref.WeakSet[ProfileWriter] = weakref.WeakSet()
+# Every writer made, weakly: the thread lock of each is made anew in a fork() child, where a
+# lock another thread of the parent held at the fork stays held (that thread did not come),
+# and the child's first write (or close) waited on it for ever.
+_ALL_WRITERS: weakref.WeakSet[ProfileWriter] = weakref.WeakSet()
 
 
 def _drop_writers_in_fork_child() -> None:
+    for writer in list(_ALL_WRITERS):
+        writer._lock = threading.RLock()
     for writer in list(_OPEN_WRITERS):
         writer._drop_inherited()
 
@@ -1205,6 +1212,23 @@ class ProfileWriter:
     half-written is ever reported as written. A fork() child writing beside the holder
     never cuts back (it could cut the holder's records): part of its line may stay at
     the end, for the next writer's ``open()`` to remove.
+
+    One writer may be shared by threads (a training loop and a framework's callback
+    thread): a thread lock is held across each write — the ``write(2)``, with ``fsync=True``
+    the ``fsync(2)``, and a failed write's cut-back — so records never interleave, a
+    cut-back only ever removes the failed record itself (never one another thread wrote
+    meanwhile), and every thread that writes after a failed write gets its
+    :class:`~cotune.errors.StorageError`. Threads therefore wait for each other's fsync
+    with ``fsync=True``: the tracker's default (``fsync="background"``) writes with
+    ``fsync=False`` and syncs from a helper thread outside this lock. :meth:`close` waits
+    for a write in progress, then closes.
+
+    :meth:`close` raises :class:`~cotune.errors.StorageError` when closing the file fails
+    (``close(2)``'s ``EIO``, which a network filesystem reports for data it could not
+    write back): the records may not be on disk. It raises only after the file is closed
+    and the lock released, so nothing is left open, and a second :meth:`close` does nothing.
+    A ``with`` block that ends in an exception keeps that exception: a failed close is then
+    a ``RuntimeWarning`` beside it, never raised in its place.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
@@ -1217,19 +1241,34 @@ class ProfileWriter:
         self._forked_from: int | None = None
         self._owner = False  # holds the flock: only the holder cuts a failed write back
         self._pid = os.getpid()  # the process that opened the descriptor held in _fh
+        # Held across a write and its cut-back, an open and a close: threads sharing the writer
+        # (see the class docstring). Never around the tracker's background fsync. Reentrant: a
+        # signal handler that writes (or closes) while its thread is in a write must not hang.
+        self._lock = threading.RLock()
+        _ALL_WRITERS.add(self)
 
     def __enter__(self) -> "ProfileWriter":
         self.open()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except StorageError as failed:  # the block's own exception is the one the caller sees
+            warn_beside(failed, raising=exc)
 
     @property
     def is_open(self) -> bool:
         return self._fh is not None
 
     def open(self) -> None:
+        with self._lock:
+            self._open()
+
+    def _open(self) -> None:
         if self._fh is not None:
             return
         check_profile_path(self.path)
@@ -1316,7 +1355,7 @@ class ProfileWriter:
             return
         if fh is not None:
             fh.close()  # write_profile replaced the file after the parent closed: open the path anew
-        self.open()
+        self._open()
 
     def write(self, record: Record) -> None:
         self._write_bytes(_dump(record).encode("utf-8"), doing="append a record")
@@ -1332,6 +1371,13 @@ class ProfileWriter:
             self._write_bytes(data, doing="append the records")
 
     def _write_bytes(self, data: bytes, *, doing: str) -> None:
+        # One thread at a time from the write(2) to the end of its cut-back: a cut-back reads
+        # where its record began from the descriptor's offset, which another thread's append
+        # would have moved, and cut that thread's record instead (see the class docstring).
+        with self._lock:
+            self._write_locked(data, doing=doing)
+
+    def _write_locked(self, data: bytes, *, doing: str) -> None:
         if self._fh is None and self._forked_from is not None:
             self._reopen_in_fork_child()
         if self._fh is None:
@@ -1372,13 +1418,25 @@ class ProfileWriter:
             raise self._broken from None
 
     def close(self) -> None:
-        _OPEN_WRITERS.discard(self)
-        self._forked_from = None  # closed: a later write is refused, not a reopening
-        self._owner = False
-        if self._fh is not None:
-            with contextlib.suppress(OSError):
-                self._fh.close()  # closing drops the lock
-            self._fh = None
+        """Close the profile and drop its lock (after a write in progress in another thread).
+
+        :class:`~cotune.errors.StorageError` where ``close(2)`` fails — the records may not be
+        on disk — raised once the descriptor is closed and the lock gone; closed already, nothing."""
+        with self._lock:
+            _OPEN_WRITERS.discard(self)
+            self._forked_from = None  # closed: a later write is refused, not a reopening
+            self._owner = False
+            fh, self._fh = self._fh, None
+            if fh is None:
+                return
+            try:
+                fh.close()  # closing drops the lock
+            except OSError as exc:
+                # Linux frees the descriptor (and with it the lock) whatever close(2) returns, so
+                # nothing is left open; but an error there (a network filesystem's write-back)
+                # means the data may not be on disk, which the caller must hear of.
+                raise StorageError.from_os_error(
+                    exc, path=self.path, doing="close it (the records written may not be on disk)") from None
 
 
 def append_records(path: str | os.PathLike[str], records: Iterable[Record], *, fsync: bool = True) -> None:
