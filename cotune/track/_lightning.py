@@ -28,7 +28,6 @@ import math
 import time
 from typing import Any
 
-from cotune.errors import is_out_of_memory
 from cotune.track._adapt import CallbackGuard, StepTimer, check_callback_args, epochs_at_step, passes_per_epoch
 from cotune.track._tracker import Tracker
 
@@ -158,9 +157,9 @@ class TrackerCallback(_Callback):
         # replan moves it off), and the tracker is closed as at the end of training.
         if not self._guard.tracking or not trainer.is_global_zero:
             return
-        if is_out_of_memory(exception):
-            self.tracker.out_of_memory(f"{type(exception).__name__}: {exception}")
-        self._guard.finish(close=self.close_at_end)
+        # Lightning raises `exception` once the callbacks return: a storage fault met here
+        # (errors="raise") is a warning beside it, never raised in its place.
+        self.tracker._end_with(exception, close=self.close_at_end)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if not self._guard.tracking:

@@ -35,13 +35,14 @@ import statistics
 import threading
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Literal
 
 from cotune._checks import (MAX_GRAD_STAT, MAX_MAGNITUDE, excerpt, integer, line_break_in, number, one_line_name,
                             plain_number)
-from cotune.errors import InputError, StorageError, is_out_of_memory
+from cotune.errors import InputError, StorageError, is_out_of_memory, warn_beside
 from cotune.profile import (
     MAX_PROFILE_LINES, MIN_STEP_TIME_S, MOVE_CAUSES, EvalRecord, FailureRecord, NoiseRecord,
     ProfileLockedError, ProfileWriter, Record, StepRecord, WorkloadRecord, check_profile_path, read_profile,
@@ -240,6 +241,20 @@ def _move_cause(cause: object) -> str:
     return str(cause)
 
 
+# Every tracker made, weakly: its lock is made anew in a fork() child, where a lock another
+# thread of the parent held at the fork stays held (that thread did not come) and the child's
+# first call waited on it for ever.
+_TRACKERS: "weakref.WeakSet[Tracker]" = weakref.WeakSet()
+
+
+def _new_locks_in_fork_child() -> None:
+    for tracker in list(_TRACKERS):
+        tracker._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_locks_in_fork_child)
+
+
 class Tracker:
     """Append a running job's step, eval and noise records to its profile.
 
@@ -290,7 +305,8 @@ class Tracker:
         did not follow, inline); ``"each"`` fsyncs on the calling thread; ``"none"``
         never (tests).
     errors : what a write the storage refuses (a full disk, a file-size limit, a profile it
-        will not open for writing: read-only, immutable) does.
+        will not open for writing: read-only, immutable) does — or a failed fsync of the
+        helper thread (reported at the next record, or by :meth:`close`), or a failed close.
         ``"warn"`` (default): one ``RuntimeWarning``, tracking stops and training goes on —
         the records written so far are intact; ``"raise"``: the ``StorageError`` reaches
         the loop. The same warning stops tracking when the profile reaches the readers'
@@ -298,6 +314,16 @@ class Tracker:
     clock : seconds since an arbitrary origin (``time.monotonic``); injectable for tests.
 
     Use as a context manager, or call :meth:`close` (it writes the last partial window).
+    :meth:`close` waits for the last fsync and reports its failure, or a failure to close
+    the profile, by ``errors`` (the records may not be on disk); a ``with`` block that ends
+    in an exception keeps that exception, and such a failure is a ``RuntimeWarning`` beside
+    it.
+
+    One tracker may be called from several threads (a training loop and a framework's
+    callback thread): each call runs whole under the tracker's lock, so no step is lost
+    from a window or the epochs counted, and no record is torn or written twice. The
+    background fsync runs outside it: no call waits on the disk. Calls after :meth:`close`
+    (from any thread) are refused as after a close from the same one.
     """
 
     def __init__(
@@ -324,6 +350,11 @@ class Tracker:
         errors: Literal["warn", "raise"] = "warn",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        # One thread at a time in the tracker's calls (a training loop and a framework's
+        # callback thread, or the user's own threads): a step's counters and window, and a
+        # record's write, are one step each. Reentrant: eval() flushes, close() flushes.
+        self._lock = threading.RLock()
+        _TRACKERS.add(self)
         self.config = TrackedConfig(
             gpu=_gpu_name(gpu), workers=workers, local_batch=local_batch,
             hosts=hosts, accum_steps=accum_steps, market=market,
@@ -481,12 +512,10 @@ class Tracker:
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        # The job ran out of memory at its configuration: a fact the next plan must know
-        # (cotune replan moves the job off it). Never in the way of the exception itself.
-        if exc is not None and is_out_of_memory(exc):
-            with contextlib.suppress(Exception):
-                self.out_of_memory(f"{type(exc).__name__}: {exc}")
-        self.close()
+        if exc is None:
+            self.close()
+        else:
+            self._end_with(exc)
 
     @property
     def schedule_epochs(self) -> float | None:
@@ -531,13 +560,14 @@ class Tracker:
         more steps than a pass, a repeated dataset) is kept as counted. The Lightning, Keras
         and Transformers callbacks call it at each epoch's end.
         """
-        if not self.enabled or self.dataset_size is None:
-            return
-        c = self.config
-        over = self._samples - self._pass_began - self.dataset_size
-        if 0.0 < over < c.workers * c.local_batch:
-            self._samples -= over
-        self._pass_began = self._samples
+        with self._lock:
+            if not self.enabled or self.dataset_size is None:
+                return
+            c = self.config
+            over = self._samples - self._pass_began - self.dataset_size
+            if 0.0 < over < c.workers * c.local_batch:
+                self._samples -= over
+            self._pass_began = self._samples
 
     def __getstate__(self) -> object:
         # Lightning's ddp_spawn (and any multiprocessing spawn) pickles the callbacks: the
@@ -559,34 +589,41 @@ class Tracker:
         ``accum_steps`` — the partial step a framework takes at the end of an epoch — so
         the epochs counted stay the passes over the data.
         """
-        if not self.enabled:
-            return
-        if self._writer is None:
-            raise InputError("the tracker is closed: create a new Tracker to record more")
-        # The common case — a plain float in range — in two comparisons (NaN fails both); the
-        # general check, which reads numpy scalars and tensors and words the error, costs as
-        # much as the rest of a step's bookkeeping together.
-        if not (type(step_time_s) is float and MIN_STEP_TIME_S <= step_time_s <= MAX_MAGNITUDE):
-            step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
-        c = self.config
-        if micro_batches is None:
-            self._samples += c.global_batch
-        else:
-            self._samples += c.workers * c.local_batch * integer(micro_batches, where="micro_batches", ge=1)
-        if self._skip > 0:
-            self._skip -= 1
-            self._warmup_times_s.append(step_time_s)
-            if self._skip == 0:
-                self._window_began = self._clock()
-                self._warmup_times_s = []
-            return
-        self._window.append(step_time_s)
-        if self._scale_for is not c:  # a new configuration, or a record written since
-            self._scale, self._scale_for = 2 ** self._doublings(), c
-        scale = self._scale
-        if (len(self._window) >= self.window * scale
-                or self._clock() - self._window_began >= self._flush_every_s * scale):
-            self.flush()
+        # acquire()/release() rather than `with`, on the path every step takes: in caches a training
+        # step has evicted, `with` (its special-method lookups) measured a few µs more a call.
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not self.enabled:
+                return
+            if self._writer is None:
+                raise InputError("the tracker is closed: create a new Tracker to record more")
+            # The common case — a plain float in range — in two comparisons (NaN fails both); the
+            # general check, which reads numpy scalars and tensors and words the error, costs as
+            # much as the rest of a step's bookkeeping together.
+            if not (type(step_time_s) is float and MIN_STEP_TIME_S <= step_time_s <= MAX_MAGNITUDE):
+                step_time_s = number(step_time_s, where="step_time_s", ge=MIN_STEP_TIME_S)  # the profile's own floor
+            c = self.config
+            if micro_batches is None:
+                self._samples += c.global_batch
+            else:
+                self._samples += c.workers * c.local_batch * integer(micro_batches, where="micro_batches", ge=1)
+            if self._skip > 0:
+                self._skip -= 1
+                self._warmup_times_s.append(step_time_s)
+                if self._skip == 0:
+                    self._window_began = self._clock()
+                    self._warmup_times_s = []
+                return
+            self._window.append(step_time_s)
+            if self._scale_for is not c:  # a new configuration, or a record written since
+                self._scale, self._scale_for = 2 ** self._doublings(), c
+            scale = self._scale
+            if (len(self._window) >= self.window * scale
+                    or self._clock() - self._window_began >= self._flush_every_s * scale):
+                self.flush()
+        finally:
+            lock.release()
 
     def eval(self, *, metric: float, epoch: float | None = None, grad_sqr: float | None = None,
              grad_var: float | None = None) -> EvalRecord | None:
@@ -601,75 +638,77 @@ class Tracker:
         with one ``RuntimeWarning`` (the warm-up steps' times are never written for it: they
         are a restart's cold steps). Returns the record.
         """
-        if not self.enabled:
-            return None
-        if type(metric) is not float:  # a plain float, the common case, is one already (its magnitude: below)
-            metric = plain_number(metric)  # a 0-d tensor or array, as a loop's mean accuracy is, as step_time_s takes it
-            if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
-                raise InputError(f"metric: must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
-            try:
-                metric = float(metric)
-            except OverflowError:  # an int beyond float range
-                metric = MAX_MAGNITUDE * 10
-        if math.isfinite(metric) and abs(metric) > MAX_MAGNITUDE:
-            raise InputError(
-                f"metric: must be a finite number of at most {MAX_MAGNITUDE:g} in magnitude (NaN or ±inf for a "
-                f"diverged run), got {excerpt(metric)}"
+        with self._lock:
+            if not self.enabled:
+                return None
+            if type(metric) is not float:  # a plain float, the common case, is one already (its magnitude: below)
+                metric = plain_number(metric)  # a 0-d tensor or array, as a loop's mean accuracy is, as step_time_s takes it
+                if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
+                    raise InputError(f"metric: must be a number (NaN allowed for a diverged run), got {excerpt(metric)}")
+                try:
+                    metric = float(metric)
+                except OverflowError:  # an int beyond float range
+                    metric = MAX_MAGNITUDE * 10
+            if math.isfinite(metric) and abs(metric) > MAX_MAGNITUDE:
+                raise InputError(
+                    f"metric: must be a finite number of at most {MAX_MAGNITUDE:g} in magnitude (NaN or ±inf for a "
+                    f"diverged run), got {excerpt(metric)}"
+                )
+            epoch = self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0, what="a number of passes over the data")
+            if epoch < self._last_eval_epoch - 1e-9 and not self._warned_back:
+                # Said once, and still written: the loop's epoch counter may have restarted.
+                self._warned_back = True
+                warnings.warn(f"cotune tracker: an evaluation at epoch {epoch:.4g} after one at {self._last_eval_epoch:.4g}: "
+                              "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
+                              "to count them from the steps)", RuntimeWarning, stacklevel=2)
+            self._last_eval_epoch = max(self._last_eval_epoch, epoch)
+            # Moved (a restart or reconfigure() to another configuration) with no step record here
+            # yet: the steps so far are the move's cold ones (CUDA and NCCL start-up,
+            # torch.compile), and written as the evaluation's step record they were the job's
+            # step time for a re-plan. Only a window past warm-up is written; else it is held.
+            # After a restart or a move the cold steps' times are never written, not only where an
+            # earlier step record exists (an out-of-memory in the first steps, then a smaller
+            # batch, wrote 20 s a step). At the configuration of the job's last step record (the
+            # most common restart), or with no step record of the job at all, the evaluation names
+            # no other configuration: it is written at once, after a window past warm-up if any.
+            restarted = self._restarted and not self._config_recorded
+            moved = (restarted and self._recorded_config is not None
+                     and self._recorded_config != _config_key(self.config))
+            if restarted:
+                self.flush()
+            elif not self._config_recorded:
+                self._flush_even_warmup()  # a new job's first configuration, on record before its evaluation
+            grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
+            grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
+            rec = EvalRecord(
+                global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
+                grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3), schedule_epochs=self._schedule_epochs,
             )
-        epoch = self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0, what="a number of passes over the data")
-        if epoch < self._last_eval_epoch - 1e-9 and not self._warned_back:
-            # Said once, and still written: the loop's epoch counter may have restarted.
-            self._warned_back = True
-            warnings.warn(f"cotune tracker: an evaluation at epoch {epoch:.4g} after one at {self._last_eval_epoch:.4g}: "
-                          "a job's epochs count from its start (pass the epochs since the start, or leave epoch= out "
-                          "to count them from the steps)", RuntimeWarning, stacklevel=2)
-        self._last_eval_epoch = max(self._last_eval_epoch, epoch)
-        # Moved (a restart or reconfigure() to another configuration) with no step record here
-        # yet: the steps so far are the move's cold ones (CUDA and NCCL start-up,
-        # torch.compile), and written as the evaluation's step record they were the job's
-        # step time for a re-plan. Only a window past warm-up is written; else it is held.
-        # After a restart or a move the cold steps' times are never written, not only where an
-        # earlier step record exists (an out-of-memory in the first steps, then a smaller
-        # batch, wrote 20 s a step). At the configuration of the job's last step record (the
-        # most common restart), or with no step record of the job at all, the evaluation names
-        # no other configuration: it is written at once, after a window past warm-up if any.
-        restarted = self._restarted and not self._config_recorded
-        moved = (restarted and self._recorded_config is not None
-                 and self._recorded_config != _config_key(self.config))
-        if restarted:
-            self.flush()
-        elif not self._config_recorded:
-            self._flush_even_warmup()  # a new job's first configuration, on record before its evaluation
-        grad_sqr = None if grad_sqr is None else number(grad_sqr, where="grad_sqr", ge=0.0, magnitude=MAX_GRAD_STAT)
-        grad_var = None if grad_var is None else number(grad_var, where="grad_var", ge=0.0, magnitude=MAX_GRAD_STAT)
-        rec = EvalRecord(
-            global_batch=self.config.global_batch, epoch=float(epoch), metric=float(metric), grad_sqr=grad_sqr,
-            grad_var=grad_var, job=self.job, elapsed_s=round(self.elapsed_s, 3), schedule_epochs=self._schedule_epochs,
-        )
-        if moved and not self._config_recorded:
-            # No step timed here past warm-up yet (a checkpoint evaluated before training
-            # resumes at a new configuration, or an evaluation during the warm-up): written
-            # now, the evaluation would follow step records of the configuration the job ran
-            # at before, and a re-plan read a move that never happened. Held until the first
-            # step record here, the first window after warm-up (flush()): the first steps
-            # after a restart are what warm-up leaves out, and one written as the step time
-            # had a re-plan see the job a hundred times slower. A job with no step record
-            # yet names no configuration: its evaluation is written at once.
-            self._held_evals.append(rec)
+            if moved and not self._config_recorded:
+                # No step timed here past warm-up yet (a checkpoint evaluated before training
+                # resumes at a new configuration, or an evaluation during the warm-up): written
+                # now, the evaluation would follow step records of the configuration the job ran
+                # at before, and a re-plan read a move that never happened. Held until the first
+                # step record here, the first window after warm-up (flush()): the first steps
+                # after a restart are what warm-up leaves out, and one written as the step time
+                # had a re-plan see the job a hundred times slower. A job with no step record
+                # yet names no configuration: its evaluation is written at once.
+                self._held_evals.append(rec)
+                return rec
+            self._write(rec)
             return rec
-        self._write(rec)
-        return rec
 
     def noise(self, *, b_noise: float, epoch: float | None = None) -> NoiseRecord | None:
         """Record a gradient-noise-scale measurement (samples) at the job's global batch."""
-        if not self.enabled:
-            return None
-        rec = NoiseRecord(
-            b_noise=_positive("b_noise", b_noise), global_batch=self.config.global_batch,
-            epoch=self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0), job=self.job,
-        )
-        self._write(rec)
-        return rec
+        with self._lock:
+            if not self.enabled:
+                return None
+            rec = NoiseRecord(
+                b_noise=_positive("b_noise", b_noise), global_batch=self.config.global_batch,
+                epoch=self.epoch if epoch is None else number(epoch, where="epoch", ge=0.0), job=self.job,
+            )
+            self._write(rec)
+            return rec
 
     def out_of_memory(self, message: str = "") -> FailureRecord | None:
         """Record that the job ran out of memory at its configuration: a ``failure`` record
@@ -684,25 +723,26 @@ class Tracker:
         ``ResourceExhaustedError``, ``MemoryError``, "out of memory" texts), and so does the
         Lightning callback; a loop that catches the error itself calls it.
         """
-        if not self.enabled:
-            return None
-        if self._writer is None:
-            raise InputError("the tracker is closed: create a new Tracker to record more")
-        if not isinstance(message, str):
-            raise InputError(f"message: must be text, got {excerpt(message)}")
-        self.flush()  # the steps before it first: they ran, and do not supersede it
-        # Everything at this configuration that was waiting goes now, before the failure:
-        # written after it (by close(), an eval()), a step record at its batch superseded
-        # it, and a re-plan kept the job where it runs out of memory. The warm-up steps'
-        # times are never written (see close()), so held evaluations are left out.
-        self._warmup_times_s = []
-        self._drop_held_evals(why="the job ran out of memory")
-        text = " ".join(message.split())  # one line: a CUDA message spans several
-        c = self.config
-        rec = FailureRecord(gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, failure="oom", hosts=c.hosts,
-                            message=text[:500])
-        self._write(rec)
-        return rec
+        with self._lock:
+            if not self.enabled:
+                return None
+            if self._writer is None:
+                raise InputError("the tracker is closed: create a new Tracker to record more")
+            if not isinstance(message, str):
+                raise InputError(f"message: must be text, got {excerpt(message)}")
+            self.flush()  # the steps before it first: they ran, and do not supersede it
+            # Everything at this configuration that was waiting goes now, before the failure:
+            # written after it (by close(), an eval()), a step record at its batch superseded
+            # it, and a re-plan kept the job where it runs out of memory. The warm-up steps'
+            # times are never written (see close()), so held evaluations are left out.
+            self._warmup_times_s = []
+            self._drop_held_evals(why="the job ran out of memory")
+            text = " ".join(message.split())  # one line: a CUDA message spans several
+            c = self.config
+            rec = FailureRecord(gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, failure="oom", hosts=c.hosts,
+                                message=text[:500])
+            self._write(rec)
+            return rec
 
     def reconfigure(self, *, gpu: str | None = None, workers: int | None = None, local_batch: int | None = None,
                     hosts: int | None = None, accum_steps: int | None = None, market: str | None = None,
@@ -718,40 +758,42 @@ class Tracker:
         revocation among the moves is what is written (the job left its last recorded
         configuration by force).
         """
-        cause = _move_cause(cause)
-        if self.enabled and self._writer is None:  # as step() and eval(): a closed tracker records nothing more
-            raise InputError("the tracker is closed: create a new Tracker to record more")
-        c = self.config
-        moved = TrackedConfig(
-            gpu=(c.gpu if gpu is None else _gpu_name(gpu)), workers=c.workers if workers is None else workers,
-            local_batch=c.local_batch if local_batch is None else local_batch, hosts=c.hosts if hosts is None else hosts,
-            accum_steps=c.accum_steps if accum_steps is None else accum_steps,
-            market=c.market if market is None else market,
-        )
-        if self.dataset_size is not None:
-            _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
-        self.flush()  # never the warm-up steps' times: see close()
-        self._drop_held_evals(why="the job moved on")
-        self.config = moved
-        self._config_recorded = False
-        self._restarted = True
-        self._skip = self.warmup_steps
-        self._warmup_times_s = []
-        self._cause = "revocation" if "revocation" in (cause, self._cause) else cause
+        with self._lock:
+            cause = _move_cause(cause)
+            if self.enabled and self._writer is None:  # as step() and eval(): a closed tracker records nothing more
+                raise InputError("the tracker is closed: create a new Tracker to record more")
+            c = self.config
+            moved = TrackedConfig(
+                gpu=(c.gpu if gpu is None else _gpu_name(gpu)), workers=c.workers if workers is None else workers,
+                local_batch=c.local_batch if local_batch is None else local_batch, hosts=c.hosts if hosts is None else hosts,
+                accum_steps=c.accum_steps if accum_steps is None else accum_steps,
+                market=c.market if market is None else market,
+            )
+            if self.dataset_size is not None:
+                _check_fits(moved, self.dataset_size)  # refused before anything is written: the old window stays open
+            self.flush()  # never the warm-up steps' times: see close()
+            self._drop_held_evals(why="the job moved on")
+            self.config = moved
+            self._config_recorded = False
+            self._restarted = True
+            self._skip = self.warmup_steps
+            self._warmup_times_s = []
+            self._cause = "revocation" if "revocation" in (cause, self._cause) else cause
 
     def _correct_accum_steps(self, accum_steps: int) -> None:
         """``accum_steps`` as the framework runs it, found by a callback at the start of a
         ``fit()`` (the tracker was told another): a correction of what the records say, not
         a move — no ``cause``, no second warm-up. Refused (:class:`InputError`, the tracker
         unchanged) where the step would hold more than the training set."""
-        moved = replace(self.config, accum_steps=accum_steps)
-        if self.dataset_size is not None:
-            _check_fits(moved, self.dataset_size)
-        self.flush()  # a window of an earlier fit() ran at the value it had
-        self.config = moved
-        # Evaluations waiting for this configuration's first step ran at the corrected batch too.
-        self._held_evals = [replace(e, global_batch=moved.global_batch) for e in self._held_evals]
-        self._config_recorded = False
+        with self._lock:
+            moved = replace(self.config, accum_steps=accum_steps)
+            if self.dataset_size is not None:
+                _check_fits(moved, self.dataset_size)
+            self.flush()  # a window of an earlier fit() ran at the value it had
+            self.config = moved
+            # Evaluations waiting for this configuration's first step ran at the corrected batch too.
+            self._held_evals = [replace(e, global_batch=moved.global_batch) for e in self._held_evals]
+            self._config_recorded = False
 
     def _flush_even_warmup(self) -> None:
         """For an evaluation at a new job's first configuration: write the window, or, where
@@ -764,50 +806,104 @@ class Tracker:
 
     def flush(self) -> StepRecord | None:
         """Write the current window as one step record (nothing if it is empty)."""
-        if not self.enabled or not self._window:
-            return None
-        median, spread = window_summary(self._window)
-        c = self.config
-        rec = StepRecord(
-            gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, step_time_s=median, hosts=c.hosts,
-            accum_steps=c.accum_steps, market=c.market, step_time_spread_s=spread, timed_steps=len(self._window),
-            job=self.job, cause=self._cause,
-        )
-        self._cause = None
-        self._window = []
-        self._window_began = self._clock()
-        self._write(rec)
-        self._config_recorded = True
-        self._recorded_config = _config_key(c)
-        self._records_at[self._recorded_config] = self._records_at.get(self._recorded_config, 0) + 1
-        self._scale_for = None  # the window's doubling is read again at the next step
-        held, self._held_evals = self._held_evals, []
-        for evaluation in held:  # evaluations that waited for this configuration's first step record
-            self._write(evaluation)
-        return rec
+        with self._lock:
+            if not self.enabled or not self._window:
+                return None
+            median, spread = window_summary(self._window)
+            c = self.config
+            rec = StepRecord(
+                gpu=c.gpu, workers=c.workers, local_batch=c.local_batch, step_time_s=median, hosts=c.hosts,
+                accum_steps=c.accum_steps, market=c.market, step_time_spread_s=spread, timed_steps=len(self._window),
+                job=self.job, cause=self._cause,
+            )
+            self._cause = None
+            self._window = []
+            self._window_began = self._clock()
+            self._write(rec)
+            self._config_recorded = True
+            self._recorded_config = _config_key(c)
+            self._records_at[self._recorded_config] = self._records_at.get(self._recorded_config, 0) + 1
+            self._scale_for = None  # the window's doubling is read again at the next step
+            held, self._held_evals = self._held_evals, []
+            for evaluation in held:  # evaluations that waited for this configuration's first step record
+                self._write(evaluation)
+            return rec
 
     def close(self) -> None:
-        """Write the last partial window and close the profile."""
-        if self._writer is None:
+        """Write the last partial window, wait for the last background fsync, and close the profile.
+
+        A failure of that fsync or of closing the profile (``EIO``, ``ENOSPC``: the records
+        may not be on disk) follows ``errors``: ``"raise"``, a
+        :class:`~cotune.errors.StorageError`; ``"warn"``, one ``RuntimeWarning``. Either
+        comes once the profile is closed, its lock released and the helper thread ended:
+        nothing is left open, and a second ``close()`` does nothing. A fault already
+        reported (by the write or the step that met it) is not reported again."""
+        self._close(raising=None)
+
+    def _close(self, *, raising: BaseException | None) -> None:
+        """:meth:`close`; ``raising``: the exception the caller is ending with, which a storage
+        fault met while closing never replaces (it is a warning beside it)."""
+        with self._lock:
+            if self._writer is None:
+                return
+            try:
+                # The window only, never the warm-up steps' times: closed (or moved) during the
+                # warm-up after a restart, those are its cold steps (CUDA and NCCL start-up,
+                # torch.compile), and written they were the job's step time for a re-plan, a
+                # hundred times too slow. Evaluations held for this configuration's first window
+                # then have no step record to follow, and are left out with a warning.
+                self.flush()
+                self._drop_held_evals(why="the tracker closed")
+            except BaseException as exc:
+                self._release_handles(raising=exc)  # the flush's own error is the one raised
+                raise
+            self._release_handles(raising=raising)
+
+    def _release_handles(self, *, raising: BaseException | None) -> None:
+        """Close the profile and end the fsync thread, each whatever the other raised; then
+        report the first storage fault met, by ``errors`` (or beside ``raising``)."""
+        # Taken before closing: a write the storage refused inside flush() has already
+        # stopped tracking and closed them (_stop), and the training must not die of
+        # closing them twice.
+        writer, self._writer = self._writer, None
+        syncer, self._syncer = self._syncer, None
+        failed: StorageError | None = None
+        for handle in (writer, syncer):
+            if handle is None:
+                continue
+            try:
+                handle.close()
+            except StorageError as exc:
+                failed = failed or exc
+        if failed is None:
             return
+        if raising is not None:
+            warn_beside(failed, raising=raising, stacklevel=4)
+        elif self.errors == "raise":
+            raise failed
+        else:
+            warnings.warn(f"cotune tracker: {failed}", RuntimeWarning, stacklevel=4)
+
+    def _end_with(self, exc: BaseException, *, close: bool = True) -> None:
+        """The training ends in ``exc``: an out-of-memory is recorded (a fact the next plan
+        must know: cotune replan moves the job off its configuration), then the tracker is
+        closed (``close=False``: its window flushed). Nothing raised here takes the place of
+        ``exc``: a storage fault meanwhile is a ``RuntimeWarning`` beside it, whatever
+        ``errors`` says. ``with Tracker`` and the Lightning callback's ``on_exception``."""
+        if is_out_of_memory(exc):
+            try:
+                self.out_of_memory(f"{type(exc).__name__}: {exc}")
+            except StorageError as failed:
+                warn_beside(failed, raising=exc, stacklevel=3)
+            except Exception:  # noqa: BLE001 - a closed tracker, say: never in the way of exc itself
+                pass
         try:
-            # The window only, never the warm-up steps' times: closed (or moved) during the
-            # warm-up after a restart, those are its cold steps (CUDA and NCCL start-up,
-            # torch.compile), and written they were the job's step time for a re-plan, a
-            # hundred times too slow. Evaluations held for this configuration's first window
-            # then have no step record to follow, and are left out with a warning.
-            self.flush()
-            self._drop_held_evals(why="the tracker closed")
-        finally:
-            # Taken before closing: a write the storage refused inside flush() has already
-            # stopped tracking and closed them (_stop), and the training must not die of
-            # closing them twice.
-            writer, self._writer = self._writer, None
-            syncer, self._syncer = self._syncer, None
-            if writer is not None:
-                writer.close()
-            if syncer is not None:
-                syncer.close()
+            if close:
+                self._close(raising=exc)
+            else:
+                self.flush()
+        except StorageError as failed:
+            warn_beside(failed, raising=exc, stacklevel=3)
 
     def _drop_held_evals(self, *, why: str) -> None:
         """Evaluations held for a configuration at which no step was then recorded: not
@@ -871,10 +967,9 @@ class Tracker:
         self.enabled = False
         self._window = []
         self._held_evals = []
-        try:
-            self.close()
-        except StorageError:  # the last partial window cannot be written either: the handles still go
-            pass
+        # Nothing is left to write (tracking stopped): closing only releases the handles, and
+        # a fault there not yet reported (the last sync's) follows `errors` as close()'s does.
+        self.close()
 
 
 def _never_preempting() -> None:
@@ -895,7 +990,13 @@ def _never_preempting() -> None:
 class _BackgroundSync:
     """fsync a file from a helper thread whenever asked (requests made while a sync runs
     coalesce into one more). Linux fsync flushes the file, whichever descriptor names it,
-    so the thread uses its own read-only descriptor and never touches the writer's."""
+    so the thread uses its own read-only descriptor and never touches the writer's (nor
+    its lock: a sync never holds up a write).
+
+    A failed sync ends the thread and is raised, as :class:`~cotune.errors.StorageError`,
+    by the next :meth:`request` on the caller's thread, or else by :meth:`close` (the last
+    sync's failure included): never a traceback of the helper thread, never unsaid. Each
+    failure is raised once."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -908,12 +1009,15 @@ class _BackgroundSync:
         self._wake = threading.Lock()
         self._wake.acquire()
         self._stop = False
+        self._closed = False
         self.error: OSError | None = None
+        self._reported = False  # whether `error` has been raised to a caller
         self._thread = threading.Thread(target=self._run, name="cotune-tracker-fsync", daemon=True)
         self._thread.start()
 
     def request(self) -> None:
         if self.error is not None:
+            self._reported = True
             raise StorageError.from_os_error(self.error, path=self._path, doing="sync it to disk")
         if os.getpid() != self._pid:
             # A fork() child (one that trains with its parent's tracker): the helper thread did
@@ -951,7 +1055,18 @@ class _BackgroundSync:
                 return
 
     def close(self) -> None:
+        """Wait for the last sync (one that covers every record written before this call),
+        end the thread and close the descriptor; then raise a failed sync not yet raised."""
+        if self._closed:
+            return
+        self._closed = True
         self._stop = True
         self._release()
-        self._thread.join()
-        os.close(self._fd)
+        self._thread.join()  # in a fork() child the thread is not there: join returns at once
+        # A read-only descriptor holds no data of ours: an error closing it loses nothing.
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        if self.error is not None and not self._reported:
+            self._reported = True
+            raise StorageError.from_os_error(
+                self.error, path=self._path, doing="sync its last records to disk (they may not be on disk)") from None
