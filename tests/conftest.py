@@ -63,3 +63,14 @@ def _no_launcher_rank():
     saved = {name: os.environ.pop(name) for name in names if name in os.environ}
     yield
     os.environ.update(saved)
+
+
+@pytest.fixture
+def fewer_gil_turns():
+    """Switch threads every microsecond, so a race between threads shows in a few hundred calls."""
+    import sys
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)

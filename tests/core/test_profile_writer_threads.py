@@ -37,15 +37,6 @@ def _written_by(path) -> dict[str, list[int]]:  # noqa: ANN001
     return by
 
 
-@pytest.fixture
-def fewer_gil_turns():
-    """Switch threads every microsecond, so a race between them shows in a few hundred records."""
-    import sys
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(old)
 
 
 @pytest.mark.parametrize("fsync", [False, True])

@@ -23,13 +23,6 @@ from cotune.track import Tracker
 WORKLOAD = WorkloadRecord(name="job-a", dataset_size=1000, metric="acc", goal="max")
 
 
-@pytest.fixture
-def fewer_gil_turns():
-    """Switch threads every microsecond, so a race between them shows in a few hundred calls."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(old)
 
 
 @pytest.fixture
