@@ -58,3 +58,38 @@ def shared_data(*parts: str) -> Path:
         return data_root().joinpath(*parts)
     except FileNotFoundError:  # pragma: no cover - CI and dev check shared/ out beside the repo
         pytest.skip("shared/data not found beside the repository")
+
+
+def fork_while_a_thread_holds_a_lock(monkeypatch, *, hold, child) -> int:  # noqa: ANN001
+    """Fork while a thread named ``holding`` runs ``hold()`` and sits in ``os.fsync`` (so
+    inside whatever lock that call holds); in the child run ``child()``. Returns the
+    child's exit code (0: ``child()`` returned; 1: it raised). The thread then finishes."""
+    import os
+    import threading
+
+    real_fsync = os.fsync
+    inside, may_go = threading.Event(), threading.Event()
+
+    def fsync(fd: int) -> None:
+        if threading.current_thread().name == "holding":
+            inside.set()
+            may_go.wait()
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    holding = threading.Thread(target=hold, name="holding")
+    holding.start()
+    inside.wait()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            child()
+            code = 0
+        finally:
+            os._exit(code)
+    may_go.set()
+    holding.join()
+    _, status = os.waitpid(pid, 0)
+    monkeypatch.undo()
+    return os.waitstatus_to_exitcode(status)

@@ -16,6 +16,7 @@ import threading
 import pytest
 
 from _fsfaults import CloseFails
+from _helpers import fork_while_a_thread_holds_a_lock
 from cotune.errors import EXIT_ENVIRONMENT, StorageError
 from cotune.profile import ProfileWriter, StepRecord, WorkloadRecord, read_profile
 
@@ -219,32 +220,9 @@ def test_a_writer_forked_while_another_thread_held_its_lock_writes_in_the_child(
     # The lock another thread held at the fork stays held in the child, where that thread
     # never runs: the child's first write waited on it for ever.
     path = tmp_path / "p.jsonl"
-    real_fsync = os.fsync
-    inside, may_go = threading.Event(), threading.Event()
-
-    def fsync(fd: int) -> None:
-        if threading.current_thread().name == "holding":
-            inside.set()
-            may_go.wait()
-        real_fsync(fd)
-
     with ProfileWriter(path, fsync=True) as writer:
         writer.write(WORKLOAD)
-        monkeypatch.setattr(os, "fsync", fsync)
-        holding = threading.Thread(target=writer.write, args=(_record("parent", 0),), name="holding")
-        holding.start()
-        inside.wait()  # the thread holds the writer's lock, in its fsync
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                writer.write(_record("child", 0))
-                code = 0
-            finally:
-                os._exit(code)
-        may_go.set()
-        holding.join()
-        _, status = os.waitpid(pid, 0)
-        monkeypatch.undo()
-    assert os.waitstatus_to_exitcode(status) == 0
+        code = fork_while_a_thread_holds_a_lock(monkeypatch, hold=lambda: writer.write(_record("parent", 0)),
+                                                child=lambda: writer.write(_record("child", 0)))
+    assert code == 0
     assert _written_by(path) == {"parent": [0], "child": [0]}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import fork_while_a_thread_holds_a_lock
 from cotune.errors import StorageError
 from cotune.profile import WorkloadRecord, read_profile
 from cotune.track import Tracker
@@ -195,32 +196,9 @@ def test_a_tracker_forked_while_another_thread_was_in_a_call_records_in_the_chil
     # The tracker's lock, held by another thread at the fork, stays held in the child, where
     # that thread never runs: the child's first call waited on it for ever.
     path = tmp_path / "job.jsonl"
-    inside, may_go = threading.Event(), threading.Event()
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        if threading.current_thread().name == "holding":
-            inside.set()
-            may_go.wait()
-        real_fsync(fd)
-
     with Tracker(path, gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=1, warmup_steps=0,
                  fsync="each") as tr:
-        monkeypatch.setattr(os, "fsync", fsync)
-        holding = threading.Thread(target=tr.step, kwargs={"step_time_s": 0.1}, name="holding")
-        holding.start()
-        inside.wait()  # that thread is inside tr.step(), holding the tracker's lock
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                tr.step(step_time_s=0.2)
-                code = 0
-            finally:
-                os._exit(code)
-        may_go.set()
-        holding.join()
-        _, status = os.waitpid(pid, 0)
-        monkeypatch.undo()
-    assert os.waitstatus_to_exitcode(status) == 0
+        code = fork_while_a_thread_holds_a_lock(monkeypatch, hold=lambda: tr.step(step_time_s=0.1),
+                                                child=lambda: tr.step(step_time_s=0.2))
+    assert code == 0
     assert sorted(s.step_time_s for s in read_profile(path).steps) == [0.1, 0.2]
