@@ -1221,7 +1221,10 @@ class ProfileWriter:
     :class:`~cotune.errors.StorageError`. Threads therefore wait for each other's fsync
     with ``fsync=True``: the tracker's default (``fsync="background"``) writes with
     ``fsync=False`` and syncs from a helper thread outside this lock. :meth:`close` waits
-    for a write in progress, then closes.
+    for a write in progress, then closes. The lock is reentrant, so a signal handler that
+    writes while its thread is inside a write does not hang: its record goes after the one
+    in progress, and should that one then fail it is not cut back (the cut would take the
+    handler's record, reported written); its bytes stay where they are.
 
     :meth:`close` raises :class:`~cotune.errors.StorageError` when closing the file fails
     (``close(2)``'s ``EIO``, which a network filesystem reports for data it could not
@@ -1245,6 +1248,9 @@ class ProfileWriter:
         # (see the class docstring). Never around the tracker's background fsync. Reentrant: a
         # signal handler that writes (or closes) while its thread is in a write must not hang.
         self._lock = threading.RLock()
+        # Bytes this writer has appended (a count, never reset): a failed write cuts back only
+        # where none were appended after its own, see _write_locked.
+        self._appended = 0
         _ALL_WRITERS.add(self)
 
     def __enter__(self) -> "ProfileWriter":
@@ -1390,6 +1396,7 @@ class ProfileWriter:
                 raise RuntimeError("ProfileWriter is not open: use it as a context manager")
         fd = self._fh.fileno()
         written = 0  # bytes of this record the kernel took
+        before = self._appended
         try:
             while written < len(data):
                 # The record itself to the first write(2); a view of the rest only after a short one
@@ -1397,14 +1404,18 @@ class ProfileWriter:
                 if not n:
                     raise OSError(errno.EIO, "short write")
                 written += n
+                self._appended += n
             if self._fsync:
                 os.fsync(fd)
         except OSError as exc:
             # The lock's holder cuts back to the last whole record, so a rerun (or a reader)
             # never sees a partial one; if even that fails the next writer's tail repair will.
             # A child writing beside the holder never does: its parent may have appended since
-            # this write began, and the cut would take those records.
-            if self._owner and written:
+            # this write began, and the cut would take those records. Nor does a write inside
+            # which this thread appended another record: a signal handler's write, let in by
+            # the reentrant lock while this one was in its write(2) or its fsync, lies after
+            # this record's bytes, and the cut took it (reported written) and kept these.
+            if self._owner and written and self._appended - before == written:
                 # Where this record began, read only now that a write failed (an fstat before
                 # every write cost the training loop a system call per record): an O_APPEND
                 # write(2) leaves the descriptor's offset at the end of the bytes it appended

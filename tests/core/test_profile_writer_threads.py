@@ -226,3 +226,43 @@ def test_a_writer_forked_while_another_thread_held_its_lock_writes_in_the_child(
                                                 child=lambda: writer.write(_record("child", 0)))
     assert code == 0
     assert _written_by(path) == {"parent": [0], "child": [0]}
+
+
+def test_a_failed_write_never_cuts_the_record_a_signal_handler_wrote_inside_it(tmp_path, monkeypatch):
+    # The lock is reentrant so that a signal handler which writes while its thread is inside
+    # a write does not hang. A signal that lands in the fsync (the kernel's EINTR: Python runs
+    # the handler, then retries the sync) ran a handler whose write appended after this
+    # record; the retried sync failed, and the cut-back, taking this record's length off the
+    # end, cut the handler's record (its write had returned) and kept this one's.
+    import signal
+
+    path = tmp_path / "p.jsonl"
+    real_fsync = os.fsync
+    handler_wrote: list[bool] = []
+    signalled: list[bool] = []
+
+    def handler(signo, frame) -> None:  # noqa: ANN001
+        writer.write(_record("handler", 0))
+        handler_wrote.append(True)
+
+    def fsync(fd: int) -> None:
+        if not signalled:  # the first record's sync: interrupted by the signal, then failing
+            signalled.append(True)
+            signal.raise_signal(signal.SIGUSR1)
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with ProfileWriter(path, fsync=True) as writer:
+            writer.write(WORKLOAD)
+            monkeypatch.setattr(os, "fsync", fsync)
+            with pytest.raises(StorageError, match=r"\(EIO\)"):
+                writer.write(_record("interrupted", 0))
+            monkeypatch.undo()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert handler_wrote == [True]
+    # The handler's record, reported written, is whole in the file; the failed one is not cut
+    # from under it (whole too: its write(2) had completed, only its sync failed).
+    assert _written_by(path) == {"interrupted": [0], "handler": [0]}
