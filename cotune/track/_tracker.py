@@ -589,11 +589,10 @@ class Tracker:
         ``accum_steps`` — the partial step a framework takes at the end of an epoch — so
         the epochs counted stay the passes over the data.
         """
-        # acquire()/release() rather than `with`, on the path every step takes: in caches a training
-        # step has evicted, `with` (its special-method lookups) measured a few µs more a call.
-        lock = self._lock
-        lock.acquire()
-        try:
+        # `with`, never acquire() then try: a KeyboardInterrupt (or any signal handler's exception)
+        # raised as acquire() returns, before the try, left the lock held for good, and every
+        # other thread's next call (a callback thread's eval, a close) waited for ever.
+        with self._lock:
             if not self.enabled:
                 return
             if self._writer is None:
@@ -622,8 +621,6 @@ class Tracker:
             if (len(self._window) >= self.window * scale
                     or self._clock() - self._window_began >= self._flush_every_s * scale):
                 self.flush()
-        finally:
-            lock.release()
 
     def eval(self, *, metric: float, epoch: float | None = None, grad_sqr: float | None = None,
              grad_var: float | None = None) -> EvalRecord | None:

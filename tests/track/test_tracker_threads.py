@@ -201,3 +201,58 @@ def test_a_tracker_forked_while_another_thread_was_in_a_call_records_in_the_chil
                                                 child=lambda: tr.step(step_time_s=0.2))
     assert code == 0
     assert sorted(s.step_time_s for s in read_profile(path).steps) == [0.1, 0.2]
+
+
+class _Signalled(Exception):
+    """What the test's signal handler raises: a Ctrl-C's KeyboardInterrupt, under a name of its own."""
+
+
+def test_an_exception_a_signal_raises_in_step_never_leaves_the_tracker_locked(tmp_path: Path,
+                                                                              fewer_gil_turns) -> None:
+    # Ctrl-C (SIGINT's KeyboardInterrupt) lands wherever the training thread is, this tracker's
+    # step() included. Raised just as the lock was taken, before the block that releases it
+    # (step() took it with acquire() then try:), it left the lock held by that thread for
+    # good: any other thread's next call — a callback thread's eval(), a close() — waited
+    # for ever. A real signal, sent again and again at random moments of a stepping loop
+    # (on a step() that took the lock outside its try, 246 of 2,000 left it held).
+    import queue
+    import random
+    import signal
+
+    def handler(signo, frame) -> None:  # noqa: ANN001
+        raise _Signalled
+
+    rounds = 300
+    tokens: queue.Queue[int | None] = queue.Queue()
+    main = threading.get_ident()
+    rng = random.Random(0)
+
+    def signaller() -> None:
+        while tokens.get() is not None:
+            for _ in range(rng.randrange(2000)):  # a moment of the loop's, not a fixed delay
+                pass
+            signal.pthread_kill(main, signal.SIGUSR1)
+
+    tr = Tracker(tmp_path / "job.jsonl", gpu="cpu", workers=1, local_batch=8, workload=WORKLOAD, window=10**6,
+                 warmup_steps=0, fsync="none")
+    previous = signal.signal(signal.SIGUSR1, handler)
+    sender = threading.Thread(target=signaller)
+    sender.start()
+    held = 0
+    try:
+        for _ in range(rounds):
+            try:
+                tokens.put(1)  # one signal, for the loop below: it raises inside this try
+                while True:
+                    tr.step(step_time_s=0.1)
+            except _Signalled:
+                pass
+            held += tr._lock._is_owned()  # a lock this thread keeps is one no other thread can take
+            while tr._lock._is_owned():
+                tr._lock.release()
+    finally:
+        tokens.put(None)
+        sender.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert held == 0
+    tr.close()
