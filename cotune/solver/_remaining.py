@@ -315,6 +315,12 @@ def finish_first(
     if not (gb.shape == fb.shape == fc.shape):
         raise ValueError("global_batch, fallback_p_success and fallback_cost must hold one value per option: shapes "
                          f"{gb.shape}, {fb.shape} and {fc.shape}")
+    # A NaN chance or finishing cost would pass every comparison below as False and come back
+    # as a NaN P(success) with a fallback named (decide_replan then refuses the NaN as bad input).
+    for name, value in (("p_success", p_success), ("p_reach", p_reach), ("finish_cost", finish_cost)):
+        if math.isnan(float(value)):
+            raise ValueError(f"finish_first: {name} is NaN; give staying's {name} as a number (a chance in [0, 1], "
+                             "a cost >= 0)")
     p = min(max(float(p_success), 0.0), 1.0)
     usable = (gb < float(running_batch)) & (fb > 0.0) & np.isfinite(fc)
     if not usable.any():

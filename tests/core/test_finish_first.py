@@ -111,3 +111,21 @@ def test_options_of_different_lengths_are_refused_naming_the_shapes():
     with pytest.raises(ValueError, match=r"one value per option: shapes \(2,\), \(1,\) and \(1,\)"):
         finish_first(p_success=0.5, p_reach=0.5, cost=1.0, finish_cost=0.1, global_batch=np.array([1.0, 2.0]),
                      running_batch=4.0, fallback_p_success=np.array([0.5]), fallback_cost=np.array([1.0]))
+
+
+@pytest.mark.parametrize("name", ["p_success", "p_reach", "finish_cost"])
+def test_a_nan_chance_or_finishing_cost_is_refused_naming_it(name):
+    # A NaN passed every comparison as False and came back as P(success) NaN with a fallback named.
+    kw = dict(p_success=0.3, p_reach=0.4, cost=1.0, finish_cost=0.5) | {name: math.nan}
+    with pytest.raises(ValueError, match=f"{name} is NaN"):
+        finish_first(global_batch=np.array([128.0]), running_batch=512.0, fallback_p_success=np.array([0.9]),
+                     fallback_cost=np.array([1.0]), **kw)
+
+
+def test_staying_with_an_infinite_cost_weighs_to_a_cost_that_is_never_nan():
+    kw = dict(p_success=0.3, finish_cost=0.5, global_batch=np.array([128.0]), running_batch=512.0,
+              fallback_p_success=np.array([0.9]), fallback_cost=np.array([2.0]))
+    reaches = finish_first(p_reach=0.4, cost=math.inf, **kw)
+    assert reaches.fallback == 0 and reaches.cost == math.inf
+    never = finish_first(p_reach=0.0, cost=math.inf, **kw)  # staying's reached branch is empty: 0 · ∞ is not counted
+    assert never.fallback == 0 and never.cost == pytest.approx(0.5 + 2.0)
