@@ -1092,7 +1092,8 @@ def replan(
                     notes.append(
                         f"staying runs out the learning-rate schedule in {format_duration(fin_s)}; should the target not be "
                         f"reached by then (a chance of {format_chance(1.0 - float(stay.p_reach))}), the job can still move to "
-                        f"{int(fb.workers[k])} x {fb.gpus[int(fb.gpu[k])]} at local batch {int(fb.local_batch[k])}: staying "
+                        f"{int(fb.workers[k])} x {fb.gpus[int(fb.gpu[k])]} {fb.markets[int(fb.market[k])]} at local batch "
+                        f"{int(fb.local_batch[k])}: staying "
                         f"is weighed with that fallback, P(success) {format_chance(ff.p_success)} at an expected cost of "
                         f"{format_money(ff.cost, priced=priced)} (the STAY row shows staying alone, "
                         f"{format_chance(float(stay.p_success))})"

@@ -347,7 +347,7 @@ def test_staying_is_weighed_with_a_smaller_batch_to_move_to_once_its_schedule_en
     r = _replan(job_path, cifar_models, progress={"schedule_epochs": last + 40.0})
     note = next(n for n in r.notes if "weighed with that fallback" in n)
     weighed = float(re.search(r"P\(success\) ([0-9.]+) at an expected cost", note).group(1))
-    moved = re.search(r"move to (\d+) x t4 at local batch (\d+)", note)
+    moved = re.search(r"move to (\d+) x t4 on_demand at local batch (\d+)", note)  # named as the rows are
     assert weighed >= r.stay.p_success + 0.01  # the STAY row keeps staying alone
     assert int(moved[1]) * int(moved[2]) < 4 * 128  # a smaller global batch than the job's
     # A schedule that runs past the deadline leaves no time to move after it: staying alone.
