@@ -1080,7 +1080,11 @@ def replan(
             fin_cost = stay.workers * stay.price_per_hour / 3600.0 * fin_s
             after, _ = evaluate(new_cands, restart_s, running=False, time_left_s=remaining_s - fin_s,
                                 money_left=None if budget_left is None else budget_left - fin_cost)
-            if len(after.candidates) == len(est.candidates):
+            a, b = after.candidates, est.candidates
+            # Row k of the fallback's estimates must be row k of the options (the mask is theirs): the
+            # spot stage keeps mixed rows by the deadline, so a shorter one could keep another set.
+            if len(a) == len(b) and all(np.array_equal(getattr(a, f), getattr(b, f))
+                                        for f in ("gpu", "market", "workers", "hosts", "local_batch")):
                 ff = finish_first(p_success=float(stay.p_success), p_reach=float(stay.p_reach), cost=float(stay.cost),
                                   finish_cost=fin_cost, global_batch=np.asarray(after.candidates.global_batch),
                                   running_batch=float(progress.global_batch),
