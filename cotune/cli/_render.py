@@ -187,7 +187,7 @@ def render_recommendation(rec: Recommendation) -> str:
         m = rec.next_measurement
         out += ["", f"Next measurement: {m.reason}."]
     if rec.notes:
-        out += ["", "Notes:"] + [f"  - {n}" for n in rec.notes]
+        out += ["", "Notes:"] + [f"  - {one_line(n)}" for n in rec.notes]
     return "\n".join(out)
 
 
@@ -256,7 +256,7 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
                    f"batches below it; a step measured at {batch} or above after it lifts the limit")
     out.append("")
     if report.notes:
-        out += ["Left out of the fit:"] + [f"  - {n}" for n in report.notes] + [""]
+        out += ["Left out of the fit:"] + [f"  - {one_line(n)}" for n in report.notes] + [""]
     a = report.accuracy
     if a is None:
         out.append(f"Accuracy model: not fitted — {report.accuracy_error}")

@@ -80,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
-    from cotune.cli._output import table
+    from cotune.cli._output import one_line, table
     from cotune.cli._render import table_chance, time_at_label
     from cotune.units import format_chance, format_duration, format_money
 
@@ -125,7 +125,7 @@ def render(result) -> str:  # ReplanResult; untyped to keep imports lazy
     if result.budget_left is not None:
         out.append(f"Budget left: {format_money(result.budget_left, priced=result.priced)} (spent {format_money(result.spent, priced=result.priced)})")
     if result.notes:
-        out += ["", "Notes:"] + [f"  - {n}" for n in result.notes]
+        out += ["", "Notes:"] + [f"  - {one_line(n)}" for n in result.notes]
     return "\n".join(out)
 
 

@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from cotune._checks import BadValue, excerpt, file_problem, integer, not_text_reason, number
+from cotune._checks import BadValue, excerpt, file_problem, integer, line_break_in, not_text_reason, number
 from cotune._request import MAX_GPUS_PER_HOST as REQUEST_MAX_GPUS_PER_HOST
 from cotune.errors import InputError
 
@@ -262,6 +262,11 @@ def parse_cluster(data: Mapping[str, Any], *, source: str = "<cluster>") -> Clus
     for name, table in gpus_raw.items():
         if not isinstance(name, (str, int)) or isinstance(name, bool) or not str(name).strip() or len(str(name)) > 100:
             raise _fail(source, "gpu", f"has a GPU type named {excerpt(name)}", "name each type with 1 to 100 characters, e.g. [gpu.t4]")
+        if line_break_in(str(name)):
+            # The profile reader's rule for names: a type named "t4\nCHOSEN ..." would print a
+            # line of its own choosing in every note that names it (no profile can probe it).
+            raise _fail(source, "gpu", f"has a GPU type named {excerpt(name)}, which breaks the line",
+                        "name each type on one line, as the profile's step records name it, e.g. [gpu.t4]")
         key = str(name).strip().lower()
         at = f"gpu.{key}."
         if not isinstance(table, Mapping):

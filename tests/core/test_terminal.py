@@ -100,3 +100,17 @@ def test_the_writer_refuses_what_the_reader_would(tmp_path):
 def test_tables_escape_a_line_break_in_a_cell():
     lines = table(["GPU", "N"], [["t4\nforged", "1"], ["a100", "2"]]).splitlines()
     assert len(lines) == 4 and "t4\\nforged" in lines[2]
+
+
+def test_a_note_naming_a_path_with_a_line_break_stays_one_line(capsys, tmp_path):
+    # Notes quote paths and names the CLI did not choose (a cluster file's path here): a line
+    # break in one printed a line of the caller's choosing under "Notes:".
+    profile = write_jsonl(tmp_path / "p.jsonl", synthetic_records(seed=4))
+    cluster = tmp_path / "c\nCHOSEN  v100  999 workers.toml"
+    cluster.write_text("version = 1\n[checkpoint]\nwrite_s = 1\n[gpu.t4]\non_demand = 4\non_demand_price_per_hour = 1\n"
+                       "[gpu.v100]\non_demand = 4\non_demand_price_per_hour = 2\n")
+    assert main(["recommend", str(profile), "--target", "0.9", "--cluster", str(cluster), "--quiet"]) in (0, 1)
+    lines = capsys.readouterr().out.splitlines()
+    note = next(line for line in lines if "offers v100" in line)
+    assert note.startswith("  - ") and "c\\nCHOSEN  v100  999 workers.toml" in note
+    assert not any(line.startswith("CHOSEN  v100") for line in lines)

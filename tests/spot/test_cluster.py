@@ -267,3 +267,19 @@ def test_a_version_of_true_is_no_version_one():
 
     with pytest.raises(InputError, match="version is true, not supported; write version = 1"):
         parse_cluster({"version": True, "gpu": {"t4": {"on_demand": 4, "on_demand_price_per_hour": 1.0}}}, source="c")
+
+
+@pytest.mark.parametrize("name", ["t4\nCHOSEN  t4  on_demand  999", "v100\rx", "a100\u2028x"], ids=["newline", "carriage-return", "line-separator"])
+def test_a_gpu_type_whose_name_breaks_the_line_is_refused_naming_it_escaped(name):
+    # The profile reader's rule for a gpu name (one line): a cluster file's type named so would
+    # print a line of its own choosing in the note that lists the types no probe measured.
+    data = {"version": 1, "gpu": {"t4": {"on_demand": 4, "on_demand_price_per_hour": 1.0},
+                                  name: {"on_demand": 1, "on_demand_price_per_hour": 1.0}}}
+    with pytest.raises(InputError, match="which breaks the line; name each type on one line") as info:
+        parse_cluster(data, source="c.toml")
+    assert "\n" not in str(info.value) and "\r" not in str(info.value)
+
+
+def test_a_gpu_name_with_only_surrounding_whitespace_still_reads_as_the_name():
+    cluster = parse_cluster({"version": 1, "gpu": {"t4\n": {"on_demand": 4, "on_demand_price_per_hour": 1.0}}}, source="c.toml")
+    assert cluster.offer("t4").on_demand == 4
