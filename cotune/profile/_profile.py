@@ -24,7 +24,7 @@ import re
 import threading
 import weakref
 from collections import Counter
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
@@ -42,6 +42,7 @@ from cotune.profile._schema import (
     Record,
     StepRecord,
     WorkloadRecord,
+    checked_record,
     record_from_dict,
     record_to_dict,
 )
@@ -637,6 +638,48 @@ def _build(
     )
 
 
+# A Profile's record groups and the record type each holds.
+_GROUPS: tuple[tuple[str, type], ...] = (
+    ("steps", StepRecord), ("evals", EvalRecord), ("failures", FailureRecord), ("noise", NoiseRecord),
+)
+
+
+def checked_profile(profile: Profile) -> Profile:
+    """``profile`` with every record judged by the rule that reads a file's line.
+
+    A :class:`Profile` built in Python (``Profile(workload=..., steps=...)``, or
+    ``dataclasses.replace`` of one) holds records no reader checked: ``gpu=None`` was an
+    ``AttributeError`` deep in the fit, ``metric="x"`` a ``TypeError``, ``step_time_s="0.1"``
+    was taken as a number and ``dataset_size=-5`` told to fit local batches of at most -5.
+    Every door that takes a Profile (``load_profile``) passes it here: a record the rule
+    refuses is a one-line :class:`ProfileError` naming its place (``Profile.steps[3]``) and
+    field. Records a reader built are not checked again (:func:`checked_record`), so a
+    profile read from a file costs a look-up per record."""
+
+    def checked(record: Any, cls: type, where: str) -> Any:
+        if not isinstance(record, cls):
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            raise ProfileError(f"{where} must be {article} {cls.__name__}, got {excerpt(record)}: build one "
+                               f"(cotune.{cls.__name__}(...)) or read a dict with cotune.profile.record_from_dict")
+        try:
+            return checked_record(record)
+        except ProfileError as exc:
+            raise ProfileError(f"{where}: {exc.reason}") from None
+
+    changes: dict[str, Any] = {}
+    workload = checked(profile.workload, WorkloadRecord, "Profile.workload")
+    if workload is not profile.workload:
+        changes["workload"] = workload
+    for name, cls in _GROUPS:
+        group = getattr(profile, name)
+        if isinstance(group, (str, bytes, Mapping)) or not isinstance(group, Iterable):
+            raise ProfileError(f"Profile.{name} must be a tuple of {cls.__name__} records, got {excerpt(group)}")
+        records = tuple(checked(r, cls, f"Profile.{name}[{i}]") for i, r in enumerate(group))
+        if type(group) is not tuple or any(a is not b for a, b in zip(records, group)):
+            changes[name] = records
+    return replace(profile, **changes) if changes else profile
+
+
 def _probe_cost_worker_hours(data: dict) -> float | None:
     """Worker-hours of one optional ``probe_cost`` line (None if it is not usable)."""
     wall, workers = data.get("wall_s"), data.get("workers", 1)
@@ -884,8 +927,7 @@ def _dump(record: Record) -> str:
     if line is not None and len(line) <= MAX_LINE_CHARS:  # longer: the full check names the field
         return line
     try:
-        # numpy scalars as plain numbers first: the reader's rule is for JSON, which has no other
-        checked = record_from_dict({k: plain_number(v) for k, v in record_to_dict(record).items()})
+        checked = checked_record(record)
     except ProfileError as exc:
         raise ProfileError(f"{record.kind} record not written: {exc}") from None
     data = record_to_dict(checked)

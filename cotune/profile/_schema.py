@@ -34,6 +34,7 @@ __all__ = [
     "FailureRecord",
     "NoiseRecord",
     "Record",
+    "checked_record",
     "record_from_dict",
     "record_to_dict",
 ]
@@ -384,7 +385,30 @@ def record_from_dict(data: Mapping[str, Any]) -> Record | None:
         if "record" not in data:
             raise ProfileError(f"no \"record\" field: each line names its type, \"record\": one of {known}")
         raise ProfileError(f"unknown record type {excerpt(kind)}: use one of {known} (or mark it \"optional\": true)")
-    return cls.from_dict(data)
+    record = cls.from_dict(data)
+    # Built by the rule: a Profile holding it is not checked again where it enters a door
+    # (checked_record). An attribute, not a field: equality, the file format and
+    # dataclasses.replace ignore it, and a replaced record is checked again.
+    object.__setattr__(record, _BY_RULE, True)
+    return record
+
+
+_BY_RULE = "_built_by_reader_rule"
+
+
+def checked_record(record: Record) -> Record:
+    """``record`` when :func:`record_from_dict` built it; else the record the reader's rule
+    reads from its fields: a record built by hand (``StepRecord(step_time_s="0.1")``,
+    ``EvalRecord(metric="x")``, ``gpu=None``, a numpy integer) is judged as its line in a
+    file would be, and a refusal is the same :class:`ProfileError`."""
+    if getattr(record, _BY_RULE, False):
+        return record
+    from cotune._checks import plain_number
+
+    # numpy scalars as plain numbers first: the reader's rule is for JSON, which has no other
+    checked = record_from_dict({k: plain_number(v) for k, v in record_to_dict(record).items()})
+    assert checked is not None  # a record type's own kind is never an optional unknown one
+    return checked
 
 
 # Each record type's field names, in order: dataclasses.fields() rebuilt the list for every

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from cotune.errors import InputError, ProfileError
 from cotune.profile import _profile
-from cotune.profile._profile import Profile, file_lines, read_profile
+from cotune.profile._profile import Profile, checked_profile, file_lines, read_profile
 
 __all__ = ["load_profile", "workload_name"]
 
@@ -17,7 +17,7 @@ def load_profile(source: Any) -> Profile:
     """A :class:`Profile` from itself, a file path, a bundled example's name, or a
     :class:`~cotune.ProfileRef` (as ``recommend`` and ``replan`` take one)."""
     if isinstance(source, Profile):
-        return source
+        return checked_profile(source)  # built in Python, its records are judged as a file's lines are
     from cotune.examples import resolve_profile_path
 
     # A ProfileRef (cotune._request) is read by its own load(); it is recognised by that
