@@ -694,7 +694,9 @@ _ONE_PER_LINE = "jq -c '.[]' FILE > PROFILE.jsonl, or json.dumps(record) per lin
 def parse_profile(lines: Iterable[str], *, path: str | None = None) -> Profile:
     """Parse JSON Lines text into a :class:`Profile`.
 
-    Blank lines are skipped. A final line that is not valid JSON *and* has no newline
+    ``lines``: the text (``str``, or UTF-8 ``bytes``) or its lines (a file opened in text or
+    binary mode, a list of ``str`` or ``bytes``); a line of another type is a
+    :class:`ProfileError` naming it. Blank lines are skipped. A final line that is not valid JSON *and* has no newline
     is a torn write from an interrupted run: it is skipped with a warning. Lines beyond
     :data:`MAX_LINE_CHARS` characters or :data:`MAX_PROFILE_LINES` lines are an error.
     """
@@ -760,6 +762,8 @@ def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str,
         if prev is not None:
             yield number, prev, False
         number += 1
+        if type(raw) is not str:
+            raw = _text_line(raw, path=path, line=number)
         total += len(raw)
         if total > MAX_PROFILE_CHARS:
             raise ProfileError(
@@ -784,6 +788,22 @@ def _bounded(lines: Iterable[str], path: str | None) -> Iterator[tuple[int, str,
         prev = raw
     if prev is not None:
         yield number, prev, True
+
+
+def _text_line(raw: Any, *, path: str | None, line: int) -> str:
+    """A line handed to :func:`parse_profile` that is not a ``str``: a file opened in binary
+    mode yields ``bytes``, read as the UTF-8 a profile is (as parse_profile reads bytes whole);
+    anything else is no line of text. Before, both were a TypeError from inside the reader."""
+    if isinstance(raw, str):
+        return str(raw)
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            why = not_text_reason(bytes(raw)) or "not UTF-8 text"
+            raise ProfileError(f"{why}: a profile is UTF-8 JSON Lines", path=path, line=line) from None
+    raise ProfileError(f"a line of a profile is text, got {excerpt(raw)}: give parse_profile a file opened in text mode, "
+                       "a list of str lines or the text itself (or read_profile(PATH))", path=path, line=line)
 
 
 _UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were no UTF-8, kept by errors="surrogateescape"

@@ -576,3 +576,22 @@ def test_text_given_to_parse_profile_is_split_where_a_file_is(separator):
 def test_a_malformed_line_of_text_without_a_file_is_named_by_its_line():
     with pytest.raises(ProfileError, match=r"^line 2: not valid JSON"):
         parse_profile(ISSUE_LINES[0] + "{bad\n" + ISSUE_LINES[1])
+
+
+def test_a_profile_opened_in_binary_mode_reads_as_its_text_torn_last_line_included(tmp_path):
+    # open(path, "rb") yields bytes lines: its torn last line was a TypeError inside the reader.
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(ISSUE_LINES) + '{"record": "eval", "glo', encoding="utf-8")
+    with path.open("rb") as fh:
+        profile = parse_profile(fh)
+    assert profile == parse_profile(ISSUE_LINES) and profile.warnings == ("line 4: skipped a torn last line (an interrupted write)",)
+
+
+@pytest.mark.parametrize(("lines", "expect"), [
+    ([b"\xff\xfe{\x00"], r"^line 1: UTF-16 text .*: save it as UTF-8: a profile is UTF-8 JSON Lines$"),
+    (["", None], r"^line 2: a line of a profile is text, got null: give parse_profile a file opened in text mode"),
+    ([["{}"]], r"^line 1: a line of a profile is text, got an array of 1 item"),
+], ids=["utf16-bytes", "none", "list"])
+def test_a_line_that_is_no_text_is_a_profile_error_naming_its_line(lines, expect):
+    with pytest.raises(ProfileError, match=expect):
+        parse_profile(lines)
