@@ -408,10 +408,24 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 
+def _utf16_without_mark(head: bytes) -> bool:
+    """Whether ``head`` is ASCII written as UTF-16 with no byte order mark: every other byte
+    NUL, the others not (``{\x00"\x00`` little-endian, ``\x00{\x00"`` big-endian). Such
+    bytes are valid UTF-8 — they decode, and only the parser after fails, at column 2 — and
+    UTF-8 text never holds a NUL between its characters."""
+    pairs = head[: len(head) // 2 * 2]
+    if len(pairs) < 4:
+        return False
+    even, odd = pairs[0::2], pairs[1::2]
+    return (all(even) and not any(odd)) or (all(odd) and not any(even))
+
+
 def not_text_reason(source: "str | os.PathLike[str] | bytes") -> str:
-    """Why a file (a path, or its leading bytes) that failed to decode as UTF-8 is not
-    text, with the fix: a compressed file, an archive or UTF-16 by its leading bytes.
-    Returns "" when they name nothing (the caller's own "not UTF-8" advice stands)."""
+    """Why a file (a path, or its leading bytes) is not UTF-8 text, with the fix: a
+    compressed file, an archive or UTF-16 (with or without a byte order mark) by its
+    leading bytes. Returns "" when they name nothing (the caller's own "not UTF-8" advice
+    stands). Readers ask it when a file fails to decode, and when its text holds a NUL:
+    UTF-16 without a byte order mark decodes as UTF-8."""
     if isinstance(source, bytes):
         head = source[:8]
     else:
@@ -420,7 +434,10 @@ def not_text_reason(source: "str | os.PathLike[str] | bytes") -> str:
                 head = fh.read(8)
         except (OSError, ValueError):
             return ""
-    return next((why for magic, why in _MAGIC if head.startswith(magic)), "")
+    why = next((why for magic, why in _MAGIC if head.startswith(magic)), "")
+    if not why and _utf16_without_mark(head):
+        why = "UTF-16 text without a byte order mark (iconv -t UTF-16LE and Windows programs write it): save it as UTF-8"
+    return why
 
 
 # --- JSON ----------------------------------------------------------------------------------

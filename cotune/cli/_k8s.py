@@ -177,6 +177,8 @@ def _saved_answer(args: argparse.Namespace):  # -> Mapping: the recommendation d
     except UnicodeDecodeError:
         why = not_text_reason(raw)
         raise InputError(f"--answer {source}: {why or 'not UTF-8 text: give the JSON cotune wrote'}") from None
+    if "\x00" in text[:8] and not_text_reason(raw):  # UTF-16 without a byte order mark decodes: no JSON error
+        raise InputError(f"--answer {source}: {not_text_reason(raw)}")
     try:
         return answer_document(load_json(text, where=f"--answer {source}"))
     except InputError as exc:

@@ -421,7 +421,13 @@ MAX_COLUMNS = 10_000
 def check_header(path: Path, header: list[str]) -> None:
     """Refuse a header of more than :data:`MAX_COLUMNS` columns, or one that names a column
     twice: a reader keeps one of the two (``csv.DictReader`` the last; pandas renames the
-    second ``name.1``), so the other one would vanish without a word."""
+    second ``name.1``), so the other one would vanish without a word. A header holding a NUL
+    is asked about its file's bytes: UTF-16 without a byte order mark decodes as UTF-8, and
+    its columns ('g\x00p\x00u\x00') were then named as columns that are no field."""
+    if any("\x00" in h for h in header if isinstance(h, str)):
+        why = not_text_reason(path)
+        if why:
+            raise InputError(f"{path}: {why}")
     if len(header) > MAX_COLUMNS:
         raise InputError(f"{path}: the header names {len(header):,} columns, more than a table's {MAX_COLUMNS:,}: "
                          "give a table with a column per field (or per value of one, with --wide)")

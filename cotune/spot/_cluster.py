@@ -444,6 +444,8 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
     except UnicodeDecodeError as exc:
         why = not_text_reason(raw)
         raise InputError(f"{source}: {why or f'not UTF-8 text (byte {exc.start}): save the file as UTF-8'}") from None
+    if "\x00" in text[:8] and not_text_reason(raw):  # UTF-16 without a byte order mark decodes: no TOML error
+        raise InputError(f"{source}: {not_text_reason(raw)}")
     if suffix == ".toml":
         data = _read_toml(text, source)
     else:

@@ -108,3 +108,46 @@ def test_a_gzipped_cluster_file_is_named_as_such(tmp_path):
 def test_leading_bytes_that_name_nothing_give_no_reason(tmp_path):
     assert not_text_reason(b"\xff\xd8\xff\xe0 a jpeg") == ""
     assert not_text_reason(tmp_path / "missing") == ""
+
+
+_NO_MARK = "UTF-16 text without a byte order mark (iconv -t UTF-16LE and Windows programs write it): save it as UTF-8"
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_named_by_its_nul_pattern(codec):
+    # It decodes as UTF-8 (every byte is ASCII or NUL): only the pattern tells it apart.
+    assert not_text_reason('{"record": "workload"}\n'.encode(codec)) == _NO_MARK
+    assert not_text_reason(b"\x00" * 8) == "" and not_text_reason(b"a\x00") == ""  # a crash's zeros, too short to tell
+
+
+def _files_in_utf16_without_a_mark(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """Each door's file written in UTF-16LE without a mark: (its command line, the file)."""
+    def write(name: str, data: bytes) -> str:
+        path = tmp_path / name
+        path.write_bytes(data.decode("utf-8").encode("utf-16-le"))
+        return str(path)
+
+    out = str(tmp_path / "out.jsonl")
+    profile = write("job.jsonl", PROFILE_TEXT)
+    cluster = write("c.toml", (ROOT / "examples/cluster.toml").read_bytes())
+    answer = write("a.json", b'{"schema_version": 1, "status": "ok"}')
+    log = write("run.csv", (ROOT / "examples/logs/run.csv").read_bytes())
+    table = write("sweep.csv", (ROOT / "examples/logs/sweep.csv").read_bytes())
+    return {
+        "profile": (["fit", profile], profile),
+        "cluster": (["recommend", "cifar10-resnet18", "--target", "0.9", "--cluster", cluster], cluster),
+        "answer": (["k8s", "--answer", answer], f"--answer {answer}"),
+        "csv-log": (["import", "csv", log, "--out", out, "--global-batch", "16", "--dataset-size", "96"], log),
+        "records-table": (["import", "records", table, "--record", "step", "--out", out, "--name", "c",
+                           "--dataset-size", "50000", "--metric", "top1"], table),
+    }
+
+
+@pytest.mark.parametrize("door", ["profile", "cluster", "answer", "csv-log", "records-table"])
+def test_a_file_in_utf16_without_a_byte_order_mark_is_named_at_every_door(tmp_path, capsys, door):
+    # Before: "not valid JSON (Expecting property name ... column 2): fix or delete this line",
+    # "not valid TOML", "line 2 has 1 cell", columns named 'g\x00p\x00u\x00'.
+    argv, shown = _files_in_utf16_without_a_mark(tmp_path)[door]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"cotune: {shown}: {_NO_MARK}") and "\n" not in err, err
