@@ -66,6 +66,9 @@ __all__ = [
     "numpy_time_kind",
     "one_line_name",
     "parse_key_number",
+    "path_text_problem",
+    "PROFILE_NAMED",
+    "CLUSTER_NAMED",
     "parse_number",
     "plain_number",
     "unique_pairs",
@@ -370,6 +373,28 @@ _integer = integer  # parse_number's keyword ``integer`` shadows the function in
 
 
 # --- files -------------------------------------------------------------------------------
+
+#: Longest path a user may give as text (Linux's PATH_MAX): the OS refuses a longer one anyway.
+MAX_PATH_CHARS = 4096
+#: What a profile given as text may be, for :func:`path_text_problem`'s fix.
+PROFILE_NAMED = "a profile file or a bundled example name (cotune examples lists them)"
+#: What a cluster file given as text must be.
+CLUSTER_NAMED = "a cluster file (.toml, .yaml or .yml; examples/cluster.toml shows one)"
+
+
+def path_text_problem(text: str, *, what: str) -> str:
+    """What is wrong with ``text`` as the path of a file a user names (``what``: "a profile
+    file or a bundled example name", "a cluster file"), with the fix; "" if nothing. One rule
+    for the request's fields and the functions that read the file: an empty path read as
+    '.' ("is a directory") at one door and was refused at another."""
+    if not text.strip():
+        return f"is empty (got {excerpt(text)}): give {what}"
+    if "\x00" in text:
+        return f"holds a NUL byte, which no path can (got {excerpt(text)}): give {what}"
+    if len(text) > MAX_PATH_CHARS:
+        return f"is {len(text):,} characters long, more than the {MAX_PATH_CHARS:,} a path may have: give a shorter path to {what}"
+    return ""
+
 
 
 def file_problem(path: "str | os.PathLike[str]") -> str | None:

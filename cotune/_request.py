@@ -33,7 +33,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 from cotune._checks import (
-    MAX_INTEGER, MAX_NAME, BadValue, _is_bool, excerpt, integer, number, numpy_time_kind, plain_number,
+    CLUSTER_NAMED, MAX_INTEGER, MAX_NAME, PROFILE_NAMED, BadValue, _is_bool, excerpt, integer, number, numpy_time_kind, path_text_problem,
+    plain_number,
 )
 from cotune._checks import interval as check_interval
 from cotune._lazy import annotation_module
@@ -317,8 +318,9 @@ def _check_profile(value: Any) -> Any:
     if value is None or isinstance(value, ProfileRef) or isinstance(value, os.PathLike):
         return value
     if isinstance(value, str):
-        if not value.strip() or "\x00" in value or len(value) > 4096:
-            raise BadValue(f"must be a profile file, a bundled example name or a Profile, got {excerpt(value)}", where="/profile")
+        problem = path_text_problem(value, what=PROFILE_NAMED)
+        if problem:
+            raise BadValue(problem, where="/profile")
         return value
     from cotune.profile import Profile
 
@@ -389,7 +391,10 @@ def _is_cluster(value: Any) -> bool:
 
 
 def _check_cluster(value: Any) -> Any:
-    if isinstance(value, str) and value.strip() and "\x00" not in value and len(value) <= 4096:
+    if isinstance(value, str):
+        problem = path_text_problem(value, what=CLUSTER_NAMED)
+        if problem:
+            raise BadValue(problem, where="/cluster")
         return value
     if isinstance(value, (os.PathLike, Mapping)) or _is_cluster(value):
         return value  # a mapping (the file's fields) is validated where it is read: cotune.spot.load_cluster

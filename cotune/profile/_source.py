@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any, Mapping
 
+from cotune._checks import PROFILE_NAMED, path_text_problem
 from cotune.errors import InputError, ProfileError
 from cotune.profile import _profile
 from cotune.profile._profile import Profile, checked_profile, file_lines, read_profile
@@ -33,7 +34,11 @@ def load_profile(source: Any) -> Profile:
     if not isinstance(source, (str, os.PathLike)):
         raise InputError(f"a profile is a file path, a bundled example name, a Profile or a ProfileRef, got a "
                          f"{type(source).__name__}")
-    return read_profile(resolve_profile_path(os.fspath(source)))
+    text = os.fspath(source)
+    problem = path_text_problem(text, what=PROFILE_NAMED) if isinstance(text, str) else ""
+    if problem:  # the request's rule for its 'profile' (cotune._request): '' read as '.', "is a directory"
+        raise InputError(f"the profile path {problem}")
+    return read_profile(resolve_profile_path(text))
 
 
 def workload_name(source: Any) -> str | None:

@@ -37,7 +37,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from cotune._checks import BadValue, excerpt, file_problem, integer, line_break_in, not_text_reason, number
+from cotune._checks import (
+    CLUSTER_NAMED, BadValue, excerpt, file_problem, integer, line_break_in, not_text_reason, number, path_text_problem,
+)
 from cotune._request import MAX_GPUS_PER_HOST as REQUEST_MAX_GPUS_PER_HOST
 from cotune.errors import InputError
 
@@ -422,6 +424,10 @@ def load_cluster(path: str | os.PathLike[str] | Cluster) -> Cluster:
         return path
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"cluster must be a path to a .toml or .yaml file (or a Cluster), got {excerpt(path)}")
+    text = os.fspath(path)
+    problem = path_text_problem(text, what=CLUSTER_NAMED) if isinstance(text, str) else ""
+    if problem:  # the request's rule for its 'cluster': '' read as '.', "unknown cluster file type"
+        raise InputError(f"the cluster file path {problem}")
     p = Path(path)
     source = str(p)
     suffix = p.suffix.lower()

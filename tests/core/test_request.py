@@ -630,3 +630,42 @@ def test_a_local_batch_larger_than_the_training_set_points_at_its_field():
         cotune.recommend(EXAMPLE, target=0.94, local_batches=[100_000])
     assert info.value.where == "/local_batches/0"
     assert str(info.value).startswith("/local_batches/0: local batch 100000 is more than the profile's")
+
+
+
+_IMPOSSIBLE_PATHS = pytest.mark.parametrize(
+    ("text", "problem"),
+    [("", "is empty (got '')"), ("  ", "is empty (got '  ')"), ("a\x00b", "holds a NUL byte, which no path can (got 'a\\x00b')"),
+     ("p" * 5000, "is 5,000 characters long, more than the 4,096 a path may have")],
+    ids=["empty", "blank", "nul", "too-long"],
+)
+
+
+@_IMPOSSIBLE_PATHS
+def test_a_profile_path_no_file_can_have_is_refused_with_one_message_at_every_door(text, problem, capsys):
+    # `cotune fit ''` and load_profile('') said ".: is a directory" where recommend refused it.
+    fix = "a profile file or a bundled example name (cotune examples lists them)"
+    with pytest.raises(InputError) as via_load:
+        cotune.load_profile(text)
+    with pytest.raises(InputError) as via_request:
+        cotune.recommend(text, target=0.9)
+    detail = str(via_request.value).removeprefix("/profile: ")
+    assert detail.startswith(problem) and detail.endswith(fix) and str(via_load.value) == f"the profile path {detail}"
+    if "\x00" not in text:  # a command line cannot hold a NUL byte
+        assert main(["fit", text]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"cotune: the profile path {problem[:9]}") and err.endswith(f"{fix}\n") and err.count("\n") == 1
+
+
+@_IMPOSSIBLE_PATHS
+def test_a_cluster_path_no_file_can_have_is_refused_with_one_message_at_every_door(text, problem):
+    # load_cluster('') said ".: unknown cluster file type '(none)'".
+    from cotune.spot import load_cluster
+
+    with pytest.raises(InputError) as via_load:
+        load_cluster(text)
+    with pytest.raises(InputError) as via_request:
+        RecommendRequest(profile="cifar10-resnet18", target=0.9, cluster=text)
+    detail = str(via_request.value).removeprefix("/cluster: ")
+    assert detail.startswith(problem) and "a cluster file (.toml, .yaml or .yml" in detail
+    assert str(via_load.value) == f"the cluster file path {detail}"
