@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from cotune._checks import MAX_INTEGER, MAX_NAME, excerpt, not_text_reason
+from cotune._checks import MAX_INTEGER, MAX_NAME, excerpt, not_text_reason, path_text_problem
 from cotune.errors import InputError
 from cotune.logs._adaptdl import read_adaptdl
 from cotune.logs._convert import ImportOptions, log_to_records
@@ -37,6 +37,22 @@ def _name(flag: str, value: object) -> None:
     that names it)."""
     if value is not None and (not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME):
         raise InputError(f"{flag} must be a non-empty name of at most {MAX_NAME} characters, got {excerpt(value)}")
+
+
+def _paths(path: object, out: object, *, what: str) -> None:
+    """The log (``what``: "the log file or run directory") and the profile to write: each a
+    ``str`` or ``os.PathLike`` a file can have (the rule of every door, path_text_problem).
+    An empty PATH read as '.', the working directory ('. is a directory', or a trace read from
+    it), and ``out=True`` was a TypeError from inside ``os.path``."""
+    for flag, value, named in (("PATH", path, what), ("--out", out, "the profile file to write (.jsonl)")):
+        if value is None and flag == "--out":
+            continue
+        text = os.fspath(value) if isinstance(value, os.PathLike) else value
+        if not isinstance(text, str):
+            raise InputError(f"{flag} must be a path (a str or a pathlib.Path), got {excerpt(value)}: give {named}")
+        problem = path_text_problem(text, what=named)
+        if problem:
+            raise InputError(f"{flag} {problem}")
 
 
 def _whole(flag: str, value: object) -> None:
@@ -110,6 +126,7 @@ def import_log(
     (tensorboard, mlflow) reads the metric's steps as epoch indices, for a metric logged with
     ``add_scalar(tag, value, epoch)`` or ``log_metric(key, value, step=epoch)``.
     """
+    _paths(path, out, what="the log file or run directory")
     hosts = 1 if hosts is None else hosts  # None is the default, as for every other keyword
     accum_steps = 1 if accum_steps is None else accum_steps
     for flag, value in (("--global-batch", global_batch), ("--dataset-size", dataset_size), ("--workers", workers),
@@ -248,6 +265,7 @@ def import_table(
     from cotune.logs._table import (add_constants, add_hosts, check_columns, check_constants, check_where, check_wide,
                                     map_columns, numbers_as_numbers, select_rows, unpivot, where_columns)
 
+    _paths(path, out, what="the CSV table of records")
     wanted, mapped, pivot, fixed = check_where(where), check_columns(columns), check_wide(wide), check_constants(constants)
     per_host = None if gpus_per_host is None else integer(gpus_per_host, where="--gpus-per-host (gpus_per_host=)", ge=1)
     p = _need_file(Path(path), "CSV table of profile records", "records")
@@ -461,6 +479,7 @@ def import_adaptdl(
     Nothing is written unless every row is a valid record."""
     from cotune.logs._convert import _readable
 
+    _paths(path, out, what="the trace directory or one of its files")
     _name("--gpu", gpu)
     from cotune.logs._adaptdl import NO_CURVE_NOTE, trace_name
 
