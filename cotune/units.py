@@ -77,7 +77,10 @@ def format_duration(seconds: float) -> str:
     (``'inf'``, ``'-inf'`` and ``'nan'`` for what is not a span; a negative span keeps its sign)."""
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise InputError(f"seconds must be a number, got {excerpt(seconds)}")
-    seconds = float(seconds)
+    try:
+        seconds = float(seconds)
+    except OverflowError:  # an int (or Fraction) past float range: a span longer than any, as 1e400 reads
+        seconds = math.inf if seconds > 0 else -math.inf
     if not math.isfinite(seconds):
         return str(seconds)  # 'inf', '-inf', 'nan'
     if seconds < 0:

@@ -137,3 +137,9 @@ def test_minus_zero_is_zero_seconds_not_a_negative_span(text):
 def test_digits_of_other_scripts_are_not_read_as_a_duration(text):
     with pytest.raises(InputError, match="cannot read duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(10**400, "inf"), (-(10**400), "-inf")], ids=["huge", "huge-negative"])
+def test_a_whole_number_past_float_range_formats_as_an_infinite_span_not_an_overflow(seconds, shown):
+    # format_duration(10**400) was OverflowError: int too large to convert to float.
+    assert format_duration(seconds) == shown
