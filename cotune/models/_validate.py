@@ -341,8 +341,9 @@ def validate_profile(
     seed = integer(seed, where="seed", ge=0)
     from cotune.errors import ModelError
 
-    from cotune.models._fitted import clean_arrays
+    from cotune.models._fitted import check_gpu_types, clean_arrays
 
+    check_gpu_types(profile)  # the fit's own bound, before any fold is fitted
     # The same records as the fit a recommendation uses: outliers left out, and said so.
     clean = clean_arrays(profile)
     # One tick per fold that runs (never more than the GPU type's configurations) and one

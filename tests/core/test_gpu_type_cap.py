@@ -51,3 +51,14 @@ def test_as_many_gpu_types_as_the_cap_are_fitted() -> None:
 
     profile = parse_profile([json.dumps(r) + "\n" for r in _records(3)])
     assert sorted(fit_models(profile, n_bootstrap=0).time_models) == ["g0", "g1", "g2"]
+
+
+def test_cotune_fit_refuses_them_too_before_any_fold_is_fitted(tmp_path, capsys) -> None:
+    # validate_profile had no cap: `cotune fit` fitted 40 types, five folds each, in 77 s.
+    from cotune.cli import main
+
+    path = tmp_path / "many.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records(MAX_GPU_TYPES + 8)))
+    assert main(["fit", str(path), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"names {MAX_GPU_TYPES + 8} GPU types; cotune fits at most {MAX_GPU_TYPES}" in err
