@@ -37,7 +37,7 @@ def load_profile(source: Any) -> Profile:
     text = os.fspath(source)
     problem = path_text_problem(text, what=PROFILE_NAMED) if isinstance(text, str) else ""
     if problem:  # the request's rule for its 'profile' (cotune._request): '' read as '.', "is a directory"
-        raise InputError(f"the profile path {problem}")
+        raise ProfileError(f"the profile path {problem}")
     return read_profile(resolve_profile_path(text))
 
 
