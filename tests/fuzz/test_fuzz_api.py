@@ -126,3 +126,40 @@ def test_record_tables_give_a_profile_or_a_one_line_input_error(tmp_path_factory
             assert not out.exists()  # nothing written unless every row is a record
         else:
             assert cotune.read_profile(out).steps == profile.steps  # what was written reads back
+
+
+@st.composite
+def hand_built_profiles(draw) -> object:
+    """A Profile built in Python from a read one: a field of a record, or an entry of a group,
+    set to any value a caller could hold (dataclasses.replace does not check)."""
+    import dataclasses
+
+    profile = cotune.parse_profile([json.dumps(r) + "\n" for r in _RECORDS[:14]])
+    group = draw(st.sampled_from(["workload", "steps", "evals"]))
+    if group == "workload":
+        field = draw(st.sampled_from([f.name for f in dataclasses.fields(profile.workload)]))
+        return dataclasses.replace(profile, workload=dataclasses.replace(profile.workload, **{field: draw(PY_VALUES)}))
+    records = list(getattr(profile, group))
+    i = draw(st.integers(0, len(records) - 1))
+    if draw(st.booleans()):
+        field = draw(st.sampled_from([f.name for f in dataclasses.fields(records[i])]))
+        records[i] = dataclasses.replace(records[i], **{field: draw(PY_VALUES)})
+    else:
+        records[i] = draw(st.one_of(PY_VALUES, st.just(profile.workload)))
+    return dataclasses.replace(profile, **{group: tuple(records)})
+
+
+@FAST
+@given(profile=hand_built_profiles())
+def test_a_hand_built_profile_gives_a_profile_or_a_one_line_input_error(tmp_path_factory, profile):
+    with time_bound(profile), memory_bound():
+        try:
+            loaded = cotune.load_profile(profile)
+        except InputError as exc:
+            assert one_line(str(exc)) and len(str(exc)) < 1000, str(exc)[:1000]
+            return
+    # What passes holds only records a file can hold: written, it reads back as the same records.
+    path = tmp_path_factory.mktemp("hand") / "p.jsonl"
+    cotune.write_profile(loaded, path)
+    again = cotune.read_profile(path)
+    assert (again.workload, again.steps, again.evals) == (loaded.workload, loaded.steps, loaded.evals)
