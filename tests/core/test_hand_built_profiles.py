@@ -79,3 +79,15 @@ def test_a_hand_built_profile_of_valid_records_reads_as_the_files_records(read):
     loaded = cotune.load_profile(Profile(workload=workload, steps=list(steps), evals=evals))
     assert loaded.steps == read.steps and loaded.evals == read.evals
     assert all(type(s.workers) is int and type(s.step_time_s) is float for s in loaded.steps)
+
+
+def test_a_hand_built_record_the_rule_reads_unchanged_is_handed_on_as_itself(read):
+    # Checked once: a program passing its own records to door after door (the replay
+    # benchmarks fit at every checkpoint) does not pay the full check again each time.
+    plain = StepRecord(gpu="t4", workers=2, hosts=1, local_batch=16, step_time_s=0.05)
+    spelt = StepRecord(gpu=" t4", workers=2, hosts=1, local_batch=16, step_time_s=0.05)
+    numpy = StepRecord(gpu="t4", workers=np.int64(2), hosts=1, local_batch=16, step_time_s=0.05)
+    loaded = cotune.load_profile(dataclasses.replace(read, steps=(plain, spelt, numpy)))
+    assert loaded.steps[0] is plain
+    assert loaded.steps[1] is not spelt and loaded.steps[1].gpu == "t4"  # what the rule reads is handed on
+    assert loaded.steps[2] is not numpy and type(loaded.steps[2].workers) is int
