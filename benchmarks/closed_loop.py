@@ -612,14 +612,16 @@ class SuccessController:
         # The job's schedule length in epochs applies at every batch (a recipe keeps its
         # epoch count when the batch changes; the truth's recipes differ a little).
         schedule = np.full(len(sub), self.schedule_epochs if p is None else p.schedule_epochs)
+        sigma = np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2)
+        rate = sub.workers * est.price_per_hour / 3600.0
+        left = math.inf if deadline_s is None else deadline_s - elapsed
         rw = remaining_work(
-            epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
+            epochs=e_hat, log_sigma=sigma, p_reach=p_hat,
             # Before the job has run, the belief is the models' alone: their error shapes,
             # as `recommend` uses; with progress, the job's own forecast (normal).
             step_log_sigma=est.step_log_sigma, shapes=(STEP_ERROR_SHAPE, EPOCHS_ERROR_SHAPE) if p is None else None,
             done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=restart,
-            rate_per_s=sub.workers * est.price_per_hour / 3600.0,
-            remaining_s=None if deadline_s is None else deadline_s - elapsed, max_epochs=schedule,
+            rate_per_s=rate, remaining_s=None if deadline_s is None else left, max_epochs=schedule,
         )
         p_succ, cost, rem_time = rw.p_success, rw.cost, rw.time_s
         if here is not None and p is not None:
@@ -627,17 +629,14 @@ class SuccessController:
             # (cotune.solver.finish_first; `cotune replan` weighs staying the same way).
             fin = schedule_left_s(schedule_epochs=float(schedule[here]), done_epochs=float(done[here]),
                                   epoch_time_s=float(est.epoch_time_s[here]))
-            left = math.inf if deadline_s is None else deadline_s - elapsed
             if 0.0 < fin < left:
                 after = remaining_work(
-                    epochs=e_hat, log_sigma=np.sqrt(s_hat**2 + np.asarray(est.step_log_sigma, float) ** 2), p_reach=p_hat,
-                    done_epochs=done, epoch_time_s=est.epoch_time_s, restart_s=np.full(len(sub), p.restart_s),
-                    rate_per_s=sub.workers * est.price_per_hour / 3600.0,
+                    epochs=e_hat, log_sigma=sigma, p_reach=p_hat, done_epochs=done, epoch_time_s=est.epoch_time_s,
+                    restart_s=np.full(len(sub), p.restart_s), rate_per_s=rate,
                     remaining_s=None if deadline_s is None else left - fin, max_epochs=schedule,
                 )
-                rate_here = float(sub.workers[here] * est.price_per_hour[here] / 3600.0)
                 ff = finish_first(p_success=float(p_succ[here]), p_reach=float(rw.p_reach[here]), cost=float(cost[here]),
-                                  finish_cost=rate_here * fin, global_batch=sub.global_batch,
+                                  finish_cost=float(rate[here]) * fin, global_batch=sub.global_batch,
                                   running_batch=float(sub.global_batch[here]), fallback_p_success=after.p_success,
                                   fallback_cost=after.cost)
                 p_succ, cost = p_succ.copy(), cost.copy()
