@@ -74,7 +74,8 @@ def _fit(w: Workload, visible: list[int], bn: float, **kw) -> AccuracyModel:
     ep = np.concatenate([w.curves[b].epochs for b in visible])
     me = np.concatenate([w.curves[b].metric for b in visible])
     # Spreads at zero: the samples measure the anchor σ alone, κ is solved for below.
-    return AccuracyModel(goal=w.goal, b_noise=bn, kappa_beyond=0.0, kappa_inside=0.0, **kw).fit(gb, ep, me)
+    return AccuracyModel(goal=w.goal, b_noise=bn, noise_trace=w.noise_rows(), kappa_beyond=0.0, kappa_inside=0.0,
+                         **kw).fit(gb, ep, me)
 
 
 def scatter_of(w: Workload) -> float:

@@ -119,7 +119,7 @@ def _prior_model(w, batch: int, *, reference_only: bool = False):
         b_noise = float(np.median(c.grad_var[ok] / c.grad_sqr[ok] * ref)) if np.any(ok) else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return AccuracyModel(goal=w.goal, interval=INTERVAL, b_noise=b_noise).fit(
+            return AccuracyModel(goal=w.goal, interval=INTERVAL, b_noise=b_noise, noise_trace=w.noise_rows(ref)).fit(
                 np.full(c.epochs.size, float(ref)), c.epochs, c.metric)
     others = [b for b in w.curves if b != batch]
     if len(others) < 2:

@@ -78,7 +78,7 @@ def epochs_errors(*, models: Iterable[str] | None = None, **priors: Any) -> tupl
         weakest = float(min(float(curves[b][1][-1]) for b in batches))
         ref = w.reference_batch
         c = w.curves[ref]
-        model = AccuracyModel(goal=w.goal, b_noise=_reference_noise_scale(w), **priors).fit(
+        model = AccuracyModel(goal=w.goal, b_noise=_reference_noise_scale(w), noise_trace=w.noise_rows(), **priors).fit(
             np.full(len(c.epochs), float(ref)), c.epochs, c.metric
         )
         for f in _LEVELS:

@@ -123,7 +123,7 @@ def accuracy_errors(workload: Workload) -> list[dict]:
         ok = (ref.grad_sqr > 0) & np.isfinite(ref.grad_var)
         b_noise = float(np.median(ref.grad_var[ok] / ref.grad_sqr[ok])) * workload.reference_batch
         models = {
-            "cotune": AccuracyModel(goal=workload.goal, b_noise=b_noise).fit(g, e, m),
+            "cotune": AccuracyModel(goal=workload.goal, b_noise=b_noise, noise_trace=workload.noise_rows()).fit(g, e, m),
             "isotonic": IsotonicAccuracy(goal=workload.goal).fit(g, e, m),
             "pollux": PolluxAccuracy(reference=ref, goal=workload.goal),
         }

@@ -147,10 +147,6 @@ PRIOR_SPECS: tuple[PriorSpec, ...] = (
 # decimals they are shipped with (``fit_priors(given=SHIPPED)``; the slow test checks this
 # list both ways). The held-out and refit runs use what today's fitting code gives.
 NOT_REPRODUCED: Mapping[str, str] = {
-    "KAPPA_BEYOND": "fitted at 56785f3 (2026-12-02); the accuracy model has changed since (git log 56785f3.. -- "
-                    "cotune/models/_accuracy.py) and the same command prints 0.180",
-    "KAPPA_BEYOND_SHAPE": "fitted at 56785f3 (2026-12-02); today's code prints 0.602 instead of 0.640 / 0.638 at levels "
-                          "0.9 and 1.0 (1.098 / 1.007 / 0.888 instead of 1.097 / 1.006 / 0.889 below)",
     "KAPPA_INSIDE": "kept at 0.039 on purpose when the command began printing 0.0275 (the comment beside the constant)",
     "KAPPA_STEP": "kept at 0.069 on purpose when the command printed 0.050; it prints 0.072 today (the comment beside "
                   "the constant)",

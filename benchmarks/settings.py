@@ -111,13 +111,8 @@ def evals_of(workload: Workload, batches: tuple[int, ...]) -> tuple[EvalRecord, 
 def noise_of(workload: Workload, global_batch: int) -> tuple[NoiseRecord, ...]:
     """The curve's gradient statistics as noise records, ``b_noise = grad_var / grad_sqr × B_ref``
     (rows without usable statistics are left out)."""
-    c = workload.curves[global_batch]
-    ref = workload.reference_batch
-    out = []
-    for e, gs, gv in zip(c.epochs, c.grad_sqr, c.grad_var):
-        if np.isfinite(gs) and np.isfinite(gv) and gs > 0 and gv > 0:
-            out.append(NoiseRecord(b_noise=float(gv / gs * ref), global_batch=int(global_batch), epoch=float(e)))
-    return tuple(out)
+    return tuple(NoiseRecord(b_noise=float(v), global_batch=int(global_batch), epoch=float(e))
+                 for _, e, v in workload.noise_rows(global_batch))
 
 
 def visible_batches(workload: Workload) -> tuple[int, ...]:

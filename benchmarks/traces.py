@@ -138,6 +138,18 @@ class Workload:
         m = np.asarray(metric, float)
         return m if self.goal == "max" else -m
 
+    def noise_rows(self, global_batch: int | None = None) -> np.ndarray:
+        """The gradient statistics a curve logged (default: the reference curve's) as the
+        accuracy model's ``noise_trace``: rows ``(global_batch, epoch, grad_var / grad_sqr ×
+        B_ref)`` — AdaptDL measures them at the reference batch — where both are finite and
+        positive (the rows a run's noise records would hold)."""
+        b = self.reference_batch if global_batch is None else global_batch
+        c = self.curves[b]
+        with np.errstate(all="ignore"):
+            ok = np.isfinite(c.grad_sqr) & np.isfinite(c.grad_var) & (c.grad_sqr > 0) & (c.grad_var > 0)
+            value = c.grad_var / c.grad_sqr * self.reference_batch
+        return np.column_stack([np.full(int(ok.sum()), float(b)), c.epochs[ok], value[ok]])
+
 
 def _read_csv(path: Path) -> dict[str, np.ndarray]:
     import pandas as pd

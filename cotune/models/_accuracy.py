@@ -119,6 +119,7 @@ __all__ = [
     "crossing_epoch",
     "fit_noise_scale",
     "flag_outliers",
+    "noise_scale_until",
     "kappa_shape",
     "run_scatter",
     "still_rising",
@@ -141,8 +142,11 @@ __all__ = [
 # batches each): ``python -m benchmarks.accuracy_priors`` recomputes them all.
 # σ of log epochs-to-target per doubling of the global batch away from the nearest
 # measured batch, for batches beyond the measured ones (law extrapolation from a
-# reference curve and its gradient noise scale) and between them (interpolation).
-KAPPA_BEYOND = 0.181
+# reference curve and the gradient noise scale it logged before reaching the target,
+# noise_scale_until) and between them (interpolation). 0.181 until 2026-12-07, when the
+# law took the whole run's median noise scale: a late-training value, so the reference
+# curve's errors beyond it were larger (mean |log error| 0.315 against 0.241 now).
+KAPPA_BEYOND = 0.105
 # accuracy_priors prints 0.0275 since a6472e4 (an error counts at least log2(1.2) doubling
 # away, as in the profile's own update); 0.039 is kept because the two are not told apart
 # on what was measured (2026-12-07): free-curves epochs coverage 94.1 % with either
@@ -150,12 +154,13 @@ KAPPA_BEYOND = 0.181
 # leave-one-batch-out 98 % unchanged. docs/models.md section 2 has the figures.
 KAPPA_INSIDE = 0.039
 # Beyond the anchors κ is not one number: the law carries a late target (near the
-# anchor curve's best) better than an early one, where the run's gradient noise scale —
-# mostly a late-training value — overstates what a large batch gains. The factor on
-# KAPPA_BEYOND at the target's level along the anchor's curve, f = (t − first) /
+# anchor curve's best) better than an early one, whose epochs rest on the few noise
+# measurements of the training's first stretch (and, before they were matched to the
+# target, on a late-training value that overstated what a large batch gains). The factor
+# on KAPPA_BEYOND at the target's level along the anchor's curve, f = (t − first) /
 # (best − first), calibrated per level on the same samples (90 % coverage in each bin,
 # made non-increasing in f), linear between the nodes and flat beyond them.
-KAPPA_BEYOND_SHAPE = ((0.5, 1.097), (0.6, 1.097), (0.7, 1.006), (0.8, 0.889), (0.9, 0.640), (1.0, 0.638))
+KAPPA_BEYOND_SHAPE = ((0.5, 1.404), (0.6, 1.404), (0.7, 0.787), (0.8, 0.621), (0.9, 0.565), (1.0, 0.565))
 # σ of a rerun's log epochs-to-target about the law fitted through the measured batches
 # (one run per batch, outliers set aside): the median over the Pollux workloads of each
 # one's median over six target levels, fitted on all its batches with no prior. Between
@@ -631,6 +636,54 @@ def usable_noise_scale(value: float | None) -> float | None:
     return min(float(value), MAX_MAGNITUDE)
 
 
+def noise_scale_until(
+    noise_batch: np.ndarray,
+    noise_epoch: np.ndarray,
+    b_noise: np.ndarray,
+    *,
+    batches: np.ndarray,
+    epochs_to_target: np.ndarray,
+) -> float | None:
+    """``B_noise`` for one target: the median of the gradient-noise measurements taken
+    before their run reached it (None where no measurement can be placed so).
+
+    The noise scale grows as training progresses (tenfold to a thousandfold over a
+    Pollux run), and the epochs a larger batch costs are set by the noise while the
+    training to *this* target happens: a median over the whole run is mostly a
+    late-training value and overstates what a large batch gains on an early target. A
+    measurement ``(B_j, e_j, b_j)`` counts where ``B_j`` is a measured batch whose runs
+    reach the target, at ``E(B_j)`` epochs (``epochs_to_target``, NaN or ∞ where not
+    reached), and ``e_j ≤ E(B_j)``; a batch whose first measurement comes later
+    contributes that first one (the nearest to the training in question). None where no
+    measurement sits on a batch that reaches the target — a target beyond the measured
+    run's best, whose training would run past the end of every measurement, takes the
+    whole run's median (the caller's fallback).
+
+    On the published Pollux curves (six workloads, the reference curve's own
+    measurements, its target crossings at 50–100 % of the way to the weakest batch's
+    best), extrapolating epochs-to-target to the other batches with the law: mean
+    ``|log error|`` 0.32 with the whole run's median, 0.21 with this; docs/models.md § 2.
+    """
+    nb, ne, bn = (np.asarray(a, float).ravel() for a in (noise_batch, noise_epoch, b_noise))
+    bs, et = np.asarray(batches, float).ravel(), np.asarray(epochs_to_target, float).ravel()
+    # Sorted by (batch, epoch) once, each batch's measurements are a slice and those before
+    # its crossing a prefix of it: O((n + m) log n), whatever the number of batches.
+    order = np.lexsort((ne, nb))
+    nb, ne, bn = nb[order], ne[order], bn[order]
+    kept: list[np.ndarray] = []
+    for b, e in zip(bs, et):
+        if not math.isfinite(e):
+            continue
+        lo, hi = int(np.searchsorted(nb, b, "left")), int(np.searchsorted(nb, b, "right"))
+        if lo == hi:
+            continue
+        k = int(np.searchsorted(ne[lo:hi], e, "right"))
+        kept.append(bn[lo : lo + max(k, 1)])
+    if not kept:
+        return None
+    return float(np.median(np.concatenate(kept)))
+
+
 def _interp_loglog(q: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.exp(np.interp(np.log(q), np.log(xs), np.log(ys)))
 
@@ -700,7 +753,12 @@ class AccuracyModel(EstimatorContract):
     batch_monotone : make epochs-to-target non-decreasing in global batch across the
         measured batches (after outliers are set aside) — the law's shape as a prior.
     b_noise : gradient noise scale in samples (from the profile's noise records), used
-        where fewer than three measured batches reach a target.
+        where fewer than three measured batches reach a target and ``noise_trace`` places
+        no measurement before the target (:func:`noise_scale_until`).
+    noise_trace : the gradient-noise measurements themselves, rows ``(global_batch,
+        epoch, b_noise)``: where fewer than three measured batches reach a target, the
+        law takes the median of those taken before their run reached it
+        (:func:`noise_scale_until`), as the noise scale grows with training.
     kappa_beyond, kappa_inside, plateau_walk : priors of the spread (defaults: the
         measured constants of this module); ``plateau_walk`` is one value or a tuple of
         mixture nodes (default :data:`PLATEAU_WALK_NODES`).
@@ -722,6 +780,7 @@ class AccuracyModel(EstimatorContract):
     residual_sigma_ : plateau noise used for the reach probability, in metric units
     metric_range_ : typical rise of the metric over a curve
     noise_levels_, log_noise_scales_ : the law's B_noise fitted at a ladder of score levels
+    noise_trace_ : ``noise_trace`` as a checked ``(n, 3)`` array (no rows when None)
     kappa_beyond_, kappa_inside_ : the spreads after the profile's own evidence
     plateau_walk_ : the reach spread's mixture nodes after the profile's own evidence (array)
     failed_batches_ : batches whose curves ran long, rose less than half a curve's rise, and end more than half a
@@ -740,6 +799,7 @@ class AccuracyModel(EstimatorContract):
         grid_size: int = 160,
         batch_monotone: bool = True,
         b_noise: float | None = None,
+        noise_trace: Any = None,
         kappa_beyond: float = KAPPA_BEYOND,
         kappa_inside: float = KAPPA_INSIDE,
         plateau_walk: float | tuple[float, ...] = PLATEAU_WALK_NODES,
@@ -751,6 +811,7 @@ class AccuracyModel(EstimatorContract):
         self.grid_size = grid_size
         self.batch_monotone = batch_monotone
         self.b_noise = b_noise
+        self.noise_trace = noise_trace
         self.kappa_beyond = kappa_beyond
         self.kappa_inside = kappa_inside
         self.plateau_walk = plateau_walk
@@ -793,6 +854,7 @@ class AccuracyModel(EstimatorContract):
             raise BadValue(f"must be true or false, got {excerpt(self.batch_monotone)}", where=f"{where}.batch_monotone")
         if self.b_noise is not None:
             number(self.b_noise, where=f"{where}.b_noise", gt=0.0)
+        self._noise_rows(where=f"{where}.noise_trace")
         for name in ("kappa_beyond", "kappa_inside", "run_scatter"):
             number(getattr(self, name), where=f"{where}.{name}", ge=0.0)
         nodes = np.atleast_1d(np.asarray(self.plateau_walk, dtype=object)).ravel()
@@ -821,8 +883,34 @@ class AccuracyModel(EstimatorContract):
             raise BadValue(f"levels must be strictly ascending, got {', '.join(f'{v:g}' for v in levels)}: sort the pairs by level",
                            where=where)
 
+    def _noise_rows(self, *, where: str) -> np.ndarray:
+        """``noise_trace`` as an ``(n, 3)`` float array: rows of a positive global batch, an
+        epoch >= 0 and a positive noise scale, all finite."""
+        trace = self.noise_trace
+        if trace is None:
+            return np.empty((0, 3))
+        want = "None or rows of (global_batch, epoch, b_noise)"
+        if isinstance(trace, (str, bytes, dict)):
+            raise BadValue(f"must be {want}, got {excerpt(trace)}", where=where)
+        try:
+            rows = np.array(trace, dtype=float)
+        except (TypeError, ValueError):
+            raise BadValue(f"must be {want}, numbers only, got {excerpt(trace)}", where=where) from None
+        if rows.size == 0:
+            return np.empty((0, 3))
+        if rows.ndim != 2 or rows.shape[1] != 3:
+            raise BadValue(f"must be {want}, got an array of shape {rows.shape}", where=where)
+        for j, (name, low) in enumerate((("global_batch", "> 0"), ("epoch", ">= 0"), ("b_noise", "> 0"))):
+            col = rows[:, j]
+            bad = ~np.isfinite(col) | ((col < 0) if low == ">= 0" else (col <= 0))
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                raise BadValue(f"row {i}: {name} must be finite and {low}, got {col[i]!r}", where=where)
+        return rows
+
     def _fit(self, global_batch: Any, epoch: Any, metric: Any, seed: Any) -> None:
         self._check_params()
+        self.noise_trace_ = self._noise_rows(where=f"{type(self).__name__}.noise_trace")
         # What predictions read, fixed at fit: set_params on a fitted model changes the next
         # fit, not the answers of this one.
         self.goal_ = self.goal
@@ -903,6 +991,7 @@ class AccuracyModel(EstimatorContract):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("noise_trace", None)  # pickled before the parameter existed
         if hasattr(self, "runs_"):
             self._cache = OrderedDict()
             self._restore_fitted_copies()
@@ -917,6 +1006,7 @@ class AccuracyModel(EstimatorContract):
         fitted.setdefault("batch_monotone_", bool(self.batch_monotone))
         fitted.setdefault("run_scatter_", float(self.run_scatter))
         fitted.setdefault("kappa_beyond_shape_", self.kappa_beyond_shape)
+        fitted.setdefault("noise_trace_", np.empty((0, 3)))  # before the trace, the whole run's scale alone
 
     def _fit_surface(self) -> None:
         """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`."""
@@ -983,11 +1073,25 @@ class AccuracyModel(EstimatorContract):
         self.b_noise_ = self.b_noise
 
     def noise_scale(self, target: float) -> float | None:
-        """``B_noise`` of the critical-batch law at this target (None if unknown)."""
+        """``B_noise`` of the critical-batch law at this target (None if unknown): fitted
+        across the measured batches where three reach it (the ladder), else the gradient-noise
+        measurements taken before their run reached it (:func:`noise_scale_until`), else the
+        whole run's (``b_noise``)."""
         self._check_fitted()
+        return self._noise_at(self._target_score(target))
+
+    def _noise_at(self, t: float, ev: BatchEvidence | None = None) -> float | None:
+        """:meth:`noise_scale` at score ``t`` (``ev``: the batch evidence at ``t`` where the
+        caller has it)."""
         if self.noise_levels_.size:
-            t = self._target_score(target)
             return float(math.exp(np.interp(t, self.noise_levels_, self.log_noise_scales_)))
+        trace = self.noise_trace_
+        if len(trace):
+            ev = self._evidence(t) if ev is None else ev
+            matched = noise_scale_until(trace[:, 0], trace[:, 1], trace[:, 2], batches=ev.batches,
+                                        epochs_to_target=ev.epochs)
+            if matched is not None:
+                return min(matched, MAX_MAGNITUDE)
         return self.b_noise
 
     def _fit_spreads(self) -> None:
@@ -998,7 +1102,7 @@ class AccuracyModel(EstimatorContract):
             level = float(np.median(self.noise_levels_))
             ev = self._evidence(level)
             ok = np.flatnonzero(np.isfinite(ev.epochs))
-            bn = self.noise_scale(float(self._score(level)))
+            bn = self._noise_at(level, ev)
             # The errors are those of the predictions the model makes, so a batch flag_outliers
             # sets aside predicts nothing (it anchors nothing, see _anchors): its neighbour's
             # error predicted from it is no error the model makes. Its own error predicted
@@ -1095,7 +1199,7 @@ class AccuracyModel(EstimatorContract):
             return hit
         ev = self._evidence(t)
         reached = np.isfinite(ev.epochs)
-        bn = self.noise_scale(float(self._score(t)))
+        bn = self._noise_at(t, ev)
         flags = np.zeros(len(ev.batches), bool)
         if np.count_nonzero(reached) >= 3 and bn is not None:
             flags[reached] = flag_outliers(ev.batches[reached], ev.epochs[reached], bn)

@@ -202,7 +202,8 @@ def fit_models(
                                   f"(largest: {', '.join(map(describe_level_effect, largest))}; cotune fit names them)")
     e = clean.evals
     accuracy = AccuracyModel(
-        goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=usable_noise_scale(profile.noise_scale())
+        goal=profile.workload.goal, interval=interval, batch_monotone=batch_monotone, b_noise=usable_noise_scale(profile.noise_scale()),
+        noise_trace=profile.noise_trace(),
     ).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     if progress is not None:
         progress(total, total)

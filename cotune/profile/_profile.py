@@ -536,6 +536,32 @@ class Profile:
                 records.append(rec)
         return _build(records, path=None, warnings=())
 
+    def noise_trace(self) -> tuple[tuple[float, float, float], ...]:
+        """The gradient-noise measurements placed in training, rows ``(global_batch, epoch,
+        b_noise)``: the noise records that name both their batch and their epoch, or, with no
+        noise record, the eval records' gradient statistics (``grad_var / grad_sqr ×
+        grad_batch``, at the eval's own batch and epoch) — the same sources, in the same order
+        of precedence, as :meth:`noise_scale`. Rows whose scale is not a positive finite number
+        are left out (``grad_var = 0`` measures no noise; the law reads such a profile as having
+        no scale, :func:`cotune.models._accuracy.usable_noise_scale`). The accuracy model takes
+        the median of those taken before their run reached a target (the noise grows as
+        training progresses)."""
+        rows: list[tuple[float, float, float]] = []
+
+        def add(batch: float, epoch: float, value: float) -> None:
+            if math.isfinite(value) and value > 0.0:
+                rows.append((float(batch), float(epoch), float(value)))
+
+        if self.noise:
+            for n in self.noise:
+                if n.global_batch is not None and n.epoch is not None:
+                    add(n.global_batch, n.epoch, n.b_noise)
+            return tuple(rows)
+        for e in self.evals:
+            if e.grad_sqr and e.grad_var is not None and e.grad_sqr > 0:
+                add(e.global_batch, e.epoch, e.grad_var / e.grad_sqr * (e.grad_batch or e.global_batch))
+        return tuple(rows)
+
     def noise_scale(self) -> float | None:
         """A gradient-noise scale in samples, from noise records or eval gradient statistics."""
         if self.noise:
