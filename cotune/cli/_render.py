@@ -271,7 +271,7 @@ def render_fit_report(report) -> str:  # FitReport; untyped to keep the import l
     if len(a.batches) == 1:
         # One curve (a run's imported log): no other batch to predict it from.
         out.append(f"One measured global batch ({a.batches[0]}): nothing to hold out. Other batches are the critical-batch "
-                   "law's extrapolation, its B_noise from the run's gradient-noise records where it logged them (else "
+                   "law's extrapolation, its B_noise from the gradient-noise records the run logged before each target (else "
                    "epochs are taken to grow in proportion to the batch, the cautious end); a second batch's curve "
                    "(cotune profile --curves, or another run's log with cotune import --append) is what measures it")
 

@@ -167,3 +167,20 @@ def test_without_noise_records_a_profile_traces_its_eval_gradient_statistics():
         EvalRecord(global_batch=128, epoch=3.0, metric=0.7),
     ])
     assert p.noise_trace() == ((128.0, 1.0, 4.0 / 2.0 * 64),)
+
+
+def test_fit_models_hands_the_profiles_noise_trace_to_the_accuracy_model():
+    from cotune.models import fit_models
+    from cotune.profile import StepRecord
+
+    ep, score, phi, _ = _grown_noise_run()
+    p = Profile(
+        workload=WorkloadRecord(name="w", dataset_size=6400, metric="acc"),
+        steps=(StepRecord(gpu="t4", workers=1, local_batch=64, step_time_s=0.1),),
+        evals=tuple(EvalRecord(global_batch=64, epoch=float(e), metric=float(m)) for e, m in zip(ep, score)),
+        noise=tuple(NoiseRecord(b_noise=float(v), global_batch=64, epoch=float(e)) for e, v in zip(ep, phi)),
+    )
+    acc = fit_models(p).accuracy
+    assert acc.noise_trace_.shape == (ep.size, 3)
+    assert acc.b_noise_ == pytest.approx(float(np.median(phi)))
+    assert acc.noise_scale(0.25) == pytest.approx(float(np.median(phi[ep <= 15.0])))
