@@ -647,7 +647,7 @@ def noise_scale_until(
     """``B_noise`` for one target: the median of the gradient-noise measurements taken
     before their run reached it (None where no measurement can be placed so).
 
-    The noise scale grows as training progresses (tenfold to a thousandfold over a
+    The noise scale grows as training progresses (tenfold to ten-thousandfold over a
     Pollux run), and the epochs a larger batch costs are set by the noise while the
     training to *this* target happens: a median over the whole run is mostly a
     late-training value and overstates what a large batch gains on an early target. A
@@ -659,10 +659,11 @@ def noise_scale_until(
     run's best, whose training would run past the end of every measurement, takes the
     whole run's median (the caller's fallback).
 
-    On the published Pollux curves (six workloads, the reference curve's own
-    measurements, its target crossings at 50–100 % of the way to the weakest batch's
-    best), extrapolating epochs-to-target to the other batches with the law: mean
-    ``|log error|`` 0.32 with the whole run's median, 0.21 with this; docs/models.md § 2.
+    On the published Pollux curves (six workloads, the model fitted on each reference
+    curve with its own measurements, 204 predictions of epochs-to-target at the other
+    batches, targets 50–100 % of the way to the weakest batch's best): mean ``|log
+    error|`` 0.315 with the whole run's median, 0.241 with this (90th percentile 0.963 →
+    0.597); docs/models.md § 2, "Which gradient noise scale".
     """
     nb, ne, bn = (np.asarray(a, float).ravel() for a in (noise_batch, noise_epoch, b_noise))
     bs, et = np.asarray(batches, float).ravel(), np.asarray(epochs_to_target, float).ravel()
