@@ -6,6 +6,9 @@
 * ``KAPPA_BEYOND`` — σ of log epochs-to-target per doubling of the global batch when
   the critical-batch law extrapolates from the reference curve (the smallest batch of
   each trace, the job's original recipe) with the gradient noise scale that run logged;
+* ``KAPPA_BEYOND_LAW`` — the same beyond a law fitted across three or more measured
+  batches: each workload's smallest and largest batch left out in turn and predicted from
+  the others (no shape by level);
 * ``KAPPA_INSIDE`` — the same per doubling from the nearer neighbour when a measured
   batch is left out and interpolated (log-log) between the others;
 * ``PLATEAU_WALK`` — the growth τ (per doubling) of the reach probability's spread,
@@ -74,8 +77,8 @@ def _fit(w: Workload, visible: list[int], bn: float, **kw) -> AccuracyModel:
     ep = np.concatenate([w.curves[b].epochs for b in visible])
     me = np.concatenate([w.curves[b].metric for b in visible])
     # Spreads at zero: the samples measure the anchor σ alone, κ is solved for below.
-    return AccuracyModel(goal=w.goal, b_noise=bn, noise_trace=w.noise_rows(), kappa_beyond=0.0, kappa_inside=0.0,
-                         **kw).fit(gb, ep, me)
+    return AccuracyModel(goal=w.goal, b_noise=bn, noise_trace=w.noise_rows(), kappa_beyond=0.0, kappa_beyond_law=0.0,
+                         kappa_inside=0.0, **kw).fit(gb, ep, me)
 
 
 def scatter_of(w: Workload) -> float:
@@ -98,7 +101,8 @@ def errors(w: Workload, **model_kw: Any) -> dict[str, list]:
     """Samples of one workload: ``(|log error|, σ_anchor, doublings, level)`` of the
     model's own predictions beyond (reference curve only; ``level`` the target's place
     along the reference curve, :func:`cotune.models._accuracy.target_level`) and inside
-    (one batch left out), and the reach samples (:func:`reach_samples`). ``model_kw``: the
+    (one batch left out), beyond a law fitted across the others (``beyond_law``: the smallest
+    and the largest batch left out in turn), and the reach samples (:func:`reach_samples`). ``model_kw``: the
     accuracy model's priors in place of the library's defaults (``run_scatter=`` when refitted)."""
     batches = list(w.batches)
     curves = {b: _best(w, b) for b in batches}
@@ -109,7 +113,8 @@ def errors(w: Workload, **model_kw: Any) -> dict[str, list]:
     ref = w.reference_batch
     one = _fit(w, [ref], bn, **model_kw)
     loo = {b: _fit(w, [c for c in batches if c != b], bn, **model_kw) for b in batches[1:-1]}
-    beyond, inside = [], []
+    ends = {b: _fit(w, [c for c in batches if c != b], bn, **model_kw) for b in (batches[0], batches[-1])}
+    beyond, inside, beyond_law = [], [], []
     for f in _LEVELS:
         t = float(w.score(start + f * (weakest - start)))
         for b in batches:
@@ -124,7 +129,12 @@ def errors(w: Workload, **model_kw: Any) -> dict[str, list]:
                 p = loo[b].epochs_to_target(np.array([float(b)]), t)
                 if math.isfinite(p.epochs_if_reached[0]):
                     inside.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]), float(p.distance_doublings[0])))
-    return {"beyond": beyond, "inside": inside, "reach": reach_samples(w, **model_kw)}
+            if b in ends and math.isfinite(truth) and ends[b].anchor_batches(float(w.score(t))).size >= 3:
+                p = ends[b].epochs_to_target(np.array([float(b)]), t)
+                if math.isfinite(p.epochs_if_reached[0]):
+                    beyond_law.append((abs(math.log(truth / p.epochs_if_reached[0])), float(p.log_sigma[0]),
+                                       float(p.distance_doublings[0])))
+    return {"beyond": beyond, "inside": inside, "beyond_law": beyond_law, "reach": reach_samples(w, **model_kw)}
 
 
 def reach_samples(w: Workload, **model_kw: Any) -> list[tuple[float, float, bool]]:
@@ -232,9 +242,10 @@ def priors(per: dict[str, dict[str, list]]) -> dict[str, float]:
     workloads of each one's log-loss optimum: pooled, BERT alone — two evaluations a
     curve, so the metric's rise is tiny against batch-to-batch plateau differences —
     would set it for all)."""
-    pooled = {k: [x for e in per.values() for x in e[k]] for k in ("beyond", "inside")}
+    pooled = {k: [x for e in per.values() for x in e[k]] for k in ("beyond", "inside", "beyond_law")}
     return {
         "KAPPA_BEYOND": _calibrated_kappa(pooled["beyond"]),
+        "KAPPA_BEYOND_LAW": _calibrated_kappa(pooled["beyond_law"]),
         "KAPPA_BEYOND_SHAPE": beyond_shape(pooled["beyond"]),
         "KAPPA_INSIDE": _calibrated_kappa(pooled["inside"]),
         "PLATEAU_WALK": float(np.median([_calibrated_walk(e["reach"]) for e in per.values()])),
@@ -294,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(out, sys.stdout, indent=2)
         print()
         return 0
-    cols = ("KAPPA_BEYOND", "KAPPA_INSIDE", "PLATEAU_WALK", "PLATEAU_WALK_POOLED", "KAPPA_STEP")
+    cols = ("KAPPA_BEYOND", "KAPPA_BEYOND_LAW", "KAPPA_INSIDE", "PLATEAU_WALK", "PLATEAU_WALK_POOLED", "KAPPA_STEP")
     print(f"{'workloads':34s} " + " ".join(f"{c:>13s}" for c in cols))
     for name, p in out.items():
         if name in ("PLATEAU_WALK_OPTIMA", "PLATEAU_WALK_NODES", "reach, one workload left out"):

@@ -6,7 +6,7 @@ those same workloads, so a replay with them scores cotune partly on its own cali
 data. :data:`PRIOR_SPECS` lists every one of them — what it is, where the library reads it
 and the command that fits it:
 
-* the accuracy model's ``KAPPA_BEYOND``, ``KAPPA_BEYOND_SHAPE``, ``KAPPA_INSIDE``,
+* the accuracy model's ``KAPPA_BEYOND``, ``KAPPA_BEYOND_SHAPE``, ``KAPPA_BEYOND_LAW``, ``KAPPA_INSIDE``,
   ``RUN_SCATTER`` and ``PLATEAU_WALK_NODES`` (``benchmarks.accuracy_priors``, on the
   Pollux curves);
 * ``EPOCHS_ERROR_SHAPE`` (``benchmarks.error_shape``, the Pollux curves);
@@ -84,6 +84,7 @@ class Priors:
 
     kappa_beyond: float
     kappa_beyond_shape: tuple[tuple[float, float], ...]
+    kappa_beyond_law: float
     kappa_inside: float
     run_scatter: float
     plateau_walk_nodes: tuple[float, ...]
@@ -118,6 +119,8 @@ PRIOR_SPECS: tuple[PriorSpec, ...] = (
     PriorSpec("kappa_beyond", _ACC, "KAPPA_BEYOND", ((_ACC, "AccuracyModel.__init__", "kappa_beyond"),),
               "python -m benchmarks.accuracy_priors", 3),
     PriorSpec("kappa_beyond_shape", _ACC, "KAPPA_BEYOND_SHAPE", ((_ACC, "AccuracyModel.__init__", "kappa_beyond_shape"),),
+              "python -m benchmarks.accuracy_priors", 3),
+    PriorSpec("kappa_beyond_law", _ACC, "KAPPA_BEYOND_LAW", ((_ACC, "AccuracyModel.__init__", "kappa_beyond_law"),),
               "python -m benchmarks.accuracy_priors", 3),
     PriorSpec("kappa_inside", _ACC, "KAPPA_INSIDE", ((_ACC, "AccuracyModel.__init__", "kappa_inside"),),
               "python -m benchmarks.accuracy_priors", 3),
@@ -389,9 +392,11 @@ def fit_priors(*, models: Sequence[str] | None = None, given: Priors | None = No
     nodes = ap.walk_prior(per)
     if given is None:
         acc_kw = (("kappa_beyond", kappas["KAPPA_BEYOND"]), ("kappa_beyond_shape", kappas["KAPPA_BEYOND_SHAPE"]),
+                  ("kappa_beyond_law", kappas["KAPPA_BEYOND_LAW"]),
                   ("kappa_inside", kappas["KAPPA_INSIDE"]), ("run_scatter", run_scatter), ("plateau_walk", nodes))
     else:
         acc_kw = (("kappa_beyond", given.kappa_beyond), ("kappa_beyond_shape", given.kappa_beyond_shape),
+                  ("kappa_beyond_law", given.kappa_beyond_law),
                   ("kappa_inside", given.kappa_inside), ("run_scatter", given.run_scatter),
                   ("plateau_walk", given.plateau_walk_nodes))
     u, group = (np.concatenate(v) for v in zip(*(_epochs_errors(m, acc_kw) for m in chosen)))
@@ -406,6 +411,7 @@ def fit_priors(*, models: Sequence[str] | None = None, given: Priors | None = No
     offset, scale = cc.fit_margin_scale(items)
     return Priors(
         kappa_beyond=kappas["KAPPA_BEYOND"], kappa_beyond_shape=kappas["KAPPA_BEYOND_SHAPE"],
+        kappa_beyond_law=kappas["KAPPA_BEYOND_LAW"],
         kappa_inside=kappas["KAPPA_INSIDE"], run_scatter=run_scatter, plateau_walk_nodes=nodes,
         epochs_error_shape=epochs_shape, kappa_step=k_step, step_error_shape=step_shape,
         curve_kappa=cc.fit_kappa(items), curve_margin_offset=offset, curve_margin_scale=scale,

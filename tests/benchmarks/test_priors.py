@@ -20,6 +20,7 @@ from cotune.models._shape import ErrorShape
 CHANGED = {
     "kappa_beyond": 3.0 * SHIPPED.kappa_beyond,
     "kappa_beyond_shape": tuple((f, 3.0 * k) for f, k in SHIPPED.kappa_beyond_shape),
+    "kappa_beyond_law": 3.0 * SHIPPED.kappa_beyond_law,
     "kappa_inside": 5.0 * SHIPPED.kappa_inside,
     "run_scatter": 4.0 * SHIPPED.run_scatter,
     "plateau_walk_nodes": (0.3,),
@@ -50,10 +51,18 @@ def _predictions() -> np.ndarray:
     models = cotune.fit_models(profile, n_bootstrap=0)
     acc = models.accuracy.epochs_to_target(np.array([128.0, 512.0, 4096.0, 16384.0]), 0.94)
     step = models.time_models["t4"].predict(np.array([16]), np.array([4]), np.array([128]))
+    # One curve (the smallest batch's): beyond it the noise path answers (KAPPA_BEYOND and its shape),
+    # where the three curves fit a law (KAPPA_BEYOND_LAW).
+    e = profile.to_frame("evals")
+    first = e.global_batch == e.global_batch.min()
+    one = cotune.AccuracyModel(b_noise=512.0).fit(e.global_batch[first].to_numpy(), e.epoch[first].to_numpy(),
+                                                  e.metric[first].to_numpy())
+    one_curve = one.epochs_to_target(np.array([256.0, 4096.0]), 0.9)
     rec = cotune.recommend(profile, models=models, target=0.93, deadline_s=3000.0, max_workers=16)
     epochs = np.arange(1.0, 13.0)
     curve = extrapolate_curve(epochs, 0.9 * (1.0 - np.exp(-epochs / 6.0)), target=0.85)
-    return np.concatenate([acc.log_sigma, acc.p_reach, step.log_sigma, np.asarray(rec.estimates.p_success, float),
+    return np.concatenate([acc.log_sigma, acc.p_reach, one_curve.log_sigma, step.log_sigma,
+                           np.asarray(rec.estimates.p_success, float),
                            [curve.log_sigma, curve.p_reach]])
 
 

@@ -184,3 +184,30 @@ def test_fit_models_hands_the_profiles_noise_trace_to_the_accuracy_model():
     assert acc.noise_trace_.shape == (ep.size, 3)
     assert acc.b_noise_ == pytest.approx(float(np.median(phi)))
     assert acc.noise_scale(0.25) == pytest.approx(float(np.median(phi[ep <= 15.0])))
+
+
+# -- beyond a law fitted across batches: its own κ ---------------------------------------------
+def _three_curves():
+    rng = np.random.default_rng(3)
+    gb, ep, me = [], [], []
+    for b in (64.0, 256.0, 1024.0):
+        scale = 10.0 * (1 + b / 512.0)
+        e = np.arange(1, 41) * scale / 10.0
+        gb += [b] * e.size
+        ep += list(e)
+        me += list(0.95 * (1 - np.exp(-e / (scale / 3))) + rng.normal(0, 0.003, e.size))
+    return np.array(gb), np.array(ep), np.array(me)
+
+
+def test_beyond_a_law_across_batches_the_spread_follows_kappa_beyond_law_not_kappa_beyond():
+    data = _three_curves()
+    q = np.array([4096.0, 16384.0])
+
+    def sigma(**kw):
+        m = AccuracyModel(**kw).fit(*data)
+        assert m.anchor_batches(0.9).size == 3  # the law path
+        return m.epochs_to_target(q, 0.9).log_sigma
+
+    base = sigma()
+    np.testing.assert_array_equal(sigma(kappa_beyond=1.0), base)
+    assert np.all(sigma(kappa_beyond_law=1.0) > base)
