@@ -23,7 +23,8 @@ steps, each usable on its own:
    training progresses, so a single value for all targets extrapolates badly), and in
    ``fit`` at a ladder of target levels, whose leave-one-batch-out errors update the
    spread priors. With fewer than three batches reaching a target, ``B_noise`` comes
-   from the profile's gradient-noise records.
+   from the profile's gradient-noise records taken before their run reached it
+   (:func:`noise_scale_until`).
 4. :func:`flag_outliers` — a batch whose ``log E`` sits more than ``3·MAD`` (and more
    than 20 %) off the robust law is flagged: it still answers for itself, with its
    disagreement added to its spread, but anchors nothing around it.
@@ -42,8 +43,10 @@ the interpolation weight), 1 beyond them, 0 at a measured batch. An anchor the
 batch-monotone pooling moved keeps that move in its ``σ_anchor`` (in quadrature with its own
 spread): the pooled value is uncertain by at least how far its runs disagree with it.
 Beyond the anchors
+``κ = KAPPA_BEYOND_LAW`` where the law is fitted across three or more of them, else
 ``κ = KAPPA_BEYOND · g(f)``, ``g`` by the target's level ``f`` along the anchor's curve
-(:data:`KAPPA_BEYOND_SHAPE`).
+(:data:`KAPPA_BEYOND_SHAPE`), with ``B_noise`` the gradient noise measured before the
+target (:func:`noise_scale_until`).
 
 ``κ`` (log-epochs per doubling, separately inside and beyond the anchors) starts from
 a prior measured on the published Pollux curves (``python -m benchmarks.accuracy_priors``
