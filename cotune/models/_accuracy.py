@@ -14,6 +14,8 @@ steps, each usable on its own:
    their epoch, not ∞. With one run the spread of a new run is the curve's own
    evaluation noise turned into epochs by the curve's slope,
    ``σ_logE = σ_eval / (d score / d ln epoch)``; with several, the seeds' spread.
+   Every batch is read in one numpy pass over all runs (:class:`RunTable`,
+   :func:`evidence_at`), so a fit — a dozen such readings — is linear in the evaluations.
 3. :func:`fit_noise_scale` — the critical-batch law of McCandlish et al. (2018),
 
        E(B) = E_min · (1 + B / B_noise)
@@ -96,8 +98,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import statistics
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -107,8 +107,9 @@ import numpy as np
 from cotune._checks import MAX_MAGNITUDE, BadValue, _is_bool, excerpt, integer, interval, number
 from cotune.errors import ModelError
 from cotune.models._estimator import EstimatorContract, as_column
-from cotune.models._isotonic import isotonic_grid, pava
+from cotune.models._isotonic import _pava_batch, pava
 from cotune.models._normal import norm_cdf, norm_ppf
+from cotune.models._segments import group_starts, interp_segments, segment_km_median, segment_median, segment_std_of_two
 from cotune.models._step_time import z_for
 
 __all__ = [
@@ -118,7 +119,10 @@ __all__ = [
     "BatchEvidence",
     "EpochsPrediction",
     "Run",
+    "RunTable",
     "batch_evidence",
+    "evidence_at",
+    "run_table",
     "crossing_epoch",
     "fit_noise_scale",
     "flag_outliers",
@@ -369,20 +373,6 @@ def crossing_epoch(epochs: np.ndarray, best: np.ndarray, threshold: float) -> fl
     return float(epochs[i - 1] + frac * (epochs[i] - epochs[i - 1]))
 
 
-def _km_median(times: np.ndarray, reached: np.ndarray) -> float:
-    """Kaplan–Meier median of event times with right-censoring (∞ if S never ≤ ½)."""
-    order = np.lexsort((~reached, times))
-    t, ev = times[order], reached[order]
-    at_risk, surv = len(t), 1.0
-    for ti, ei in zip(t, ev):
-        if ei:
-            surv *= 1.0 - 1.0 / at_risk
-            if surv <= 0.5 + 1e-12:
-                return float(ti)
-        at_risk -= 1
-    return math.inf
-
-
 def _slope_log_epochs(run: Run, at: float) -> float:
     """d score / d ln epoch of a run's best-so-far curve around epoch ``at`` (a ±25 % window)."""
     lo, hi = at / 1.25, min(at * 1.25, float(run.epochs[-1]))
@@ -406,113 +396,212 @@ def still_rising(run: Run, *, noise: float) -> bool:
 
 
 # -- step 2: evidence per batch -------------------------------------------------------------
-def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plateau_floor: float) -> BatchEvidence:
-    """Epochs to ``threshold`` and the chance of reaching it, at every measured batch."""
-    batches, grouped = runs_by_batch(runs)
-    n = len(batches)
-    epochs = np.full(n, np.nan)
-    sigma = np.full(n, np.nan)
-    p_reach = np.full(n, np.nan)
-    p_sigma = np.zeros(n)
-    n_runs = np.zeros(n, int)
-    n_reached = np.zeros(n, int)
-    horizon = np.zeros(n)
-    margin = np.zeros(n)
-    margin_beyond = np.zeros(n)
-    rising = np.zeros(n, bool)
+@dataclass(frozen=True, eq=False)
+class RunTable:
+    """Every run as flat arrays, grouped by batch, with what does not depend on the target.
+
+    :func:`batch_evidence` asks the same questions of every run at every target level (and a
+    fit asks at a dozen levels, the service at each new target): the answers that do not
+    depend on the target are read once here, and the rest in one numpy pass over all runs
+    (:mod:`cotune.models._segments`), so the cost grows with the evaluations, not with a
+    numpy call per batch and level. Runs are in :func:`runs_by_batch` order.
+    """
+
+    batches: np.ndarray  # sorted distinct global batches
+    run_batch: np.ndarray  # index into ``batches`` of each run
+    run_starts: np.ndarray  # first run of each batch, then the number of runs
+    starts: np.ndarray  # first point of each run in ``epochs``/``best``, then the number of points
+    epochs: np.ndarray  # every run's epochs, run after run
+    best: np.ndarray  # every run's best-so-far score, aligned with ``epochs``
+    last: np.ndarray  # per run: its last epoch
+    plateau: np.ndarray  # per run: its best at its end
+    rising: np.ndarray  # per run: still rising at its end (:func:`still_rising`)
+    cut: np.ndarray  # per run: ended before its batch's longest while still rising
+    horizon: np.ndarray  # per batch: the last epoch of its longest run
+    batch_rising: np.ndarray  # per batch: one of its longest runs is still rising
+    plateau_median: np.ndarray  # per batch: median plateau of the runs not cut
+    plateau_sigma: np.ndarray  # per batch: plateau spread of a new run
+    eval_noise: float
+    noise: float  # max(eval_noise, plateau_floor): the unit of a run's reach margin
+
+
+def _log_each(values: np.ndarray) -> np.ndarray:
+    # math.log, value by value, where the per-run code took math.log of a Python float: numpy's
+    # vectorized log may differ from it in the last bit, and results must not move.
+    return np.array([math.log(v) for v in values.tolist()], float)
+
+
+def _slopes(epochs: np.ndarray, best: np.ndarray, starts: np.ndarray, last: np.ndarray, run: np.ndarray,
+            at: np.ndarray) -> np.ndarray:
+    """:func:`_slope_log_epochs` of each ``run`` around epoch ``at``, the runs concatenated
+    (``starts``: each run's first point, then the total; ``last``: each run's last epoch)."""
+    first, end = epochs[starts[run]], last[run]
+    lo, hi = at / 1.25, np.minimum(at * 1.25, end)
+    back = hi <= lo
+    lo = np.where(back, np.maximum(first, at / 1.5), lo)
+    hi = np.where(back, at, hi)
+    out = np.zeros(run.shape)
+    ok = hi > lo
+    if np.any(ok):
+        r = run[ok]
+        s_lo = interp_segments(lo[ok], r, starts, epochs, best)
+        s_hi = interp_segments(hi[ok], r, starts, epochs, best)
+        out[ok] = (s_hi - s_lo) / _log_each(hi[ok] / lo[ok])
+    return out
+
+
+def run_table(runs: list[Run], *, eval_noise: float, plateau_floor: float) -> RunTable:
+    """The runs as a :class:`RunTable` (one pass over the runs)."""
+    if not runs:
+        raise BadValue("must hold at least one run", where="runs")
+    gb = np.array([r.global_batch for r in runs], float)
+    order = np.argsort(gb, kind="stable")  # runs_by_batch: batches ascending, runs in their order
+    runs = [runs[i] for i in order]
+    batches, run_batch = np.unique(gb[order], return_inverse=True)
+    n = batches.size
+    sizes = np.array([r.epochs.size for r in runs], np.int64)
+    starts = group_starts(sizes)
+    epochs = np.concatenate([np.asarray(r.epochs, float) for r in runs])
+    best = np.concatenate([np.asarray(r.best, float) for r in runs])
+    last = epochs[starts[1:] - 1]
+    plateau = best[starts[1:] - 1]
+    run_starts = group_starts(np.bincount(run_batch, minlength=n))
     noise = max(eval_noise, plateau_floor)
-    # Python scalars and statistics.median inside the loop: a profile of thousands of
-    # distinct batches (pooled public runs) calls this per batch, per target level and per
-    # cross-validation fold, and numpy's per-call overhead on 1–3 values made `cotune fit`
-    # take minutes. The values are the same (a median of floats is one value or the mean of two).
-    for i, rs in enumerate(grouped):
-        cross = [crossing_epoch(r.epochs, r.best, threshold) for r in rs]
-        reached = [math.isfinite(c) for c in cross]
-        last = [float(r.epochs[-1]) for r in rs]
-        n_runs[i], n_reached[i] = len(rs), sum(reached)
-        horizon[i] = max(last)
-        up = [still_rising(r, noise=noise) for r in rs]
-        rising[i] = any(u for u, e in zip(up, last) if e == horizon[i])
-        # A run cut short — it ended before the batch's longest while still rising — says
-        # "not yet" where it has not reached the target: it leaves the reach count, and
-        # its best is no plateau. Judged on the curve alone, not the target, so a harder
-        # target only moves a run from reached to left out or to failed, never back.
-        cut = [u and e < horizon[i] for u, e in zip(up, last)]
-        plateaus = [float(r.best[-1]) for r, c in zip(rs, cut) if not c]  # the longest run is never cut
-        # Plateau spread of a new run: the curve's evaluation noise, and the seeds'
-        # spread of best scores when there are several.
-        spread = eval_noise
-        if len(plateaus) >= 2:
-            mid = statistics.median(plateaus)
-            spread = max(spread, 1.4826 * statistics.median([abs(x - mid) for x in plateaus]))
-        p_sigma[i] = max(spread, plateau_floor)
-        # Where the plateau lies: the median of the runs that ran their course. Its set does
-        # not depend on the target, so a harder target only lowers it.
-        location = statistics.median(plateaus) - threshold
-        decided = [(h, float(r.best[-1])) for r, h, c in zip(rs, reached, cut) if h or not c]
-        k = sum(1 for h, _ in decided if h)
-        if k in (0, len(decided)):
-            # The runs agree: each one's own margin in evaluation-noise units says how surely
-            # a run like it lands on that side, and each agreeing run is one more such run —
-            # a new run misses only where every one of them could have missed,
-            # 1 − P = Π Φ(−z_j) (all reached) or P = Π Φ(z_j) (none did). One more agreeing
-            # run multiplies by a factor ≤ ½, so it never moves the chance back towards ½;
-            # a count would cap 3 of 3 at 0.875 however far above the target they end.
-            zs = np.array([(best - threshold) / noise for _, best in decided])
-            p_reach[i] = 1.0 - float(np.prod(norm_cdf(-zs))) if k else float(np.prod(norm_cdf(zs)))
-            margin[i] = location
-        else:
-            # The runs disagree: the fraction that reached, with a Jeffreys prior (1 of 2: ½).
-            p_reach[i] = (k + 0.5) / (len(decided) + 1.0)
-            implied = float(norm_ppf(p_reach[i])) * p_sigma[i]
-            # Away from the batch the margin is the plateau's distance, never surer than the
-            # count says here (and 0 where the count and the median plateau disagree in sign),
-            # so it falls with the target as both do.
-            margin[i] = (min(implied, location) if implied > 0 and location > 0
-                         else max(implied, location) if implied < 0 and location < 0 else 0.0)
-        margin_beyond[i] = margin[i]
-        if k and 2 * sum(1 for u, h, c in zip(up, reached, cut) if u and (h or not c)) >= len(decided):
-            # Most runs that count were still rising as they ended — they stop once they reach
-            # the target, as MLPerf's and early-stopped jobs do — so the median plateau is only
-            # a lower bound, the last evaluation's overshoot, and must not cap the margin:
-            # where the count favours reaching, the margin carried is never less sure than it
-            # (a batch between two whose runs all reached read P ≈ 0.6). A run that levelled
-            # off just above the target is not rising, and its small margin stands. The set
-            # of rising runs does not depend on the target, so the margin still falls with it.
-            implied = float(norm_ppf(min(p_reach[i], 1.0 - 1e-6))) * p_sigma[i]
-            if implied > 0:
-                margin[i] = max(location, implied)
-            # Beyond the measured batches (margin_beyond) no more than the count says, the
-            # Jeffreys (k + ½)/(n + 1): Φ⁻¹ of a product over a few agreeing seeds reads 3–4 σ,
-            # and runs that trained their whole schedule and were still rising at its end
-            # (long schedules, late LR decay) carried that past the largest batch, P(reach)
-            # 0.81 where the truth was 0.13. Runs that stop at the target keep the count's
-            # margin there (MLPerf fitted on B ≤ 4096: least chance beyond 0.88, not 0.59).
-            counted = float(norm_ppf(min(p_reach[i], (k + 0.5) / (len(decided) + 1.0)))) * p_sigma[i]
-            if counted > 0:
-                margin_beyond[i] = max(margin_beyond[i], counted)
-        if not n_reached[i]:
-            continue
-        hit = [c for c in cross if math.isfinite(c)]
-        med = _km_median(np.where(reached, cross, last), np.array(reached)) if len(rs) >= 3 else statistics.median(hit)
-        if not math.isfinite(med):
-            med = statistics.median(hit)
-        epochs[i] = med
-        # σ of a new run's log epochs: sensitivity of the crossing to evaluation noise,
-        # and the runs' own spread when several reached.
-        slopes = [_slope_log_epochs(r, c) for r, c in zip(rs, cross) if math.isfinite(c)]
-        slope = statistics.median(slopes) if slopes else 0.0
-        sens = eval_noise / slope if slope > 0 else _SIGMA_CAP
-        s = sens
-        if n_reached[i] >= 2:
-            lc = np.log(hit)
-            s = max(s, 1.4826 * float(np.median(np.abs(lc - np.median(lc)))) if n_reached[i] >= 3 else float(np.std(lc)))
-        sigma[i] = min(max(s, _SIGMA_FLOOR), _SIGMA_CAP)
-    censored = rising & (horizon < _CENSOR_FRACTION * float(horizon.max()))
-    return BatchEvidence(
-        batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, horizon, margin, censored,
-        margin_beyond,
+    idx = np.arange(len(runs))
+    # still_rising: a curve with one evaluation shows no trend, so nothing says it stopped.
+    rising = np.ones(len(runs), bool)
+    more = sizes >= 2
+    rising[more] = _slopes(epochs, best, starts, last, idx[more], last[more]) * math.log(1.25) > noise
+    horizon = np.maximum.reduceat(last, run_starts[:-1])
+    longest = last == horizon[run_batch]
+    batch_rising = np.bincount(run_batch[rising & longest], minlength=n) > 0
+    cut = rising & ~longest  # ended before the batch's longest while still rising
+    kept = ~cut  # the longest run is never cut
+    mid = segment_median(plateau[kept], run_batch[kept], n)
+    # Plateau spread of a new run: the curve's evaluation noise, and the seeds' spread of best
+    # scores when there are several.
+    dev = segment_median(np.abs(plateau[kept] - mid[run_batch[kept]]), run_batch[kept], n)
+    several = np.bincount(run_batch[kept], minlength=n) >= 2
+    spread = np.where(several, np.maximum(eval_noise, 1.4826 * dev), eval_noise)
+    return RunTable(
+        batches=batches, run_batch=run_batch, run_starts=run_starts, starts=starts, epochs=epochs, best=best,
+        last=last, plateau=plateau, rising=rising, cut=cut, horizon=horizon, batch_rising=batch_rising,
+        plateau_median=mid, plateau_sigma=np.maximum(spread, plateau_floor), eval_noise=float(eval_noise),
+        noise=float(noise),
     )
+
+
+def evidence_at(table: RunTable, threshold: float) -> BatchEvidence:
+    """:func:`batch_evidence` of the runs in ``table`` at ``threshold``."""
+    g, n = table.run_batch, table.batches.size
+    n_runs = np.diff(table.run_starts)
+    # The first point of each run at or above the threshold (the run's end where none is).
+    pos = np.where(table.best >= threshold, np.arange(table.best.size), table.best.size)
+    at = np.minimum.reduceat(pos, table.starts[:-1])
+    reached = at < table.starts[1:]
+    cross = np.full(g.size, np.inf)
+    first = reached & (at == table.starts[:-1])
+    cross[first] = table.epochs[at[first]]
+    inner = reached & ~first
+    j = at[inner]
+    r0, r1 = table.best[j - 1], table.best[j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(r1 == r0, 0.0, (threshold - r0) / (r1 - r0))
+    cross[inner] = table.epochs[j - 1] + frac * (table.epochs[j] - table.epochs[j - 1])
+    n_reached = np.bincount(g[reached], minlength=n)
+    # A run cut short that has not reached the target says "not yet": it leaves the count.
+    decided = reached | ~table.cut
+    n_decided = np.bincount(g[decided], minlength=n)
+    k = n_reached
+    p_sigma = table.plateau_sigma
+    # Where the plateau lies: the median of the runs that ran their course. Its set does
+    # not depend on the target, so a harder target only lowers it.
+    location = table.plateau_median - threshold
+    agree = (k == 0) | (k == n_decided)
+    # The runs agree: each one's own margin in evaluation-noise units says how surely a run
+    # like it lands on that side, and each agreeing run is one more such run — a new run
+    # misses only where every one of them could have missed, 1 − P = Π Φ(−z_j) (all
+    # reached) or P = Π Φ(z_j) (none did). One more agreeing run multiplies by a factor
+    # ≤ ½, so it never moves the chance back towards ½; a count would cap 3 of 3 at 0.875
+    # however far above the target they end.
+    z = (table.plateau - threshold) / table.noise
+    all_reached = k[g] > 0
+    factor = np.ones(g.size)
+    use = decided & agree[g]
+    factor[use & all_reached] = norm_cdf(-z[use & all_reached])
+    factor[use & ~all_reached] = norm_cdf(z[use & ~all_reached])
+    product = np.multiply.reduceat(factor, table.run_starts[:-1])  # left to right, as np.prod
+    # The runs disagree: the fraction that reached, with a Jeffreys prior (1 of 2: ½).
+    count = (k + 0.5) / (n_decided + 1.0)
+    p_reach = np.where(agree, np.where(k > 0, 1.0 - product, product), count)
+    margin = location.copy()
+    split = ~agree
+    if np.any(split):
+        implied = norm_ppf(p_reach[split]) * p_sigma[split]
+        loc = location[split]
+        # Away from the batch the margin is the plateau's distance, never surer than the
+        # count says here (and 0 where the count and the median plateau disagree in sign),
+        # so it falls with the target as both do.
+        margin[split] = np.where((implied > 0) & (loc > 0), np.minimum(implied, loc),
+                                 np.where((implied < 0) & (loc < 0), np.maximum(implied, loc), 0.0))
+    margin_beyond = margin.copy()
+    # Most runs that count were still rising as they ended — they stop once they reach the
+    # target, as MLPerf's and early-stopped jobs do — so the median plateau is only a lower
+    # bound, the last evaluation's overshoot, and must not cap the margin: where the count
+    # favours reaching, the margin carried is never less sure than it (a batch between two
+    # whose runs all reached read P ≈ 0.6). A run that levelled off just above the target is
+    # not rising, and its small margin stands. The set of rising runs does not depend on
+    # the target, so the margin still falls with it.
+    lower_bound = (k > 0) & (2 * np.bincount(g[table.rising & decided], minlength=n) >= n_decided)
+    if np.any(lower_bound):
+        p, s = p_reach[lower_bound], p_sigma[lower_bound]
+        implied = norm_ppf(np.minimum(p, 1.0 - 1e-6)) * s
+        margin[lower_bound] = np.where(implied > 0, np.maximum(location[lower_bound], implied), margin[lower_bound])
+        # Beyond the measured batches (margin_beyond) no more than the count says, the
+        # Jeffreys (k + ½)/(n + 1): Φ⁻¹ of a product over a few agreeing seeds reads 3–4 σ,
+        # and runs that trained their whole schedule and were still rising at its end (long
+        # schedules, late LR decay) carried that past the largest batch, P(reach) 0.81 where
+        # the truth was 0.13. Runs that stop at the target keep the count's margin there
+        # (MLPerf fitted on B ≤ 4096: least chance beyond 0.88, not 0.59).
+        counted = norm_ppf(np.minimum(p, count[lower_bound])) * s
+        margin_beyond[lower_bound] = np.where(counted > 0, np.maximum(margin_beyond[lower_bound], counted),
+                                              margin_beyond[lower_bound])
+    # Epochs to the threshold: the Kaplan–Meier median with three runs or more (a run that
+    # ended first is censored there), else — and where it is ∞ — the median crossing.
+    gr, hit = g[reached], cross[reached]
+    median_hit = segment_median(hit, gr, n)
+    three = n_runs[g] >= 3
+    km = segment_km_median(np.where(reached, cross, table.last)[three], reached[three], g[three], n)
+    med = np.where(n_runs >= 3, km, median_hit)
+    epochs = np.where(n_reached > 0, np.where(np.isfinite(med), med, median_hit), np.nan)
+    # σ of a new run's log epochs: sensitivity of the crossing to evaluation noise, and the
+    # runs' own spread when several reached.
+    slope = segment_median(_slopes(table.epochs, table.best, table.starts, table.last, np.flatnonzero(reached), hit),
+                           gr, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(slope > 0, table.eval_noise / slope, _SIGMA_CAP)
+    lc = np.log(hit)
+    mad = 1.4826 * segment_median(np.abs(lc - segment_median(lc, gr, n)[gr]), gr, n)
+    s = np.where(n_reached >= 3, np.maximum(s, mad), np.where(n_reached == 2, np.maximum(s, segment_std_of_two(lc, gr, n)), s))
+    sigma = np.where(n_reached > 0, np.minimum(np.maximum(s, _SIGMA_FLOOR), _SIGMA_CAP), np.nan)
+    censored = table.batch_rising & (table.horizon < _CENSOR_FRACTION * float(table.horizon.max()))
+    return BatchEvidence(
+        table.batches, epochs, sigma, np.clip(p_reach, 1e-6, 1 - 1e-6), p_sigma, n_runs, n_reached, table.horizon,
+        margin, censored, margin_beyond,
+    )
+
+
+def batch_evidence(runs: list[Run], threshold: float, *, eval_noise: float, plateau_floor: float) -> BatchEvidence:
+    """Epochs to ``threshold`` and the chance of reaching it, at every measured batch.
+
+    Per batch: each run's first crossing of ``threshold``; a run cut short — it ended
+    before the batch's longest while still rising (:func:`still_rising`) — that has not
+    reached it leaves the reach count ("not yet", not "never"), and its best is no plateau.
+    Judged on the curve alone, not the target, so a harder target only moves a run from
+    reached to left out or to failed, never back. The rest is :class:`BatchEvidence`'s.
+    A model asks at many thresholds of one :class:`RunTable` (:func:`evidence_at`).
+    """
+    return evidence_at(run_table(runs, eval_noise=eval_noise, plateau_floor=plateau_floor), threshold)
 
 
 # -- reach probability ---------------------------------------------------------------------
@@ -711,12 +800,27 @@ def _off_neighbours(plateaus: np.ndarray, *, noise: float) -> np.ndarray:
     """
     fin = np.asarray(plateaus, float)
     flags = np.zeros(fin.size, bool)
+    if fin.size < 4:  # an inner plateau needs steps besides its own two to be judged against
+        return flags
     steps = np.abs(np.diff(fin))
-    for j in range(1, fin.size - 1):
-        depth = abs(float(fin[j] - np.median(fin[j - 1 : j + 2])))
-        others = np.delete(steps, [j - 1, j])
-        if others.size:
-            flags[j] = depth > _OUTLIER_MAD * max(1.4826 * float(np.median(others)), noise)
+    j = np.arange(1, fin.size - 1)
+    depth = np.abs(fin[j] - np.sort(np.stack([fin[j - 1], fin[j], fin[j + 1]], axis=1), axis=1)[:, 1])
+    # The median of the steps other than plateau j's own two (j − 1 and j), read off the
+    # steps sorted once: linear after the sort where a median per plateau was quadratic.
+    ranked = np.sort(steps)
+    rank = np.empty(steps.size, np.int64)
+    rank[np.argsort(steps, kind="stable")] = np.arange(steps.size)
+    r1, r2 = np.minimum(rank[j - 1], rank[j]), np.maximum(rank[j - 1], rank[j])
+    left = steps.size - 2
+
+    def kth_of_others(k: int) -> np.ndarray:
+        at = np.full(j.shape, k)
+        at = at + (at >= r1)
+        return ranked[at + (at >= r2)]
+
+    upper = kth_of_others(left // 2)
+    median = (kth_of_others(left // 2 - 1) + upper) / 2 if left % 2 == 0 else upper
+    flags[j] = depth > _OUTLIER_MAD * np.maximum(1.4826 * median, noise)
     return flags
 
 
@@ -736,15 +840,40 @@ def _carried_margin(
 
 
 def _nearest_distance(q: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """|log2(q / nearest of xs)| for each query: the two neighbours in sorted log2(xs),
+    O((q + n) log n) where a (q, n) table of distances was quadratic in time and memory."""
     if xs.size == 0:
         return np.full(q.shape, np.inf)
-    return np.min(np.abs(np.log2(q)[:, None] - np.log2(xs)[None, :]), axis=1)
+    lx, lq = np.sort(np.log2(xs)), np.log2(q)
+    i = np.searchsorted(lx, lq)
+    below, above = lx[np.maximum(i - 1, 0)], lx[np.minimum(i, lx.size - 1)]
+    return np.minimum(np.abs(lq - below), np.abs(lq - above))
 
 
 # Points of the surface's epoch grid a fit may ask for: the surface is batches × points
 # floats (10**6 took 8.4 s and 300 MB, more ran out of memory); 10,000 is 60 times the
 # default and finer than any profile's evaluations.
 MAX_GRID_SIZE = 10_000
+
+# Values of the surface's (batches, runs, grid) stack built at once: 2**22 floats (32 MiB) is
+# thousands of batches at the default grid, and bounds the memory whatever the grid size.
+_SURFACE_CELLS = 1 << 22
+
+
+def _nan_median_over_runs(stack: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(stack, axis=1)`` of a (batches, runs, grid) stack without its warning
+    on all-NaN columns (they stay NaN): the middle value of the non-NaN ones, or ``(a + b) / 2``
+    of the two middle ones — the same operations as nanmedian's."""
+    if stack.shape[1] == 1:
+        return stack[:, 0, :].copy()
+    v = np.sort(stack, axis=1)  # NaN sorts last
+    c = np.sum(~np.isnan(stack), axis=1)
+    half = (c // 2)[:, None, :]
+    upper = np.take_along_axis(v, np.minimum(half, stack.shape[1] - 1), axis=1)[:, 0, :]
+    lower = np.take_along_axis(v, np.maximum(half - 1, 0), axis=1)[:, 0, :]
+    out = np.where(c % 2 == 0, (lower + upper) / 2, upper)
+    return np.where(c > 0, out, np.nan)
+
 
 # Targets whose anchors a fitted model keeps (least recently used go first): a scheduler
 # that keeps models for days asks for new targets without end (an infeasible question's
@@ -966,9 +1095,6 @@ class AccuracyModel(EstimatorContract):
         _, group = np.unique(np.column_stack([global_batch[keep], seed[keep]]), axis=0, return_inverse=True)
         self.n_diverged_ = int(np.count_nonzero(np.bincount(group.ravel(), weights=~np.isfinite(score[keep]))))
         self.batches_, self._by_batch = runs_by_batch(runs)
-        self.max_epochs_ = np.array([max(float(r.epochs[-1]) for r in rs) for rs in self._by_batch])
-        self.curve_start_ = np.array([np.median([r.best[0] for r in rs]) for rs in self._by_batch])
-        self.curve_plateau_ = np.array([np.median([r.best[-1] for r in rs]) for rs in self._by_batch])
         self.eval_noise_ = _eval_noise(global_batch, epoch, score, seed)
         rises = [float(r.best[-1] - r.best[0]) for r in runs]
         finite = score[np.isfinite(score)]
@@ -981,6 +1107,11 @@ class AccuracyModel(EstimatorContract):
         # Curves too short to see their own noise: 1 % of the observed metric range.
         floor = 0.01 * span if self.eval_noise_ == 0 else 0.0
         self.residual_sigma_ = max(self.eval_noise_, floor, 1e-9 * units)
+        table = self._table = run_table(runs, eval_noise=self.eval_noise_, plateau_floor=self.residual_sigma_)
+        n = len(self.batches_)
+        self.max_epochs_ = table.horizon
+        self.curve_start_ = segment_median(table.best[table.starts[:-1]], table.run_batch, n)
+        self.curve_plateau_ = segment_median(table.plateau, table.run_batch, n)
         long = self.max_epochs_ >= _CENSOR_FRACTION * float(self.max_epochs_.max())
         consensus = float(np.median(self.curve_plateau_[long]))
         # A batch whose curves ran as long as the others' yet end more than half a curve's
@@ -1027,46 +1158,90 @@ class AccuracyModel(EstimatorContract):
         fitted.setdefault("kappa_beyond_law_", None)  # before it, κ_beyond and its shape answered beyond a fitted law too
 
     def _fit_surface(self) -> None:
-        """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`."""
-        lo = min(float(r.epochs[0]) for r in self.runs_)
-        hi = max(float(r.epochs[-1]) for r in self.runs_)
+        """The paper's isotonic surface over (batch, epochs), for :meth:`metric_at`.
+
+        Each batch's row is the median over its runs of their best-so-far curves on a
+        geometric epoch grid, made non-decreasing (weighted by how many runs each point
+        has). Batches with the same number of runs are stacked and done together; only the
+        monotone fit goes batch by batch.
+        """
+        table = self._table
+        first = table.epochs[table.starts[:-1]]
+        lo, hi = float(first.min()), float(table.last.max())
         grid = np.geomspace(lo, hi, self.grid_size) if hi > lo else np.array([lo])
-        surface = np.full((len(self.batches_), grid.size), np.nan)
-        for i, runs in enumerate(self._by_batch):
-            rows = []
-            for r in runs:
-                row = np.full(grid.shape, np.nan)
-                inside = (grid >= r.epochs[0] - 1e-9) & (grid <= r.epochs[-1] + 1e-9)
-                row[inside] = np.interp(grid[inside], r.epochs, r.best)
-                # Past its end a run keeps its best (a lower bound): runs that stop once
-                # they reach the target must not leave only the slow ones in the median.
-                row[grid > r.epochs[-1] + 1e-9] = r.best[-1]
-                rows.append(row)
-            stack = np.vstack(rows)
-            valid = grid <= self.max_epochs_[i] + 1e-9
-            if len(rows) == 1:  # the median of one run is the run (nanmedian's masked path is slow per call)
-                med = np.where(valid, stack[0], np.nan)
-            else:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
-                    med = np.nanmedian(np.where(valid, stack, np.nan), axis=0) if valid.any() else np.full(grid.shape, np.nan)
-            if not np.isfinite(med).any():
-                # Runs with one evaluation between two grid points (or all ending there)
-                # fall in no column: keep their best from the next column on, the same
-                # lower bound a run keeps past its end, so every batch has a row.
-                after = int(np.searchsorted(grid, self.max_epochs_[i] - 1e-9))
-                med[min(after, grid.size - 1)] = float(np.median([r.best[-1] for r in runs]))
-            ok = np.isfinite(med)
-            if np.any(ok):
-                cnt = np.sum(np.isfinite(stack[:, ok]), axis=0).astype(float)
-                surface[i, ok] = isotonic_grid(np.arange(ok.sum(), dtype=float)[:, None], med[ok], cnt, increasing=(True,))
+        width = grid.size
+        surface = np.full((len(self.batches_), width), np.nan)
+        counts = np.diff(table.run_starts)
+        for size in np.unique(counts).tolist():
+            # At most _SURFACE_CELLS values of the (batches, runs, grid) stack at once: by
+            # batches, and by columns where one batch's runs alone are more.
+            per_batch = size * width
+            batch_step = max(1, _SURFACE_CELLS // per_batch)
+            col_step = width if per_batch <= _SURFACE_CELLS else max(1, _SURFACE_CELLS // size)
+            of_size = np.flatnonzero(counts == size)
+            for chunk in (of_size[i : i + batch_step] for i in range(0, of_size.size, batch_step)):
+                run = table.run_starts[chunk][:, None] + np.arange(size)[None, :]
+                med = np.empty((chunk.size, width))
+                cnt = np.empty((chunk.size, width))
+                for c0 in range(0, width, col_step):
+                    cols = slice(c0, c0 + col_step)
+                    stack = self._surface_rows(run, grid[cols])
+                    cnt[:, cols] = np.sum(np.isfinite(stack), axis=1)
+                    valid = grid[None, cols] <= self.max_epochs_[chunk][:, None] + 1e-9
+                    med[:, cols] = _nan_median_over_runs(np.where(valid[:, None, :], stack, np.nan))
+                for row, i in enumerate(chunk.tolist()):
+                    surface[i] = self._monotone_row(med[row], cnt[row], i, grid)
         self.epoch_grid_ = grid
         self.surface_ = surface
 
+    def _surface_rows(self, run: np.ndarray, grid: np.ndarray) -> np.ndarray:
+        """Each run's best-so-far on ``grid`` (``run``: (batches, runs) indices into the run
+        table), as a (batches, runs, grid) stack: NaN before its first evaluation."""
+        table = self._table
+        flat = run.ravel()
+        rows = np.full((flat.size, grid.size), np.nan)
+        first = table.epochs[table.starts[flat]]
+        inside = (grid[None, :] >= first[:, None] - 1e-9) & (grid[None, :] <= table.last[flat][:, None] + 1e-9)
+        r_in, c_in = np.nonzero(inside)
+        rows[r_in, c_in] = interp_segments(grid[c_in], flat[r_in], table.starts, table.epochs, table.best)
+        # Past its end a run keeps its best (a lower bound): runs that stop once they reach
+        # the target must not leave only the slow ones in the median.
+        past = grid[None, :] > table.last[flat][:, None] + 1e-9
+        rows[past] = np.broadcast_to(table.plateau[flat][:, None], rows.shape)[past]
+        return rows.reshape(run.shape + (grid.size,))
+
+    def _monotone_row(self, med: np.ndarray, cnt: np.ndarray, i: int, grid: np.ndarray) -> np.ndarray:
+        """Batch ``i``'s surface row from its runs' median row ``med`` and run counts ``cnt``."""
+        med = med.copy()
+        if not np.isfinite(med).any():
+            # Runs with one evaluation between two grid points (or all ending there) fall in
+            # no column: keep their best from the next column on, the same lower bound a run
+            # keeps past its end, so every batch has a row.
+            after = int(np.searchsorted(grid, self.max_epochs_[i] - 1e-9))
+            med[min(after, grid.size - 1)] = self.curve_plateau_[i]
+        row = np.full(grid.shape, np.nan)
+        ok = np.isfinite(med)
+        k = int(np.count_nonzero(ok))
+        if k == 1:
+            row[ok] = med[ok]
+        elif k:
+            # What isotonic_grid does on one line — the same compiled PAVA on the same values,
+            # weights and zero lift — without its input checks, which cost ten times the fit
+            # when repeated per batch of a pooled profile.
+            row[ok] = _pava_batch(med[ok], cnt[ok], np.zeros(k), True)
+        return row
+
     def _evidence(self, threshold: float) -> BatchEvidence:
-        return batch_evidence(
-            self.runs_, threshold, eval_noise=self.eval_noise_, plateau_floor=self.residual_sigma_
-        )
+        return evidence_at(self._run_table(), threshold)
+
+    def _run_table(self) -> RunTable:
+        """The runs as flat arrays, read once per fit (a model pickled without it builds it on
+        first use; two threads that both build it build the same table)."""
+        table = self.__dict__.get("_table")
+        if table is None:
+            table = run_table(self.runs_, eval_noise=self.eval_noise_, plateau_floor=self.residual_sigma_)
+            self._table = table
+        return table
 
     def _fit_law_ladder(self) -> None:
         """``B_noise`` of the law at a ladder of score levels, fitted once here."""
@@ -1141,26 +1316,32 @@ class AccuracyModel(EstimatorContract):
                 return math.sqrt(max(err * err - c * s_run * s_run, 0.0)) / max(d, _KAPPA_MIN_DOUBLINGS)
 
             for j in range(len(b)):
-                rest = np.delete(np.arange(len(b)), j)
-                d = float(np.min(np.abs(np.log2(b[j] / b[rest]))))
                 if 0 < j < len(b) - 1:
-                    pred = float(_interp_loglog(np.array([b[j]]), b[rest], e[rest])[0])
+                    # Left out, an inner anchor is predicted from its two neighbours (b is
+                    # sorted: no other anchor is nearer or brackets it), so nothing here reads
+                    # all the anchors per batch — that made the fit quadratic in the batches.
+                    side = np.array([j - 1, j + 1])
+                    d = float(np.min(np.abs(np.log2(b[j] / b[side]))))
+                    pred = float(_interp_loglog(np.array([b[j]]), b[side], e[side])[0])
                     lo, hi = math.log2(b[j] / b[j - 1]), math.log2(b[j + 1] / b[j])
                     w = hi / (lo + hi)
                     k_in.append(per_doubling(abs(math.log(pred / e[j])), 1 + w * w + (1 - w) ** 2, d))
-                elif len(rest) >= 2 and bn is not None:
+                elif len(b) >= 3 and bn is not None:
+                    rest = np.delete(np.arange(len(b)), j)  # an end anchor: two of them
+                    d = float(np.min(np.abs(np.log2(b[j] / b[rest]))))
                     near = rest[np.argmin(np.abs(np.log(b[rest] / b[j])))]
                     pred = e[near] * (1 + b[j] / bn) / (1 + b[near] / bn)
                     k_law.append(per_doubling(abs(math.log(pred / e[j])), 1.0, d))
                     k_out.append(k_law[-1] / float(self._shape_at(level, np.array([b[near]]))[0]))
-            for o in outliers:
-                # An outlier between two anchors, predicted from them as an unmeasured batch
-                # there would be (d: to the nearer anchor, as in _log_epochs). Beyond
-                # the anchors κ_beyond answers, and an outlier there predicts nothing.
-                bo, eo = float(ev.batches[o]), float(ev.epochs[o])
-                if b.size >= 2 and b[0] < bo < b[-1]:
-                    j = int(np.searchsorted(b, bo))
-                    pred = float(_interp_loglog(np.array([bo]), b, e)[0])
+            # An outlier between two anchors, predicted from them as an unmeasured batch there
+            # would be (d: to the nearer anchor, as in _log_epochs). Beyond the anchors
+            # κ_beyond answers, and an outlier there predicts nothing.
+            between = [int(o) for o in outliers if b.size >= 2 and b[0] < float(ev.batches[o]) < b[-1]]
+            if between:
+                bos = ev.batches[between]
+                preds = _interp_loglog(bos, b, e)  # one pass for all of them
+                for bo, eo, j, pred in zip(bos.tolist(), ev.epochs[between].tolist(), np.searchsorted(b, bos).tolist(),
+                                           preds.tolist()):
                     lo, hi = math.log2(bo / b[j - 1]), math.log2(b[j] / bo)
                     w = hi / (lo + hi)
                     k_in.append(per_doubling(abs(math.log(pred / eo)), 1 + w * w + (1 - w) ** 2, min(lo, hi)))
@@ -1358,12 +1539,19 @@ class AccuracyModel(EstimatorContract):
             # where 1·scatter² read [81.1, 120.8] epochs just past a batch of [71.1, 124.6].
             at_anchor = np.sqrt(asg[k] ** 2 + at_measured[k] * scatter**2)
             sig[out] = np.maximum(np.sqrt(asg[k] ** 2 + (kappa * d) ** 2 + scatter**2), at_anchor)
-        # Measured outliers answer for themselves, with their disagreement as spread.
-        for b, e, s in zip(ev.batches, ev.epochs, ev.log_sigma):
-            hit = q == b
-            if np.any(hit) and math.isfinite(e) and b not in ab:
-                mu[hit] = math.log(e)
-                sig[hit] = math.hypot(s, abs(math.log(e) - float(np.interp(math.log(b), lab, lae))))
+        # Measured outliers answer for themselves, with their disagreement as spread. Only
+        # the measured batches asked about are visited: a loop over every measured batch,
+        # each compared with every query, was quadratic in a pooled profile's batches.
+        at = np.minimum(np.searchsorted(ev.batches, q), ev.batches.size - 1)
+        own = (ev.batches[at] == q) & np.isfinite(ev.epochs[at]) & ~np.isin(ev.batches[at], ab)
+        if np.any(own):
+            own_mu, own_sig = {}, {}
+            for i in np.unique(at[own]).tolist():
+                b, e, s = float(ev.batches[i]), float(ev.epochs[i]), float(ev.log_sigma[i])
+                own_mu[i] = math.log(e)
+                own_sig[i] = math.hypot(s, abs(math.log(e) - float(np.interp(math.log(b), lab, lae))))
+            mu[own] = [own_mu[i] for i in at[own].tolist()]
+            sig[own] = [own_sig[i] for i in at[own].tolist()]
         return mu, np.minimum(sig, _SIGMA_CAP)
 
     def _p_reach(self, q: np.ndarray, ev: BatchEvidence) -> np.ndarray:
@@ -1435,35 +1623,55 @@ class AccuracyModel(EstimatorContract):
         gb = as_column(global_batch, where="global_batch", gt=0.0)
         ep = as_column(epochs, where="epochs", ge=0.0, allow_inf=True)
         gb, ep = np.broadcast_arrays(gb, ep)
-        rows = np.empty((len(self.batches_),) + gb.shape)
-        for i, row in enumerate(self.surface_):
-            valid = np.isfinite(row)
-            g, r = self.epoch_grid_[valid], row[valid]
-            vals = np.interp(np.minimum(ep, g[-1]), g, r)
-            rows[i] = np.where(ep < g[0], np.nan, vals)
+        shape, q, e = gb.shape, gb.ravel(), ep.ravel()
         if len(self.batches_) == 1:
-            score = rows[0]
+            score = self._row_metric(np.zeros(q.size, np.int64), e)
         else:
-            x = np.clip(np.log(gb), np.log(self.batches_[0]), np.log(self.batches_[-1]))
+            x = np.clip(np.log(q), np.log(self.batches_[0]), np.log(self.batches_[-1]))
             idx = np.clip(np.searchsorted(np.log(self.batches_), x), 1, len(self.batches_) - 1)
             x0, x1 = np.log(self.batches_[idx - 1]), np.log(self.batches_[idx])
             frac = (x - x0) / (x1 - x0)
-            lo = np.take_along_axis(rows, (idx - 1)[None], axis=0)[0]
-            hi = np.take_along_axis(rows, idx[None], axis=0)[0]
+            lo, hi = self._row_metric(idx - 1, e), self._row_metric(idx, e)
             score = lo + frac * (hi - lo)
-        return self._score(score)
+        return self._score(score.reshape(shape))
+
+    def _row_metric(self, row: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+        """Each query's value on its own surface row (NaN before the row's first point, its
+        last value past its end): one interpolation per distinct row asked for, so the work
+        grows with the queries and the rows they need, not with queries × measured batches."""
+        out = np.empty(epochs.shape)
+        order = np.argsort(row, kind="stable")
+        for sel in np.split(order, np.flatnonzero(np.diff(row[order])) + 1) if order.size else []:
+            surface_row = self.surface_[row[sel[0]]]
+            valid = np.isfinite(surface_row)
+            g, r = self.epoch_grid_[valid], surface_row[valid]
+            e = epochs[sel]
+            out[sel] = np.where(e < g[0], np.nan, np.interp(np.minimum(e, g[-1]), g, r))
+        return out
 
 
 def _eval_noise(global_batch: np.ndarray, epoch: np.ndarray, score: np.ndarray, seed: np.ndarray) -> float:
     """Evaluation-to-evaluation noise: robust spread of successive differences late in
-    each run (where the trend is flat), median over runs; 0 when every run is short."""
-    noise = []
-    keep = epoch > 0
-    for run_b, run_s in set(zip(global_batch[keep].tolist(), seed[keep].tolist())):
-        sel = keep & (global_batch == run_b) & (seed == run_s)
-        s = score[sel][np.argsort(epoch[sel], kind="stable")]
-        fin = s[np.isfinite(s)]
-        if fin.size >= 6:
-            tail = np.diff(fin[fin.size // 2 :])
-            noise.append(1.4826 * float(np.median(np.abs(tail - np.median(tail)))) / math.sqrt(2.0))
-    return float(np.median(noise)) if noise else 0.0
+    each run (where the trend is flat), median over runs; 0 when every run is short.
+
+    Runs are found by one sort by (batch, seed, epoch), linear in the records whatever the
+    number of runs (matching each run against every record made this quadratic)."""
+    idx = np.flatnonzero(epoch > 0)
+    if idx.size == 0:
+        return 0.0
+    order = idx[np.lexsort((epoch[idx], seed[idx], global_batch[idx]))]  # stable: ties keep record order
+    b, sd = global_batch[order], seed[order]
+    run = np.concatenate([[0], np.cumsum((b[1:] != b[:-1]) | (sd[1:] != sd[:-1]))])
+    fin = np.isfinite(score[order])
+    s, r = score[order][fin], run[fin]
+    n_runs = int(run[-1]) + 1
+    size = np.bincount(r, minlength=n_runs)
+    pos = np.arange(r.size) - group_starts(size)[:-1][r]
+    # The late half of each run with six finite evaluations or more: successive differences
+    # from its middle evaluation on.
+    late = (r[:-1] == r[1:]) & (pos[:-1] >= size[r[:-1]] // 2) & (size[r[:-1]] >= 6)
+    tail, tail_run = (s[1:] - s[:-1])[late], r[:-1][late]
+    center = segment_median(tail, tail_run, n_runs)
+    spread = segment_median(np.abs(tail - center[tail_run]), tail_run, n_runs)
+    noise = 1.4826 * spread[size >= 6] / math.sqrt(2.0)
+    return float(np.median(noise)) if noise.size else 0.0
