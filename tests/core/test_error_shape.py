@@ -32,9 +32,11 @@ def _draw(shape: ErrorShape, n: int, rng: np.random.Generator) -> np.ndarray:
 def test_a_shipped_shape_keeps_the_calibrated_90_percent_interval(shape: ErrorShape) -> None:
     # The σ of every model is calibrated so that ±1.645 σ covers 90 %; the shape must not move that.
     assert shape.coverage(_Z90) == pytest.approx(0.90, abs=1e-3)
-    # ... and is heavier-tailed than the normal on both sides of it: more mass near 0, more far out.
-    assert shape.coverage(0.6745) > 0.6
-    assert shape.coverage(2.5758) < 0.98
+    # ... and is no lighter-tailed than the normal on either side of it: at least its mass near
+    # 0, more far out (the step shape by far: 0.63 and 0.94; the epochs shape, near-normal
+    # since the law's noise scale is measured before each target, 0.505 and 0.985).
+    assert shape.coverage(0.6745) >= 0.5
+    assert shape.coverage(2.5758) < 0.99
 
 
 def test_the_normal_shape_is_the_standard_normal() -> None:
