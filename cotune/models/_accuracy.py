@@ -753,7 +753,8 @@ def noise_scale_until(
     measurement ``(B_j, e_j, b_j)`` counts where ``B_j`` is a measured batch whose runs
     reach the target, at ``E(B_j)`` epochs (``epochs_to_target``, NaN or ∞ where not
     reached), and ``e_j ≤ E(B_j)``; a batch whose first measurement comes later
-    contributes that first one (the nearest to the training in question). None where no
+    contributes its first ones (those at its earliest epoch: the nearest to the training
+    in question). None where no
     measurement sits on a batch that reaches the target — a target beyond the measured
     run's best, whose training would run past the end of every measurement, takes the
     whole run's median (the caller's fallback).
@@ -778,7 +779,9 @@ def noise_scale_until(
         if lo == hi:
             continue
         k = int(np.searchsorted(ne[lo:hi], e, "right"))
-        kept.append(bn[lo : lo + max(k, 1)])
+        if k == 0:  # every measurement at the earliest epoch (ties: not whichever came first)
+            k = int(np.searchsorted(ne[lo:hi], ne[lo], "right"))
+        kept.append(bn[lo : lo + k])
     if not kept:
         return None
     return float(np.median(np.concatenate(kept)))

@@ -49,6 +49,14 @@ def test_a_batch_first_measured_after_its_crossing_gives_its_first_measurement()
     assert got == 50.0
 
 
+def test_measurements_tied_at_the_earliest_epoch_after_the_crossing_all_count():
+    # Found by hypothesis in CI: with two at the first epoch, "the first one" was whichever came first.
+    rows = ([64, 64, 64], [5.0, 5.0, 8.0], [50.0, 70.0, 80.0])
+    assert noise_scale_until(*rows, batches=[64.0], epochs_to_target=[2.0]) == 60.0
+    flipped = ([64, 64, 64], [5.0, 5.0, 8.0], [70.0, 50.0, 80.0])
+    assert noise_scale_until(*flipped, batches=[64.0], epochs_to_target=[2.0]) == 60.0
+
+
 def test_measurements_of_every_batch_that_reaches_are_pooled():
     got = noise_scale_until([32, 32, 128, 128], [1.0, 4.0, 1.0, 2.0], [1.0, 100.0, 3.0, 5.0],
                             batches=[32.0, 128.0], epochs_to_target=[2.0, 2.0])
