@@ -244,8 +244,9 @@ def _time_report(gpu: str, a: dict[str, np.ndarray], *, folds: int, seed: int, t
 
 def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> AccuracyFitReport:
     goal = profile.workload.goal
-    full = AccuracyModel(goal=goal, b_noise=usable_noise_scale(profile.noise_scale()),
-                       noise_trace=profile.noise_trace()).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
+    # Read once: every held-out refit below takes the same noise records.
+    noise = dict(b_noise=usable_noise_scale(profile.noise_scale()), noise_trace=profile.noise_trace())
+    full = AccuracyModel(goal=goal, **noise).fit(e["global_batch"], e["epoch"], e["metric"], e["seed"])
     # Reference target: one that every measured batch reaches, near the top of the
     # weakest batch's final metric (the regime recommendations care about). A failed batch
     # reaches nothing the others do: it would set a target near chance, which every other
@@ -280,8 +281,7 @@ def _accuracy_report(profile: Profile, tick, e: dict[str, np.ndarray]) -> Accura
             loo.append(None)
             extrapolated.append(None)
             continue
-        m = AccuracyModel(goal=goal, b_noise=usable_noise_scale(profile.noise_scale()),
-                       noise_trace=profile.noise_trace()).fit(
+        m = AccuracyModel(goal=goal, **noise).fit(
             e["global_batch"][keep], e["epoch"][keep], e["metric"][keep], e["seed"][keep]
         )
         held = m.epochs_to_target(np.array([b]), ref)
