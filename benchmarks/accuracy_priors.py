@@ -21,6 +21,12 @@
   :func:`cotune.models._accuracy.walk_prior_nodes`; ``P(reach)`` is the mean of the nodes'
   probabilities), with the log-loss of that prior on each workload when the nodes come
   from the other five, beside the other five's optima as nodes and their median.
+* ``NOISE_RATIO_PRIOR`` — the mean and standard deviation over workloads of
+  ``ln(B_noise / reference batch)``, ``B_noise`` the law fitted across each workload's
+  batches (the median over the target levels): the prior a profile with one curve and no
+  gradient statistics extrapolates with; with each workload predicted with the prior of
+  the other five from its reference curve alone, the library's 90 % intervals' coverage
+  and mean |log error| beside those of the no-benefit bound (E ∝ B) it replaced.
 
 Errors are the model's own (fitted with κ = 0, so each sample carries its anchor σ),
 pooled over six workloads and targets from 50 % to 100 % of the way from the first
@@ -48,7 +54,7 @@ import numpy as np
 from typing import Any
 
 from benchmarks.traces import POLLUX_MODELS, Workload, load_pollux
-from cotune.models._accuracy import AccuracyModel, crossing_epoch, target_level, walk_prior_nodes
+from cotune.models._accuracy import AccuracyModel, crossing_epoch, fit_noise_scale, target_level, walk_prior_nodes
 from cotune.models._isotonic import pava
 from cotune.models._step_time import growth_for_coverage
 
@@ -253,6 +259,55 @@ def priors(per: dict[str, dict[str, list]]) -> dict[str, float]:
     }
 
 
+def noise_ratio_of(w: Workload) -> float:
+    """``ln(B_noise / reference batch)`` of one workload: the law fitted across all its
+    batches' crossings at each of the target levels, the median over the levels."""
+    batches = list(w.batches)
+    curves = {b: _best(w, b) for b in batches}
+    start = float(np.median([float(curves[b][1][0]) for b in batches]))
+    weakest = float(min(float(curves[b][1][-1]) for b in batches))
+    ratios = []
+    for f in _LEVELS:
+        t = start + f * (weakest - start)
+        e = np.array([crossing_epoch(*curves[b], t) for b in batches])
+        ok = np.isfinite(e)
+        law = fit_noise_scale(np.array(batches, float)[ok], e[ok]) if np.count_nonzero(ok) >= 3 else None
+        if law is not None:
+            ratios.append(math.log(law[1] / w.reference_batch))
+    return float(np.median(ratios))
+
+
+def noise_ratio_prior(ratios: dict[str, float]) -> tuple[float, float]:
+    """``NOISE_RATIO_PRIOR``: the mean and standard deviation of the workloads' :func:`noise_ratio_of`."""
+    v = np.array(list(ratios.values()), float)
+    return float(v.mean()), float(v.std(ddof=1))
+
+
+def no_noise_samples(w: Workload, prior: tuple[float, float] | None) -> list[tuple[float, bool]]:
+    """``(log error, covered by the 90 % interval)`` of the library model fitted on the
+    reference curve alone *without* its gradient statistics, at every other batch and
+    target level (``prior``: its ``noise_ratio_prior``; None, the no-benefit bound)."""
+    batches = list(w.batches)
+    curves = {b: _best(w, b) for b in batches}
+    start = float(np.median([float(curves[b][1][0]) for b in batches]))
+    weakest = float(min(float(curves[b][1][-1]) for b in batches))
+    ref = w.reference_batch
+    c = w.curves[ref]
+    model = AccuracyModel(goal=w.goal, noise_ratio_prior=prior).fit(np.full(len(c.epochs), float(ref)), c.epochs, c.metric)
+    out = []
+    for f in _LEVELS:
+        t = start + f * (weakest - start)
+        for b in batches:
+            truth = crossing_epoch(*curves[b], t)
+            if b == ref or not math.isfinite(truth):
+                continue
+            p = model.epochs_to_target(np.array([float(b)]), float(w.score(t)))
+            med = float(p.epochs_if_reached[0])
+            if math.isfinite(med):
+                out.append((math.log(truth / med), bool(p.lower[0] <= truth <= p.upper[0])))
+    return out
+
+
 def kappa_step(samples: dict[str, list]) -> float:
     """``KAPPA_STEP`` from :func:`step_samples` of each bundled profile, pooled."""
     return _calibrated_kappa([x for v in samples.values() for x in v])
@@ -301,6 +356,18 @@ def main(argv: list[str] | None = None) -> int:
     # The optima are walk_nodes_left_out's own: walk_prior(per) would fit them all again.
     out["PLATEAU_WALK_NODES"] = list(walk_prior_nodes(list(out["PLATEAU_WALK_OPTIMA"].values())))
     out["reach, one workload left out"] = walk
+    ratios = {m: noise_ratio_of(w) for m, w in loaded.items()}
+    out["NOISE_RATIO_PRIOR"] = noise_ratio_prior(ratios)
+    out["no noise, one workload left out"] = {}
+    for m, w in loaded.items():
+        left = noise_ratio_prior({n: r for n, r in ratios.items() if n != m})
+        samples = {"prior": no_noise_samples(w, left), "bound": no_noise_samples(w, None)}
+        out["no noise, one workload left out"][m] = {
+            "ratio": ratios[m], "prior_left_out": left,
+            **{f"{k}_{what}": v for k, smp in samples.items() for what, v in (
+                ("n", len(smp)), ("coverage", float(np.mean([c for _, c in smp]))),
+                ("mean_abs_log_error", float(np.mean([abs(e) for e, _ in smp]))))},
+        }
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         print()
@@ -308,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     cols = ("KAPPA_BEYOND", "KAPPA_BEYOND_LAW", "KAPPA_INSIDE", "PLATEAU_WALK", "PLATEAU_WALK_POOLED", "KAPPA_STEP")
     print(f"{'workloads':34s} " + " ".join(f"{c:>13s}" for c in cols))
     for name, p in out.items():
-        if name in ("PLATEAU_WALK_OPTIMA", "PLATEAU_WALK_NODES", "reach, one workload left out"):
+        if name in ("PLATEAU_WALK_OPTIMA", "PLATEAU_WALK_NODES", "reach, one workload left out", "NOISE_RATIO_PRIOR",
+                    "no noise, one workload left out"):
             continue
         print(f"{name:34s} " + " ".join(f"{p[c]:13.4f}" if c in p else f"{'':13s}" for c in cols))
     print("\nRUN_SCATTER (median over workloads; KAPPA_INSIDE above is with the library's RUN_SCATTER in the model): "
@@ -329,7 +397,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{m:14s} " + " ".join(f"{v['logloss_' + k]:18.3f} ({v['brier_' + k]:.3f})" for k, _ in labels))
     mean = lambda k: float(np.mean([v[k] for v in walk.values()]))  # noqa: E731
     print(f"{'mean':14s} " + " ".join(f"{mean('logloss_' + k):18.3f} ({mean('brier_' + k):.3f})" for k, _ in labels))
+    print_no_noise(out["NOISE_RATIO_PRIOR"], out["no noise, one workload left out"])
     return 0
+
+
+def print_no_noise(prior: tuple[float, float], rows: dict[str, dict]) -> None:
+    """The ``NOISE_RATIO_PRIOR`` section of the report: the prior, and on each workload left
+    out the 90 % intervals of the reference curve alone without gradient statistics."""
+    print(f"\nNOISE_RATIO_PRIOR (ln(B_noise / reference batch): mean, sd over workloads): {prior[0]:.3f}, {prior[1]:.3f}")
+    print("reference curve alone, no gradient statistics; each workload with the prior of the other five:")
+    print(f"{'workload':14s} {'ln ratio':>8s} {'n':>4s} {'prior: cover':>12s} {'|log err|':>9s} {'bound: cover':>12s} {'|log err|':>9s}")
+    for m, v in rows.items():
+        print(f"{m:14s} {v['ratio']:8.2f} {v['prior_n']:4d} {v['prior_coverage']:12.1%} {v['prior_mean_abs_log_error']:9.3f} "
+              f"{v['bound_coverage']:12.1%} {v['bound_mean_abs_log_error']:9.3f}")
+    n = {k: sum(v[f"{k}_n"] for v in rows.values()) for k in ("prior", "bound")}
+    pooled = {k: (sum(v[f"{k}_coverage"] * v[f"{k}_n"] for v in rows.values()) / n[k],
+                  sum(v[f"{k}_mean_abs_log_error"] * v[f"{k}_n"] for v in rows.values()) / n[k]) for k in n}
+    print(f"{'pooled':14s} {'':8s} {n['prior']:4d} {pooled['prior'][0]:12.1%} {pooled['prior'][1]:9.3f} "
+          f"{pooled['bound'][0]:12.1%} {pooled['bound'][1]:9.3f}")
 
 
 if __name__ == "__main__":

@@ -279,12 +279,19 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         (cands.global_batch > top_batch) & np.isfinite(est.epochs)
     ):
         # Without B_noise (and too few batches to fit the law) the epochs beyond the largest
-        # curve are the law's no-benefit bound: say so, as it makes larger batches look dear.
+        # curve rest on a prior over the noise scale (wide), or on the law's no-benefit bound
+        # (a model fitted before that prior; it makes larger batches look dear): say which.
+        how = (
+            "are extrapolated with a prior over the gradient noise scale measured on published workloads, so their "
+            "intervals are wide"
+            if getattr(models.accuracy, "noise_ratio_prior_", None) is not None
+            else "are taken to grow in proportion to the batch, the critical-batch law's no-benefit bound: larger "
+            "batches may need fewer epochs than shown"
+        )
         notes.append(
-            f"above global batch {int(top_batch)} (the largest with a learning curve) epochs are taken to grow in "
-            "proportion to the batch, the critical-batch law's no-benefit bound, as the profile has no gradient-noise "
-            "scale: larger batches may need fewer epochs than shown; add gradient statistics (grad_sqr, grad_var) to "
-            "the eval records, a noise record, or a curve at a larger batch"
+            f"above global batch {int(top_batch)} (the largest with a learning curve) epochs {how}, as the profile has "
+            "no gradient-noise scale; add gradient statistics (grad_sqr, grad_var) to the eval records, a noise "
+            "record, or a curve at a larger batch"
         )
     if prof is not None and prof.n_probes and chosen is not None:
         train_wh = chosen.workers * chosen.time_s / 3600
