@@ -95,11 +95,12 @@ _HEADLINE = "one-curve"
 
 
 def _registered_settings() -> tuple[str, ...]:
-    """Every registered setting's name, in the order registered."""
+    """Every registered setting's name, in the order registered, but the opt-in ones
+    (they run where ``--settings`` names them)."""
     from benchmarks._registry import SETTINGS, load
 
     load()
-    return tuple(SETTINGS)
+    return tuple(name for name, spec in SETTINGS.items() if not spec.opt_in)
 
 
 def _registered_prior_sets() -> tuple[str, ...]:
@@ -363,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         "--policies", default=None, help="comma-separated policy names to run instead of the defaults (e.g. add optuna_gp)"
     )
     parser.add_argument("--settings", default=None,
-                        help=f"comma-separated settings (default: all of {', '.join(_registered_settings())})")
+                        help=f"comma-separated settings (default: all of {', '.join(_registered_settings())}; "
+                        "opt-in ones, such as one-curve-no-noise, only when named)")
     parser.add_argument(
         "--priors", default="shipped",
         help=f"where the models' priors come from, one of {', '.join(_registered_prior_sets())} (default: shipped; "

@@ -67,6 +67,8 @@ class SettingSpec:
     closed_loop: bool = False
     upper_bound: bool = False
     order: int = 0  # reports list settings by this (the headline first)
+    # Run only where ``--settings`` names it (a diagnostic input, not part of the default replay).
+    opt_in: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,12 +142,14 @@ def trace(name: str, *, family: str, description: str = "") -> Callable[[Callabl
 
 
 def setting(
-    name: str, *, description: str, closed_loop: bool = False, upper_bound: bool = False, order: int = 0
+    name: str, *, description: str, closed_loop: bool = False, upper_bound: bool = False, order: int = 0,
+    opt_in: bool = False,
 ) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         _unique(SETTINGS, name, "setting")
         SETTINGS[name] = SettingSpec(
-            name=name, evidence=fn, description=description, closed_loop=closed_loop, upper_bound=upper_bound, order=order
+            name=name, evidence=fn, description=description, closed_loop=closed_loop, upper_bound=upper_bound, order=order,
+            opt_in=opt_in,
         )
         return fn
 

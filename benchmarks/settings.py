@@ -87,9 +87,9 @@ def curve_cost(workload: Workload, global_batch: int) -> float:
     return float(per_epoch * epochs)
 
 
-def evals_of(workload: Workload, batches: tuple[int, ...]) -> tuple[EvalRecord, ...]:
+def evals_of(workload: Workload, batches: tuple[int, ...], *, gradients: bool = True) -> tuple[EvalRecord, ...]:
     """Eval records of the given curves, with the gradient statistics each row logged
-    (measured by AdaptDL at the reference batch)."""
+    (measured by AdaptDL at the reference batch; ``gradients=False``: without them)."""
     ref = workload.reference_batch
     out = []
     for b in batches:
@@ -100,9 +100,9 @@ def evals_of(workload: Workload, batches: tuple[int, ...]) -> tuple[EvalRecord, 
                     global_batch=int(b),
                     epoch=float(e),
                     metric=float(m),
-                    grad_sqr=float(gs) if np.isfinite(gs) and gs >= 0 else None,
-                    grad_var=float(gv) if np.isfinite(gv) and gv >= 0 else None,
-                    grad_batch=ref,
+                    grad_sqr=float(gs) if gradients and np.isfinite(gs) and gs >= 0 else None,
+                    grad_var=float(gv) if gradients and np.isfinite(gv) and gv >= 0 else None,
+                    grad_batch=ref if gradients else None,
                 )
             )
     return tuple(out)
@@ -121,11 +121,12 @@ def visible_batches(workload: Workload) -> tuple[int, ...]:
     return tuple(sorted(set(b[::2]) | {b[-1]}))
 
 
-def _evidence(name: str, workload: Workload, curves: tuple[int, ...], noise: tuple[NoiseRecord, ...]) -> Evidence:
+def _evidence(name: str, workload: Workload, curves: tuple[int, ...], noise: tuple[NoiseRecord, ...], *,
+              gradients: bool = True) -> Evidence:
     return Evidence(
         setting=name,
         curves=curves,
-        evals=evals_of(workload, curves),
+        evals=evals_of(workload, curves, gradients=gradients),
         noise=noise,
         curve_costs={b: curve_cost(workload, b) for b in curves},
         held_out=tuple(b for b in workload.batches if b not in curves),
@@ -142,6 +143,18 @@ def _evidence(name: str, workload: Workload, curves: tuple[int, ...], noise: tup
 def one_curve(workload: Workload) -> Evidence:
     ref = recipe_batch(workload)
     return _evidence("one-curve", workload, (ref,), noise_of(workload, ref))
+
+
+@setting(
+    "one-curve-no-noise",
+    order=1,
+    opt_in=True,
+    description="one-curve without the reference run's gradient statistics (no noise records, no grad_sqr/grad_var): "
+    "a run logged by a plain training loop; opt-in (--settings one-curve-no-noise)",
+)
+def one_curve_no_noise(workload: Workload) -> Evidence:
+    ref = recipe_batch(workload)
+    return _evidence("one-curve-no-noise", workload, (ref,), (), gradients=False)
 
 
 @setting(
