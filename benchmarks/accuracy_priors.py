@@ -71,11 +71,9 @@ def _best(w: Workload, b: int) -> tuple[np.ndarray, np.ndarray]:
     return c.epochs[ok], best[ok]
 
 
-def _reference_noise_scale(w: Workload) -> float:
-    """Median ``B · grad_var / grad_sqr`` over the reference curve (what its noise records say)."""
-    c = w.curves[w.reference_batch]
-    ok = (c.grad_sqr > 0) & np.isfinite(c.grad_var)
-    return float(np.median(c.grad_var[ok] / c.grad_sqr[ok] * w.reference_batch))
+def _reference_noise_scale(w: Workload) -> float | None:
+    """The reference curve's noise scale, as its noise records say (:meth:`Workload.noise_scale`)."""
+    return w.noise_scale()
 
 
 def _fit(w: Workload, visible: list[int], bn: float, **kw) -> AccuracyModel:

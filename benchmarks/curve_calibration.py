@@ -115,8 +115,7 @@ def _prior_model(w, batch: int, *, reference_only: bool = False):
         if batch == ref:
             return None
         c = w.curves[ref]
-        ok = (c.grad_sqr > 0) & np.isfinite(c.grad_var)
-        b_noise = float(np.median(c.grad_var[ok] / c.grad_sqr[ok] * ref)) if np.any(ok) else None
+        b_noise = w.noise_scale(ref)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return AccuracyModel(goal=w.goal, interval=INTERVAL, b_noise=b_noise, noise_trace=w.noise_rows(ref)).fit(

@@ -120,8 +120,7 @@ def accuracy_errors(workload: Workload) -> list[dict]:
             m.append(c.metric)
         g, e, m = np.concatenate(g), np.concatenate(e), np.concatenate(m)
         # Gradient noise scale at the reference batch (the profile's NoiseRecord equivalent).
-        ok = (ref.grad_sqr > 0) & np.isfinite(ref.grad_var)
-        b_noise = float(np.median(ref.grad_var[ok] / ref.grad_sqr[ok])) * workload.reference_batch
+        b_noise = workload.noise_scale()
         models = {
             "cotune": AccuracyModel(goal=workload.goal, b_noise=b_noise, noise_trace=workload.noise_rows()).fit(g, e, m),
             "isotonic": IsotonicAccuracy(goal=workload.goal).fit(g, e, m),

@@ -150,6 +150,13 @@ class Workload:
             value = c.grad_var / c.grad_sqr * self.reference_batch
         return np.column_stack([np.full(int(ok.sum()), float(b)), c.epochs[ok], value[ok]])
 
+    def noise_scale(self, global_batch: int | None = None) -> float | None:
+        """The whole curve's noise scale (default: the reference curve's), as a profile holding
+        :meth:`noise_rows` as noise records reads it (:meth:`cotune.profile.Profile.noise_scale`:
+        their median); None without usable gradient statistics."""
+        rows = self.noise_rows(global_batch)
+        return float(np.median(rows[:, 2])) if len(rows) else None
+
 
 def _read_csv(path: Path) -> dict[str, np.ndarray]:
     import pandas as pd
