@@ -1553,7 +1553,9 @@ class AccuracyModel(EstimatorContract):
             hb, he = ev.batches[near], ev.horizon[near]
             d = np.abs(np.log2(q / hb))
             kappa = self.kappa_beyond_ * self._shape_at(t, hb)
-            shift, var = self._shift_without_law(q, hb, bn)
+            if bn:
+                return np.log(he * ((1 + q / bn) / (1 + hb / bn))), np.sqrt(0.3**2 + (kappa * d) ** 2)
+            shift, var = self._shift_without_noise(q, hb)
             return np.log(he) + shift, np.sqrt(0.3**2 + (kappa * d) ** 2 + var)
         lab, lae = np.log(ab), np.log(ae)
         lq = np.log(q)
@@ -1587,8 +1589,10 @@ class AccuracyModel(EstimatorContract):
             var = np.zeros(qo.shape)
             if law is not None:
                 m = law_log_epochs(qo, *law)
+            elif bn is not None:
+                m = lae[k] + np.log1p(qo / bn) - np.log1p(ab[k] / bn)
             else:
-                shift, var = self._shift_without_law(qo, ab[k], bn)
+                shift, var = self._shift_without_noise(qo, ab[k])
                 m = lae[k] + shift
             mu[out] = m
             if law is not None and self.kappa_beyond_law_ is not None:
@@ -1615,14 +1619,12 @@ class AccuracyModel(EstimatorContract):
             sig[own] = [own_sig[i] for i in at[own].tolist()]
         return mu, np.minimum(sig, _SIGMA_CAP)
 
-    def _shift_without_law(self, q: np.ndarray, anchor: np.ndarray, bn: float | None) -> tuple[np.ndarray, np.ndarray]:
-        """The law's log-epoch shift from ``anchor`` to ``q`` and its variance, where no law is
-        fitted across batches: with the noise scale ``bn`` (exact, variance 0); without one,
-        averaged over :data:`NOISE_RATIO_PRIOR` (:func:`noise_prior_shift`); a model fitted
-        before that prior existed keeps its rule — no worse than the smallest measured batch
-        below, a fixed number of steps (E ∝ B, the law's no-benefit bound) above."""
-        if bn:
-            return np.log1p(q / bn) - np.log1p(anchor / bn), np.zeros(q.shape)
+    def _shift_without_noise(self, q: np.ndarray, anchor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The law's log-epoch shift from ``anchor`` to ``q`` and its variance where neither a
+        law across batches nor a noise scale is known: averaged over :data:`NOISE_RATIO_PRIOR`
+        (:func:`noise_prior_shift`); a model fitted before that prior existed keeps its rule —
+        no worse than the smallest measured batch below, a fixed number of steps (E ∝ B, the
+        law's no-benefit bound) above, with no variance of its own."""
         prior = self.noise_ratio_prior_
         if prior is None:
             return np.maximum(np.log(q / anchor), 0.0), np.zeros(q.shape)
