@@ -494,7 +494,10 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     object (:class:`DuplicateKey`): ``json.loads`` keeps the last silently, so a request or
     record naming a field twice (two merged documents, a templating slip, a hand edit)
     would be read as one of them."""
-    out: dict[str, Any] = {}
+    out = dict(pairs)
+    if len(out) == len(pairs):  # no key twice: the common case, one C call
+        return out
+    out = {}
     for key, value in pairs:
         if key in out:
             raise DuplicateKey(f"field {excerpt(key)} appears twice in one object")

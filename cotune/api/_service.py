@@ -118,9 +118,10 @@ def _example(name: str) -> tuple[Any, Any]:
     return ("example", name, st.st_mtime_ns, st.st_size), lambda: read_profile(path)
 
 
-def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[Any, Any]:
+def _records(ref: ProfileRef, limits: Limits) -> tuple[Any, Any]:
     from cotune.profile import parse_profile
 
+    records = ref.records or ()
     if len(records) > limits.max_records:
         raise LimitError(
             f"{len(records)} records exceed this service's limit of {limits.max_records}: "
@@ -128,7 +129,7 @@ def _records(records: tuple[Mapping[str, Any], ...], limits: Limits) -> tuple[An
             path="/profile/records",
         )
     try:
-        lines = ProfileRef(records=records).record_lines()
+        lines = ref.record_lines()  # the request's own frozen records: not copied and frozen again
     except ProfileError as exc:
         raise RequestError(exc.reason, path=f"/profile/records/{(exc.line or 1) - 1}", code="invalid_profile") from None
     digest = hashlib.sha256("".join(lines).encode()).hexdigest()
@@ -375,7 +376,7 @@ def _resolve(ref: ProfileRef, profile_dir: str | os.PathLike[str] | None, limits
     if ref.example is not None:
         return _example(ref.example)
     if ref.records is not None:
-        return _records(ref.records, limits)
+        return _records(ref, limits)
     assert ref.path is not None
     return _path(ref.path, profile_dir, limits)
 

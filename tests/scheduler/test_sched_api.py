@@ -140,6 +140,24 @@ def test_deep_nesting_is_refused_without_recursion():
     assert "nested deeper" in exc.detail
 
 
+@pytest.mark.parametrize("leaf", [1, "t4", None, [], {}])
+def test_nesting_is_refused_from_the_first_value_deeper_than_the_limit(leaf):
+    # Any value counts, a scalar or an empty container alike: MAX_DEPTH levels pass the
+    # depth check (the field's own check judges them), one more is refused.
+    from cotune._checks import MAX_DEPTH
+    from cotune.api._request import _check_depth
+
+    def request(depth: int) -> dict:
+        value = leaf
+        for _ in range(depth - 2):  # the request object and the "prices" object are two levels
+            value = [value]
+        return {"prices": {"t4": value}}
+
+    _check_depth(request(MAX_DEPTH))
+    with pytest.raises(RequestError, match="nested deeper than"):
+        _check_depth(request(MAX_DEPTH + 1))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     caps=st.lists(st.integers(1, 40), min_size=1, max_size=3),
