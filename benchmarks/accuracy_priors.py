@@ -71,6 +71,16 @@ def _best(w: Workload, b: int) -> tuple[np.ndarray, np.ndarray]:
     return c.epochs[ok], best[ok]
 
 
+def level_scores(w: Workload) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], list[float]]:
+    """Each batch's best-so-far curve (score space) and the targets the priors are measured
+    at, in score space: ``_LEVELS`` of the way from the median first evaluation to the
+    weakest batch's best (targets every batch reaches)."""
+    curves = {b: _best(w, b) for b in w.batches}
+    start = float(np.median([float(c[1][0]) for c in curves.values()]))
+    weakest = float(min(float(c[1][-1]) for c in curves.values()))
+    return curves, [start + f * (weakest - start) for f in _LEVELS]
+
+
 def _reference_noise_scale(w: Workload) -> float | None:
     """The reference curve's noise scale, as its noise records say (:meth:`Workload.noise_scale`)."""
     return w.noise_scale()
@@ -261,12 +271,9 @@ def noise_ratio_of(w: Workload) -> float:
     """``ln(B_noise / reference batch)`` of one workload: the law fitted across all its
     batches' crossings at each of the target levels, the median over the levels."""
     batches = list(w.batches)
-    curves = {b: _best(w, b) for b in batches}
-    start = float(np.median([float(curves[b][1][0]) for b in batches]))
-    weakest = float(min(float(curves[b][1][-1]) for b in batches))
+    curves, levels = level_scores(w)
     ratios = []
-    for f in _LEVELS:
-        t = start + f * (weakest - start)
+    for t in levels:
         e = np.array([crossing_epoch(*curves[b], t) for b in batches])
         ok = np.isfinite(e)
         law = fit_noise_scale(np.array(batches, float)[ok], e[ok]) if np.count_nonzero(ok) >= 3 else None
@@ -285,17 +292,13 @@ def no_noise_samples(w: Workload, prior: tuple[float, float] | None) -> list[tup
     """``(log error, covered by the 90 % interval)`` of the library model fitted on the
     reference curve alone *without* its gradient statistics, at every other batch and
     target level (``prior``: its ``noise_ratio_prior``; None, the no-benefit bound)."""
-    batches = list(w.batches)
-    curves = {b: _best(w, b) for b in batches}
-    start = float(np.median([float(curves[b][1][0]) for b in batches]))
-    weakest = float(min(float(curves[b][1][-1]) for b in batches))
+    curves, levels = level_scores(w)
     ref = w.reference_batch
     c = w.curves[ref]
     model = AccuracyModel(goal=w.goal, noise_ratio_prior=prior).fit(np.full(len(c.epochs), float(ref)), c.epochs, c.metric)
     out = []
-    for f in _LEVELS:
-        t = start + f * (weakest - start)
-        for b in batches:
+    for t in levels:
+        for b in w.batches:
             truth = crossing_epoch(*curves[b], t)
             if b == ref or not math.isfinite(truth):
                 continue

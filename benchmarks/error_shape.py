@@ -65,25 +65,22 @@ def epochs_errors(*, models: Iterable[str] | None = None, **priors: Any) -> tupl
     """Standardised epochs-to-target errors from each Pollux workload's reference curve
     (``models``: these Pollux models, default all six; ``priors``: accuracy-model keywords
     such as ``kappa_beyond=`` in place of the library's defaults)."""
-    from benchmarks.accuracy_priors import _LEVELS, _best, _reference_noise_scale
+    from benchmarks.accuracy_priors import _reference_noise_scale, level_scores
     from benchmarks.traces import POLLUX_MODELS, load_pollux
     from cotune.models._accuracy import AccuracyModel, crossing_epoch
 
     us, groups = [], []
     for name in POLLUX_MODELS if models is None else models:
         w = load_pollux(name)
-        batches = list(w.batches)
-        curves = {b: _best(w, b) for b in batches}
-        start = float(np.median([float(curves[b][1][0]) for b in batches]))
-        weakest = float(min(float(curves[b][1][-1]) for b in batches))
+        curves, levels = level_scores(w)
         ref = w.reference_batch
         c = w.curves[ref]
         model = AccuracyModel(goal=w.goal, b_noise=_reference_noise_scale(w), noise_trace=w.noise_rows(), **priors).fit(
             np.full(len(c.epochs), float(ref)), c.epochs, c.metric
         )
-        for f in _LEVELS:
-            target = float(w.score(start + f * (weakest - start)))
-            for b in batches:
+        for level in levels:
+            target = float(w.score(level))
+            for b in w.batches:
                 if b == ref:
                     continue
                 truth = crossing_epoch(*curves[b], float(w.score(target)))
