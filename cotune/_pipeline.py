@@ -284,7 +284,7 @@ def _report(request, models, prof, market, space, est, details, feas, order, *, 
         how = (
             "are extrapolated with a prior over the gradient noise scale measured on published workloads, so their "
             "intervals are wide"
-            if getattr(models.accuracy, "noise_ratio_prior_", None) is not None
+            if models.accuracy.noise_ratio_prior_ is not None
             else "are taken to grow in proportion to the batch, the critical-batch law's no-benefit bound: larger "
             "batches may need fewer epochs than shown"
         )
